@@ -1,0 +1,56 @@
+/* Shared-memory tile geometry: swizzle address functions and the canonical
+ * core-matrix layouts that TMA writes and the MMA descriptors describe.
+ * hardware-facts.md §1.2 (swizzle functions), §1.3 (alignment), §1.4
+ * (canonical layouts, LBO/SBO), §5.6 (TMA writes the same pattern). */
+#ifndef KGEN_LAYOUT_H
+#define KGEN_LAYOUT_H
+
+#include <stdint.h>
+#include "err.h"
+
+typedef enum Swizzle {
+	SWZ_NONE,
+	SWZ_32B,
+	SWZ_64B,
+	SWZ_128B,
+	SWZ_COUNT
+} Swizzle;
+
+typedef enum Major {
+	MAJOR_K,  /* K contiguous: "row" A / "column" B */
+	MAJOR_MN, /* M (or N) contiguous: transposed operand */
+} Major;
+
+int swizzle_parse(const char *s, Swizzle *out); /* "none","32","64","128" (also "32B"...) */
+const char *swizzle_name(Swizzle s);            /* "none","32B","64B","128B" */
+int swizzle_span(Swizzle s);   /* bytes of one swizzled row: 16 (none), 32, 64, 128 */
+int swizzle_period(Swizzle s); /* alignment for base_offset 0: 16, 256, 512, 1024 */
+/* Apply the swizzle to an absolute shared-memory byte address (§1.2). */
+uint32_t swizzle_addr(Swizzle s, uint32_t addr);
+
+/* A densely packed tile of `mn` rows (along M or N) by `k` elements, laid
+ * out canonically for `major` and `swz`:
+ *  - K-major swizzled: rows of span bytes; 8-row atoms dense along MN
+ *    (SBO = 8*span), atoms for successive K slices of `span` bytes follow
+ *    after all MN rows (slice stride = mn*span). LBO = 16 (field 1).
+ *  - K-major none: 8x16B core matrices, stacked along MN first
+ *    (SBO = 128), then along K (LBO = mn/8*128).
+ *  - MN-major: per §1.4 (LBO/SBO swap between none and swizzled).
+ * Fails, naming the parameter, when mn/k do not tile the atom. */
+typedef struct TileLayout {
+	Major major;
+	Swizzle swz;
+	int elem_bits;
+	int mn, k;          /* elements */
+	uint32_t lbo, sbo;  /* bytes, as the descriptor wants them */
+	uint32_t bytes;     /* total footprint */
+	uint32_t slice_bytes; /* K-major swizzled: bytes of one span-wide K slice (mn*span); else 0 */
+} TileLayout;
+
+int layout_canonical(TileLayout *out, Major major, Swizzle swz, int elem_bits,
+                     int mn, int k, KgErr *err);
+/* Byte offset (before swizzling) of element (row along MN, col along K) in
+ * the tile; add the tile base and apply swizzle_addr for the final address. */
+uint32_t layout_offset(const TileLayout *t, int mn, int k);
+
+#endif

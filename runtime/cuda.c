@@ -1,0 +1,1 @@
+typedef int kgen_placeholder_t; /* stub: replaced by its owner */
