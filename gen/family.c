@@ -1,1 +1,168 @@
-typedef int kgen_placeholder_t; /* stub */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dtype.h"
+#include "family.h"
+#include "layout.h"
+#include "target.h"
+
+extern const Family family_gemm;
+
+const Family *const families[] = {&family_gemm, NULL};
+
+const Family *
+family_find(const char *name)
+{
+	for (int i = 0; families[i]; i++)
+		if (strcmp(families[i]->name, name) == 0)
+			return families[i];
+	return NULL;
+}
+
+static int *
+field(void *params, const ParamSpec *s)
+{
+	return (int *)((char *)params + s->offset);
+}
+
+/* Is `v` one of the comma-separated words of `list`? */
+static int
+in_list(const char *list, const char *v)
+{
+	size_t n = strlen(v);
+
+	for (const char *p = list; p && *p;) {
+		const char *c = strchr(p, ',');
+		size_t len = c ? (size_t)(c - p) : strlen(p);
+		if (len == n && strncmp(p, v, n) == 0)
+			return 1;
+		p = c ? c + 1 : NULL;
+	}
+	return 0;
+}
+
+static int
+parse_value(const ParamSpec *s, int *out, const char *v, KgErr *err)
+{
+	char *end;
+	long x;
+
+	if (s->allowed && s->kind != PK_SWIZZLE && !in_list(s->allowed, v))
+		return kg_fail(err, "--%s=%s: must be one of %s", s->name, v, s->allowed);
+	switch (s->kind) {
+	case PK_INT:
+		errno = 0;
+		x = strtol(v, &end, 0);
+		if (errno || *end || end == v)
+			return kg_fail(err, "--%s=%s: must be an integer", s->name, v);
+		if (!s->allowed && (x < s->lo || x > s->hi || (s->step && (x - s->lo) % s->step)))
+			return kg_fail(err, "--%s=%s: must be in %d..%d in steps of %d", s->name, v,
+			               s->lo, s->hi, s->step ? s->step : 1);
+		*out = (int)x;
+		return 0;
+	case PK_TARGET:
+		for (int i = 0; i < ntargets; i++)
+			if (strcmp(targets[i].name, v) == 0)
+				return *out = i, 0;
+		break;
+	case PK_DTYPE: {
+		DType t;
+		if (dtype_parse(v, &t) == 0)
+			return *out = (int)t, 0;
+		break;
+	}
+	case PK_SWIZZLE: {
+		Swizzle w;
+		if (swizzle_parse(v, &w) == 0 && (!s->allowed || in_list(s->allowed, v) ||
+		                                  in_list(s->allowed, swizzle_name(w))))
+			return *out = (int)w, 0;
+		return kg_fail(err, "--%s=%s: must be one of %s", s->name, v, s->allowed);
+	}
+	}
+	return kg_fail(err, "--%s=%s: must be one of %s", s->name, v, s->allowed);
+}
+
+int
+family_parse(const Family *f, void *params, int nargs, const char *const *args, KgErr *err)
+{
+	memset(params, 0, f->size);
+	for (int i = 0; i < f->nparams; i++)
+		if (parse_value(&f->params[i], field(params, &f->params[i]), f->params[i].def, err) < 0)
+			return -1;
+	for (int i = 0; i < nargs; i++) {
+		const char *a = args[i], *eq, *v;
+		size_t n;
+		int j;
+
+		if (strncmp(a, "--", 2) != 0)
+			return kg_fail(err, "%s: expected a --parameter of family %s", a, f->name);
+		a += 2;
+		eq = strchr(a, '=');
+		n = eq ? (size_t)(eq - a) : strlen(a);
+		for (j = 0; j < f->nparams; j++)
+			if (strlen(f->params[j].name) == n && strncmp(f->params[j].name, a, n) == 0)
+				break;
+		if (j == f->nparams)
+			return kg_fail(err, "--%.*s: not a parameter of family %s (see `kgen list`)", (int)n,
+			               a, f->name);
+		if (eq)
+			v = eq + 1;
+		else if (i + 1 < nargs)
+			v = args[++i];
+		else
+			return kg_fail(err, "--%s: missing value (allowed: %s)", f->params[j].name,
+			               f->params[j].allowed ? f->params[j].allowed : "an integer");
+		if (parse_value(&f->params[j], field(params, &f->params[j]), v, err) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+void
+family_format_args(const Family *f, const void *params, Buf *out)
+{
+	for (int i = 0; i < f->nparams; i++) {
+		const ParamSpec *s = &f->params[i];
+		int v = *field((void *)params, s);
+		const char *sep = i ? " " : "";
+
+		switch (s->kind) {
+		case PK_INT:
+			buf_printf(out, "%s--%s %d", sep, s->name, v);
+			break;
+		case PK_TARGET:
+			buf_printf(out, "%s--%s %s", sep, s->name, targets[v].name);
+			break;
+		case PK_DTYPE:
+			buf_printf(out, "%s--%s %s", sep, s->name, dtype_name((DType)v));
+			break;
+		case PK_SWIZZLE:
+			if (v == SWZ_NONE)
+				buf_printf(out, "%s--%s none", sep, s->name);
+			else
+				buf_printf(out, "%s--%s %d", sep, s->name, swizzle_span((Swizzle)v));
+			break;
+		}
+	}
+}
+
+void
+family_list(Buf *out)
+{
+	for (int i = 0; families[i]; i++) {
+		const Family *f = families[i];
+		buf_printf(out, "%s — %s\n", f->name, f->help);
+		for (int j = 0; j < f->nparams; j++) {
+			const ParamSpec *s = &f->params[j];
+			char allowed[96];
+			if (s->allowed)
+				snprintf(allowed, sizeof allowed, "%s", s->allowed);
+			else
+				snprintf(allowed, sizeof allowed, "%d..%d step %d", s->lo, s->hi,
+				         s->step ? s->step : 1);
+			buf_printf(out, "  --%-11s %-24s default %-7s %s\n", s->name, allowed, s->def, s->help);
+		}
+	}
+}

@@ -1,1 +1,345 @@
-typedef int kgen_placeholder_t; /* stub */
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "desc.h"
+#include "family.h"
+#include "gemm.h"
+#include "ops.h"
+
+#define P(f) offsetof(GemmParams, f)
+
+/* See family.h for the columns. */
+static const ParamSpec gemm_params[] = {
+	{"target", PK_TARGET, P(target), "sm_90a,sm_100a", 0, 0, 0, "sm_90a",
+	 "sm_90a: wgmma consumers; sm_100a: tcgen05 + TMEM"},
+	{"tile-m", PK_INT, P(tile_m), "64,128,192,256", 0, 0, 0, "128",
+	 "C rows per CTA (sm_90a: 64 per consumer warpgroup; sm_100a: 128)"},
+	{"tile-n", PK_INT, P(tile_n), NULL, 16, 256, 16, "256", "C columns per CTA = MMA N"},
+	{"tile-k", PK_INT, P(tile_k), "16,32,64,128", 0, 0, 0, "64", "K elements per pipeline stage"},
+	{"stages", PK_INT, P(stages), NULL, 2, 8, 1, "4", "TMA ring depth (full/empty mbarrier pairs)"},
+	{"swizzle", PK_SWIZZLE, P(swizzle), "none,32,64,128", 0, 0, 0, "128",
+	 "smem swizzle of the A/B tiles (TMA and MMA agree)"},
+	{"dtype", PK_DTYPE, P(dtype), "bf16,fp16", 0, 0, 0, "bf16", "A and B element type"},
+	{"out-dtype", PK_DTYPE, P(out_dtype), "bf16,f32", 0, 0, 0, "bf16", "C element type"},
+};
+
+/* Validates the parameter combination and builds the plan. Every rule that
+ * is not a plain allowed-values check is here, with its reason. */
+static int
+gemm_configure(GemmCfg *g, const GemmParams *p, KgErr *err)
+{
+	memset(g, 0, sizeof *g);
+	g->t = &targets[p->target];
+	g->tm = p->tile_m;
+	g->tn = p->tile_n;
+	g->tk = p->tile_k;
+	g->stages = p->stages;
+	g->swz = (Swizzle)p->swizzle;
+	g->in = (DType)p->dtype;
+	g->out = (DType)p->out_dtype;
+	g->esz_in = dtype_bits(g->in) / 8;
+	g->esz_out = dtype_bits(g->out) / 8;
+	g->span = swizzle_span(g->swz);
+	g->group_m = 8;
+	g->r_slot = g->b_acc = -1;
+
+	/* One MMA consumes 32 bytes of K (hardware-facts §1.5); a stage holds
+	 * whole swizzle rows so TMA boxes and descriptors tile it exactly. */
+	if (g->tk * g->esz_in % g->span)
+		return kg_fail(err, "--tile-k=%d with --swizzle=%s: tile-k x %d bytes must be a multiple of the %d-byte swizzle span",
+		               g->tk, swizzle_name(g->swz), g->esz_in, g->span);
+	g->kslices = g->tk * g->esz_in / g->span;
+	if (layout_canonical(&g->la, MAJOR_K, g->swz, 8 * g->esz_in, g->tm, g->tk, err) < 0 ||
+	    layout_canonical(&g->lb, MAJOR_K, g->swz, 8 * g->esz_in, g->tn, g->tk, err) < 0)
+		return -1;
+	g->stage_bytes = g->la.bytes + g->lb.bytes;
+
+	plan_init(&g->plan, g->t);
+	/* TMA destinations need 128 B, swizzled tiles their period (§1.3). */
+	uint32_t align = (uint32_t)swizzle_period(g->swz) > 128 ? (uint32_t)swizzle_period(g->swz) : 128;
+	g->r_a = plan_smem(&g->plan, "A stages", g->la.bytes, align, g->stages);
+	g->r_b = plan_smem(&g->plan, "B stages", g->lb.bytes, align, g->stages);
+	if (g->t->gemm->plan(g, err) < 0)
+		return -1;
+	snprintf(g->name, sizeof g->name, "gemm_%s_%s_m%dn%dk%d_s%d_sw%s_%s", dtype_name(g->in),
+	         dtype_name(g->out), g->tm, g->tn, g->tk, g->stages,
+	         g->swz == SWZ_NONE ? "none" : (g->swz == SWZ_32B ? "32" : g->swz == SWZ_64B ? "64" : "128"),
+	         g->t->name);
+	for (char *c = g->name; *c; c++)
+		if (*c == '_' && c[1] == 's' && c[2] == 'm' && c[3] == '_')
+			memmove(c + 3, c + 4, strlen(c + 4) + 1); /* "_sm_90a" -> "_sm90a" */
+	return plan_check(&g->plan, err);
+}
+
+Reg
+gemm_smem_addr(Emit *e, const GemmCfg *g, const GemmRegs *r, int region)
+{
+	Reg a = reg_new(e, RC_B32);
+
+	emitf(e, "\tadd.u32 %s, %s, %u;\n", a.s, r->base.s, g->plan.smem[region].offset);
+	return a;
+}
+
+Reg
+gemm_bar_addr(Emit *e, const GemmCfg *g, const GemmRegs *r, int bar)
+{
+	Reg a = reg_new(e, RC_B32);
+
+	emitf(e, "\tadd.u32 %s, %s, %u;\n", a.s, r->base.s, g->plan.bars[bar].offset);
+	return a;
+}
+
+void
+gemm_emit_advance(Emit *e, const GemmCfg *g, Reg stage, Reg phase)
+{
+	Reg p = reg_new(e, RC_PRED);
+
+	emitf(e, "\tadd.u32 %s, %s, 1;\n", stage.s, stage.s);
+	emitf(e, "\tsetp.eq.u32 %s, %s, %d;\n", p.s, stage.s, g->stages);
+	emitf(e, "\t@%s mov.u32 %s, 0;\n", p.s, stage.s);
+	emitf(e, "\t@%s xor.b32 %s, %s, 1;\n", p.s, phase.s, phase.s);
+}
+
+int
+gemm_desc_words(const GemmCfg *g, const TileLayout *l, uint32_t *lo0, uint32_t *hi, KgErr *err)
+{
+	uint64_t d;
+
+	/* Encoded at address 0: the start field is then added at run time as
+	 * (addr >> 4), which cannot carry out of its 14 bits below 256 KiB. */
+	if (desc_for_tile(&d, g->t->desc, l, 0, err) < 0)
+		return -1;
+	*lo0 = (uint32_t)d;
+	*hi = (uint32_t)(d >> 32);
+	return 0;
+}
+
+int
+gemm_emit_producer(Emit *e, const GemmCfg *g, const GemmRegs *r, KgErr *err)
+{
+	Reg stage = reg_new(e, RC_B32), phase = reg_new(e, RC_B32), kt = reg_new(e, RC_B32);
+	Reg full0, empty0, a0, b0, full, empty, par, adst, bdst, kc, kx, p;
+	char loop[48], done[48];
+
+	emit_block(e, "gemm.producer");
+	full0 = gemm_bar_addr(e, g, r, g->b_full);
+	empty0 = gemm_bar_addr(e, g, r, g->b_empty);
+	a0 = gemm_smem_addr(e, g, r, g->r_a);
+	b0 = gemm_smem_addr(e, g, r, g->r_b);
+	full = reg_new(e, RC_B32);
+	empty = reg_new(e, RC_B32);
+	par = reg_new(e, RC_B32);
+	adst = reg_new(e, RC_B32);
+	bdst = reg_new(e, RC_B32);
+	kc = reg_new(e, RC_B32);
+	kx = reg_new(e, RC_B32);
+	p = reg_new(e, RC_PRED);
+	label_new(e, loop, sizeof loop, "produce");
+	label_new(e, done, sizeof done, "produce_done");
+	emitf(e, "\tmov.u32 %s, 0;\n\tmov.u32 %s, 0;\n\tmov.u32 %s, 0;\n", stage.s, phase.s, kt.s);
+	emitf(e, "\tsetp.eq.u32 %s, %s, 0;\n\t@%s bra %s;\n", p.s, r->nk.s, p.s, done);
+	emit_label(e, loop);
+	/* Empty barriers start in phase 0 with nothing consumed: waiting on
+	 * parity phase^1 passes at once the first round (hardware-facts §5.4). */
+	emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n", empty.s, stage.s, empty0.s);
+	emitf(e, "\txor.b32 %s, %s, 1;\n", par.s, phase.s);
+	if (op_mbar_wait(e, err, empty, par.s) < 0)
+		return -1;
+	emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n", full.s, stage.s, full0.s);
+	/* Every byte of every box of the stage, out-of-bounds fill included
+	 * (seed-lessons: a missing count deadlocks). */
+	op_mbar_arrive_expect_tx(e, full, g->stage_bytes);
+	emitf(e, "\tmad.lo.u32 %s, %s, %u, %s;\n", adst.s, stage.s, g->la.bytes, a0.s);
+	emitf(e, "\tmad.lo.u32 %s, %s, %u, %s;\n", bdst.s, stage.s, g->lb.bytes, b0.s);
+	emitf(e, "\tmul.lo.u32 %s, %s, %d;\n", kc.s, kt.s, g->tk);
+	for (int j = 0; j < g->kslices; j++) {
+		Reg da = reg_new(e, RC_B32), db = reg_new(e, RC_B32);
+		emitf(e, "\tadd.u32 %s, %s, %d;\n", kx.s, kc.s, j * g->span / g->esz_in);
+		emitf(e, "\tadd.u32 %s, %s, %u;\n", da.s, adst.s, (uint32_t)j * (uint32_t)g->tm * (uint32_t)g->span);
+		emitf(e, "\tadd.u32 %s, %s, %u;\n", db.s, bdst.s, (uint32_t)j * (uint32_t)g->tn * (uint32_t)g->span);
+		if (op_tma_load_2d(e, err, da, r->tmap_a, kx, r->m0, full, (uint32_t)(g->tm * g->span)) < 0 ||
+		    op_tma_load_2d(e, err, db, r->tmap_b, kx, r->n0, full, (uint32_t)(g->tn * g->span)) < 0)
+			return -1;
+	}
+	gemm_emit_advance(e, g, stage, phase);
+	emitf(e, "\tadd.u32 %s, %s, 1;\n", kt.s, kt.s);
+	emitf(e, "\tsetp.lt.u32 %s, %s, %s;\n\t@%s bra %s;\n", p.s, kt.s, r->nk.s, p.s, loop);
+	emit_label(e, done);
+	return 0;
+}
+
+/* Tile coordinates with grouped rasterization: consecutive CTAs walk
+ * group_m M-tiles down one N column before moving right, so a wave reuses
+ * the same B tiles and a narrow band of A from L2. */
+static void
+emit_tile_coords(Emit *e, const GemmCfg *g, GemmRegs *r)
+{
+	Reg mt = reg_new(e, RC_B32), nt = reg_new(e, RC_B32), id = reg_new(e, RC_B32);
+	Reg gw = reg_new(e, RC_B32), grp = reg_new(e, RC_B32), first = reg_new(e, RC_B32);
+	Reg gs = reg_new(e, RC_B32), within = reg_new(e, RC_B32), t = reg_new(e, RC_B32);
+
+	emit_block(e, "gemm.tile_coords");
+	emitf(e, "\tadd.u32 %s, %s, %d;\n\tdiv.u32 %s, %s, %d;\n", mt.s, r->M.s, g->tm - 1, mt.s, mt.s, g->tm);
+	emitf(e, "\tadd.u32 %s, %s, %d;\n\tdiv.u32 %s, %s, %d;\n", nt.s, r->N.s, g->tn - 1, nt.s, nt.s, g->tn);
+	emitf(e, "\tmov.u32 %s, %%ctaid.x;\n", id.s);
+	emitf(e, "\tmul.lo.u32 %s, %s, %d;\n", gw.s, nt.s, g->group_m);
+	emitf(e, "\tdiv.u32 %s, %s, %s;\n", grp.s, id.s, gw.s);
+	emitf(e, "\tmul.lo.u32 %s, %s, %d;\n", first.s, grp.s, g->group_m);
+	emitf(e, "\tsub.u32 %s, %s, %s;\n", gs.s, mt.s, first.s);
+	emitf(e, "\tmin.u32 %s, %s, %d;\n", gs.s, gs.s, g->group_m);
+	emitf(e, "\tmul.lo.u32 %s, %s, %s;\n", t.s, grp.s, gw.s);
+	emitf(e, "\tsub.u32 %s, %s, %s;\n", within.s, id.s, t.s);
+	emitf(e, "\trem.u32 %s, %s, %s;\n", t.s, within.s, gs.s);
+	emitf(e, "\tadd.u32 %s, %s, %s;\n", t.s, t.s, first.s);
+	emitf(e, "\tmul.lo.u32 %s, %s, %d;\n", r->m0.s, t.s, g->tm);
+	emitf(e, "\tdiv.u32 %s, %s, %s;\n", t.s, within.s, gs.s);
+	emitf(e, "\tmul.lo.u32 %s, %s, %d;\n", r->n0.s, t.s, g->tn);
+	emitf(e, "\tadd.u32 %s, %s, %d;\n\tdiv.u32 %s, %s, %d;\n", r->nk.s, r->K.s, g->tk - 1, r->nk.s, r->nk.s, g->tk);
+}
+
+static int
+emit_prologue(Emit *e, const GemmCfg *g, GemmRegs *r, KgErr *err)
+{
+	Reg raw = reg_new(e, RC_B32), p = reg_new(e, RC_PRED);
+	char skip[48];
+
+	r->tid = reg_new(e, RC_B32);
+	r->warp = reg_new(e, RC_B32);
+	r->lane = reg_new(e, RC_B32);
+	r->base = reg_new(e, RC_B32);
+	r->M = reg_new(e, RC_B32);
+	r->N = reg_new(e, RC_B32);
+	r->K = reg_new(e, RC_B32);
+	r->nk = reg_new(e, RC_B32);
+	r->m0 = reg_new(e, RC_B32);
+	r->n0 = reg_new(e, RC_B32);
+	r->tmap_a = reg_new(e, RC_B64);
+	r->tmap_b = reg_new(e, RC_B64);
+	r->c = reg_new(e, RC_B64);
+
+	emit_block(e, "gemm.prologue");
+	emitf(e, "\tmov.u32 %s, %%tid.x;\n", r->tid.s);
+	emitf(e, "\tshr.u32 %s, %s, 5;\n", r->warp.s, r->tid.s);
+	emitf(e, "\tand.b32 %s, %s, 31;\n", r->lane.s, r->tid.s);
+	/* Round the dynamic base up to the largest alignment any region needs;
+	 * the plan requested the slack (hardware-facts §1.3, pitfall 3). */
+	emitf(e, "\tmov.u32 %s, kg_smem;\n", raw.s);
+	emitf(e, "\tadd.u32 %s, %s, %u;\n", r->base.s, raw.s, g->plan.smem_align - 1);
+	emitf(e, "\tand.b32 %s, %s, %d;\n", r->base.s, r->base.s, -(int)g->plan.smem_align);
+	emitf(e, "\tld.param.u32 %s, [p_M];\n\tld.param.u32 %s, [p_N];\n\tld.param.u32 %s, [p_K];\n",
+	      r->M.s, r->N.s, r->K.s);
+	emitf(e, "\tld.param.u64 %s, [p_C];\n\tcvta.to.global.u64 %s, %s;\n", r->c.s, r->c.s, r->c.s);
+	op_param_addr(e, r->tmap_a, "p_A");
+	op_param_addr(e, r->tmap_b, "p_B");
+	emit_tile_coords(e, g, r);
+
+	emit_block(e, "gemm.barrier_init");
+	label_new(e, skip, sizeof skip, "init_done");
+	emitf(e, "\tsetp.ne.u32 %s, %s, 0;\n\t@%s bra %s;\n", p.s, r->tid.s, p.s, skip);
+	for (int i = 0; i < g->plan.nbars; i++)
+		for (int s = 0; s < g->plan.bars[i].count; s++) {
+			Reg a = reg_new(e, RC_B32);
+			emitf(e, "\tadd.u32 %s, %s, %u; // %s[%d]\n", a.s, r->base.s,
+			      g->plan.bars[i].offset + 8u * (uint32_t)s, g->plan.bars[i].name, s);
+			op_mbar_init(e, a, g->plan.bars[i].arrivals);
+		}
+	op_fence_mbar_init(e);
+	emit_label(e, skip);
+	if (g->t->gemm->setup && g->t->gemm->setup(e, g, r, err) < 0)
+		return -1;
+	op_bar_sync(e, 0, g->plan.threads);
+	return 0;
+}
+
+static void
+gemm_abi(const GemmCfg *g, const char *args, KernelAbi *k)
+{
+	AbiParam *p;
+
+	memset(k, 0, sizeof *k);
+	snprintf(k->kernel, sizeof k->kernel, "%s", g->name);
+	k->family = "gemm";
+	k->target = g->t;
+	snprintf(k->args, sizeof k->args, "%s", args);
+	k->threads = g->plan.threads;
+	k->min_ctas = 1; /* a register cap at entry, so setmaxnreg takes effect */
+	k->cluster[0] = k->cluster[1] = k->cluster[2] = 1;
+	k->smem = g->plan.smem_request;
+	snprintf(k->grid[0], sizeof k->grid[0], "cdiv(M,%d)*cdiv(N,%d)", g->tm, g->tn);
+	snprintf(k->grid[1], sizeof k->grid[1], "1");
+	snprintf(k->grid[2], sizeof k->grid[2], "1");
+	p = abi_add(k, ABI_TMAP, "A");
+	p->dtype = g->in;
+	p->rank = 2;
+	p->box[0] = g->span / g->esz_in;
+	p->box[1] = g->tm;
+	p->swz = g->swz;
+	snprintf(p->tensor, sizeof p->tensor, "A[M,K]");
+	p = abi_add(k, ABI_TMAP, "B");
+	p->dtype = g->in;
+	p->rank = 2;
+	p->box[0] = g->span / g->esz_in;
+	p->box[1] = g->tn;
+	p->swz = g->swz;
+	snprintf(p->tensor, sizeof p->tensor, "B[N,K]");
+	p = abi_add(k, ABI_PTR, "C");
+	p->dtype = g->out;
+	snprintf(p->tensor, sizeof p->tensor, "C[M,N]");
+	abi_add(k, ABI_U32, "M");
+	abi_add(k, ABI_U32, "N");
+	abi_add(k, ABI_U32, "K");
+}
+
+static int
+gemm_generate(const void *params, const char *args, Buf *out, KgErr *err)
+{
+	GemmCfg g;
+	GemmRegs r;
+	KernelAbi k;
+	Emit e;
+	int rc;
+
+	if (gemm_configure(&g, params, err) < 0)
+		return -1;
+	emit_init(&e);
+	rc = emit_prologue(&e, &g, &r, err);
+	if (rc == 0)
+		rc = g.t->gemm->body(&e, &g, &r, err);
+	if (rc == 0 && e.oom)
+		rc = kg_fail(err, "out of memory");
+	if (rc == 0) {
+		gemm_abi(&g, args, &k);
+		abi_module(&k, &e, out);
+	}
+	emit_free(&e);
+	return rc;
+}
+
+static int
+gemm_plan(const void *params, Buf *text, KgErr *err)
+{
+	GemmCfg g;
+
+	if (gemm_configure(&g, params, err) < 0)
+		return -1;
+	buf_printf(text, "kernel          %s\n", g.name);
+	buf_printf(text, "tile            %d x %d x %d, %d stages, swizzle %s, %s -> %s\n", g.tm, g.tn,
+	           g.tk, g.stages, swizzle_name(g.swz), dtype_name(g.in), dtype_name(g.out));
+	buf_printf(text, "smem tiles      A %dx%d (%u B, SBO %u LBO %u), B %dx%d (%u B); %d TMA boxes per operand per stage\n",
+	           g.tm, g.tk, g.la.bytes, g.la.sbo, g.la.lbo, g.tn, g.tk, g.lb.bytes, g.kslices);
+	buf_printf(text, "grid            cdiv(M,%d)*cdiv(N,%d) CTAs, grouped %d M-tiles per column band\n",
+	           g.tm, g.tn, g.group_m);
+	plan_print(&g.plan, text);
+	return 0;
+}
+
+const Family family_gemm = {
+	"gemm",
+	"C[M,N] = A[M,K]·B[N,K]^T, bf16/fp16 in, f32 accumulate, bf16/f32 out",
+	gemm_params,
+	sizeof gemm_params / sizeof gemm_params[0],
+	sizeof(GemmParams),
+	gemm_generate,
+	gemm_plan,
+};

@@ -1,1 +1,237 @@
-typedef int kgen_placeholder_t; /* stub: replaced by its owner */
+#include <string.h>
+
+#include "layout.h"
+
+/* Columns:
+ *  name, alias  CLI spellings accepted by swizzle_parse
+ *  span         bytes of one swizzled row: the atom width of §1.4
+ *               (K-major atom = 8 rows x span; none = one 16-byte core-matrix row)
+ *  period       bytes after which the XOR pattern repeats; the alignment a
+ *               tile needs for base_offset 0 (hardware-facts §1.2, §1.3;
+ *               PTX §9.7.16.4.1 Table 41)
+ *  xor_bits     B of CuTe Swizzle<B,4,3>: address bits [7+B-1:7] are XOR-ed
+ *               into bits [4+B-1:4] (hardware-facts §1.2)
+ * The descriptor field codes live in desc.c next to the bit positions. */
+static const struct {
+	const char *name;
+	const char *alias;
+	int span;
+	int period;
+	int xor_bits;
+} swz_tab[SWZ_COUNT] = {
+	[SWZ_NONE] = {"none", "none", 16, 16, 0},
+	[SWZ_32B] = {"32B", "32", 32, 256, 1},
+	[SWZ_64B] = {"64B", "64", 64, 512, 2},
+	[SWZ_128B] = {"128B", "128", 128, 1024, 3},
+};
+
+/* No tile may exceed the 14-bit (addr >> 4) window of the descriptors
+ * (hardware-facts §1.1): 256 KiB. */
+#define SMEM_WINDOW (1u << 18)
+
+int
+swizzle_parse(const char *s, Swizzle *out)
+{
+	for (int i = 0; i < SWZ_COUNT; i++)
+		if (strcmp(s, swz_tab[i].name) == 0
+		    || strcmp(s, swz_tab[i].alias) == 0) {
+			*out = (Swizzle)i;
+			return 0;
+		}
+	return -1;
+}
+
+const char *
+swizzle_name(Swizzle s)
+{
+	return (unsigned)s < SWZ_COUNT ? swz_tab[s].name : "?";
+}
+
+int
+swizzle_span(Swizzle s)
+{
+	return (unsigned)s < SWZ_COUNT ? swz_tab[s].span : 0;
+}
+
+int
+swizzle_period(Swizzle s)
+{
+	return (unsigned)s < SWZ_COUNT ? swz_tab[s].period : 0;
+}
+
+/* CuTe Swizzle<B,4,3>: o ^ ((o & (((1<<B)-1) << 7)) >> 3), applied to the
+ * absolute address because that is what TMA writes and the MMA reads
+ * (hardware-facts §1.2, §5.6). An unknown mode is the identity. */
+uint32_t
+swizzle_addr(Swizzle s, uint32_t addr)
+{
+	uint32_t mask;
+
+	if ((unsigned)s >= SWZ_COUNT)
+		return addr;
+	mask = ((1u << swz_tab[s].xor_bits) - 1) << 7;
+	return addr ^ ((addr & mask) >> 3);
+}
+
+/* Bits one element occupies in shared memory. 6-bit types live in the
+ * 16-element/16-byte b6x16_p32 container that kind::f8f6f4/mxf8f6f4 read,
+ * so they tile like 8-bit data: one MMA consumes 32 bytes of K and K = 32
+ * for fp6 (hardware-facts §1.5 "fp8/fp6/fp4-in-8-bit K=32"). 4-bit is the
+ * packed form of kind::mxf4/mxf4nvf4 (T = 32, §1.4); padded fp4 for
+ * kind::f8f6f4 is passed as 8. */
+static int
+container_bits(int elem_bits)
+{
+	switch (elem_bits) {
+	case 4: case 8: case 16: case 32:
+		return elem_bits;
+	case 6:
+		return 8;
+	}
+	return 0;
+}
+
+static int
+check_dims(Major major, int elem_bits, int mn, int k, KgErr *err)
+{
+	uint64_t bytes;
+
+	if (mn <= 0)
+		return kg_fail(err, "rows=%d: must be positive", mn);
+	if (k <= 0)
+		return kg_fail(err, "cols=%d: must be positive", k);
+	bytes = (uint64_t)mn * (uint64_t)k * (uint64_t)container_bits(elem_bits) / 8;
+	if (bytes > SMEM_WINDOW)
+		return kg_fail(err, "rows=%d, cols=%d: tile of %llu bytes exceeds the "
+		               "256 KiB descriptor address window (hardware-facts §1.1)",
+		               mn, k, (unsigned long long)bytes);
+	/* Transposed (MN-major) sub-byte operands do not exist (§2.4, PTX
+	 * Table 49/52); tf32 MN-major needs 128B_BASE32B, which this type
+	 * does not model. */
+	if (major == MAJOR_MN && elem_bits < 8)
+		return kg_fail(err, "major=MN: %d-bit elements must be K-major "
+		               "(hardware-facts §2.4)", elem_bits);
+	if (major == MAJOR_MN && elem_bits == 32)
+		return kg_fail(err, "major=MN: 32-bit (tf32) MN-major operands need "
+		               "the 128B_BASE32B layout (hardware-facts §2.4), "
+		               "which canonical tiles do not model");
+	return 0;
+}
+
+/* K-major (§1.4 rows K|none..128B): a row of the tile is k*bits/8 bytes,
+ * cut into span-wide slices. Within a slice the rows are span bytes apart
+ * and 8-row groups 8*span apart (SBO); slices follow one another after all
+ * mn rows (mn*span). With no swizzle span = 16: a slice is a column of
+ * core matrices stacked along MN (SBO = 128) and the next column is LBO =
+ * mn*16 = (mn/8)*128 away, reproducing TV3 (128x16: LBO 2048, SBO 128).
+ * Swizzled K-major ignores LBO ("assumed 1"); CUTLASS and TK write 16. */
+static int
+kmajor(TileLayout *t, int cbits, KgErr *err)
+{
+	int span = swz_tab[t->swz].span;
+	uint64_t row_bits = (uint64_t)t->k * (uint64_t)cbits;
+
+	if (t->mn % 8)
+		return kg_fail(err, "rows=%d: must be a multiple of 8 "
+		               "(core-matrix height, hardware-facts §1.4)", t->mn);
+	if (row_bits % (8u * (unsigned)span))
+		return kg_fail(err, "cols=%d: a K-major %s row of %d-bit elements "
+		               "must be a multiple of %d bytes (%s, hardware-facts §1.4)",
+		               t->k, swz_tab[t->swz].name, t->elem_bits, span,
+		               t->swz == SWZ_NONE ? "core-matrix width"
+		                                  : "swizzle span");
+	t->sbo = 8u * (unsigned)span;
+	if (t->swz == SWZ_NONE) {
+		t->lbo = (uint32_t)t->mn * 16u;
+		t->slice_bytes = 0;
+	} else {
+		t->lbo = 16;
+		t->slice_bytes = (uint32_t)t->mn * (uint32_t)span;
+	}
+	return 0;
+}
+
+/* MN-major (§1.4 rows MN|none..128B): an atom is span bytes along MN by 8
+ * K-rows (8*span bytes). Atoms are stacked along MN first, then along K,
+ * the order CuTe's tile_to_shape uses: the MN neighbour is 8*span away and
+ * the next 8-K-row group mn*bits bytes ((mn bytes/span) atoms * 8*span).
+ * Which field holds which distance swaps with the swizzle (§1.4 note;
+ * CUTLASS make_umma_desc): none -> SBO = MN, LBO = K; swizzled -> LBO = MN,
+ * SBO = K. TV3 (MN=128 x K=64 bf16, SW128): 256 B along MN = 2 atoms,
+ * LBO = 1024, SBO = 2048. */
+static int
+mnmajor(TileLayout *t, int cbits, KgErr *err)
+{
+	int span = swz_tab[t->swz].span;
+	uint64_t col_bits = (uint64_t)t->mn * (uint64_t)cbits;
+	uint32_t mn_step, k_step;
+
+	if (t->k % 8)
+		return kg_fail(err, "cols=%d: must be a multiple of 8 "
+		               "(MN-major core-matrix depth, hardware-facts §1.4)", t->k);
+	if (col_bits % (8u * (unsigned)span))
+		return kg_fail(err, "rows=%d: an MN-major %s column of %d-bit "
+		               "elements must be a multiple of %d bytes (%s, "
+		               "hardware-facts §1.4)", t->mn, swz_tab[t->swz].name,
+		               t->elem_bits, span,
+		               t->swz == SWZ_NONE ? "core-matrix width"
+		                                  : "swizzle span");
+	mn_step = 8u * (unsigned)span;
+	k_step = (uint32_t)col_bits;  /* (mn*bits/8) bytes * 8 K-rows */
+	t->lbo = t->swz == SWZ_NONE ? k_step : mn_step;
+	t->sbo = t->swz == SWZ_NONE ? mn_step : k_step;
+	t->slice_bytes = 0;
+	return 0;
+}
+
+int
+layout_canonical(TileLayout *out, Major major, Swizzle swz, int elem_bits,
+                 int mn, int k, KgErr *err)
+{
+	TileLayout t = {0};
+	int cbits;
+
+	if ((unsigned)swz >= SWZ_COUNT)
+		return kg_fail(err, "swizzle=%d: not a swizzle mode "
+		               "(none, 32B, 64B, 128B)", (int)swz);
+	if (major != MAJOR_K && major != MAJOR_MN)
+		return kg_fail(err, "major=%d: must be K or MN", (int)major);
+	cbits = container_bits(elem_bits);
+	if (!cbits)
+		return kg_fail(err, "elem-bits=%d: must be 4, 6, 8, 16 or 32", elem_bits);
+	if (check_dims(major, elem_bits, mn, k, err))
+		return -1;
+	t.major = major;
+	t.swz = swz;
+	t.elem_bits = elem_bits;
+	t.mn = mn;
+	t.k = k;
+	t.bytes = (uint32_t)((uint64_t)mn * (uint64_t)k * (uint64_t)cbits / 8);
+	if (major == MAJOR_K ? kmajor(&t, cbits, err) : mnmajor(&t, cbits, err))
+		return -1;
+	*out = t;
+	return 0;
+}
+
+/* Sub-byte elements report the byte that holds them. Coordinates outside
+ * the tile give UINT32_MAX so a caller's bug cannot alias a real byte. */
+uint32_t
+layout_offset(const TileLayout *t, int mn, int k)
+{
+	uint32_t span, cbits, b;
+
+	if (mn < 0 || mn >= t->mn || k < 0 || k >= t->k
+	    || (unsigned)t->swz >= SWZ_COUNT)
+		return UINT32_MAX;
+	span = (uint32_t)swz_tab[t->swz].span;
+	cbits = (uint32_t)container_bits(t->elem_bits);
+	if (t->major == MAJOR_K) {
+		b = (uint32_t)k * cbits / 8;  /* byte along K within the row */
+		return b / span * ((uint32_t)t->mn * span) + (uint32_t)mn * span
+		       + b % span;
+	}
+	b = (uint32_t)mn * cbits / 8;         /* byte along MN within the column */
+	return (uint32_t)k / 8 * ((uint32_t)t->mn * cbits)  /* 8-K-row group */
+	       + b / span * (8 * span)                 /* atom along MN */
+	       + (uint32_t)k % 8 * span + b % span;
+}

@@ -1,1 +1,65 @@
-typedef int kgen_placeholder_t; /* stub */
+#include <stdio.h>
+
+#include "mma.h"
+
+int
+sm100_tmem_alloc(Emit *e, KgErr *err, Reg slot, int ncols)
+{
+	char n[16];
+
+	snprintf(n, sizeof n, "%d", ncols);
+	emit_need_ptx(e, 86);
+	return emit_template(e, err, "sm100_tmem_alloc", "slot", slot.s, "ncols", n, (char *)NULL);
+}
+
+int
+sm100_tmem_dealloc(Emit *e, KgErr *err, Reg taddr, int ncols)
+{
+	char n[16];
+
+	snprintf(n, sizeof n, "%d", ncols);
+	return emit_template(e, err, "sm100_tmem_dealloc", "taddr", taddr.s, "ncols", n, (char *)NULL);
+}
+
+void
+sm100_mma_f16_ss(Emit *e, Reg d, Reg adesc, Reg bdesc, Reg idesc, const char *enable_d)
+{
+	/* Single-thread semantics: issued by one elected lane (pitfall 5). */
+	emitf(e, "\ttcgen05.mma.cta_group::1.kind::f16 [%s], %s, %s, %s, %s;\n", d.s, adesc.s, bdesc.s,
+	      idesc.s, enable_d);
+	emit_need_ptx(e, 86);
+}
+
+void
+sm100_commit(Emit *e, Reg bar)
+{
+	/* The CTA-local shared address is valid in the cluster window
+	 * (hardware-facts §3.5); commit is implicitly ordered after the MMAs. */
+	emitf(e, "\ttcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.b64 [%s];\n", bar.s);
+}
+
+void
+sm100_ld_32x32b(Emit *e, const Reg *v, int n, Reg taddr)
+{
+	emitf(e, "\ttcgen05.ld.sync.aligned.32x32b.x%d.b32 %s, [%s];\n", n, reg_vec(e, v, n), taddr.s);
+}
+
+void
+sm100_wait_ld(Emit *e)
+{
+	/* tcgen05.ld is asynchronous: its registers are undefined until this
+	 * (hardware-facts §3.8, pitfall 9). */
+	emitf(e, "\ttcgen05.wait::ld.sync.aligned;\n");
+}
+
+void
+sm100_fence_before(Emit *e)
+{
+	emitf(e, "\ttcgen05.fence::before_thread_sync;\n");
+}
+
+void
+sm100_fence_after(Emit *e)
+{
+	emitf(e, "\ttcgen05.fence::after_thread_sync;\n");
+}

@@ -1,1 +1,49 @@
-typedef int kgen_placeholder_t; /* stub */
+#include "mma.h"
+
+void
+sm90_wgmma_fence(Emit *e)
+{
+	/* Required before a wgmma whose accumulator registers were written by
+	 * other instructions (hardware-facts §4.1). */
+	emitf(e, "\twgmma.fence.sync.aligned;\n");
+}
+
+void
+sm90_wgmma_commit(Emit *e)
+{
+	emitf(e, "\twgmma.commit_group.sync.aligned;\n");
+}
+
+void
+sm90_wgmma_wait(Emit *e, int pending)
+{
+	emitf(e, "\twgmma.wait_group.sync.aligned %d;\n", pending);
+}
+
+void
+sm90_wgmma_ss(Emit *e, int n, DType in, const Reg *acc, Reg adesc, Reg bdesc)
+{
+	const char *t = in == DT_BF16 ? "bf16" : "f16";
+
+	/* scale-d = 1: the accumulators start at zero, so every MMA adds;
+	 * scale-a/b = 1, both operands K-major (trans 0). */
+	emitf(e, "\twgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s %s, %s, %s, 1, 1, 1, 0, 0;\n", n,
+	      t, t, reg_vec(e, acc, n / 2), adesc.s, bdesc.s);
+	emit_need_ptx(e, 80);
+}
+
+void
+sm90_acc_coord(int t, int i, int *row, int *col)
+{
+	int w = t / 32, l = t % 32;
+
+	*row = 16 * w + l / 4 + 8 * ((i / 2) % 2);
+	*col = 2 * (l % 4) + (i % 2) + 8 * (i / 4);
+}
+
+void
+sm90_setmaxnreg(Emit *e, int inc, int regs)
+{
+	emitf(e, "\tsetmaxnreg.%s.sync.aligned.u32 %d;\n", inc ? "inc" : "dec", regs);
+	emit_need_ptx(e, 80);
+}

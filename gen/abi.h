@@ -1,0 +1,45 @@
+/* Writes the kernel ABI header (docs/ABI.md) and wraps an emitted body into
+ * a complete PTX module: header, .version/.target, the .entry with its
+ * parameters, launch bounds, register declarations, body. */
+#ifndef KGEN_ABI_H
+#define KGEN_ABI_H
+
+#include <stdint.h>
+#include "dtype.h"
+#include "emit.h"
+#include "layout.h"
+#include "target.h"
+
+typedef enum AbiKind { ABI_TMAP, ABI_PTR, ABI_U32, ABI_S32, ABI_U64, ABI_F32 } AbiKind;
+
+typedef struct AbiParam {
+	AbiKind kind;
+	char name[32];
+	DType dtype;    /* tmap, ptr */
+	int rank;       /* tmap */
+	int box[5];     /* tmap, innermost first */
+	Swizzle swz;    /* tmap */
+	char tensor[64];
+} AbiParam;
+
+typedef struct KernelAbi {
+	char kernel[128];
+	const char *family;
+	const Target *target;
+	char args[1024];
+	int threads;
+	int min_ctas;     /* .minnctapersm; 0 = none */
+	int cluster[3];
+	uint32_t smem;
+	char grid[3][128];
+	AbiParam params[24];
+	int nparams;
+} KernelAbi;
+
+AbiParam *abi_add(KernelAbi *k, AbiKind kind, const char *name);
+/* "p_NAME": the .param symbol of a parameter inside the entry. */
+void abi_param_sym(char *out, size_t size, const char *name);
+/* Assembles the module text from the ABI and the finished body. */
+void abi_module(const KernelAbi *k, const Emit *e, Buf *out);
+
+#endif

@@ -1,0 +1,55 @@
+/* Kernel families and their parameters, as tables: the CLI parser, `kgen
+ * list` and the ABI `args` line are all driven by a family's ParamSpec
+ * rows, so a parameter is declared once. */
+#ifndef KGEN_FAMILY_H
+#define KGEN_FAMILY_H
+
+#include <stddef.h>
+#include "emit.h"
+#include "err.h"
+#include "plan.h"
+
+typedef enum ParamKind {
+	PK_INT,     /* int; `allowed` lists values, or lo..hi with step */
+	PK_TARGET,  /* int index into targets[] */
+	PK_DTYPE,   /* int DType; `allowed` lists names */
+	PK_SWIZZLE, /* int Swizzle; `allowed` lists names */
+} ParamKind;
+
+/* Columns: CLI name (without --), kind, offset of the int field in the
+ * family's parameter struct, allowed values (comma list, NULL = range),
+ * range lo, hi and step for PK_INT without a list, default (as typed on the
+ * command line), help. */
+typedef struct ParamSpec {
+	const char *name;
+	ParamKind kind;
+	size_t offset;
+	const char *allowed;
+	int lo, hi, step;
+	const char *def;
+	const char *help;
+} ParamSpec;
+
+typedef struct Family {
+	const char *name;
+	const char *help;
+	const ParamSpec *params;
+	int nparams;
+	size_t size; /* of the parameter struct */
+	/* Validates, plans and emits; `args` is the canonical argument line. */
+	int (*generate)(const void *params, const char *args, Buf *ptx, KgErr *err);
+	/* Validates and plans; writes the human-readable plan. */
+	int (*plan)(const void *params, Buf *text, KgErr *err);
+} Family;
+
+extern const Family *const families[];
+
+const Family *family_find(const char *name);
+/* Defaults, then each `--name value` / `--name=value`; errors name the
+ * parameter, the value and the allowed set. */
+int family_parse(const Family *f, void *params, int nargs, const char *const *args, KgErr *err);
+/* "--target sm_90a --tile-m 128 ..." for every parameter, in table order. */
+void family_format_args(const Family *f, const void *params, Buf *out);
+void family_list(Buf *out);
+
+#endif

@@ -1,0 +1,72 @@
+/* GEMM family: C[M,N] = A[M,K]·B[N,K]^T, bf16/fp16 in, f32 accumulate,
+ * bf16 or f32 out. Shared parts (parameters, plan, prologue, TMA producer)
+ * live in gemm.c; each target supplies GemmOps from its folder. */
+#ifndef KGEN_GEMM_H
+#define KGEN_GEMM_H
+
+#include "abi.h"
+#include "dtype.h"
+#include "emit.h"
+#include "layout.h"
+#include "plan.h"
+#include "target.h"
+
+typedef struct GemmParams {
+	int target; /* index into targets[] */
+	int tile_m, tile_n, tile_k, stages;
+	int swizzle; /* Swizzle */
+	int dtype, out_dtype; /* DType */
+} GemmParams;
+
+typedef struct GemmCfg {
+	const Target *t;
+	int tm, tn, tk, stages;
+	Swizzle swz;
+	DType in, out;
+	int esz_in, esz_out;
+	int span;               /* bytes of one swizzled row (16 for none) */
+	int kslices;            /* TMA boxes per operand per stage: tk*esz/span */
+	TileLayout la, lb;      /* canonical smem tiles of one stage */
+	uint32_t stage_bytes;   /* A + B bytes landing on one full barrier */
+	int group_m;            /* grouped rasterization: M tiles per group */
+	int consumers;          /* sm90: consumer warpgroups */
+	Plan plan;
+	int r_a, r_b, r_slot;   /* smem region indices (r_slot: TMEM address, or -1) */
+	int b_full, b_empty, b_acc; /* barrier indices (b_acc: accumulator ready, or -1) */
+	char name[128];
+} GemmCfg;
+
+/* Registers set up by the shared prologue, used by every role. */
+typedef struct GemmRegs {
+	Reg tid, warp, lane;
+	Reg base;            /* aligned dynamic smem base (shared window address) */
+	Reg M, N, K, nk;     /* problem size, K tiles */
+	Reg m0, n0;          /* this CTA's tile origin */
+	Reg tmap_a, tmap_b;  /* generic addresses of the tensor-map params */
+	Reg c;               /* global address of C */
+} GemmRegs;
+
+typedef struct GemmOps {
+	/* Adds roles, threads, target regions/barriers and register needs. */
+	int (*plan)(GemmCfg *g, KgErr *err);
+	/* Runs before the prologue's CTA barrier (e.g. TMEM allocation). */
+	int (*setup)(Emit *e, const GemmCfg *g, const GemmRegs *r, KgErr *err);
+	/* Role dispatch and everything after the prologue. */
+	int (*body)(Emit *e, const GemmCfg *g, const GemmRegs *r, KgErr *err);
+} GemmOps;
+
+extern const GemmOps gemm_sm90, gemm_sm100;
+
+/* Shared building blocks for the target bodies. */
+Reg gemm_smem_addr(Emit *e, const GemmCfg *g, const GemmRegs *r, int region);
+Reg gemm_bar_addr(Emit *e, const GemmCfg *g, const GemmRegs *r, int bar);
+/* The TMA producer loop for one elected thread. */
+int gemm_emit_producer(Emit *e, const GemmCfg *g, const GemmRegs *r, KgErr *err);
+/* stage = (stage+1) % stages, flipping phase on wrap. */
+void gemm_emit_advance(Emit *e, const GemmCfg *g, Reg stage, Reg phase);
+/* Low/high words of the K-major smem descriptor of operand `l` whose start
+ * is `addr_reg` + byte offset; see gen/desc.h. */
+int gemm_desc_words(const GemmCfg *g, const TileLayout *l, uint32_t *lo0, uint32_t *hi,
+                    KgErr *err);
+
+#endif

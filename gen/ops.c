@@ -1,0 +1,78 @@
+#include <stdio.h>
+
+#include "ops.h"
+
+void
+op_mbar_init(Emit *e, Reg addr, int arrivals)
+{
+	emitf(e, "\tmbarrier.init.shared::cta.b64 [%s], %d;\n", addr.s, arrivals);
+}
+
+void
+op_fence_mbar_init(Emit *e)
+{
+	/* Makes the inits visible to the async proxy (TMA complete_tx) and to
+	 * other threads before they use the barriers (hardware-facts §5.4). */
+	emitf(e, "\tfence.mbarrier_init.release.cluster;\n");
+	emit_need_ptx(e, 80);
+}
+
+int
+op_mbar_wait(Emit *e, KgErr *err, Reg bar, const char *parity)
+{
+	char label[48];
+	Reg p = reg_new(e, RC_PRED);
+
+	label_new(e, label, sizeof label, "wait");
+	emit_need_ptx(e, 78);
+	return emit_template(e, err, "mbarrier_wait", "label", label, "pred", p.s, "bar", bar.s,
+	                     "parity", parity, (char *)NULL);
+}
+
+void
+op_mbar_arrive(Emit *e, Reg bar, const char *guard)
+{
+	emitf(e, "\t%smbarrier.arrive.shared::cta.b64 _, [%s];\n", guard ? guard : "", bar.s);
+}
+
+void
+op_mbar_arrive_expect_tx(Emit *e, Reg bar, uint32_t bytes)
+{
+	emitf(e, "\tmbarrier.arrive.expect_tx.shared::cta.b64 _, [%s], %u;\n", bar.s, bytes);
+}
+
+int
+op_tma_load_2d(Emit *e, KgErr *err, Reg dst, Reg tmap, Reg x, Reg y, Reg bar, uint32_t bytes)
+{
+	char nb[16];
+
+	snprintf(nb, sizeof nb, "%u", bytes);
+	emit_need_ptx(e, 80);
+	return emit_template(e, err, "tma_load_2d", "dst", dst.s, "tmap", tmap.s, "x", x.s, "y", y.s,
+	                     "bar", bar.s, "bytes", nb, (char *)NULL);
+}
+
+void
+op_elect_one(Emit *e, Reg pred)
+{
+	/* elect.sync rather than lane == 0: correct whichever lanes are active
+	 * (hardware-facts §3.12). */
+	emitf(e, "\telect.sync _|%s, 0xffffffff;\n", pred.s);
+	emit_need_ptx(e, 80);
+}
+
+void
+op_bar_sync(Emit *e, int id, int threads)
+{
+	emitf(e, "\tbar.sync %d, %d;\n", id, threads);
+}
+
+void
+op_param_addr(Emit *e, Reg dst, const char *sym)
+{
+	/* The tensor map stays in param space; its generic address is the TMA
+	 * operand (hardware-facts §5.2; cvta.param needs PTX 7.7). */
+	emitf(e, "\tmov.b64 %s, %s;\n", dst.s, sym);
+	emitf(e, "\tcvta.param.u64 %s, %s;\n", dst.s, dst.s);
+	emit_need_ptx(e, 77);
+}

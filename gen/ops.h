@@ -1,0 +1,24 @@
+/* Instruction idioms that both targets share (mbarriers, TMA, elect,
+ * barriers). Per-target MMA and accumulator access live in sm90/ and sm100/. */
+#ifndef KGEN_OPS_H
+#define KGEN_OPS_H
+
+#include <stdint.h>
+#include "emit.h"
+#include "err.h"
+
+void op_mbar_init(Emit *e, Reg addr, int arrivals);
+void op_fence_mbar_init(Emit *e);
+/* Loops on try_wait until the phase of parity `parity` (a register or an
+ * immediate, as text) has completed. */
+int op_mbar_wait(Emit *e, KgErr *err, Reg bar, const char *parity);
+void op_mbar_arrive(Emit *e, Reg bar, const char *guard);
+void op_mbar_arrive_expect_tx(Emit *e, Reg bar, uint32_t bytes);
+int op_tma_load_2d(Emit *e, KgErr *err, Reg dst, Reg tmap, Reg x, Reg y, Reg bar, uint32_t bytes);
+/* pred = true in exactly one active lane of the (converged) warp. */
+void op_elect_one(Emit *e, Reg pred);
+void op_bar_sync(Emit *e, int id, int threads);
+/* dst = addr of .param symbol `sym` in the generic space (tensor maps). */
+void op_param_addr(Emit *e, Reg dst, const char *sym);
+
+#endif

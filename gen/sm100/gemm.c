@@ -1,0 +1,250 @@
+/* GEMM on sm_100a (hardware-facts §3.13): warp 4 produces (TMA), warp 5
+ * allocates TMEM and one elected lane issues tcgen05.mma (M=128, N=tile-n)
+ * into it, committing each stage to its empty barrier and the last to the
+ * accumulator barrier; warps 0-3 (one warpgroup, so warp w owns TMEM lanes
+ * 32w..32w+31) read the accumulator with tcgen05.ld and store C. */
+#include <stdio.h>
+#include <string.h>
+
+#include "../desc.h"
+#include "../gemm.h"
+#include "../ops.h"
+#include "mma.h"
+
+enum { WARP_PRODUCER = 4, WARP_MMA = 5, CHUNK = 32 };
+
+static int
+sm100_idesc(const GemmCfg *g, uint32_t *out, KgErr *err)
+{
+	Idesc d = {0};
+
+	d.kind = IK_F16;
+	d.a = d.b = g->in;
+	d.d = DT_F32;
+	d.m = g->tm;
+	d.n = g->tn;
+	d.cta_group = 1;
+	return idesc_encode(out, &d, err);
+}
+
+static int
+sm100_plan(GemmCfg *g, KgErr *err)
+{
+	Plan *p = &g->plan;
+	uint32_t idesc;
+	char does[96];
+
+	if (g->tm != 128)
+		return kg_fail(err, "--tile-m=%d: the sm_100a gemm issues one M=128 tcgen05.mma per tile (cta_group::1, TMEM layout D); use 128",
+		               g->tm);
+	if (sm100_idesc(g, &idesc, err) < 0)
+		return -1;
+	p->threads = 192;
+	plan_role(p, "epilogue", 0, 4, 0, "tcgen05.ld 32x32b (warp w: lanes 32w..), convert, store C");
+	plan_role(p, "producer", WARP_PRODUCER, 1, 0, "one elected lane: TMA A/B boxes");
+	snprintf(does, sizeof does, "TMEM alloc/dealloc; one elected lane: tcgen05.mma M=128 N=%d", g->tn);
+	plan_role(p, "mma", WARP_MMA, 1, 0, does);
+	p->regs_need_max = CHUNK + 48;
+	snprintf(p->regs_need_who, sizeof p->regs_need_who, "epilogue");
+	g->r_slot = plan_smem(p, "TMEM address", 4, 16, 1);
+	plan_tmem(p, "accumulator", 0, g->tn, 128);
+	g->b_full = plan_barrier(p, "full", g->stages, 1, g->stage_bytes,
+	                         "producer: arrive.expect_tx, then TMA complete_tx");
+	g->b_empty = plan_barrier(p, "empty", g->stages, 1, 0, "tcgen05.commit after the stage's MMAs");
+	g->b_acc = plan_barrier(p, "accumulator", 1, 1, 0, "tcgen05.commit after the last MMA");
+	return 0;
+}
+
+static int
+sm100_setup(Emit *e, const GemmCfg *g, const GemmRegs *r, KgErr *err)
+{
+	Reg p = reg_new(e, RC_PRED), slot;
+	char skip[48];
+
+	emit_block(e, "sm100.gemm_tmem_alloc");
+	label_new(e, skip, sizeof skip, "alloc_done");
+	emitf(e, "\tsetp.ne.u32 %s, %s, %d;\n\t@%s bra %s;\n", p.s, r->warp.s, WARP_MMA, p.s, skip);
+	slot = gemm_smem_addr(e, g, r, g->r_slot);
+	if (sm100_tmem_alloc(e, err, slot, g->plan.tmem_alloc) < 0)
+		return -1;
+	emit_label(e, skip);
+	/* orders the allocation before the CTA barrier that publishes it */
+	sm100_fence_before(e);
+	return 0;
+}
+
+static int
+emit_mma(Emit *e, const GemmCfg *g, const GemmRegs *r, Reg tmem, KgErr *err)
+{
+	Reg idr = reg_new(e, RC_B32), ahr = reg_new(e, RC_B32), bhr = reg_new(e, RC_B32);
+	Reg stage = reg_new(e, RC_B32), phase = reg_new(e, RC_B32), kt = reg_new(e, RC_B32);
+	Reg full = reg_new(e, RC_B32), empty = reg_new(e, RC_B32), as = reg_new(e, RC_B32);
+	Reg bs = reg_new(e, RC_B32), lo = reg_new(e, RC_B32), ad = reg_new(e, RC_B64);
+	Reg bd = reg_new(e, RC_B64), p = reg_new(e, RC_PRED), acc = reg_new(e, RC_PRED);
+	Reg full0, empty0, a0, b0, accbar;
+	uint32_t idesc, alo, ahi, blo, bhi;
+	char loop[48], done[48];
+
+	if (sm100_idesc(g, &idesc, err) < 0 || gemm_desc_words(g, &g->la, &alo, &ahi, err) < 0 ||
+	    gemm_desc_words(g, &g->lb, &blo, &bhi, err) < 0)
+		return -1;
+	emit_block(e, "sm100.gemm_mma");
+	full0 = gemm_bar_addr(e, g, r, g->b_full);
+	empty0 = gemm_bar_addr(e, g, r, g->b_empty);
+	accbar = gemm_bar_addr(e, g, r, g->b_acc);
+	a0 = gemm_smem_addr(e, g, r, g->r_a);
+	b0 = gemm_smem_addr(e, g, r, g->r_b);
+	emitf(e, "\tmov.u32 %s, 0x%08X; // idesc kind::f16 %s->f32 M=%d N=%d K-major\n", idr.s, idesc,
+	      dtype_name(g->in), g->tm, g->tn);
+	emitf(e, "\tmov.u32 %s, %u;\n\tmov.u32 %s, %u;\n", ahr.s, ahi, bhr.s, bhi);
+	emitf(e, "\tmov.u32 %s, 0;\n\tmov.u32 %s, 0;\n\tmov.u32 %s, 0;\n", stage.s, phase.s, kt.s);
+	label_new(e, loop, sizeof loop, "mma");
+	label_new(e, done, sizeof done, "mma_done");
+	emitf(e, "\tsetp.eq.u32 %s, %s, 0;\n\t@%s bra %s;\n", p.s, r->nk.s, p.s, done);
+	emit_label(e, loop);
+	emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n", full.s, stage.s, full0.s);
+	if (op_mbar_wait(e, err, full, phase.s) < 0)
+		return -1;
+	/* orders the MMAs after the wait that saw the TMA data (§3.8) */
+	sm100_fence_after(e);
+	emitf(e, "\tmad.lo.u32 %s, %s, %u, %s;\n", as.s, stage.s, g->la.bytes, a0.s);
+	emitf(e, "\tmad.lo.u32 %s, %s, %u, %s;\n", bs.s, stage.s, g->lb.bytes, b0.s);
+	emitf(e, "\tshr.u32 %s, %s, 4;\n\tshr.u32 %s, %s, 4;\n", as.s, as.s, bs.s, bs.s);
+	/* the first MMA of the tile overwrites the accumulator */
+	emitf(e, "\tsetp.ne.u32 %s, %s, 0;\n", acc.s, kt.s);
+	for (int k16 = 0; k16 < g->tk / 16; k16++) {
+		int byte = 32 * k16, j = byte / g->span, off = byte % g->span;
+		uint32_t da = ((uint32_t)j * g->la.slice_bytes + (uint32_t)off) >> 4;
+		uint32_t db = ((uint32_t)j * g->lb.slice_bytes + (uint32_t)off) >> 4;
+		emitf(e, "\tadd.u32 %s, %s, %u;\n\tmov.b64 %s, {%s, %s};\n", lo.s, as.s, alo + da, ad.s, lo.s, ahr.s);
+		emitf(e, "\tadd.u32 %s, %s, %u;\n\tmov.b64 %s, {%s, %s};\n", lo.s, bs.s, blo + db, bd.s, lo.s, bhr.s);
+		sm100_mma_f16_ss(e, tmem, ad, bd, idr, k16 ? "1" : acc.s);
+	}
+	emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n", empty.s, stage.s, empty0.s);
+	sm100_commit(e, empty);
+	gemm_emit_advance(e, g, stage, phase);
+	emitf(e, "\tadd.u32 %s, %s, 1;\n", kt.s, kt.s);
+	emitf(e, "\tsetp.lt.u32 %s, %s, %s;\n\t@%s bra %s;\n", p.s, kt.s, r->nk.s, p.s, loop);
+	emit_label(e, done);
+	sm100_commit(e, accbar);
+	return 0;
+}
+
+/* Thread t of warp w holds row m0 + 32w + t, 32 consecutive columns per
+ * load. A full chunk inside N with 16-byte aligned rows goes out as 16-byte
+ * vector stores; otherwise element by element under a column predicate. */
+static int
+emit_epilogue(Emit *e, const GemmCfg *g, const GemmRegs *r, Reg tmem, KgErr *err)
+{
+	Reg v[CHUNK], pk[CHUNK / 2], tw = reg_new(e, RC_B32), ta = reg_new(e, RC_B32);
+	Reg row = reg_new(e, RC_B32), t = reg_new(e, RC_B32), prow = reg_new(e, RC_PRED);
+	Reg vec = reg_new(e, RC_PRED), fast = reg_new(e, RC_PRED), pc = reg_new(e, RC_PRED);
+	Reg ra = reg_new(e, RC_B64), rb = reg_new(e, RC_B64), h = reg_new(e, RC_B16);
+	Reg accbar;
+	int esz = g->esz_out, bf16 = g->out == DT_BF16;
+
+	reg_array(e, RC_F32, v, CHUNK);
+	if (bf16)
+		reg_array(e, RC_B32, pk, CHUNK / 2);
+	emit_block(e, "sm100.gemm_epilogue");
+	accbar = gemm_bar_addr(e, g, r, g->b_acc);
+	if (op_mbar_wait(e, err, accbar, "0") < 0)
+		return -1;
+	sm100_fence_after(e);
+	/* lane quarter of this warp: lanes 32w..32w+31 (§3.7) */
+	emitf(e, "\tshl.b32 %s, %s, 21;\n\tadd.u32 %s, %s, %s;\n", tw.s, r->warp.s, tw.s, tw.s, tmem.s);
+	emitf(e, "\tshl.b32 %s, %s, 5;\n\tadd.u32 %s, %s, %s;\n", row.s, r->warp.s, row.s, row.s, r->lane.s);
+	emitf(e, "\tadd.u32 %s, %s, %s;\n", row.s, row.s, r->m0.s);
+	emitf(e, "\tsetp.lt.u32 %s, %s, %s;\n", prow.s, row.s, r->M.s);
+	emitf(e, "\tand.b32 %s, %s, %d;\n\tsetp.eq.u32 %s, %s, 0;\n", t.s, r->N.s, 16 / esz - 1, vec.s, t.s);
+	emitf(e, "\tmul.wide.u32 %s, %s, %s;\n", ra.s, row.s, r->N.s);
+	emitf(e, "\tcvt.u64.u32 %s, %s;\n\tadd.u64 %s, %s, %s;\n", rb.s, r->n0.s, ra.s, ra.s, rb.s);
+	emitf(e, "\tmad.lo.u64 %s, %s, %d, %s;\n", ra.s, ra.s, esz, r->c.s);
+	for (int c = 0; c < g->tn / CHUNK; c++) {
+		char slow[48], next[48];
+		int base = c * CHUNK * esz;
+
+		label_new(e, slow, sizeof slow, "store_slow");
+		label_new(e, next, sizeof next, "store_next");
+		emitf(e, "\tadd.u32 %s, %s, %d;\n", ta.s, tw.s, c * CHUNK);
+		sm100_ld_32x32b(e, v, CHUNK, ta);
+		sm100_wait_ld(e);
+		emitf(e, "\tadd.u32 %s, %s, %d;\n", t.s, r->n0.s, (c + 1) * CHUNK);
+		emitf(e, "\tsetp.le.and.u32 %s, %s, %s, %s;\n", fast.s, t.s, r->N.s, vec.s);
+		emitf(e, "\tand.pred %s, %s, %s;\n\t@!%s bra %s;\n", fast.s, fast.s, prow.s, fast.s, slow);
+		for (int q = 0; q < CHUNK * esz / 16; q++) {
+			if (bf16) {
+				for (int j = 0; j < 4; j++)
+					emitf(e, "\tcvt.rn.bf16x2.f32 %s, %s, %s;\n", pk[4 * q + j].s,
+					      v[8 * q + 2 * j + 1].s, v[8 * q + 2 * j].s);
+				emitf(e, "\tst.global.v4.b32 [%s+%d], {%s, %s, %s, %s};\n", ra.s, base + 16 * q,
+				      pk[4 * q].s, pk[4 * q + 1].s, pk[4 * q + 2].s, pk[4 * q + 3].s);
+			} else {
+				emitf(e, "\tst.global.v4.f32 [%s+%d], {%s, %s, %s, %s};\n", ra.s, base + 16 * q,
+				      v[4 * q].s, v[4 * q + 1].s, v[4 * q + 2].s, v[4 * q + 3].s);
+			}
+		}
+		emitf(e, "\tbra %s;\n", next);
+		emit_label(e, slow);
+		for (int j = 0; j < CHUNK; j++) {
+			emitf(e, "\tadd.u32 %s, %s, %d;\n", t.s, r->n0.s, c * CHUNK + j);
+			emitf(e, "\tsetp.lt.and.u32 %s, %s, %s, %s;\n", pc.s, t.s, r->N.s, prow.s);
+			if (bf16) {
+				emitf(e, "\tcvt.rn.bf16.f32 %s, %s;\n", h.s, v[j].s);
+				emitf(e, "\t@%s st.global.b16 [%s+%d], %s;\n", pc.s, ra.s, base + j * esz, h.s);
+			} else {
+				emitf(e, "\t@%s st.global.f32 [%s+%d], %s;\n", pc.s, ra.s, base + j * esz, v[j].s);
+			}
+		}
+		emit_label(e, next);
+	}
+	return 0;
+}
+
+static int
+sm100_body(Emit *e, const GemmCfg *g, const GemmRegs *r, KgErr *err)
+{
+	Reg tmem = reg_new(e, RC_B32), p = reg_new(e, RC_PRED), el = reg_new(e, RC_PRED), slot;
+	char mma[48], epi[48], join[48], out[48];
+
+	label_new(e, mma, sizeof mma, "role_mma");
+	label_new(e, epi, sizeof epi, "role_epilogue");
+	label_new(e, join, sizeof join, "join");
+	label_new(e, out, sizeof out, "exit");
+	emit_block(e, "sm100.gemm_roles");
+	/* the barrier published the TMEM address; order later tcgen05 ops (§3.2) */
+	sm100_fence_after(e);
+	slot = gemm_smem_addr(e, g, r, g->r_slot);
+	emitf(e, "\tld.shared.u32 %s, [%s];\n", tmem.s, slot.s);
+	emitf(e, "\tsetp.lt.u32 %s, %s, %d;\n\t@%s bra %s;\n", p.s, r->warp.s, WARP_PRODUCER, p.s, epi);
+	emitf(e, "\tsetp.eq.u32 %s, %s, %d;\n\t@%s bra %s;\n", p.s, r->warp.s, WARP_MMA, p.s, mma);
+	op_elect_one(e, el);
+	emitf(e, "\t@!%s bra %s;\n", el.s, join);
+	if (gemm_emit_producer(e, g, r, err) < 0)
+		return -1;
+	emitf(e, "\tbra %s;\n", join);
+	emit_label(e, mma);
+	op_elect_one(e, el);
+	emitf(e, "\t@!%s bra %s;\n", el.s, join);
+	if (emit_mma(e, g, r, tmem, err) < 0)
+		return -1;
+	emitf(e, "\tbra %s;\n", join);
+	emit_label(e, epi);
+	if (emit_epilogue(e, g, r, tmem, err) < 0)
+		return -1;
+	emit_label(e, join);
+	emit_block(e, "sm100.gemm_teardown");
+	/* every TMEM access done (wait::ld above) before the allocating warp
+	 * frees it (§3.13 step 6) */
+	sm100_fence_before(e);
+	op_bar_sync(e, 0, g->plan.threads);
+	sm100_fence_after(e);
+	emitf(e, "\tsetp.ne.u32 %s, %s, %d;\n\t@%s bra %s;\n", p.s, r->warp.s, WARP_MMA, p.s, out);
+	if (sm100_tmem_dealloc(e, err, tmem, g->plan.tmem_alloc) < 0)
+		return -1;
+	emit_label(e, out);
+	emitf(e, "\tret;\n");
+	return 0;
+}
+
+const GemmOps gemm_sm100 = {sm100_plan, sm100_setup, sm100_body};

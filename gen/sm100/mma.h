@@ -1,0 +1,23 @@
+/* tcgen05 building blocks (PTX §9.7.16; hardware-facts §3): TMEM
+ * allocation, single-thread MMA issue and commit, warp-collective TMEM
+ * loads, and the fences that order them around thread synchronization. */
+#ifndef KGEN_SM100_MMA_H
+#define KGEN_SM100_MMA_H
+
+#include "../emit.h"
+#include "../err.h"
+
+int sm100_tmem_alloc(Emit *e, KgErr *err, Reg slot, int ncols);
+int sm100_tmem_dealloc(Emit *e, KgErr *err, Reg taddr, int ncols);
+/* D[tmem] (+)= A(desc)·B(desc)^T, kind::f16; enable_d: predicate text or "1". */
+void sm100_mma_f16_ss(Emit *e, Reg d, Reg adesc, Reg bdesc, Reg idesc, const char *enable_d);
+/* Arrive on `bar` once all prior async tcgen05 ops of this thread complete. */
+void sm100_commit(Emit *e, Reg bar);
+/* 32 lanes x n columns starting at taddr into v[0..n-1] (32x32b.xN):
+ * thread t gets lane (taddr.lane + t), register j = column + j (§3.6). */
+void sm100_ld_32x32b(Emit *e, const Reg *v, int n, Reg taddr);
+void sm100_wait_ld(Emit *e);
+void sm100_fence_before(Emit *e);
+void sm100_fence_after(Emit *e);
+
+#endif

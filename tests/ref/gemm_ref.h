@@ -1,0 +1,23 @@
+/* The gemm reference: C = A·Bᵀ in float64 from bf16/fp16 inputs.
+ * A is row-major [M,K], B row-major [N,K], C row-major [M,N], the layout of
+ * the kgen gemm kernel (docs/ABI.md). Every input decodes exactly to a
+ * double and each product of two such values is exact too (at most 22
+ * significand bits), so the only error here is the float64 summation,
+ * about K·2^-53 relative: nothing next to the kernels' fp32 accumulation. */
+#ifndef KGEN_REF_GEMM_REF_H
+#define KGEN_REF_GEMM_REF_H
+
+#include <stdint.h>
+
+#include "num.h"
+
+/* The whole product: C[m*N + n] for all m < M, n < N. */
+void gemm_ref(NumType in, const void *A, const void *B, uint32_t M, uint32_t N,
+              uint32_t K, double *C);
+
+/* Selected rows only, for shapes too large to compute in full: out[i*N + n]
+ * is C[rows[i]][n]. rows may be in any order and repeat. */
+void gemm_ref_rows(NumType in, const void *A, const void *B, uint32_t N, uint32_t K,
+                   const uint32_t *rows, uint32_t nrows, double *out);
+
+#endif

@@ -1,0 +1,123 @@
+/* The checker behind kcheck, kbench and the gpu tests, in the manner of
+ * dav1d's checkasm: run a loaded kernel on seeded random inputs, with guard
+ * bands around and poison inside every output, and compare with the float64
+ * reference in tests/ref by a relative error with a stated tolerance.
+ *
+ * One row of a family table per kernel family (check.c); the ABI header of
+ * the module says which family and which element types, so callers only
+ * pick a shape and a seed. A failure prints the seed, the family, the
+ * kernel, its kgen arguments, the shape and the first mismatches, which is
+ * all it takes to replay it. Nothing here exits. */
+#ifndef KGEN_TOOLS_CHECK_H
+#define KGEN_TOOLS_CHECK_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "runtime/krt.h"
+
+enum { CHECK_MAX_DIMS = 8 };
+
+/* A problem size: d[i] is the family's i-th dimension (CheckFamily.dims;
+ * gemm: M, N, K). */
+typedef struct CheckShape {
+	int n;
+	uint64_t d[CHECK_MAX_DIMS];
+} CheckShape;
+
+typedef enum CheckFill {
+	CHECK_FILL_NORMAL, /* every input element from N(0,1) */
+	CHECK_FILL_EDGE,   /* mixed magnitudes: scaled rows, zeros, powers of
+	                    * two, subnormals, large values (see check.c) */
+} CheckFill;
+
+typedef struct CheckOpts {
+	uint64_t seed;
+	CheckFill fill;
+	/* Reference work (multiply-adds) above which only a random subset of
+	 * output rows is compared; 0 means CHECK_FULL_LIMIT. Poison and guard
+	 * bands are always checked over the whole output. */
+	uint64_t full_limit;
+	int max_report;    /* mismatches listed on failure; 0 means 8 */
+	FILE *log;         /* failure reports; NULL means stderr */
+	const char *label; /* how to replay, printed on failure (may be NULL) */
+} CheckOpts;
+
+#define CHECK_FULL_LIMIT (UINT64_C(1) << 33)
+
+typedef struct CheckResult {
+	int pass;
+	double max_err;     /* max relative error over the compared elements */
+	double tol;         /* the tolerance it was held to */
+	uint64_t total;     /* output elements */
+	uint64_t checked;   /* of those, compared with the reference */
+	uint64_t bad;       /* compared and over tolerance or not finite */
+	uint64_t unwritten; /* still holding the poison after the launch */
+	uint64_t guard_bad; /* guard-band bytes the kernel changed */
+	int subset;         /* 1 if only some rows were compared */
+} CheckResult;
+
+/* ---- families ----------------------------------------------------------- */
+
+typedef struct CheckCase CheckCase;
+
+typedef struct CheckFamily {
+	const char *name;       /* as the ABI `family` line spells it */
+	const char *dims;       /* dimension names, comma-separated: "M,N,K";
+	                         * kcheck takes each as an option (--m) */
+	int ndims;
+	const CheckShape *shapes; /* kcheck's default list: small and odd */
+	int nshapes;
+	CheckShape bench;       /* kbench's default shape */
+	/* Draws the inputs, uploads them, allocates the outputs with guard
+	 * bands and binds the ABI arguments (check_case_* helpers). */
+	int (*prepare)(CheckCase *c, KrtErr *err);
+	/* Compares the downloaded outputs with the reference and fills
+	 * max_err, tol, checked, bad, subset; appends the first mismatches to
+	 * the case's report. */
+	int (*compare)(CheckCase *c, CheckResult *res, KrtErr *err);
+	double (*flops)(const CheckShape *s);
+	/* The arguments of `tools/peers.py` for this case, after the iteration
+	 * counts are known: "gemm M N K bf16 ITERS WARMUP f32". */
+	int (*peer_args)(const CheckCase *c, int iters, int warmup, char *buf, size_t n);
+} CheckFamily;
+
+const CheckFamily *check_family(const char *name); /* NULL if unknown */
+const CheckFamily *check_family_at(int i);         /* NULL past the end */
+
+/* ---- one case: a module, a shape, a seed -------------------------------- */
+
+/* Prepares a case of the module's family: inputs drawn and uploaded, outputs
+ * allocated with guard bands, arguments bound in ABI order. */
+int check_case_new(CheckCase **out, KrtDevice *dev, KrtModule *mod, const CheckShape *shape,
+                   uint64_t seed, CheckFill fill, KrtErr *err);
+void check_case_free(CheckCase *c);
+const KrtArg *check_case_args(const CheckCase *c, int *nargs);
+const CheckFamily *check_case_family(const CheckCase *c);
+double check_case_flops(const CheckCase *c);
+uint64_t check_case_bytes(const CheckCase *c); /* device bytes it uses */
+/* Fills every output with the poison (all bytes 0xff: a NaN in bf16, fp16
+ * and f32) and its guard bands with 0x99. */
+int check_case_poison(CheckCase *c, KrtErr *err);
+/* Downloads the outputs and checks them: guard bands, poison, values. A
+ * failure is printed to opts->log. Returns 0 when the check ran (res->pass
+ * says how it went) or a KRT_E* code when it could not. */
+int check_case_verify(CheckCase *c, const CheckOpts *opts, CheckResult *res, KrtErr *err);
+
+/* All of the above for one shape: prepare, poison, launch, sync, verify. */
+int check_run(KrtDevice *dev, KrtModule *mod, const CheckShape *shape, const CheckOpts *opts,
+              CheckResult *res, KrtErr *err);
+
+/* ---- helpers for the tools ---------------------------------------------- */
+
+/* "127x129x72" */
+void check_shape_str(const CheckShape *s, char *buf, size_t n);
+int check_shape_parse(const char *str, CheckShape *out); /* 0, or -1 */
+const char *check_fill_name(CheckFill f);
+int check_fill_parse(const char *str, CheckFill *out);
+/* A fresh seed from the clock and the process id, for runs without --seed. */
+uint64_t check_seed_from_time(void);
+/* Reads a whole file into a malloc'd NUL-terminated buffer. */
+int check_read_file(const char *path, char **text, size_t *len, KrtErr *err);
+
+#endif
