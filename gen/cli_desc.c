@@ -192,7 +192,8 @@ desc_layout(Opt *o, DescArch arch, Swizzle swz, SmemDesc *d, KgErr *err)
 	int mn, rows, cols;
 
 	for (size_t i = 0; i < sizeof need / sizeof need[0]; i++)
-		if (required(&o[need[i]], "or give both --lbo and --sbo", err))
+		if (required(&o[need[i]], "to lay out the tile; or give --lbo and "
+		             "--sbo with no tile", err))
 			return -1;
 	if (opt_major(&o[D_MAJOR], &mn, err) || opt_dtype(&o[D_DTYPE], &dt, err)
 	    || opt_int(&o[D_ROWS], &rows, err) || opt_int(&o[D_COLS], &cols, err))

@@ -336,6 +336,69 @@ static const struct ShapeRule {
 	},
 };
 
+/* hardware-facts §2.1 (PTX Table 42). */
+static const FieldSpec idesc_dense_fields[] = {
+	{0, 1, "sparse-sel", FK_NUM},
+	{2, 2, "sparse", FK_BOOL},
+	{3, 3, "saturate", FK_BOOL},
+	{4, 5, "d", FK_DTYPE},
+	{6, 6, "reserved", FK_ZERO},
+	{7, 9, "a", FK_ATYPE},
+	{10, 12, "b", FK_BTYPE},
+	{13, 13, "neg-a", FK_BOOL},
+	{14, 14, "neg-b", FK_BOOL},
+	{15, 15, "a-major", FK_MAJOR},
+	{16, 16, "b-major", FK_MAJOR},
+	{17, 22, "n", FK_N},
+	{23, 23, "reserved", FK_ZERO},
+	{24, 28, "m", FK_M4},
+	{29, 29, "reserved", FK_ZERO},
+	{30, 31, "max-shift", FK_SHIFT},
+};
+
+/* hardware-facts §2.2 (PTX Table 43). */
+static const FieldSpec idesc_mxf8_fields[] = {
+	{0, 1, "reserved", FK_ZERO},
+	{2, 2, "sparse", FK_BOOL},
+	{3, 3, "reserved", FK_ZERO},
+	{4, 5, "sfb-id", FK_NUM},
+	{6, 6, "reserved", FK_ZERO},
+	{7, 9, "a", FK_ATYPE},
+	{10, 12, "b", FK_BTYPE},
+	{13, 13, "neg-a", FK_BOOL},
+	{14, 14, "neg-b", FK_BOOL},
+	{15, 15, "a-major", FK_MAJOR},
+	{16, 16, "b-major", FK_MAJOR},
+	{17, 22, "n", FK_N},
+	{23, 23, "scale", FK_SCALE},
+	{24, 26, "reserved", FK_ZERO},
+	{27, 28, "m", FK_M7},
+	{29, 30, "sfa-id", FK_NUM},
+	{31, 31, "reserved", FK_ZERO},
+};
+
+/* hardware-facts §2.2 (PTX Table 44): B type is 2 bits, bit 31 is K. */
+static const FieldSpec idesc_mxf4_fields[] = {
+	{0, 1, "reserved", FK_ZERO},
+	{2, 2, "sparse", FK_BOOL},
+	{3, 3, "reserved", FK_ZERO},
+	{4, 5, "sfb-id", FK_NUM},
+	{6, 6, "reserved", FK_ZERO},
+	{7, 9, "a", FK_ATYPE},
+	{10, 11, "b", FK_BTYPE},
+	{12, 12, "reserved", FK_ZERO},
+	{13, 13, "neg-a", FK_BOOL},
+	{14, 14, "neg-b", FK_BOOL},
+	{15, 15, "a-major", FK_MAJOR},
+	{16, 16, "b-major", FK_MAJOR},
+	{17, 22, "n", FK_N},
+	{23, 23, "scale", FK_SCALE},
+	{24, 26, "reserved", FK_ZERO},
+	{27, 28, "m", FK_M7},
+	{29, 30, "sfa-id", FK_NUM},
+	{31, 31, "k96", FK_K96},
+};
+
 /* One row per kind. Columns:
  *  ab, d, scale  legal operand / accumulator / scale-factor types with
  *                their codes; d == NULL: block-scaled, always f32 (§2.2)
@@ -344,7 +407,8 @@ static const struct ShapeRule {
  *  negate        bits 13/14 may be set (PTX Table 49: not i8)
  *  sf_step       SF ids are 0..3 in this step: 1X data 1, 2X/4X data 2 (§2.2)
  *  same_ab       A and B must be one type (f16/bf16 and tf32 pairs; e2m1 x e2m1)
- *  has_k96       bit 31 is the K = 96 switch (PTX Table 44) */
+ *  has_k96       bit 31 is the K = 96 switch (PTX Table 44)
+ *  fields        the kind's bit layout, for idesc_fields */
 static const struct {
 	const char *name;
 	const Code *ab, *d, *scale;
@@ -353,14 +417,25 @@ static const struct {
 	int sf_step;
 	int same_ab;
 	int has_k96;
+	const FieldSpec *fields;
+	int nfields;
 } kinds[IK_COUNT] = {
-	[IK_F16] = {"f16", f16_ab, d_f16_f32, NULL, SH_FLOAT, 1, 1, 0, 1, 0},
-	[IK_TF32] = {"tf32", tf32_ab, d_f32, NULL, SH_FLOAT, 1, 1, 0, 1, 0},
-	[IK_F8F6F4] = {"f8f6f4", f8_ab, d_f16_f32, NULL, SH_FLOAT, 1, 1, 0, 0, 0},
-	[IK_I8] = {"i8", i8_ab, d_s32, NULL, SH_I8, 1, 0, 0, 0, 0},
-	[IK_MXF8F6F4] = {"mxf8f6f4", f8_ab, NULL, sc_ue8m0, SH_BLOCK, 1, 1, 1, 0, 0},
-	[IK_MXF4] = {"mxf4", f4_ab, NULL, sc_ue8m0, SH_BLOCK, 0, 1, 2, 1, 1},
-	[IK_MXF4NVF4] = {"mxf4nvf4", f4_ab, NULL, sc_both, SH_BLOCK, 0, 1, 2, 1, 1},
+#define F(a) a, (int)(sizeof a / sizeof a[0])
+	[IK_F16] = {"f16", f16_ab, d_f16_f32, NULL, SH_FLOAT, 1, 1, 0, 1, 0,
+	            F(idesc_dense_fields)},
+	[IK_TF32] = {"tf32", tf32_ab, d_f32, NULL, SH_FLOAT, 1, 1, 0, 1, 0,
+	             F(idesc_dense_fields)},
+	[IK_F8F6F4] = {"f8f6f4", f8_ab, d_f16_f32, NULL, SH_FLOAT, 1, 1, 0, 0, 0,
+	               F(idesc_dense_fields)},
+	[IK_I8] = {"i8", i8_ab, d_s32, NULL, SH_I8, 1, 0, 0, 0, 0,
+	           F(idesc_dense_fields)},
+	[IK_MXF8F6F4] = {"mxf8f6f4", f8_ab, NULL, sc_ue8m0, SH_BLOCK, 1, 1, 1, 0, 0,
+	                 F(idesc_mxf8_fields)},
+	[IK_MXF4] = {"mxf4", f4_ab, NULL, sc_ue8m0, SH_BLOCK, 0, 1, 2, 1, 1,
+	             F(idesc_mxf4_fields)},
+	[IK_MXF4NVF4] = {"mxf4nvf4", f4_ab, NULL, sc_both, SH_BLOCK, 0, 1, 2, 1, 1,
+	                 F(idesc_mxf4_fields)},
+#undef F
 };
 
 const char *
@@ -684,69 +759,6 @@ idesc_encode(uint32_t *out, const Idesc *d, KgErr *err)
 	return 0;
 }
 
-/* hardware-facts §2.1 (PTX Table 42). */
-static const FieldSpec idesc_dense_fields[] = {
-	{0, 1, "sparse-sel", FK_NUM},
-	{2, 2, "sparse", FK_BOOL},
-	{3, 3, "saturate", FK_BOOL},
-	{4, 5, "d", FK_DTYPE},
-	{6, 6, "reserved", FK_ZERO},
-	{7, 9, "a", FK_ATYPE},
-	{10, 12, "b", FK_BTYPE},
-	{13, 13, "neg-a", FK_BOOL},
-	{14, 14, "neg-b", FK_BOOL},
-	{15, 15, "a-major", FK_MAJOR},
-	{16, 16, "b-major", FK_MAJOR},
-	{17, 22, "n", FK_N},
-	{23, 23, "reserved", FK_ZERO},
-	{24, 28, "m", FK_M4},
-	{29, 29, "reserved", FK_ZERO},
-	{30, 31, "max-shift", FK_SHIFT},
-};
-
-/* hardware-facts §2.2 (PTX Table 43). */
-static const FieldSpec idesc_mxf8_fields[] = {
-	{0, 1, "reserved", FK_ZERO},
-	{2, 2, "sparse", FK_BOOL},
-	{3, 3, "reserved", FK_ZERO},
-	{4, 5, "sfb-id", FK_NUM},
-	{6, 6, "reserved", FK_ZERO},
-	{7, 9, "a", FK_ATYPE},
-	{10, 12, "b", FK_BTYPE},
-	{13, 13, "neg-a", FK_BOOL},
-	{14, 14, "neg-b", FK_BOOL},
-	{15, 15, "a-major", FK_MAJOR},
-	{16, 16, "b-major", FK_MAJOR},
-	{17, 22, "n", FK_N},
-	{23, 23, "scale", FK_SCALE},
-	{24, 26, "reserved", FK_ZERO},
-	{27, 28, "m", FK_M7},
-	{29, 30, "sfa-id", FK_NUM},
-	{31, 31, "reserved", FK_ZERO},
-};
-
-/* hardware-facts §2.2 (PTX Table 44): B type is 2 bits, bit 31 is K. */
-static const FieldSpec idesc_mxf4_fields[] = {
-	{0, 1, "reserved", FK_ZERO},
-	{2, 2, "sparse", FK_BOOL},
-	{3, 3, "reserved", FK_ZERO},
-	{4, 5, "sfb-id", FK_NUM},
-	{6, 6, "reserved", FK_ZERO},
-	{7, 9, "a", FK_ATYPE},
-	{10, 11, "b", FK_BTYPE},
-	{12, 12, "reserved", FK_ZERO},
-	{13, 13, "neg-a", FK_BOOL},
-	{14, 14, "neg-b", FK_BOOL},
-	{15, 15, "a-major", FK_MAJOR},
-	{16, 16, "b-major", FK_MAJOR},
-	{17, 22, "n", FK_N},
-	{23, 23, "scale", FK_SCALE},
-	{24, 26, "reserved", FK_ZERO},
-	{27, 28, "m", FK_M7},
-	{29, 30, "sfa-id", FK_NUM},
-	{31, 31, "k96", FK_K96},
-};
-
 static void
 type_meaning(char *buf, size_t n, const Code *c, uint64_t raw)
 {
@@ -860,19 +872,7 @@ desc_fields(DescField *out, int max, DescArch arch, uint64_t v)
 int
 idesc_fields(DescField *out, int max, IdescKind kind, uint32_t v)
 {
-#define N_OF(a) ((int)(sizeof a / sizeof a[0]))
-	switch (kind) {
-	case IK_F16: case IK_TF32: case IK_F8F6F4: case IK_I8:
-		return fill(out, max, idesc_dense_fields, N_OF(idesc_dense_fields),
-		            kind, v);
-	case IK_MXF8F6F4:
-		return fill(out, max, idesc_mxf8_fields, N_OF(idesc_mxf8_fields),
-		            kind, v);
-	case IK_MXF4: case IK_MXF4NVF4:
-		return fill(out, max, idesc_mxf4_fields, N_OF(idesc_mxf4_fields),
-		            kind, v);
-	default:
+	if ((unsigned)kind >= IK_COUNT)
 		return -1;
-	}
-#undef N_OF
+	return fill(out, max, kinds[kind].fields, kinds[kind].nfields, kind, v);
 }

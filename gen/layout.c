@@ -100,11 +100,16 @@ check_dims(Major major, int elem_bits, int mn, int k, KgErr *err)
 		return kg_fail(err, "rows=%d: must be positive", mn);
 	if (k <= 0)
 		return kg_fail(err, "cols=%d: must be positive", k);
-	bytes = (uint64_t)mn * (uint64_t)k * (uint64_t)container_bits(elem_bits) / 8;
+	/* Past 2^20 elements along one side the product could wrap; such a
+	 * tile is over the window whatever the other side. */
+	if (mn > 1 << 20 || k > 1 << 20)
+		bytes = UINT64_MAX;
+	else
+		bytes = (uint64_t)mn * (uint64_t)k
+		        * (uint64_t)container_bits(elem_bits) / 8;
 	if (bytes > SMEM_WINDOW)
-		return kg_fail(err, "rows=%d, cols=%d: tile of %llu bytes exceeds the "
-		               "256 KiB descriptor address window (hardware-facts §1.1)",
-		               mn, k, (unsigned long long)bytes);
+		return kg_fail(err, "rows=%d, cols=%d: tile exceeds the 256 KiB "
+		               "descriptor address window (hardware-facts §1.1)", mn, k);
 	/* Transposed (MN-major) sub-byte operands do not exist (§2.4, PTX
 	 * Table 49/52); tf32 MN-major needs 128B_BASE32B, which this type
 	 * does not model. */

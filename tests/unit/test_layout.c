@@ -1,1 +1,339 @@
-int main(void) { return 1; } /* stub: replaced by its owner */
+/* Swizzle address functions and canonical tile layouts against
+ * hardware-facts §1.2 (swizzle), §1.4 (LBO/SBO) and §8 TV6. */
+#include <stdio.h>
+#include <string.h>
+
+#include "layout.h"
+
+static int fails;
+
+#define EQ(got, want, what) do { \
+	unsigned long long g_ = (got), w_ = (want); \
+	if (g_ != w_) { \
+		printf("FAIL test_layout.c:%d: %s: expected 0x%llx, got 0x%llx\n", \
+		       __LINE__, what, w_, g_); \
+		fails++; \
+	} \
+} while (0)
+
+static int
+canon(int line, TileLayout *t, Major major, Swizzle swz, int bits, int mn, int k)
+{
+	KgErr err = {{0}};
+
+	if (layout_canonical(t, major, swz, bits, mn, k, &err)) {
+		printf("FAIL test_layout.c:%d: unexpected error: %s\n", line, err.msg);
+		fails++;
+		return -1;
+	}
+	return 0;
+}
+
+static void
+test_names(void)
+{
+	static const struct {
+		const char *s;
+		Swizzle want;
+	} ok[] = {
+		{"none", SWZ_NONE}, {"32", SWZ_32B}, {"64", SWZ_64B}, {"128", SWZ_128B},
+		{"32B", SWZ_32B}, {"64B", SWZ_64B}, {"128B", SWZ_128B},
+	};
+	static const char *const bad[] = {"", "16", "256", "128b", "swizzle128"};
+	/* §1.2 table: span (row width of an atom) and period. */
+	static const int span[SWZ_COUNT] = {16, 32, 64, 128};
+	static const int period[SWZ_COUNT] = {16, 256, 512, 1024};
+	static const char *const name[SWZ_COUNT] = {"none", "32B", "64B", "128B"};
+	Swizzle s;
+
+	for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++)
+		EQ(swizzle_parse(ok[i].s, &s) == 0 && s == ok[i].want, 1, ok[i].s);
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+		EQ(swizzle_parse(bad[i], &s), (unsigned long long)-1, bad[i]);
+	for (int i = 0; i < SWZ_COUNT; i++) {
+		EQ(swizzle_span((Swizzle)i), span[i], "swizzle_span");
+		EQ(swizzle_period((Swizzle)i), period[i], "swizzle_period");
+		EQ(strcmp(swizzle_name((Swizzle)i), name[i]), 0, name[i]);
+	}
+}
+
+/* TV6 and one hand-checked address per mode on a non-zero period. */
+static void
+test_swizzle_vectors(void)
+{
+	static const struct {
+		Swizzle s;
+		uint32_t in, out;
+	} v[] = {
+		{SWZ_128B, 0x080, 0x090}, {SWZ_128B, 0x1E0, 0x1D0},
+		{SWZ_128B, 0x3F0, 0x380}, {SWZ_128B, 0x410, 0x410},
+		{SWZ_64B, 0x1F0, 0x1C0}, {SWZ_32B, 0x0F0, 0x0E0},
+		/* 0x2A5 = 0b10_1010_0101: 128B: bits[9:7] = 5, bits[6:4] = 2,
+		 * 2^5 = 7 -> 0x2F5. 64B: bits[8:7] = 1, bits[5:4] = 2 -> 3: 0x2B5.
+		 * 32B: bit 7 = 1, bit 4 = 0 -> 0x2B5. */
+		{SWZ_128B, 0x2A5, 0x2F5}, {SWZ_64B, 0x2A5, 0x2B5},
+		{SWZ_32B, 0x2A5, 0x2B5}, {SWZ_NONE, 0x2A5, 0x2A5},
+		/* Absolute addresses: bits above the period stay, 0x8490 -> 0x8480
+		 * as 0x490 -> 0x480 (TV6 (9,8)). */
+		{SWZ_128B, 0x8490, 0x8480},
+	};
+
+	for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
+		EQ(swizzle_addr(v[i].s, v[i].in), v[i].out, "swizzle_addr");
+}
+
+/* Within one period each mode permutes the 16-byte chunks: a bijection
+ * that keeps the byte inside its chunk and is its own inverse. */
+static void
+test_swizzle_bijection(void)
+{
+	static const uint32_t bases[] = {0, 1024, 7 * 1024, 0x3FC00};
+	static unsigned char seen[1024];
+
+	for (int s = 0; s < SWZ_COUNT; s++) {
+		uint32_t p = (uint32_t)swizzle_period((Swizzle)s);
+
+		for (size_t b = 0; b < sizeof bases / sizeof bases[0]; b++) {
+			memset(seen, 0, sizeof seen);
+			for (uint32_t o = 0; o < p; o++) {
+				uint32_t a = bases[b] + o, x = swizzle_addr((Swizzle)s, a);
+
+				if (x < bases[b] || x - bases[b] >= p || seen[x - bases[b]]
+				    || (x & 15) != (a & 15)
+				    || swizzle_addr((Swizzle)s, x) != a) {
+					printf("FAIL test_layout.c:%d: %s: 0x%x -> 0x%x breaks "
+					       "the bijection of period %u at base 0x%x\n",
+					       __LINE__, swizzle_name((Swizzle)s), a, x, p,
+					       bases[b]);
+					fails++;
+					break;
+				}
+				seen[x - bases[b]] = 1;
+			}
+		}
+	}
+}
+
+/* LBO/SBO/bytes/slice per major x swizzle (hardware-facts §1.4 and TV3). */
+static void
+test_canonical(void)
+{
+	static const struct {
+		Major major;
+		Swizzle swz;
+		int bits, mn, k;
+		uint32_t lbo, sbo, bytes, slice;
+		const char *what;
+	} c[] = {
+		/* K-major swizzled: LBO 16 (unused), SBO 8*span, slice mn*span. */
+		{MAJOR_K, SWZ_128B, 16, 128, 64, 16, 1024, 16384, 16384, "K SW128 bf16 128x64"},
+		{MAJOR_K, SWZ_64B, 16, 128, 32, 16, 512, 8192, 8192, "K SW64 bf16 128x32"},
+		{MAJOR_K, SWZ_32B, 16, 128, 16, 16, 256, 4096, 4096, "K SW32 bf16 128x16"},
+		{MAJOR_K, SWZ_128B, 16, 64, 128, 16, 1024, 16384, 8192, "K SW128 two slices"},
+		{MAJOR_K, SWZ_128B, 8, 128, 128, 16, 1024, 16384, 16384, "K SW128 e4m3"},
+		{MAJOR_K, SWZ_128B, 4, 128, 256, 16, 1024, 16384, 16384, "K SW128 packed fp4"},
+		{MAJOR_K, SWZ_128B, 6, 128, 128, 16, 1024, 16384, 16384, "K SW128 fp6 in 8-bit"},
+		{MAJOR_K, SWZ_64B, 32, 64, 16, 16, 512, 4096, 4096, "K SW64 tf32"},
+		/* K-major none: SBO 128, LBO (mn/8)*128 (TV3 128x16: 2048). */
+		{MAJOR_K, SWZ_NONE, 16, 128, 16, 2048, 128, 4096, 0, "K none bf16 128x16"},
+		{MAJOR_K, SWZ_NONE, 16, 64, 32, 1024, 128, 4096, 0, "K none bf16 64x32"},
+		{MAJOR_K, SWZ_NONE, 8, 8, 16, 128, 128, 128, 0, "K none one core matrix"},
+		/* MN-major none: SBO 128 along MN, LBO mn bytes * 8 along K. */
+		{MAJOR_MN, SWZ_NONE, 16, 64, 16, 1024, 128, 2048, 0, "MN none bf16 64x16"},
+		{MAJOR_MN, SWZ_NONE, 8, 16, 8, 128, 128, 128, 0, "MN none e4m3 16x8"},
+		/* MN-major swizzled: LBO 8*span along MN, SBO mn bytes * 8 along K
+		 * (TV3 MN=128 K=64: 1024 / 2048). */
+		{MAJOR_MN, SWZ_32B, 16, 64, 8, 256, 1024, 1024, 0, "MN SW32 bf16 64x8"},
+		{MAJOR_MN, SWZ_64B, 16, 64, 16, 512, 1024, 2048, 0, "MN SW64 bf16 64x16"},
+		{MAJOR_MN, SWZ_128B, 16, 128, 64, 1024, 2048, 16384, 0, "MN SW128 bf16 128x64"},
+		{MAJOR_MN, SWZ_128B, 16, 64, 64, 1024, 1024, 8192, 0, "MN SW128 bf16 one atom wide"},
+		{MAJOR_MN, SWZ_128B, 8, 256, 32, 1024, 2048, 8192, 0, "MN SW128 e4m3 256x32"},
+	};
+
+	for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+		TileLayout t;
+
+		if (canon(__LINE__, &t, c[i].major, c[i].swz, c[i].bits, c[i].mn, c[i].k))
+			continue;
+		EQ(t.lbo, c[i].lbo, c[i].what);
+		EQ(t.sbo, c[i].sbo, c[i].what);
+		EQ(t.bytes, c[i].bytes, c[i].what);
+		EQ(t.slice_bytes, c[i].slice, c[i].what);
+		EQ(t.major == c[i].major && t.swz == c[i].swz && t.mn == c[i].mn
+		   && t.k == c[i].k && t.elem_bits == c[i].bits, 1, c[i].what);
+	}
+}
+
+/* TV6: BF16 K-major SW128 element (row, k) -> byte after the swizzle. */
+static void
+test_tv6_elements(void)
+{
+	static const struct {
+		int row, k;
+		uint32_t byte;
+	} e[] = {
+		{0, 0, 0x000}, {1, 0, 0x090}, {1, 8, 0x080}, {7, 63, 0x38E},
+		{8, 0, 0x400}, {9, 8, 0x480},
+	};
+	TileLayout t;
+
+	if (canon(__LINE__, &t, MAJOR_K, SWZ_128B, 16, 128, 64))
+		return;
+	for (size_t i = 0; i < sizeof e / sizeof e[0]; i++)
+		EQ(swizzle_addr(SWZ_128B, layout_offset(&t, e[i].row, e[i].k)),
+		   e[i].byte, "TV6 element -> byte");
+	/* Same tile at an aligned base: the pattern moves with it (§1.3). */
+	for (size_t i = 0; i < sizeof e / sizeof e[0]; i++)
+		EQ(swizzle_addr(SWZ_128B, 0x6000 + layout_offset(&t, e[i].row, e[i].k)),
+		   0x6000 + e[i].byte, "TV6 element -> byte at 0x6000");
+	EQ(layout_offset(&t, 128, 0), UINT32_MAX, "row past the tile");
+	EQ(layout_offset(&t, 0, 64), UINT32_MAX, "col past the tile");
+	EQ(layout_offset(&t, -1, 0), UINT32_MAX, "negative row");
+}
+
+/* layout_offset against the descriptor's reading of the canonical layout
+ * (hardware-facts §1.4): the MMA finds K-major element (r, k) at
+ * (r/8)*SBO + (r%8)*span + K part, where the K part is (kb/16)*LBO + kb%16
+ * without swizzle and kb within the span (one slice) with it; MN-major
+ * element (r, k) at (mb/span)*D_mn + (k/8)*D_k + (k%8)*span + mb%span with
+ * D_mn = SBO, D_k = LBO for none and D_mn = LBO, D_k = SBO swizzled. The
+ * whole tile must also be a bijection onto [0, bytes). */
+static void
+test_offsets_match_descriptor(void)
+{
+	static const struct {
+		Major major;
+		Swizzle swz;
+		int bits, mn, k;
+	} c[] = {
+		{MAJOR_K, SWZ_NONE, 16, 64, 32}, {MAJOR_K, SWZ_32B, 16, 32, 16},
+		{MAJOR_K, SWZ_64B, 8, 64, 64}, {MAJOR_K, SWZ_128B, 16, 128, 64},
+		{MAJOR_K, SWZ_128B, 16, 64, 128}, {MAJOR_K, SWZ_NONE, 32, 16, 12},
+		{MAJOR_MN, SWZ_NONE, 16, 64, 16}, {MAJOR_MN, SWZ_32B, 16, 64, 8},
+		{MAJOR_MN, SWZ_64B, 8, 128, 16}, {MAJOR_MN, SWZ_128B, 16, 128, 64},
+	};
+	static unsigned char used[32768];
+
+	for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+		int eb = c[i].bits / 8, bad = 0;
+		uint32_t span = (uint32_t)swizzle_span(c[i].swz);
+		TileLayout t;
+
+		if (canon(__LINE__, &t, c[i].major, c[i].swz, c[i].bits, c[i].mn, c[i].k))
+			continue;
+		memset(used, 0, sizeof used);
+		for (int r = 0; r < t.mn && !bad; r++)
+			for (int k = 0; k < t.k && !bad; k++) {
+				uint32_t got = layout_offset(&t, r, k), want;
+
+				if (t.major == MAJOR_K) {
+					uint32_t kb = (uint32_t)(k * eb);
+
+					want = (uint32_t)r / 8 * t.sbo + (uint32_t)r % 8 * span;
+					if (t.swz == SWZ_NONE)
+						want += kb / 16 * t.lbo + kb % 16;
+					else
+						want += kb / span * t.slice_bytes + kb % span;
+				} else {
+					uint32_t mb = (uint32_t)(r * eb);
+					uint32_t dmn = t.swz == SWZ_NONE ? t.sbo : t.lbo;
+					uint32_t dk = t.swz == SWZ_NONE ? t.lbo : t.sbo;
+
+					want = mb / span * dmn + (uint32_t)k / 8 * dk
+					       + (uint32_t)k % 8 * span + mb % span;
+				}
+				if (got != want || got + (uint32_t)eb > t.bytes
+				    || got + (uint32_t)eb > sizeof used) {
+					printf("FAIL test_layout.c:%d: %s %s element (%d, %d): "
+					       "expected 0x%x, got 0x%x\n", __LINE__,
+					       t.major == MAJOR_K ? "K" : "MN",
+					       swizzle_name(t.swz), r, k, want, got);
+					fails++;
+					bad = 1;
+					break;
+				}
+				for (int b = 0; b < eb; b++) {
+					if (used[got + (uint32_t)b]++) {
+						printf("FAIL test_layout.c:%d: byte 0x%x used twice\n",
+						       __LINE__, got + (uint32_t)b);
+						fails++;
+						bad = 1;
+					}
+				}
+			}
+	}
+}
+
+/* Packed 4-bit: two elements per byte, K-major only. */
+static void
+test_subbyte(void)
+{
+	TileLayout t;
+
+	if (canon(__LINE__, &t, MAJOR_K, SWZ_128B, 4, 128, 256))
+		return;
+	EQ(layout_offset(&t, 0, 1), 0, "fp4 element 1 shares byte 0");
+	EQ(layout_offset(&t, 0, 2), 1, "fp4 element 2 in byte 1");
+	EQ(layout_offset(&t, 1, 255), 128 + 127, "fp4 end of row 1");
+	/* fp6 in its 8-bit container: element k at byte k. */
+	if (canon(__LINE__, &t, MAJOR_K, SWZ_128B, 6, 128, 128))
+		return;
+	EQ(layout_offset(&t, 2, 5), 2 * 128 + 5, "fp6 container byte");
+}
+
+static void
+reject(int line, Major major, Swizzle swz, int bits, int mn, int k,
+       const char *want)
+{
+	KgErr err = {{0}};
+	TileLayout t;
+	int rc = layout_canonical(&t, major, swz, bits, mn, k, &err);
+
+	if (rc != -1 || !strstr(err.msg, want)) {
+		printf("FAIL test_layout.c:%d: expected -1 with \"%s\", got %d \"%s\"\n",
+		       line, want, rc, err.msg);
+		fails++;
+	}
+}
+
+static void
+test_reject(void)
+{
+	reject(__LINE__, MAJOR_K, SWZ_128B, 16, 100, 64,
+	       "rows=100: must be a multiple of 8");
+	reject(__LINE__, MAJOR_K, SWZ_64B, 16, 64, 16, "cols=16");
+	reject(__LINE__, MAJOR_K, SWZ_32B, 4, 64, 32, "cols=32");
+	reject(__LINE__, MAJOR_K, SWZ_NONE, 8, 64, 8, "cols=8");
+	reject(__LINE__, MAJOR_MN, SWZ_64B, 16, 16, 16, "rows=16");
+	reject(__LINE__, MAJOR_MN, SWZ_NONE, 8, 8, 16, "rows=8");
+	reject(__LINE__, MAJOR_MN, SWZ_NONE, 16, 64, 4, "cols=4");
+	reject(__LINE__, MAJOR_MN, SWZ_128B, 6, 128, 64, "major=MN");
+	reject(__LINE__, MAJOR_MN, SWZ_128B, 32, 32, 64, "major=MN");
+	reject(__LINE__, MAJOR_K, SWZ_128B, 12, 128, 64, "elem-bits=12");
+	reject(__LINE__, MAJOR_K, SWZ_128B, 16, -8, 64, "rows=-8");
+	reject(__LINE__, MAJOR_K, SWZ_128B, 16, 8, 0, "cols=0");
+	reject(__LINE__, MAJOR_K, SWZ_128B, 16, 1 << 30, 1 << 30, "rows=1073741824");
+	reject(__LINE__, MAJOR_K, SWZ_128B, 32, 0x7FFFFFFF, 0x7FFFFFFF,
+	       "rows=2147483647");
+	reject(__LINE__, MAJOR_K, (Swizzle)9, 16, 128, 64, "swizzle=9");
+	reject(__LINE__, (Major)2, SWZ_128B, 16, 128, 64, "major=2");
+}
+
+int
+main(void)
+{
+	test_names();
+	test_swizzle_vectors();
+	test_swizzle_bijection();
+	test_canonical();
+	test_tv6_elements();
+	test_offsets_match_descriptor();
+	test_subbyte();
+	test_reject();
+	if (fails) {
+		printf("test_layout: %d failure(s)\n", fails);
+		return 1;
+	}
+	printf("test_layout: ok\n");
+	return 0;
+}
