@@ -159,7 +159,8 @@ enum { LINE_MAX_ = 2048, MAX_FIELDS = 16 };
 typedef struct Parser {
 	const char *cur, *end; /* the rest of the PTX */
 	int lineno;            /* of `line` */
-	char line[LINE_MAX_];
+	char line[LINE_MAX_];  /* split in place while parsing */
+	char raw[LINE_MAX_];   /* as read, for messages */
 	KrtErr *err;
 } Parser;
 
@@ -175,7 +176,7 @@ bad(Parser *p, const char *fmt, ...)
 	vsnprintf(what, sizeof what, fmt, ap);
 	va_end(ap);
 	return krt_errf(p->err, KRT_EABI, "kgen ABI header, line %d: %s\n  line %d: %.200s",
-	                p->lineno, what, p->lineno, p->line);
+	                p->lineno, what, p->lineno, p->raw);
 }
 
 /* Reads the next line into p->line. 1: a line, 0: end of input, -1: an
@@ -193,6 +194,7 @@ next_line(Parser *p)
 	size_t keep = n < LINE_MAX_ - 1 ? n : LINE_MAX_ - 1;
 	memcpy(p->line, p->cur, keep);
 	p->line[keep] = 0;
+	memcpy(p->raw, p->line, keep + 1);
 	p->cur = eol + 1;
 	if (n >= LINE_MAX_ - 1) {
 		bad(p, "line longer than %d bytes", LINE_MAX_ - 2);
@@ -215,7 +217,7 @@ parse_uint(const char *s, uint64_t max, uint64_t *out)
 		if (!isdigit((unsigned char)*s))
 			return -1;
 		unsigned d = (unsigned)(*s - '0');
-		if (v > (max - d) / 10)
+		if (d > max || v > (max - d) / 10)
 			return -1;
 		v = v * 10 + d;
 	}
@@ -457,7 +459,8 @@ f_box(Parser *p, const char *v, KrtAbiParam *q)
 		s = c + 1;
 	}
 	if (n != q->rank)
-		return bad(p, "param %s: box has %d sizes but rank=%d", q->name, n, q->rank);
+		return bad(p, "param %s: box has %d size%s but rank=%d", q->name, n, n == 1 ? "" : "s",
+		           q->rank);
 	return 0;
 }
 
@@ -588,24 +591,26 @@ split_line(Parser *p, char **key, char **val)
 	return 0;
 }
 
+/* r from next_line: 0 (end of input) is an error here, `want` says what
+ * was expected ("'//@ptx MAJOR.MINOR'"). */
 static int
-expect_key(Parser *p, int r, const char *want, const char *form)
+expect_key(Parser *p, int r, const char *want)
 {
 	if (r == 0)
 		return krt_errf(p->err, KRT_EABI,
-		                "kgen ABI header, line %d: end of the PTX where '//@%s %s' was "
-		                "expected (the header ends with //@end)",
-		                p->lineno + 1, want, form);
+		                "kgen ABI header, line %d: end of the PTX where %s was expected (the "
+		                "header ends with //@end)",
+		                p->lineno + 1, want);
 	return r < 0 ? p->err->code : 0;
 }
 
 static int
-key_mismatch(Parser *p, int is_header_line, const char *key, const char *want, const char *form)
+key_mismatch(Parser *p, int is_header_line, const char *key, const char *want)
 {
 	if (!is_header_line)
-		return bad(p, "expected '//@%s %s'%s; the kgen ABI header is a block of //@ lines "
-		              "ending with //@end at the top of the PTX",
-		           want, form, p->lineno == 1 ? " (the first line of a kgen PTX file)" : "");
+		return bad(p, "expected %s%s; the kgen ABI header is a block of //@ lines ending "
+		              "with //@end at the top of the PTX",
+		           want, p->lineno == 1 ? " (the first line of a kgen PTX file)" : "");
 	int known = strcmp(key, "param") == 0 || strcmp(key, "end") == 0;
 	for (int i = 0; i < NKEYS; i++)
 		known |= strcmp(key, header_keys[i].key) == 0;
@@ -614,8 +619,8 @@ key_mismatch(Parser *p, int is_header_line, const char *key, const char *want, c
 		strcat(order, header_keys[i].key);
 		strcat(order, ", ");
 	}
-	return bad(p, "expected '//@%s %s', got %s key '%s' (keys come in the order %sparam..., end)",
-	           want, form, known ? "the out-of-order" : "an unknown", key, order);
+	return bad(p, "expected %s, got %s key '%s' (keys come in the order %sparam..., end)", want,
+	           known ? "the out-of-order" : "an unknown", key, order);
 }
 
 int
@@ -633,15 +638,16 @@ krt_abi_parse(const char *ptx, size_t len, KrtAbi *out, KrtErr *err)
 	Parser p = {.cur = ptx, .end = ptx + len, .lineno = 0, .err = err};
 	int grid_line = 0;
 	for (int k = 0; k < NKEYS; k++) {
-		char *key = NULL, *val = NULL;
+		char *key = NULL, *val = NULL, want[64];
+		snprintf(want, sizeof want, "'//@%s %s'", header_keys[k].key, header_keys[k].form);
 		int r = next_line(&p);
-		if (expect_key(&p, r, header_keys[k].key, header_keys[k].form))
+		if (expect_key(&p, r, want))
 			return err->code;
 		r = split_line(&p, &key, &val);
 		if (r < 0)
 			return err->code;
 		if (r == 1 || strcmp(key, header_keys[k].key) != 0)
-			return key_mismatch(&p, r == 0, key, header_keys[k].key, header_keys[k].form);
+			return key_mismatch(&p, r == 0, key, want);
 		if (!val)
 			return bad(&p, "'//@%s' needs a value: '//@%s %s'", key, key,
 			           header_keys[k].form);
@@ -652,8 +658,9 @@ krt_abi_parse(const char *ptx, size_t len, KrtAbi *out, KrtErr *err)
 	}
 	for (;;) {
 		char *key = NULL, *val = NULL;
+		static const char want[] = "'//@end' or another '//@param KIND NAME ...'";
 		int r = next_line(&p);
-		if (expect_key(&p, r, "end", "") != 0)
+		if (expect_key(&p, r, want) != 0)
 			return err->code;
 		r = split_line(&p, &key, &val);
 		if (r < 0)
@@ -664,7 +671,7 @@ krt_abi_parse(const char *ptx, size_t len, KrtAbi *out, KrtErr *err)
 			break;
 		}
 		if (r == 1 || strcmp(key, "param") != 0)
-			return key_mismatch(&p, r == 0, key, "param", "KIND NAME ... (or //@end)");
+			return key_mismatch(&p, r == 0, key, want);
 		if (!val)
 			return bad(&p, "'//@param' needs 'KIND NAME [FIELDS]'");
 		if (parse_param(&p, val, out))

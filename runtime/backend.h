@@ -22,7 +22,8 @@ typedef struct KrtLaunch {
 
 typedef struct KrtBackend {
 	const char *kind;
-	/* Fills dev->name, cc, ptx_isa, driver_version, smem_optin, impl. */
+	/* Fills dev->name, cc, ptx_isa, driver_version, smem_optin, any_target,
+	 * impl. */
 	int (*open)(KrtDevice *dev, int ordinal, KrtErr *err);
 	void (*close)(KrtDevice *dev);
 	int (*alloc)(KrtDevice *dev, size_t bytes, KrtPtr *out, KrtErr *err);
@@ -48,7 +49,9 @@ struct KrtDevice {
 	int cc;             /* 90, 100, ... */
 	int ptx_isa;        /* highest PTX ISA the device's JIT accepts, major*10+minor */
 	int driver_version; /* cuDriverGetVersion(), e.g. 13000; 0 for emu */
-	int smem_optin;     /* max dynamic+static smem per block after opt-in */
+	int smem_optin;     /* max dynamic+static smem per block after opt-in; 0: no limit */
+	int any_target;     /* 1: runs PTX of every target (the emulator); skips the
+	                     * target/CC check */
 	void *impl;
 };
 
