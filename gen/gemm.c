@@ -156,8 +156,9 @@ gemm_emit_producer(Emit *e, const GemmCfg *g, const GemmRegs *r, KgErr *err)
 	for (int j = 0; j < g->kslices; j++) {
 		Reg da = reg_new(e, RC_B32), db = reg_new(e, RC_B32);
 		emitf(e, "\tadd.u32 %s, %s, %d;\n", kx.s, kc.s, j * g->span / g->esz_in);
-		emitf(e, "\tadd.u32 %s, %s, %u;\n", da.s, adst.s, (uint32_t)j * (uint32_t)g->tm * (uint32_t)g->span);
-		emitf(e, "\tadd.u32 %s, %s, %u;\n", db.s, bdst.s, (uint32_t)j * (uint32_t)g->tn * (uint32_t)g->span);
+		/* box j lands where the canonical layout puts element (0, its first k) */
+		emitf(e, "\tadd.u32 %s, %s, %u;\n", da.s, adst.s, layout_offset(&g->la, 0, j * g->span / g->esz_in));
+		emitf(e, "\tadd.u32 %s, %s, %u;\n", db.s, bdst.s, layout_offset(&g->lb, 0, j * g->span / g->esz_in));
 		if (op_tma_load_2d(e, err, da, r->tmap_a, kx, r->m0, full, (uint32_t)(g->tm * g->span)) < 0 ||
 		    op_tma_load_2d(e, err, db, r->tmap_b, kx, r->n0, full, (uint32_t)(g->tn * g->span)) < 0)
 			return -1;

@@ -113,9 +113,8 @@ emit_mma(Emit *e, const GemmCfg *g, const GemmRegs *r, Reg tmem, KgErr *err)
 	/* the first MMA of the tile overwrites the accumulator */
 	emitf(e, "\tsetp.ne.u32 %s, %s, 0;\n", acc.s, kt.s);
 	for (int k16 = 0; k16 < g->tk / 16; k16++) {
-		int byte = 32 * k16, j = byte / g->span, off = byte % g->span;
-		uint32_t da = ((uint32_t)j * g->la.slice_bytes + (uint32_t)off) >> 4;
-		uint32_t db = ((uint32_t)j * g->lb.slice_bytes + (uint32_t)off) >> 4;
+		uint32_t da = layout_offset(&g->la, 0, 16 * k16) >> 4;
+		uint32_t db = layout_offset(&g->lb, 0, 16 * k16) >> 4;
 		emitf(e, "\tadd.u32 %s, %s, %u;\n\tmov.b64 %s, {%s, %s};\n", lo.s, as.s, alo + da, ad.s, lo.s, ahr.s);
 		emitf(e, "\tadd.u32 %s, %s, %u;\n\tmov.b64 %s, {%s, %s};\n", lo.s, bs.s, blo + db, bd.s, lo.s, bhr.s);
 		sm100_mma_f16_ss(e, tmem, ad, bd, idr, k16 ? "1" : acc.s);

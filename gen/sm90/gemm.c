@@ -38,7 +38,7 @@ sm90_plan(GemmCfg *g, KgErr *err)
 /* Stores a consumer's accumulator fragment. Pair i, i+1 of a thread are
  * adjacent columns (hardware-facts §4.2), so they go out as one 2-element
  * store where the row exists, both columns are inside N and N is even
- * (alignment); otherwise the lower column alone when it is inside N. */
+ * (alignment); otherwise each column alone where it is inside N. */
 static void
 emit_store_fragment(Emit *e, const GemmCfg *g, const GemmRegs *r, Reg wgc, const Reg *acc)
 {
@@ -46,6 +46,7 @@ emit_store_fragment(Emit *e, const GemmCfg *g, const GemmRegs *r, Reg wgc, const
 	Reg addr[2], prow[2], pfull = reg_new(e, RC_PRED), pone = reg_new(e, RC_PRED);
 	Reg neven = reg_new(e, RC_PRED), pc2 = reg_new(e, RC_PRED), pc1 = reg_new(e, RC_PRED);
 	Reg ra = reg_new(e, RC_B64), pk = reg_new(e, RC_B32), h = reg_new(e, RC_B16);
+	Reg h2 = reg_new(e, RC_B16), phi = reg_new(e, RC_PRED), ptwo = reg_new(e, RC_PRED);
 	int bf16 = g->out == DT_BF16, esz = g->esz_out;
 
 	emit_block(e, "sm90.gemm_epilogue");
@@ -69,27 +70,32 @@ emit_store_fragment(Emit *e, const GemmCfg *g, const GemmRegs *r, Reg wgc, const
 		emitf(e, "\tmad.lo.u64 %s, %s, %d, %s;\n", addr[h8].s, addr[h8].s, esz, r->c.s);
 	}
 	for (int q = 0; q < g->tn / 8; q++) {
-		/* columns col + 8q and col + 8q + 1 */
+		/* columns c = col + 8q and c + 1: a pair store, or each alone */
 		emitf(e, "\tadd.u32 %s, %s, %d;\n", t.s, col.s, 8 * q + 1);
-		emitf(e, "\tsetp.lt.and.u32 %s, %s, %s, %s;\n", pc2.s, t.s, r->N.s, neven.s);
+		emitf(e, "\tsetp.lt.u32 %s, %s, %s;\n", phi.s, t.s, r->N.s);
+		emitf(e, "\tand.pred %s, %s, %s;\n", pc2.s, phi.s, neven.s);
+		emitf(e, "\txor.pred %s, %s, %s;\n", phi.s, phi.s, pc2.s);
 		emitf(e, "\tsub.u32 %s, %s, 1;\n", t.s, t.s);
 		emitf(e, "\tsetp.lt.u32 %s, %s, %s;\n", pc1.s, t.s, r->N.s);
-		/* pc2 implies pc1, so xor = inside N but not stored as a pair */
 		emitf(e, "\txor.pred %s, %s, %s;\n", pc1.s, pc1.s, pc2.s);
 		for (int h8 = 0; h8 < 2; h8++) {
 			int i = 4 * q + 2 * h8, off = 8 * q * esz;
 			emitf(e, "\tand.pred %s, %s, %s;\n", pfull.s, prow[h8].s, pc2.s);
 			emitf(e, "\tand.pred %s, %s, %s;\n", pone.s, prow[h8].s, pc1.s);
+			emitf(e, "\tand.pred %s, %s, %s;\n", ptwo.s, prow[h8].s, phi.s);
 			if (bf16) {
 				/* cvt.rn.bf16x2.f32 d, a, b puts a in the upper half */
 				emitf(e, "\tcvt.rn.bf16x2.f32 %s, %s, %s;\n", pk.s, acc[i + 1].s, acc[i].s);
 				emitf(e, "\t@%s st.global.b32 [%s+%d], %s;\n", pfull.s, addr[h8].s, off, pk.s);
-				emitf(e, "\tcvt.rn.bf16.f32 %s, %s;\n", h.s, acc[i].s);
+				emitf(e, "\tmov.b32 {%s, %s}, %s;\n", h.s, h2.s, pk.s);
 				emitf(e, "\t@%s st.global.b16 [%s+%d], %s;\n", pone.s, addr[h8].s, off, h.s);
+				emitf(e, "\t@%s st.global.b16 [%s+%d], %s;\n", ptwo.s, addr[h8].s, off + esz, h2.s);
 			} else {
 				emitf(e, "\t@%s st.global.v2.f32 [%s+%d], {%s, %s};\n", pfull.s, addr[h8].s, off,
 				      acc[i].s, acc[i + 1].s);
 				emitf(e, "\t@%s st.global.f32 [%s+%d], %s;\n", pone.s, addr[h8].s, off, acc[i].s);
+				emitf(e, "\t@%s st.global.f32 [%s+%d], %s;\n", ptwo.s, addr[h8].s, off + esz,
+				      acc[i + 1].s);
 			}
 		}
 	}
@@ -120,8 +126,8 @@ emit_consumer(Emit *e, const GemmCfg *g, const GemmRegs *r, KgErr *err)
 	empty0 = gemm_bar_addr(e, g, r, g->b_empty);
 	a0 = gemm_smem_addr(e, g, r, g->r_a);
 	b0 = gemm_smem_addr(e, g, r, g->r_b);
-	/* this warpgroup's 64 rows start 64*span bytes into each A slice */
-	emitf(e, "\tmad.lo.u32 %s, %s, %d, %s;\n", a0.s, wgc.s, 64 * g->span, a0.s);
+	/* this warpgroup's 64 rows: where the layout puts row 64 of each slice */
+	emitf(e, "\tmad.lo.u32 %s, %s, %u, %s;\n", a0.s, wgc.s, layout_offset(&g->la, 64, 0), a0.s);
 	emitf(e, "\tmov.u32 %s, %u;\n\tmov.u32 %s, %u;\n", ahr.s, ahi, bhr.s, bhi);
 	for (int i = 0; i < nacc; i++)
 		emitf(e, "\tmov.f32 %s, 0f00000000;\n", acc[i].s);
@@ -140,9 +146,8 @@ emit_consumer(Emit *e, const GemmCfg *g, const GemmRegs *r, KgErr *err)
 	for (int k16 = 0; k16 < g->tk / 16; k16++) {
 		/* 32 bytes of K per MMA: slice j, offset inside the swizzled row
 		 * moves only the start address (hardware-facts §1.5). */
-		int byte = 32 * k16, j = byte / g->span, off = byte % g->span;
-		uint32_t da = ((uint32_t)j * g->la.slice_bytes + (uint32_t)off) >> 4;
-		uint32_t db = ((uint32_t)j * g->lb.slice_bytes + (uint32_t)off) >> 4;
+		uint32_t da = layout_offset(&g->la, 0, 16 * k16) >> 4;
+		uint32_t db = layout_offset(&g->lb, 0, 16 * k16) >> 4;
 		emitf(e, "\tadd.u32 %s, %s, %u;\n\tmov.b64 %s, {%s, %s};\n", lo.s, as.s, alo + da, ad.s, lo.s, ahr.s);
 		emitf(e, "\tadd.u32 %s, %s, %u;\n\tmov.b64 %s, {%s, %s};\n", lo.s, bs.s, blo + db, bd.s, lo.s, bhr.s);
 		sm90_wgmma_ss(e, g->tn, g->in, acc, ad, bd);
