@@ -10,6 +10,7 @@
  * the gemm ones and add a row to `families`. The binding needs nothing new
  * as long as its ABI names tensors by parameter name and their dimensions
  * by scalar or shape names (`tmap Q ... tensor=Q[B,S,H,D]`). */
+#include <ctype.h>
 #include <errno.h>
 #include <float.h>
 #include <math.h>
@@ -17,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -593,12 +595,27 @@ check_case_verify(CheckCase *c, const CheckOpts *opts, CheckResult *res, KrtErr 
  * of two, the input type's smallest subnormals and values 16x the row's
  * scale, so exponent handling, subnormal inputs and cancellation-free large
  * sums all run. Scales stay where nothing can overflow fp32 accumulation or
- * the output type: bf16 rows up to 2^20 (products 2^40·K), fp16 rows up to
- * 2^6 (elements under 65504). Subnormals are sprinkled, never a whole row,
+ * the output type (EdgeRange). Subnormals are sprinkled, never a whole row,
  * so a tensor core that flushes them changes results only far below the
  * tolerance. */
+typedef struct EdgeRange {
+	int emax;     /* row scales 2^-emax .. 2^emax */
+	double spike; /* large values: spike..2*spike times the row's scale */
+} EdgeRange;
+
+/* bf16 rows up to 2^20 with 16x spikes: products 2^50, sums 2^50·K, far
+ * from fp32's 2^128. fp16 inputs stay under 65504 with rows up to 2^6; an
+ * fp16 output holds sums of K N(0,1) products only at scale 1. */
+static EdgeRange
+edge_range(NumType in, NumType out)
+{
+	if (out == NUM_FP16)
+		return (EdgeRange){0, 4.0};
+	return in == NUM_BF16 ? (EdgeRange){20, 16.0} : (EdgeRange){6, 16.0};
+}
+
 static double
-edge_value(NumRng *r, NumType t, double scale)
+edge_value(NumRng *r, NumType t, double scale, double spike)
 {
 	double u = num_rng_uniform(r);
 	double sign = (num_rng_u64(r) & 1) ? -1.0 : 1.0;
@@ -612,18 +629,18 @@ edge_value(NumRng *r, NumType t, double scale)
 		return sign * scale * ldexp(1.0, (int)num_rng_below(r, 7) - 3);
 	if (u < 0.93)
 		return sign * tiny * (double)(1 + num_rng_below(r, 4));
-	return sign * scale * 16.0 * (1.0 + num_rng_uniform(r));
+	return sign * scale * spike * (1.0 + num_rng_uniform(r));
 }
 
 static void
-draw_matrix(NumRng *r, CheckFill fill, NumType t, uint64_t rows, uint64_t cols, void *host)
+draw_matrix(NumRng *r, CheckFill fill, NumType t, EdgeRange e, uint64_t rows, uint64_t cols,
+            void *host)
 {
-	int emax = t == NUM_BF16 ? 20 : 6;
-
 	for (uint64_t i = 0; i < rows; i++) {
-		double scale = ldexp(1.0, (int)num_rng_below(r, 2 * emax + 1) - emax);
+		double scale = ldexp(1.0, (int)num_rng_below(r, 2 * (uint64_t)e.emax + 1) - e.emax);
 		for (uint64_t k = 0; k < cols; k++) {
-			double v = fill == CHECK_FILL_EDGE ? edge_value(r, t, scale) : num_rng_normal(r);
+			double v = fill == CHECK_FILL_EDGE ? edge_value(r, t, scale, e.spike)
+			                                   : num_rng_normal(r);
 			num_store(t, host, i * cols + k, v);
 		}
 	}
@@ -683,8 +700,8 @@ gemm_prepare(CheckCase *c, KrtErr *err)
 		free(b);
 		return fail(err, KRT_ENOMEM, "gemm: no host memory for the inputs");
 	}
-	draw_matrix(&c->rng, c->fill, in, M, K, a);
-	draw_matrix(&c->rng, c->fill, in, N, K, b);
+	draw_matrix(&c->rng, c->fill, in, edge_range(in, out), M, K, a);
+	draw_matrix(&c->rng, c->fill, in, edge_range(in, out), N, K, b);
 	rc = add_input(c, "A", in, M * K, a, err);
 	if (!rc)
 		rc = add_input(c, "B", in, N * K, b, err);
@@ -718,9 +735,10 @@ gemm_prepare(CheckCase *c, KrtErr *err)
  * three orders of margin for any accumulation order (split-K, different
  * block sums) while losing one K-tile of 64 terms (~sqrt(64) = 8 against
  * 3.5 sqrt(K)) shows as >= 2.5e-2 up to K = 8192. A bf16 output adds a
- * rounding of 2^-9 ≈ 2e-3 relative to |c| <= the row maximum, so its floor
- * is ~2e-3 and 1e-2 is the tightest round number with margin; fp16 output
- * (2^-12 ≈ 2.4e-4) gets 5e-3. Any NaN or Inf fails. */
+ * rounding of up to 2^-8 ≈ 3.9e-3 relative to |c| <= the row maximum (8
+ * significand bits), so its floor is ~4e-3 and 1e-2 is the tightest round
+ * number with margin; an fp16 output (2^-11 ≈ 4.9e-4) gets 5e-3. Any NaN
+ * or Inf fails. */
 static const double gemm_tol[NUM_NTYPES] = {
 	[NUM_BF16] = 1e-2,
 	[NUM_FP16] = 5e-3,
@@ -880,6 +898,32 @@ check_family_at(int i)
 	return i >= 0 && i < COUNT(families) ? &families[i] : NULL;
 }
 
+int
+check_family_dim(const CheckFamily *fam, const char *name)
+{
+	const char *d = fam->dims;
+
+	for (int i = 0; i < fam->ndims; i++) {
+		size_t n = strcspn(d, ",");
+		if (strlen(name) == n && strncasecmp(d, name, n) == 0)
+			return i;
+		d += n + (d[n] == ',');
+	}
+	return -1;
+}
+
+void
+check_family_print_dims(FILE *f, const CheckFamily *fam)
+{
+	fputs(" --", f);
+	for (const char *d = fam->dims; *d; d++)
+		if (*d == ',')
+			fputs(" --", f);
+		else
+			fputc(tolower((unsigned char)*d), f);
+	fputc('\n', f);
+}
+
 /* ---- one whole check ---------------------------------------------------- */
 
 int
@@ -968,6 +1012,15 @@ check_fill_parse(const char *str, CheckFill *out)
 			return 0;
 		}
 	return -1;
+}
+
+uint64_t
+check_case_seed(uint64_t base, const CheckShape *s, CheckFill fill)
+{
+	uint64_t h = num_mix(base, (uint64_t)fill, (uint64_t)s->n, 0);
+	for (int i = 0; i < s->n; i++)
+		h = num_mix(h, s->d[i], (uint64_t)i, 1);
+	return h;
 }
 
 uint64_t

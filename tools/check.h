@@ -47,7 +47,8 @@ typedef struct CheckOpts {
 
 typedef struct CheckResult {
 	int pass;
-	double max_err;     /* max relative error over the compared elements */
+	double max_err;     /* max over compared elements of |got - ref| /
+	                     * max |ref| of its row (gemm; check.c says why) */
 	double tol;         /* the tolerance it was held to */
 	uint64_t total;     /* output elements */
 	uint64_t checked;   /* of those, compared with the reference */
@@ -69,8 +70,9 @@ typedef struct CheckFamily {
 	const CheckShape *shapes; /* kcheck's default list: small and odd */
 	int nshapes;
 	CheckShape bench;       /* kbench's default shape */
-	/* Draws the inputs, uploads them, allocates the outputs with guard
-	 * bands and binds the ABI arguments (check_case_* helpers). */
+	/* Draws the inputs, uploads them and allocates the outputs with
+	 * guard bands (check.c's add_input/add_output); the arguments are
+	 * then bound from the ABI by name. */
 	int (*prepare)(CheckCase *c, KrtErr *err);
 	/* Compares the downloaded outputs with the reference and fills
 	 * max_err, tol, checked, bad, subset; appends the first mismatches to
@@ -84,6 +86,10 @@ typedef struct CheckFamily {
 
 const CheckFamily *check_family(const char *name); /* NULL if unknown */
 const CheckFamily *check_family_at(int i);         /* NULL past the end */
+/* Index of dimension `name` (any case: "m" or "M") in fam->dims, or -1. */
+int check_family_dim(const CheckFamily *fam, const char *name);
+/* " --m --n --k" for dims "M,N,K", with a newline: for usage messages. */
+void check_family_print_dims(FILE *f, const CheckFamily *fam);
 
 /* ---- one case: a module, a shape, a seed -------------------------------- */
 
@@ -104,7 +110,9 @@ int check_case_poison(CheckCase *c, KrtErr *err);
  * says how it went) or a KRT_E* code when it could not. */
 int check_case_verify(CheckCase *c, const CheckOpts *opts, CheckResult *res, KrtErr *err);
 
-/* All of the above for one shape: prepare, poison, launch, sync, verify. */
+/* All of the above for one shape: prepare, poison, launch, sync, verify.
+ * A launch or sync error is printed with the replay details too and its
+ * KRT_E* code returned (KRT_ECUDA: the context is likely unusable). */
 int check_run(KrtDevice *dev, KrtModule *mod, const CheckShape *shape, const CheckOpts *opts,
               CheckResult *res, KrtErr *err);
 
@@ -115,6 +123,10 @@ void check_shape_str(const CheckShape *s, char *buf, size_t n);
 int check_shape_parse(const char *str, CheckShape *out); /* 0, or -1 */
 const char *check_fill_name(CheckFill f);
 int check_fill_parse(const char *str, CheckFill *out);
+/* The seed of one case of a run with base seed `base`: it depends on the
+ * shape and the fill only, so `kcheck --seed BASE --shape ... --fill ...`
+ * replays one case of any longer run (kcheck's or the gpu tests'). */
+uint64_t check_case_seed(uint64_t base, const CheckShape *s, CheckFill fill);
 /* A fresh seed from the clock and the process id, for runs without --seed. */
 uint64_t check_seed_from_time(void);
 /* Reads a whole file into a malloc'd NUL-terminated buffer. */

@@ -1,1 +1,453 @@
-int main(void) { return 1; } /* stub: replaced by its owner */
+/* kbench: time one kernel, then its best peer at the same shape, in the same
+ * run on the same machine, and print both.
+ *
+ *   kbench gemm [--m 8192 --n 8192 --k 8192] [--iters 50] [--warmup 10]
+ *               [FILE.ptx | kgen arguments...]
+ *
+ * Method (/work/.library/device/METHOD.md): the kernel is checked first on
+ * its own inputs (a row subset of the float64 reference; --no-check skips
+ * it); inputs are random N(0,1), never zeros; when one input set fits in L2
+ * several sets are rotated so that the cache does not serve them; each
+ * launch is timed with device events (krt_time) and the median is reported,
+ * TFLOP/s = flops / median. The peer (tools/peers.py: torch.matmul, i.e.
+ * cuBLAS, for gemm) runs afterwards in its own process with the same shape,
+ * iteration counts and median, when `python3 -c "import torch"` works.
+ *
+ * Exit status: 0 done, 1 the check or a launch failed, 2 usage, 77 no device
+ * can run the kernel. The last lines are a table and one machine-readable
+ * `kbench-result` line per shape, which tools/gpu-check collects. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "gen/kgen.h"
+#include "tools/check.h"
+
+#ifndef KGEN_SOURCE_ROOT
+#define KGEN_SOURCE_ROOT "."
+#endif
+
+enum { MAX_OPTS = 128, MAX_SETS = 64, EXIT_SKIP = 77 };
+
+typedef struct Args {
+	const CheckFamily *fam;
+	CheckShape shape;
+	int iters, warmup;
+	const char *device;
+	uint64_t seed;
+	int no_check, no_peer;
+	double l2_mb;
+	const char *file;
+	const char *kgen[2 * MAX_OPTS]; /* kgen arguments as given */
+	int nkgen;
+} Args;
+
+typedef struct Timing {
+	double median_ms, min_ms, max_ms;
+	double tflops;
+	int sets;
+} Timing;
+
+typedef struct Peer {
+	char name[64];  /* "torch.matmul", or "-" */
+	double tflops;  /* 0 if none */
+	char why[256];  /* why there is none */
+} Peer;
+
+static void
+usage(FILE *f)
+{
+	fprintf(f,
+	        "usage: kbench FAMILY [options] [FILE.ptx | kgen arguments...]\n"
+	        "options:\n"
+	        "  --m M --n N --k K    shape (gemm; default 8192 each)\n"
+	        "  --iters N            timed launches (default 50)\n"
+	        "  --warmup N           launches before timing (default 10)\n"
+	        "  --device cuda|emu|auto\n"
+	        "  --seed N             input seed (default 1)\n"
+	        "  --l2-mb X            L2 size for input rotation (default 64)\n"
+	        "  --no-check           skip the correctness check before timing\n"
+	        "  --no-peer            skip tools/peers.py\n"
+	        "kgen arguments: --target is added from the device when not given\n");
+}
+
+static int
+parse_num(const char *opt, const char *v, double lo, double *out)
+{
+	char *end;
+	errno = 0;
+	double d = v ? strtod(v, &end) : 0;
+	if (!v || errno || end == v || *end || d < lo) {
+		fprintf(stderr, "kbench: %s %s: want a number >= %g\n", opt, v ? v : "", lo);
+		return -1;
+	}
+	*out = d;
+	return 0;
+}
+
+/* The options kbench takes a value for; anything else goes to kgen. */
+static int
+own_option(Args *a, const char *s, const char *v)
+{
+	double d;
+	int dim = check_family_dim(a->fam, s + 2);
+
+	if (dim >= 0) {
+		if (parse_num(s, v, 1, &d))
+			return -1;
+		a->shape.d[dim] = (uint64_t)d;
+	} else if (!strcmp(s, "--iters")) {
+		if (parse_num(s, v, 1, &d))
+			return -1;
+		a->iters = (int)d;
+	} else if (!strcmp(s, "--warmup")) {
+		if (parse_num(s, v, 0, &d))
+			return -1;
+		a->warmup = (int)d;
+	} else if (!strcmp(s, "--seed")) {
+		if (parse_num(s, v, 0, &d))
+			return -1;
+		a->seed = (uint64_t)d;
+	} else if (!strcmp(s, "--l2-mb")) {
+		if (parse_num(s, v, 0, &a->l2_mb))
+			return -1;
+	} else if (!strcmp(s, "--device")) {
+		if (!v)
+			return -1;
+		a->device = v;
+	} else
+		return 0;
+	return 1;
+}
+
+static int
+parse_args(int argc, char **argv, Args *a)
+{
+	if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
+		usage(argc < 2 ? stderr : stdout);
+		return argc < 2 ? 2 : -1;
+	}
+	if (!(a->fam = check_family(argv[1]))) {
+		fprintf(stderr, "kbench: family '%s': no checker or bench for it\n", argv[1]);
+		return 2;
+	}
+	a->shape = a->fam->bench;
+	for (int i = 2; i < argc; i++) {
+		const char *s = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+		int own;
+		if (!strcmp(s, "--no-check"))
+			a->no_check = 1;
+		else if (!strcmp(s, "--no-peer"))
+			a->no_peer = 1;
+		else if (strncmp(s, "--", 2) != 0) {
+			if (a->file) {
+				fprintf(stderr, "kbench: two files: %s and %s\n", a->file, s);
+				return 2;
+			}
+			a->file = s;
+		} else if ((own = own_option(a, s, v)) < 0)
+			return 2;
+		else if (own)
+			i++;
+		else {
+			if (a->nkgen + 2 > 2 * MAX_OPTS)
+				return 2;
+			a->kgen[a->nkgen++] = s;
+			if (v && strncmp(v, "--", 2) != 0)
+				a->kgen[a->nkgen++] = argv[++i];
+		}
+	}
+	if (a->file && a->nkgen) {
+		fprintf(stderr, "kbench: %s: kgen arguments and a file; give one\n", a->kgen[0]);
+		return 2;
+	}
+	return 0;
+}
+
+/* The PTX: the file, or kgen's output for the arguments, with the device's
+ * target when none was named. */
+static int
+get_ptx(const Args *a, KrtDevice *dev, char **ptx, size_t *len)
+{
+	KrtErr err = {0};
+	KgErr kerr = {{0}};
+	const char *argv[2 * MAX_OPTS + 2];
+	char target[32];
+	int n = 0, has_target = 0;
+
+	if (a->file) {
+		if (check_read_file(a->file, ptx, len, &err)) {
+			fprintf(stderr, "kbench: %s\n", err.msg);
+			return 2;
+		}
+		return 0;
+	}
+	for (int i = 0; i < a->nkgen; i++) {
+		has_target |= !strcmp(a->kgen[i], "--target");
+		argv[n++] = a->kgen[i];
+	}
+	if (!has_target && !strcmp(krt_device_kind(dev), "cuda")) {
+		snprintf(target, sizeof target, "sm_%da", krt_device_cc(dev));
+		argv[n++] = "--target";
+		argv[n++] = target;
+	}
+	if (kgen_generate(a->fam->name, n, argv, ptx, len, &kerr)) {
+		fprintf(stderr, "kbench: kgen %s: %s\n", a->fam->name, kerr.msg);
+		return 2;
+	}
+	return 0;
+}
+
+static int
+cmp_float(const void *x, const void *y)
+{
+	float a = *(const float *)x, b = *(const float *)y;
+	return (a > b) - (a < b);
+}
+
+static void
+summarize(float *ms, int n, double flops, Timing *t)
+{
+	qsort(ms, (size_t)n, sizeof *ms, cmp_float);
+	t->median_ms = n % 2 ? ms[n / 2] : 0.5 * ((double)ms[n / 2 - 1] + ms[n / 2]);
+	t->min_ms = ms[0];
+	t->max_ms = ms[n - 1];
+	t->tflops = flops / (t->median_ms * 1e-3) / 1e12;
+}
+
+/* How many input sets to rotate: one when a set is well past L2, else
+ * enough that the sets together are 4x L2, so each launch finds its inputs
+ * in memory rather than in the cache, as they would be in real use. */
+static int
+set_count(uint64_t bytes, double l2_mb)
+{
+	double l2 = l2_mb * 1048576.0;
+
+	if ((double)bytes > 2 * l2 || bytes == 0)
+		return 1;
+	double n = ceil(4 * l2 / (double)bytes);
+	return n > MAX_SETS ? MAX_SETS : (int)n;
+}
+
+/* Correctness first: a fast wrong kernel is not worth timing. */
+static int
+check_first(const Args *a, KrtDevice *dev, KrtModule *mod, CheckCase *c)
+{
+	CheckOpts o = {.seed = a->seed, .fill = CHECK_FILL_NORMAL, .log = stdout};
+	CheckResult r;
+	KrtErr err = {0};
+	int nargs;
+	const KrtArg *args = check_case_args(c, &nargs);
+	int rc = check_case_poison(c, &err);
+
+	if (!rc)
+		rc = krt_launch(mod, args, nargs, NULL, &err);
+	if (!rc)
+		rc = krt_sync(dev, &err);
+	if (!rc)
+		rc = check_case_verify(c, &o, &r, &err);
+	if (rc) {
+		printf("kbench: check: %s\n", err.msg);
+		return 1;
+	}
+	printf("kbench: check %s: max rel err %.2e (tol %.0e), %llu of %llu elements compared%s\n",
+	       r.pass ? "PASS" : "FAIL", r.max_err, r.tol, (unsigned long long)r.checked,
+	       (unsigned long long)r.total, r.subset ? " (row subset)" : "");
+	return r.pass ? 0 : 1;
+}
+
+static int
+time_sets(const Args *a, KrtModule *mod, CheckCase **sets, int nsets, float *ms)
+{
+	KrtErr err = {0};
+	int nargs, rc = 0;
+	const KrtArg *args = check_case_args(sets[0], &nargs);
+	float skip;
+
+	if (nsets == 1)
+		rc = krt_time(mod, args, nargs, a->warmup, a->iters, ms, &err);
+	/* Rotating: one timed launch per call, round robin over the sets. */
+	for (int i = 0; nsets > 1 && !rc && i < a->warmup + a->iters; i++) {
+		args = check_case_args(sets[i % nsets], &nargs);
+		rc = krt_time(mod, args, nargs, 0, 1, i < a->warmup ? &skip : &ms[i - a->warmup],
+		              &err);
+	}
+	if (rc)
+		printf("kbench: timing: %s\n", err.msg);
+	return rc ? 1 : 0;
+}
+
+static int
+bench_ours(const Args *a, KrtDevice *dev, KrtModule *mod, Timing *t, char *peer_args,
+           size_t peer_len)
+{
+	CheckCase *sets[MAX_SETS] = {0};
+	float *ms = calloc((size_t)a->iters, sizeof *ms);
+	KrtErr err = {0};
+	int nsets = 1, rc = 1;
+
+	if (!ms || check_case_new(&sets[0], dev, mod, &a->shape, a->seed, CHECK_FILL_NORMAL, &err)) {
+		printf("kbench: inputs: %s\n", ms ? err.msg : "out of memory");
+		goto out;
+	}
+	if (!a->no_check && check_first(a, dev, mod, sets[0]))
+		goto out;
+	nsets = set_count(check_case_bytes(sets[0]), a->l2_mb);
+	for (int i = 1; i < nsets; i++)
+		if (check_case_new(&sets[i], dev, mod, &a->shape, a->seed + (uint64_t)i,
+		                   CHECK_FILL_NORMAL, &err)) {
+			printf("kbench: input set %d: %s\n", i, err.msg);
+			goto out;
+		}
+	printf("kbench: %d input set%s of %llu bytes (L2 taken as %g MiB), %d warmup, %d timed "
+	       "launches\n", nsets, nsets > 1 ? "s" : "",
+	       (unsigned long long)check_case_bytes(sets[0]), a->l2_mb, a->warmup, a->iters);
+	if (time_sets(a, mod, sets, nsets, ms))
+		goto out;
+	t->sets = nsets;
+	summarize(ms, a->iters, check_case_flops(sets[0]), t);
+	if (a->fam->peer_args(sets[0], a->iters, a->warmup, peer_args, peer_len))
+		peer_args[0] = 0;
+	rc = 0;
+out:
+	for (int i = 0; i < nsets; i++)
+		check_case_free(sets[i]);
+	free(ms);
+	return rc;
+}
+
+static const char *
+python(void)
+{
+	const char *p = getenv("KBENCH_PYTHON");
+	return p && *p ? p : "python3";
+}
+
+/* Runs tools/peers.py in a child process and reads its one
+ * `peer NAME TFLOPS` (or `peer none WHY`) line; its other output passes
+ * through. */
+static void
+bench_peer(const char *peer_args, Peer *p)
+{
+	const char *script = getenv("KBENCH_PEERS");
+	char cmd[2048], line[1024];
+
+	snprintf(p->name, sizeof p->name, "-");
+	p->tflops = 0;
+	if (!script || !*script)
+		script = KGEN_SOURCE_ROOT "/tools/peers.py";
+	snprintf(cmd, sizeof cmd, "'%s' -c 'import torch' >/dev/null 2>&1", python());
+	if (system(cmd) != 0) {
+		snprintf(p->why, sizeof p->why, "%s cannot import torch", python());
+		return;
+	}
+	if (access(script, R_OK) != 0) {
+		snprintf(p->why, sizeof p->why, "%s: %s", script, strerror(errno));
+		return;
+	}
+	snprintf(cmd, sizeof cmd, "'%s' '%s' %s", python(), script, peer_args);
+	printf("kbench: peer: %s\n", cmd);
+	fflush(stdout);
+	FILE *f = popen(cmd, "r");
+	if (!f) {
+		snprintf(p->why, sizeof p->why, "popen: %s", strerror(errno));
+		return;
+	}
+	snprintf(p->why, sizeof p->why, "peers.py printed no result");
+	while (fgets(line, sizeof line, f)) {
+		char name[64], val[256];
+		fputs(line, stdout);
+		if (sscanf(line, "peer %63s %255[^\n]", name, val) != 2)
+			continue;
+		if (!strcmp(name, "none")) {
+			snprintf(p->why, sizeof p->why, "%s", val);
+			continue;
+		}
+		snprintf(p->name, sizeof p->name, "%s", name);
+		p->tflops = atof(val);
+	}
+	int status = pclose(f);
+	if (status != 0 && p->tflops <= 0)
+		snprintf(p->why, sizeof p->why, "peers.py failed (status %d)", status);
+}
+
+static void
+print_table(const KrtAbi *abi, const CheckShape *s, const Timing *t, const Peer *p)
+{
+	char shape[128], peer[32] = "-", ratio[32] = "-";
+
+	check_shape_str(s, shape, sizeof shape);
+	if (p->tflops > 0) {
+		snprintf(peer, sizeof peer, "%.1f", p->tflops);
+		snprintf(ratio, sizeof ratio, "%.3f", t->tflops / p->tflops);
+	}
+	printf("\n%-48s %-16s %13s  %-14s %13s  %6s\n", "kernel", "shape", "ours TFLOP/s", "peer",
+	       "peer TFLOP/s", "ratio");
+	printf("%-48s %-16s %13.1f  %-14s %13s  %6s\n", abi->kernel, shape, t->tflops, p->name,
+	       peer, ratio);
+	if (p->tflops <= 0 && p->why[0])
+		printf("(no peer: %s)\n", p->why);
+	printf("kbench-result %s %s %.1f %s %s %s\n", abi->kernel, shape, t->tflops, p->name, peer,
+	       ratio);
+}
+
+static int
+run(Args *a)
+{
+	KrtErr err = {0};
+	KrtDevice *dev = NULL;
+	KrtModule *mod = NULL;
+	char *ptx = NULL, shape[128], peer_args[512] = "";
+	size_t len = 0;
+	Timing t = {0};
+	Peer p = {"", 0, ""};
+	int rc = krt_device_open(&dev, a->device, 0, &err);
+
+	if (rc) {
+		printf("kbench: no device to run on: %s\n", err.msg);
+		return rc == KRT_ENODEV ? EXIT_SKIP : 1;
+	}
+	if ((rc = get_ptx(a, dev, &ptx, &len)) != 0)
+		goto out;
+	if ((rc = krt_module_load(dev, ptx, len, &mod, &err))) {
+		printf("kbench: %s\n", err.msg);
+		rc = rc == KRT_EMISMATCH ? EXIT_SKIP : 1;
+		goto out;
+	}
+	const KrtAbi *abi = krt_module_abi(mod);
+	check_shape_str(&a->shape, shape, sizeof shape);
+	printf("kbench: %s %s on %s: %s (sm_%d), seed %llu\n", abi->kernel, shape,
+	       krt_device_kind(dev), krt_device_name(dev), krt_device_cc(dev),
+	       (unsigned long long)a->seed);
+	printf("kbench: kgen args: %s\n", abi->args);
+	if ((rc = bench_ours(a, dev, mod, &t, peer_args, sizeof peer_args)))
+		goto out;
+	printf("ours  %s %s: median %.4f ms (min %.4f, max %.4f) over %d launches: %.1f TFLOP/s\n",
+	       abi->kernel, shape, t.median_ms, t.min_ms, t.max_ms, a->iters, t.tflops);
+	if (a->no_peer || !peer_args[0])
+		snprintf(p.why, sizeof p.why, a->no_peer ? "--no-peer" : "no peer for this case");
+	else
+		bench_peer(peer_args, &p);
+	print_table(abi, &a->shape, &t, &p);
+out:
+	if (mod)
+		krt_module_unload(mod);
+	krt_device_close(dev);
+	free(ptx);
+	return rc;
+}
+
+int
+main(int argc, char **argv)
+{
+	static Args a = {.iters = 50, .warmup = 10, .seed = 1, .l2_mb = 64};
+	int rc = parse_args(argc, argv, &a);
+
+	if (rc)
+		return rc < 0 ? 0 : rc;
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	return run(&a);
+}
