@@ -8,9 +8,9 @@
 #include "layout.h"
 #include "target.h"
 
-extern const Family family_gemm;
+extern const Family family_gemm, family_fmha;
 
-const Family *const families[] = {&family_gemm, NULL};
+const Family *const families[] = {&family_gemm, &family_fmha, NULL};
 
 const Family *
 family_find(const char *name)
@@ -49,7 +49,7 @@ parse_value(const ParamSpec *s, int *out, const char *v, KgErr *err)
 	char *end;
 	long x;
 
-	if (s->allowed && s->kind != PK_SWIZZLE && !in_list(s->allowed, v))
+	if (s->allowed && s->kind != PK_SWIZZLE && s->kind != PK_FLOAT && !in_list(s->allowed, v))
 		return kg_fail(err, "--%s=%s: must be one of %s", s->name, v, s->allowed);
 	switch (s->kind) {
 	case PK_INT:
@@ -62,6 +62,20 @@ parse_value(const ParamSpec *s, int *out, const char *v, KgErr *err)
 			               s->lo, s->hi, s->step ? s->step : 1);
 		*out = (int)x;
 		return 0;
+	case PK_FLOAT: {
+		double d = strtod(v, &end);
+		if (*end || end == v || d < s->lo || d > s->hi)
+			return kg_fail(err, "--%s=%s: must be a number in %d..%d", s->name, v, s->lo, s->hi);
+		*(float *)out = (float)d;
+		return 0;
+	}
+	case PK_ENUM: {
+		int i = 0;
+		for (const char *p = s->allowed; p; p = strchr(p, ','), p = p ? p + 1 : NULL, i++)
+			if (strncmp(p, v, strlen(v)) == 0 && (p[strlen(v)] == ',' || p[strlen(v)] == 0))
+				return *out = i, 0;
+		break;
+	}
 	case PK_TARGET:
 		for (int i = 0; i < ntargets; i++)
 			if (strcmp(targets[i].name, v) == 0)
@@ -138,6 +152,16 @@ family_format_args(const Family *f, const void *params, Buf *out)
 		case PK_DTYPE:
 			buf_printf(out, "%s--%s %s", sep, s->name, dtype_name((DType)v));
 			break;
+		case PK_FLOAT:
+			buf_printf(out, "%s--%s %.9g", sep, s->name, (double)*(const float *)field((void *)params, s));
+			break;
+		case PK_ENUM: {
+			const char *p = s->allowed;
+			for (int k = 0; k < v && p; k++)
+				p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL;
+			buf_printf(out, "%s--%s %.*s", sep, s->name, p ? (int)strcspn(p, ",") : 1, p ? p : "?");
+			break;
+		}
 		case PK_SWIZZLE:
 			if (v == SWZ_NONE)
 				buf_printf(out, "%s--%s none", sep, s->name);
@@ -159,6 +183,8 @@ family_list(Buf *out)
 			char allowed[96];
 			if (s->allowed)
 				snprintf(allowed, sizeof allowed, "%s", s->allowed);
+			else if (s->kind == PK_FLOAT)
+				snprintf(allowed, sizeof allowed, "%d..%d", s->lo, s->hi);
 			else
 				snprintf(allowed, sizeof allowed, "%d..%d step %d", s->lo, s->hi,
 				         s->step ? s->step : 1);

@@ -14,10 +14,12 @@ typedef enum ParamKind {
 	PK_TARGET,  /* int index into targets[] */
 	PK_DTYPE,   /* int DType; `allowed` lists names */
 	PK_SWIZZLE, /* int Swizzle; `allowed` lists names */
+	PK_FLOAT,   /* float field; lo..hi bound it (0 may mean "derived") */
+	PK_ENUM,    /* int index into the `allowed` list */
 } ParamKind;
 
 /* Columns: CLI name (without --), kind, offset of the int field in the
- * family's parameter struct, allowed values (comma list, NULL = range),
+ * family's parameter struct (a float for PK_FLOAT), allowed values (comma list, NULL = range),
  * range lo, hi and step for PK_INT without a list, default (as typed on the
  * command line), help. */
 typedef struct ParamSpec {

@@ -65,10 +65,7 @@ gemm_configure(GemmCfg *g, const GemmParams *p, KgErr *err)
 	snprintf(g->name, sizeof g->name, "gemm_%s_%s_m%dn%dk%d_s%d_sw%s_%s", dtype_name(g->in),
 	         dtype_name(g->out), g->tm, g->tn, g->tk, g->stages,
 	         g->swz == SWZ_NONE ? "none" : (g->swz == SWZ_32B ? "32" : g->swz == SWZ_64B ? "64" : "128"),
-	         g->t->name);
-	for (char *c = g->name; *c; c++)
-		if (*c == '_' && c[1] == 's' && c[2] == 'm' && c[3] == '_')
-			memmove(c + 3, c + 4, strlen(c + 4) + 1); /* "_sm_90a" -> "_sm90a" */
+	         g->t->tag);
 	return plan_check(&g->plan, err);
 }
 
@@ -159,8 +156,9 @@ gemm_emit_producer(Emit *e, const GemmCfg *g, const GemmRegs *r, KgErr *err)
 		/* box j lands where the canonical layout puts element (0, its first k) */
 		emitf(e, "\tadd.u32 %s, %s, %u;\n", da.s, adst.s, layout_offset(&g->la, 0, j * g->span / g->esz_in));
 		emitf(e, "\tadd.u32 %s, %s, %u;\n", db.s, bdst.s, layout_offset(&g->lb, 0, j * g->span / g->esz_in));
-		if (op_tma_load_2d(e, err, da, r->tmap_a, kx, r->m0, full, (uint32_t)(g->tm * g->span)) < 0 ||
-		    op_tma_load_2d(e, err, db, r->tmap_b, kx, r->n0, full, (uint32_t)(g->tn * g->span)) < 0)
+		Reg ca[2] = {kx, r->m0}, cb[2] = {kx, r->n0};
+		if (op_tma_load(e, err, da, r->tmap_a, ca, 2, full) < 0 ||
+		    op_tma_load(e, err, db, r->tmap_b, cb, 2, full) < 0)
 			return -1;
 	}
 	gemm_emit_advance(e, g, stage, phase);

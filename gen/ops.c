@@ -1,4 +1,5 @@
 #include <stdio.h>
+#include <string.h>
 
 #include "ops.h"
 
@@ -42,14 +43,17 @@ op_mbar_arrive_expect_tx(Emit *e, Reg bar, uint32_t bytes)
 }
 
 int
-op_tma_load_2d(Emit *e, KgErr *err, Reg dst, Reg tmap, Reg x, Reg y, Reg bar, uint32_t bytes)
+op_tma_load(Emit *e, KgErr *err, Reg dst, Reg tmap, const Reg *c, int n, Reg bar)
 {
-	char nb[16];
+	char dim[4], coords[128] = "";
 
-	snprintf(nb, sizeof nb, "%u", bytes);
+	snprintf(dim, sizeof dim, "%dd", n);
+	for (int i = 0; i < n; i++)
+		snprintf(coords + strlen(coords), sizeof coords - strlen(coords), "%s%s", i ? ", " : "",
+		         c[i].s);
 	emit_need_ptx(e, 80);
-	return emit_template(e, err, "tma_load_2d", "dst", dst.s, "tmap", tmap.s, "x", x.s, "y", y.s,
-	                     "bar", bar.s, "bytes", nb, (char *)NULL);
+	return emit_template(e, err, "tma_load", "dim", dim, "dst", dst.s, "tmap", tmap.s, "coords",
+	                     coords, "bar", bar.s, (char *)NULL);
 }
 
 void

@@ -14,7 +14,8 @@ void op_fence_mbar_init(Emit *e);
 int op_mbar_wait(Emit *e, KgErr *err, Reg bar, const char *parity);
 void op_mbar_arrive(Emit *e, Reg bar, const char *guard);
 void op_mbar_arrive_expect_tx(Emit *e, Reg bar, uint32_t bytes);
-int op_tma_load_2d(Emit *e, KgErr *err, Reg dst, Reg tmap, Reg x, Reg y, Reg bar, uint32_t bytes);
+/* One TMA tile box of rank n (1..5) with coordinates c[0..n-1], innermost first. */
+int op_tma_load(Emit *e, KgErr *err, Reg dst, Reg tmap, const Reg *c, int n, Reg bar);
 /* pred = true in exactly one active lane of the (converged) warp. */
 void op_elect_one(Emit *e, Reg pred);
 void op_bar_sync(Emit *e, int id, int threads);

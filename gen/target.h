@@ -16,9 +16,11 @@ enum {
 };
 
 struct GemmOps;
+struct FmhaOps;
 
 typedef struct Target {
 	const char *name;     /* .target spelling, also the CLI value */
+	const char *tag;      /* in kernel names: "sm90a" */
 	int cc;               /* compute capability the `a` target runs on, exactly */
 	int ptx_min;          /* lowest PTX ISA (major*10+minor) knowing this target */
 	unsigned feat;
@@ -29,6 +31,7 @@ typedef struct Target {
 	int regs_max_thread;  /* per thread */
 	DescArch desc;        /* smem descriptor format */
 	const struct GemmOps *gemm;
+	const struct FmhaOps *fmha; /* NULL: not generated for this target yet */
 } Target;
 
 extern const Target targets[];

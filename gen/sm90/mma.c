@@ -21,15 +21,27 @@ sm90_wgmma_wait(Emit *e, int pending)
 }
 
 void
-sm90_wgmma_ss(Emit *e, int n, DType in, const Reg *acc, Reg adesc, Reg bdesc)
+sm90_wgmma(Emit *e, int n, DType in, const Reg *acc, const Reg *adesc, const Reg *afrag, Reg bdesc,
+           int scale_d, int trans_b)
 {
 	const char *t = in == DT_BF16 ? "bf16" : "f16";
 
-	/* scale-d = 1: the accumulators start at zero, so every MMA adds;
-	 * scale-a/b = 1, both operands K-major (trans 0). */
-	emitf(e, "\twgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s %s, %s, %s, 1, 1, 1, 0, 0;\n", n,
-	      t, t, reg_vec(e, acc, n / 2), adesc.s, bdesc.s);
+	/* operands: d, a, b-desc, scale-d, imm-scale-a, imm-scale-b, [imm-trans-a,]
+	 * imm-trans-b (PTX §9.7.15.5.2); the RS form has no trans-a */
+	if (afrag)
+		emitf(e, "\twgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s %s, %s, %s, %d, 1, 1, %d;\n", n,
+		      t, t, reg_vec(e, acc, n / 2), reg_vec(e, afrag, 4), bdesc.s, scale_d, trans_b);
+	else
+		emitf(e, "\twgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s %s, %s, %s, %d, 1, 1, 0, %d;\n",
+		      n, t, t, reg_vec(e, acc, n / 2), adesc->s, bdesc.s, scale_d, trans_b);
 	emit_need_ptx(e, 80);
+}
+
+void
+sm90_wgmma_ss(Emit *e, int n, DType in, const Reg *acc, Reg adesc, Reg bdesc)
+{
+	/* scale-d = 1: gemm's accumulators start at zero, so every MMA adds */
+	sm90_wgmma(e, n, in, acc, &adesc, NULL, bdesc, 1, 0);
 }
 
 void

@@ -11,6 +11,11 @@ void sm90_wgmma_commit(Emit *e);
 void sm90_wgmma_wait(Emit *e, int pending);
 /* D(64xN, f32) += A(64x16 via desc) · B(Nx16 via desc)^T, both K-major. */
 void sm90_wgmma_ss(Emit *e, int n, DType in, const Reg *acc, Reg adesc, Reg bdesc);
+/* The general form: A from a descriptor (SS) or, when `afrag` is non-NULL,
+ * from four registers of 16-bit pairs (RS, hardware-facts §4.3); scale_d 0
+ * overwrites D; trans_b 1 reads B N-major (MN-major descriptor). */
+void sm90_wgmma(Emit *e, int n, DType in, const Reg *acc, const Reg *adesc, const Reg *afrag,
+                Reg bdesc, int scale_d, int trans_b);
 /* Row and column inside the 64xN tile of accumulator register i of thread
  * t of the warpgroup (hardware-facts §4.2, H200-checked). */
 void sm90_acc_coord(int t, int i, int *row, int *col);

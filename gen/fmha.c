@@ -1,0 +1,401 @@
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "family.h"
+#include "fmha.h"
+#include "ops.h"
+
+#define P(f) offsetof(FmhaParams, f)
+
+/* See family.h for the columns. */
+static const ParamSpec fmha_params[] = {
+	{"target", PK_TARGET, P(target), "sm_90a,sm_100a", 0, 0, 0, "sm_90a",
+	 "sm_90a: wgmma SS for Q·K^T, RS for P·V (P in registers)"},
+	{"head-dim", PK_INT, P(head_dim), "64,128,256,512", 0, 0, 0, "128", "D of Q and K"},
+	{"head-dim-v", PK_INT, P(head_dim_v), "0,64,128,256,512", 0, 0, 0, "0",
+	 "D of V and O (0: same as head-dim)"},
+	{"heads-q", PK_INT, P(heads_q), NULL, 1, 256, 1, "16", "query heads (grid y)"},
+	{"heads-kv", PK_INT, P(heads_kv), NULL, 1, 256, 1, "16",
+	 "key/value heads; heads-q/heads-kv query heads share one (GQA, MQA)"},
+	{"kv-shared", PK_INT, P(kv_shared), "0,1", 0, 0, 0, "0",
+	 "K and V are one tensor: one TMA load feeds both operands"},
+	{"mask", PK_ENUM, P(mask), "none,causal", 0, 0, 0, "none",
+	 "causal: query i sees keys j <= i + Sk - Sq (bottom-right)"},
+	{"lse", PK_INT, P(lse), "0,1", 0, 0, 0, "0", "also write LSE (natural log, f32)"},
+	{"tile-m", PK_INT, P(tile_m), "64,128", 0, 0, 0, "128",
+	 "query rows per CTA, 64 per consumer warpgroup"},
+	{"tile-n", PK_INT, P(tile_n), NULL, 0, 256, 16, "0", "keys per KV tile (0: by head-dim)"},
+	{"stages", PK_INT, P(stages), NULL, 2, 4, 1, "2", "KV ring depth"},
+	{"dtype", PK_DTYPE, P(dtype), "bf16,fp16", 0, 0, 0, "bf16", "Q, K, V, O element type"},
+	{"softmax-scale", PK_FLOAT, P(softmax_scale), NULL, 0, 1000, 0, "0",
+	 "scale of Q·K^T (0: 1/sqrt(head-dim))"},
+};
+
+static int
+fmha_configure(FmhaCfg *f, const FmhaParams *p, KgErr *err)
+{
+	memset(f, 0, sizeof *f);
+	f->t = &targets[p->target];
+	if (!f->t->fmha)
+		return kg_fail(err, "--target=%s: fmha is not generated for this target yet", f->t->name);
+	f->d = p->head_dim;
+	f->dv = p->head_dim_v ? p->head_dim_v : p->head_dim;
+	f->hq = p->heads_q;
+	f->hkv = p->heads_kv;
+	if (f->hq % f->hkv)
+		return kg_fail(err, "--heads-q=%d --heads-kv=%d: heads-q must be a multiple of heads-kv",
+		               f->hq, f->hkv);
+	f->group = f->hq / f->hkv;
+	f->kv_shared = p->kv_shared;
+	if (f->kv_shared && f->dv != f->d)
+		return kg_fail(err, "--kv-shared=1 with --head-dim=%d --head-dim-v=%d: one tensor serves K and V, so the dims must match",
+		               f->d, f->dv);
+	f->mask = p->mask;
+	f->lse = p->lse;
+	f->bm = p->tile_m;
+	f->wgs = f->bm / 64;
+	/* KV tile: 128 keys while S (bn/2) and O (dv/2) accumulators fit
+	 * beside each other in a consumer thread's registers, 64 beyond. */
+	f->bn = p->tile_n ? p->tile_n : (f->dv <= 128 ? 128 : 64);
+	f->stages = p->stages;
+	f->in = (DType)p->dtype;
+	f->esz = dtype_bits(f->in) / 8;
+	f->scale = p->softmax_scale > 0 ? p->softmax_scale : (float)(1.0 / sqrt((double)f->d));
+	f->scale_log2 = (float)((double)f->scale * 1.4426950408889634);
+	/* Q, K, V land as 128-byte swizzled rows of 64 elements (one TMA box
+	 * per 64 columns), read by K-major (Q, K) and MN-major (V) descriptors. */
+	if (layout_canonical(&f->lq, MAJOR_K, SWZ_128B, 8 * f->esz, 64, f->d, err) < 0 ||
+	    layout_canonical(&f->lk, MAJOR_K, SWZ_128B, 8 * f->esz, f->bn, f->d, err) < 0 ||
+	    layout_canonical(&f->lv, MAJOR_K, SWZ_128B, 8 * f->esz, f->bn, f->dv, err) < 0)
+		return -1;
+	f->q_bytes = f->lq.bytes * (uint32_t)f->wgs;
+	f->k_bytes = f->lk.bytes;
+	f->v_bytes = f->lv.bytes;
+
+	plan_init(&f->plan, f->t);
+	f->r_q = plan_smem(&f->plan, "Q", f->q_bytes, 1024, 1);
+	f->r_k = plan_smem(&f->plan, f->kv_shared ? "K=V stages" : "K stages", f->k_bytes, 1024, f->stages);
+	f->r_v = f->kv_shared ? f->r_k : plan_smem(&f->plan, "V stages", f->v_bytes, 1024, f->stages);
+	if (f->t->fmha->plan(f, err) < 0)
+		return -1;
+	{
+		Buf n = {0};
+		buf_printf(&n, "fmha_%s_d%d", dtype_name(f->in), f->d);
+		if (f->dv != f->d)
+			buf_printf(&n, "v%d", f->dv);
+		buf_printf(&n, "_h%dkv%d%s%s%s_m%dn%d_s%d_%s", f->hq, f->hkv, f->kv_shared ? "_kvshared" : "",
+		           f->mask == MASK_CAUSAL ? "_causal" : "", f->lse ? "_lse" : "", f->bm, f->bn,
+		           f->stages, f->t->tag);
+		snprintf(f->name, sizeof f->name, "%s", n.p ? n.p : "fmha");
+		buf_free(&n);
+	}
+	return plan_check(&f->plan, err);
+}
+
+Reg
+fmha_smem_addr(Emit *e, const FmhaCfg *f, const FmhaRegs *r, int region)
+{
+	Reg a = reg_new(e, RC_B32);
+
+	emitf(e, "\tadd.u32 %s, %s, %u;\n", a.s, r->base.s, f->plan.smem[region].offset);
+	return a;
+}
+
+Reg
+fmha_bar_addr(Emit *e, const FmhaCfg *f, const FmhaRegs *r, int bar)
+{
+	Reg a = reg_new(e, RC_B32);
+
+	emitf(e, "\tadd.u32 %s, %s, %u;\n", a.s, r->base.s, f->plan.bars[bar].offset);
+	return a;
+}
+
+/* The boxes of one operand tile: 64 columns each, rows [row, row+rows). */
+static int
+emit_tile_loads(Emit *e, KgErr *err, const TileLayout *l, int cols, Reg dst0, Reg tmap, Reg head,
+                Reg row, Reg bar)
+{
+	Reg x = reg_new(e, RC_B32), dst = reg_new(e, RC_B32);
+	Reg c[3] = {x, head, row};
+
+	for (int s = 0; s < cols / 64; s++) {
+		emitf(e, "\tmov.u32 %s, %d;\n", x.s, 64 * s);
+		emitf(e, "\tadd.u32 %s, %s, %u;\n", dst.s, dst0.s, layout_offset(l, 0, 64 * s));
+		if (op_tma_load(e, err, dst, tmap, c, 3, bar) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+int
+fmha_emit_producer(Emit *e, const FmhaCfg *f, const FmhaRegs *r, KgErr *err)
+{
+	Reg stage = reg_new(e, RC_B32), phase = reg_new(e, RC_B32), j = reg_new(e, RC_B32);
+	Reg row = reg_new(e, RC_B32), par = reg_new(e, RC_B32), bar = reg_new(e, RC_B32);
+	Reg kd = reg_new(e, RC_B32), vd = reg_new(e, RC_B32), p = reg_new(e, RC_PRED);
+	Reg q0, k0, v0, qbar, kbar0, vbar0, ebar0;
+	char loop[48], done[48];
+
+	emit_block(e, "fmha.producer");
+	q0 = fmha_smem_addr(e, f, r, f->r_q);
+	k0 = fmha_smem_addr(e, f, r, f->r_k);
+	v0 = fmha_smem_addr(e, f, r, f->r_v);
+	qbar = fmha_bar_addr(e, f, r, f->b_q);
+	kbar0 = fmha_bar_addr(e, f, r, f->b_k);
+	vbar0 = fmha_bar_addr(e, f, r, f->b_v);
+	ebar0 = fmha_bar_addr(e, f, r, f->b_empty);
+	/* Q once: each consumer warpgroup's 64 rows, all head-dim columns */
+	op_mbar_arrive_expect_tx(e, qbar, f->q_bytes);
+	for (int w = 0; w < f->wgs; w++) {
+		Reg dst = reg_new(e, RC_B32);
+		emitf(e, "\tadd.u32 %s, %s, %s;\n\tadd.u32 %s, %s, %d;\n", row.s, r->qs.s, r->m0.s, row.s,
+		      row.s, 64 * w);
+		emitf(e, "\tadd.u32 %s, %s, %u;\n", dst.s, q0.s, (uint32_t)w * f->lq.bytes);
+		if (emit_tile_loads(e, err, &f->lq, f->d, dst, r->tq, r->h, row, qbar) < 0)
+			return -1;
+	}
+	label_new(e, loop, sizeof loop, "produce");
+	label_new(e, done, sizeof done, "produce_done");
+	emitf(e, "\tmov.u32 %s, 0;\n\tmov.u32 %s, 0;\n\tmov.u32 %s, 0;\n", stage.s, phase.s, j.s);
+	emitf(e, "\tsetp.eq.u32 %s, %s, 0;\n\t@%s bra %s;\n", p.s, r->n_total.s, p.s, done);
+	emit_label(e, loop);
+	emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n\txor.b32 %s, %s, 1;\n", bar.s, stage.s, ebar0.s, par.s,
+	      phase.s);
+	if (op_mbar_wait(e, err, bar, par.s) < 0)
+		return -1;
+	emitf(e, "\tmad.lo.u32 %s, %s, %d, %s;\n", row.s, j.s, f->bn, r->ks.s);
+	emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n", bar.s, stage.s, kbar0.s);
+	emitf(e, "\tmad.lo.u32 %s, %s, %u, %s;\n", kd.s, stage.s, f->k_bytes, k0.s);
+	/* K first, on its own barrier, so Q·K^T can start before V lands */
+	op_mbar_arrive_expect_tx(e, bar, f->k_bytes);
+	if (emit_tile_loads(e, err, &f->lk, f->d, kd, r->tk, r->hk, row, bar) < 0)
+		return -1;
+	if (!f->kv_shared) {
+		emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n", bar.s, stage.s, vbar0.s);
+		emitf(e, "\tmad.lo.u32 %s, %s, %u, %s;\n", vd.s, stage.s, f->v_bytes, v0.s);
+		op_mbar_arrive_expect_tx(e, bar, f->v_bytes);
+		if (emit_tile_loads(e, err, &f->lv, f->dv, vd, r->tv, r->hk, row, bar) < 0)
+			return -1;
+	}
+	emitf(e, "\tadd.u32 %s, %s, 1;\n\tsetp.eq.u32 %s, %s, %d;\n", stage.s, stage.s, p.s, stage.s,
+	      f->stages);
+	emitf(e, "\t@%s mov.u32 %s, 0;\n\t@%s xor.b32 %s, %s, 1;\n", p.s, stage.s, p.s, phase.s, phase.s);
+	emitf(e, "\tadd.u32 %s, %s, 1;\n\tsetp.lt.u32 %s, %s, %s;\n\t@%s bra %s;\n", j.s, j.s, p.s, j.s,
+	      r->n_total.s, p.s, loop);
+	emit_label(e, done);
+	return 0;
+}
+
+static void
+ld_seqlen(Emit *e, const char *param, Reg b, Reg start, Reg len)
+{
+	Reg a = reg_new(e, RC_B64), o = reg_new(e, RC_B64), end = reg_new(e, RC_B32);
+
+	emitf(e, "\tld.param.u64 %s, [p_%s];\n\tcvta.to.global.u64 %s, %s;\n", a.s, param, a.s, a.s);
+	emitf(e, "\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n", o.s, b.s, a.s, a.s, o.s);
+	emitf(e, "\tld.global.nc.u32 %s, [%s];\n\tld.global.nc.u32 %s, [%s+4];\n", start.s, a.s, end.s, a.s);
+	emitf(e, "\tsub.u32 %s, %s, %s;\n", len.s, end.s, start.s);
+}
+
+/* KV tiles this CTA visits, and how many of them need no mask at all. With
+ * causal masking (bottom-right, docs/ABI.md) the last row m0+bm-1 sees keys
+ * < m0+bm+Sk-Sq and the first row sees every key < m0+1+Sk-Sq. */
+static void
+emit_tile_counts(Emit *e, const FmhaCfg *f, FmhaRegs *r)
+{
+	Reg off = reg_new(e, RC_B32), t = reg_new(e, RC_B32);
+
+	emit_block(e, "fmha.tile_counts");
+	if (f->mask == MASK_CAUSAL) {
+		emitf(e, "\tsub.s32 %s, %s, %s;\n\tadd.s32 %s, %s, %s;\n", off.s, r->sk.s, r->sq.s, off.s,
+		      off.s, r->m0.s);
+		emitf(e, "\tadd.s32 %s, %s, %d;\n\tmin.s32 %s, %s, %s;\n\tmax.s32 %s, %s, 0;\n", t.s, off.s,
+		      f->bm, t.s, t.s, r->sk.s, t.s, t.s);
+		emitf(e, "\tadd.u32 %s, %s, %d;\n\tdiv.u32 %s, %s, %d;\n", r->n_total.s, t.s, f->bn - 1,
+		      r->n_total.s, r->n_total.s, f->bn);
+		emitf(e, "\tadd.s32 %s, %s, 1;\n\tmin.s32 %s, %s, %s;\n\tmax.s32 %s, %s, 0;\n", t.s, off.s, t.s,
+		      t.s, r->sk.s, t.s, t.s);
+		emitf(e, "\tdiv.u32 %s, %s, %d;\n", r->n_full.s, t.s, f->bn);
+	} else {
+		emitf(e, "\tadd.u32 %s, %s, %d;\n\tdiv.u32 %s, %s, %d;\n", r->n_total.s, r->sk.s, f->bn - 1,
+		      r->n_total.s, r->n_total.s, f->bn);
+		emitf(e, "\tdiv.u32 %s, %s, %d;\n", r->n_full.s, r->sk.s, f->bn);
+	}
+}
+
+static int
+emit_prologue(Emit *e, const FmhaCfg *f, FmhaRegs *r, KgErr *err)
+{
+	Reg raw = reg_new(e, RC_B32), p = reg_new(e, RC_PRED), nb = reg_new(e, RC_B32);
+	Reg t = reg_new(e, RC_B32);
+	char skip[48];
+
+	reg_array(e, RC_B32, &r->tid, 4);
+	r->b = reg_new(e, RC_B32);
+	r->h = reg_new(e, RC_B32);
+	r->hk = reg_new(e, RC_B32);
+	r->qs = reg_new(e, RC_B32);
+	r->sq = reg_new(e, RC_B32);
+	r->ks = reg_new(e, RC_B32);
+	r->sk = reg_new(e, RC_B32);
+	r->m0 = reg_new(e, RC_B32);
+	r->total_q = reg_new(e, RC_B32);
+	r->n_full = reg_new(e, RC_B32);
+	r->n_total = reg_new(e, RC_B32);
+	r->tq = reg_new(e, RC_B64);
+	r->tk = reg_new(e, RC_B64);
+	r->tv = reg_new(e, RC_B64);
+	r->o = reg_new(e, RC_B64);
+	r->lse = reg_new(e, RC_B64);
+
+	emit_block(e, "fmha.prologue");
+	emitf(e, "\tmov.u32 %s, %%tid.x;\n\tshr.u32 %s, %s, 5;\n\tand.b32 %s, %s, 31;\n", r->tid.s,
+	      r->warp.s, r->tid.s, r->lane.s, r->tid.s);
+	emitf(e, "\tmov.u32 %s, %%ctaid.z;\n\tmov.u32 %s, %%ctaid.y;\n", r->b.s, r->h.s);
+	emitf(e, "\tdiv.u32 %s, %s, %d;\n", r->hk.s, r->h.s, f->group);
+	ld_seqlen(e, "cu_seqlens_q", r->b, r->qs, r->sq);
+	ld_seqlen(e, "cu_seqlens_k", r->b, r->ks, r->sk);
+	emitf(e, "\tmov.u32 %s, %%ctaid.x;\n\tmul.lo.u32 %s, %s, %d;\n", t.s, r->m0.s, t.s, f->bm);
+	/* The grid covers the longest sequence; shorter ones leave whole CTAs
+	 * idle. Uniform across the CTA, before any barrier. */
+	emitf(e, "\tsetp.ge.u32 %s, %s, %s;\n\t@%s ret;\n", p.s, r->m0.s, r->sq.s, p.s);
+	{
+		Reg a = reg_new(e, RC_B64), o = reg_new(e, RC_B64);
+		emitf(e, "\tld.param.u32 %s, [p_batch];\n", nb.s);
+		emitf(e, "\tld.param.u64 %s, [p_cu_seqlens_q];\n\tcvta.to.global.u64 %s, %s;\n", a.s, a.s, a.s);
+		emitf(e, "\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n", o.s, nb.s, a.s, a.s, o.s);
+		emitf(e, "\tld.global.nc.u32 %s, [%s];\n", r->total_q.s, a.s);
+	}
+	emit_tile_counts(e, f, r);
+	emitf(e, "\tmov.u32 %s, kg_smem;\n\tadd.u32 %s, %s, 1023;\n\tand.b32 %s, %s, -1024;\n", raw.s,
+	      r->base.s, raw.s, r->base.s, r->base.s);
+	op_param_addr(e, r->tq, "p_Q");
+	op_param_addr(e, r->tk, "p_K");
+	op_param_addr(e, r->tv, f->kv_shared ? "p_K" : "p_V");
+	emitf(e, "\tld.param.u64 %s, [p_O];\n\tcvta.to.global.u64 %s, %s;\n", r->o.s, r->o.s, r->o.s);
+	if (f->lse)
+		emitf(e, "\tld.param.u64 %s, [p_LSE];\n\tcvta.to.global.u64 %s, %s;\n", r->lse.s, r->lse.s,
+		      r->lse.s);
+
+	emit_block(e, "fmha.barrier_init");
+	label_new(e, skip, sizeof skip, "init_done");
+	emitf(e, "\tsetp.ne.u32 %s, %s, 0;\n\t@%s bra %s;\n", p.s, r->tid.s, p.s, skip);
+	for (int i = 0; i < f->plan.nbars; i++)
+		for (int s = 0; s < f->plan.bars[i].count; s++) {
+			Reg a = reg_new(e, RC_B32);
+			emitf(e, "\tadd.u32 %s, %s, %u; // %s[%d]\n", a.s, r->base.s,
+			      f->plan.bars[i].offset + 8u * (uint32_t)s, f->plan.bars[i].name, s);
+			op_mbar_init(e, a, f->plan.bars[i].arrivals);
+		}
+	op_fence_mbar_init(e);
+	emit_label(e, skip);
+	op_bar_sync(e, 0, f->plan.threads);
+	(void)err;
+	return 0;
+}
+
+static void
+fmha_abi(const FmhaCfg *f, const char *args, KernelAbi *k)
+{
+	AbiParam *p;
+	static const char *const names[3] = {"Q", "K", "V"};
+
+	memset(k, 0, sizeof *k);
+	snprintf(k->kernel, sizeof k->kernel, "%s", f->name);
+	k->family = "fmha";
+	k->target = f->t;
+	snprintf(k->args, sizeof k->args, "%s", args);
+	k->threads = f->plan.threads;
+	k->min_ctas = 1;
+	k->cluster[0] = k->cluster[1] = k->cluster[2] = 1;
+	k->smem = f->plan.smem_request;
+	snprintf(k->grid[0], sizeof k->grid[0], "cdiv(max_seqlen_q,%d)", f->bm);
+	snprintf(k->grid[1], sizeof k->grid[1], "%d", f->hq);
+	snprintf(k->grid[2], sizeof k->grid[2], "batch");
+	for (int i = 0; i < (f->kv_shared ? 2 : 3); i++) {
+		p = abi_add(k, ABI_TMAP, names[i]);
+		p->dtype = f->in;
+		p->rank = 3;
+		p->box[0] = 64;
+		p->box[1] = 1;
+		p->box[2] = i == 0 ? 64 : f->bn;
+		p->swz = SWZ_128B;
+		snprintf(p->tensor, sizeof p->tensor, "%s[total_%s,%s,%s]", names[i], i ? "k" : "q",
+		         i ? "Hkv" : "Hq", i == 2 ? "Dv" : "D");
+	}
+	p = abi_add(k, ABI_PTR, "O");
+	p->dtype = f->in;
+	snprintf(p->tensor, sizeof p->tensor, "O[total_q,Hq,Dv]");
+	if (f->lse) {
+		p = abi_add(k, ABI_PTR, "LSE");
+		p->dtype = DT_F32;
+		snprintf(p->tensor, sizeof p->tensor, "LSE[Hq,total_q]");
+	}
+	p = abi_add(k, ABI_PTR, "cu_seqlens_q");
+	p->dtype = DT_S32;
+	snprintf(p->tensor, sizeof p->tensor, "cu_seqlens_q[batch+1]");
+	p = abi_add(k, ABI_PTR, "cu_seqlens_k");
+	p->dtype = DT_S32;
+	snprintf(p->tensor, sizeof p->tensor, "cu_seqlens_k[batch+1]");
+	abi_add(k, ABI_U32, "max_seqlen_q");
+	abi_add(k, ABI_U32, "batch");
+}
+
+static int
+fmha_generate(const void *params, const char *args, Buf *out, KgErr *err)
+{
+	FmhaCfg f;
+	FmhaRegs r;
+	KernelAbi k;
+	Emit e;
+	int rc;
+
+	if (fmha_configure(&f, params, err) < 0)
+		return -1;
+	emit_init(&e);
+	rc = emit_prologue(&e, &f, &r, err);
+	if (rc == 0)
+		rc = f.t->fmha->body(&e, &f, &r, err);
+	if (rc == 0 && e.oom)
+		rc = kg_fail(err, "out of memory");
+	if (rc == 0) {
+		fmha_abi(&f, args, &k);
+		abi_module(&k, &e, out);
+	}
+	emit_free(&e);
+	return rc;
+}
+
+static int
+fmha_plan(const void *params, Buf *text, KgErr *err)
+{
+	FmhaCfg f;
+	char sc[12];
+
+	if (fmha_configure(&f, params, err) < 0)
+		return -1;
+	fimm(sc, f.scale_log2);
+	buf_printf(text, "kernel          %s\n", f.name);
+	buf_printf(text, "attention       D=%d Dv=%d, %d query heads over %d KV heads (group %d)%s, mask %s%s\n",
+	           f.d, f.dv, f.hq, f.hkv, f.group, f.kv_shared ? ", K=V one tensor" : "",
+	           f.mask == MASK_CAUSAL ? "causal (bottom-right)" : "none", f.lse ? ", LSE out" : "");
+	buf_printf(text, "tiles           %d query rows per CTA (%d warpgroups x 64), %d keys per KV tile, %d stages\n",
+	           f.bm, f.wgs, f.bn, f.stages);
+	buf_printf(text, "softmax         exp2(s*%.9g - m), scale %.9g folded with log2(e) (%s)\n",
+	           (double)f.scale_log2, (double)f.scale, sc);
+	buf_printf(text, "grid            cdiv(max_seqlen_q,%d) x %d heads x batch\n", f.bm, f.hq);
+	plan_print(&f.plan, text);
+	return 0;
+}
+
+const Family family_fmha = {
+	"fmha",
+	"attention forward O = softmax(scale·Q·K^T)·V, varlen, MHA/GQA/MQA, causal, LSE",
+	fmha_params,
+	sizeof fmha_params / sizeof fmha_params[0],
+	sizeof(FmhaParams),
+	fmha_generate,
+	fmha_plan,
+};

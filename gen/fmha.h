@@ -1,0 +1,70 @@
+/* FMHA forward family: O = softmax(scale·Q·K^T + mask)·V per (sequence,
+ * query head), packed varlen sequences, MHA/GQA/MQA, optional LSE
+ * (docs/ABI.md "fmha"). Shared parts (parameters, plan, prologue, TMA
+ * producer) live in fmha.c; each target supplies FmhaOps. */
+#ifndef KGEN_FMHA_H
+#define KGEN_FMHA_H
+
+#include "abi.h"
+#include "dtype.h"
+#include "emit.h"
+#include "layout.h"
+#include "plan.h"
+#include "target.h"
+
+enum { MASK_NONE, MASK_CAUSAL };
+
+typedef struct FmhaParams {
+	int target;
+	int head_dim, head_dim_v;  /* head_dim_v 0: same as head_dim */
+	int heads_q, heads_kv;
+	int kv_shared;
+	int mask;                  /* MASK_* */
+	int lse;
+	int tile_m, tile_n, stages;
+	int dtype;
+	float softmax_scale;       /* 0: 1/sqrt(head_dim) */
+} FmhaParams;
+
+typedef struct FmhaCfg {
+	const Target *t;
+	int d, dv, hq, hkv, group; /* group = hq / hkv query heads per KV head */
+	int kv_shared, mask, lse;
+	int bm, bn, stages;
+	int wgs;                   /* consumer warpgroups (64 query rows each) */
+	DType in;
+	int esz;
+	float scale;               /* softmax scale */
+	float scale_log2;          /* scale·log2(e): scores go through ex2 */
+	TileLayout lq, lk, lv;     /* one warpgroup's Q, one K stage, one V stage */
+	uint32_t q_bytes, k_bytes, v_bytes;
+	Plan plan;
+	int r_q, r_k, r_v;         /* r_v = r_k with kv_shared */
+	int b_q, b_k, b_v, b_empty;/* b_v = b_k with kv_shared */
+	char name[120];
+} FmhaCfg;
+
+/* Registers of the shared prologue. */
+typedef struct FmhaRegs {
+	Reg tid, warp, lane, base;
+	Reg b, h, hk;              /* sequence, query head, KV head */
+	Reg qs, sq, ks, sk;        /* first row and length of this sequence's Q and K */
+	Reg m0;                    /* first query row of the CTA within the sequence */
+	Reg total_q;               /* rows of Q in all sequences (LSE stride) */
+	Reg n_full, n_total;       /* KV tiles needing no mask, KV tiles in all */
+	Reg tq, tk, tv;            /* generic addresses of the tensor maps */
+	Reg o, lse;                /* global addresses */
+} FmhaRegs;
+
+typedef struct FmhaOps {
+	int (*plan)(FmhaCfg *f, KgErr *err);
+	int (*body)(Emit *e, const FmhaCfg *f, const FmhaRegs *r, KgErr *err);
+} FmhaOps;
+
+extern const FmhaOps fmha_sm90;
+
+Reg fmha_smem_addr(Emit *e, const FmhaCfg *f, const FmhaRegs *r, int region);
+Reg fmha_bar_addr(Emit *e, const FmhaCfg *f, const FmhaRegs *r, int bar);
+int fmha_emit_producer(Emit *e, const FmhaCfg *f, const FmhaRegs *r, KgErr *err);
+
+#endif

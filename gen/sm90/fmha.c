@@ -1,0 +1,385 @@
+/* FMHA forward on sm_90a. Warpgroup 0 produces (one elected thread issues
+ * TMA for Q once and K/V per tile); warpgroups 1..W each own 64 query rows:
+ * S = Q·K^T with wgmma SS into registers, online softmax with exp2 and the
+ * scale folded in, P converted in registers to the A fragment of O += P·V
+ * (wgmma RS, V read N-major from the same swizzled rows TMA wrote). */
+#include <stdio.h>
+#include <string.h>
+
+#include "../desc.h"
+#include "../fmha.h"
+#include "../ops.h"
+#include "mma.h"
+
+enum { PRODUCER_REGS = 40 };
+
+static const char NEG_INF[] = "0fFF800000";
+
+static int
+sm90_fmha_plan(FmhaCfg *f, KgErr *err)
+{
+	Plan *p = &f->plan;
+	char does[96];
+	int regs;
+
+	p->threads = 128 * (1 + f->wgs);
+	regs = plan_regs_split(p, 128 * f->wgs, 128, PRODUCER_REGS);
+	plan_role(p, "producer", 0, 4, PRODUCER_REGS, "warp 0, one elected lane: TMA Q, then K/V tiles");
+	snprintf(does, sizeof does, "64 query rows each: S=QK^T (SS), softmax, O+=PV (RS, N=%d)", f->dv);
+	plan_role(p, "consumer", 4, 4 * f->wgs, regs, does);
+	/* S (bn/2) and O (dv/2) f32 accumulators, P as bf16 pairs (bn/4), row
+	 * statistics, addresses and descriptors (~48). */
+	p->regs_need_max = f->bn / 2 + f->dv / 2 + f->bn / 4 + 48;
+	snprintf(p->regs_need_who, sizeof p->regs_need_who, "consumer");
+	if (f->dv > 256)
+		return kg_fail(err, "--head-dim-v=%d: a 64-row warpgroup would hold %d f32 O accumulators per thread and wgmma N is at most 256; the split-O plan for 512 is not implemented yet",
+		               f->dv, f->dv / 2);
+	if (f->d > 256)
+		return kg_fail(err, "--head-dim=%d: Q·K^T for head-dim 512 is planned with head-dim-v 512 (split O), not implemented yet",
+		               f->d);
+	f->b_q = plan_barrier(p, "Q full", 1, 1, f->q_bytes, "producer: expect_tx + TMA");
+	f->b_k = plan_barrier(p, f->kv_shared ? "K=V full" : "K full", f->stages, 1, f->k_bytes,
+	                      "producer: expect_tx + TMA");
+	f->b_v = f->kv_shared ? f->b_k
+	                      : plan_barrier(p, "V full", f->stages, 1, f->v_bytes, "producer: expect_tx + TMA");
+	snprintf(does, sizeof does, "lane 0 of each of the %d consumer warps after O+=PV", 4 * f->wgs);
+	f->b_empty = plan_barrier(p, "KV empty", f->stages, 4 * f->wgs, 0, does);
+	return 0;
+}
+
+/* Everything one consumer thread keeps across KV tiles. */
+typedef struct Consumer {
+	Reg S[128], O[128], P[64];
+	Reg m[2], l[2], ms[2], nms[2], corr[2], mx[2];
+	Reg lim[2];       /* exclusive key limit of rows g and g+8 (masked tiles) */
+	Reg rowq[2];      /* query index within the sequence of rows g and g+8 */
+	Reg colb;         /* key index of this thread's first S column in the tile */
+	Reg j, stage, phase;
+	Reg q0, k0, v0, kbar0, vbar0, ebar0, bar;
+	Reg qlo, klo, vlo, dhi, vhi, lo, ad, bd;
+	Reg t, p, lane0;
+	char sc[12];
+	char guard0[16];  /* "@%p ": lane 0 of the warp */
+	uint32_t dq_lo, dv_lo; /* descriptor low words at address 0 (LBO field) */
+} Consumer;
+
+static int row_of(int i) { return (i / 2) % 2; }
+
+static void
+emit_scores(Emit *e, const FmhaCfg *f, Consumer *c)
+{
+	/* S = Q·K^T: K-major Q (A) and K (B), 32 bytes of head-dim per MMA */
+	sm90_wgmma_fence(e);
+	emitf(e, "\tmad.lo.u32 %s, %s, %u, %s;\n\tshr.u32 %s, %s, 4;\n", c->klo.s, c->stage.s, f->k_bytes,
+	      c->k0.s, c->klo.s, c->klo.s);
+	for (int kk = 0; kk < f->d / 16; kk++) {
+		uint32_t qa = layout_offset(&f->lq, 0, 16 * kk) >> 4, ka = layout_offset(&f->lk, 0, 16 * kk) >> 4;
+		emitf(e, "\tadd.u32 %s, %s, %u;\n\tmov.b64 %s, {%s, %s};\n", c->lo.s, c->qlo.s, qa, c->ad.s,
+		      c->lo.s, c->dhi.s);
+		emitf(e, "\tadd.u32 %s, %s, %u;\n\tmov.b64 %s, {%s, %s};\n", c->lo.s, c->klo.s, ka + c->dq_lo,
+		      c->bd.s, c->lo.s, c->dhi.s);
+		sm90_wgmma(e, f->bn, f->in, c->S, &c->ad, NULL, c->bd, kk > 0, 0);
+	}
+	sm90_wgmma_commit(e);
+	sm90_wgmma_wait(e, 0);
+}
+
+static void
+emit_mask(Emit *e, const FmhaCfg *f, Consumer *c)
+{
+	emit_block(e, "sm90.fmha_mask");
+	for (int i = 0; i < f->bn / 2; i++) {
+		emitf(e, "\tadd.s32 %s, %s, %d;\n", c->t.s, c->colb.s, (i % 2) + 8 * (i / 4));
+		emitf(e, "\tsetp.ge.s32 %s, %s, %s;\n", c->p.s, c->t.s, c->lim[row_of(i)].s);
+		emitf(e, "\t@%s mov.f32 %s, %s;\n", c->p.s, c->S[i].s, NEG_INF);
+	}
+}
+
+/* Online softmax over the tile (FA2): new row max, rescale factor for the
+ * running sum and O, P = exp2(S·scale·log2e - max·scale·log2e). A row that
+ * has seen only masked keys keeps max -inf; its offset is taken as 0 so no
+ * -inf - -inf NaN appears and its P stays 0. */
+static void
+emit_softmax(Emit *e, const FmhaCfg *f, Consumer *c)
+{
+	Reg sum[2];
+
+	emit_block(e, "sm90.fmha_softmax");
+	for (int r = 0; r < 2; r++)
+		emitf(e, "\tmov.f32 %s, %s;\n", c->mx[r].s, c->m[r].s);
+	for (int i = 0; i < f->bn / 2; i++)
+		emitf(e, "\tmax.f32 %s, %s, %s;\n", c->mx[row_of(i)].s, c->mx[row_of(i)].s, c->S[i].s);
+	for (int r = 0; r < 2; r++)
+		for (int x = 1; x <= 2; x *= 2) {
+			/* the 4 lanes of a quad hold the same two rows (§4.2) */
+			emitf(e, "\tshfl.sync.bfly.b32 %s, %s, %d, 0x1f, 0xffffffff;\n", c->t.s, c->mx[r].s, x);
+			emitf(e, "\tmov.b32 %s, %s;\n", c->nms[r].s, c->t.s);
+			emitf(e, "\tmax.f32 %s, %s, %s;\n", c->mx[r].s, c->mx[r].s, c->nms[r].s);
+		}
+	for (int r = 0; r < 2; r++) {
+		emitf(e, "\tsetp.eq.f32 %s, %s, %s;\n", c->p.s, c->mx[r].s, NEG_INF);
+		emitf(e, "\tmul.f32 %s, %s, %s;\n", c->ms[r].s, c->mx[r].s, c->sc);
+		emitf(e, "\tselp.f32 %s, 0f00000000, %s, %s;\n", c->ms[r].s, c->ms[r].s, c->p.s);
+		emitf(e, "\tneg.f32 %s, %s;\n", c->nms[r].s, c->ms[r].s);
+		emitf(e, "\tfma.rn.f32 %s, %s, %s, %s;\n", c->corr[r].s, c->m[r].s, c->sc, c->nms[r].s);
+		emitf(e, "\tex2.approx.ftz.f32 %s, %s;\n", c->corr[r].s, c->corr[r].s);
+		emitf(e, "\tmov.f32 %s, %s;\n", c->m[r].s, c->mx[r].s);
+	}
+	sum[0] = c->mx[0];
+	sum[1] = c->mx[1];
+	emitf(e, "\tmov.f32 %s, 0f00000000;\n\tmov.f32 %s, 0f00000000;\n", sum[0].s, sum[1].s);
+	for (int i = 0; i < f->bn / 2; i++) {
+		emitf(e, "\tfma.rn.f32 %s, %s, %s, %s;\n", c->S[i].s, c->S[i].s, c->sc, c->nms[row_of(i)].s);
+		emitf(e, "\tex2.approx.ftz.f32 %s, %s;\n", c->S[i].s, c->S[i].s);
+		emitf(e, "\tadd.f32 %s, %s, %s;\n", sum[row_of(i)].s, sum[row_of(i)].s, c->S[i].s);
+	}
+	/* l stays a per-thread partial sum: corr is the same for the quad, so
+	 * the quad's partials are added once, in the epilogue. */
+	for (int r = 0; r < 2; r++)
+		emitf(e, "\tfma.rn.f32 %s, %s, %s, %s;\n", c->l[r].s, c->l[r].s, c->corr[r].s, sum[r].s);
+	for (int i = 0; i < f->dv / 2; i++)
+		emitf(e, "\tmul.f32 %s, %s, %s;\n", c->O[i].s, c->O[i].s, c->corr[row_of(i)].s);
+	/* the S accumulator of k-columns 16kk.. is, pair by pair, the RS A
+	 * fragment of k-chunk kk (hardware-facts §4.2 and §4.3) */
+	for (int kk = 0; kk < f->bn / 16; kk++)
+		for (int q = 0; q < 4; q++)
+			emitf(e, "\tcvt.rn.%s.f32 %s, %s, %s;\n", f->in == DT_BF16 ? "bf16x2" : "f16x2",
+			      c->P[4 * kk + q].s, c->S[8 * kk + 2 * q + 1].s, c->S[8 * kk + 2 * q].s);
+}
+
+static void
+emit_pv(Emit *e, const FmhaCfg *f, Consumer *c)
+{
+	emit_block(e, "sm90.fmha_pv");
+	sm90_wgmma_fence(e);
+	emitf(e, "\tmad.lo.u32 %s, %s, %u, %s;\n\tshr.u32 %s, %s, 4;\n", c->vlo.s, c->stage.s,
+	      f->kv_shared ? f->k_bytes : f->v_bytes, c->v0.s, c->vlo.s, c->vlo.s);
+	for (int kk = 0; kk < f->bn / 16; kk++) {
+		/* 16 keys = two 8-row groups of the N-major V atoms: +2*SBO (§1.5) */
+		emitf(e, "\tadd.u32 %s, %s, %u;\n\tmov.b64 %s, {%s, %s};\n", c->lo.s, c->vlo.s,
+		      ((uint32_t)(kk * 2048) >> 4) + c->dv_lo, c->bd.s, c->lo.s, c->vhi.s);
+		sm90_wgmma(e, f->dv, f->in, c->O, NULL, &c->P[4 * kk], c->bd, 1, 1);
+	}
+	sm90_wgmma_commit(e);
+	sm90_wgmma_wait(e, 0);
+}
+
+static int
+emit_kv_loop(Emit *e, KgErr *err, const FmhaCfg *f, const FmhaRegs *r, Consumer *c, int masked)
+{
+	char loop[48], done[48];
+
+	label_new(e, loop, sizeof loop, masked ? "kv_masked" : "kv");
+	label_new(e, done, sizeof done, masked ? "kv_masked_done" : "kv_done");
+	emitf(e, "\tsetp.ge.u32 %s, %s, %s;\n\t@%s bra %s;\n", c->p.s, c->j.s,
+	      masked ? r->n_total.s : r->n_full.s, c->p.s, done);
+	emit_label(e, loop);
+	emit_block(e, masked ? "sm90.fmha_tile_masked" : "sm90.fmha_tile");
+	emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n", c->bar.s, c->stage.s, c->kbar0.s);
+	if (op_mbar_wait(e, err, c->bar, c->phase.s) < 0)
+		return -1;
+	emit_scores(e, f, c);
+	if (masked) {
+		Reg l4 = c->t;
+		emitf(e, "\tand.b32 %s, %s, 3;\n\tshl.b32 %s, %s, 1;\n", l4.s, r->lane.s, l4.s, l4.s);
+		emitf(e, "\tmad.lo.u32 %s, %s, %d, %s;\n", c->colb.s, c->j.s, f->bn, l4.s);
+		emit_mask(e, f, c);
+	}
+	emit_softmax(e, f, c);
+	if (!f->kv_shared) {
+		emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n", c->bar.s, c->stage.s, c->vbar0.s);
+		if (op_mbar_wait(e, err, c->bar, c->phase.s) < 0)
+			return -1;
+	}
+	emit_pv(e, f, c);
+	emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n", c->bar.s, c->stage.s, c->ebar0.s);
+	op_mbar_arrive(e, c->bar, c->guard0);
+	emitf(e, "\tadd.u32 %s, %s, 1;\n\tsetp.eq.u32 %s, %s, %d;\n", c->stage.s, c->stage.s, c->p.s,
+	      c->stage.s, f->stages);
+	emitf(e, "\t@%s mov.u32 %s, 0;\n\t@%s xor.b32 %s, %s, 1;\n", c->p.s, c->stage.s, c->p.s,
+	      c->phase.s, c->phase.s);
+	emitf(e, "\tadd.u32 %s, %s, 1;\n\tsetp.lt.u32 %s, %s, %s;\n\t@%s bra %s;\n", c->j.s, c->j.s, c->p.s,
+	      c->j.s, masked ? r->n_total.s : r->n_full.s, c->p.s, loop);
+	emit_label(e, done);
+	return 0;
+}
+
+static void
+emit_epilogue(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Consumer *c)
+{
+	Reg inv[2], addr[2], prow[2], pk = reg_new(e, RC_B32), a = reg_new(e, RC_B64);
+	Reg t64 = reg_new(e, RC_B64), lse = reg_new(e, RC_F32), pl = reg_new(e, RC_PRED);
+	int esz = f->esz;
+
+	emit_block(e, "sm90.fmha_epilogue");
+	for (int r2 = 0; r2 < 2; r2++) {
+		inv[r2] = reg_new(e, RC_F32);
+		addr[r2] = reg_new(e, RC_B64);
+		prow[r2] = reg_new(e, RC_PRED);
+		for (int x = 1; x <= 2; x *= 2) {
+			emitf(e, "\tshfl.sync.bfly.b32 %s, %s, %d, 0x1f, 0xffffffff;\n", c->t.s, c->l[r2].s, x);
+			emitf(e, "\tmov.b32 %s, %s;\n\tadd.f32 %s, %s, %s;\n", inv[r2].s, c->t.s, c->l[r2].s,
+			      c->l[r2].s, inv[r2].s);
+		}
+		emitf(e, "\tsetp.gt.f32 %s, %s, 0f00000000;\n", c->p.s, c->l[r2].s);
+		emitf(e, "\trcp.rn.f32 %s, %s;\n\tselp.f32 %s, %s, 0f00000000, %s;\n", inv[r2].s, c->l[r2].s,
+		      inv[r2].s, inv[r2].s, c->p.s);
+		emitf(e, "\tsetp.lt.u32 %s, %s, %s;\n", prow[r2].s, c->rowq[r2].s, r->sq.s);
+		/* element ((qs + row) * Hq + h) * Dv + 2*(lane%4) */
+		emitf(e, "\tadd.u32 %s, %s, %s;\n\tmul.wide.u32 %s, %s, %d;\n", c->t.s, c->rowq[r2].s, r->qs.s,
+		      addr[r2].s, c->t.s, f->hq * f->dv);
+		emitf(e, "\tmul.wide.u32 %s, %s, %d;\n\tadd.u64 %s, %s, %s;\n", t64.s, r->h.s, f->dv, addr[r2].s,
+		      addr[r2].s, t64.s);
+		emitf(e, "\tand.b32 %s, %s, 3;\n\tshl.b32 %s, %s, 1;\n\tcvt.u64.u32 %s, %s;\n", c->t.s,
+		      r->lane.s, c->t.s, c->t.s, t64.s, c->t.s);
+		emitf(e, "\tadd.u64 %s, %s, %s;\n\tmad.lo.u64 %s, %s, %d, %s;\n", addr[r2].s, addr[r2].s, t64.s,
+		      addr[r2].s, addr[r2].s, esz, r->o.s);
+		if (f->lse) {
+			/* LSE = ln(sum exp(scale s)) = (max·scale·log2e + log2 l)·ln 2 */
+			emitf(e, "\tlg2.approx.f32 %s, %s;\n\tadd.f32 %s, %s, %s;\n", lse.s, c->l[r2].s, lse.s,
+			      lse.s, c->ms[r2].s);
+			emitf(e, "\tmul.f32 %s, %s, 0f3F317218;\n", lse.s, lse.s);
+			emitf(e, "\tselp.f32 %s, %s, %s, %s;\n", lse.s, lse.s, NEG_INF, c->p.s);
+			emitf(e, "\tsetp.eq.and.u32 %s, %s, 0, %s;\n", pl.s, c->t.s, prow[r2].s);
+			emitf(e, "\tmad.lo.u32 %s, %s, %s, %s;\n\tadd.u32 %s, %s, %s;\n", c->lo.s, r->h.s,
+			      r->total_q.s, r->qs.s, c->lo.s, c->lo.s, c->rowq[r2].s);
+			emitf(e, "\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n", a.s, c->lo.s, a.s, a.s, r->lse.s);
+			emitf(e, "\t@%s st.global.f32 [%s], %s;\n", pl.s, a.s, lse.s);
+		}
+	}
+	for (int i = 0; i < f->dv / 2; i += 2) {
+		int rr = row_of(i), off = 8 * (i / 4) * esz;
+		emitf(e, "\tmul.f32 %s, %s, %s;\n\tmul.f32 %s, %s, %s;\n", c->O[i].s, c->O[i].s, inv[rr].s,
+		      c->O[i + 1].s, c->O[i + 1].s, inv[rr].s);
+		emitf(e, "\tcvt.rn.%s.f32 %s, %s, %s;\n", f->in == DT_BF16 ? "bf16x2" : "f16x2", pk.s,
+		      c->O[i + 1].s, c->O[i].s);
+		emitf(e, "\t@%s st.global.b32 [%s+%d], %s;\n", prow[rr].s, addr[rr].s, off, pk.s);
+	}
+}
+
+static int
+emit_consumer(Emit *e, const FmhaCfg *f, const FmhaRegs *r, KgErr *err)
+{
+	Consumer c;
+	Reg wgc = reg_new(e, RC_B32), qbar;
+	uint64_t dq, dv;
+	SmemDesc vd = {0};
+
+	memset(&c, 0, sizeof c);
+	if (desc_for_tile(&dq, f->t->desc, &f->lq, 0, err) < 0)
+		return -1;
+	/* V as B of P·V: N (head dim) contiguous in 128-byte swizzled rows, K
+	 * (keys) across rows. MN-major SW128: SBO = 1024 between 8-key groups,
+	 * LBO = the next 64 columns' slice (hardware-facts §1.4, §5.6). */
+	vd.lbo = f->lv.slice_bytes;
+	vd.sbo = 1024;
+	vd.swz = SWZ_128B;
+	if (desc_encode(&dv, f->t->desc, &vd, err) < 0)
+		return -1;
+	reg_array(e, RC_F32, c.S, f->bn / 2);
+	reg_array(e, RC_F32, c.O, f->dv / 2);
+	reg_array(e, RC_B32, c.P, f->bn / 4);
+	reg_array(e, RC_F32, c.m, 2);
+	reg_array(e, RC_F32, c.l, 2);
+	reg_array(e, RC_F32, c.ms, 2);
+	reg_array(e, RC_F32, c.nms, 2);
+	reg_array(e, RC_F32, c.corr, 2);
+	reg_array(e, RC_F32, c.mx, 2);
+	reg_array(e, RC_B32, c.lim, 2);
+	reg_array(e, RC_B32, c.rowq, 2);
+	c.colb = reg_new(e, RC_B32);
+	c.j = reg_new(e, RC_B32);
+	c.stage = reg_new(e, RC_B32);
+	c.phase = reg_new(e, RC_B32);
+	c.bar = reg_new(e, RC_B32);
+	c.qlo = reg_new(e, RC_B32);
+	c.klo = reg_new(e, RC_B32);
+	c.vlo = reg_new(e, RC_B32);
+	c.dhi = reg_new(e, RC_B32);
+	c.vhi = reg_new(e, RC_B32);
+	c.lo = reg_new(e, RC_B32);
+	c.ad = reg_new(e, RC_B64);
+	c.bd = reg_new(e, RC_B64);
+	c.t = reg_new(e, RC_B32);
+	c.p = reg_new(e, RC_PRED);
+	c.lane0 = reg_new(e, RC_PRED);
+	fimm(c.sc, f->scale_log2);
+	snprintf(c.guard0, sizeof c.guard0, "@%s ", c.lane0.s);
+	/* K tiles have Q's layout (K-major, SW128): one constant serves both */
+	c.dq_lo = (uint32_t)dq;
+	c.dv_lo = (uint32_t)dv;
+
+	emit_block(e, "sm90.fmha_consumer");
+	c.q0 = fmha_smem_addr(e, f, r, f->r_q);
+	c.k0 = fmha_smem_addr(e, f, r, f->r_k);
+	c.v0 = fmha_smem_addr(e, f, r, f->r_v);
+	qbar = fmha_bar_addr(e, f, r, f->b_q);
+	c.kbar0 = fmha_bar_addr(e, f, r, f->b_k);
+	c.vbar0 = fmha_bar_addr(e, f, r, f->b_v);
+	c.ebar0 = fmha_bar_addr(e, f, r, f->b_empty);
+	emitf(e, "\tshr.u32 %s, %s, 7;\n\tsub.u32 %s, %s, 1;\n", wgc.s, r->tid.s, wgc.s, wgc.s);
+	emitf(e, "\tsetp.eq.u32 %s, %s, 0;\n", c.lane0.s, r->lane.s);
+	emitf(e, "\tmad.lo.u32 %s, %s, %u, %s;\n\tshr.u32 %s, %s, 4;\n", c.qlo.s, wgc.s, f->lq.bytes,
+	      c.q0.s, c.qlo.s, c.qlo.s);
+	emitf(e, "\tadd.u32 %s, %s, %u;\n", c.qlo.s, c.qlo.s, (uint32_t)dq);
+	emitf(e, "\tmov.u32 %s, %u;\n\tmov.u32 %s, %u;\n", c.dhi.s, (uint32_t)(dq >> 32), c.vhi.s,
+	      (uint32_t)(dv >> 32));
+	/* rows g = 64*wgc + 16*(warp%4) + lane/4 and g + 8 of the CTA's tile */
+	emitf(e, "\tand.b32 %s, %s, 3;\n\tshl.b32 %s, %s, 4;\n", c.t.s, r->warp.s, c.t.s, c.t.s);
+	emitf(e, "\tmad.lo.u32 %s, %s, 64, %s;\n", c.rowq[0].s, wgc.s, c.t.s);
+	emitf(e, "\tshr.u32 %s, %s, 2;\n\tadd.u32 %s, %s, %s;\n", c.t.s, r->lane.s, c.rowq[0].s,
+	      c.rowq[0].s, c.t.s);
+	emitf(e, "\tadd.u32 %s, %s, %s;\n\tadd.u32 %s, %s, 8;\n", c.rowq[0].s, c.rowq[0].s, r->m0.s,
+	      c.rowq[1].s, c.rowq[0].s);
+	for (int r2 = 0; r2 < 2; r2++) {
+		if (f->mask == MASK_CAUSAL) {
+			/* keys j <= row + Sk - Sq are visible */
+			emitf(e, "\tsub.s32 %s, %s, %s;\n\tadd.s32 %s, %s, %s;\n", c.lim[r2].s, r->sk.s, r->sq.s,
+			      c.lim[r2].s, c.lim[r2].s, c.rowq[r2].s);
+			emitf(e, "\tadd.s32 %s, %s, 1;\n\tmin.s32 %s, %s, %s;\n", c.lim[r2].s, c.lim[r2].s,
+			      c.lim[r2].s, c.lim[r2].s, r->sk.s);
+		} else {
+			emitf(e, "\tmov.u32 %s, %s;\n", c.lim[r2].s, r->sk.s);
+		}
+		emitf(e, "\tmov.f32 %s, %s;\n\tmov.f32 %s, 0f00000000;\n\tmov.f32 %s, 0f00000000;\n",
+		      c.m[r2].s, NEG_INF, c.l[r2].s, c.ms[r2].s);
+	}
+	for (int i = 0; i < f->dv / 2; i++)
+		emitf(e, "\tmov.f32 %s, 0f00000000;\n", c.O[i].s);
+	emitf(e, "\tmov.u32 %s, 0;\n\tmov.u32 %s, 0;\n\tmov.u32 %s, 0;\n", c.j.s, c.stage.s, c.phase.s);
+	if (op_mbar_wait(e, err, qbar, "0") < 0)
+		return -1;
+	if (emit_kv_loop(e, err, f, r, &c, 0) < 0 || emit_kv_loop(e, err, f, r, &c, 1) < 0)
+		return -1;
+	emit_epilogue(e, f, r, &c);
+	return 0;
+}
+
+static int
+sm90_fmha_body(Emit *e, const FmhaCfg *f, const FmhaRegs *r, KgErr *err)
+{
+	Reg wg = reg_new(e, RC_B32), p = reg_new(e, RC_PRED), el = reg_new(e, RC_PRED);
+	char consumer[48], out[48];
+
+	label_new(e, consumer, sizeof consumer, "consumer");
+	label_new(e, out, sizeof out, "exit");
+	emit_block(e, "sm90.fmha_roles");
+	emitf(e, "\tshr.u32 %s, %s, 7;\n", wg.s, r->tid.s);
+	emitf(e, "\tsetp.ne.u32 %s, %s, 0;\n\t@%s bra %s;\n", p.s, wg.s, p.s, consumer);
+	sm90_setmaxnreg(e, 0, f->plan.roles[0].regs);
+	emitf(e, "\tsetp.ne.u32 %s, %s, 0;\n\t@%s bra %s;\n", p.s, r->warp.s, p.s, out);
+	op_elect_one(e, el);
+	emitf(e, "\t@!%s bra %s;\n", el.s, out);
+	if (fmha_emit_producer(e, f, r, err) < 0)
+		return -1;
+	emitf(e, "\tbra %s;\n", out);
+	emit_label(e, consumer);
+	sm90_setmaxnreg(e, 1, f->plan.roles[1].regs);
+	if (emit_consumer(e, f, r, err) < 0)
+		return -1;
+	emit_label(e, out);
+	emitf(e, "\tret;\n");
+	return 0;
+}
+
+const FmhaOps fmha_sm90 = {sm90_fmha_plan, sm90_fmha_body};
