@@ -27,7 +27,7 @@ static const ParamSpec fmha_params[] = {
 	{"tile-m", PK_INT, P(tile_m), "64,128", 0, 0, 0, "128",
 	 "query rows per CTA, 64 per consumer warpgroup"},
 	{"tile-n", PK_INT, P(tile_n), NULL, 0, 256, 16, "0", "keys per KV tile (0: by head-dim)"},
-	{"stages", PK_INT, P(stages), NULL, 2, 4, 1, "2", "KV ring depth"},
+	{"stages", PK_INT, P(stages), "0,2,3,4", 0, 0, 0, "0", "KV ring depth (0: 3 with kv-shared, else 2)"},
 	{"dtype", PK_DTYPE, P(dtype), "bf16,fp16", 0, 0, 0, "bf16", "Q, K, V, O element type"},
 	{"softmax-scale", PK_FLOAT, P(softmax_scale), NULL, 0, 1000, 0, "0",
 	 "scale of Q·K^T (0: 1/sqrt(head-dim))"},
@@ -59,7 +59,8 @@ fmha_configure(FmhaCfg *f, const FmhaParams *p, KgErr *err)
 	/* KV tile: 128 keys while S (bn/2) and O (dv/2) accumulators fit
 	 * beside each other in a consumer thread's registers, 64 beyond. */
 	f->bn = p->tile_n ? p->tile_n : (f->dv <= 128 ? 128 : 64);
-	f->stages = p->stages;
+	/* a K=V tile stays busy from S_j to P_j·V_j, a tile later: one more slot */
+	f->stages = p->stages ? p->stages : (f->kv_shared ? 3 : 2);
 	f->in = (DType)p->dtype;
 	f->esz = dtype_bits(f->in) / 8;
 	f->scale = p->softmax_scale > 0 ? p->softmax_scale : (float)(1.0 / sqrt((double)f->d));
@@ -135,7 +136,7 @@ fmha_emit_producer(Emit *e, const FmhaCfg *f, const FmhaRegs *r, KgErr *err)
 	Reg stage = reg_new(e, RC_B32), phase = reg_new(e, RC_B32), j = reg_new(e, RC_B32);
 	Reg row = reg_new(e, RC_B32), par = reg_new(e, RC_B32), bar = reg_new(e, RC_B32);
 	Reg kd = reg_new(e, RC_B32), vd = reg_new(e, RC_B32), p = reg_new(e, RC_PRED);
-	Reg q0, k0, v0, qbar, kbar0, vbar0, ebar0;
+	Reg q0, k0, v0, qbar, kbar0, vbar0, kfree0, vfree0;
 	char loop[48], done[48];
 
 	emit_block(e, "fmha.producer");
@@ -145,7 +146,8 @@ fmha_emit_producer(Emit *e, const FmhaCfg *f, const FmhaRegs *r, KgErr *err)
 	qbar = fmha_bar_addr(e, f, r, f->b_q);
 	kbar0 = fmha_bar_addr(e, f, r, f->b_k);
 	vbar0 = fmha_bar_addr(e, f, r, f->b_v);
-	ebar0 = fmha_bar_addr(e, f, r, f->b_empty);
+	kfree0 = fmha_bar_addr(e, f, r, f->b_kfree);
+	vfree0 = fmha_bar_addr(e, f, r, f->b_vfree);
 	/* Q once: each consumer warpgroup's 64 rows, all head-dim columns */
 	op_mbar_arrive_expect_tx(e, qbar, f->q_bytes);
 	for (int w = 0; w < f->wgs; w++) {
@@ -161,7 +163,10 @@ fmha_emit_producer(Emit *e, const FmhaCfg *f, const FmhaRegs *r, KgErr *err)
 	emitf(e, "\tmov.u32 %s, 0;\n\tmov.u32 %s, 0;\n\tmov.u32 %s, 0;\n", stage.s, phase.s, j.s);
 	emitf(e, "\tsetp.eq.u32 %s, %s, 0;\n\t@%s bra %s;\n", p.s, r->n_total.s, p.s, done);
 	emit_label(e, loop);
-	emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n\txor.b32 %s, %s, 1;\n", bar.s, stage.s, ebar0.s, par.s,
+	/* K and V have their own free barriers: K_j's slot frees once S_j is
+	 * done, V_j's once P_j·V_j is, a tile later (the consumers overlap
+	 * S_{j+1} with P_j·V_j) */
+	emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n\txor.b32 %s, %s, 1;\n", bar.s, stage.s, kfree0.s, par.s,
 	      phase.s);
 	if (op_mbar_wait(e, err, bar, par.s) < 0)
 		return -1;
@@ -173,6 +178,9 @@ fmha_emit_producer(Emit *e, const FmhaCfg *f, const FmhaRegs *r, KgErr *err)
 	if (emit_tile_loads(e, err, &f->lk, f->d, kd, r->tk, r->hk, row, bar) < 0)
 		return -1;
 	if (!f->kv_shared) {
+		emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n", bar.s, stage.s, vfree0.s);
+		if (op_mbar_wait(e, err, bar, par.s) < 0)
+			return -1;
 		emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n", bar.s, stage.s, vbar0.s);
 		emitf(e, "\tmad.lo.u32 %s, %s, %u, %s;\n", vd.s, stage.s, f->v_bytes, v0.s);
 		op_mbar_arrive_expect_tx(e, bar, f->v_bytes);
@@ -257,7 +265,15 @@ emit_prologue(Emit *e, const FmhaCfg *f, FmhaRegs *r, KgErr *err)
 	emitf(e, "\tdiv.u32 %s, %s, %d;\n", r->hk.s, r->h.s, f->group);
 	ld_seqlen(e, "cu_seqlens_q", r->b, r->qs, r->sq);
 	ld_seqlen(e, "cu_seqlens_k", r->b, r->ks, r->sk);
-	emitf(e, "\tmov.u32 %s, %%ctaid.x;\n\tmul.lo.u32 %s, %s, %d;\n", t.s, r->m0.s, t.s, f->bm);
+	emitf(e, "\tmov.u32 %s, %%ctaid.x;\n", t.s);
+	if (f->mask == MASK_CAUSAL) {
+		/* causal work grows with the query tile: launch the longest first
+		 * so the short ones fill the last wave */
+		Reg n = reg_new(e, RC_B32);
+		emitf(e, "\tmov.u32 %s, %%nctaid.x;\n\tsub.u32 %s, %s, 1;\n\tsub.u32 %s, %s, %s;\n", n.s, n.s,
+		      n.s, t.s, n.s, t.s);
+	}
+	emitf(e, "\tmul.lo.u32 %s, %s, %d;\n", r->m0.s, t.s, f->bm);
 	/* The grid covers the longest sequence; shorter ones leave whole CTAs
 	 * idle. Uniform across the CTA, before any barrier. */
 	emitf(e, "\tsetp.ge.u32 %s, %s, %s;\n\t@%s ret;\n", p.s, r->m0.s, r->sq.s, p.s);

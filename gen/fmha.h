@@ -40,7 +40,8 @@ typedef struct FmhaCfg {
 	uint32_t q_bytes, k_bytes, v_bytes;
 	Plan plan;
 	int r_q, r_k, r_v;         /* r_v = r_k with kv_shared */
-	int b_q, b_k, b_v, b_empty;/* b_v = b_k with kv_shared */
+	int b_q, b_k, b_v;         /* full barriers; b_v = b_k with kv_shared */
+	int b_kfree, b_vfree;      /* empty barriers; b_vfree = b_kfree with kv_shared */
 	char name[120];
 } FmhaCfg;
 

@@ -42,8 +42,15 @@ sm90_fmha_plan(FmhaCfg *f, KgErr *err)
 	                      "producer: expect_tx + TMA");
 	f->b_v = f->kv_shared ? f->b_k
 	                      : plan_barrier(p, "V full", f->stages, 1, f->v_bytes, "producer: expect_tx + TMA");
-	snprintf(does, sizeof does, "lane 0 of each of the %d consumer warps after O+=PV", 4 * f->wgs);
-	f->b_empty = plan_barrier(p, "KV empty", f->stages, 4 * f->wgs, 0, does);
+	snprintf(does, sizeof does, "lane 0 of each of the %d consumer warps after S=QK^T", 4 * f->wgs);
+	if (f->kv_shared) {
+		snprintf(does, sizeof does, "lane 0 of each of the %d consumer warps after O+=PV", 4 * f->wgs);
+		f->b_kfree = f->b_vfree = plan_barrier(p, "K=V free", f->stages, 4 * f->wgs, 0, does);
+	} else {
+		f->b_kfree = plan_barrier(p, "K free", f->stages, 4 * f->wgs, 0, does);
+		snprintf(does, sizeof does, "lane 0 of each of the %d consumer warps after O+=PV", 4 * f->wgs);
+		f->b_vfree = plan_barrier(p, "V free", f->stages, 4 * f->wgs, 0, does);
+	}
 	return 0;
 }
 
@@ -54,8 +61,9 @@ typedef struct Consumer {
 	Reg lim[2];       /* exclusive key limit of rows g and g+8 (masked tiles) */
 	Reg rowq[2];      /* query index within the sequence of rows g and g+8 */
 	Reg colb;         /* key index of this thread's first S column in the tile */
-	Reg j, stage, phase;
-	Reg q0, k0, v0, kbar0, vbar0, ebar0, bar;
+	Reg j, stage, phase, pstage, pphase;
+	Reg myturn, otherturn; /* named barrier ids 1+w and 2-w (ping-pong) */
+	Reg q0, k0, v0, kbar0, vbar0, kfree0, vfree0, bar;
 	Reg qlo, klo, vlo, dhi, vhi, lo, ad, bd;
 	Reg t, p, lane0;
 	char sc[12];
@@ -65,11 +73,11 @@ typedef struct Consumer {
 
 static int row_of(int i) { return (i / 2) % 2; }
 
+/* S = Q·K^T: K-major Q (A) and K (B), 32 bytes of head-dim per MMA; the
+ * first MMA overwrites S (scale-d 0). Issued, not waited. */
 static void
-emit_scores(Emit *e, const FmhaCfg *f, Consumer *c)
+emit_scores_issue(Emit *e, const FmhaCfg *f, Consumer *c)
 {
-	/* S = Q·K^T: K-major Q (A) and K (B), 32 bytes of head-dim per MMA */
-	sm90_wgmma_fence(e);
 	emitf(e, "\tmad.lo.u32 %s, %s, %u, %s;\n\tshr.u32 %s, %s, 4;\n", c->klo.s, c->stage.s, f->k_bytes,
 	      c->k0.s, c->klo.s, c->klo.s);
 	for (int kk = 0; kk < f->d / 16; kk++) {
@@ -81,13 +89,29 @@ emit_scores(Emit *e, const FmhaCfg *f, Consumer *c)
 		sm90_wgmma(e, f->bn, f->in, c->S, &c->ad, NULL, c->bd, kk > 0, 0);
 	}
 	sm90_wgmma_commit(e);
-	sm90_wgmma_wait(e, 0);
+}
+
+/* O += P·V of the previous tile (stage pstage): P from registers (RS). */
+static void
+emit_pv_issue(Emit *e, const FmhaCfg *f, Consumer *c)
+{
+	emitf(e, "\tmad.lo.u32 %s, %s, %u, %s;\n\tshr.u32 %s, %s, 4;\n", c->vlo.s, c->pstage.s,
+	      f->kv_shared ? f->k_bytes : f->v_bytes, c->v0.s, c->vlo.s, c->vlo.s);
+	for (int kk = 0; kk < f->bn / 16; kk++) {
+		/* 16 keys = two 8-row groups of the N-major V atoms: +2*SBO (§1.5) */
+		emitf(e, "\tadd.u32 %s, %s, %u;\n\tmov.b64 %s, {%s, %s};\n", c->lo.s, c->vlo.s,
+		      ((uint32_t)(kk * 2048) >> 4) + c->dv_lo, c->bd.s, c->lo.s, c->vhi.s);
+		sm90_wgmma(e, f->dv, f->in, c->O, NULL, &c->P[4 * kk], c->bd, 1, 1);
+	}
+	sm90_wgmma_commit(e);
 }
 
 static void
-emit_mask(Emit *e, const FmhaCfg *f, Consumer *c)
+emit_mask(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Consumer *c)
 {
 	emit_block(e, "sm90.fmha_mask");
+	emitf(e, "\tand.b32 %s, %s, 3;\n\tshl.b32 %s, %s, 1;\n", c->t.s, r->lane.s, c->t.s, c->t.s);
+	emitf(e, "\tmad.lo.u32 %s, %s, %d, %s;\n", c->colb.s, c->j.s, f->bn, c->t.s);
 	for (int i = 0; i < f->bn / 2; i++) {
 		emitf(e, "\tadd.s32 %s, %s, %d;\n", c->t.s, c->colb.s, (i % 2) + 8 * (i / 4));
 		emitf(e, "\tsetp.ge.s32 %s, %s, %s;\n", c->p.s, c->t.s, c->lim[row_of(i)].s);
@@ -95,15 +119,14 @@ emit_mask(Emit *e, const FmhaCfg *f, Consumer *c)
 	}
 }
 
-/* Online softmax over the tile (FA2): new row max, rescale factor for the
- * running sum and O, P = exp2(S·scale·log2e - max·scale·log2e). A row that
- * has seen only masked keys keeps max -inf; its offset is taken as 0 so no
- * -inf - -inf NaN appears and its P stays 0. */
+/* Online softmax, first half (FA2): new row max, the rescale factor of
+ * the running sum and O, P = exp2(S·scale·log2e - max·scale·log2e) in the
+ * S registers and its row sums. Touches neither O nor P, so it overlaps
+ * the previous tile's P·V. A row that has seen only masked keys keeps max
+ * -inf; its offset is taken as 0 so no -inf - -inf NaN appears. */
 static void
-emit_softmax(Emit *e, const FmhaCfg *f, Consumer *c)
+emit_softmax_exp(Emit *e, const FmhaCfg *f, Consumer *c)
 {
-	Reg sum[2];
-
 	emit_block(e, "sm90.fmha_softmax");
 	for (int r = 0; r < 2; r++)
 		emitf(e, "\tmov.f32 %s, %s;\n", c->mx[r].s, c->m[r].s);
@@ -125,82 +148,176 @@ emit_softmax(Emit *e, const FmhaCfg *f, Consumer *c)
 		emitf(e, "\tex2.approx.ftz.f32 %s, %s;\n", c->corr[r].s, c->corr[r].s);
 		emitf(e, "\tmov.f32 %s, %s;\n", c->m[r].s, c->mx[r].s);
 	}
-	sum[0] = c->mx[0];
-	sum[1] = c->mx[1];
-	emitf(e, "\tmov.f32 %s, 0f00000000;\n\tmov.f32 %s, 0f00000000;\n", sum[0].s, sum[1].s);
+	emitf(e, "\tmov.f32 %s, 0f00000000;\n\tmov.f32 %s, 0f00000000;\n", c->mx[0].s, c->mx[1].s);
 	for (int i = 0; i < f->bn / 2; i++) {
 		emitf(e, "\tfma.rn.f32 %s, %s, %s, %s;\n", c->S[i].s, c->S[i].s, c->sc, c->nms[row_of(i)].s);
 		emitf(e, "\tex2.approx.ftz.f32 %s, %s;\n", c->S[i].s, c->S[i].s);
-		emitf(e, "\tadd.f32 %s, %s, %s;\n", sum[row_of(i)].s, sum[row_of(i)].s, c->S[i].s);
+		emitf(e, "\tadd.f32 %s, %s, %s;\n", c->mx[row_of(i)].s, c->mx[row_of(i)].s, c->S[i].s);
 	}
-	/* l stays a per-thread partial sum: corr is the same for the quad, so
-	 * the quad's partials are added once, in the epilogue. */
+}
+
+/* Second half, once the previous P·V has completed: rescale l and O, and
+ * convert P to the RS A fragment. l stays a per-thread partial sum (corr
+ * is the same for the quad; the epilogue adds the quad's partials). The S
+ * accumulator of columns 16kk.. is, pair by pair, the A fragment of k-chunk
+ * kk (hardware-facts §4.2 and §4.3). */
+static void
+emit_softmax_rescale(Emit *e, const FmhaCfg *f, Consumer *c)
+{
+	emit_block(e, "sm90.fmha_rescale");
 	for (int r = 0; r < 2; r++)
-		emitf(e, "\tfma.rn.f32 %s, %s, %s, %s;\n", c->l[r].s, c->l[r].s, c->corr[r].s, sum[r].s);
+		emitf(e, "\tfma.rn.f32 %s, %s, %s, %s;\n", c->l[r].s, c->l[r].s, c->corr[r].s, c->mx[r].s);
 	for (int i = 0; i < f->dv / 2; i++)
 		emitf(e, "\tmul.f32 %s, %s, %s;\n", c->O[i].s, c->O[i].s, c->corr[row_of(i)].s);
-	/* the S accumulator of k-columns 16kk.. is, pair by pair, the RS A
-	 * fragment of k-chunk kk (hardware-facts §4.2 and §4.3) */
 	for (int kk = 0; kk < f->bn / 16; kk++)
 		for (int q = 0; q < 4; q++)
 			emitf(e, "\tcvt.rn.%s.f32 %s, %s, %s;\n", f->in == DT_BF16 ? "bf16x2" : "f16x2",
 			      c->P[4 * kk + q].s, c->S[8 * kk + 2 * q + 1].s, c->S[8 * kk + 2 * q].s);
 }
 
+/* Ping-pong (FA3): two consumer warpgroups take turns issuing their MMAs,
+ * so one's softmax runs while the other's MMAs hold the tensor cores.
+ * Named barrier 1+w is warpgroup w's turn; the other arrives on it. */
 static void
-emit_pv(Emit *e, const FmhaCfg *f, Consumer *c)
+emit_turn_wait(Emit *e, const FmhaCfg *f, Consumer *c)
 {
-	emit_block(e, "sm90.fmha_pv");
-	sm90_wgmma_fence(e);
-	emitf(e, "\tmad.lo.u32 %s, %s, %u, %s;\n\tshr.u32 %s, %s, 4;\n", c->vlo.s, c->stage.s,
-	      f->kv_shared ? f->k_bytes : f->v_bytes, c->v0.s, c->vlo.s, c->vlo.s);
-	for (int kk = 0; kk < f->bn / 16; kk++) {
-		/* 16 keys = two 8-row groups of the N-major V atoms: +2*SBO (§1.5) */
-		emitf(e, "\tadd.u32 %s, %s, %u;\n\tmov.b64 %s, {%s, %s};\n", c->lo.s, c->vlo.s,
-		      ((uint32_t)(kk * 2048) >> 4) + c->dv_lo, c->bd.s, c->lo.s, c->vhi.s);
-		sm90_wgmma(e, f->dv, f->in, c->O, NULL, &c->P[4 * kk], c->bd, 1, 1);
-	}
-	sm90_wgmma_commit(e);
-	sm90_wgmma_wait(e, 0);
+	if (f->wgs == 2)
+		emitf(e, "\tbar.sync %s, 256;\n", c->myturn.s);
 }
 
+static void
+emit_turn_pass(Emit *e, const FmhaCfg *f, Consumer *c)
+{
+	if (f->wgs == 2)
+		emitf(e, "\tbar.arrive %s, 256;\n", c->otherturn.s);
+}
+
+/* V (or K=V) of the previous tile: its P·V has completed */
+static void
+emit_release_prev(Emit *e, Consumer *c)
+{
+	emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n", c->bar.s, c->pstage.s, c->vfree0.s);
+	op_mbar_arrive(e, c->bar, c->guard0);
+}
+
+/* K of the current tile: S has completed (separate K and V) */
+static void
+emit_release_k(Emit *e, const FmhaCfg *f, Consumer *c)
+{
+	if (f->kv_shared)
+		return;
+	emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n", c->bar.s, c->stage.s, c->kfree0.s);
+	op_mbar_arrive(e, c->bar, c->guard0);
+}
+
+static void
+emit_advance(Emit *e, const FmhaCfg *f, Consumer *c)
+{
+	emitf(e, "\tmov.u32 %s, %s;\n\tmov.u32 %s, %s;\n", c->pstage.s, c->stage.s, c->pphase.s,
+	      c->phase.s);
+	emitf(e, "\tadd.u32 %s, %s, 1;\n\tsetp.eq.u32 %s, %s, %d;\n", c->stage.s, c->stage.s, c->p.s,
+	      c->stage.s, f->stages);
+	emitf(e, "\t@%s mov.u32 %s, 0;\n\t@%s xor.b32 %s, %s, 1;\n", c->p.s, c->stage.s, c->p.s,
+	      c->phase.s, c->phase.s);
+	emitf(e, "\tadd.u32 %s, %s, 1;\n", c->j.s, c->j.s);
+}
+
+/* Tile 0 has no previous P·V to overlap: S, softmax, P. It is always
+ * masked (cheap once) so the steady-state loops below need no branch: a
+ * branch between wgmma issue and wait makes ptxas drain every group at
+ * the join, which would serialize the overlap. */
+static int
+emit_first_tile(Emit *e, KgErr *err, const FmhaCfg *f, const FmhaRegs *r, Consumer *c)
+{
+	emit_block(e, "sm90.fmha_tile_first");
+	emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n", c->bar.s, c->stage.s, c->kbar0.s);
+	if (op_mbar_wait(e, err, c->bar, c->phase.s) < 0)
+		return -1;
+	emit_turn_wait(e, f, c);
+	sm90_wgmma_fence(e);
+	emit_scores_issue(e, f, c);
+	emit_turn_pass(e, f, c);
+	sm90_wgmma_wait(e, 0);
+	emit_release_k(e, f, c);
+	emit_mask(e, f, r, c);
+	emit_softmax_exp(e, f, c);
+	emit_softmax_rescale(e, f, c);
+	emit_advance(e, f, c);
+	return 0;
+}
+
+/* Tiles 1.., software-pipelined inside the warpgroup: issue S_j and the
+ * previous tile's P·V together, wait for S_j only, run the exp half of the
+ * softmax while P·V runs, then wait, release the previous stage and
+ * rescale (FA3 intra-warpgroup overlap). */
 static int
 emit_kv_loop(Emit *e, KgErr *err, const FmhaCfg *f, const FmhaRegs *r, Consumer *c, int masked)
 {
 	char loop[48], done[48];
+	const char *end = masked ? r->n_total.s : r->n_full.s;
 
 	label_new(e, loop, sizeof loop, masked ? "kv_masked" : "kv");
 	label_new(e, done, sizeof done, masked ? "kv_masked_done" : "kv_done");
-	emitf(e, "\tsetp.ge.u32 %s, %s, %s;\n\t@%s bra %s;\n", c->p.s, c->j.s,
-	      masked ? r->n_total.s : r->n_full.s, c->p.s, done);
+	emitf(e, "\tsetp.ge.u32 %s, %s, %s;\n\t@%s bra %s;\n", c->p.s, c->j.s, end, c->p.s, done);
 	emit_label(e, loop);
 	emit_block(e, masked ? "sm90.fmha_tile_masked" : "sm90.fmha_tile");
 	emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n", c->bar.s, c->stage.s, c->kbar0.s);
 	if (op_mbar_wait(e, err, c->bar, c->phase.s) < 0)
 		return -1;
-	emit_scores(e, f, c);
-	if (masked) {
-		Reg l4 = c->t;
-		emitf(e, "\tand.b32 %s, %s, 3;\n\tshl.b32 %s, %s, 1;\n", l4.s, r->lane.s, l4.s, l4.s);
-		emitf(e, "\tmad.lo.u32 %s, %s, %d, %s;\n", c->colb.s, c->j.s, f->bn, l4.s);
-		emit_mask(e, f, c);
-	}
-	emit_softmax(e, f, c);
 	if (!f->kv_shared) {
-		emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n", c->bar.s, c->stage.s, c->vbar0.s);
-		if (op_mbar_wait(e, err, c->bar, c->phase.s) < 0)
+		emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n", c->bar.s, c->pstage.s, c->vbar0.s);
+		if (op_mbar_wait(e, err, c->bar, c->pphase.s) < 0)
 			return -1;
 	}
-	emit_pv(e, f, c);
-	emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n", c->bar.s, c->stage.s, c->ebar0.s);
-	op_mbar_arrive(e, c->bar, c->guard0);
-	emitf(e, "\tadd.u32 %s, %s, 1;\n\tsetp.eq.u32 %s, %s, %d;\n", c->stage.s, c->stage.s, c->p.s,
-	      c->stage.s, f->stages);
-	emitf(e, "\t@%s mov.u32 %s, 0;\n\t@%s xor.b32 %s, %s, 1;\n", c->p.s, c->stage.s, c->p.s,
-	      c->phase.s, c->phase.s);
-	emitf(e, "\tadd.u32 %s, %s, 1;\n\tsetp.lt.u32 %s, %s, %s;\n\t@%s bra %s;\n", c->j.s, c->j.s, c->p.s,
-	      c->j.s, masked ? r->n_total.s : r->n_full.s, c->p.s, loop);
+	emit_turn_wait(e, f, c);
+	sm90_wgmma_fence(e);
+	emit_scores_issue(e, f, c);
+	emit_pv_issue(e, f, c);
+	emit_turn_pass(e, f, c);
+	sm90_wgmma_wait(e, 1);
+	emit_release_k(e, f, c);
+	if (masked)
+		emit_mask(e, f, r, c);
+	emit_softmax_exp(e, f, c);
+	sm90_wgmma_wait(e, 0);
+	emit_release_prev(e, c);
+	emit_softmax_rescale(e, f, c);
+	emit_advance(e, f, c);
+	emitf(e, "\tsetp.lt.u32 %s, %s, %s;\n\t@%s bra %s;\n", c->p.s, c->j.s, end, c->p.s, loop);
 	emit_label(e, done);
+	return 0;
+}
+
+/* The last tile's P·V, then the final turn bookkeeping: warpgroup 1's last
+ * pass leaves one arrival on warpgroup 0's barrier, consumed here so both
+ * named barriers end balanced. */
+static int
+emit_kv_tail(Emit *e, KgErr *err, const FmhaCfg *f, const FmhaRegs *r, Consumer *c)
+{
+	char skip[48];
+
+	label_new(e, skip, sizeof skip, "no_tail");
+	emit_block(e, "sm90.fmha_tail");
+	emitf(e, "\tsetp.eq.u32 %s, %s, 0;\n\t@%s bra %s;\n", c->p.s, r->n_total.s, c->p.s, skip);
+	if (!f->kv_shared) {
+		emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n", c->bar.s, c->pstage.s, c->vbar0.s);
+		if (op_mbar_wait(e, err, c->bar, c->pphase.s) < 0)
+			return -1;
+	}
+	emit_turn_wait(e, f, c);
+	sm90_wgmma_fence(e);
+	emit_pv_issue(e, f, c);
+	emit_turn_pass(e, f, c);
+	sm90_wgmma_wait(e, 0);
+	emit_release_prev(e, c);
+	emit_label(e, skip);
+	if (f->wgs == 2) {
+		char not0[48];
+		label_new(e, not0, sizeof not0, "turns_balanced");
+		emitf(e, "\tsetp.ne.u32 %s, %s, 1;\n\t@%s bra %s;\n", c->p.s, c->myturn.s, c->p.s, not0);
+		emitf(e, "\tbar.sync 1, 256;\n");
+		emit_label(e, not0);
+	}
 	return 0;
 }
 
@@ -291,6 +408,10 @@ emit_consumer(Emit *e, const FmhaCfg *f, const FmhaRegs *r, KgErr *err)
 	c.j = reg_new(e, RC_B32);
 	c.stage = reg_new(e, RC_B32);
 	c.phase = reg_new(e, RC_B32);
+	c.pstage = reg_new(e, RC_B32);
+	c.pphase = reg_new(e, RC_B32);
+	c.myturn = reg_new(e, RC_B32);
+	c.otherturn = reg_new(e, RC_B32);
 	c.bar = reg_new(e, RC_B32);
 	c.qlo = reg_new(e, RC_B32);
 	c.klo = reg_new(e, RC_B32);
@@ -316,7 +437,8 @@ emit_consumer(Emit *e, const FmhaCfg *f, const FmhaRegs *r, KgErr *err)
 	qbar = fmha_bar_addr(e, f, r, f->b_q);
 	c.kbar0 = fmha_bar_addr(e, f, r, f->b_k);
 	c.vbar0 = fmha_bar_addr(e, f, r, f->b_v);
-	c.ebar0 = fmha_bar_addr(e, f, r, f->b_empty);
+	c.kfree0 = fmha_bar_addr(e, f, r, f->b_kfree);
+	c.vfree0 = fmha_bar_addr(e, f, r, f->b_vfree);
 	emitf(e, "\tshr.u32 %s, %s, 7;\n\tsub.u32 %s, %s, 1;\n", wgc.s, r->tid.s, wgc.s, wgc.s);
 	emitf(e, "\tsetp.eq.u32 %s, %s, 0;\n", c.lane0.s, r->lane.s);
 	emitf(e, "\tmad.lo.u32 %s, %s, %u, %s;\n\tshr.u32 %s, %s, 4;\n", c.qlo.s, wgc.s, f->lq.bytes,
@@ -347,9 +469,28 @@ emit_consumer(Emit *e, const FmhaCfg *f, const FmhaRegs *r, KgErr *err)
 	for (int i = 0; i < f->dv / 2; i++)
 		emitf(e, "\tmov.f32 %s, 0f00000000;\n", c.O[i].s);
 	emitf(e, "\tmov.u32 %s, 0;\n\tmov.u32 %s, 0;\n\tmov.u32 %s, 0;\n", c.j.s, c.stage.s, c.phase.s);
+	emitf(e, "\tmov.u32 %s, 0;\n\tmov.u32 %s, 0;\n", c.pstage.s, c.pphase.s);
 	if (op_mbar_wait(e, err, qbar, "0") < 0)
 		return -1;
-	if (emit_kv_loop(e, err, f, r, &c, 0) < 0 || emit_kv_loop(e, err, f, r, &c, 1) < 0)
+	emitf(e, "\tadd.u32 %s, %s, 1;\n\tsub.u32 %s, 2, %s;\n", c.myturn.s, wgc.s, c.otherturn.s, wgc.s);
+	if (f->wgs == 2) {
+		/* warpgroup 0 takes the first turn */
+		char go[48];
+		label_new(e, go, sizeof go, "first_turn");
+		emitf(e, "\tsetp.eq.u32 %s, %s, 0;\n\t@%s bra %s;\n", c.p.s, wgc.s, c.p.s, go);
+		emitf(e, "\tbar.arrive 1, 256;\n");
+		emit_label(e, go);
+	}
+	{
+		char none[48];
+		label_new(e, none, sizeof none, "no_keys");
+		emitf(e, "\tsetp.eq.u32 %s, %s, 0;\n\t@%s bra %s;\n", c.p.s, r->n_total.s, c.p.s, none);
+		if (emit_first_tile(e, err, f, r, &c) < 0 || emit_kv_loop(e, err, f, r, &c, 0) < 0 ||
+		    emit_kv_loop(e, err, f, r, &c, 1) < 0)
+			return -1;
+		emit_label(e, none);
+	}
+	if (emit_kv_tail(e, err, f, r, &c) < 0)
 		return -1;
 	emit_epilogue(e, f, r, &c);
 	return 0;
