@@ -9,11 +9,11 @@
 #include "../desc.h"
 #include "../fmha.h"
 #include "../ops.h"
+#include "fmha_int.h"
 #include "mma.h"
 
 enum { PRODUCER_REGS = 40 };
 
-static const char NEG_INF[] = "0fFF800000";
 
 static int
 sm90_fmha_plan(FmhaCfg *f, KgErr *err)
@@ -54,29 +54,11 @@ sm90_fmha_plan(FmhaCfg *f, KgErr *err)
 	return 0;
 }
 
-/* Everything one consumer thread keeps across KV tiles. */
-typedef struct Consumer {
-	Reg S[128], O[128], P[64];
-	Reg m[2], l[2], ms[2], nms[2], corr[2], mx[2];
-	Reg lim[2];       /* exclusive key limit of rows g and g+8 (masked tiles) */
-	Reg rowq[2];      /* query index within the sequence of rows g and g+8 */
-	Reg colb;         /* key index of this thread's first S column in the tile */
-	Reg j, stage, phase, pstage, pphase;
-	Reg myturn, otherturn; /* named barrier ids 1+w and 2-w (ping-pong) */
-	Reg q0, k0, v0, kbar0, vbar0, kfree0, vfree0, bar;
-	Reg qlo, klo, vlo, dhi, vhi, lo, ad, bd;
-	Reg t, p, lane0;
-	char sc[12];
-	char guard0[16];  /* "@%p ": lane 0 of the warp */
-	uint32_t dq_lo, dv_lo; /* descriptor low words at address 0 (LBO field) */
-} Consumer;
-
-static int row_of(int i) { return (i / 2) % 2; }
 
 /* S = Q·K^T: K-major Q (A) and K (B), 32 bytes of head-dim per MMA; the
  * first MMA overwrites S (scale-d 0). Issued, not waited. */
-static void
-emit_scores_issue(Emit *e, const FmhaCfg *f, Consumer *c)
+void
+fmha90_scores_issue(Emit *e, const FmhaCfg *f, Consumer *c)
 {
 	emitf(e, "\tmad.lo.u32 %s, %s, %u, %s;\n\tshr.u32 %s, %s, 4;\n", c->klo.s, c->stage.s, f->k_bytes,
 	      c->k0.s, c->klo.s, c->klo.s);
@@ -106,8 +88,8 @@ emit_pv_issue(Emit *e, const FmhaCfg *f, Consumer *c)
 	sm90_wgmma_commit(e);
 }
 
-static void
-emit_mask(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Consumer *c)
+void
+fmha90_mask(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Consumer *c)
 {
 	emit_block(e, "sm90.fmha_mask");
 	emitf(e, "\tand.b32 %s, %s, 3;\n\tshl.b32 %s, %s, 1;\n", c->t.s, r->lane.s, c->t.s, c->t.s);
@@ -124,8 +106,8 @@ emit_mask(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Consumer *c)
  * S registers and its row sums. Touches neither O nor P, so it overlaps
  * the previous tile's P·V. A row that has seen only masked keys keeps max
  * -inf; its offset is taken as 0 so no -inf - -inf NaN appears. */
-static void
-emit_softmax_exp(Emit *e, const FmhaCfg *f, Consumer *c)
+void
+fmha90_softmax_exp(Emit *e, const FmhaCfg *f, Consumer *c)
 {
 	emit_block(e, "sm90.fmha_softmax");
 	for (int r = 0; r < 2; r++)
@@ -161,15 +143,15 @@ emit_softmax_exp(Emit *e, const FmhaCfg *f, Consumer *c)
  * is the same for the quad; the epilogue adds the quad's partials). The S
  * accumulator of columns 16kk.. is, pair by pair, the A fragment of k-chunk
  * kk (hardware-facts §4.2 and §4.3). */
-static void
-emit_softmax_rescale(Emit *e, const FmhaCfg *f, Consumer *c)
+void
+fmha90_softmax_rescale(Emit *e, const FmhaCfg *f, Consumer *c, int pack)
 {
 	emit_block(e, "sm90.fmha_rescale");
 	for (int r = 0; r < 2; r++)
 		emitf(e, "\tfma.rn.f32 %s, %s, %s, %s;\n", c->l[r].s, c->l[r].s, c->corr[r].s, c->mx[r].s);
-	for (int i = 0; i < f->dv / 2; i++)
+	for (int i = 0; i < c->ocols / 2; i++)
 		emitf(e, "\tmul.f32 %s, %s, %s;\n", c->O[i].s, c->O[i].s, c->corr[row_of(i)].s);
-	for (int kk = 0; kk < f->bn / 16; kk++)
+	for (int kk = 0; pack && kk < f->bn / 16; kk++)
 		for (int q = 0; q < 4; q++)
 			emitf(e, "\tcvt.rn.%s.f32 %s, %s, %s;\n", f->in == DT_BF16 ? "bf16x2" : "f16x2",
 			      c->P[4 * kk + q].s, c->S[8 * kk + 2 * q + 1].s, c->S[8 * kk + 2 * q].s);
@@ -201,8 +183,8 @@ emit_release_prev(Emit *e, Consumer *c)
 }
 
 /* K of the current tile: S has completed (separate K and V) */
-static void
-emit_release_k(Emit *e, const FmhaCfg *f, Consumer *c)
+void
+fmha90_release_k(Emit *e, const FmhaCfg *f, Consumer *c)
 {
 	if (f->kv_shared)
 		return;
@@ -210,8 +192,8 @@ emit_release_k(Emit *e, const FmhaCfg *f, Consumer *c)
 	op_mbar_arrive(e, c->bar, c->guard0);
 }
 
-static void
-emit_advance(Emit *e, const FmhaCfg *f, Consumer *c)
+void
+fmha90_advance(Emit *e, const FmhaCfg *f, Consumer *c)
 {
 	emitf(e, "\tmov.u32 %s, %s;\n\tmov.u32 %s, %s;\n", c->pstage.s, c->stage.s, c->pphase.s,
 	      c->phase.s);
@@ -235,14 +217,14 @@ emit_first_tile(Emit *e, KgErr *err, const FmhaCfg *f, const FmhaRegs *r, Consum
 		return -1;
 	emit_turn_wait(e, f, c);
 	sm90_wgmma_fence(e);
-	emit_scores_issue(e, f, c);
+	fmha90_scores_issue(e, f, c);
 	emit_turn_pass(e, f, c);
 	sm90_wgmma_wait(e, 0);
-	emit_release_k(e, f, c);
-	emit_mask(e, f, r, c);
-	emit_softmax_exp(e, f, c);
-	emit_softmax_rescale(e, f, c);
-	emit_advance(e, f, c);
+	fmha90_release_k(e, f, c);
+	fmha90_mask(e, f, r, c);
+	fmha90_softmax_exp(e, f, c);
+	fmha90_softmax_rescale(e, f, c, 1);
+	fmha90_advance(e, f, c);
 	return 0;
 }
 
@@ -271,18 +253,18 @@ emit_kv_loop(Emit *e, KgErr *err, const FmhaCfg *f, const FmhaRegs *r, Consumer 
 	}
 	emit_turn_wait(e, f, c);
 	sm90_wgmma_fence(e);
-	emit_scores_issue(e, f, c);
+	fmha90_scores_issue(e, f, c);
 	emit_pv_issue(e, f, c);
 	emit_turn_pass(e, f, c);
 	sm90_wgmma_wait(e, 1);
-	emit_release_k(e, f, c);
+	fmha90_release_k(e, f, c);
 	if (masked)
-		emit_mask(e, f, r, c);
-	emit_softmax_exp(e, f, c);
+		fmha90_mask(e, f, r, c);
+	fmha90_softmax_exp(e, f, c);
 	sm90_wgmma_wait(e, 0);
 	emit_release_prev(e, c);
-	emit_softmax_rescale(e, f, c);
-	emit_advance(e, f, c);
+	fmha90_softmax_rescale(e, f, c, 1);
+	fmha90_advance(e, f, c);
 	emitf(e, "\tsetp.lt.u32 %s, %s, %s;\n\t@%s bra %s;\n", c->p.s, c->j.s, end, c->p.s, loop);
 	emit_label(e, done);
 	return 0;
@@ -321,50 +303,72 @@ emit_kv_tail(Emit *e, KgErr *err, const FmhaCfg *f, const FmhaRegs *r, Consumer 
 	return 0;
 }
 
-static void
-emit_epilogue(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Consumer *c)
+/* Normalizes O by the row sums and stores this warpgroup's columns; writes
+ * LSE. Row sums are the quad's partials added up, or, for the second half
+ * of a split O, the first half's published sums. */
+void
+fmha90_epilogue(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Consumer *c, KgErr *err)
 {
 	Reg inv[2], addr[2], prow[2], pk = reg_new(e, RC_B32), a = reg_new(e, RC_B64);
 	Reg t64 = reg_new(e, RC_B64), lse = reg_new(e, RC_F32), pl = reg_new(e, RC_PRED);
+	Reg c4 = reg_new(e, RC_B32), sa = reg_new(e, RC_B32);
 	int esz = f->esz;
 
 	emit_block(e, "sm90.fmha_epilogue");
+	emitf(e, "\tand.b32 %s, %s, 3;\n", c4.s, r->lane.s);
+	if (c->l_from_smem && op_mbar_wait(e, err, c->lbar, "0") < 0)
+		return;
 	for (int r2 = 0; r2 < 2; r2++) {
 		inv[r2] = reg_new(e, RC_F32);
 		addr[r2] = reg_new(e, RC_B64);
 		prow[r2] = reg_new(e, RC_PRED);
-		for (int x = 1; x <= 2; x *= 2) {
-			emitf(e, "\tshfl.sync.bfly.b32 %s, %s, %d, 0x1f, 0xffffffff;\n", c->t.s, c->l[r2].s, x);
-			emitf(e, "\tmov.b32 %s, %s;\n\tadd.f32 %s, %s, %s;\n", inv[r2].s, c->t.s, c->l[r2].s,
-			      c->l[r2].s, inv[r2].s);
+		/* shared address of this row's sum: lsum0 + 4*(row - m0) */
+		if (c->l_from_smem || c->l_to_smem) {
+			emitf(e, "\tsub.u32 %s, %s, %s;\n\tmad.lo.u32 %s, %s, 4, %s;\n", sa.s, c->rowq[r2].s, r->m0.s,
+			      sa.s, sa.s, c->lsum0.s);
+		}
+		if (c->l_from_smem) {
+			emitf(e, "\tld.shared.f32 %s, [%s];\n", c->l[r2].s, sa.s);
+		} else {
+			for (int x = 1; x <= 2; x *= 2) {
+				emitf(e, "\tshfl.sync.bfly.b32 %s, %s, %d, 0x1f, 0xffffffff;\n", c->t.s, c->l[r2].s, x);
+				emitf(e, "\tmov.b32 %s, %s;\n\tadd.f32 %s, %s, %s;\n", inv[r2].s, c->t.s, c->l[r2].s,
+				      c->l[r2].s, inv[r2].s);
+			}
+			if (c->l_to_smem) {
+				emitf(e, "\tsetp.eq.u32 %s, %s, 0;\n", pl.s, c4.s);
+				emitf(e, "\t@%s st.shared.f32 [%s], %s;\n", pl.s, sa.s, c->l[r2].s);
+			}
 		}
 		emitf(e, "\tsetp.gt.f32 %s, %s, 0f00000000;\n", c->p.s, c->l[r2].s);
 		emitf(e, "\trcp.rn.f32 %s, %s;\n\tselp.f32 %s, %s, 0f00000000, %s;\n", inv[r2].s, c->l[r2].s,
 		      inv[r2].s, inv[r2].s, c->p.s);
 		emitf(e, "\tsetp.lt.u32 %s, %s, %s;\n", prow[r2].s, c->rowq[r2].s, r->sq.s);
-		/* element ((qs + row) * Hq + h) * Dv + 2*(lane%4) */
+		/* element ((qs + row) * Hq + h) * Dv + ocol0 + 2*(lane%4) */
 		emitf(e, "\tadd.u32 %s, %s, %s;\n\tmul.wide.u32 %s, %s, %d;\n", c->t.s, c->rowq[r2].s, r->qs.s,
 		      addr[r2].s, c->t.s, f->hq * f->dv);
 		emitf(e, "\tmul.wide.u32 %s, %s, %d;\n\tadd.u64 %s, %s, %s;\n", t64.s, r->h.s, f->dv, addr[r2].s,
 		      addr[r2].s, t64.s);
-		emitf(e, "\tand.b32 %s, %s, 3;\n\tshl.b32 %s, %s, 1;\n\tcvt.u64.u32 %s, %s;\n", c->t.s,
-		      r->lane.s, c->t.s, c->t.s, t64.s, c->t.s);
+		emitf(e, "\tmad.lo.u32 %s, %s, 2, %d;\n\tcvt.u64.u32 %s, %s;\n", c->t.s, c4.s, c->ocol0, t64.s,
+		      c->t.s);
 		emitf(e, "\tadd.u64 %s, %s, %s;\n\tmad.lo.u64 %s, %s, %d, %s;\n", addr[r2].s, addr[r2].s, t64.s,
 		      addr[r2].s, addr[r2].s, esz, r->o.s);
-		if (f->lse) {
+		if (f->lse && !c->l_from_smem) {
 			/* LSE = ln(sum exp(scale s)) = (max·scale·log2e + log2 l)·ln 2 */
 			emitf(e, "\tlg2.approx.f32 %s, %s;\n\tadd.f32 %s, %s, %s;\n", lse.s, c->l[r2].s, lse.s,
 			      lse.s, c->ms[r2].s);
 			emitf(e, "\tmul.f32 %s, %s, 0f3F317218;\n", lse.s, lse.s);
 			emitf(e, "\tselp.f32 %s, %s, %s, %s;\n", lse.s, lse.s, NEG_INF, c->p.s);
-			emitf(e, "\tsetp.eq.and.u32 %s, %s, 0, %s;\n", pl.s, c->t.s, prow[r2].s);
+			emitf(e, "\tsetp.eq.and.u32 %s, %s, 0, %s;\n", pl.s, c4.s, prow[r2].s);
 			emitf(e, "\tmad.lo.u32 %s, %s, %s, %s;\n\tadd.u32 %s, %s, %s;\n", c->lo.s, r->h.s,
 			      r->total_q.s, r->qs.s, c->lo.s, c->lo.s, c->rowq[r2].s);
 			emitf(e, "\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n", a.s, c->lo.s, a.s, a.s, r->lse.s);
 			emitf(e, "\t@%s st.global.f32 [%s], %s;\n", pl.s, a.s, lse.s);
 		}
 	}
-	for (int i = 0; i < f->dv / 2; i += 2) {
+	if (c->l_to_smem)
+		op_mbar_arrive(e, c->lbar, NULL);
+	for (int i = 0; i < c->ocols / 2; i += 2) {
 		int rr = row_of(i), off = 8 * (i / 4) * esz;
 		emitf(e, "\tmul.f32 %s, %s, %s;\n\tmul.f32 %s, %s, %s;\n", c->O[i].s, c->O[i].s, inv[rr].s,
 		      c->O[i + 1].s, c->O[i + 1].s, inv[rr].s);
@@ -374,15 +378,18 @@ emit_epilogue(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Consumer *c)
 	}
 }
 
-static int
-emit_consumer(Emit *e, const FmhaCfg *f, const FmhaRegs *r, KgErr *err)
+int
+fmha90_consumer_init(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Consumer *cp, Reg wgc,
+                     Reg row_block, int ocol0, int ocols, KgErr *err)
 {
 	Consumer c;
-	Reg wgc = reg_new(e, RC_B32), qbar;
+	Reg qbar;
 	uint64_t dq, dv;
 	SmemDesc vd = {0};
 
 	memset(&c, 0, sizeof c);
+	c.ocol0 = ocol0;
+	c.ocols = ocols;
 	if (desc_for_tile(&dq, f->t->desc, &f->lq, 0, err) < 0)
 		return -1;
 	/* V as B of P·V: N (head dim) contiguous in 128-byte swizzled rows, K
@@ -394,7 +401,7 @@ emit_consumer(Emit *e, const FmhaCfg *f, const FmhaRegs *r, KgErr *err)
 	if (desc_encode(&dv, f->t->desc, &vd, err) < 0)
 		return -1;
 	reg_array(e, RC_F32, c.S, f->bn / 2);
-	reg_array(e, RC_F32, c.O, f->dv / 2);
+	reg_array(e, RC_F32, c.O, ocols / 2);
 	reg_array(e, RC_B32, c.P, f->bn / 4);
 	reg_array(e, RC_F32, c.m, 2);
 	reg_array(e, RC_F32, c.l, 2);
@@ -439,16 +446,15 @@ emit_consumer(Emit *e, const FmhaCfg *f, const FmhaRegs *r, KgErr *err)
 	c.vbar0 = fmha_bar_addr(e, f, r, f->b_v);
 	c.kfree0 = fmha_bar_addr(e, f, r, f->b_kfree);
 	c.vfree0 = fmha_bar_addr(e, f, r, f->b_vfree);
-	emitf(e, "\tshr.u32 %s, %s, 7;\n\tsub.u32 %s, %s, 1;\n", wgc.s, r->tid.s, wgc.s, wgc.s);
 	emitf(e, "\tsetp.eq.u32 %s, %s, 0;\n", c.lane0.s, r->lane.s);
-	emitf(e, "\tmad.lo.u32 %s, %s, %u, %s;\n\tshr.u32 %s, %s, 4;\n", c.qlo.s, wgc.s, f->lq.bytes,
+	emitf(e, "\tmad.lo.u32 %s, %s, %u, %s;\n\tshr.u32 %s, %s, 4;\n", c.qlo.s, row_block.s, f->lq.bytes,
 	      c.q0.s, c.qlo.s, c.qlo.s);
 	emitf(e, "\tadd.u32 %s, %s, %u;\n", c.qlo.s, c.qlo.s, (uint32_t)dq);
 	emitf(e, "\tmov.u32 %s, %u;\n\tmov.u32 %s, %u;\n", c.dhi.s, (uint32_t)(dq >> 32), c.vhi.s,
 	      (uint32_t)(dv >> 32));
-	/* rows g = 64*wgc + 16*(warp%4) + lane/4 and g + 8 of the CTA's tile */
+	/* rows g = 64*block + 16*(warp%4) + lane/4 and g + 8 of the CTA's tile */
 	emitf(e, "\tand.b32 %s, %s, 3;\n\tshl.b32 %s, %s, 4;\n", c.t.s, r->warp.s, c.t.s, c.t.s);
-	emitf(e, "\tmad.lo.u32 %s, %s, 64, %s;\n", c.rowq[0].s, wgc.s, c.t.s);
+	emitf(e, "\tmad.lo.u32 %s, %s, 64, %s;\n", c.rowq[0].s, row_block.s, c.t.s);
 	emitf(e, "\tshr.u32 %s, %s, 2;\n\tadd.u32 %s, %s, %s;\n", c.t.s, r->lane.s, c.rowq[0].s,
 	      c.rowq[0].s, c.t.s);
 	emitf(e, "\tadd.u32 %s, %s, %s;\n\tadd.u32 %s, %s, 8;\n", c.rowq[0].s, c.rowq[0].s, r->m0.s,
@@ -466,11 +472,25 @@ emit_consumer(Emit *e, const FmhaCfg *f, const FmhaRegs *r, KgErr *err)
 		emitf(e, "\tmov.f32 %s, %s;\n\tmov.f32 %s, 0f00000000;\n\tmov.f32 %s, 0f00000000;\n",
 		      c.m[r2].s, NEG_INF, c.l[r2].s, c.ms[r2].s);
 	}
-	for (int i = 0; i < f->dv / 2; i++)
+	for (int i = 0; i < ocols / 2; i++)
 		emitf(e, "\tmov.f32 %s, 0f00000000;\n", c.O[i].s);
 	emitf(e, "\tmov.u32 %s, 0;\n\tmov.u32 %s, 0;\n\tmov.u32 %s, 0;\n", c.j.s, c.stage.s, c.phase.s);
 	emitf(e, "\tmov.u32 %s, 0;\n\tmov.u32 %s, 0;\n", c.pstage.s, c.pphase.s);
 	if (op_mbar_wait(e, err, qbar, "0") < 0)
+		return -1;
+	(void)wgc;
+	*cp = c;
+	return 0;
+}
+
+static int
+emit_consumer(Emit *e, const FmhaCfg *f, const FmhaRegs *r, KgErr *err)
+{
+	Consumer c;
+	Reg wgc = reg_new(e, RC_B32);
+
+	emitf(e, "\tshr.u32 %s, %s, 7;\n\tsub.u32 %s, %s, 1;\n", wgc.s, r->tid.s, wgc.s, wgc.s);
+	if (fmha90_consumer_init(e, f, r, &c, wgc, wgc, 0, f->dv, err) < 0)
 		return -1;
 	emitf(e, "\tadd.u32 %s, %s, 1;\n\tsub.u32 %s, 2, %s;\n", c.myturn.s, wgc.s, c.otherturn.s, wgc.s);
 	if (f->wgs == 2) {
@@ -492,7 +512,7 @@ emit_consumer(Emit *e, const FmhaCfg *f, const FmhaRegs *r, KgErr *err)
 	}
 	if (emit_kv_tail(e, err, f, r, &c) < 0)
 		return -1;
-	emit_epilogue(e, f, r, &c);
+	fmha90_epilogue(e, f, r, &c, err);
 	return 0;
 }
 

@@ -1,0 +1,54 @@
+/* Building blocks of the sm_90a FMHA consumers, shared by the 2-warpgroup
+ * ping-pong plan (fmha.c) and the split-O plan for head-dim 512
+ * (fmha_split.c). Register fragment maps: hardware-facts §4.2, §4.3. */
+#ifndef KGEN_SM90_FMHA_INT_H
+#define KGEN_SM90_FMHA_INT_H
+
+#include "../fmha.h"
+
+#define NEG_INF "0fFF800000"
+
+/* Everything one consumer thread keeps across KV tiles. */
+typedef struct Consumer {
+	Reg S[128], O[128], P[64];
+	Reg m[2], l[2], ms[2], nms[2], corr[2], mx[2];
+	Reg lim[2];       /* exclusive key limit of rows g and g+8 (masked tiles) */
+	Reg rowq[2];      /* query index within the sequence of rows g and g+8 */
+	Reg colb;         /* key index of this thread's first S column in the tile */
+	Reg j, stage, phase, pstage, pphase;
+	Reg myturn, otherturn; /* named barrier ids 1+w and 2-w (ping-pong) */
+	Reg q0, k0, v0, kbar0, vbar0, kfree0, vfree0, bar;
+	Reg qlo, klo, vlo, dhi, vhi, lo, ad, bd;
+	Reg t, p, lane0;
+	int ocol0, ocols;  /* the O columns this warpgroup holds */
+	int l_from_smem;   /* split O: row sums come from the other warpgroup */
+	int l_to_smem;     /* split O: publish row sums for the other warpgroup */
+	Reg lsum0, lbar;   /* shared address of the row sums and their barrier */
+	char sc[12];
+	char guard0[16];  /* "@%p ": lane 0 of the warp */
+	uint32_t dq_lo, dv_lo; /* descriptor low words at address 0 (LBO field) */
+} Consumer;
+
+/* Which of the thread's two rows (g, g+8) accumulator register i is in. */
+static inline int
+row_of(int i)
+{
+	return (i / 2) % 2;
+}
+
+/* Allocates the consumer's registers, descriptors and row bookkeeping. */
+int fmha90_consumer_init(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Consumer *c, Reg wgc,
+                         Reg row_block, int ocol0, int ocols, KgErr *err);
+void fmha90_scores_issue(Emit *e, const FmhaCfg *f, Consumer *c);
+void fmha90_mask(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Consumer *c);
+void fmha90_softmax_exp(Emit *e, const FmhaCfg *f, Consumer *c);
+void fmha90_softmax_rescale(Emit *e, const FmhaCfg *f, Consumer *c, int pack);
+void fmha90_release_k(Emit *e, const FmhaCfg *f, Consumer *c);
+void fmha90_advance(Emit *e, const FmhaCfg *f, Consumer *c);
+void fmha90_epilogue(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Consumer *c, KgErr *err);
+
+/* fmha_split.c */
+int fmha90_split_plan(FmhaCfg *f, KgErr *err);
+int fmha90_split_body(Emit *e, const FmhaCfg *f, const FmhaRegs *r, KgErr *err);
+
+#endif
