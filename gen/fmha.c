@@ -24,10 +24,11 @@ static const ParamSpec fmha_params[] = {
 	{"mask", PK_ENUM, P(mask), "none,causal", 0, 0, 0, "none",
 	 "causal: query i sees keys j <= i + Sk - Sq (bottom-right)"},
 	{"lse", PK_INT, P(lse), "0,1", 0, 0, 0, "0", "also write LSE (natural log, f32)"},
-	{"tile-m", PK_INT, P(tile_m), "64,128", 0, 0, 0, "128",
-	 "query rows per CTA, 64 per consumer warpgroup"},
+	{"tile-m", PK_INT, P(tile_m), "0,64,128", 0, 0, 0, "0",
+	 "query rows per CTA (0: 128, or 64 for the split-O plan of head-dim > 256)"},
 	{"tile-n", PK_INT, P(tile_n), NULL, 0, 256, 16, "0", "keys per KV tile (0: by head-dim)"},
-	{"stages", PK_INT, P(stages), "0,2,3,4", 0, 0, 0, "0", "KV ring depth (0: 3 with kv-shared, else 2)"},
+	{"stages", PK_INT, P(stages), "0,1,2,3,4", 0, 0, 0, "0",
+	 "KV ring depth (0: 3 with kv-shared, else 2; split O: 2 with kv-shared, else 1)"},
 	{"dtype", PK_DTYPE, P(dtype), "bf16,fp16", 0, 0, 0, "bf16", "Q, K, V, O element type"},
 	{"softmax-scale", PK_FLOAT, P(softmax_scale), NULL, 0, 1000, 0, "0",
 	 "scale of Q·K^T (0: 1/sqrt(head-dim))"},
@@ -54,13 +55,23 @@ fmha_configure(FmhaCfg *f, const FmhaParams *p, KgErr *err)
 		               f->d, f->dv);
 	f->mask = p->mask;
 	f->lse = p->lse;
-	f->bm = p->tile_m;
-	f->wgs = f->bm / 64;
+	/* Beyond 256 columns O does not fit one warpgroup's registers: two
+	 * warpgroups share 64 query rows, one computing S and P, both
+	 * accumulating half of O's columns (the split-O plan). */
+	f->split = f->d > 256 || f->dv > 256;
+	f->bm = p->tile_m ? p->tile_m : (f->split ? 64 : 128);
+	if (f->split && f->bm != 64)
+		return kg_fail(err, "--tile-m=%d with --head-dim=%d --head-dim-v=%d: the split-O plan works on 64 query rows per CTA",
+		               f->bm, f->d, f->dv);
+	f->wgs = f->split ? 2 : f->bm / 64;
+	f->qblocks = f->bm / 64;
 	/* KV tile: 128 keys while S (bn/2) and O (dv/2) accumulators fit
 	 * beside each other in a consumer thread's registers, 64 beyond. */
-	f->bn = p->tile_n ? p->tile_n : (f->dv <= 128 ? 128 : 64);
+	f->bn = p->tile_n ? p->tile_n : (f->dv <= 128 && !f->split ? 128 : 64);
+	if (f->split && f->bn != 64)
+		return kg_fail(err, "--tile-n=%d: the split-O plan stages P as 64-key, 128-byte swizzled rows; use 64", f->bn);
 	/* a K=V tile stays busy from S_j to P_j·V_j, a tile later: one more slot */
-	f->stages = p->stages ? p->stages : (f->kv_shared ? 3 : 2);
+	f->stages = p->stages ? p->stages : f->split ? (f->kv_shared ? 2 : 1) : (f->kv_shared ? 3 : 2);
 	f->in = (DType)p->dtype;
 	f->esz = dtype_bits(f->in) / 8;
 	f->scale = p->softmax_scale > 0 ? p->softmax_scale : (float)(1.0 / sqrt((double)f->d));
@@ -71,7 +82,7 @@ fmha_configure(FmhaCfg *f, const FmhaParams *p, KgErr *err)
 	    layout_canonical(&f->lk, MAJOR_K, SWZ_128B, 8 * f->esz, f->bn, f->d, err) < 0 ||
 	    layout_canonical(&f->lv, MAJOR_K, SWZ_128B, 8 * f->esz, f->bn, f->dv, err) < 0)
 		return -1;
-	f->q_bytes = f->lq.bytes * (uint32_t)f->wgs;
+	f->q_bytes = f->lq.bytes * (uint32_t)f->qblocks;
 	f->k_bytes = f->lk.bytes;
 	f->v_bytes = f->lv.bytes;
 
@@ -150,7 +161,7 @@ fmha_emit_producer(Emit *e, const FmhaCfg *f, const FmhaRegs *r, KgErr *err)
 	vfree0 = fmha_bar_addr(e, f, r, f->b_vfree);
 	/* Q once: each consumer warpgroup's 64 rows, all head-dim columns */
 	op_mbar_arrive_expect_tx(e, qbar, f->q_bytes);
-	for (int w = 0; w < f->wgs; w++) {
+	for (int w = 0; w < f->qblocks; w++) {
 		Reg dst = reg_new(e, RC_B32);
 		emitf(e, "\tadd.u32 %s, %s, %s;\n\tadd.u32 %s, %s, %d;\n", row.s, r->qs.s, r->m0.s, row.s,
 		      row.s, 64 * w);
@@ -397,8 +408,12 @@ fmha_plan(const void *params, Buf *text, KgErr *err)
 	buf_printf(text, "attention       D=%d Dv=%d, %d query heads over %d KV heads (group %d)%s, mask %s%s\n",
 	           f.d, f.dv, f.hq, f.hkv, f.group, f.kv_shared ? ", K=V one tensor" : "",
 	           f.mask == MASK_CAUSAL ? "causal (bottom-right)" : "none", f.lse ? ", LSE out" : "");
-	buf_printf(text, "tiles           %d query rows per CTA (%d warpgroups x 64), %d keys per KV tile, %d stages\n",
-	           f.bm, f.wgs, f.bn, f.stages);
+	if (f.split)
+		buf_printf(text, "tiles           split O: 64 query rows per CTA; warpgroup 1 computes S and P (to smem) and O columns 0-%d, warpgroup 2 O columns %d-%d; %d keys per KV tile, %d stages\n",
+		           f.dv / 2 - 1, f.dv / 2, f.dv - 1, f.bn, f.stages);
+	else
+		buf_printf(text, "tiles           %d query rows per CTA (%d warpgroups x 64, ping-pong), %d keys per KV tile, %d stages\n",
+		           f.bm, f.wgs, f.bn, f.stages);
 	buf_printf(text, "softmax         exp2(s*%.9g - m), scale %.9g folded with log2(e) (%s)\n",
 	           (double)f.scale_log2, (double)f.scale, sc);
 	buf_printf(text, "grid            cdiv(max_seqlen_q,%d) x %d heads x batch\n", f.bm, f.hq);

@@ -31,7 +31,9 @@ typedef struct FmhaCfg {
 	int d, dv, hq, hkv, group; /* group = hq / hkv query heads per KV head */
 	int kv_shared, mask, lse;
 	int bm, bn, stages;
-	int wgs;                   /* consumer warpgroups (64 query rows each) */
+	int wgs;                   /* consumer warpgroups */
+	int qblocks;               /* 64-row blocks of Q per CTA */
+	int split;                 /* split-O plan: two warpgroups share 64 rows, O halved by columns */
 	DType in;
 	int esz;
 	float scale;               /* softmax scale */
@@ -42,6 +44,8 @@ typedef struct FmhaCfg {
 	int r_q, r_k, r_v;         /* r_v = r_k with kv_shared */
 	int b_q, b_k, b_v;         /* full barriers; b_v = b_k with kv_shared */
 	int b_kfree, b_vfree;      /* empty barriers; b_vfree = b_kfree with kv_shared */
+	int r_p, r_corr, r_lsum;   /* split O: P tiles, rescale factors, row sums */
+	int b_pfull, b_pfree, b_lsum;
 	char name[120];
 } FmhaCfg;
 

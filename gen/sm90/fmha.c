@@ -22,6 +22,8 @@ sm90_fmha_plan(FmhaCfg *f, KgErr *err)
 	char does[96];
 	int regs;
 
+	if (f->split)
+		return fmha90_split_plan(f, err);
 	p->threads = 128 * (1 + f->wgs);
 	regs = plan_regs_split(p, 128 * f->wgs, 128, PRODUCER_REGS);
 	plan_role(p, "producer", 0, 4, PRODUCER_REGS, "warp 0, one elected lane: TMA Q, then K/V tiles");
@@ -31,12 +33,6 @@ sm90_fmha_plan(FmhaCfg *f, KgErr *err)
 	 * statistics, addresses and descriptors (~48). */
 	p->regs_need_max = f->bn / 2 + f->dv / 2 + f->bn / 4 + 48;
 	snprintf(p->regs_need_who, sizeof p->regs_need_who, "consumer");
-	if (f->dv > 256)
-		return kg_fail(err, "--head-dim-v=%d: a 64-row warpgroup would hold %d f32 O accumulators per thread and wgmma N is at most 256; the split-O plan for 512 is not implemented yet",
-		               f->dv, f->dv / 2);
-	if (f->d > 256)
-		return kg_fail(err, "--head-dim=%d: Q·K^T for head-dim 512 is planned with head-dim-v 512 (split O), not implemented yet",
-		               f->d);
 	f->b_q = plan_barrier(p, "Q full", 1, 1, f->q_bytes, "producer: expect_tx + TMA");
 	f->b_k = plan_barrier(p, f->kv_shared ? "K=V full" : "K full", f->stages, 1, f->k_bytes,
 	                      "producer: expect_tx + TMA");
@@ -519,6 +515,8 @@ emit_consumer(Emit *e, const FmhaCfg *f, const FmhaRegs *r, KgErr *err)
 static int
 sm90_fmha_body(Emit *e, const FmhaCfg *f, const FmhaRegs *r, KgErr *err)
 {
+	if (f->split)
+		return fmha90_split_body(e, f, r, err);
 	Reg wg = reg_new(e, RC_B32), p = reg_new(e, RC_PRED), el = reg_new(e, RC_PRED);
 	char consumer[48], out[48];
 

@@ -1,0 +1,347 @@
+/* FMHA forward on sm_90a for head dims above 256: the split-O plan.
+ *
+ * A 64-row warpgroup cannot hold 64 x 512 f32 of O (256 registers per
+ * thread) and wgmma N stops at 256. So two consumer warpgroups share the
+ * CTA's 64 query rows: warpgroup 1 ("scores") computes S = Q·K^T over the
+ * whole head dim, runs the online softmax and stages P (bf16) and the
+ * rescale factors in shared memory; both warpgroups then accumulate
+ * O[:, half] += P·V[:, half] with wgmma SS (P and V from shared memory),
+ * each holding dv/2 columns of O. P is double-buffered so the scores
+ * warpgroup computes S_{j+1} while P_j·V_j runs. */
+#include <stdio.h>
+#include <string.h>
+
+#include "../desc.h"
+#include "../fmha.h"
+#include "../ops.h"
+#include "fmha_int.h"
+#include "mma.h"
+
+enum { PRODUCER_REGS = 40, PBUFS = 2 };
+
+int
+fmha90_split_plan(FmhaCfg *f, KgErr *err)
+{
+	Plan *p = &f->plan;
+	char does[96];
+	int regs;
+
+	p->threads = 384;
+	regs = plan_regs_split(p, 256, 128, PRODUCER_REGS);
+	plan_role(p, "producer", 0, 4, PRODUCER_REGS, "warp 0, one elected lane: TMA Q, then K/V tiles");
+	snprintf(does, sizeof does, "S=QK^T (SS, N=%d), softmax, P to smem, O cols 0-%d += PV (SS)", f->bn,
+	         f->dv / 2 - 1);
+	plan_role(p, "scores", 4, 4, regs, does);
+	snprintf(does, sizeof does, "O cols %d-%d += PV (SS), P and rescale from smem", f->dv / 2, f->dv - 1);
+	plan_role(p, "output", 8, 4, regs, does);
+	/* S (bn/2), O half (dv/4), row state, P pairs and addresses */
+	p->regs_need_max = f->bn / 2 + f->dv / 4 + f->bn / 4 + 56;
+	snprintf(p->regs_need_who, sizeof p->regs_need_who, "scores");
+	f->r_p = plan_smem(p, "P tiles", 64u * (uint32_t)f->bn * (uint32_t)f->esz, 1024, PBUFS);
+	f->r_corr = plan_smem(p, "rescale", 64 * 4, 16, PBUFS);
+	f->r_lsum = plan_smem(p, "row sums", 64 * 4, 16, 1);
+	f->b_q = plan_barrier(p, "Q full", 1, 1, f->q_bytes, "producer: expect_tx + TMA");
+	f->b_k = plan_barrier(p, f->kv_shared ? "K=V full" : "K full", f->stages, 1, f->k_bytes,
+	                      "producer: expect_tx + TMA");
+	if (f->kv_shared) {
+		f->b_v = f->b_k;
+		f->b_kfree = f->b_vfree = plan_barrier(p, "K=V free", f->stages, 8, 0,
+		                                       "lane 0 of the 8 consumer warps after their P·V");
+	} else {
+		f->b_v = plan_barrier(p, "V full", f->stages, 1, f->v_bytes, "producer: expect_tx + TMA");
+		f->b_kfree = plan_barrier(p, "K free", f->stages, 4, 0, "lane 0 of the 4 scores warps after S");
+		f->b_vfree = plan_barrier(p, "V free", f->stages, 8, 0,
+		                          "lane 0 of the 8 consumer warps after their P·V");
+	}
+	f->b_pfull = plan_barrier(p, "P full", PBUFS, 128, 0,
+	                          "every scores thread after its P stores and proxy fence");
+	f->b_pfree = plan_barrier(p, "P free", PBUFS, 8, 0, "lane 0 of the 8 consumer warps after P·V");
+	f->b_lsum = plan_barrier(p, "row sums", 1, 128, 0, "every scores thread after the row sums");
+	(void)err;
+	return 0;
+}
+
+/* Per-warpgroup state of the P double buffer. */
+typedef struct Split {
+	Reg pb, pbph, ppb;      /* buffer of tile j, its phase, buffer of tile j-1 */
+	Reg pfull0, pfree0;     /* barrier arrays */
+	Reg p0, corr0;          /* shared addresses of the P tiles and factors */
+	Reg x16;                /* (row % 8) << 4: this thread's 128B-swizzle XOR (§1.2) */
+	Reg rowt[2];            /* rows g, g+8 within the 64-row tile */
+	Reg c4;                 /* lane % 4 */
+	uint32_t p_bytes;
+} Split;
+
+static void
+split_init(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Consumer *c, Split *s)
+{
+	s->pb = reg_new(e, RC_B32);
+	s->pbph = reg_new(e, RC_B32);
+	s->ppb = reg_new(e, RC_B32);
+	s->x16 = reg_new(e, RC_B32);
+	s->c4 = reg_new(e, RC_B32);
+	reg_array(e, RC_B32, s->rowt, 2);
+	s->p_bytes = f->plan.smem[f->r_p].bytes;
+	s->pfull0 = fmha_bar_addr(e, f, r, f->b_pfull);
+	s->pfree0 = fmha_bar_addr(e, f, r, f->b_pfree);
+	s->p0 = fmha_smem_addr(e, f, r, f->r_p);
+	s->corr0 = fmha_smem_addr(e, f, r, f->r_corr);
+	emitf(e, "\tmov.u32 %s, 0;\n\tmov.u32 %s, 0;\n\tmov.u32 %s, 0;\n", s->pb.s, s->pbph.s, s->ppb.s);
+	emitf(e, "\tand.b32 %s, %s, 3;\n", s->c4.s, r->lane.s);
+	emitf(e, "\tshr.u32 %s, %s, 2;\n\tand.b32 %s, %s, 7;\n\tshl.b32 %s, %s, 4;\n", s->x16.s, r->lane.s,
+	      s->x16.s, s->x16.s, s->x16.s, s->x16.s);
+	for (int k = 0; k < 2; k++)
+		emitf(e, "\tsub.u32 %s, %s, %s;\n", s->rowt[k].s, c->rowq[k].s, r->m0.s);
+}
+
+static void
+split_advance_p(Emit *e, Split *s)
+{
+	Reg p = reg_new(e, RC_PRED);
+
+	emitf(e, "\tmov.u32 %s, %s;\n\txor.b32 %s, %s, 1;\n", s->ppb.s, s->pb.s, s->pb.s, s->pb.s);
+	emitf(e, "\tsetp.eq.u32 %s, %s, 0;\n\t@%s xor.b32 %s, %s, 1;\n", p.s, s->pb.s, p.s, s->pbph.s,
+	      s->pbph.s);
+}
+
+/* O[:, ocol0..] += P(buffer pbuf)·V(stage), both from shared memory. */
+static void
+split_pv_issue(Emit *e, const FmhaCfg *f, Consumer *c, Split *s, Reg pbuf, Reg stage)
+{
+	Reg pa = reg_new(e, RC_B32);
+	uint32_t vslice = (uint32_t)(c->ocol0 / 64) * f->lv.slice_bytes;
+
+	emitf(e, "\tmad.lo.u32 %s, %s, %u, %s;\n\tshr.u32 %s, %s, 4;\n", pa.s, pbuf.s, s->p_bytes, s->p0.s,
+	      pa.s, pa.s);
+	emitf(e, "\tmad.lo.u32 %s, %s, %u, %s;\n\tshr.u32 %s, %s, 4;\n", c->vlo.s, stage.s,
+	      f->kv_shared ? f->k_bytes : f->v_bytes, c->v0.s, c->vlo.s, c->vlo.s);
+	for (int kk = 0; kk < f->bn / 16; kk++) {
+		/* P: K-major SW128 like Q, +32 bytes per 16 keys; V: N-major, +2*SBO */
+		emitf(e, "\tadd.u32 %s, %s, %u;\n\tmov.b64 %s, {%s, %s};\n", c->lo.s, pa.s,
+		      (uint32_t)(2 * kk) + c->dq_lo, c->ad.s, c->lo.s, c->dhi.s);
+		emitf(e, "\tadd.u32 %s, %s, %u;\n\tmov.b64 %s, {%s, %s};\n", c->lo.s, c->vlo.s,
+		      ((vslice + (uint32_t)kk * 2048) >> 4) + c->dv_lo, c->bd.s, c->lo.s, c->vhi.s);
+		sm90_wgmma(e, c->ocols, f->in, c->O, &c->ad, NULL, c->bd, 1, 1);
+	}
+	sm90_wgmma_commit(e);
+}
+
+/* After its P·V: the P buffer and (the scores side: also) the V slot. */
+static void
+split_release(Emit *e, const FmhaCfg *f, Consumer *c, Split *s, Reg pbuf, Reg stage)
+{
+	emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n", c->bar.s, pbuf.s, s->pfree0.s);
+	op_mbar_arrive(e, c->bar, c->guard0);
+	emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n", c->bar.s, stage.s, c->vfree0.s);
+	op_mbar_arrive(e, c->bar, c->guard0);
+}
+
+/* Stages P_j (the exp'd S registers) as bf16 in the 128B-swizzled K-major
+ * layout an SS wgmma reads, and the rescale factors, then publishes them:
+ * generic stores read by the async proxy need fence.proxy.async (§5.5). */
+static int
+split_publish(Emit *e, KgErr *err, const FmhaCfg *f, Consumer *c, Split *s)
+{
+	Reg base[2], a = reg_new(e, RC_B32), pk = reg_new(e, RC_B32), par = reg_new(e, RC_B32);
+	Reg pc = reg_new(e, RC_PRED);
+
+	emit_block(e, "sm90.fmha_split_publish");
+	emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n\txor.b32 %s, %s, 1;\n", c->bar.s, s->pb.s, s->pfree0.s,
+	      par.s, s->pbph.s);
+	if (op_mbar_wait(e, err, c->bar, par.s) < 0)
+		return -1;
+	for (int k = 0; k < 2; k++) {
+		base[k] = reg_new(e, RC_B32);
+		/* P[pb] + 128*row + 4*(lane%4) */
+		emitf(e, "\tmad.lo.u32 %s, %s, %u, %s;\n", base[k].s, s->pb.s, s->p_bytes, s->p0.s);
+		emitf(e, "\tmad.lo.u32 %s, %s, 128, %s;\n\tmad.lo.u32 %s, %s, 4, %s;\n", base[k].s, s->rowt[k].s,
+		      base[k].s, base[k].s, s->c4.s, base[k].s);
+	}
+	for (int i = 0; i < f->bn / 2; i += 2) {
+		int q = i / 4;
+		emitf(e, "\tcvt.rn.%s.f32 %s, %s, %s;\n", f->in == DT_BF16 ? "bf16x2" : "f16x2", pk.s,
+		      c->S[i + 1].s, c->S[i].s);
+		emitf(e, "\txor.b32 %s, %s, %d;\n\tadd.u32 %s, %s, %s;\n", a.s, s->x16.s, q << 4, a.s, a.s,
+		      base[row_of(i)].s);
+		emitf(e, "\tst.shared.b32 [%s], %s;\n", a.s, pk.s);
+	}
+	emitf(e, "\tsetp.eq.u32 %s, %s, 0;\n", pc.s, s->c4.s);
+	for (int k = 0; k < 2; k++) {
+		emitf(e, "\tmad.lo.u32 %s, %s, 256, %s;\n\tmad.lo.u32 %s, %s, 4, %s;\n", a.s, s->pb.s,
+		      s->corr0.s, a.s, s->rowt[k].s, a.s);
+		emitf(e, "\t@%s st.shared.f32 [%s], %s;\n", pc.s, a.s, c->corr[k].s);
+	}
+	emitf(e, "\tfence.proxy.async.shared::cta;\n");
+	emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n", c->bar.s, s->pb.s, s->pfull0.s);
+	op_mbar_arrive(e, c->bar, NULL);
+	return 0;
+}
+
+static int
+split_scores_loop(Emit *e, KgErr *err, const FmhaCfg *f, const FmhaRegs *r, Consumer *c, Split *s,
+                  int masked)
+{
+	char loop[48], done[48];
+	const char *end = masked ? r->n_total.s : r->n_full.s;
+
+	label_new(e, loop, sizeof loop, masked ? "split_masked" : "split");
+	label_new(e, done, sizeof done, masked ? "split_masked_done" : "split_done");
+	emitf(e, "\tsetp.ge.u32 %s, %s, %s;\n\t@%s bra %s;\n", c->p.s, c->j.s, end, c->p.s, done);
+	emit_label(e, loop);
+	emit_block(e, masked ? "sm90.fmha_split_tile_masked" : "sm90.fmha_split_tile");
+	emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n", c->bar.s, c->stage.s, c->kbar0.s);
+	if (op_mbar_wait(e, err, c->bar, c->phase.s) < 0)
+		return -1;
+	if (!f->kv_shared) {
+		emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n", c->bar.s, c->pstage.s, c->vbar0.s);
+		if (op_mbar_wait(e, err, c->bar, c->pphase.s) < 0)
+			return -1;
+	}
+	sm90_wgmma_fence(e);
+	fmha90_scores_issue(e, f, c);
+	split_pv_issue(e, f, c, s, s->ppb, c->pstage);
+	sm90_wgmma_wait(e, 1);
+	fmha90_release_k(e, f, c);
+	if (masked)
+		fmha90_mask(e, f, r, c);
+	fmha90_softmax_exp(e, f, c);
+	sm90_wgmma_wait(e, 0);
+	split_release(e, f, c, s, s->ppb, c->pstage);
+	fmha90_softmax_rescale(e, f, c, 0);
+	if (split_publish(e, err, f, c, s) < 0)
+		return -1;
+	fmha90_advance(e, f, c);
+	split_advance_p(e, s);
+	emitf(e, "\tsetp.lt.u32 %s, %s, %s;\n\t@%s bra %s;\n", c->p.s, c->j.s, end, c->p.s, loop);
+	emit_label(e, done);
+	return 0;
+}
+
+static int
+emit_scores_wg(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Reg zero, KgErr *err)
+{
+	Consumer c;
+	Split s;
+	char none[48];
+
+	if (fmha90_consumer_init(e, f, r, &c, zero, zero, 0, f->dv / 2, err) < 0)
+		return -1;
+	c.l_to_smem = 1;
+	c.lsum0 = fmha_smem_addr(e, f, r, f->r_lsum);
+	c.lbar = fmha_bar_addr(e, f, r, f->b_lsum);
+	split_init(e, f, r, &c, &s);
+	label_new(e, none, sizeof none, "split_no_keys");
+	emitf(e, "\tsetp.eq.u32 %s, %s, 0;\n\t@%s bra %s;\n", c.p.s, r->n_total.s, c.p.s, none);
+	/* tile 0: no previous P·V; always masked (see fmha.c) */
+	emit_block(e, "sm90.fmha_split_first");
+	emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n", c.bar.s, c.stage.s, c.kbar0.s);
+	if (op_mbar_wait(e, err, c.bar, c.phase.s) < 0)
+		return -1;
+	sm90_wgmma_fence(e);
+	fmha90_scores_issue(e, f, &c);
+	sm90_wgmma_wait(e, 0);
+	fmha90_release_k(e, f, &c);
+	fmha90_mask(e, f, r, &c);
+	fmha90_softmax_exp(e, f, &c);
+	fmha90_softmax_rescale(e, f, &c, 0);
+	if (split_publish(e, err, f, &c, &s) < 0)
+		return -1;
+	fmha90_advance(e, f, &c);
+	split_advance_p(e, &s);
+	if (split_scores_loop(e, err, f, r, &c, &s, 0) < 0 || split_scores_loop(e, err, f, r, &c, &s, 1) < 0)
+		return -1;
+	/* the last tile's P·V */
+	emit_block(e, "sm90.fmha_split_tail");
+	if (!f->kv_shared) {
+		emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n", c.bar.s, c.pstage.s, c.vbar0.s);
+		if (op_mbar_wait(e, err, c.bar, c.pphase.s) < 0)
+			return -1;
+	}
+	sm90_wgmma_fence(e);
+	split_pv_issue(e, f, &c, &s, s.ppb, c.pstage);
+	sm90_wgmma_wait(e, 0);
+	split_release(e, f, &c, &s, s.ppb, c.pstage);
+	emit_label(e, none);
+	fmha90_epilogue(e, f, r, &c, err);
+	return 0;
+}
+
+static int
+emit_output_wg(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Reg zero, KgErr *err)
+{
+	Consumer c;
+	Split s;
+	Reg par = reg_new(e, RC_B32), a = reg_new(e, RC_B32);
+	char loop[48], done[48];
+
+	if (fmha90_consumer_init(e, f, r, &c, zero, zero, f->dv / 2, f->dv / 2, err) < 0)
+		return -1;
+	c.l_from_smem = 1;
+	c.lsum0 = fmha_smem_addr(e, f, r, f->r_lsum);
+	c.lbar = fmha_bar_addr(e, f, r, f->b_lsum);
+	split_init(e, f, r, &c, &s);
+	label_new(e, loop, sizeof loop, "output");
+	label_new(e, done, sizeof done, "output_done");
+	emitf(e, "\tsetp.ge.u32 %s, %s, %s;\n\t@%s bra %s;\n", c.p.s, c.j.s, r->n_total.s, c.p.s, done);
+	emit_label(e, loop);
+	emit_block(e, "sm90.fmha_split_output");
+	emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n", c.bar.s, s.pb.s, s.pfull0.s);
+	if (op_mbar_wait(e, err, c.bar, s.pbph.s) < 0)
+		return -1;
+	for (int k = 0; k < 2; k++) {
+		emitf(e, "\tmad.lo.u32 %s, %s, 256, %s;\n\tmad.lo.u32 %s, %s, 4, %s;\n", a.s, s.pb.s, s.corr0.s,
+		      a.s, s.rowt[k].s, a.s);
+		emitf(e, "\tld.shared.f32 %s, [%s];\n", c.corr[k].s, a.s);
+	}
+	for (int i = 0; i < c.ocols / 2; i++)
+		emitf(e, "\tmul.f32 %s, %s, %s;\n", c.O[i].s, c.O[i].s, c.corr[row_of(i)].s);
+	emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n", c.bar.s, c.stage.s, c.vbar0.s);
+	if (op_mbar_wait(e, err, c.bar, c.phase.s) < 0)
+		return -1;
+	sm90_wgmma_fence(e);
+	split_pv_issue(e, f, &c, &s, s.pb, c.stage);
+	sm90_wgmma_wait(e, 0);
+	split_release(e, f, &c, &s, s.pb, c.stage);
+	fmha90_advance(e, f, &c);
+	split_advance_p(e, &s);
+	emitf(e, "\tsetp.lt.u32 %s, %s, %s;\n\t@%s bra %s;\n", c.p.s, c.j.s, r->n_total.s, c.p.s, loop);
+	emit_label(e, done);
+	(void)par;
+	fmha90_epilogue(e, f, r, &c, err);
+	return 0;
+}
+
+int
+fmha90_split_body(Emit *e, const FmhaCfg *f, const FmhaRegs *r, KgErr *err)
+{
+	Reg wg = reg_new(e, RC_B32), p = reg_new(e, RC_PRED), el = reg_new(e, RC_PRED);
+	Reg zero = reg_new(e, RC_B32);
+	char scores[48], output[48], out[48];
+
+	label_new(e, scores, sizeof scores, "scores");
+	label_new(e, output, sizeof output, "output_wg");
+	label_new(e, out, sizeof out, "exit");
+	emit_block(e, "sm90.fmha_split_roles");
+	emitf(e, "\tshr.u32 %s, %s, 7;\n\tmov.u32 %s, 0;\n", wg.s, r->tid.s, zero.s);
+	emitf(e, "\tsetp.eq.u32 %s, %s, 1;\n\t@%s bra %s;\n", p.s, wg.s, p.s, scores);
+	emitf(e, "\tsetp.eq.u32 %s, %s, 2;\n\t@%s bra %s;\n", p.s, wg.s, p.s, output);
+	sm90_setmaxnreg(e, 0, f->plan.roles[0].regs);
+	emitf(e, "\tsetp.ne.u32 %s, %s, 0;\n\t@%s bra %s;\n", p.s, r->warp.s, p.s, out);
+	op_elect_one(e, el);
+	emitf(e, "\t@!%s bra %s;\n", el.s, out);
+	if (fmha_emit_producer(e, f, r, err) < 0)
+		return -1;
+	emitf(e, "\tbra %s;\n", out);
+	emit_label(e, scores);
+	sm90_setmaxnreg(e, 1, f->plan.roles[1].regs);
+	if (emit_scores_wg(e, f, r, zero, err) < 0)
+		return -1;
+	emitf(e, "\tbra %s;\n", out);
+	emit_label(e, output);
+	sm90_setmaxnreg(e, 1, f->plan.roles[2].regs);
+	if (emit_output_wg(e, f, r, zero, err) < 0)
+		return -1;
+	emit_label(e, out);
+	emitf(e, "\tret;\n");
+	return 0;
+}
