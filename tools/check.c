@@ -3,13 +3,15 @@
  * report that is enough to replay a failure.
  *
  * The parts, in order: small helpers; the case (buffers with guard bands,
- * binding of ABI parameters); the generic output checks (guards, poison);
- * the gemm family; the family table; check_run; tool helpers.
+ * named values, binding of ABI parameters); the generic output checks
+ * (guards, poison); the input draws the families share; the family table;
+ * check_run; tool helpers.
  *
- * Adding a family (fmha): write its prepare/compare/flops/peer_args next to
- * the gemm ones and add a row to `families`. The binding needs nothing new
- * as long as its ABI names tensors by parameter name and their dimensions
- * by scalar or shape names (`tmap Q ... tensor=Q[B,S,H,D]`). */
+ * Adding a family: write check_FAMILY.c with its prepare, compare, flops
+ * and peer_args (check_gemm.c, check_fmha.c) and add it to `families`. The
+ * binding needs nothing new as long as its ABI names tensors by parameter
+ * name and their dimensions by shape dimensions or by values the family's
+ * prepare sets (check_set_var: `tmap Q ... tensor=Q[total_q,Hq,D]`). */
 #include <ctype.h>
 #include <errno.h>
 #include <float.h>
@@ -22,26 +24,15 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "gemm_ref.h"
 #include "num.h"
-#include "tools/check.h"
+#include "tools/check_internal.h"
 
-enum {
-	CHECK_MAX_BUFS = 8,
-	GUARD_BYTE = 0x99,  /* around outputs, as dav1d's checkasm does */
-	POISON_BYTE = 0xff, /* inside outputs: 0xffff / 0xffffffff are NaNs
-	                     * that no tensor core or cvt produces (they
-	                     * give the canonical 0x7fff... forms) */
-	MAX_REPORT = 8,
-};
+#define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
 /* ---- helpers ------------------------------------------------------------ */
 
-static int
-fail(KrtErr *err, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
-static int
-fail(KrtErr *err, int code, const char *fmt, ...)
+int
+check_fail(KrtErr *err, int code, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -62,47 +53,8 @@ round_up(uint64_t v, uint64_t a)
 
 /* ---- the case ----------------------------------------------------------- */
 
-typedef struct CheckBuf {
-	char name[32];   /* the ABI parameter it is bound to */
-	NumType type;
-	uint64_t count;  /* elements */
-	size_t bytes;
-	size_t guard;    /* bytes of guard band before and after (outputs) */
-	KrtPtr base;     /* the allocation */
-	KrtPtr ptr;      /* base + guard: what the kernel gets */
-	void *host;      /* inputs: what was uploaded; outputs: the download,
-	                  * guard bands included */
-	int output;
-	/* found by the generic output checks */
-	uint64_t unwritten;
-	uint64_t first_unwritten;
-	uint64_t guard_bad;
-	long long first_guard_bad; /* byte offset from ptr; negative = before */
-} CheckBuf;
-
-struct CheckCase {
-	KrtDevice *dev;
-	KrtModule *mod;
-	const KrtAbi *abi;
-	const CheckFamily *fam;
-	CheckShape shape;
-	uint64_t seed;
-	CheckFill fill;
-	NumRng rng;
-	CheckBuf bufs[CHECK_MAX_BUFS];
-	int nbufs;
-	KrtArg args[KRT_MAX_PARAMS];
-	int nargs;
-	const CheckOpts *opts; /* during verify */
-	char report[4096];     /* mismatch lines from the family's compare */
-	size_t report_len;
-};
-
-static void
-report(CheckCase *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void
-report(CheckCase *c, const char *fmt, ...)
+void
+check_report(CheckCase *c, const char *fmt, ...)
 {
 	va_list ap;
 	size_t room = sizeof c->report - c->report_len;
@@ -125,35 +77,57 @@ buf_index(const CheckCase *c, const char *name)
 	return -1;
 }
 
-static CheckBuf *
-find_buf(CheckCase *c, const char *name)
+CheckBuf *
+check_find_buf(CheckCase *c, const char *name)
 {
 	int i = buf_index(c, name);
 	return i < 0 ? NULL : &c->bufs[i];
 }
 
+const CheckBuf *
+check_find_buf_const(const CheckCase *c, const char *name)
+{
+	int i = buf_index(c, name);
+	return i < 0 ? NULL : &c->bufs[i];
+}
+
+int
+check_set_var(CheckCase *c, const char *name, uint64_t value, KrtErr *err)
+{
+	int i;
+
+	for (i = 0; i < c->nvars; i++)
+		if (strcmp(c->vars[i].name, name) == 0)
+			break;
+	if (i == CHECK_MAX_VARS || strlen(name) >= sizeof c->vars[0].name)
+		return check_fail(err, KRT_EINVAL, "check: no room for value %s", name);
+	snprintf(c->vars[i].name, sizeof c->vars[i].name, "%s", name);
+	c->vars[i].value = value;
+	c->nvars += i == c->nvars;
+	return 0;
+}
+
 static CheckBuf *
-new_buf(CheckCase *c, const char *name, NumType type, uint64_t count, KrtErr *err)
+new_buf(CheckCase *c, const char *name, const char *dtype, int esize, uint64_t count,
+        KrtErr *err)
 {
 	if (c->nbufs == CHECK_MAX_BUFS) {
-		fail(err, KRT_EINVAL, "check: more than %d buffers", CHECK_MAX_BUFS);
+		check_fail(err, KRT_EINVAL, "check: more than %d buffers", CHECK_MAX_BUFS);
 		return NULL;
 	}
 	CheckBuf *b = &c->bufs[c->nbufs++];
 	memset(b, 0, sizeof *b);
 	snprintf(b->name, sizeof b->name, "%s", name);
-	b->type = type;
+	snprintf(b->dtype, sizeof b->dtype, "%s", dtype);
+	b->esize = esize;
 	b->count = count;
-	b->bytes = (size_t)count * (size_t)num_type_size(type);
+	b->bytes = (size_t)count * (size_t)esize;
 	return b;
 }
 
-/* Takes ownership of host (freed with the case, also on failure). */
 static int
-add_input(CheckCase *c, const char *name, NumType type, uint64_t count, void *host,
-          KrtErr *err)
+upload_input(CheckCase *c, CheckBuf *b, void *host, KrtErr *err)
 {
-	CheckBuf *b = new_buf(c, name, type, count, err);
 	if (!b) {
 		free(host);
 		return KRT_EINVAL;
@@ -166,15 +140,35 @@ add_input(CheckCase *c, const char *name, NumType type, uint64_t count, void *ho
 	return krt_upload(c->dev, b->ptr, host, b->bytes, err);
 }
 
-/* guard: bytes of guard band on each side; rounded up to 4 KiB so that the
- * output keeps the allocation's alignment. */
-static int
-add_output(CheckCase *c, const char *name, NumType type, uint64_t count, size_t guard,
-           KrtErr *err)
+int
+check_add_input(CheckCase *c, const char *name, NumType type, uint64_t count, void *host,
+                KrtErr *err)
 {
-	CheckBuf *b = new_buf(c, name, type, count, err);
+	CheckBuf *b = new_buf(c, name, num_type_name(type), num_type_size(type), count, err);
+
+	if (b) {
+		b->is_num = 1;
+		b->type = type;
+	}
+	return upload_input(c, b, host, err);
+}
+
+int
+check_add_raw_input(CheckCase *c, const char *name, const char *dtype, int esize,
+                    uint64_t count, void *host, KrtErr *err)
+{
+	return upload_input(c, new_buf(c, name, dtype, esize, count, err), host, err);
+}
+
+int
+check_add_output(CheckCase *c, const char *name, NumType type, uint64_t count, size_t guard,
+                 KrtErr *err)
+{
+	CheckBuf *b = new_buf(c, name, num_type_name(type), num_type_size(type), count, err);
 	if (!b)
 		return KRT_EINVAL;
+	b->is_num = 1;
+	b->type = type;
 	b->output = 1;
 	b->guard = (size_t)round_up(guard, 4096);
 	int rc = krt_alloc(c->dev, b->bytes + 2 * b->guard, &b->base, err);
@@ -184,12 +178,18 @@ add_output(CheckCase *c, const char *name, NumType type, uint64_t count, size_t 
 	return 0;
 }
 
-/* The dimension of the shape called `name` (a family dimension). */
+/* The value called `name` (not NUL-terminated: len bytes): one the family
+ * set (check_set_var), else a dimension of the shape. */
 static int
 dim_value(const CheckCase *c, const char *name, size_t len, uint64_t *out)
 {
 	const char *d = c->fam->dims;
 
+	for (int i = 0; i < c->nvars; i++)
+		if (strlen(c->vars[i].name) == len && strncmp(c->vars[i].name, name, len) == 0) {
+			*out = c->vars[i].value;
+			return 0;
+		}
 	for (int i = 0; i < c->fam->ndims; i++) {
 		size_t n = strcspn(d, ",");
 		if (n == len && strncmp(d, name, len) == 0) {
@@ -207,40 +207,40 @@ dim_value(const CheckCase *c, const char *name, size_t len, uint64_t *out)
 static int
 bind_tmap(CheckCase *c, const KrtAbiParam *p, KrtTensor *t, KrtErr *err)
 {
-	CheckBuf *b = find_buf(c, p->name);
+	CheckBuf *b = check_find_buf(c, p->name);
 	const char *s = strchr(p->tensor, '[');
 	uint64_t outer_first[KRT_MAX_RANK];
 	int rank = 0;
 
 	if (!b)
-		return fail(err, KRT_EABI, "%s: tmap %s names no buffer of family %s",
-		            c->abi->kernel, p->name, c->fam->name);
+		return check_fail(err, KRT_EABI, "%s: tmap %s names no buffer of family %s",
+		                  c->abi->kernel, p->name, c->fam->name);
 	if (!s)
-		return fail(err, KRT_EABI, "%s: tmap %s: tensor=%s has no [dims]", c->abi->kernel,
-		            p->name, p->tensor);
+		return check_fail(err, KRT_EABI, "%s: tmap %s: tensor=%s has no [dims]", c->abi->kernel,
+		                  p->name, p->tensor);
 	for (s++; *s && *s != ']'; rank++) {
 		size_t n = strcspn(s, ",]");
 		if (rank == KRT_MAX_RANK || dim_value(c, s, n, &outer_first[rank]))
-			return fail(err, KRT_EABI, "%s: tmap %s: tensor=%s: dimension '%.*s' is not "
-			            "one of %s (or too many)", c->abi->kernel, p->name, p->tensor,
-			            (int)n, s, c->fam->dims);
+			return check_fail(err, KRT_EABI, "%s: tmap %s: tensor=%s: dimension '%.*s' is not "
+			                  "one of %s or the family's named values (or too many)",
+			                  c->abi->kernel, p->name, p->tensor, (int)n, s, c->fam->dims);
 		s += n + (s[n] == ',');
 	}
 	if (rank != p->rank)
-		return fail(err, KRT_EABI, "%s: tmap %s: rank=%d but tensor=%s has %d dims",
-		            c->abi->kernel, p->name, p->rank, p->tensor, rank);
+		return check_fail(err, KRT_EABI, "%s: tmap %s: rank=%d but tensor=%s has %d dims",
+		                  c->abi->kernel, p->name, p->rank, p->tensor, rank);
 	uint64_t elems = 1;
 	t->ptr = b->ptr;
 	t->rank = rank;
 	for (int i = 0; i < rank; i++) {
 		t->dims[i] = outer_first[rank - 1 - i];
-		t->strides[i] = i ? t->strides[i - 1] * t->dims[i - 1] : (uint64_t)num_type_size(b->type);
+		t->strides[i] = i ? t->strides[i - 1] * t->dims[i - 1] : (uint64_t)b->esize;
 		elems *= t->dims[i];
 	}
 	if (elems != b->count)
-		return fail(err, KRT_EABI, "%s: tmap %s: tensor=%s holds %llu elements, the buffer "
-		            "%llu", c->abi->kernel, p->name, p->tensor, (unsigned long long)elems,
-		            (unsigned long long)b->count);
+		return check_fail(err, KRT_EABI, "%s: tmap %s: tensor=%s holds %llu elements, the buffer "
+		                  "%llu", c->abi->kernel, p->name, p->tensor, (unsigned long long)elems,
+		                  (unsigned long long)b->count);
 	return 0;
 }
 
@@ -250,14 +250,14 @@ bind_scalar(CheckCase *c, const KrtAbiParam *p, KrtArg *a, KrtErr *err)
 	uint64_t v;
 
 	if (dim_value(c, p->name, strlen(p->name), &v))
-		return fail(err, KRT_EABI, "%s: scalar %s: family %s has no value for it (dims %s)",
-		            c->abi->kernel, p->name, c->fam->name, c->fam->dims);
+		return check_fail(err, KRT_EABI, "%s: scalar %s: family %s has no value for it (dims %s)",
+		                  c->abi->kernel, p->name, c->fam->name, c->fam->dims);
 	if (p->kind == KRT_ARG_U32 && v > UINT32_MAX)
-		return fail(err, KRT_EINVAL, "%s=%llu: must fit in u32", p->name,
-		            (unsigned long long)v);
+		return check_fail(err, KRT_EINVAL, "%s=%llu: must fit in u32", p->name,
+		                  (unsigned long long)v);
 	if (p->kind == KRT_ARG_S32 && v > INT32_MAX)
-		return fail(err, KRT_EINVAL, "%s=%llu: must fit in s32", p->name,
-		            (unsigned long long)v);
+		return check_fail(err, KRT_EINVAL, "%s=%llu: must fit in s32", p->name,
+		                  (unsigned long long)v);
 	if (p->kind == KRT_ARG_U32)
 		a->v.u32 = (uint32_t)v;
 	else if (p->kind == KRT_ARG_S32)
@@ -265,13 +265,27 @@ bind_scalar(CheckCase *c, const KrtAbiParam *p, KrtArg *a, KrtErr *err)
 	else if (p->kind == KRT_ARG_U64)
 		a->v.u64 = v;
 	else
-		return fail(err, KRT_EABI, "%s: f32 %s: family %s has no value for it",
-		            c->abi->kernel, p->name, c->fam->name);
+		return check_fail(err, KRT_EABI, "%s: f32 %s: family %s has no value for it",
+		                  c->abi->kernel, p->name, c->fam->name);
 	return 0;
 }
 
+/* Does the buffer hold what the ABI says the parameter points at? Names
+ * are compared through num_type_parse where it knows them, so that an
+ * alias ("f16") matches too. */
+static int
+same_dtype(const CheckBuf *b, const char *dtype)
+{
+	NumType t;
+
+	if (b->is_num)
+		return num_type_parse(dtype, &t) == 0 && t == b->type;
+	return strcmp(b->dtype, dtype) == 0;
+}
+
 /* One KrtArg per ABI parameter, in ABI order, found by name: tensors and
- * pointers from the case's buffers, scalars from the shape. */
+ * pointers from the case's buffers, scalars from the family's values and
+ * the shape. */
 static int
 bind(CheckCase *c, KrtErr *err)
 {
@@ -280,16 +294,15 @@ bind(CheckCase *c, KrtErr *err)
 	for (int i = 0; i < abi->nparams; i++) {
 		const KrtAbiParam *p = &abi->params[i];
 		KrtArg *a = &c->args[i];
-		CheckBuf *b = find_buf(c, p->name);
-		NumType t;
+		CheckBuf *b = check_find_buf(c, p->name);
 		int rc;
 
 		a->kind = p->kind;
 		if ((p->kind == KRT_ARG_TMAP || p->kind == KRT_ARG_PTR) &&
-		    (!b || num_type_parse(p->dtype, &t) || t != b->type))
-			return fail(err, KRT_EABI, "%s: %s dtype=%s: the %s checker has %s %s",
-			            abi->kernel, p->name, p->dtype, c->fam->name,
-			            b ? num_type_name(b->type) : "no buffer", b ? "there" : "of that name");
+		    (!b || !same_dtype(b, p->dtype)))
+			return check_fail(err, KRT_EABI, "%s: %s dtype=%s: the %s checker has %s %s",
+			                  abi->kernel, p->name, p->dtype, c->fam->name,
+			                  b ? b->dtype : "no buffer", b ? "there" : "of that name");
 		if (p->kind == KRT_ARG_TMAP)
 			rc = bind_tmap(c, p, &a->v.t, err);
 		else if (p->kind == KRT_ARG_PTR) {
@@ -317,20 +330,22 @@ check_case_new(CheckCase **out, KrtDevice *dev, KrtModule *mod, const CheckShape
 		for (int i = 0; check_family_at(i); i++)
 			snprintf(known + strlen(known), sizeof known - strlen(known), " %s",
 			         check_family_at(i)->name);
-		return fail(err, KRT_EINVAL, "%s: family '%s' has no checker (check.c knows:%s)",
-		            abi->kernel, abi->family, known);
+		return check_fail(err, KRT_EINVAL, "%s: family '%s' has no checker (check.c knows:%s)",
+		                  abi->kernel, abi->family, known);
 	}
-	if (shape->n != fam->ndims)
-		return fail(err, KRT_EINVAL, "family %s: a shape has %d dimensions (%s), not %d",
-		            fam->name, fam->ndims, fam->dims, shape->n);
+	CheckShape fit = *shape;
+	if (check_shape_fit(fam, &fit))
+		return check_fail(err, KRT_EINVAL, "family %s: a shape has %d dimensions (%s; the "
+		                  "first %d required), not %d", fam->name, fam->ndims, fam->dims,
+		                  fam->nrequired ? fam->nrequired : fam->ndims, shape->n);
 	CheckCase *c = calloc(1, sizeof *c);
 	if (!c)
-		return fail(err, KRT_ENOMEM, "check: out of memory");
+		return check_fail(err, KRT_ENOMEM, "check: out of memory");
 	c->dev = dev;
 	c->mod = mod;
 	c->abi = abi;
 	c->fam = fam;
-	c->shape = *shape;
+	c->shape = fit;
 	c->seed = seed;
 	c->fill = fill;
 	num_rng_seed(&c->rng, seed);
@@ -357,6 +372,7 @@ check_case_free(CheckCase *c)
 			krt_free(c->dev, c->bufs[i].base, &e);
 		free(c->bufs[i].host);
 	}
+	free(c->priv);
 	free(c);
 }
 
@@ -376,7 +392,7 @@ check_case_family(const CheckCase *c)
 double
 check_case_flops(const CheckCase *c)
 {
-	return c->fam->flops(&c->shape);
+	return c->fam->flops(c);
 }
 
 uint64_t
@@ -396,11 +412,11 @@ check_case_poison(CheckCase *c, KrtErr *err)
 		int rc = 0;
 		if (!b->output)
 			continue;
-		rc = krt_memset8(c->dev, b->base, GUARD_BYTE, b->guard, err);
+		rc = krt_memset8(c->dev, b->base, CHECK_GUARD_BYTE, b->guard, err);
 		if (!rc)
-			rc = krt_memset8(c->dev, b->ptr, POISON_BYTE, b->bytes, err);
+			rc = krt_memset8(c->dev, b->ptr, CHECK_POISON_BYTE, b->bytes, err);
 		if (!rc)
-			rc = krt_memset8(c->dev, b->ptr + b->bytes, GUARD_BYTE, b->guard, err);
+			rc = krt_memset8(c->dev, b->ptr + b->bytes, CHECK_GUARD_BYTE, b->guard, err);
 		if (rc)
 			return rc;
 	}
@@ -454,13 +470,13 @@ scan_guards(CheckBuf *b)
 		/* report the byte nearest the buffer first: that is where a
 		 * one-off indexing error lands */
 		size_t j = b->guard - 1 - i;
-		if (h[j] != GUARD_BYTE) {
+		if (h[j] != CHECK_GUARD_BYTE) {
 			if (!b->guard_bad++)
 				b->first_guard_bad = -(long long)(i + 1);
 		}
 	}
 	for (size_t i = 0; i < b->guard; i++)
-		if (after[i] != GUARD_BYTE && !b->guard_bad++)
+		if (after[i] != CHECK_GUARD_BYTE && !b->guard_bad++)
 			b->first_guard_bad = (long long)i;
 }
 
@@ -470,7 +486,7 @@ scan_poison(CheckBuf *b)
 	const uint8_t *data = (const uint8_t *)b->host + b->guard;
 
 	for (uint64_t i = 0; i < b->count; i++)
-		if (num_is_fill(b->type, data, i, POISON_BYTE) && !b->unwritten++)
+		if (num_is_fill(b->type, data, i, CHECK_POISON_BYTE) && !b->unwritten++)
 			b->first_unwritten = i;
 }
 
@@ -480,8 +496,8 @@ download_output(CheckCase *c, CheckBuf *b, KrtErr *err)
 	size_t total = b->bytes + 2 * b->guard;
 
 	if (!b->host && !(b->host = malloc(total ? total : 1)))
-		return fail(err, KRT_ENOMEM, "check: no host memory for %zu bytes of %s", total,
-		            b->name);
+		return check_fail(err, KRT_ENOMEM, "check: no host memory for %zu bytes of %s", total,
+		                  b->name);
 	int rc = krt_download(c->dev, b->host, b->base, total, err);
 	if (rc)
 		return rc;
@@ -515,17 +531,33 @@ print_header(const CheckCase *c, FILE *f, const char *what)
 	for (int i = 0; i < abi->nparams; i++) {
 		const KrtAbiParam *p = &abi->params[i];
 		const KrtArg *a = &c->args[i];
-		if (p->kind == KRT_ARG_TMAP)
-			fprintf(f, "  param tmap %s dtype=%s box=%u,%u swizzle=%d %s\n", p->name,
-			        p->dtype, p->box[0], p->rank > 1 ? p->box[1] : 1, p->swizzle,
-			        p->tensor);
-		else if (p->kind == KRT_ARG_PTR)
+		if (p->kind == KRT_ARG_TMAP) {
+			char box[64] = "";
+			for (int j = 0, at = 0; j < p->rank && j < KRT_MAX_RANK; j++)
+				at += snprintf(box + at, sizeof box - (size_t)at, "%s%u", j ? "," : "",
+				               p->box[j]);
+			fprintf(f, "  param tmap %s dtype=%s box=%s swizzle=%d %s", p->name, p->dtype, box,
+			        p->swizzle, p->tensor);
+			if (i < c->nargs) {
+				const KrtTensor *t = &a->v.t;
+				fprintf(f, "  dims {");
+				for (int j = 0; j < t->rank; j++)
+					fprintf(f, "%s%llu", j ? "," : "", (unsigned long long)t->dims[j]);
+				fprintf(f, "} strides {");
+				for (int j = 0; j < t->rank; j++)
+					fprintf(f, "%s%llu", j ? "," : "", (unsigned long long)t->strides[j]);
+				fprintf(f, "}");
+			}
+			fputc('\n', f);
+		} else if (p->kind == KRT_ARG_PTR)
 			fprintf(f, "  param ptr %s dtype=%s %s\n", p->name, p->dtype, p->tensor);
 		else if (p->kind == KRT_ARG_U32 && i < c->nargs)
 			fprintf(f, "  param u32 %s = %u\n", p->name, a->v.u32);
 		else
 			fprintf(f, "  param %s\n", p->name);
 	}
+	if (c->fam->describe)
+		c->fam->describe(c, f);
 }
 
 static void
@@ -555,6 +587,9 @@ print_failure(const CheckCase *c, const CheckOpts *o, const CheckResult *r)
 	fprintf(f, "  values: %llu of %llu compared elements bad%s; max rel err %.3e, tol %.1e\n",
 	        (unsigned long long)r->bad, (unsigned long long)r->checked,
 	        r->subset ? " (row subset)" : "", r->max_err, r->tol);
+	if (r->lse_tol > 0)
+		fprintf(f, "  LSE: max err %.3e (|got - want| / max(1, |want|)), tol %.1e\n",
+		        r->lse_err, r->lse_tol);
 	fputs(c->report, f);
 	if (o->label)
 		fprintf(f, "  replay: %s\n", o->label);
@@ -588,30 +623,25 @@ check_case_verify(CheckCase *c, const CheckOpts *opts, CheckResult *res, KrtErr 
 	return 0;
 }
 
-/* ---- gemm --------------------------------------------------------------- */
+/* ---- input draws ---------------------------------------------------------- */
 
-/* Input draws. N(0,1) is the main test. The edge pattern puts each row of A
- * and of B at its own power-of-two scale and mixes in zeros, exact powers
+/* Input draws. N(0,1) is the main test. The edge pattern puts each row (of
+ * A and of B for gemm) at its own power-of-two scale and mixes in zeros, exact powers
  * of two, the input type's smallest subnormals and values 16x the row's
  * scale, so exponent handling, subnormal inputs and cancellation-free large
  * sums all run. Scales stay where nothing can overflow fp32 accumulation or
- * the output type (EdgeRange). Subnormals are sprinkled, never a whole row,
+ * the output type (CheckEdge). Subnormals are sprinkled, never a whole row,
  * so a tensor core that flushes them changes results only far below the
  * tolerance. */
-typedef struct EdgeRange {
-	int emax;     /* row scales 2^-emax .. 2^emax */
-	double spike; /* large values: spike..2*spike times the row's scale */
-} EdgeRange;
-
 /* bf16 rows up to 2^20 with 16x spikes: products 2^50, sums 2^50·K, far
  * from fp32's 2^128. fp16 inputs stay under 65504 with rows up to 2^6; an
  * fp16 output holds sums of K N(0,1) products only at scale 1. */
-static EdgeRange
-edge_range(NumType in, NumType out)
+CheckEdge
+check_edge_range(NumType in, NumType out)
 {
 	if (out == NUM_FP16)
-		return (EdgeRange){0, 4.0};
-	return in == NUM_BF16 ? (EdgeRange){20, 16.0} : (EdgeRange){6, 16.0};
+		return (CheckEdge){0, 4.0};
+	return in == NUM_BF16 ? (CheckEdge){20, 16.0} : (CheckEdge){6, 16.0};
 }
 
 static double
@@ -632,9 +662,9 @@ edge_value(NumRng *r, NumType t, double scale, double spike)
 	return sign * scale * spike * (1.0 + num_rng_uniform(r));
 }
 
-static void
-draw_matrix(NumRng *r, CheckFill fill, NumType t, EdgeRange e, uint64_t rows, uint64_t cols,
-            void *host)
+void
+check_draw_matrix(NumRng *r, CheckFill fill, NumType t, CheckEdge e, uint64_t rows,
+                  uint64_t cols, void *host)
 {
 	for (uint64_t i = 0; i < rows; i++) {
 		double scale = ldexp(1.0, (int)num_rng_below(r, 2 * (uint64_t)e.emax + 1) - e.emax);
@@ -646,256 +676,52 @@ draw_matrix(NumRng *r, CheckFill fill, NumType t, EdgeRange e, uint64_t rows, ui
 	}
 }
 
-static int
-gemm_dtype(const CheckCase *c, const char *name, KrtArgKind kind, NumType *out, KrtErr *err)
-{
-	const KrtAbiParam *p = krt_abi_find(c->abi, name);
-
-	if (!p || p->kind != kind)
-		return fail(err, KRT_EABI, "%s: family gemm needs a %s parameter named %s",
-		            c->abi->kernel, kind == KRT_ARG_TMAP ? "tmap" : "ptr", name);
-	if (num_type_parse(p->dtype, out))
-		return fail(err, KRT_EABI, "%s: %s dtype=%s: the gemm checker knows bf16, fp16, f32",
-		            c->abi->kernel, name, p->dtype);
-	return 0;
-}
-
-static int
-gemm_types(const CheckCase *c, NumType *in, NumType *out, KrtErr *err)
-{
-	NumType b;
-	int rc = gemm_dtype(c, "A", KRT_ARG_TMAP, in, err);
-
-	if (!rc)
-		rc = gemm_dtype(c, "B", KRT_ARG_TMAP, &b, err);
-	if (!rc)
-		rc = gemm_dtype(c, "C", KRT_ARG_PTR, out, err);
-	if (rc)
-		return rc;
-	if (*in == NUM_F32 || b != *in)
-		return fail(err, KRT_EABI, "%s: A is %s and B %s: gemm inputs are both bf16 or both "
-		            "fp16", c->abi->kernel, num_type_name(*in), num_type_name(b));
-	return 0;
-}
-
-static int
-gemm_prepare(CheckCase *c, KrtErr *err)
-{
-	uint64_t M = c->shape.d[0], N = c->shape.d[1], K = c->shape.d[2];
-	NumType in, out;
-	int rc = gemm_types(c, &in, &out, err);
-
-	if (rc)
-		return rc;
-	if (!M || !N || !K || M > UINT32_MAX || N > UINT32_MAX || K > UINT32_MAX)
-		return fail(err, KRT_EINVAL, "gemm %llux%llux%llu: M, N, K must be in 1..2^32-1",
-		            (unsigned long long)M, (unsigned long long)N, (unsigned long long)K);
-	if (K % 8)
-		return fail(err, KRT_EINVAL, "gemm K=%llu: must be a multiple of 8 (TMA row "
-		            "strides are multiples of 16 bytes)", (unsigned long long)K);
-	size_t es = (size_t)num_type_size(in);
-	void *a = malloc(M * K * es), *b = malloc(N * K * es);
-	if (!a || !b) {
-		free(a);
-		free(b);
-		return fail(err, KRT_ENOMEM, "gemm: no host memory for the inputs");
-	}
-	draw_matrix(&c->rng, c->fill, in, edge_range(in, out), M, K, a);
-	draw_matrix(&c->rng, c->fill, in, edge_range(in, out), N, K, b);
-	rc = add_input(c, "A", in, M * K, a, err);
-	if (!rc)
-		rc = add_input(c, "B", in, N * K, b, err);
-	else
-		free(b);
-	/* A kernel that stores a whole tile without bounds checks writes up to
-	 * tile_m - 1 rows past the end; tiles are at most 256 rows. */
-	if (!rc)
-		rc = add_output(c, "C", out, M * N, 256 * N * (size_t)num_type_size(out) + 65536, err);
-	return rc;
-}
-
-/* Tolerances by output type.
- *
- * The error is normwise per row: err(m,n) = |c(m,n) - ref(m,n)| / max_n' |ref(m,n')|,
- * and the reported error is its maximum over the compared elements. Per
- * element relative error would be ill-posed where ref(m,n) is near 0 (a
- * dot product of random vectors often is); the row's largest magnitude is
- * the scale that fp32 accumulation errors are proportional to, and per row
- * (rather than whole matrix) keeps the edge pattern's differently scaled
- * rows each to their own scale.
- *
- * Why these numbers. The inputs are exact in double, and each product of
- * two bf16 (8-bit) or fp16 (11-bit significand) values is exact in fp32
- * too, so the kernel's only errors are the fp32 accumulation and the final
- * rounding to the output type. For N(0,1) inputs, |ref| ~ sqrt(K) with the
- * row maximum ~3.5 sqrt(K), and summation rounding grows like a random walk:
- * about 2^-24 · K / sqrt(2) absolute, i.e. ~ 2^-24 · sqrt(K) / 5 relative
- * to the row maximum, 1e-6 at K = 8192 (tensor cores add in blocks of 16 or
- * more, so less). An f32 output therefore sits near 1e-6, and 1e-3 leaves
- * three orders of margin for any accumulation order (split-K, different
- * block sums) while losing one K-tile of 64 terms (~sqrt(64) = 8 against
- * 3.5 sqrt(K)) shows as >= 2.5e-2 up to K = 8192. A bf16 output adds a
- * rounding of up to 2^-8 ≈ 3.9e-3 relative to |c| <= the row maximum (8
- * significand bits), so its floor is ~4e-3 and 1e-2 is the tightest round
- * number with margin; an fp16 output (2^-11 ≈ 4.9e-4) gets 5e-3. Any NaN
- * or Inf fails. */
-static const double gemm_tol[NUM_NTYPES] = {
-	[NUM_BF16] = 1e-2,
-	[NUM_FP16] = 5e-3,
-	[NUM_F32] = 1e-3,
-};
-
-/* Rows compared: all of them while the reference costs at most
- * opts->full_limit multiply-adds; past that, the first, last and middle
- * rows (the edge tiles) plus random ones, about 2^31 multiply-adds'
- * worth and at least 16. */
-static uint32_t *
-gemm_rows(CheckCase *c, uint64_t M, uint64_t N, uint64_t K, uint32_t *nrows)
-{
-	uint64_t limit = c->opts->full_limit ? c->opts->full_limit : CHECK_FULL_LIMIT;
-	double work = (double)M * (double)N * (double)K; /* can pass 2^64 */
-	uint64_t want = M;
-
-	if (work > (double)limit) {
-		double rows = 0x1p31 / ((double)N * (double)K);
-		want = rows < 16 ? 16 : rows > (double)M ? M : (uint64_t)rows;
-		want = want > M ? M : want;
-	}
-	uint32_t *rows = malloc(sizeof *rows * want);
-	if (!rows)
-		return NULL;
-	if (want == M) {
-		for (uint64_t i = 0; i < M; i++)
-			rows[i] = (uint32_t)i;
-		*nrows = (uint32_t)M;
-		return rows;
-	}
-	NumRng r;
-	num_rng_seed(&r, num_mix(c->seed, 0x726f7773u, M, N)); /* "rows" */
-	uint64_t n = 0;
-	rows[n++] = 0;
-	rows[n++] = (uint32_t)(M - 1);
-	rows[n++] = (uint32_t)(M / 2);
-	while (n < want) /* duplicates are harmless: want << M here */
-		rows[n++] = (uint32_t)num_rng_below(&r, M);
-	*nrows = (uint32_t)n;
-	return rows;
-}
-
-static void
-gemm_compare_row(CheckCase *c, const CheckBuf *cb, uint32_t m, uint64_t N, const double *ref,
-                 CheckResult *res)
-{
-	const void *out = (const char *)cb->host + cb->guard;
-	int max_report = c->opts->max_report ? c->opts->max_report : MAX_REPORT;
-	double rowmax = 0.0;
-
-	for (uint64_t n = 0; n < N; n++)
-		rowmax = fmax(rowmax, fabs(ref[n]));
-	double denom = rowmax > 0.0 ? rowmax : DBL_MIN;
-	for (uint64_t n = 0; n < N; n++) {
-		uint64_t idx = (uint64_t)m * N + n;
-		if (num_is_fill(cb->type, out, idx, POISON_BYTE))
-			continue; /* counted as unwritten */
-		double got = num_load(cb->type, out, idx);
-		double e = isfinite(got) ? fabs(got - ref[n]) / denom : INFINITY;
-		res->checked++;
-		if (e > res->max_err || isnan(e))
-			res->max_err = isnan(e) ? INFINITY : e;
-		if (!(e <= res->tol) && res->bad++ < (uint64_t)max_report) {
-			if (res->bad == 1)
-				report(c, "  %8s %8s %16s %16s %10s\n", "row", "col", "got", "want",
-				       "rel err");
-			report(c, "  %8u %8llu %16.8g %16.8g %10.3e\n", m, (unsigned long long)n,
-			       got, ref[n], e);
-		}
-	}
-}
-
-static int
-gemm_compare(CheckCase *c, CheckResult *res, KrtErr *err)
-{
-	uint64_t M = c->shape.d[0], N = c->shape.d[1], K = c->shape.d[2];
-	const CheckBuf *a = find_buf(c, "A"), *b = find_buf(c, "B");
-	CheckBuf *cb = find_buf(c, "C");
-	uint32_t nrows = 0;
-	enum { BLOCK = 64 };
-
-	res->tol = gemm_tol[cb->type];
-	uint32_t *rows = gemm_rows(c, M, N, K, &nrows);
-	double *ref = malloc(sizeof *ref * N * BLOCK);
-	if (!rows || !ref) {
-		free(rows);
-		free(ref);
-		return fail(err, KRT_ENOMEM, "gemm: no host memory for the reference");
-	}
-	res->subset = nrows < M;
-	for (uint32_t i = 0; i < nrows; i += BLOCK) {
-		uint32_t nb = nrows - i < BLOCK ? nrows - i : BLOCK;
-		gemm_ref_rows(a->type, a->host, b->host, (uint32_t)N, (uint32_t)K, rows + i, nb, ref);
-		for (uint32_t j = 0; j < nb; j++)
-			gemm_compare_row(c, cb, rows[i + j], N, ref + (size_t)j * N, res);
-	}
-	free(rows);
-	free(ref);
-	return 0;
-}
-
-static double
-gemm_flops(const CheckShape *s)
-{
-	return 2.0 * (double)s->d[0] * (double)s->d[1] * (double)s->d[2];
-}
-
-static int
-gemm_peer_args(const CheckCase *c, int iters, int warmup, char *buf, size_t n)
-{
-	const CheckBuf *a = &c->bufs[buf_index(c, "A")];
-	const CheckBuf *out = &c->bufs[buf_index(c, "C")];
-	int len = snprintf(buf, n, "gemm %llu %llu %llu %s %d %d %s",
-	                   (unsigned long long)c->shape.d[0], (unsigned long long)c->shape.d[1],
-	                   (unsigned long long)c->shape.d[2], num_type_name(a->type), iters,
-	                   warmup, num_type_name(out->type));
-	return len < 0 || (size_t)len >= n ? -1 : 0;
-}
-
-/* Sizes that are not multiples of any tile, from one element up. */
-static const CheckShape gemm_shapes[] = {
-	{3, {1, 1, 8}},
-	{3, {7, 13, 24}},
-	{3, {127, 129, 72}},
-	{3, {257, 383, 520}},
-	{3, {300, 256, 1024}},
-	{3, {512, 512, 512}},
-	{3, {1000, 1000, 1000}},
-};
-
 /* ---- the family table --------------------------------------------------- */
 
-/* One row per kernel family. Columns: the ABI family name; its shape
- * dimensions in order (kcheck options and scalar parameter names); kcheck's
- * default shapes; kbench's default shape; then the family's functions:
- * prepare (inputs, outputs), compare (against the reference), flops (for
- * TFLOP/s), peer_args (the command line of tools/peers.py). */
-#define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
-static const CheckFamily families[] = {
-	{"gemm", "M,N,K", 3, gemm_shapes, COUNT(gemm_shapes), {3, {8192, 8192, 8192}},
-	 gemm_prepare, gemm_compare, gemm_flops, gemm_peer_args},
+/* One row per kernel family, each defined in its own file: the ABI family
+ * name; its shape dimensions in order (kcheck options and scalar parameter
+ * names); kcheck's default shapes; kbench's default shape; then the
+ * family's functions: prepare (inputs, outputs), compare (against the
+ * reference), flops (for TFLOP/s), peer_args (the command line of
+ * tools/peers.py), describe (failure details). */
+extern const CheckFamily check_family_gemm; /* check_gemm.c */
+extern const CheckFamily check_family_fmha; /* check_fmha.c */
+
+static const CheckFamily *const families[] = {
+	&check_family_gemm,
+	&check_family_fmha,
 };
 
 const CheckFamily *
 check_family(const char *name)
 {
 	for (int i = 0; i < COUNT(families); i++)
-		if (strcmp(families[i].name, name) == 0)
-			return &families[i];
+		if (strcmp(families[i]->name, name) == 0)
+			return families[i];
 	return NULL;
 }
 
 const CheckFamily *
 check_family_at(int i)
 {
-	return i >= 0 && i < COUNT(families) ? &families[i] : NULL;
+	return i >= 0 && i < COUNT(families) ? families[i] : NULL;
+}
+
+/* Dimension names compare without case, and '-' (as options spell them)
+ * equals '_' (as the ABI does). */
+static int
+same_dim_name(const char *a, const char *b, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		int x = tolower((unsigned char)a[i]), y = tolower((unsigned char)b[i]);
+		if (x == '-')
+			x = '_';
+		if (y == '-')
+			y = '_';
+		if (x != y)
+			return 0;
+	}
+	return 1;
 }
 
 int
@@ -905,7 +731,7 @@ check_family_dim(const CheckFamily *fam, const char *name)
 
 	for (int i = 0; i < fam->ndims; i++) {
 		size_t n = strcspn(d, ",");
-		if (strlen(name) == n && strncasecmp(d, name, n) == 0)
+		if (strlen(name) == n && same_dim_name(d, name, n))
 			return i;
 		d += n + (d[n] == ',');
 	}
@@ -915,13 +741,32 @@ check_family_dim(const CheckFamily *fam, const char *name)
 void
 check_family_print_dims(FILE *f, const CheckFamily *fam)
 {
-	fputs(" --", f);
-	for (const char *d = fam->dims; *d; d++)
-		if (*d == ',')
-			fputs(" --", f);
-		else
-			fputc(tolower((unsigned char)*d), f);
+	int req = fam->nrequired ? fam->nrequired : fam->ndims;
+	const char *d = fam->dims;
+
+	for (int i = 0; i < fam->ndims; i++) {
+		size_t n = strcspn(d, ",");
+		fputs(i >= req ? " [--" : " --", f);
+		for (size_t j = 0; j < n; j++)
+			fputc(d[j] == '_' ? '-' : tolower((unsigned char)d[j]), f);
+		if (i >= req)
+			fputc(']', f);
+		d += n + (d[n] == ',');
+	}
 	fputc('\n', f);
+}
+
+int
+check_shape_fit(const CheckFamily *fam, CheckShape *s)
+{
+	int req = fam->nrequired ? fam->nrequired : fam->ndims;
+
+	if (s->n < req || s->n > fam->ndims)
+		return -1;
+	for (int i = s->n; i < fam->ndims; i++)
+		s->d[i] = 0;
+	s->n = fam->ndims;
+	return 0;
 }
 
 /* ---- one whole check ---------------------------------------------------- */
@@ -1042,14 +887,14 @@ check_read_file(const char *path, char **text, size_t *len, KrtErr *err)
 
 	*text = NULL;
 	if (!f)
-		return fail(err, KRT_EINVAL, "%s: %s", path, strerror(errno));
+		return check_fail(err, KRT_EINVAL, "%s: %s", path, strerror(errno));
 	for (;;) {
 		if (cap - n < 65536) {
 			char *nb = realloc(buf, cap = cap ? 2 * cap : 1 << 20);
 			if (!nb) {
 				free(buf);
 				fclose(f);
-				return fail(err, KRT_ENOMEM, "%s: out of memory", path);
+				return check_fail(err, KRT_ENOMEM, "%s: out of memory", path);
 			}
 			buf = nb;
 		}
@@ -1062,7 +907,7 @@ check_read_file(const char *path, char **text, size_t *len, KrtErr *err)
 	fclose(f);
 	if (bad) {
 		free(buf);
-		return fail(err, KRT_EINVAL, "%s: read error", path);
+		return check_fail(err, KRT_EINVAL, "%s: read error", path);
 	}
 	buf[n] = 0;
 	*text = buf;

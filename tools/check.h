@@ -3,9 +3,10 @@
  * bands around and poison inside every output, and compare with the float64
  * reference in tests/ref by a relative error with a stated tolerance.
  *
- * One row of a family table per kernel family (check.c); the ABI header of
- * the module says which family and which element types, so callers only
- * pick a shape and a seed. A failure prints the seed, the family, the
+ * One row of a family table per kernel family (check.c; each family's code
+ * in check_FAMILY.c); the ABI header of the module says which family, which
+ * element types and (fmha) which configuration, so callers only pick a
+ * shape and a seed. A failure prints the seed, the family, the
  * kernel, its kgen arguments, the shape and the first mismatches, which is
  * all it takes to replay it. Nothing here exits. */
 #ifndef KGEN_TOOLS_CHECK_H
@@ -19,7 +20,7 @@
 enum { CHECK_MAX_DIMS = 8 };
 
 /* A problem size: d[i] is the family's i-th dimension (CheckFamily.dims;
- * gemm: M, N, K). */
+ * gemm: M, N, K; fmha: batch, seqlen_q, seqlen_k, varlen). */
 typedef struct CheckShape {
 	int n;
 	uint64_t d[CHECK_MAX_DIMS];
@@ -48,7 +49,9 @@ typedef struct CheckOpts {
 typedef struct CheckResult {
 	int pass;
 	double max_err;     /* max over compared elements of |got - ref| /
-	                     * max |ref| of its row (gemm; check.c says why) */
+	                     * max |ref| of its row (gemm: a row of C; fmha:
+	                     * one head of one query row of O; check_gemm.c
+	                     * and check_fmha.c say why) */
 	double tol;         /* the tolerance it was held to */
 	uint64_t total;     /* output elements */
 	uint64_t checked;   /* of those, compared with the reference */
@@ -56,6 +59,11 @@ typedef struct CheckResult {
 	uint64_t unwritten; /* still holding the poison after the launch */
 	uint64_t guard_bad; /* guard-band bytes the kernel changed */
 	int subset;         /* 1 if only some rows were compared */
+	/* A second output held to its own norm (fmha's LSE: max |lse - ref|
+	 * / max(1, |ref|)); lse_tol = 0 when the kernel has none. Its
+	 * elements count in total, checked and bad too. */
+	double lse_err;
+	double lse_tol;
 } CheckResult;
 
 /* ---- families ----------------------------------------------------------- */
@@ -65,31 +73,47 @@ typedef struct CheckCase CheckCase;
 typedef struct CheckFamily {
 	const char *name;       /* as the ABI `family` line spells it */
 	const char *dims;       /* dimension names, comma-separated: "M,N,K";
-	                         * kcheck takes each as an option (--m) */
+	                         * kcheck takes each as an option (--m; an
+	                         * underscore is spelled '-': --seqlen-q) */
 	int ndims;
+	int nrequired;          /* the first nrequired dimensions must be
+	                         * given, the others default to 0 (0: all) */
 	const CheckShape *shapes; /* kcheck's default list: small and odd */
 	int nshapes;
 	CheckShape bench;       /* kbench's default shape */
-	/* Draws the inputs, uploads them and allocates the outputs with
-	 * guard bands (check.c's add_input/add_output); the arguments are
-	 * then bound from the ABI by name. */
+	/* Reads the kernel's configuration from its ABI, draws the inputs,
+	 * uploads them and allocates the outputs with guard bands
+	 * (check_internal.h's check_add_input/check_add_output); the
+	 * arguments are then bound from the ABI by name. */
 	int (*prepare)(CheckCase *c, KrtErr *err);
 	/* Compares the downloaded outputs with the reference and fills
-	 * max_err, tol, checked, bad, subset; appends the first mismatches to
-	 * the case's report. */
+	 * max_err, tol, checked, bad, subset (and lse_*); appends the first
+	 * mismatches to the case's report. */
 	int (*compare)(CheckCase *c, CheckResult *res, KrtErr *err);
-	double (*flops)(const CheckShape *s);
+	/* Floating-point operations of the case, for TFLOP/s (by the
+	 * family's convention, stated where it is defined). */
+	double (*flops)(const CheckCase *c);
 	/* The arguments of `tools/peers.py` for this case, after the iteration
-	 * counts are known: "gemm M N K bf16 ITERS WARMUP f32". */
+	 * counts are known: "gemm M N K bf16 ITERS WARMUP f32". -1: no peer
+	 * takes this case. */
 	int (*peer_args)(const CheckCase *c, int iters, int warmup, char *buf, size_t n);
+	/* Optional: lines for a failure report that the ABI and the shape do
+	 * not already say (fmha: the configuration read from the ABI args and
+	 * the drawn sequence lengths). */
+	void (*describe)(const CheckCase *c, FILE *f);
 } CheckFamily;
 
 const CheckFamily *check_family(const char *name); /* NULL if unknown */
 const CheckFamily *check_family_at(int i);         /* NULL past the end */
-/* Index of dimension `name` (any case: "m" or "M") in fam->dims, or -1. */
+/* Index of dimension `name` (any case: "m" or "M"; '-' for '_':
+ * "seqlen-q") in fam->dims, or -1. */
 int check_family_dim(const CheckFamily *fam, const char *name);
-/* " --m --n --k" for dims "M,N,K", with a newline: for usage messages. */
+/* " --m --n --k" for dims "M,N,K", with a newline: for usage messages;
+ * optional dimensions in brackets. */
 void check_family_print_dims(FILE *f, const CheckFamily *fam);
+/* Pads a shape of nrequired..ndims dimensions with zeros to ndims; -1 if
+ * it has too few or too many. */
+int check_shape_fit(const CheckFamily *fam, CheckShape *s);
 
 /* ---- one case: a module, a shape, a seed -------------------------------- */
 

@@ -1,21 +1,27 @@
-/* kbench: time one kernel, then its best peer at the same shape, in the same
- * run on the same machine, and print both.
+/* kbench: time one kernel, then its peers at the same shape, in the same
+ * run on the same machine, and print them side by side.
  *
  *   kbench gemm [--m 8192 --n 8192 --k 8192] [--iters 50] [--warmup 10]
  *               [FILE.ptx | kgen arguments...]
+ *   kbench fmha [--batch 4 --seqlen-q 8192 --seqlen-k 8192] [--iters 50]
+ *               [FILE.ptx | --head-dim 128 --heads-q 16 --mask causal ...]
  *
  * Method (/work/.library/device/METHOD.md): the kernel is checked first on
  * its own inputs (a row subset of the float64 reference; --no-check skips
  * it); inputs are random N(0,1), never zeros; when one input set fits in L2
  * several sets are rotated so that the cache does not serve them; each
  * launch is timed with device events (krt_time) and the median is reported,
- * TFLOP/s = flops / median. The peer (tools/peers.py: torch.matmul, i.e.
- * cuBLAS, for gemm) runs afterwards in its own process with the same shape,
- * iteration counts and median, when `python3 -c "import torch"` works.
+ * TFLOP/s = flops / median (the family's count: check_gemm.c,
+ * check_fmha.c). The peers (tools/peers.py: torch.matmul, i.e. cuBLAS, for
+ * gemm; PyTorch SDPA with each of its cuDNN, flash and efficient backends
+ * forced, for fmha) run afterwards in their own process with the same
+ * shape, iteration counts and median, when `python3 -c "import torch"`
+ * works; a peer that cannot run the shape is listed with the reason.
  *
  * Exit status: 0 done, 1 the check or a launch failed, 2 usage, 77 no device
- * can run the kernel. The last lines are a table and one machine-readable
- * `kbench-result` line per shape, which tools/gpu-check collects. */
+ * can run the kernel. The last lines are a table, one machine-readable
+ * `kbench-result` line (ours against the fastest peer), which
+ * tools/gpu-check collects, and one `kbench-peer` line per peer. */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -30,7 +36,7 @@
 #define KGEN_SOURCE_ROOT "."
 #endif
 
-enum { MAX_OPTS = 128, MAX_SETS = 64, EXIT_SKIP = 77 };
+enum { MAX_OPTS = 128, MAX_SETS = 64, MAX_PEERS = 8, EXIT_SKIP = 77 };
 
 typedef struct Args {
 	const CheckFamily *fam;
@@ -52,10 +58,16 @@ typedef struct Timing {
 } Timing;
 
 typedef struct Peer {
-	char name[64];  /* "torch.matmul", or "-" */
-	double tflops;  /* 0 if none */
-	char why[256];  /* why there is none */
+	char name[64];  /* "torch.matmul", "sdpa-flash" */
+	double tflops;  /* 0 if it did not run */
+	char why[256];  /* why it did not */
 } Peer;
+
+typedef struct Peers {
+	Peer p[MAX_PEERS];
+	int n;
+	char why[256];  /* why there are none at all */
+} Peers;
 
 static void
 usage(FILE *f)
@@ -64,6 +76,9 @@ usage(FILE *f)
 	        "usage: kbench FAMILY [options] [FILE.ptx | kgen arguments...]\n"
 	        "options:\n"
 	        "  --m M --n N --k K    shape (gemm; default 8192 each)\n"
+	        "  --batch B --seqlen-q SQ --seqlen-k SK [--varlen 0|1|2]\n"
+	        "                       shape (fmha; default 4, 8192, 8192, fixed lengths;\n"
+	        "                       varlen shapes have no peer)\n"
 	        "  --iters N            timed launches (default 50)\n"
 	        "  --warmup N           launches before timing (default 10)\n"
 	        "  --device cuda|emu|auto\n"
@@ -96,7 +111,9 @@ own_option(Args *a, const char *s, const char *v)
 	int dim = check_family_dim(a->fam, s + 2);
 
 	if (dim >= 0) {
-		if (parse_num(s, v, 1, &d))
+		/* optional dimensions (fmha's varlen) may be 0 */
+		int req = a->fam->nrequired ? a->fam->nrequired : a->fam->ndims;
+		if (parse_num(s, v, dim < req ? 1 : 0, &d))
 			return -1;
 		a->shape.d[dim] = (uint64_t)d;
 	} else if (!strcmp(s, "--iters")) {
@@ -253,8 +270,11 @@ check_first(const Args *a, KrtDevice *dev, KrtModule *mod, CheckCase *c)
 		printf("kbench: check: %s\n", err.msg);
 		return 1;
 	}
-	printf("kbench: check %s: max rel err %.2e (tol %.0e), %llu of %llu elements compared%s\n",
-	       r.pass ? "PASS" : "FAIL", r.max_err, r.tol, (unsigned long long)r.checked,
+	printf("kbench: check %s: max rel err %.2e (tol %.0e)", r.pass ? "PASS" : "FAIL", r.max_err,
+	       r.tol);
+	if (r.lse_tol > 0)
+		printf(", LSE err %.2e (tol %.0e)", r.lse_err, r.lse_tol);
+	printf(", %llu of %llu elements compared%s\n", (unsigned long long)r.checked,
 	       (unsigned long long)r.total, r.subset ? " (row subset)" : "");
 	return r.pass ? 0 : 1;
 }
@@ -296,9 +316,11 @@ bench_ours(const Args *a, KrtDevice *dev, KrtModule *mod, Timing *t, char *peer_
 	if (!a->no_check && check_first(a, dev, mod, sets[0]))
 		goto out;
 	nsets = set_count(check_case_bytes(sets[0]), a->l2_mb);
+	/* Every set from the same seed: the same values at other addresses
+	 * is what keeps the cache from serving them, and a varlen shape then
+	 * draws the same lengths, so that every set does the same work. */
 	for (int i = 1; i < nsets; i++)
-		if (check_case_new(&sets[i], dev, mod, &a->shape, a->seed + (uint64_t)i,
-		                   CHECK_FILL_NORMAL, &err)) {
+		if (check_case_new(&sets[i], dev, mod, &a->shape, a->seed, CHECK_FILL_NORMAL, &err)) {
 			printf("kbench: input set %d: %s\n", i, err.msg);
 			goto out;
 		}
@@ -326,26 +348,48 @@ python(void)
 	return p && *p ? p : "python3";
 }
 
-/* Runs tools/peers.py in a child process and reads its one
- * `peer NAME TFLOPS` (or `peer none WHY`) line; its other output passes
- * through. */
+/* One line of peers.py: "peer NAME TFLOPS", "peer NAME - WHY" (that peer
+ * cannot run this case) or "peer none WHY" (no peer at all). */
 static void
-bench_peer(const char *peer_args, Peer *p)
+parse_peer_line(const char *line, Peers *ps)
+{
+	char name[64], val[256], *end;
+
+	if (sscanf(line, "peer %63s %255[^\n]", name, val) != 2)
+		return;
+	if (!strcmp(name, "none")) {
+		snprintf(ps->why, sizeof ps->why, "%s", val);
+		return;
+	}
+	if (ps->n == MAX_PEERS)
+		return;
+	Peer *p = &ps->p[ps->n++];
+	snprintf(p->name, sizeof p->name, "%s", name);
+	p->tflops = strtod(val, &end);
+	if (end == val || p->tflops <= 0) {
+		p->tflops = 0;
+		snprintf(p->why, sizeof p->why, "%s", val[0] == '-' && val[1] == ' ' ? val + 2 : val);
+	}
+}
+
+/* Runs tools/peers.py in a child process and reads its `peer` lines; its
+ * other output passes through. */
+static void
+bench_peers(const char *peer_args, Peers *ps)
 {
 	const char *script = getenv("KBENCH_PEERS");
 	char cmd[2048], line[1024];
 
-	snprintf(p->name, sizeof p->name, "-");
-	p->tflops = 0;
+	ps->n = 0;
 	if (!script || !*script)
 		script = KGEN_SOURCE_ROOT "/tools/peers.py";
 	snprintf(cmd, sizeof cmd, "'%s' -c 'import torch' >/dev/null 2>&1", python());
 	if (system(cmd) != 0) {
-		snprintf(p->why, sizeof p->why, "%s cannot import torch", python());
+		snprintf(ps->why, sizeof ps->why, "%s cannot import torch", python());
 		return;
 	}
 	if (access(script, R_OK) != 0) {
-		snprintf(p->why, sizeof p->why, "%s: %s", script, strerror(errno));
+		snprintf(ps->why, sizeof ps->why, "%s: %s", script, strerror(errno));
 		return;
 	}
 	snprintf(cmd, sizeof cmd, "'%s' '%s' %s", python(), script, peer_args);
@@ -353,45 +397,62 @@ bench_peer(const char *peer_args, Peer *p)
 	fflush(stdout);
 	FILE *f = popen(cmd, "r");
 	if (!f) {
-		snprintf(p->why, sizeof p->why, "popen: %s", strerror(errno));
+		snprintf(ps->why, sizeof ps->why, "popen: %s", strerror(errno));
 		return;
 	}
-	snprintf(p->why, sizeof p->why, "peers.py printed no result");
+	snprintf(ps->why, sizeof ps->why, "peers.py printed no result");
 	while (fgets(line, sizeof line, f)) {
-		char name[64], val[256];
 		fputs(line, stdout);
-		if (sscanf(line, "peer %63s %255[^\n]", name, val) != 2)
-			continue;
-		if (!strcmp(name, "none")) {
-			snprintf(p->why, sizeof p->why, "%s", val);
-			continue;
-		}
-		snprintf(p->name, sizeof p->name, "%s", name);
-		p->tflops = atof(val);
+		parse_peer_line(line, ps);
 	}
 	int status = pclose(f);
-	if (status != 0 && p->tflops <= 0)
-		snprintf(p->why, sizeof p->why, "peers.py failed (status %d)", status);
+	if (status != 0 && ps->n == 0)
+		snprintf(ps->why, sizeof ps->why, "peers.py failed (status %d)", status);
 }
 
 static void
-print_table(const KrtAbi *abi, const CheckShape *s, const Timing *t, const Peer *p)
+print_table(const KrtAbi *abi, const CheckShape *s, const Timing *t, const Peers *ps)
 {
-	char shape[128], peer[32] = "-", ratio[32] = "-";
+	char shape[128], best_tf[32] = "-", ratio[32] = "-";
+	const Peer *best = NULL;
+	int kw = (int)strlen(abi->kernel) > 48 ? (int)strlen(abi->kernel) : 48;
 
 	check_shape_str(s, shape, sizeof shape);
-	if (p->tflops > 0) {
-		snprintf(peer, sizeof peer, "%.1f", p->tflops);
-		snprintf(ratio, sizeof ratio, "%.3f", t->tflops / p->tflops);
-	}
-	printf("\n%-48s %-16s %13s  %-14s %13s  %6s\n", "kernel", "shape", "ours TFLOP/s", "peer",
+	printf("\n%-*s %-16s %13s  %-22s %13s  %6s\n", kw, "kernel", "shape", "ours TFLOP/s", "peer",
 	       "peer TFLOP/s", "ratio");
-	printf("%-48s %-16s %13.1f  %-14s %13s  %6s\n", abi->kernel, shape, t->tflops, p->name,
-	       peer, ratio);
-	if (p->tflops <= 0 && p->why[0])
-		printf("(no peer: %s)\n", p->why);
-	printf("kbench-result %s %s %.1f %s %s %s\n", abi->kernel, shape, t->tflops, p->name, peer,
-	       ratio);
+	for (int i = 0; i < ps->n; i++) {
+		const Peer *p = &ps->p[i];
+		char tf[32] = "-", r[32] = "-";
+		if (p->tflops > 0) {
+			snprintf(tf, sizeof tf, "%.1f", p->tflops);
+			snprintf(r, sizeof r, "%.3f", t->tflops / p->tflops);
+			if (!best || p->tflops > best->tflops)
+				best = p;
+		}
+		printf("%-*s %-16s %13.1f  %-22s %13s  %6s%s%s\n", kw, i ? "" : abi->kernel,
+		       i ? "" : shape, t->tflops, p->name, tf, r, p->tflops > 0 ? "" : "  ",
+		       p->tflops > 0 ? "" : p->why);
+	}
+	if (ps->n == 0) {
+		printf("%-*s %-16s %13.1f  %-22s %13s  %6s\n", kw, abi->kernel, shape, t->tflops, "-",
+		       "-", "-");
+		printf("(no peer: %s)\n", ps->why);
+	} else if (!best)
+		printf("(no peer ran this shape)\n");
+	if (best) {
+		snprintf(best_tf, sizeof best_tf, "%.1f", best->tflops);
+		snprintf(ratio, sizeof ratio, "%.3f", t->tflops / best->tflops);
+	}
+	printf("kbench-result %s %s %.1f %s %s %s\n", abi->kernel, shape, t->tflops,
+	       best ? best->name : "-", best_tf, ratio);
+	for (int i = 0; i < ps->n; i++) {
+		const Peer *p = &ps->p[i];
+		if (p->tflops > 0)
+			printf("kbench-peer %s %s %s %.1f %.3f\n", abi->kernel, shape, p->name, p->tflops,
+			       t->tflops / p->tflops);
+		else
+			printf("kbench-peer %s %s %s - - %s\n", abi->kernel, shape, p->name, p->why);
+	}
 }
 
 static int
@@ -403,7 +464,7 @@ run(Args *a)
 	char *ptx = NULL, shape[128], peer_args[512] = "";
 	size_t len = 0;
 	Timing t = {0};
-	Peer p = {"", 0, ""};
+	Peers ps = {.n = 0};
 	int rc = krt_device_open(&dev, a->device, 0, &err);
 
 	if (rc) {
@@ -428,10 +489,10 @@ run(Args *a)
 	printf("ours  %s %s: median %.4f ms (min %.4f, max %.4f) over %d launches: %.1f TFLOP/s\n",
 	       abi->kernel, shape, t.median_ms, t.min_ms, t.max_ms, a->iters, t.tflops);
 	if (a->no_peer || !peer_args[0])
-		snprintf(p.why, sizeof p.why, a->no_peer ? "--no-peer" : "no peer for this case");
+		snprintf(ps.why, sizeof ps.why, a->no_peer ? "--no-peer" : "no peer for this case");
 	else
-		bench_peer(peer_args, &p);
-	print_table(abi, &a->shape, &t, &p);
+		bench_peers(peer_args, &ps);
+	print_table(abi, &a->shape, &t, &ps);
 out:
 	if (mod)
 		krt_module_unload(mod);

@@ -3,11 +3,13 @@
  *
  *   kcheck [options] FILE.ptx
  *   kcheck [options] --gen gemm --target sm_90a --tile-n 128 ...
+ *   kcheck [options] --gen fmha --target sm_90a --head-dim 128 --mask causal ...
  *
  * With --gen, every option kcheck does not know goes to kgen_generate. The
- * family's dimensions are options too (gemm: --m --n --k); repeating one
- * starts the next shape. Without shapes, the family's default list runs:
- * small, odd sizes that are not multiples of any tile.
+ * family's dimensions are options too (gemm: --m --n --k; fmha: --batch
+ * --seqlen-q --seqlen-k [--varlen 0|1|2]); repeating one starts the next
+ * shape. Without shapes, the family's default list runs: small, odd sizes
+ * that are not multiples of any tile (fmha: decode, tails, varlen).
  *
  * Exit status: 0 all passed, 1 a check failed, 2 usage or generation error,
  * 77 nothing here can run the kernel (no GPU and no emulator, or a target
@@ -53,8 +55,12 @@ usage(FILE *f)
 	        "  --seed N                 base seed (default: from the clock; always printed)\n"
 	        "  --fill normal|edge|all   input pattern (default all: both)\n"
 	        "  --m M --n N --k K        one shape (gemm); repeat for more\n"
-	        "  --shape MxNxK            one shape, all dimensions at once\n"
-	        "  --full-limit W           compare every row while M*N*K <= W (default 2^33)\n"
+	        "  --batch B --seqlen-q SQ --seqlen-k SK [--varlen 0|1|2]\n"
+	        "                           one shape (fmha); varlen 1 draws per-sequence\n"
+	        "                           lengths up to SQ and SK, 2 also empty sequences\n"
+	        "  --shape MxNxK            one shape, all dimensions at once (fmha: BxSQxSK[xV])\n"
+	        "  --full-limit W           compare every row while the reference costs at most\n"
+	        "                           W multiply-adds (gemm M*N*K; default 2^33)\n"
 	        "exit: 0 pass, 1 fail, 2 usage, 77 no device can run it\n");
 }
 
@@ -157,13 +163,15 @@ parse_args(int argc, char **argv, Args *a)
 }
 
 /* Moves the dimension options out of a->rest into shapes: a dimension that
- * the current shape already has starts a new one. */
+ * the current shape already has starts a new one; optional dimensions
+ * (fmha's varlen) not given are 0. */
 static int
 take_dims(Args *a, const CheckFamily *fam)
 {
 	CheckShape cur = {0};
 	unsigned have = 0;
 	int kept = 0;
+	unsigned need = (1u << (fam->nrequired ? fam->nrequired : fam->ndims)) - 1;
 
 	for (int i = 0; i < a->nrest; i++) {
 		int d = check_family_dim(fam, a->rest[i].name);
@@ -177,9 +185,18 @@ take_dims(Args *a, const CheckFamily *fam)
 			return 2;
 		}
 		if (have & (1u << d)) {
-			if (a->nshapes == MAX_SHAPES)
+			if ((have & need) != need) {
+				fprintf(stderr, "kcheck: family %s: --%s again before the shape has each "
+				        "of", fam->name, a->rest[i].name);
+				check_family_print_dims(stderr, fam);
 				return 2;
+			}
+			if (a->nshapes == MAX_SHAPES) {
+				fprintf(stderr, "kcheck: more than %d shapes\n", MAX_SHAPES);
+				return 2;
+			}
 			a->shapes[a->nshapes++] = cur;
+			cur = (CheckShape){0};
 			have = 0;
 		}
 		cur.d[d] = v;
@@ -187,7 +204,7 @@ take_dims(Args *a, const CheckFamily *fam)
 		have |= 1u << d;
 	}
 	a->nrest = kept;
-	if (have && have != (1u << fam->ndims) - 1) {
+	if (have && (have & need) != need) {
 		fprintf(stderr, "kcheck: family %s: a shape needs each of", fam->name);
 		check_family_print_dims(stderr, fam);
 		return 2;
@@ -198,9 +215,10 @@ take_dims(Args *a, const CheckFamily *fam)
 		a->shapes[a->nshapes++] = cur;
 	}
 	for (int i = 0; i < a->nshapes; i++)
-		if (a->shapes[i].n != fam->ndims) {
-			fprintf(stderr, "kcheck: family %s: a shape has %d dimensions (%s)\n",
-			        fam->name, fam->ndims, fam->dims);
+		if (check_shape_fit(fam, &a->shapes[i])) {
+			fprintf(stderr, "kcheck: family %s: a shape has %d dimensions (%s), the first "
+			        "%d required\n", fam->name, fam->ndims, fam->dims,
+			        fam->nrequired ? fam->nrequired : fam->ndims);
 			return 2;
 		}
 	return 0;
@@ -290,6 +308,8 @@ run_shapes(const Args *a, KrtDevice *dev, KrtModule *mod, const CheckFamily *fam
 			       r.pass ? "PASS" : "FAIL", shape, check_fill_name(o.fill), r.max_err,
 			       r.tol, (unsigned long long)r.checked, (unsigned long long)r.total,
 			       r.subset ? " (row subset)" : "");
+			if (r.lse_tol > 0)
+				printf("  lse err %.2e tol %.0e", r.lse_err, r.lse_tol);
 			if (r.unwritten)
 				printf("  UNWRITTEN %llu", (unsigned long long)r.unwritten);
 			if (r.guard_bad)

@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
-"""Time the best available peer at the shape kbench just timed.
+"""Time the peers at the shape kbench just timed.
 
     python3 tools/peers.py gemm M N K DTYPE ITERS WARMUP [OUT_DTYPE]
-    python3 tools/peers.py fmha ...            (not yet: see FAMILIES)
+    python3 tools/peers.py fmha B SQ SK HQ HKV D DV MASK DTYPE ITERS WARMUP SCALE KVSHARED
 
 kbench runs this in a child process right after timing our kernel, on the
-same GPU in the same run, and reads the one line on stdout:
+same GPU in the same run, and reads the lines on stdout, one per peer:
 
     peer <name> <TFLOP/s>          e.g. "peer torch.matmul 781.3"
+    peer <name> - <why>            that peer cannot run this case, e.g.
+                                   "peer sdpa-flash - does not run: ..."
     peer none <why>                when there is nothing to compare with
 
 Everything else goes to stderr. The method is kbench's (METHOD.md): random
@@ -92,19 +94,159 @@ def gemm(torch, argv):
     say(f"peers.py: {name} {m}x{n}x{k} {argv[3]}->{argv[6] if len(argv) == 7 else argv[3]}: "
         f"median {med:.4f} ms (min {lo:.4f}, max {hi:.4f}) over {iters} calls, "
         f"{nsets} input set(s), {torch.cuda.get_device_name(0)}, torch {torch.__version__}")
-    return name, tflops
+    return [(name, tflops, None)]
+
+
+def first_line(text, limit=160):
+    """The first nonblank line of an exception or warning, shortened."""
+    lines = [l.strip() for l in str(text).splitlines() if l.strip()]
+    line = lines[0] if lines else ""
+    return line if len(line) <= limit else line[: limit - 3] + "..."
+
+
+# SDPA's backends, each forced in turn through sdpa_kernel; columns: the
+# name printed, the SDPBackend member.
+SDPA_BACKENDS = [
+    ("sdpa-cudnn", "CUDNN_ATTENTION"),
+    ("sdpa-flash", "FLASH_ATTENTION"),
+    ("sdpa-efficient", "EFFICIENT_ATTENTION"),
+]
 
 
 def fmha(torch, argv):
-    """The place for attention: torch.nn.functional.scaled_dot_product_attention
-    (cuDNN / flash backends) and, where installed, flash_attn; same method
-    as gemm: random inputs, rotated sets, per-call events, median; flops as
-    4·B·H·Sq·Sk·D (halved for causal)."""
-    return None, "fmha peers not written yet"
+    """torch.nn.functional.scaled_dot_product_attention with each backend
+    forced, on the shape and configuration of our kernel.
+
+    Inputs are made [B, S, H, D] (our packed layout, one sequence per batch
+    row) and passed as .transpose(1, 2) views, SDPA's logical [B, H, S, D]
+    without a copy, as FlashAttention's own layout is. GQA/MQA: first with
+    enable_gqa=True (K/V read once per KV head, as ours does); a backend
+    that refuses it (or a torch without it) is retried with K/V heads
+    repeated to Hq beforehand, outside the timing, and its name gets
+    "+kvrep" (it then reads Hq/Hkv times the K/V bytes). kv-shared: v is k.
+    Causal: SDPA's is_causal is aligned top-left; ours bottom-right; the two
+    agree when Sq == Sk (every bench shape), and otherwise the peer gets
+    torch.nn.attention.bias.causal_lower_right(Sq, Sk) ("+lrbias"). The
+    softmax scale is ours. Peers write no LSE; ours may (--lse 1).
+    Method as gemm's: random N(0,1) inputs, rotated sets, per-call events,
+    median; flops as kbench's: 2·B·H·Sq·Sk·(D + Dv), halved for causal."""
+    if len(argv) != 13:
+        raise SystemExit("usage: peers.py fmha B SQ SK HQ HKV D DV MASK DTYPE ITERS WARMUP SCALE KVSHARED")
+    b, sq, sk, hq, hkv, d, dv = (int(x) for x in argv[:7])
+    mask, dtype = argv[7], getattr(torch, DTYPES[argv[8]])
+    iters, warmup, scale, shared = int(argv[9]), int(argv[10]), float(argv[11]), argv[12] == "1"
+    if mask not in ("none", "causal"):
+        return [(None, None, f"mask {mask}: no SDPA peer")]
+    import warnings
+    import torch.nn.functional as F
+    try:
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+    except ImportError as e:
+        return [(None, None, f"torch {torch.__version__} has no torch.nn.attention.sdpa_kernel: {e}")]
+    esize = torch.tensor([], dtype=dtype).element_size()
+    set_bytes = (b * sq * hq * (d + dv) + b * sk * hkv * (d + (0 if shared else dv))) * esize
+    nsets = set_count(torch, set_bytes)
+    gen = torch.Generator(device="cuda").manual_seed(1)
+
+    def randn(s, h, dim):
+        return torch.randn(b, s, h, dim, device="cuda", dtype=dtype, generator=gen).transpose(1, 2)
+
+    sets = []
+    for _ in range(nsets):
+        q = randn(sq, hq, d)
+        k = randn(sk, hkv, d)
+        v = k if shared else randn(sk, hkv, dv)
+        sets.append((q, k, v))
+    causal = mask == "causal"
+    attn_mask, tag_mask = None, ""
+    if causal and sq != sk:
+        try:
+            from torch.nn.attention.bias import causal_lower_right
+            attn_mask, tag_mask = causal_lower_right(sq, sk), "+lrbias"
+        except ImportError:
+            tag_mask = "+topleft"  # is_causal below: not our mask, said in the name
+
+    def call(s, gqa):
+        kw = {"scale": scale}
+        if attn_mask is not None:
+            kw["attn_mask"] = attn_mask
+        else:
+            kw["is_causal"] = causal
+        if gqa:
+            kw["enable_gqa"] = True
+        return F.scaled_dot_product_attention(s[0], s[1], s[2], **kw)
+
+    def probe(label, calls):
+        """Runs the first call; None if it ran, else why not: the
+        exception's first line and the reasons SDPA gave as warnings,
+        which is where it says why a forced backend declined."""
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            try:
+                calls[0]()
+                torch.cuda.synchronize()
+                return None
+            except Exception as e:  # any refusal is a result to report
+                why = f"{type(e).__name__}: {first_line(e)}"
+                # SDPA warns "<kernel> not used because:" and then its
+                # reasons, one warning each, for every backend: the others
+                # say "... has been runtime disabled". Keep the forced
+                # one's reasons, without the C++ source location.
+                reasons = []
+                for x in w:
+                    r = first_line(str(x.message).split("(Triggered internally")[0], 120)
+                    if r and not r.endswith(":") and "runtime disabled" not in r and r not in reasons:
+                        reasons.append(r)
+                if reasons:
+                    say(f"peers.py: {label} declined: {'; '.join(reasons)}")
+                    why += " (" + "; ".join(reasons[:2]) + ")"
+                return why
+
+    flops = 2.0 * b * hq * sq * sk * (d + dv) * (0.5 if causal else 1.0)
+    results = []
+    for name, member in SDPA_BACKENDS:
+        backend = getattr(SDPBackend, member, None)
+        if backend is None:
+            results.append((name, None, f"does not run: torch {torch.__version__} has no SDPBackend.{member}"))
+            continue
+        with sdpa_kernel([backend]):
+            why = None
+            variants = [(True, "")] if hq != hkv else [(False, "")]
+            if hq != hkv:
+                variants.append((False, "+kvrep"))
+            for gqa, tag in variants:
+                use = sets
+                if tag == "+kvrep":
+                    use = []
+                    for s in sets:
+                        kr = s[1].repeat_interleave(hq // hkv, dim=1)
+                        use.append((s[0], kr, kr if shared else s[2].repeat_interleave(hq // hkv, dim=1)))
+                calls = [lambda s=s, g=gqa: call(s, g) for s in use]
+                err = probe(name + tag, calls)
+                if err is None:
+                    why = None
+                    break
+                if why is None:
+                    why = err
+                else:
+                    why += "; the same with K/V heads repeated" if err == why else f"; {tag}: {err}"
+            if why is not None:
+                results.append((name, None, f"does not run: {why}"))
+                continue
+            med, lo, hi = time_calls(torch, calls, iters, warmup)
+        label = name + tag + tag_mask
+        say(f"peers.py: {label} B={b} Sq={sq} Sk={sk} Hq={hq} Hkv={hkv} D={d} Dv={dv} {mask} "
+            f"{argv[8]}{' kv-shared' if shared else ''}: median {med:.4f} ms (min {lo:.4f}, "
+            f"max {hi:.4f}) over {iters} calls, {nsets} input set(s), "
+            f"{torch.cuda.get_device_name(0)}, torch {torch.__version__}")
+        results.append((label, flops / (med * 1e-3) / 1e12, None))
+        del calls, use
+    return results
 
 
-# One row per family: the function that times its peers. Each returns
-# (name, tflops) or (None, why).
+# One row per family: the function that times its peers. Each returns a
+# list of (name, tflops, None) for a peer that ran, (name, None, why) for one
+# that cannot run the case, or [(None, None, why)] when there is no peer.
 FAMILIES = {
     "gemm": gemm,
     "fmha": fmha,
@@ -123,11 +265,13 @@ def main(argv):
     if not torch.cuda.is_available():
         print("peer none torch sees no CUDA device")
         return 0
-    name, result = FAMILIES[argv[1]](torch, argv[2:])
-    if name is None:
-        print(f"peer none {result}")
-    else:
-        print(f"peer {name} {result:.1f}")
+    for name, tflops, why in FAMILIES[argv[1]](torch, argv[2:]):
+        if name is None:
+            print(f"peer none {why}", flush=True)
+        elif tflops is None:
+            print(f"peer {name} - {why}", flush=True)
+        else:
+            print(f"peer {name} {tflops:.4g}", flush=True)
     return 0
 
 

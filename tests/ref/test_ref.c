@@ -1,12 +1,15 @@
 /* Unit test of the references themselves: the half-precision conversions
  * (exhaustive round trips, the bit path against the float64 path on random
- * and half-way values, the named corner cases), the random generator, and
- * the gemm reference against a naive triple loop. No GPU needed. */
+ * and half-way values, the named corner cases), the random generator, the
+ * gemm reference against a naive triple loop, and the attention reference
+ * against hand-computed cases and a naive loop over every key with the
+ * mask written out as a predicate. No GPU needed. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "fmha_ref.h"
 #include "gemm_ref.h"
 #include "num.h"
 
@@ -184,6 +187,296 @@ test_gemm(NumType t, NumRng *r)
 		       "gemm_ref_rows row %u", rows[i]);
 }
 
+/* ---- fmha ---------------------------------------------------------------- */
+
+#define NEAR(a, b) (fabs((a) - (b)) <= 1e-12 * (1.0 + fabs(b)))
+
+/* Stores doubles (exact in bf16 where the tests need it) into a bf16 array. */
+static void
+put(uint16_t *dst, const double *v, int n)
+{
+	for (int i = 0; i < n; i++)
+		num_store(NUM_BF16, dst, (size_t)i, v[i]);
+}
+
+static FmhaProblem
+problem(const void *q, const void *k, const void *v, const int32_t *cu_q, const int32_t *cu_k,
+        uint32_t batch, uint32_t hq, uint32_t hkv, uint32_t d, uint32_t dv, FmhaMask mask,
+        double scale)
+{
+	FmhaProblem p = {
+		.type = NUM_BF16, .q = q, .k = k, .v = v, .cu_q = cu_q, .cu_k = cu_k,
+		.batch = batch, .hq = hq, .hkv = hkv, .d = d, .dv = dv, .mask = mask,
+		.window_left = -1, .window_right = -1, .scale = scale,
+	};
+	return p;
+}
+
+/* One key: the softmax is 1, O is that key's V row, LSE its score. */
+static void
+test_fmha_one_key(void)
+{
+	static const double qv[4] = {1, -2, 0.5, 3}, kv[4] = {2, 1, -4, 0.25};
+	static const double vv[3] = {0.75, -1.5, 8};
+	static const int32_t cu[2] = {0, 1};
+	uint16_t q[4], k[4], v[3];
+	double o[3], lse;
+
+	put(q, qv, 4);
+	put(k, kv, 4);
+	put(v, vv, 3);
+	FmhaProblem p = problem(q, k, v, cu, cu, 1, 1, 1, 4, 3, FMHA_MASK_NONE, 0.5);
+	EXPECT(fmha_ref(&p, o, &lse) == 0, "fmha one key: rc");
+	for (int c = 0; c < 3; c++)
+		EXPECT(o[c] == vv[c], "fmha one key: O[%d] = %g, want %g", c, o[c], vv[c]);
+	/* q·k = 2 - 2 - 2 + 0.75 = -1.25; times 0.5 */
+	EXPECT(NEAR(lse, -0.625), "fmha one key: LSE %.17g, want -0.625", lse);
+}
+
+/* Two keys with the same K: equal weights, O the mean of the V rows, LSE
+ * the score plus log 2. */
+static void
+test_fmha_equal_keys(void)
+{
+	static const double qv[2] = {1, 2}, kv[4] = {3, -1, 3, -1};
+	static const double vv[4] = {1, 10, 3, -2};
+	static const int32_t cq[2] = {0, 1}, ck[2] = {0, 2};
+	uint16_t q[2], k[4], v[4];
+	double o[2], lse;
+
+	put(q, qv, 2);
+	put(k, kv, 4);
+	put(v, vv, 4);
+	FmhaProblem p = problem(q, k, v, cq, ck, 1, 1, 1, 2, 2, FMHA_MASK_NONE, 1.0);
+	EXPECT(fmha_ref(&p, o, &lse) == 0, "fmha equal keys: rc");
+	EXPECT(NEAR(o[0], 2.0) && NEAR(o[1], 4.0), "fmha equal keys: O = (%g, %g), want (2, 4)",
+	       o[0], o[1]);
+	EXPECT(NEAR(lse, 1.0 + log(2.0)), "fmha equal keys: LSE %.17g, want 1 + log 2", lse);
+}
+
+/* Causal, bottom-right: with sq = sk row 0 sees key 0 only and the last
+ * row all; with sq = 4 > sk = 2 rows 0 and 1 see nothing (O = 0, LSE =
+ * -inf), row 2 key 0, row 3 both. */
+static void
+test_fmha_causal(void)
+{
+	static const int32_t c3[2] = {0, 3}, c4[2] = {0, 4}, c2[2] = {0, 2};
+	double qv[4], kv[3], vv[3];
+	uint16_t q[4], k[3], v[3];
+	double o[4], lse[4];
+	uint32_t lo, hi;
+
+	for (int i = 0; i < 4; i++)
+		qv[i] = 0.5 * (i + 1);
+	for (int i = 0; i < 3; i++) {
+		kv[i] = 1.0 - i;
+		vv[i] = 4.0 * (i + 1);
+	}
+	put(q, qv, 4);
+	put(k, kv, 3);
+	put(v, vv, 3);
+	FmhaProblem p = problem(q, k, v, c3, c3, 1, 1, 1, 1, 1, FMHA_MASK_CAUSAL, 1.0);
+	EXPECT(fmha_ref(&p, o, lse) == 0, "fmha causal: rc");
+	EXPECT(o[0] == vv[0] && NEAR(lse[0], qv[0] * kv[0]), "fmha causal row 0: O %g LSE %g",
+	       o[0], lse[0]);
+	double s[3], sum = 0, acc = 0;
+	for (int j = 0; j < 3; j++)
+		s[j] = qv[2] * kv[j];
+	for (int j = 0; j < 3; j++)
+		sum += exp(s[j]), acc += exp(s[j]) * vv[j];
+	EXPECT(NEAR(o[2], acc / sum) && NEAR(lse[2], log(sum)), "fmha causal row 2: O %g LSE %g",
+	       o[2], lse[2]);
+	fmha_ref_visible(&p, 1, 3, 3, &lo, &hi);
+	EXPECT(lo == 0 && hi == 2, "fmha causal visible(1, 3, 3) = [%u, %u)", lo, hi);
+
+	p = problem(q, k, v, c4, c2, 1, 1, 1, 1, 1, FMHA_MASK_CAUSAL, 1.0);
+	EXPECT(fmha_ref(&p, o, lse) == 0, "fmha causal sq > sk: rc");
+	for (int i = 0; i < 2; i++)
+		EXPECT(o[i] == 0.0 && isinf(lse[i]) && lse[i] < 0,
+		       "fmha causal sq > sk row %d: O %g LSE %g, want 0 and -inf", i, o[i], lse[i]);
+	EXPECT(o[2] == vv[0] && NEAR(lse[2], qv[2] * kv[0]), "fmha causal sq > sk row 2: O %g",
+	       o[2]);
+	EXPECT(NEAR(lse[3], log(exp(qv[3] * kv[0]) + exp(qv[3] * kv[1]))),
+	       "fmha causal sq > sk row 3: LSE %g", lse[3]);
+	/* A sliding window on top: left 0 keeps the diagonal key only. */
+	p.window_left = 0;
+	fmha_ref_visible(&p, 3, 4, 2, &lo, &hi);
+	EXPECT(lo == 1 && hi == 2, "fmha window left 0: [%u, %u), want [1, 2)", lo, hi);
+	fmha_ref_visible(&p, 0, 4, 2, &lo, &hi);
+	EXPECT(lo == hi, "fmha window: row 0 of 4 over 2 keys sees nothing");
+}
+
+/* GQA: 4 query heads over 2 KV heads; head h reads KV head h / 2. One key
+ * whose V is 1s in KV head 0 and 2s in KV head 1. Also the fmha_ref_rows
+ * path and the sequence search. */
+static void
+test_fmha_gqa_varlen(void)
+{
+	/* two sequences: queries {0,1} and {2,3,4}; keys {0,1,2} and {3} */
+	static const int32_t cq[3] = {0, 2, 5}, ck[3] = {0, 3, 4};
+	enum { TQ = 5, TK = 4, HQ = 4, HKV = 2, D = 2 };
+	double qv[TQ * HQ * D], kv[TK * HKV * D], vv[TK * HKV * D];
+	uint16_t q[TQ * HQ * D], k[TK * HKV * D], v[TK * HKV * D];
+	double o[TQ * HQ * D], lse[HQ * TQ], o2[D], l2;
+
+	for (int i = 0; i < TQ * HQ * D; i++)
+		qv[i] = (double)((i * 7) % 5) - 2.0;
+	for (int r = 0; r < TK; r++)
+		for (int g = 0; g < HKV; g++)
+			for (int c = 0; c < D; c++) {
+				kv[(r * HKV + g) * D + c] = (double)((r + c + g) % 3) - 1.0;
+				vv[(r * HKV + g) * D + c] = 10.0 * r + g + 1;
+			}
+	put(q, qv, TQ * HQ * D);
+	put(k, kv, TK * HKV * D);
+	put(v, vv, TK * HKV * D);
+	FmhaProblem p = problem(q, k, v, cq, ck, 2, HQ, HKV, D, D, FMHA_MASK_NONE, 0.25);
+	EXPECT(fmha_ref(&p, o, lse) == 0, "fmha gqa: rc");
+	EXPECT(fmha_ref_seq_of(&p, 1) == 0 && fmha_ref_seq_of(&p, 2) == 1 &&
+	       fmha_ref_seq_of(&p, 4) == 1, "fmha_ref_seq_of");
+	/* sequence 1 has one key (global row 3): O = V[3][kv head] exactly */
+	for (int r = 2; r < 5; r++)
+		for (int h = 0; h < HQ; h++) {
+			int g = h / 2;
+			double score = 0;
+			for (int c = 0; c < D; c++)
+				score += qv[(r * HQ + h) * D + c] * kv[(3 * HKV + g) * D + c];
+			EXPECT(o[(r * HQ + h) * D] == 31.0 + g && o[(r * HQ + h) * D + 1] == 31.0 + g,
+			       "fmha gqa row %d head %d: O[0] %g, want %g", r, h,
+			       o[(r * HQ + h) * D], 31.0 + g);
+			EXPECT(NEAR(lse[h * TQ + r], 0.25 * score), "fmha gqa LSE[%d][%d]", h, r);
+		}
+	/* sequence 0 averages keys 0..2 only: V between 1 and 22 */
+	for (int h = 0; h < HQ; h++)
+		EXPECT(o[h * D] > 1.0 && o[h * D] < 23.0, "fmha varlen: row 0 head %d O %g", h,
+		       o[h * D]);
+	FmhaRow rows[1] = {{3, 1}};
+	EXPECT(fmha_ref_rows(&p, rows, 1, o2, &l2) == 0, "fmha_ref_rows: rc");
+	EXPECT(memcmp(o2, o + (1 * HQ + 3) * D, sizeof o2) == 0 && l2 == lse[3 * TQ + 1],
+	       "fmha_ref_rows matches fmha_ref");
+}
+
+/* One row the naive way: every key of the sequence tested against the mask
+ * as docs/ABI.md words it, long double sums, no maximum subtracted (the
+ * scores here are small). Returns the number of visible keys. */
+static int
+naive_row(const FmhaProblem *p, uint32_t b, uint32_t i, uint32_t h, double *o, double *lse)
+{
+	int sq = p->cu_q[b + 1] - p->cu_q[b], sk = p->cu_k[b + 1] - p->cu_k[b];
+	size_t row = (size_t)p->cu_q[b] + i;
+	uint32_t g = h / (p->hq / p->hkv);
+	long double sum = 0, acc[64] = {0};
+	long long diag = (long long)i + sk - sq;
+	int n = 0;
+
+	for (int j = 0; j < sk; j++) {
+		size_t key = (size_t)p->cu_k[b] + (size_t)j;
+		int vis = (p->mask != FMHA_MASK_CAUSAL || j <= diag) &&
+		          (p->window_left < 0 || j >= diag - p->window_left) &&
+		          (p->window_right < 0 || j <= diag + p->window_right);
+		long double dot = 0;
+		if (!vis)
+			continue;
+		for (uint32_t c = 0; c < p->d; c++)
+			dot += (long double)num_load(p->type, p->q, (row * p->hq + h) * p->d + c) *
+			       num_load(p->type, p->k, (key * p->hkv + g) * p->d + c);
+		long double e = expl(p->scale * dot);
+		sum += e;
+		for (uint32_t c = 0; c < p->dv; c++)
+			acc[c] += e * num_load(p->type, p->v, (key * p->hkv + g) * p->dv + c);
+		n++;
+	}
+	for (uint32_t c = 0; c < p->dv; c++)
+		o[c] = n ? (double)(acc[c] / sum) : 0.0;
+	*lse = n ? (double)logl(sum) : -INFINITY;
+	return n;
+}
+
+/* Random problems against naive_row: GQA, kv-shared, windows, varlen with
+ * empty sequences; fmha_ref and fmha_ref_rows (rows in reverse order) both. */
+static void
+test_fmha_random(NumRng *r)
+{
+	enum { B = 4, HQ = 6, HKV = 2, D = 16, DV = 8 };
+	static const int sqs[B] = {23, 0, 5, 17}, sks[B] = {9, 4, 0, 23};
+	static const struct {
+		FmhaMask mask;
+		int64_t left, right;
+		int shared;
+	} cfgs[] = {
+		{FMHA_MASK_NONE, -1, -1, 0}, {FMHA_MASK_CAUSAL, -1, -1, 0},
+		{FMHA_MASK_NONE, 3, 2, 0},   {FMHA_MASK_CAUSAL, 4, -1, 1},
+		{FMHA_MASK_NONE, -1, -1, 1},
+	};
+	int32_t cq[B + 1] = {0}, ck[B + 1] = {0};
+
+	for (int b = 0; b < B; b++) {
+		cq[b + 1] = cq[b] + sqs[b];
+		ck[b + 1] = ck[b] + sks[b];
+	}
+	size_t tq = (size_t)cq[B], tk = (size_t)ck[B];
+	uint16_t *q = malloc(2 * tq * HQ * D), *k = malloc(2 * tk * HKV * D);
+	uint16_t *v = malloc(2 * tk * HKV * DV);
+	double *o = malloc(sizeof(double) * tq * HQ * D), *lse = malloc(sizeof(double) * tq * HQ);
+	double *o2 = malloc(sizeof(double) * tq * HQ * D), *l2 = malloc(sizeof(double) * tq * HQ);
+	FmhaRow *rows = malloc(sizeof *rows * tq * HQ);
+
+	for (size_t i = 0; i < tq * HQ * D; i++)
+		num_store(NUM_BF16, q, i, 2.0 * num_rng_normal(r));
+	for (size_t i = 0; i < tk * HKV * D; i++)
+		num_store(NUM_BF16, k, i, num_rng_normal(r));
+	for (size_t i = 0; i < tk * HKV * DV; i++)
+		num_store(NUM_BF16, v, i, num_rng_normal(r));
+	for (size_t ci = 0; ci < sizeof cfgs / sizeof cfgs[0]; ci++) {
+		uint32_t dv = cfgs[ci].shared ? D : DV;
+		FmhaProblem p = problem(q, k, cfgs[ci].shared ? (const void *)k : v, cq, ck, B, HQ, HKV,
+		                        D, dv, cfgs[ci].mask, 0.3);
+		double keys = 0, want[D], want_l;
+		p.window_left = cfgs[ci].left;
+		p.window_right = cfgs[ci].right;
+		EXPECT(fmha_ref(&p, o, lse) == 0, "fmha random cfg %zu: rc", ci);
+		for (uint32_t b = 0; b < B; b++)
+			for (uint32_t i = 0; i < (uint32_t)sqs[b]; i++)
+				for (uint32_t h = 0; h < HQ; h++) {
+					size_t row = (size_t)cq[b] + i;
+					double got_l = lse[h * tq + row];
+					keys += naive_row(&p, b, i, h, want, &want_l);
+					EXPECT(got_l == want_l || fabs(got_l - want_l) <= 1e-12 * (1 + fabs(want_l)),
+					       "fmha random cfg %zu: b %u i %u h %u: LSE %.17g, want %.17g", ci, b, i,
+					       h, got_l, want_l);
+					for (uint32_t c = 0; c < dv; c++) {
+						double got = o[(row * HQ + h) * dv + c];
+						EXPECT(fabs(got - want[c]) <= 1e-12 * (1 + fabs(want[c])),
+						       "fmha random cfg %zu: b %u i %u h %u c %u: O %.17g, want %.17g",
+						       ci, b, i, h, c, got, want[c]);
+					}
+				}
+		/* keys is summed over heads already */
+		EXPECT(fmha_ref_work(&p) == keys * (D + dv), "fmha_ref_work %g, want %g",
+		       fmha_ref_work(&p), keys * (D + dv));
+		size_t nr = 0;
+		for (size_t row = tq; row-- > 0;)
+			for (uint32_t h = HQ; h-- > 0;)
+				rows[nr++] = (FmhaRow){h, (uint32_t)row};
+		EXPECT(fmha_ref_rows(&p, rows, nr, o2, l2) == 0, "fmha_ref_rows rc");
+		for (size_t i = 0; i < nr; i++) {
+			size_t at = ((size_t)rows[i].row * HQ + rows[i].head) * dv;
+			EXPECT(memcmp(o2 + i * dv, o + at, sizeof(double) * dv) == 0 &&
+			       memcmp(&l2[i], &lse[rows[i].head * tq + rows[i].row], sizeof(double)) == 0,
+			       "fmha random cfg %zu: the rows path differs at row %u head %u", ci,
+			       rows[i].row, rows[i].head);
+		}
+	}
+	free(q);
+	free(k);
+	free(v);
+	free(o);
+	free(lse);
+	free(o2);
+	free(l2);
+	free(rows);
+}
+
 int
 main(void)
 {
@@ -198,6 +491,11 @@ main(void)
 	test_rng();
 	test_gemm(NUM_BF16, &r);
 	test_gemm(NUM_FP16, &r);
+	test_fmha_one_key();
+	test_fmha_equal_keys();
+	test_fmha_causal();
+	test_fmha_gqa_varlen();
+	test_fmha_random(&r);
 	if (failures)
 		fprintf(stderr, "test_ref: %d failures\n", failures);
 	else

@@ -1,0 +1,224 @@
+/* The gpu suite for fmha: every configuration below, generated in-process,
+ * and every emitted/sm_90a/fmha*.ptx file, checked on a GPU against the
+ * float64 reference (tools/check_fmha.c, tests/ref/fmha_ref.c) with a fresh
+ * seed each run (printed; KGEN_TEST_SEED fixes it).
+ *
+ * Configurations: head dims 64, 128, 256, 512 x mask none, causal x
+ * (heads_q, heads_kv) (4,4) MHA, (8,2) GQA, (8,1) MQA x kv-shared off, on;
+ * LSE always on, so every case checks it too. A configuration kgen refuses
+ * (hd 512 where the generator stops at 256, or any until the fmha family
+ * exists) is printed with kgen's message and skipped, not failed.
+ *
+ * Shapes (batch x seqlen_q x seqlen_k x varlen, check_fmha.c): decode with
+ * seqlen_q 1..7 over 1..300 keys, lengths that are not tile multiples with
+ * sq < sk and sq > sk (causal rows with no visible key), varlen with random
+ * lengths and with empty sequences, one larger square shape.
+ *
+ *   test_fmha_gpu SOURCE_ROOT
+ *
+ * Exit status: 0 all passed, 1 a failure, 77 no GPU, not an sm_90 GPU, or
+ * nothing to run (kgen refused every configuration and emitted/ has no
+ * fmha file) (meson: skipped). */
+#include <glob.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gen/kgen.h"
+#include "tools/check.h"
+
+enum { EXIT_SKIP = 77, MAX_CFG_ARGS = 24 };
+
+#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
+/* The configuration axes; every combination runs. */
+static const char *const head_dims[] = {"64", "128", "256", "512"};
+static const char *const masks[] = {"none", "causal"};
+static const char *const heads[][2] = {{"4", "4"}, {"8", "2"}, {"8", "1"}};
+static const char *const kv_shared[] = {"0", "1"};
+
+static const struct {
+	CheckShape shape;
+	CheckFill fill;
+} cases[] = {
+	/* decode: seqlen_q 1..7 */
+	{{4, {3, 1, 1, 0}}, CHECK_FILL_NORMAL},
+	{{4, {2, 2, 37, 0}}, CHECK_FILL_NORMAL},
+	{{4, {4, 3, 128, 0}}, CHECK_FILL_NORMAL},
+	{{4, {1, 4, 255, 0}}, CHECK_FILL_NORMAL},
+	{{4, {3, 5, 300, 0}}, CHECK_FILL_EDGE},
+	{{4, {2, 6, 64, 0}}, CHECK_FILL_NORMAL},
+	{{4, {5, 7, 129, 0}}, CHECK_FILL_NORMAL},
+	{{4, {6, 7, 300, 1}}, CHECK_FILL_NORMAL},
+	/* tails: sq < sk, sq > sk */
+	{{4, {1, 77, 300, 0}}, CHECK_FILL_NORMAL},
+	{{4, {2, 129, 255, 0}}, CHECK_FILL_NORMAL},
+	{{4, {2, 129, 255, 0}}, CHECK_FILL_EDGE},
+	{{4, {2, 300, 77, 0}}, CHECK_FILL_NORMAL},
+	/* varlen: random lengths; with empty sequences */
+	{{4, {5, 200, 300, 1}}, CHECK_FILL_NORMAL},
+	{{4, {6, 129, 257, 2}}, CHECK_FILL_NORMAL},
+	{{4, {6, 129, 257, 2}}, CHECK_FILL_EDGE},
+	/* larger, square: several KV tiles and query tiles per sequence */
+	{{4, {2, 1000, 1000, 0}}, CHECK_FILL_NORMAL},
+};
+
+typedef struct Tally {
+	int run, failed;
+	int modules;  /* configurations or files that loaded and ran */
+	int refused;  /* configurations kgen refused */
+	int dead;     /* the context is gone: stop */
+	uint64_t seed;
+} Tally;
+
+static void
+check_module(KrtDevice *dev, const char *ptx, size_t len, const char *what, const char *replay,
+             Tally *t)
+{
+	KrtModule *mod = NULL;
+	KrtErr err = {0};
+
+	if (krt_module_load(dev, ptx, len, &mod, &err)) {
+		printf("FAIL  %s: load: %s\n", what, err.msg);
+		t->run++;
+		t->failed++;
+		return;
+	}
+	const KrtAbi *abi = krt_module_abi(mod);
+	printf("-- %s: %s\n", what, abi->kernel);
+	t->modules++;
+	for (size_t i = 0; i < COUNT(cases) && !t->dead; i++) {
+		char shape[64], label[2048];
+		CheckResult r;
+		check_shape_str(&cases[i].shape, shape, sizeof shape);
+		snprintf(label, sizeof label, "kcheck --device cuda --seed %llu --shape %s --fill %s %s",
+		         (unsigned long long)t->seed, shape, check_fill_name(cases[i].fill), replay);
+		CheckOpts o = {
+			.seed = check_case_seed(t->seed, &cases[i].shape, cases[i].fill),
+			.fill = cases[i].fill,
+			/* a row subset past 2^31 multiply-adds keeps hd 512 fast */
+			.full_limit = UINT64_C(1) << 31,
+			.log = stdout,
+			.label = label,
+		};
+		int rc = check_run(dev, mod, &cases[i].shape, &o, &r, &err);
+		t->run++;
+		if (rc || !r.pass)
+			t->failed++;
+		if (rc) {
+			printf("FAIL  %-16s %-6s error: %s\n", shape, check_fill_name(o.fill), err.msg);
+			if (rc == KRT_ECUDA) {
+				printf("stopping: the device reported an error; later launches in this "
+				       "context would fail too\n");
+				t->dead = 1;
+			}
+		} else
+			printf("%s  %-16s %-6s max rel err %.2e  tol %.0e  lse err %.2e  tol %.0e  "
+			       "unwritten %llu  guard %llu%s\n", r.pass ? "PASS" : "FAIL", shape,
+			       check_fill_name(o.fill), r.max_err, r.tol, r.lse_err, r.lse_tol,
+			       (unsigned long long)r.unwritten, (unsigned long long)r.guard_bad,
+			       r.subset ? "  (row subset)" : "");
+		fflush(stdout);
+	}
+	krt_module_unload(mod);
+}
+
+static void
+check_configs(KrtDevice *dev, Tally *t)
+{
+	for (size_t d = 0; d < COUNT(head_dims); d++)
+		for (size_t m = 0; m < COUNT(masks); m++)
+			for (size_t h = 0; h < COUNT(heads); h++)
+				for (size_t s = 0; s < COUNT(kv_shared) && !t->dead; s++) {
+					const char *args[MAX_CFG_ARGS] = {
+						"--target", "sm_90a", "--head-dim", head_dims[d],
+						"--heads-q", heads[h][0], "--heads-kv", heads[h][1],
+						"--mask", masks[m], "--kv-shared", kv_shared[s], "--lse", "1",
+					};
+					int n = 14;
+					char replay[1024] = "--gen fmha", what[64];
+					char *ptx = NULL;
+					size_t len = 0;
+					KgErr kerr = {{0}};
+
+					for (int i = 0; i < n; i++)
+						snprintf(replay + strlen(replay), sizeof replay - strlen(replay),
+						         " %s", args[i]);
+					snprintf(what, sizeof what, "hd %s %s %s/%s kv-shared %s", head_dims[d],
+					         masks[m], heads[h][0], heads[h][1], kv_shared[s]);
+					if (kgen_generate("fmha", n, args, &ptx, &len, &kerr)) {
+						printf("skip  %s: kgen refuses: %s\n", what, kerr.msg);
+						t->refused++;
+						continue;
+					}
+					check_module(dev, ptx, len, what, replay, t);
+					free(ptx);
+				}
+}
+
+static void
+check_emitted(KrtDevice *dev, const char *root, Tally *t)
+{
+	char pattern[4096];
+	glob_t g;
+
+	snprintf(pattern, sizeof pattern, "%s/emitted/sm_90a/fmha*.ptx", root);
+	if (glob(pattern, 0, NULL, &g) != 0) {
+		printf("note: no files match %s\n", pattern);
+		return;
+	}
+	for (size_t i = 0; i < g.gl_pathc && !t->dead; i++) {
+		char *ptx = NULL;
+		size_t len = 0;
+		KrtErr err = {0};
+		if (check_read_file(g.gl_pathv[i], &ptx, &len, &err)) {
+			printf("FAIL  %s\n", err.msg);
+			t->run++;
+			t->failed++;
+			continue;
+		}
+		check_module(dev, ptx, len, g.gl_pathv[i], g.gl_pathv[i], t);
+		free(ptx);
+	}
+	globfree(&g);
+}
+
+int
+main(int argc, char **argv)
+{
+	const char *root = argc > 1 ? argv[1] : ".";
+	const char *env = getenv("KGEN_TEST_SEED");
+	KrtDevice *dev = NULL;
+	KrtErr err = {0};
+	Tally t = {.seed = env && *env ? strtoull(env, NULL, 0) : check_seed_from_time()};
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (!krt_gpu_present()) {
+		printf("skipped: no GPU\n");
+		return EXIT_SKIP;
+	}
+	if (krt_device_open(&dev, "cuda", 0, &err)) {
+		printf("FAIL  a GPU is present but cannot be opened: %s\n", err.msg);
+		return 1;
+	}
+	printf("device: %s (sm_%d), seed %llu (KGEN_TEST_SEED=%llu replays this run)\n",
+	       krt_device_name(dev), krt_device_cc(dev), (unsigned long long)t.seed,
+	       (unsigned long long)t.seed);
+	if (krt_device_cc(dev) != 90) {
+		printf("skipped: these are sm_90a kernels and the GPU is sm_%d\n", krt_device_cc(dev));
+		krt_device_close(dev);
+		return EXIT_SKIP;
+	}
+	check_configs(dev, &t);
+	check_emitted(dev, root, &t);
+	krt_device_close(dev);
+	printf("test_fmha_gpu: %d of %d passed over %d kernels; %d configurations refused by kgen "
+	       "(seed %llu)\n", t.run - t.failed, t.run, t.modules, t.refused,
+	       (unsigned long long)t.seed);
+	if (t.run == 0) {
+		printf("skipped: nothing ran (kgen generated no fmha kernel and emitted/sm_90a has "
+		       "none)\n");
+		return EXIT_SKIP;
+	}
+	return t.failed ? 1 : 0;
+}

@@ -1,0 +1,251 @@
+/* The gemm family of the checker (check.h): C[M,N] = A[M,K]·B[N,K]ᵀ with
+ * A, B bf16 or fp16 and C bf16, fp16 or f32, against tests/ref/gemm_ref. */
+#include <float.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gemm_ref.h"
+#include "tools/check_internal.h"
+
+static int
+gemm_dtype(const CheckCase *c, const char *name, KrtArgKind kind, NumType *out, KrtErr *err)
+{
+	const KrtAbiParam *p = krt_abi_find(c->abi, name);
+
+	if (!p || p->kind != kind)
+		return check_fail(err, KRT_EABI, "%s: family gemm needs a %s parameter named %s",
+		                  c->abi->kernel, kind == KRT_ARG_TMAP ? "tmap" : "ptr", name);
+	if (num_type_parse(p->dtype, out))
+		return check_fail(err, KRT_EABI, "%s: %s dtype=%s: the gemm checker knows bf16, fp16, f32",
+		                  c->abi->kernel, name, p->dtype);
+	return 0;
+}
+
+static int
+gemm_types(const CheckCase *c, NumType *in, NumType *out, KrtErr *err)
+{
+	NumType b;
+	int rc = gemm_dtype(c, "A", KRT_ARG_TMAP, in, err);
+
+	if (!rc)
+		rc = gemm_dtype(c, "B", KRT_ARG_TMAP, &b, err);
+	if (!rc)
+		rc = gemm_dtype(c, "C", KRT_ARG_PTR, out, err);
+	if (rc)
+		return rc;
+	if (*in == NUM_F32 || b != *in)
+		return check_fail(err, KRT_EABI, "%s: A is %s and B %s: gemm inputs are both bf16 or both "
+		                  "fp16", c->abi->kernel, num_type_name(*in), num_type_name(b));
+	return 0;
+}
+
+static int
+gemm_prepare(CheckCase *c, KrtErr *err)
+{
+	uint64_t M = c->shape.d[0], N = c->shape.d[1], K = c->shape.d[2];
+	NumType in, out;
+	int rc = gemm_types(c, &in, &out, err);
+
+	if (rc)
+		return rc;
+	if (!M || !N || !K || M > UINT32_MAX || N > UINT32_MAX || K > UINT32_MAX)
+		return check_fail(err, KRT_EINVAL, "gemm %llux%llux%llu: M, N, K must be in 1..2^32-1",
+		                  (unsigned long long)M, (unsigned long long)N, (unsigned long long)K);
+	if (K % 8)
+		return check_fail(err, KRT_EINVAL, "gemm K=%llu: must be a multiple of 8 (TMA row "
+		                  "strides are multiples of 16 bytes)", (unsigned long long)K);
+	size_t es = (size_t)num_type_size(in);
+	void *a = malloc(M * K * es), *b = malloc(N * K * es);
+	if (!a || !b) {
+		free(a);
+		free(b);
+		return check_fail(err, KRT_ENOMEM, "gemm: no host memory for the inputs");
+	}
+	check_draw_matrix(&c->rng, c->fill, in, check_edge_range(in, out), M, K, a);
+	check_draw_matrix(&c->rng, c->fill, in, check_edge_range(in, out), N, K, b);
+	rc = check_add_input(c, "A", in, M * K, a, err);
+	if (!rc)
+		rc = check_add_input(c, "B", in, N * K, b, err);
+	else
+		free(b);
+	/* A kernel that stores a whole tile without bounds checks writes up to
+	 * tile_m - 1 rows past the end; tiles are at most 256 rows. */
+	if (!rc)
+		rc = check_add_output(c, "C", out, M * N, 256 * N * (size_t)num_type_size(out) + 65536,
+		                      err);
+	return rc;
+}
+
+/* Tolerances by output type.
+ *
+ * The error is normwise per row: err(m,n) = |c(m,n) - ref(m,n)| / max_n' |ref(m,n')|,
+ * and the reported error is its maximum over the compared elements. Per
+ * element relative error would be ill-posed where ref(m,n) is near 0 (a
+ * dot product of random vectors often is); the row's largest magnitude is
+ * the scale that fp32 accumulation errors are proportional to, and per row
+ * (rather than whole matrix) keeps the edge pattern's differently scaled
+ * rows each to their own scale.
+ *
+ * Why these numbers. The inputs are exact in double, and each product of
+ * two bf16 (8-bit) or fp16 (11-bit significand) values is exact in fp32
+ * too, so the kernel's only errors are the fp32 accumulation and the final
+ * rounding to the output type. For N(0,1) inputs, |ref| ~ sqrt(K) with the
+ * row maximum ~3.5 sqrt(K), and summation rounding grows like a random walk:
+ * about 2^-24 · K / sqrt(2) absolute, i.e. ~ 2^-24 · sqrt(K) / 5 relative
+ * to the row maximum, 1e-6 at K = 8192 (tensor cores add in blocks of 16 or
+ * more, so less). An f32 output therefore sits near 1e-6, and 1e-3 leaves
+ * three orders of margin for any accumulation order (split-K, different
+ * block sums) while losing one K-tile of 64 terms (~sqrt(64) = 8 against
+ * 3.5 sqrt(K)) shows as >= 2.5e-2 up to K = 8192. A bf16 output adds a
+ * rounding of up to 2^-8 ≈ 3.9e-3 relative to |c| <= the row maximum (8
+ * significand bits), so its floor is ~4e-3 and 1e-2 is the tightest round
+ * number with margin; an fp16 output (2^-11 ≈ 4.9e-4) gets 5e-3. Any NaN
+ * or Inf fails. */
+static const double gemm_tol[NUM_NTYPES] = {
+	[NUM_BF16] = 1e-2,
+	[NUM_FP16] = 5e-3,
+	[NUM_F32] = 1e-3,
+};
+
+/* Rows compared: all of them while the reference costs at most
+ * opts->full_limit multiply-adds; past that, the first, last and middle
+ * rows (the edge tiles) plus random ones, about 2^31 multiply-adds'
+ * worth and at least 16. */
+static uint32_t *
+gemm_rows(CheckCase *c, uint64_t M, uint64_t N, uint64_t K, uint32_t *nrows)
+{
+	uint64_t limit = c->opts->full_limit ? c->opts->full_limit : CHECK_FULL_LIMIT;
+	double work = (double)M * (double)N * (double)K; /* can pass 2^64 */
+	uint64_t want = M;
+
+	if (work > (double)limit) {
+		double rows = 0x1p31 / ((double)N * (double)K);
+		want = rows < 16 ? 16 : rows > (double)M ? M : (uint64_t)rows;
+		want = want > M ? M : want;
+	}
+	uint32_t *rows = malloc(sizeof *rows * want);
+	if (!rows)
+		return NULL;
+	if (want == M) {
+		for (uint64_t i = 0; i < M; i++)
+			rows[i] = (uint32_t)i;
+		*nrows = (uint32_t)M;
+		return rows;
+	}
+	NumRng r;
+	num_rng_seed(&r, num_mix(c->seed, 0x726f7773u, M, N)); /* "rows" */
+	uint64_t n = 0;
+	rows[n++] = 0;
+	rows[n++] = (uint32_t)(M - 1);
+	rows[n++] = (uint32_t)(M / 2);
+	while (n < want) /* duplicates are harmless: want << M here */
+		rows[n++] = (uint32_t)num_rng_below(&r, M);
+	*nrows = (uint32_t)n;
+	return rows;
+}
+
+static void
+gemm_compare_row(CheckCase *c, const CheckBuf *cb, uint32_t m, uint64_t N, const double *ref,
+                 CheckResult *res)
+{
+	const void *out = (const char *)cb->host + cb->guard;
+	int max_report = c->opts->max_report ? c->opts->max_report : CHECK_MAX_REPORT;
+	double rowmax = 0.0;
+
+	for (uint64_t n = 0; n < N; n++)
+		rowmax = fmax(rowmax, fabs(ref[n]));
+	double denom = rowmax > 0.0 ? rowmax : DBL_MIN;
+	for (uint64_t n = 0; n < N; n++) {
+		uint64_t idx = (uint64_t)m * N + n;
+		if (num_is_fill(cb->type, out, idx, CHECK_POISON_BYTE))
+			continue; /* counted as unwritten */
+		double got = num_load(cb->type, out, idx);
+		double e = isfinite(got) ? fabs(got - ref[n]) / denom : INFINITY;
+		res->checked++;
+		if (e > res->max_err || isnan(e))
+			res->max_err = isnan(e) ? INFINITY : e;
+		if (!(e <= res->tol) && res->bad++ < (uint64_t)max_report) {
+			if (res->bad == 1)
+				check_report(c, "  %8s %8s %16s %16s %10s\n", "row", "col", "got", "want",
+				             "rel err");
+			check_report(c, "  %8u %8llu %16.8g %16.8g %10.3e\n", m, (unsigned long long)n,
+			             got, ref[n], e);
+		}
+	}
+}
+
+static int
+gemm_compare(CheckCase *c, CheckResult *res, KrtErr *err)
+{
+	uint64_t M = c->shape.d[0], N = c->shape.d[1], K = c->shape.d[2];
+	const CheckBuf *a = check_find_buf(c, "A"), *b = check_find_buf(c, "B");
+	CheckBuf *cb = check_find_buf(c, "C");
+	uint32_t nrows = 0;
+	enum { BLOCK = 64 };
+
+	res->tol = gemm_tol[cb->type];
+	uint32_t *rows = gemm_rows(c, M, N, K, &nrows);
+	double *ref = malloc(sizeof *ref * N * BLOCK);
+	if (!rows || !ref) {
+		free(rows);
+		free(ref);
+		return check_fail(err, KRT_ENOMEM, "gemm: no host memory for the reference");
+	}
+	res->subset = nrows < M;
+	for (uint32_t i = 0; i < nrows; i += BLOCK) {
+		uint32_t nb = nrows - i < BLOCK ? nrows - i : BLOCK;
+		gemm_ref_rows(a->type, a->host, b->host, (uint32_t)N, (uint32_t)K, rows + i, nb, ref);
+		for (uint32_t j = 0; j < nb; j++)
+			gemm_compare_row(c, cb, rows[i + j], N, ref + (size_t)j * N, res);
+	}
+	free(rows);
+	free(ref);
+	return 0;
+}
+
+static double
+gemm_flops(const CheckCase *c)
+{
+	const uint64_t *d = c->shape.d;
+	return 2.0 * (double)d[0] * (double)d[1] * (double)d[2];
+}
+
+static int
+gemm_peer_args(const CheckCase *c, int iters, int warmup, char *buf, size_t n)
+{
+	const CheckBuf *a = check_find_buf_const(c, "A");
+	const CheckBuf *out = check_find_buf_const(c, "C");
+	int len = snprintf(buf, n, "gemm %llu %llu %llu %s %d %d %s",
+	                   (unsigned long long)c->shape.d[0], (unsigned long long)c->shape.d[1],
+	                   (unsigned long long)c->shape.d[2], num_type_name(a->type), iters,
+	                   warmup, num_type_name(out->type));
+	return len < 0 || (size_t)len >= n ? -1 : 0;
+}
+
+/* Sizes that are not multiples of any tile, from one element up. */
+static const CheckShape gemm_shapes[] = {
+	{3, {1, 1, 8}},
+	{3, {7, 13, 24}},
+	{3, {127, 129, 72}},
+	{3, {257, 383, 520}},
+	{3, {300, 256, 1024}},
+	{3, {512, 512, 512}},
+	{3, {1000, 1000, 1000}},
+};
+
+#define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
+
+const CheckFamily check_family_gemm = {
+	.name = "gemm",
+	.dims = "M,N,K",
+	.ndims = 3,
+	.shapes = gemm_shapes,
+	.nshapes = COUNT(gemm_shapes),
+	.bench = {3, {8192, 8192, 8192}},
+	.prepare = gemm_prepare,
+	.compare = gemm_compare,
+	.flops = gemm_flops,
+	.peer_args = gemm_peer_args,
+};
