@@ -1,5 +1,5 @@
 /* The gpu suite for gemm: every configuration below, generated in-process,
- * and every emitted/sm_90a/ file, checked on a GPU against the float64
+ * and every emitted/sm_90a/gemm* file, checked on a GPU against the float64
  * reference at shapes that are not tile multiples, small to medium, with a
  * fresh seed each run (printed; KGEN_TEST_SEED fixes it). Also: an sm_100a
  * module must be refused on an sm_90 device with KRT_EMISMATCH, and the
@@ -150,7 +150,7 @@ check_emitted(KrtDevice *dev, const char *root, Tally *t)
 	char pattern[4096];
 	glob_t g;
 
-	snprintf(pattern, sizeof pattern, "%s/emitted/sm_90a/*.ptx", root);
+	snprintf(pattern, sizeof pattern, "%s/emitted/sm_90a/gemm*.ptx", root);
 	if (glob(pattern, 0, NULL, &g) != 0) {
 		printf("note: no files match %s\n", pattern);
 		return;
@@ -185,7 +185,7 @@ sm100_module(const char *root, char **ptx, size_t *len)
 	if (kgen_generate("gemm", 2, args, ptx, len, &kerr) == 0)
 		return 0;
 	printf("note: kgen gemm --target sm_100a: %s; trying emitted/\n", kerr.msg);
-	snprintf(pattern, sizeof pattern, "%s/emitted/sm_100a/*.ptx", root);
+	snprintf(pattern, sizeof pattern, "%s/emitted/sm_100a/gemm*.ptx", root);
 	if (glob(pattern, 0, NULL, &g) == 0) {
 		rc = check_read_file(g.gl_pathv[0], ptx, len, &err) ? -1 : 0;
 		globfree(&g);
