@@ -159,19 +159,22 @@ emit_epilogue(Emit *e, const GemmCfg *g, const GemmRegs *r, Reg tmem, KgErr *err
 	emitf(e, "\tmul.wide.u32 %s, %s, %s;\n", ra.s, row.s, r->N.s);
 	emitf(e, "\tcvt.u64.u32 %s, %s;\n\tadd.u64 %s, %s, %s;\n", rb.s, r->n0.s, ra.s, ra.s, rb.s);
 	emitf(e, "\tmad.lo.u64 %s, %s, %d, %s;\n", ra.s, ra.s, esz, r->c.s);
-	for (int c = 0; c < g->tn / CHUNK; c++) {
+	/* chunks of 32 columns, the last one 16 when tile-n is an odd
+	 * multiple of 16 (every column must be loaded and stored) */
+	for (int col = 0; col < g->tn; col += CHUNK) {
 		char slow[48], next[48];
-		int base = c * CHUNK * esz;
+		int w = g->tn - col < CHUNK ? g->tn - col : CHUNK;
+		int base = col * esz;
 
 		label_new(e, slow, sizeof slow, "store_slow");
 		label_new(e, next, sizeof next, "store_next");
-		emitf(e, "\tadd.u32 %s, %s, %d;\n", ta.s, tw.s, c * CHUNK);
-		sm100_ld_32x32b(e, v, CHUNK, ta);
+		emitf(e, "\tadd.u32 %s, %s, %d;\n", ta.s, tw.s, col);
+		sm100_ld_32x32b(e, v, w, ta);
 		sm100_wait_ld(e);
-		emitf(e, "\tadd.u32 %s, %s, %d;\n", t.s, r->n0.s, (c + 1) * CHUNK);
+		emitf(e, "\tadd.u32 %s, %s, %d;\n", t.s, r->n0.s, col + w);
 		emitf(e, "\tsetp.le.and.u32 %s, %s, %s, %s;\n", fast.s, t.s, r->N.s, vec.s);
 		emitf(e, "\tand.pred %s, %s, %s;\n\t@!%s bra %s;\n", fast.s, fast.s, prow.s, fast.s, slow);
-		for (int q = 0; q < CHUNK * esz / 16; q++) {
+		for (int q = 0; q < w * esz / 16; q++) {
 			if (bf16) {
 				for (int j = 0; j < 4; j++)
 					emitf(e, "\tcvt.rn.bf16x2.f32 %s, %s, %s;\n", pk[4 * q + j].s,
@@ -185,8 +188,8 @@ emit_epilogue(Emit *e, const GemmCfg *g, const GemmRegs *r, Reg tmem, KgErr *err
 		}
 		emitf(e, "\tbra %s;\n", next);
 		emit_label(e, slow);
-		for (int j = 0; j < CHUNK; j++) {
-			emitf(e, "\tadd.u32 %s, %s, %d;\n", t.s, r->n0.s, c * CHUNK + j);
+		for (int j = 0; j < w; j++) {
+			emitf(e, "\tadd.u32 %s, %s, %d;\n", t.s, r->n0.s, col + j);
 			emitf(e, "\tsetp.lt.and.u32 %s, %s, %s, %s;\n", pc.s, t.s, r->N.s, prow.s);
 			if (bf16) {
 				emitf(e, "\tcvt.rn.bf16.f32 %s, %s;\n", h.s, v[j].s);
