@@ -249,7 +249,6 @@ emit_prologue(Emit *e, const FmhaCfg *f, FmhaRegs *r, KgErr *err)
 {
 	Reg raw = reg_new(e, RC_B32), p = reg_new(e, RC_PRED), nb = reg_new(e, RC_B32);
 	Reg t = reg_new(e, RC_B32);
-	char skip[48];
 
 	reg_array(e, RC_B32, &r->tid, 4);
 	r->b = reg_new(e, RC_B32);
@@ -306,18 +305,7 @@ emit_prologue(Emit *e, const FmhaCfg *f, FmhaRegs *r, KgErr *err)
 		emitf(e, "\tld.param.u64 %s, [p_LSE];\n\tcvta.to.global.u64 %s, %s;\n", r->lse.s, r->lse.s,
 		      r->lse.s);
 
-	emit_block(e, "fmha.barrier_init");
-	label_new(e, skip, sizeof skip, "init_done");
-	emitf(e, "\tsetp.ne.u32 %s, %s, 0;\n\t@%s bra %s;\n", p.s, r->tid.s, p.s, skip);
-	for (int i = 0; i < f->plan.nbars; i++)
-		for (int s = 0; s < f->plan.bars[i].count; s++) {
-			Reg a = reg_new(e, RC_B32);
-			emitf(e, "\tadd.u32 %s, %s, %u; // %s[%d]\n", a.s, r->base.s,
-			      f->plan.bars[i].offset + 8u * (uint32_t)s, f->plan.bars[i].name, s);
-			op_mbar_init(e, a, f->plan.bars[i].arrivals);
-		}
-	op_fence_mbar_init(e);
-	emit_label(e, skip);
+	op_init_barriers(e, &f->plan, r->base, r->tid, "fmha.barrier_init");
 	op_bar_sync(e, 0, f->plan.threads);
 	(void)err;
 	return 0;

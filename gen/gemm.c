@@ -200,8 +200,7 @@ emit_tile_coords(Emit *e, const GemmCfg *g, GemmRegs *r)
 static int
 emit_prologue(Emit *e, const GemmCfg *g, GemmRegs *r, KgErr *err)
 {
-	Reg raw = reg_new(e, RC_B32), p = reg_new(e, RC_PRED);
-	char skip[48];
+	Reg raw = reg_new(e, RC_B32);
 
 	r->tid = reg_new(e, RC_B32);
 	r->warp = reg_new(e, RC_B32);
@@ -233,18 +232,7 @@ emit_prologue(Emit *e, const GemmCfg *g, GemmRegs *r, KgErr *err)
 	op_param_addr(e, r->tmap_b, "p_B");
 	emit_tile_coords(e, g, r);
 
-	emit_block(e, "gemm.barrier_init");
-	label_new(e, skip, sizeof skip, "init_done");
-	emitf(e, "\tsetp.ne.u32 %s, %s, 0;\n\t@%s bra %s;\n", p.s, r->tid.s, p.s, skip);
-	for (int i = 0; i < g->plan.nbars; i++)
-		for (int s = 0; s < g->plan.bars[i].count; s++) {
-			Reg a = reg_new(e, RC_B32);
-			emitf(e, "\tadd.u32 %s, %s, %u; // %s[%d]\n", a.s, r->base.s,
-			      g->plan.bars[i].offset + 8u * (uint32_t)s, g->plan.bars[i].name, s);
-			op_mbar_init(e, a, g->plan.bars[i].arrivals);
-		}
-	op_fence_mbar_init(e);
-	emit_label(e, skip);
+	op_init_barriers(e, &g->plan, r->base, r->tid, "gemm.barrier_init");
 	if (g->t->gemm->setup && g->t->gemm->setup(e, g, r, err) < 0)
 		return -1;
 	op_bar_sync(e, 0, g->plan.threads);

@@ -18,6 +18,26 @@ op_fence_mbar_init(Emit *e)
 	emit_need_ptx(e, 80);
 }
 
+void
+op_init_barriers(Emit *e, const Plan *plan, Reg base, Reg tid, const char *block)
+{
+	Reg p = reg_new(e, RC_PRED);
+	char skip[48];
+
+	emit_block(e, block);
+	label_new(e, skip, sizeof skip, "init_done");
+	emitf(e, "\tsetp.ne.u32 %s, %s, 0;\n\t@%s bra %s;\n", p.s, tid.s, p.s, skip);
+	for (int i = 0; i < plan->nbars; i++)
+		for (int s = 0; s < plan->bars[i].count; s++) {
+			Reg a = reg_new(e, RC_B32);
+			emitf(e, "\tadd.u32 %s, %s, %u; // %s[%d]\n", a.s, base.s,
+			      plan->bars[i].offset + 8u * (uint32_t)s, plan->bars[i].name, s);
+			op_mbar_init(e, a, plan->bars[i].arrivals);
+		}
+	op_fence_mbar_init(e);
+	emit_label(e, skip);
+}
+
 int
 op_mbar_wait(Emit *e, KgErr *err, Reg bar, const char *parity)
 {

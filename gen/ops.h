@@ -6,9 +6,14 @@
 #include <stdint.h>
 #include "emit.h"
 #include "err.h"
+#include "plan.h"
 
 void op_mbar_init(Emit *e, Reg addr, int arrivals);
 void op_fence_mbar_init(Emit *e);
+/* Thread 0 initializes every mbarrier of the plan (arrival counts from the
+ * plan, never constants: seed-lessons) and fences the inits; `block` names
+ * the provenance block. The caller's CTA barrier publishes them. */
+void op_init_barriers(Emit *e, const Plan *plan, Reg base, Reg tid, const char *block);
 /* Loops on try_wait until the phase of parity `parity` (a register or an
  * immediate, as text) has completed. */
 int op_mbar_wait(Emit *e, KgErr *err, Reg bar, const char *parity);
