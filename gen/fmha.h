@@ -45,7 +45,7 @@ typedef struct FmhaCfg {
 	int b_q, b_k, b_v;         /* full barriers; b_v = b_k with kv_shared */
 	int b_kfree, b_vfree;      /* empty barriers; b_vfree = b_kfree with kv_shared */
 	int r_p, r_corr, r_lsum;   /* split O: P tiles, rescale factors, row sums */
-	int b_pfull, b_pfree, b_lsum;
+	int b_pfull, b_lsum;
 	char name[120];
 } FmhaCfg;
 

@@ -472,9 +472,8 @@ fmha90_consumer_init(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Consumer *cp,
 		emitf(e, "\tmov.f32 %s, 0f00000000;\n", c.O[i].s);
 	emitf(e, "\tmov.u32 %s, 0;\n\tmov.u32 %s, 0;\n\tmov.u32 %s, 0;\n", c.j.s, c.stage.s, c.phase.s);
 	emitf(e, "\tmov.u32 %s, 0;\n\tmov.u32 %s, 0;\n", c.pstage.s, c.pphase.s);
-	if (op_mbar_wait(e, err, qbar, "0") < 0)
-		return -1;
 	(void)wgc;
+	c.qbar = qbar;
 	*cp = c;
 	return 0;
 }
@@ -486,7 +485,8 @@ emit_consumer(Emit *e, const FmhaCfg *f, const FmhaRegs *r, KgErr *err)
 	Reg wgc = reg_new(e, RC_B32);
 
 	emitf(e, "\tshr.u32 %s, %s, 7;\n\tsub.u32 %s, %s, 1;\n", wgc.s, r->tid.s, wgc.s, wgc.s);
-	if (fmha90_consumer_init(e, f, r, &c, wgc, wgc, 0, f->dv, err) < 0)
+	if (fmha90_consumer_init(e, f, r, &c, wgc, wgc, 0, f->dv, err) < 0 ||
+	    op_mbar_wait(e, err, c.qbar, "0") < 0)
 		return -1;
 	emitf(e, "\tadd.u32 %s, %s, 1;\n\tsub.u32 %s, 2, %s;\n", c.myturn.s, wgc.s, c.otherturn.s, wgc.s);
 	if (f->wgs == 2) {

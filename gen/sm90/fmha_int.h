@@ -17,7 +17,7 @@ typedef struct Consumer {
 	Reg colb;         /* key index of this thread's first S column in the tile */
 	Reg j, stage, phase, pstage, pphase;
 	Reg myturn, otherturn; /* named barrier ids 1+w and 2-w (ping-pong) */
-	Reg q0, k0, v0, kbar0, vbar0, kfree0, vfree0, bar;
+	Reg q0, k0, v0, qbar, kbar0, vbar0, kfree0, vfree0, bar;
 	Reg qlo, klo, vlo, dhi, vhi, lo, ad, bd;
 	Reg t, p, lane0;
 	int ocol0, ocols;  /* the O columns this warpgroup holds */
@@ -36,7 +36,8 @@ row_of(int i)
 	return (i / 2) % 2;
 }
 
-/* Allocates the consumer's registers, descriptors and row bookkeeping. */
+/* Allocates the consumer's registers, descriptors and row bookkeeping
+ * (the caller waits on c->qbar if it reads Q). */
 int fmha90_consumer_init(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Consumer *c, Reg wgc,
                          Reg row_block, int ocol0, int ocols, KgErr *err);
 void fmha90_scores_issue(Emit *e, const FmhaCfg *f, Consumer *c);

@@ -55,16 +55,23 @@ fmha90_split_plan(FmhaCfg *f, KgErr *err)
 	}
 	f->b_pfull = plan_barrier(p, "P full", PBUFS, 128, 0,
 	                          "every scores thread after its P stores and proxy fence");
-	f->b_pfree = plan_barrier(p, "P free", PBUFS, 8, 0, "lane 0 of the 8 consumer warps after P·V");
+	/* No "P free" barrier: P buffer j%2 is rewritten at tile j, after the
+	 * scores warpgroup has waited for V_{j-1} (separate V, one slot) or
+	 * K=V_j (at most two slots). Those loads waited for their slot, freed
+	 * only when both warpgroups had finished P·V of tile j-2, the last
+	 * reader of that P buffer. The plan keeps the stage counts that make
+	 * this hold. */
+	if (f->stages > (f->kv_shared ? PBUFS : 1))
+		return kg_fail(err, "--stages=%d: the split-O plan takes %s, so that a KV slot being refilled proves the P buffer it reuses has been read",
+		               f->stages, f->kv_shared ? "1 or 2 with kv-shared" : "1 without kv-shared");
 	f->b_lsum = plan_barrier(p, "row sums", 1, 128, 0, "every scores thread after the row sums");
-	(void)err;
 	return 0;
 }
 
 /* Per-warpgroup state of the P double buffer. */
 typedef struct Split {
 	Reg pb, pbph, ppb;      /* buffer of tile j, its phase, buffer of tile j-1 */
-	Reg pfull0, pfree0;     /* barrier arrays */
+	Reg pfull0;             /* barrier array */
 	Reg p0, corr0;          /* shared addresses of the P tiles and factors */
 	Reg x16;                /* (row % 8) << 4: this thread's 128B-swizzle XOR (§1.2) */
 	Reg rowt[2];            /* rows g, g+8 within the 64-row tile */
@@ -83,7 +90,6 @@ split_init(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Consumer *c, Split *s)
 	reg_array(e, RC_B32, s->rowt, 2);
 	s->p_bytes = f->plan.smem[f->r_p].bytes;
 	s->pfull0 = fmha_bar_addr(e, f, r, f->b_pfull);
-	s->pfree0 = fmha_bar_addr(e, f, r, f->b_pfree);
 	s->p0 = fmha_smem_addr(e, f, r, f->r_p);
 	s->corr0 = fmha_smem_addr(e, f, r, f->r_corr);
 	emitf(e, "\tmov.u32 %s, 0;\n\tmov.u32 %s, 0;\n\tmov.u32 %s, 0;\n", s->pb.s, s->pbph.s, s->ppb.s);
@@ -126,12 +132,12 @@ split_pv_issue(Emit *e, const FmhaCfg *f, Consumer *c, Split *s, Reg pbuf, Reg s
 	sm90_wgmma_commit(e);
 }
 
-/* After its P·V: the P buffer and (the scores side: also) the V slot. */
+/* After its P·V: the V (or K=V) slot; the P buffer with it (see the plan). */
 static void
 split_release(Emit *e, const FmhaCfg *f, Consumer *c, Split *s, Reg pbuf, Reg stage)
 {
-	emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n", c->bar.s, pbuf.s, s->pfree0.s);
-	op_mbar_arrive(e, c->bar, c->guard0);
+	(void)s;
+	(void)pbuf;
 	emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n", c->bar.s, stage.s, c->vfree0.s);
 	op_mbar_arrive(e, c->bar, c->guard0);
 }
@@ -142,14 +148,10 @@ split_release(Emit *e, const FmhaCfg *f, Consumer *c, Split *s, Reg pbuf, Reg st
 static int
 split_publish(Emit *e, KgErr *err, const FmhaCfg *f, Consumer *c, Split *s)
 {
-	Reg base[2], a = reg_new(e, RC_B32), pk = reg_new(e, RC_B32), par = reg_new(e, RC_B32);
+	Reg base[2], a = reg_new(e, RC_B32), pk = reg_new(e, RC_B32);
 	Reg pc = reg_new(e, RC_PRED);
 
 	emit_block(e, "sm90.fmha_split_publish");
-	emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n\txor.b32 %s, %s, 1;\n", c->bar.s, s->pb.s, s->pfree0.s,
-	      par.s, s->pbph.s);
-	if (op_mbar_wait(e, err, c->bar, par.s) < 0)
-		return -1;
 	for (int k = 0; k < 2; k++) {
 		base[k] = reg_new(e, RC_B32);
 		/* P[pb] + 128*row + 4*(lane%4) */
@@ -224,7 +226,8 @@ emit_scores_wg(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Reg zero, KgErr *er
 	Split s;
 	char none[48];
 
-	if (fmha90_consumer_init(e, f, r, &c, zero, zero, 0, f->dv / 2, err) < 0)
+	if (fmha90_consumer_init(e, f, r, &c, zero, zero, 0, f->dv / 2, err) < 0 ||
+	    op_mbar_wait(e, err, c.qbar, "0") < 0)
 		return -1;
 	c.l_to_smem = 1;
 	c.lsum0 = fmha_smem_addr(e, f, r, f->r_lsum);
@@ -295,9 +298,15 @@ emit_output_wg(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Reg zero, KgErr *er
 	}
 	for (int i = 0; i < c.ocols / 2; i++)
 		emitf(e, "\tmul.f32 %s, %s, %s;\n", c.O[i].s, c.O[i].s, c.corr[row_of(i)].s);
-	emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n", c.bar.s, c.stage.s, c.vbar0.s);
-	if (op_mbar_wait(e, err, c.bar, c.phase.s) < 0)
-		return -1;
+	/* With K=V one tile, P_j was published after the scores warpgroup
+	 * waited for that tile's full barrier: the acquire of P full orders
+	 * this warpgroup after the tile's arrival (causality is transitive), so
+	 * only a separate V needs its own wait. */
+	if (!f->kv_shared) {
+		emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n", c.bar.s, c.stage.s, c.vbar0.s);
+		if (op_mbar_wait(e, err, c.bar, c.phase.s) < 0)
+			return -1;
+	}
 	sm90_wgmma_fence(e);
 	split_pv_issue(e, f, &c, &s, s.pb, c.stage);
 	sm90_wgmma_wait(e, 0);
