@@ -1,0 +1,71 @@
+/* Helpers shared by the emulator tests: files, the emu devices, and a gemm
+ * run checked against a float64 reference. */
+#ifndef KGEN_TESTS_EMU_TEST_H
+#define KGEN_TESTS_EMU_TEST_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "runtime/krt.h"
+
+/* Reads a whole file (NUL-terminated); NULL with a message on stderr. */
+char *et_read(const char *path, size_t *len);
+/* Sorted paths matching a glob pattern; returns the count, -1 on error. */
+int et_glob(const char *pattern, char ***paths);
+void et_free_list(char **paths, int n);
+
+/* Opens the emulated device that runs ABI target `target` (sm_90a: the
+ * sm_90 device, sm_100a: the sm_100 one). */
+int et_open_for(const char *target, KrtDevice **dev, KrtErr *err);
+
+typedef struct EtGemm {
+	int keep;          /* in: 1 to keep the downloaded C in out */
+	void *out;         /* C as the kernel wrote it (free it) */
+	size_t out_bytes;
+	double max_err;    /* max relative error over C */
+	double tol;        /* the tolerance for the output type */
+	uint64_t bad;      /* elements over tol (or not finite) */
+	int rc;            /* krt_launch's return */
+	KrtErr err;        /* its message */
+	char first_bad[256];
+} EtGemm;
+
+/* Runs a gemm module (params A B C M N K, docs/ABI.md) at M x N x K on
+ * seeded N(0,1) inputs and compares C = A·B^T with a float64 reference.
+ * Relative error of element (m,n): |got - ref| / max(|ref|, s/8) where s =
+ * sqrt(sum_k (a_mk b_nk)^2), the natural scale of that dot product (so an
+ * output that cancels to near zero is not held to an impossible bound).
+ * Tolerance 1e-2 for bf16 output, 1e-3 for f32. Returns 0 if it ran and
+ * passed, 1 if it ran and failed, -1 on a launch error. */
+int et_gemm(KrtDevice *dev, KrtModule *mod, uint32_t M, uint32_t N, uint32_t K, uint64_t seed,
+            EtGemm *res);
+
+/* An attention problem: batch sequences of seqlen_q[b] queries and
+ * seqlen_k[b] keys (varlen, packed back to back). */
+typedef struct EtFmhaShape {
+	uint32_t batch;
+	uint32_t sq[8], sk[8];
+} EtFmhaShape;
+
+typedef struct EtFmha {
+	int keep;              /* in: 1 to keep O (then LSE) in out */
+	void *out;
+	size_t out_bytes, o_bytes;
+	double max_err, tol;   /* O: |got - ref| / max |ref| of the row (tools/check_fmha.c) */
+	double lse_err, lse_tol; /* LSE: |got - ref| / max(1, |ref|) */
+	uint64_t bad;
+	int rc;
+	KrtErr err;
+	char first_bad[256];
+} EtFmha;
+
+/* Runs an fmha module (docs: kgen fmha; params Q K [V] O [LSE] cu_seqlens_q
+ * cu_seqlens_k max_seqlen_q batch; configuration from its //@args) on
+ * seeded N(0,1) inputs against a float64 reference of
+ * O = softmax(scale Q K^T + mask) V. Returns as et_gemm. */
+int et_fmha(KrtDevice *dev, KrtModule *mod, const EtFmhaShape *shape, uint64_t seed, EtFmha *res);
+
+/* An integer kgen argument of the module (//@args "--name N"), or def. */
+int et_arg(const KrtAbi *abi, const char *name, int def);
+
+#endif

@@ -1,0 +1,139 @@
+/* Every emitted kernel (emitted/TARGET/NAME.ptx) on the emulator at small
+ * shapes with tails, against a float64 reference, with no hazard. One
+ * runner per kernel family (gemm, fmha); a family without one fails, so a
+ * new family cannot slip past the emulator unnoticed.
+ *
+ *   test_emu_emitted SRC_ROOT [FILE.ptx ...]
+ *
+ * With files, runs only those. Exit 0 when all pass, 1 otherwise. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "emu_test.h"
+
+static const uint32_t gemm_shapes[][3] = {
+	{1, 1, 8},
+	{130, 70, 72},
+	{200, 300, 136},
+};
+
+/* batch, then the query and key lengths of each sequence: a single token,
+ * varlen with a sequence longer on the query side (causal rows that see no
+ * key), and tails of the 128-row / KV tiles */
+static const EtFmhaShape fmha_shapes[] = {
+	{1, {1}, {1}},
+	{2, {70, 130}, {100, 77}},
+	{1, {200}, {300}},
+};
+
+static double
+now(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static int
+run_file(const char *path)
+{
+	size_t len;
+	char *ptx = et_read(path, &len);
+	if (!ptx)
+		return 1;
+	KrtErr err;
+	KrtAbi abi;
+	if (krt_abi_parse(ptx, len, &abi, &err)) {
+		printf("FAIL %s: %s\n", path, err.msg);
+		free(ptx);
+		return 1;
+	}
+	int gemm = strcmp(abi.family, "gemm") == 0, fmha = strcmp(abi.family, "fmha") == 0;
+	if (!gemm && !fmha) {
+		printf("FAIL %s: family %s has no runner in test_emu_emitted.c\n", path, abi.family);
+		free(ptx);
+		return 1;
+	}
+	KrtDevice *dev = NULL;
+	KrtModule *mod = NULL;
+	int fails = 0;
+	if (et_open_for(abi.target, &dev, &err) || krt_module_load(dev, ptx, len, &mod, &err)) {
+		printf("FAIL %s: %s\n", path, err.msg);
+		free(ptx);
+		krt_device_close(dev);
+		return 1;
+	}
+	free(ptx);
+	size_t nshapes = gemm ? sizeof gemm_shapes / sizeof gemm_shapes[0]
+	                      : sizeof fmha_shapes / sizeof fmha_shapes[0];
+	for (size_t i = 0; i < nshapes; i++) {
+		char shape[64];
+		double t0 = now();
+		int rc;
+		double maxerr, tol;
+		uint64_t bad;
+		const char *first, *msg;
+		EtGemm g;
+		EtFmha f;
+		if (gemm) {
+			const uint32_t *d = gemm_shapes[i];
+			snprintf(shape, sizeof shape, "%ux%ux%u", d[0], d[1], d[2]);
+			rc = et_gemm(dev, mod, d[0], d[1], d[2], 1000 + i, &g);
+			maxerr = g.max_err, tol = g.tol, bad = g.bad, first = g.first_bad, msg = g.err.msg;
+		} else {
+			const EtFmhaShape *f0 = &fmha_shapes[i];
+			size_t at = (size_t)snprintf(shape, sizeof shape, "batch %u:", f0->batch);
+			for (uint32_t b = 0; b < f0->batch && at < sizeof shape; b++)
+				at += (size_t)snprintf(shape + at, sizeof shape - at, " %ux%u", f0->sq[b], f0->sk[b]);
+			rc = et_fmha(dev, mod, f0, 2000 + i, &f);
+			maxerr = f.max_err, tol = f.tol, bad = f.bad, first = f.first_bad, msg = f.err.msg;
+		}
+		double dt = now() - t0;
+		if (rc < 0) {
+			printf("FAIL %s %s: %s\n", abi.kernel, shape, msg);
+			fails++;
+		} else if (rc > 0) {
+			printf("FAIL %s %s: %llu elements over tolerance %.0e, max rel err %.3g; first: %s\n",
+			       abi.kernel, shape, (unsigned long long)bad, tol, maxerr, first);
+			fails++;
+		} else {
+			printf("ok   %s %s: max rel err %.3g (tol %.0e)%s %.2fs\n", abi.kernel, shape,
+			       maxerr, tol, fmha && f.lse_err > 0 ? ", LSE ok" : "", dt);
+		}
+		fflush(stdout);
+	}
+	krt_module_unload(mod);
+	krt_device_close(dev);
+	return fails;
+}
+
+int
+main(int argc, char **argv)
+{
+	if (argc < 2) {
+		fprintf(stderr, "usage: test_emu_emitted SRC_ROOT [FILE.ptx ...]\n");
+		return 2;
+	}
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	int fails = 0, files = 0;
+	if (argc > 2) {
+		for (int i = 2; i < argc; i++, files++)
+			fails += run_file(argv[i]) != 0;
+	} else {
+		char pat[4096];
+		snprintf(pat, sizeof pat, "%s/emitted/*/*.ptx", argv[1]);
+		char **paths;
+		int n = et_glob(pat, &paths);
+		if (n <= 0) {
+			fprintf(stderr, "no PTX files match %s\n", pat);
+			return 1;
+		}
+		for (int i = 0; i < n; i++, files++)
+			fails += run_file(paths[i]) != 0;
+		et_free_list(paths, n);
+	}
+	printf("%d of %d kernels failed\n", fails, files);
+	return fails ? 1 : 0;
+}

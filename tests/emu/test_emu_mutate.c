@@ -1,0 +1,262 @@
+/* Mutation test: the emulator must notice every missing synchronization.
+ * For each emitted kernel (gemm and fmha), each single tcgen05.wait::ld,
+ * tcgen05.fence::after_thread_sync, mbarrier wait loop (the try_wait and
+ * its branch back), fence.proxy.async, wgmma.fence and wgmma.wait_group
+ * is removed in turn
+ * (the line becomes a comment, so line numbers stay), and the mutant must
+ * either report a hazard or compute a wrong result. The shape has more K
+ * tiles than pipeline stages, so every stage is refilled at least once.
+ *
+ *   test_emu_mutate SRC_ROOT [FILE.ptx ...]
+ *
+ * Exit 0 when every mutant is caught and every original passes. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "emu_test.h"
+
+typedef struct Line {
+	const char *s;
+	size_t n;
+} Line;
+
+static int
+split(char *text, Line **out)
+{
+	int n = 0, cap = 256;
+	Line *v = malloc((size_t)cap * sizeof *v);
+	for (char *s = text; v && *s;) {
+		char *e = strchr(s, '\n');
+		size_t len = e ? (size_t)(e - s) : strlen(s);
+		if (n == cap) {
+			cap *= 2;
+			Line *nv = realloc(v, (size_t)cap * sizeof *nv);
+			if (!nv) {
+				free(v);
+				return -1;
+			}
+			v = nv;
+		}
+		v[n].s = s;
+		v[n].n = len;
+		n++;
+		s += len + (e ? 1 : 0);
+	}
+	*out = v;
+	return v ? n : -1;
+}
+
+static int
+has(const Line *l, const char *what)
+{
+	size_t k = strlen(what);
+	for (size_t i = 0; i + k <= l->n; i++)
+		if (memcmp(l->s + i, what, k) == 0)
+			return 1;
+	return 0;
+}
+
+/* The text with lines [a, b] turned into comments. */
+static char *
+mutate(const Line *lines, int n, int a, int b, size_t *len)
+{
+	size_t cap = 64;
+	for (int i = 0; i < n; i++)
+		cap += lines[i].n + 32;
+	char *out = malloc(cap);
+	size_t at = 0;
+	for (int i = 0; out && i < n; i++) {
+		if (i >= a && i <= b)
+			at += (size_t)snprintf(out + at, cap - at, "\t// mutation: removed\n");
+		else {
+			memcpy(out + at, lines[i].s, lines[i].n);
+			at += lines[i].n;
+			out[at++] = '\n';
+		}
+	}
+	if (out)
+		out[at] = 0;
+	*len = at;
+	return out;
+}
+
+typedef struct Kind {
+	const char *what;   /* substring that marks the line */
+	int with_next;      /* remove the following line too (the loop branch) */
+} Kind;
+
+static const Kind kinds[] = {
+	{"tcgen05.wait::ld", 0},
+	{"tcgen05.fence::after_thread_sync", 0},
+	{"mbarrier.try_wait", 1},
+	{"fence.proxy.async", 0},
+	{"wgmma.fence", 0},
+	{"wgmma.wait_group", 0},
+};
+
+/* One run of the kernel at the mutation shape: 0 pass, 1 wrong, -1 launch
+ * error (message in msg). */
+typedef struct Shape {
+	int fmha;
+	uint32_t M, N, K;
+	EtFmhaShape f;
+} Shape;
+
+/* One full tile and a tail along the output dimensions (so every epilogue
+ * chunk stores), more K (key) tiles than pipeline stages and a tail (so
+ * every stage is refilled): taken from the //@args of the kernel. */
+static void
+pick_shape(const KrtAbi *abi, Shape *s)
+{
+	memset(s, 0, sizeof *s);
+	uint32_t tm = (uint32_t)et_arg(abi, "tile-m", 128), st = (uint32_t)et_arg(abi, "stages", 4);
+	if (strcmp(abi->family, "fmha") == 0) {
+		/* the kernel name says the KV tile: ..._m128n64_... */
+		const char *n = strstr(abi->kernel, "_m");
+		uint32_t tn = 128;
+		if (n && strchr(n, 'n'))
+			tn = (uint32_t)atoi(strchr(n, 'n') + 1);
+		if (st < 2)
+			st = 2;
+		s->fmha = 1;
+		s->f.batch = 1;
+		s->f.sq[0] = tm + 2;
+		s->f.sk[0] = tn * (st + 1) + 8;
+		return;
+	}
+	uint32_t tn = (uint32_t)et_arg(abi, "tile-n", 128), tk = (uint32_t)et_arg(abi, "tile-k", 64);
+	s->M = tm + 2;
+	s->N = tn + 40;
+	s->K = tk * (st + 2) + 8;
+}
+
+static int
+run_once(KrtDevice *dev, KrtModule *mod, const Shape *s, char *msg, size_t n)
+{
+	EtGemm g;
+	EtFmha f;
+	int rc;
+	if (s->fmha) {
+		rc = et_fmha(dev, mod, &s->f, 7, &f);
+		snprintf(msg, n, "%.500s", rc < 0 ? f.err.msg : f.first_bad);
+		if (rc > 0)
+			snprintf(msg, n, "%llu bad, %.400s", (unsigned long long)f.bad, f.first_bad);
+	} else {
+		rc = et_gemm(dev, mod, s->M, s->N, s->K, 7, &g);
+		snprintf(msg, n, "%.500s", rc < 0 ? g.err.msg : g.first_bad);
+		if (rc > 0)
+			snprintf(msg, n, "%llu bad, %.400s", (unsigned long long)g.bad, g.first_bad);
+	}
+	return rc;
+}
+
+static int
+run_file(const char *path, int *mutants, int *missed)
+{
+	size_t len;
+	char *ptx = et_read(path, &len);
+	if (!ptx)
+		return 1;
+	KrtErr err;
+	KrtAbi abi;
+	KrtDevice *dev = NULL;
+	if (krt_abi_parse(ptx, len, &abi, &err) ||
+	    (strcmp(abi.family, "gemm") != 0 && strcmp(abi.family, "fmha") != 0) ||
+	    et_open_for(abi.target, &dev, &err)) {
+		printf("FAIL %s: %s\n", path, err.msg);
+		free(ptx);
+		return 1;
+	}
+	Shape shape;
+	pick_shape(&abi, &shape);
+	int fails = 0;
+	char msg[600];
+	Line *lines = NULL;
+	int n = split(ptx, &lines);
+	/* the original must pass, or the mutants prove nothing */
+	KrtModule *mod;
+	msg[0] = 0;
+	if (krt_module_load(dev, ptx, len, &mod, &err) ||
+	    (run_once(dev, mod, &shape, msg, sizeof msg) != 0 && (krt_module_unload(mod), 1))) {
+		printf("FAIL %s: the unmutated kernel does not pass at the mutation shape: %s%s\n",
+		       abi.kernel, err.msg, msg);
+		free(lines);
+		free(ptx);
+		krt_device_close(dev);
+		return 1;
+	}
+	krt_module_unload(mod);
+	for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++)
+		for (int i = 0; i < n; i++) {
+			if (!has(&lines[i], kinds[k].what) || lines[i].s[strspn(lines[i].s, " \t")] == '/')
+				continue;
+			int last = i + kinds[k].with_next;
+			size_t ml;
+			char *m = mutate(lines, n, i, last, &ml);
+			if (!m) {
+				fails++;
+				continue;
+			}
+			(*mutants)++;
+			const char *verdict;
+			char detail[600] = "";
+			if (krt_module_load(dev, m, ml, &mod, &err)) {
+				verdict = "caught at load";
+				snprintf(detail, sizeof detail, "%.500s", err.msg);
+			} else {
+				int rc = run_once(dev, mod, &shape, msg, sizeof msg);
+				krt_module_unload(mod);
+				if (rc < 0) {
+					const char *h = strstr(msg, "hazard [");
+					verdict = h ? "hazard" : "launch failed";
+					snprintf(detail, sizeof detail, "%.300s", h ? h : msg);
+				} else if (rc > 0) {
+					verdict = "wrong result";
+					snprintf(detail, sizeof detail, "%.300s", msg);
+				} else {
+					verdict = "MISSED";
+					(*missed)++;
+					fails++;
+				}
+			}
+			printf("%-14s %s line %d (%s removed): %s\n", verdict, abi.kernel, i + 1,
+			       kinds[k].what, detail);
+			free(m);
+		}
+	free(lines);
+	free(ptx);
+	krt_device_close(dev);
+	return fails;
+}
+
+int
+main(int argc, char **argv)
+{
+	if (argc < 2) {
+		fprintf(stderr, "usage: test_emu_mutate SRC_ROOT [FILE.ptx ...]\n");
+		return 2;
+	}
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	int fails = 0, mutants = 0, missed = 0;
+	char **paths = NULL;
+	int n;
+	if (argc > 2) {
+		paths = argv + 2;
+		n = argc - 2;
+	} else {
+		char pat[4096];
+		snprintf(pat, sizeof pat, "%s/emitted/*/*.ptx", argv[1]);
+		n = et_glob(pat, &paths);
+		if (n <= 0) {
+			fprintf(stderr, "no PTX files match %s\n", pat);
+			return 1;
+		}
+	}
+	for (int i = 0; i < n; i++)
+		fails += run_file(paths[i], &mutants, &missed);
+	if (argc == 2)
+		et_free_list(paths, n);
+	printf("%d mutants, %d missed, %d failures\n", mutants, missed, fails);
+	return fails ? 1 : 0;
+}
