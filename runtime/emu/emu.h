@@ -12,13 +12,11 @@
 #include "internal.h"
 #include "krt.h"
 
-/* A launch stopped by a hazard. krt.h may grow a dedicated code; until then
- * a hazard is a failed launch with the report in KrtErr.msg. */
-#ifdef KRT_EHAZARD
-#define EMU_EHAZARD KRT_EHAZARD
-#else
+/* A launch stopped by a hazard returns this code with "emu hazard [CLASS]:"
+ * and the report in KrtErr.msg. A dedicated code in krt.h (KRT_EHAZARD)
+ * would replace this one line. Faults (out-of-bounds, trap) are KRT_ECUDA,
+ * as a failed launch on a GPU would be. */
 #define EMU_EHAZARD KRT_ELOAD
-#endif
 
 /* ---- address map ---------------------------------------------------------
  * Device allocations are host buffers behind fake device addresses. The

@@ -315,7 +315,8 @@ pow2(int e)
  * (significand in [1, 4)); the accumulator's exponent is exp(d); all terms
  * are aligned to the largest of these, E, truncated toward zero to
  * multiples of 2^(E-25), summed exactly, and the sum is rounded toward
- * zero to f32. (Plain f32 sums differ in the last bits of ~75% of outputs.)
+ * zero to f32. (Plain f32 sums in K order differ in the last bits of ~80%
+ * of those outputs.)
  * Inputs must be finite. In units of 2^(E-25) every term is below 2^27, so
  * the terms and their sum are exact in int64. */
 static float

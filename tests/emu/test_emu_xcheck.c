@@ -1,10 +1,11 @@
 /* The emulator against a real GPU: every emitted sm_90a kernel runs on the
- * CUDA device and on the emulator with the same inputs, and the outputs
- * are compared element by element (besides each against the float64
- * reference). Differences come only from the order and precision of the
- * tensor cores' accumulation, so they must stay within a few units in the
- * last place; a wrong fragment layout, swizzle or TMA bound would differ by
- * whole values.
+ * CUDA device and on the emulator with the same inputs; both must pass the
+ * float64 reference, and the outputs are compared element by element.
+ * bf16 gemm must be bit-identical: the emulator models Hopper's 16-bit
+ * wgmma accumulation exactly (wgmma.c hopper_k16, fitted to bf16 results)
+ * and the epilogue is plain IEEE arithmetic. fp16 gemm and fmha only report
+ * their agreement: the model was not fitted to fp16 inputs, and the
+ * hardware's ex2.approx and rcp are not modelled to the bit.
  *
  *   test_emu_xcheck SRC_ROOT [FILE.ptx ...]
  *
@@ -129,8 +130,9 @@ run_file(const char *path, KrtDevice *gpu, KrtDevice *emu)
 		compare(og, oe, obytes / (f32 ? 4 : 2), f32, &c);
 		if (bytes > obytes)
 			compare((char *)og + obytes, (char *)oe + obytes, (bytes - obytes) / 4, 1, &cl);
-		/* accumulation order: a couple of ulps in f32 outputs, one in bf16 */
-		int ok = c.max_ulps <= (f32 ? 64 : 1) && cl.max_ulps <= 64;
+		const KrtAbiParam *pa = krt_abi_find(&abi, "A");
+		int exact = strcmp(abi.family, "gemm") == 0 && pa && strcmp(pa->dtype, "bf16") == 0;
+		int ok = !rg && !re && (!exact || c.same == c.n);
 		printf("%s %s %s: gpu %s, emu %s; %zu of %zu outputs bit-identical, max %lld ulp%s",
 		       ok ? "ok  " : "FAIL", abi.kernel, shape, rg ? "wrong" : "right",
 		       re ? "wrong" : "right", c.same, c.n, (long long)c.max_ulps, f32 ? " (f32)" : " (bf16)");
@@ -141,7 +143,7 @@ run_file(const char *path, KrtDevice *gpu, KrtDevice *emu)
 			printf("; LSE %zu of %zu identical, max %lld ulp", cl.same, cl.n,
 			       (long long)cl.max_ulps);
 		printf("\n");
-		fails += !ok || rg || re;
+		fails += !ok;
 		free(og);
 		free(oe);
 	}
