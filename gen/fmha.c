@@ -21,8 +21,12 @@ static const ParamSpec fmha_params[] = {
 	 "key/value heads; heads-q/heads-kv query heads share one (GQA, MQA)"},
 	{"kv-shared", PK_INT, P(kv_shared), "0,1", 0, 0, 0, "0",
 	 "K and V are one tensor: one TMA load feeds both operands"},
-	{"mask", PK_ENUM, P(mask), "none,causal", 0, 0, 0, "none",
-	 "causal: query i sees keys j <= i + Sk - Sq (bottom-right)"},
+	{"mask", PK_ENUM, P(mask), "none,causal,window", 0, 0, 0, "none",
+	 "causal: query i sees keys j <= i + Sk - Sq (bottom-right); window: sliding"},
+	{"window-left", PK_INT, P(window_left), NULL, 0, 1 << 20, 1, "128",
+	 "window: keys j >= i + Sk - Sq - window-left"},
+	{"window-right", PK_INT, P(window_right), NULL, 0, 1 << 20, 1, "0",
+	 "window: keys j <= i + Sk - Sq + window-right"},
 	{"lse", PK_INT, P(lse), "0,1", 0, 0, 0, "0", "also write LSE (natural log, f32)"},
 	{"tile-m", PK_INT, P(tile_m), "0,64,128", 0, 0, 0, "0",
 	 "query rows per CTA (0: 128, or 64 for the split-O plan of head-dim > 256)"},
@@ -54,6 +58,8 @@ fmha_configure(FmhaCfg *f, const FmhaParams *p, KgErr *err)
 		return kg_fail(err, "--kv-shared=1 with --head-dim=%d --head-dim-v=%d: one tensor serves K and V, so the dims must match",
 		               f->d, f->dv);
 	f->mask = p->mask;
+	f->wl = f->mask == MASK_WINDOW ? p->window_left : 1 << 30;
+	f->wr = f->mask == MASK_WINDOW ? p->window_right : 0;
 	f->lse = p->lse;
 	/* Beyond 256 columns O does not fit one warpgroup's registers: two
 	 * warpgroups share 64 query rows, one computing S and P, both
@@ -97,13 +103,21 @@ fmha_configure(FmhaCfg *f, const FmhaParams *p, KgErr *err)
 		buf_printf(&n, "fmha_%s_d%d", dtype_name(f->in), f->d);
 		if (f->dv != f->d)
 			buf_printf(&n, "v%d", f->dv);
-		buf_printf(&n, "_h%dkv%d%s%s%s_m%dn%d_s%d_%s", f->hq, f->hkv, f->kv_shared ? "_kvshared" : "",
-		           f->mask == MASK_CAUSAL ? "_causal" : "", f->lse ? "_lse" : "", f->bm, f->bn,
-		           f->stages, f->t->tag);
+		buf_printf(&n, "_h%dkv%d%s%s", f->hq, f->hkv, f->kv_shared ? "_kvshared" : "",
+		           f->mask == MASK_CAUSAL ? "_causal" : "");
+		if (f->mask == MASK_WINDOW)
+			buf_printf(&n, "_win%dr%d", f->wl, f->wr);
+		buf_printf(&n, "%s_m%dn%d_s%d_%s", f->lse ? "_lse" : "", f->bm, f->bn, f->stages, f->t->tag);
 		snprintf(f->name, sizeof f->name, "%s", n.p ? n.p : "fmha");
 		buf_free(&n);
 	}
 	return plan_check(&f->plan, err);
+}
+
+int
+fmha_has_unmasked_tiles(const FmhaCfg *f)
+{
+	return f->mask != MASK_WINDOW || f->wl + f->wr >= f->bm + f->bn - 2;
 }
 
 Reg
@@ -171,8 +185,8 @@ fmha_emit_producer(Emit *e, const FmhaCfg *f, const FmhaRegs *r, KgErr *err)
 	}
 	label_new(e, loop, sizeof loop, "produce");
 	label_new(e, done, sizeof done, "produce_done");
-	emitf(e, "\tmov.u32 %s, 0;\n\tmov.u32 %s, 0;\n\tmov.u32 %s, 0;\n", stage.s, phase.s, j.s);
-	emitf(e, "\tsetp.eq.u32 %s, %s, 0;\n\t@%s bra %s;\n", p.s, r->n_total.s, p.s, done);
+	emitf(e, "\tmov.u32 %s, 0;\n\tmov.u32 %s, 0;\n\tmov.u32 %s, %s;\n", stage.s, phase.s, j.s, r->j0.s);
+	emitf(e, "\tsetp.ge.u32 %s, %s, %s;\n\t@%s bra %s;\n", p.s, j.s, r->n_total.s, p.s, done);
 	emit_label(e, loop);
 	/* K and V have their own free barriers: K_j's slot frees once S_j is
 	 * done, V_j's once P_j·V_j is, a tile later (the consumers overlap
@@ -218,30 +232,48 @@ ld_seqlen(Emit *e, const char *param, Reg b, Reg start, Reg len)
 	emitf(e, "\tsub.u32 %s, %s, %s;\n", len.s, end.s, start.s);
 }
 
-/* KV tiles this CTA visits, and how many of them need no mask at all. With
- * causal masking (bottom-right, docs/ABI.md) the last row m0+bm-1 sees keys
- * < m0+bm+Sk-Sq and the first row sees every key < m0+1+Sk-Sq. */
+/* The KV tiles this CTA visits and which need a mask. Rows m0..m0+bm-1,
+ * off = Sk - Sq: row i sees keys [i+off-wl, i+off+wr] (causal: wl = inf,
+ * wr = 0; none: all keys), clipped to [0, Sk). The first row bounds the
+ * lowest tile and the unmasked right end, the last row the highest tile
+ * and the unmasked left end. */
 static void
 emit_tile_counts(Emit *e, const FmhaCfg *f, FmhaRegs *r)
 {
 	Reg off = reg_new(e, RC_B32), t = reg_new(e, RC_B32);
 
 	emit_block(e, "fmha.tile_counts");
-	if (f->mask == MASK_CAUSAL) {
-		emitf(e, "\tsub.s32 %s, %s, %s;\n\tadd.s32 %s, %s, %s;\n", off.s, r->sk.s, r->sq.s, off.s,
-		      off.s, r->m0.s);
-		emitf(e, "\tadd.s32 %s, %s, %d;\n\tmin.s32 %s, %s, %s;\n\tmax.s32 %s, %s, 0;\n", t.s, off.s,
-		      f->bm, t.s, t.s, r->sk.s, t.s, t.s);
-		emitf(e, "\tadd.u32 %s, %s, %d;\n\tdiv.u32 %s, %s, %d;\n", r->n_total.s, t.s, f->bn - 1,
-		      r->n_total.s, r->n_total.s, f->bn);
-		emitf(e, "\tadd.s32 %s, %s, 1;\n\tmin.s32 %s, %s, %s;\n\tmax.s32 %s, %s, 0;\n", t.s, off.s, t.s,
-		      t.s, r->sk.s, t.s, t.s);
-		emitf(e, "\tdiv.u32 %s, %s, %d;\n", r->n_full.s, t.s, f->bn);
-	} else {
+	if (f->mask == MASK_NONE) {
+		emitf(e, "\tmov.u32 %s, 0;\n\tmov.u32 %s, 0;\n", r->j0.s, r->n_lead.s);
 		emitf(e, "\tadd.u32 %s, %s, %d;\n\tdiv.u32 %s, %s, %d;\n", r->n_total.s, r->sk.s, f->bn - 1,
 		      r->n_total.s, r->n_total.s, f->bn);
 		emitf(e, "\tdiv.u32 %s, %s, %d;\n", r->n_full.s, r->sk.s, f->bn);
+		return;
 	}
+	emitf(e, "\tsub.s32 %s, %s, %s;\n\tadd.s32 %s, %s, %s;\n", off.s, r->sk.s, r->sq.s, off.s, off.s,
+	      r->m0.s);
+	/* n_total = cdiv(clamp(off + bm + wr, 0, Sk), bn) */
+	emitf(e, "\tadd.s32 %s, %s, %d;\n\tmin.s32 %s, %s, %s;\n\tmax.s32 %s, %s, 0;\n", t.s, off.s,
+	      f->bm + f->wr, t.s, t.s, r->sk.s, t.s, t.s);
+	emitf(e, "\tadd.u32 %s, %s, %d;\n\tdiv.u32 %s, %s, %d;\n", r->n_total.s, t.s, f->bn - 1,
+	      r->n_total.s, r->n_total.s, f->bn);
+	/* n_full = clamp(off + 1 + wr, 0, Sk) / bn */
+	emitf(e, "\tadd.s32 %s, %s, %d;\n\tmin.s32 %s, %s, %s;\n\tmax.s32 %s, %s, 0;\n", t.s, off.s,
+	      1 + f->wr, t.s, t.s, r->sk.s, t.s, t.s);
+	emitf(e, "\tdiv.u32 %s, %s, %d;\n", r->n_full.s, t.s, f->bn);
+	if (f->mask == MASK_CAUSAL) {
+		emitf(e, "\tmov.u32 %s, 0;\n\tmov.u32 %s, 0;\n", r->j0.s, r->n_lead.s);
+		return;
+	}
+	/* j0 = max(off - wl, 0) / bn; n_lead = cdiv(max(off + bm - 1 - wl, 0), bn) */
+	emitf(e, "\tsub.s32 %s, %s, %d;\n\tmax.s32 %s, %s, 0;\n\tdiv.u32 %s, %s, %d;\n", t.s, off.s, f->wl,
+	      t.s, t.s, r->j0.s, t.s, f->bn);
+	emitf(e, "\tadd.s32 %s, %s, %d;\n\tmax.s32 %s, %s, 0;\n", t.s, off.s, f->bm - 1 - f->wl, t.s, t.s);
+	emitf(e, "\tadd.u32 %s, %s, %d;\n\tdiv.u32 %s, %s, %d;\n", r->n_lead.s, t.s, f->bn - 1, r->n_lead.s,
+	      r->n_lead.s, f->bn);
+	/* the left edge can reach past the last tile when the window is wide
+	 * against a short sequence: never wait for a tile that is not loaded */
+	emitf(e, "\tmin.u32 %s, %s, %s;\n", r->n_lead.s, r->n_lead.s, r->n_total.s);
 }
 
 static int
@@ -260,6 +292,8 @@ emit_prologue(Emit *e, const FmhaCfg *f, FmhaRegs *r, KgErr *err)
 	r->sk = reg_new(e, RC_B32);
 	r->m0 = reg_new(e, RC_B32);
 	r->total_q = reg_new(e, RC_B32);
+	r->j0 = reg_new(e, RC_B32);
+	r->n_lead = reg_new(e, RC_B32);
 	r->n_full = reg_new(e, RC_B32);
 	r->n_total = reg_new(e, RC_B32);
 	r->tq = reg_new(e, RC_B64);
@@ -395,7 +429,10 @@ fmha_plan(const void *params, Buf *text, KgErr *err)
 	buf_printf(text, "kernel          %s\n", f.name);
 	buf_printf(text, "attention       D=%d Dv=%d, %d query heads over %d KV heads (group %d)%s, mask %s%s\n",
 	           f.d, f.dv, f.hq, f.hkv, f.group, f.kv_shared ? ", K=V one tensor" : "",
-	           f.mask == MASK_CAUSAL ? "causal (bottom-right)" : "none", f.lse ? ", LSE out" : "");
+	           f.mask == MASK_CAUSAL ? "causal (bottom-right)" : f.mask == MASK_WINDOW ? "sliding window" : "none",
+	           f.lse ? ", LSE out" : "");
+	if (f.mask == MASK_WINDOW)
+		buf_printf(text, "window          query i sees keys i+Sk-Sq-%d .. i+Sk-Sq+%d\n", f.wl, f.wr);
 	if (f.split)
 		buf_printf(text, "tiles           split O: 64 query rows per CTA; warpgroup 1 computes S and P (to smem) and O columns 0-%d, warpgroup 2 O columns %d-%d; %d keys per KV tile, %d stages\n",
 		           f.dv / 2 - 1, f.dv / 2, f.dv - 1, f.bn, f.stages);

@@ -12,7 +12,7 @@
 #include "plan.h"
 #include "target.h"
 
-enum { MASK_NONE, MASK_CAUSAL };
+enum { MASK_NONE, MASK_CAUSAL, MASK_WINDOW };
 
 typedef struct FmhaParams {
 	int target;
@@ -20,6 +20,7 @@ typedef struct FmhaParams {
 	int heads_q, heads_kv;
 	int kv_shared;
 	int mask;                  /* MASK_* */
+	int window_left, window_right; /* MASK_WINDOW extents, keys */
 	int lse;
 	int tile_m, tile_n, stages;
 	int dtype;
@@ -30,6 +31,7 @@ typedef struct FmhaCfg {
 	const Target *t;
 	int d, dv, hq, hkv, group; /* group = hq / hkv query heads per KV head */
 	int kv_shared, mask, lse;
+	int wl, wr;                /* visible keys j: i+Sk-Sq-wl <= j <= i+Sk-Sq+wr (causal: wl = inf, wr = 0) */
 	int bm, bn, stages;
 	int wgs;                   /* consumer warpgroups */
 	int qblocks;               /* 64-row blocks of Q per CTA */
@@ -56,7 +58,9 @@ typedef struct FmhaRegs {
 	Reg qs, sq, ks, sk;        /* first row and length of this sequence's Q and K */
 	Reg m0;                    /* first query row of the CTA within the sequence */
 	Reg total_q;               /* rows of Q in all sequences (LSE stride) */
-	Reg n_full, n_total;       /* KV tiles needing no mask, KV tiles in all */
+	/* KV tiles: j0 first visited; [j0+1, n_lead) masked (window's left
+	 * edge); [.., n_full) unmasked; [.., n_total) masked */
+	Reg j0, n_lead, n_full, n_total;
 	Reg tq, tk, tv;            /* generic addresses of the tensor maps */
 	Reg o, lse;                /* global addresses */
 } FmhaRegs;
@@ -68,6 +72,10 @@ typedef struct FmhaOps {
 
 extern const FmhaOps fmha_sm90;
 
+/* Whether any KV tile can be visible to every row of a CTA: a window
+ * narrower than bm + bn - 1 keys never covers a whole tile for all rows,
+ * so no unmasked loop is emitted (it would be dead code). */
+int fmha_has_unmasked_tiles(const FmhaCfg *f);
 Reg fmha_smem_addr(Emit *e, const FmhaCfg *f, const FmhaRegs *r, int region);
 Reg fmha_bar_addr(Emit *e, const FmhaCfg *f, const FmhaRegs *r, int bar);
 int fmha_emit_producer(Emit *e, const FmhaCfg *f, const FmhaRegs *r, KgErr *err);

@@ -217,8 +217,12 @@ read_config(const CheckCase *c, Fmha *f, KrtErr *err)
 	f->mask = (FmhaMask)av.v[ARG_MASK];
 	f->kv_shared = av.given[ARG_KV_SHARED] ? (int)av.v[ARG_KV_SHARED] : !have_v;
 	f->lse = av.given[ARG_LSE] ? (int)av.v[ARG_LSE] : have_lse;
-	f->window_left = av.given[ARG_WINDOW_LEFT] ? (int64_t)av.v[ARG_WINDOW_LEFT] : -1;
-	f->window_right = av.given[ARG_WINDOW_RIGHT] ? (int64_t)av.v[ARG_WINDOW_RIGHT] : -1;
+	/* kgen prints every parameter in //@args, the window extents included;
+	 * they mean something only with --mask window */
+	f->window_left = f->mask == FMHA_MASK_WINDOW && av.given[ARG_WINDOW_LEFT]
+	                         ? (int64_t)av.v[ARG_WINDOW_LEFT] : -1;
+	f->window_right = f->mask == FMHA_MASK_WINDOW && av.given[ARG_WINDOW_RIGHT]
+	                          ? (int64_t)av.v[ARG_WINDOW_RIGHT] : -1;
 	/* The generator keeps the scale as a float (--softmax-scale is an f32
 	 * field, 1/sqrt(D) is rounded to one), and the kernel can apply only
 	 * that float: the reference uses the same number, so the comparison

@@ -93,6 +93,8 @@ fmha90_mask(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Consumer *c)
 	for (int i = 0; i < f->bn / 2; i++) {
 		emitf(e, "\tadd.s32 %s, %s, %d;\n", c->t.s, c->colb.s, (i % 2) + 8 * (i / 4));
 		emitf(e, "\tsetp.ge.s32 %s, %s, %s;\n", c->p.s, c->t.s, c->lim[row_of(i)].s);
+		if (f->mask == MASK_WINDOW)
+			emitf(e, "\tsetp.lt.or.s32 %s, %s, %s, %s;\n", c->p.s, c->t.s, c->klo_row[row_of(i)].s, c->p.s);
 		emitf(e, "\t@%s mov.f32 %s, %s;\n", c->p.s, c->S[i].s, NEG_INF);
 	}
 }
@@ -229,10 +231,11 @@ emit_first_tile(Emit *e, KgErr *err, const FmhaCfg *f, const FmhaRegs *r, Consum
  * softmax while P·V runs, then wait, release the previous stage and
  * rescale (FA3 intra-warpgroup overlap). */
 static int
-emit_kv_loop(Emit *e, KgErr *err, const FmhaCfg *f, const FmhaRegs *r, Consumer *c, int masked)
+emit_kv_loop(Emit *e, KgErr *err, const FmhaCfg *f, const FmhaRegs *r, Consumer *c, int masked,
+             Reg endr)
 {
 	char loop[48], done[48];
-	const char *end = masked ? r->n_total.s : r->n_full.s;
+	const char *end = endr.s;
 
 	label_new(e, loop, sizeof loop, masked ? "kv_masked" : "kv");
 	label_new(e, done, sizeof done, masked ? "kv_masked_done" : "kv_done");
@@ -276,7 +279,7 @@ emit_kv_tail(Emit *e, KgErr *err, const FmhaCfg *f, const FmhaRegs *r, Consumer 
 
 	label_new(e, skip, sizeof skip, "no_tail");
 	emit_block(e, "sm90.fmha_tail");
-	emitf(e, "\tsetp.eq.u32 %s, %s, 0;\n\t@%s bra %s;\n", c->p.s, r->n_total.s, c->p.s, skip);
+	emitf(e, "\tsetp.ge.u32 %s, %s, %s;\n\t@%s bra %s;\n", c->p.s, r->j0.s, r->n_total.s, c->p.s, skip);
 	if (!f->kv_shared) {
 		emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n", c->bar.s, c->pstage.s, c->vbar0.s);
 		if (op_mbar_wait(e, err, c->bar, c->pphase.s) < 0)
@@ -406,6 +409,8 @@ fmha90_consumer_init(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Consumer *cp,
 	reg_array(e, RC_F32, c.corr, 2);
 	reg_array(e, RC_F32, c.mx, 2);
 	reg_array(e, RC_B32, c.lim, 2);
+	if (f->mask == MASK_WINDOW)
+		reg_array(e, RC_B32, c.klo_row, 2);
 	reg_array(e, RC_B32, c.rowq, 2);
 	c.colb = reg_new(e, RC_B32);
 	c.j = reg_new(e, RC_B32);
@@ -456,12 +461,14 @@ fmha90_consumer_init(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Consumer *cp,
 	emitf(e, "\tadd.u32 %s, %s, %s;\n\tadd.u32 %s, %s, 8;\n", c.rowq[0].s, c.rowq[0].s, r->m0.s,
 	      c.rowq[1].s, c.rowq[0].s);
 	for (int r2 = 0; r2 < 2; r2++) {
-		if (f->mask == MASK_CAUSAL) {
-			/* keys j <= row + Sk - Sq are visible */
+		if (f->mask != MASK_NONE) {
+			/* keys j <= row + Sk - Sq + wr are visible (exclusive limit) */
 			emitf(e, "\tsub.s32 %s, %s, %s;\n\tadd.s32 %s, %s, %s;\n", c.lim[r2].s, r->sk.s, r->sq.s,
 			      c.lim[r2].s, c.lim[r2].s, c.rowq[r2].s);
-			emitf(e, "\tadd.s32 %s, %s, 1;\n\tmin.s32 %s, %s, %s;\n", c.lim[r2].s, c.lim[r2].s,
-			      c.lim[r2].s, c.lim[r2].s, r->sk.s);
+			if (f->mask == MASK_WINDOW)
+				emitf(e, "\tsub.s32 %s, %s, %d;\n", c.klo_row[r2].s, c.lim[r2].s, f->wl);
+			emitf(e, "\tadd.s32 %s, %s, %d;\n\tmin.s32 %s, %s, %s;\n", c.lim[r2].s, c.lim[r2].s,
+			      1 + f->wr, c.lim[r2].s, c.lim[r2].s, r->sk.s);
 		} else {
 			emitf(e, "\tmov.u32 %s, %s;\n", c.lim[r2].s, r->sk.s);
 		}
@@ -470,7 +477,7 @@ fmha90_consumer_init(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Consumer *cp,
 	}
 	for (int i = 0; i < ocols / 2; i++)
 		emitf(e, "\tmov.f32 %s, 0f00000000;\n", c.O[i].s);
-	emitf(e, "\tmov.u32 %s, 0;\n\tmov.u32 %s, 0;\n\tmov.u32 %s, 0;\n", c.j.s, c.stage.s, c.phase.s);
+	emitf(e, "\tmov.u32 %s, %s;\n\tmov.u32 %s, 0;\n\tmov.u32 %s, 0;\n", c.j.s, r->j0.s, c.stage.s, c.phase.s);
 	emitf(e, "\tmov.u32 %s, 0;\n\tmov.u32 %s, 0;\n", c.pstage.s, c.pphase.s);
 	(void)wgc;
 	c.qbar = qbar;
@@ -500,9 +507,12 @@ emit_consumer(Emit *e, const FmhaCfg *f, const FmhaRegs *r, KgErr *err)
 	{
 		char none[48];
 		label_new(e, none, sizeof none, "no_keys");
-		emitf(e, "\tsetp.eq.u32 %s, %s, 0;\n\t@%s bra %s;\n", c.p.s, r->n_total.s, c.p.s, none);
-		if (emit_first_tile(e, err, f, r, &c) < 0 || emit_kv_loop(e, err, f, r, &c, 0) < 0 ||
-		    emit_kv_loop(e, err, f, r, &c, 1) < 0)
+		emitf(e, "\tsetp.ge.u32 %s, %s, %s;\n\t@%s bra %s;\n", c.p.s, r->j0.s, r->n_total.s, c.p.s, none);
+		/* masked left edge (window), unmasked middle, masked right edge */
+		if (emit_first_tile(e, err, f, r, &c) < 0 ||
+		    (f->mask == MASK_WINDOW && emit_kv_loop(e, err, f, r, &c, 1, r->n_lead) < 0) ||
+		    (fmha_has_unmasked_tiles(f) && emit_kv_loop(e, err, f, r, &c, 0, r->n_full) < 0) ||
+		    emit_kv_loop(e, err, f, r, &c, 1, r->n_total) < 0)
 			return -1;
 		emit_label(e, none);
 	}

@@ -13,6 +13,7 @@ typedef struct Consumer {
 	Reg S[128], O[128], P[64];
 	Reg m[2], l[2], ms[2], nms[2], corr[2], mx[2];
 	Reg lim[2];       /* exclusive key limit of rows g and g+8 (masked tiles) */
+	Reg klo_row[2];   /* window: lowest visible key of rows g and g+8 */
 	Reg rowq[2];      /* query index within the sequence of rows g and g+8 */
 	Reg colb;         /* key index of this thread's first S column in the tile */
 	Reg j, stage, phase, pstage, pphase;

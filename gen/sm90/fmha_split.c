@@ -181,10 +181,10 @@ split_publish(Emit *e, KgErr *err, const FmhaCfg *f, Consumer *c, Split *s)
 
 static int
 split_scores_loop(Emit *e, KgErr *err, const FmhaCfg *f, const FmhaRegs *r, Consumer *c, Split *s,
-                  int masked)
+                  int masked, Reg endr)
 {
 	char loop[48], done[48];
-	const char *end = masked ? r->n_total.s : r->n_full.s;
+	const char *end = endr.s;
 
 	label_new(e, loop, sizeof loop, masked ? "split_masked" : "split");
 	label_new(e, done, sizeof done, masked ? "split_masked_done" : "split_done");
@@ -234,7 +234,7 @@ emit_scores_wg(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Reg zero, KgErr *er
 	c.lbar = fmha_bar_addr(e, f, r, f->b_lsum);
 	split_init(e, f, r, &c, &s);
 	label_new(e, none, sizeof none, "split_no_keys");
-	emitf(e, "\tsetp.eq.u32 %s, %s, 0;\n\t@%s bra %s;\n", c.p.s, r->n_total.s, c.p.s, none);
+	emitf(e, "\tsetp.ge.u32 %s, %s, %s;\n\t@%s bra %s;\n", c.p.s, r->j0.s, r->n_total.s, c.p.s, none);
 	/* tile 0: no previous P·V; always masked (see fmha.c) */
 	emit_block(e, "sm90.fmha_split_first");
 	emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n", c.bar.s, c.stage.s, c.kbar0.s);
@@ -251,7 +251,9 @@ emit_scores_wg(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Reg zero, KgErr *er
 		return -1;
 	fmha90_advance(e, f, &c);
 	split_advance_p(e, &s);
-	if (split_scores_loop(e, err, f, r, &c, &s, 0) < 0 || split_scores_loop(e, err, f, r, &c, &s, 1) < 0)
+	if ((f->mask == MASK_WINDOW && split_scores_loop(e, err, f, r, &c, &s, 1, r->n_lead) < 0) ||
+	    (fmha_has_unmasked_tiles(f) && split_scores_loop(e, err, f, r, &c, &s, 0, r->n_full) < 0) ||
+	    split_scores_loop(e, err, f, r, &c, &s, 1, r->n_total) < 0)
 		return -1;
 	/* the last tile's P·V */
 	emit_block(e, "sm90.fmha_split_tail");

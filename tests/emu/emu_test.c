@@ -265,7 +265,7 @@ et_arg(const KrtAbi *abi, const char *name, int def)
 	return s ? atoi(s + strlen(key)) : def;
 }
 
-static const char *
+const char *
 et_args_word(const KrtAbi *abi, const char *name, char *buf, size_t n)
 {
 	char key[64];
@@ -309,6 +309,9 @@ et_fmha(KrtDevice *dev, KrtModule *mod, const EtFmhaShape *sh, uint64_t seed, Et
 	int shared = et_arg(abi, "kv-shared", 0);
 	char w[64];
 	int causal = strcmp(et_args_word(abi, "mask", w, sizeof w), "causal") == 0;
+	/* window: keys i+Sk-Sq-left .. i+Sk-Sq+right (docs/ABI.md) */
+	int window = strcmp(et_args_word(abi, "mask", w, sizeof w), "window") == 0;
+	int wleft = et_arg(abi, "window-left", 0), wright = et_arg(abi, "window-right", 0);
 	int fp16 = strcmp(et_args_word(abi, "dtype", w, sizeof w), "fp16") == 0;
 	double scale = atof(et_args_word(abi, "softmax-scale", w, sizeof w));
 	if (Dv == 0)
@@ -407,11 +410,16 @@ et_fmha(KrtDevice *dev, KrtModule *mod, const EtFmhaShape *sh, uint64_t seed, Et
 			for (int i = 0; i < Sq; i++) {
 				size_t qrow = (size_t)(cuq[b] + i);
 				const double *qv = dq + (qrow * (size_t)Hq + (size_t)h) * (size_t)D;
-				int last = causal ? i + Sk - Sq : Sk - 1;
+				int last = causal ? i + Sk - Sq : window ? i + Sk - Sq + wright : Sk - 1;
+				int first = window ? i + Sk - Sq - wleft : 0;
 				if (last > Sk - 1)
 					last = Sk - 1;
+				if (first < 0)
+					first = 0;
+				if (first > last + 1)
+					first = last + 1;
 				double mx = -INFINITY, sum = 0;
-				for (int j = 0; j <= last; j++) {
+				for (int j = first; j <= last; j++) {
 					const double *kv = dk + ((size_t)(cuk[b] + j) * (size_t)Hkv + (size_t)kvh) * (size_t)D;
 					double dot = 0;
 					for (int d = 0; d < D; d++)
@@ -420,18 +428,18 @@ et_fmha(KrtDevice *dev, KrtModule *mod, const EtFmhaShape *sh, uint64_t seed, Et
 					if (p[j] > mx)
 						mx = p[j];
 				}
-				for (int j = 0; j <= last; j++) {
+				for (int j = first; j <= last; j++) {
 					p[j] = exp(p[j] - mx);
 					sum += p[j];
 				}
-				double lse = last >= 0 ? mx + log(sum) : -INFINITY;
+				double lse = last >= first ? mx + log(sum) : -INFINITY;
 				/* O row against its largest element, as tools/check_fmha.c does:
 				 * P is rounded to bf16 before P.V, so tiny entries of a row carry
 				 * the row's absolute error */
 				double rowmax = 0;
 				for (int d = 0; d < Dv; d++) {
 					double ref = 0;
-					for (int j = 0; j <= last; j++)
+					for (int j = first; j <= last; j++)
 						ref += p[j] / sum *
 						       dv[((size_t)(cuk[b] + j) * (size_t)Hkv + (size_t)kvh) * (size_t)Dv + (size_t)d];
 					orow[d] = ref;

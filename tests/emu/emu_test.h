@@ -67,5 +67,7 @@ int et_fmha(KrtDevice *dev, KrtModule *mod, const EtFmhaShape *shape, uint64_t s
 
 /* An integer kgen argument of the module (//@args "--name N"), or def. */
 int et_arg(const KrtAbi *abi, const char *name, int def);
+/* The word after --name in the ABI's //@args ("" if absent), in buf. */
+const char *et_args_word(const KrtAbi *abi, const char *name, char *buf, size_t n);
 
 #endif

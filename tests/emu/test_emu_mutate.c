@@ -112,9 +112,13 @@ pick_shape(const KrtAbi *abi, Shape *s)
 	memset(s, 0, sizeof *s);
 	uint32_t tm = (uint32_t)et_arg(abi, "tile-m", 128), st = (uint32_t)et_arg(abi, "stages", 4);
 	if (strcmp(abi->family, "fmha") == 0) {
-		/* the kernel name says the KV tile: ..._m128n64_... */
+		/* the kernel name says the tiles the plan chose: ..._m128n64_...
+		 * (//@args may say 0, "chosen by the plan") */
 		const char *n = strstr(abi->kernel, "_m");
 		uint32_t tn = 128;
+		char w[64];
+		if (n && n[2] >= '0' && n[2] <= '9')
+			tm = (uint32_t)atoi(n + 2);
 		if (n && strchr(n, 'n'))
 			tn = (uint32_t)atoi(strchr(n, 'n') + 1);
 		if (st < 2)
@@ -123,6 +127,13 @@ pick_shape(const KrtAbi *abi, Shape *s)
 		s->f.batch = 1;
 		s->f.sq[0] = tm + 2;
 		s->f.sk[0] = tn * (st + 1) + 8;
+		/* a sliding window visits few tiles per CTA: two query tiles and
+		 * keys offset from the queries, so its left edge straddles tiles
+		 * and every loop (left edge, middle, right edge) runs */
+		if (strcmp(et_args_word(abi, "mask", w, sizeof w), "window") == 0) {
+			s->f.sq[0] = 2 * tm + 2;
+			s->f.sk[0] = s->f.sq[0] + tn + 6;
+		}
 		return;
 	}
 	uint32_t tn = (uint32_t)et_arg(abi, "tile-n", 128), tk = (uint32_t)et_arg(abi, "tile-k", 64);

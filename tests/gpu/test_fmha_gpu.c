@@ -3,7 +3,7 @@
  * float64 reference (tools/check_fmha.c, tests/ref/fmha_ref.c) with a fresh
  * seed each run (printed; KGEN_TEST_SEED fixes it).
  *
- * Configurations: head dims 64, 128, 256, 512 x mask none, causal x
+ * Configurations: head dims 64, 128, 256, 512 x mask none, causal, window x
  * (heads_q, heads_kv) (4,4) MHA, (8,2) GQA, (8,1) MQA x kv-shared off, on;
  * LSE always on, so every case checks it too. A configuration kgen refuses
  * (hd 512 where the generator stops at 256, or any until the fmha family
@@ -33,7 +33,7 @@ enum { EXIT_SKIP = 77, MAX_CFG_ARGS = 24 };
 
 /* The configuration axes; every combination runs. */
 static const char *const head_dims[] = {"64", "128", "256", "512"};
-static const char *const masks[] = {"none", "causal"};
+static const char *const masks[] = {"none", "causal", "window"}; /* window: kgen's default extents, 128 left, 0 right */
 static const char *const heads[][2] = {{"4", "4"}, {"8", "2"}, {"8", "1"}};
 static const char *const kv_shared[] = {"0", "1"};
 

@@ -13,6 +13,7 @@
 static const char *const mask_names[FMHA_NMASKS] = {
 	[FMHA_MASK_NONE] = "none",
 	[FMHA_MASK_CAUSAL] = "causal",
+	[FMHA_MASK_WINDOW] = "window",
 };
 
 const char *

@@ -28,10 +28,11 @@
 typedef enum FmhaMask {
 	FMHA_MASK_NONE,   /* every key of the sequence */
 	FMHA_MASK_CAUSAL, /* keys j <= i + sk - sq */
+	FMHA_MASK_WINDOW, /* keys i + sk - sq - left <= j <= i + sk - sq + right */
 	FMHA_NMASKS
 } FmhaMask;
 
-const char *fmha_mask_name(FmhaMask m);          /* "none", "causal" */
+const char *fmha_mask_name(FmhaMask m);          /* "none", "causal", "window" */
 int fmha_mask_parse(const char *s, FmhaMask *m); /* 0, or -1 */
 
 typedef struct FmhaProblem {
