@@ -120,24 +120,6 @@ fmha_has_unmasked_tiles(const FmhaCfg *f)
 	return f->mask != MASK_WINDOW || f->wl + f->wr >= f->bm + f->bn - 2;
 }
 
-Reg
-fmha_smem_addr(Emit *e, const FmhaCfg *f, const FmhaRegs *r, int region)
-{
-	Reg a = reg_new(e, RC_B32);
-
-	emitf(e, "\tadd.u32 %s, %s, %u;\n", a.s, r->base.s, f->plan.smem[region].offset);
-	return a;
-}
-
-Reg
-fmha_bar_addr(Emit *e, const FmhaCfg *f, const FmhaRegs *r, int bar)
-{
-	Reg a = reg_new(e, RC_B32);
-
-	emitf(e, "\tadd.u32 %s, %s, %u;\n", a.s, r->base.s, f->plan.bars[bar].offset);
-	return a;
-}
-
 /* The boxes of one operand tile: 64 columns each, rows [row, row+rows). */
 static int
 emit_tile_loads(Emit *e, KgErr *err, const TileLayout *l, int cols, Reg dst0, Reg tmap, Reg head,
@@ -165,14 +147,14 @@ fmha_emit_producer(Emit *e, const FmhaCfg *f, const FmhaRegs *r, KgErr *err)
 	char loop[48], done[48];
 
 	emit_block(e, "fmha.producer");
-	q0 = fmha_smem_addr(e, f, r, f->r_q);
-	k0 = fmha_smem_addr(e, f, r, f->r_k);
-	v0 = fmha_smem_addr(e, f, r, f->r_v);
-	qbar = fmha_bar_addr(e, f, r, f->b_q);
-	kbar0 = fmha_bar_addr(e, f, r, f->b_k);
-	vbar0 = fmha_bar_addr(e, f, r, f->b_v);
-	kfree0 = fmha_bar_addr(e, f, r, f->b_kfree);
-	vfree0 = fmha_bar_addr(e, f, r, f->b_vfree);
+	q0 = op_plan_smem(e, &f->plan, r->base, f->r_q);
+	k0 = op_plan_smem(e, &f->plan, r->base, f->r_k);
+	v0 = op_plan_smem(e, &f->plan, r->base, f->r_v);
+	qbar = op_plan_bar(e, &f->plan, r->base, f->b_q);
+	kbar0 = op_plan_bar(e, &f->plan, r->base, f->b_k);
+	vbar0 = op_plan_bar(e, &f->plan, r->base, f->b_v);
+	kfree0 = op_plan_bar(e, &f->plan, r->base, f->b_kfree);
+	vfree0 = op_plan_bar(e, &f->plan, r->base, f->b_vfree);
 	/* Q once: each consumer warpgroup's 64 rows, all head-dim columns */
 	op_mbar_arrive_expect_tx(e, qbar, f->q_bytes);
 	for (int w = 0; w < f->qblocks; w++) {
@@ -212,9 +194,7 @@ fmha_emit_producer(Emit *e, const FmhaCfg *f, const FmhaRegs *r, KgErr *err)
 		if (emit_tile_loads(e, err, &f->lv, f->dv, vd, r->tv, r->hk, row, bar) < 0)
 			return -1;
 	}
-	emitf(e, "\tadd.u32 %s, %s, 1;\n\tsetp.eq.u32 %s, %s, %d;\n", stage.s, stage.s, p.s, stage.s,
-	      f->stages);
-	emitf(e, "\t@%s mov.u32 %s, 0;\n\t@%s xor.b32 %s, %s, 1;\n", p.s, stage.s, p.s, phase.s, phase.s);
+	op_ring_advance(e, stage, phase, f->stages, p);
 	emitf(e, "\tadd.u32 %s, %s, 1;\n\tsetp.lt.u32 %s, %s, %s;\n\t@%s bra %s;\n", j.s, j.s, p.s, j.s,
 	      r->n_total.s, p.s, loop);
 	emit_label(e, done);

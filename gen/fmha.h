@@ -76,8 +76,6 @@ extern const FmhaOps fmha_sm90;
  * narrower than bm + bn - 1 keys never covers a whole tile for all rows,
  * so no unmasked loop is emitted (it would be dead code). */
 int fmha_has_unmasked_tiles(const FmhaCfg *f);
-Reg fmha_smem_addr(Emit *e, const FmhaCfg *f, const FmhaRegs *r, int region);
-Reg fmha_bar_addr(Emit *e, const FmhaCfg *f, const FmhaRegs *r, int bar);
 int fmha_emit_producer(Emit *e, const FmhaCfg *f, const FmhaRegs *r, KgErr *err);
 
 #endif

@@ -69,35 +69,6 @@ gemm_configure(GemmCfg *g, const GemmParams *p, KgErr *err)
 	return plan_check(&g->plan, err);
 }
 
-Reg
-gemm_smem_addr(Emit *e, const GemmCfg *g, const GemmRegs *r, int region)
-{
-	Reg a = reg_new(e, RC_B32);
-
-	emitf(e, "\tadd.u32 %s, %s, %u;\n", a.s, r->base.s, g->plan.smem[region].offset);
-	return a;
-}
-
-Reg
-gemm_bar_addr(Emit *e, const GemmCfg *g, const GemmRegs *r, int bar)
-{
-	Reg a = reg_new(e, RC_B32);
-
-	emitf(e, "\tadd.u32 %s, %s, %u;\n", a.s, r->base.s, g->plan.bars[bar].offset);
-	return a;
-}
-
-void
-gemm_emit_advance(Emit *e, const GemmCfg *g, Reg stage, Reg phase)
-{
-	Reg p = reg_new(e, RC_PRED);
-
-	emitf(e, "\tadd.u32 %s, %s, 1;\n", stage.s, stage.s);
-	emitf(e, "\tsetp.eq.u32 %s, %s, %d;\n", p.s, stage.s, g->stages);
-	emitf(e, "\t@%s mov.u32 %s, 0;\n", p.s, stage.s);
-	emitf(e, "\t@%s xor.b32 %s, %s, 1;\n", p.s, phase.s, phase.s);
-}
-
 int
 gemm_desc_words(const GemmCfg *g, const TileLayout *l, uint32_t *lo0, uint32_t *hi, KgErr *err)
 {
@@ -120,10 +91,10 @@ gemm_emit_producer(Emit *e, const GemmCfg *g, const GemmRegs *r, KgErr *err)
 	char loop[48], done[48];
 
 	emit_block(e, "gemm.producer");
-	full0 = gemm_bar_addr(e, g, r, g->b_full);
-	empty0 = gemm_bar_addr(e, g, r, g->b_empty);
-	a0 = gemm_smem_addr(e, g, r, g->r_a);
-	b0 = gemm_smem_addr(e, g, r, g->r_b);
+	full0 = op_plan_bar(e, &g->plan, r->base, g->b_full);
+	empty0 = op_plan_bar(e, &g->plan, r->base, g->b_empty);
+	a0 = op_plan_smem(e, &g->plan, r->base, g->r_a);
+	b0 = op_plan_smem(e, &g->plan, r->base, g->r_b);
 	full = reg_new(e, RC_B32);
 	empty = reg_new(e, RC_B32);
 	par = reg_new(e, RC_B32);
@@ -161,7 +132,7 @@ gemm_emit_producer(Emit *e, const GemmCfg *g, const GemmRegs *r, KgErr *err)
 		    op_tma_load(e, err, db, r->tmap_b, cb, 2, full) < 0)
 			return -1;
 	}
-	gemm_emit_advance(e, g, stage, phase);
+	op_ring_advance(e, stage, phase, g->stages, reg_new(e, RC_PRED));
 	emitf(e, "\tadd.u32 %s, %s, 1;\n", kt.s, kt.s);
 	emitf(e, "\tsetp.lt.u32 %s, %s, %s;\n\t@%s bra %s;\n", p.s, kt.s, r->nk.s, p.s, loop);
 	emit_label(e, done);

@@ -58,12 +58,8 @@ typedef struct GemmOps {
 extern const GemmOps gemm_sm90, gemm_sm100;
 
 /* Shared building blocks for the target bodies. */
-Reg gemm_smem_addr(Emit *e, const GemmCfg *g, const GemmRegs *r, int region);
-Reg gemm_bar_addr(Emit *e, const GemmCfg *g, const GemmRegs *r, int bar);
 /* The TMA producer loop for one elected thread. */
 int gemm_emit_producer(Emit *e, const GemmCfg *g, const GemmRegs *r, KgErr *err);
-/* stage = (stage+1) % stages, flipping phase on wrap. */
-void gemm_emit_advance(Emit *e, const GemmCfg *g, Reg stage, Reg phase);
 /* Low/high words of the K-major smem descriptor of operand `l` whose start
  * is `addr_reg` + byte offset; see gen/desc.h. */
 int gemm_desc_words(const GemmCfg *g, const TileLayout *l, uint32_t *lo0, uint32_t *hi,

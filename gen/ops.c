@@ -18,6 +18,33 @@ op_fence_mbar_init(Emit *e)
 	emit_need_ptx(e, 80);
 }
 
+Reg
+op_plan_smem(Emit *e, const Plan *plan, Reg base, int region)
+{
+	Reg a = reg_new(e, RC_B32);
+
+	emitf(e, "\tadd.u32 %s, %s, %u;\n", a.s, base.s, plan->smem[region].offset);
+	return a;
+}
+
+Reg
+op_plan_bar(Emit *e, const Plan *plan, Reg base, int bar)
+{
+	Reg a = reg_new(e, RC_B32);
+
+	emitf(e, "\tadd.u32 %s, %s, %u;\n", a.s, base.s, plan->bars[bar].offset);
+	return a;
+}
+
+void
+op_ring_advance(Emit *e, Reg stage, Reg phase, int stages, Reg p)
+{
+	emitf(e, "\tadd.u32 %s, %s, 1;\n", stage.s, stage.s);
+	emitf(e, "\tsetp.eq.u32 %s, %s, %d;\n", p.s, stage.s, stages);
+	emitf(e, "\t@%s mov.u32 %s, 0;\n", p.s, stage.s);
+	emitf(e, "\t@%s xor.b32 %s, %s, 1;\n", p.s, phase.s, phase.s);
+}
+
 void
 op_init_barriers(Emit *e, const Plan *plan, Reg base, Reg tid, const char *block)
 {

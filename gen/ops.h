@@ -10,6 +10,12 @@
 
 void op_mbar_init(Emit *e, Reg addr, int arrivals);
 void op_fence_mbar_init(Emit *e);
+/* Shared addresses of a plan's region / first barrier of a barrier array,
+ * from the aligned dynamic base. */
+Reg op_plan_smem(Emit *e, const Plan *plan, Reg base, int region);
+Reg op_plan_bar(Emit *e, const Plan *plan, Reg base, int bar);
+/* stage = (stage + 1) % stages, flipping phase on wrap; p is scratch. */
+void op_ring_advance(Emit *e, Reg stage, Reg phase, int stages, Reg p);
 /* Thread 0 initializes every mbarrier of the plan (arrival counts from the
  * plan, never constants: seed-lessons) and fences the inits; `block` names
  * the provenance block. The caller's CTA barrier publishes them. */

@@ -64,7 +64,7 @@ sm100_setup(Emit *e, const GemmCfg *g, const GemmRegs *r, KgErr *err)
 	emit_block(e, "sm100.gemm_tmem_alloc");
 	label_new(e, skip, sizeof skip, "alloc_done");
 	emitf(e, "\tsetp.ne.u32 %s, %s, %d;\n\t@%s bra %s;\n", p.s, r->warp.s, WARP_MMA, p.s, skip);
-	slot = gemm_smem_addr(e, g, r, g->r_slot);
+	slot = op_plan_smem(e, &g->plan, r->base, g->r_slot);
 	if (sm100_tmem_alloc(e, err, slot, g->plan.tmem_alloc) < 0)
 		return -1;
 	emit_label(e, skip);
@@ -89,11 +89,11 @@ emit_mma(Emit *e, const GemmCfg *g, const GemmRegs *r, Reg tmem, KgErr *err)
 	    gemm_desc_words(g, &g->lb, &blo, &bhi, err) < 0)
 		return -1;
 	emit_block(e, "sm100.gemm_mma");
-	full0 = gemm_bar_addr(e, g, r, g->b_full);
-	empty0 = gemm_bar_addr(e, g, r, g->b_empty);
-	accbar = gemm_bar_addr(e, g, r, g->b_acc);
-	a0 = gemm_smem_addr(e, g, r, g->r_a);
-	b0 = gemm_smem_addr(e, g, r, g->r_b);
+	full0 = op_plan_bar(e, &g->plan, r->base, g->b_full);
+	empty0 = op_plan_bar(e, &g->plan, r->base, g->b_empty);
+	accbar = op_plan_bar(e, &g->plan, r->base, g->b_acc);
+	a0 = op_plan_smem(e, &g->plan, r->base, g->r_a);
+	b0 = op_plan_smem(e, &g->plan, r->base, g->r_b);
 	emitf(e, "\tmov.u32 %s, 0x%08X; // idesc kind::f16 %s->f32 M=%d N=%d K-major\n", idr.s, idesc,
 	      dtype_name(g->in), g->tm, g->tn);
 	emitf(e, "\tmov.u32 %s, %u;\n\tmov.u32 %s, %u;\n", ahr.s, ahi, bhr.s, bhi);
@@ -121,7 +121,7 @@ emit_mma(Emit *e, const GemmCfg *g, const GemmRegs *r, Reg tmem, KgErr *err)
 	}
 	emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n", empty.s, stage.s, empty0.s);
 	sm100_commit(e, empty);
-	gemm_emit_advance(e, g, stage, phase);
+	op_ring_advance(e, stage, phase, g->stages, reg_new(e, RC_PRED));
 	emitf(e, "\tadd.u32 %s, %s, 1;\n", kt.s, kt.s);
 	emitf(e, "\tsetp.lt.u32 %s, %s, %s;\n\t@%s bra %s;\n", p.s, kt.s, r->nk.s, p.s, loop);
 	emit_label(e, done);
@@ -146,7 +146,7 @@ emit_epilogue(Emit *e, const GemmCfg *g, const GemmRegs *r, Reg tmem, KgErr *err
 	if (bf16)
 		reg_array(e, RC_B32, pk, CHUNK / 2);
 	emit_block(e, "sm100.gemm_epilogue");
-	accbar = gemm_bar_addr(e, g, r, g->b_acc);
+	accbar = op_plan_bar(e, &g->plan, r->base, g->b_acc);
 	if (op_mbar_wait(e, err, accbar, "0") < 0)
 		return -1;
 	sm100_fence_after(e);
@@ -216,7 +216,7 @@ sm100_body(Emit *e, const GemmCfg *g, const GemmRegs *r, KgErr *err)
 	emit_block(e, "sm100.gemm_roles");
 	/* the barrier published the TMEM address; order later tcgen05 ops (§3.2) */
 	sm100_fence_after(e);
-	slot = gemm_smem_addr(e, g, r, g->r_slot);
+	slot = op_plan_smem(e, &g->plan, r->base, g->r_slot);
 	emitf(e, "\tld.shared.u32 %s, [%s];\n", tmem.s, slot.s);
 	emitf(e, "\tsetp.lt.u32 %s, %s, %d;\n\t@%s bra %s;\n", p.s, r->warp.s, WARP_PRODUCER, p.s, epi);
 	emitf(e, "\tsetp.eq.u32 %s, %s, %d;\n\t@%s bra %s;\n", p.s, r->warp.s, WARP_MMA, p.s, mma);

@@ -195,10 +195,7 @@ fmha90_advance(Emit *e, const FmhaCfg *f, Consumer *c)
 {
 	emitf(e, "\tmov.u32 %s, %s;\n\tmov.u32 %s, %s;\n", c->pstage.s, c->stage.s, c->pphase.s,
 	      c->phase.s);
-	emitf(e, "\tadd.u32 %s, %s, 1;\n\tsetp.eq.u32 %s, %s, %d;\n", c->stage.s, c->stage.s, c->p.s,
-	      c->stage.s, f->stages);
-	emitf(e, "\t@%s mov.u32 %s, 0;\n\t@%s xor.b32 %s, %s, 1;\n", c->p.s, c->stage.s, c->p.s,
-	      c->phase.s, c->phase.s);
+	op_ring_advance(e, c->stage, c->phase, f->stages, c->p);
 	emitf(e, "\tadd.u32 %s, %s, 1;\n", c->j.s, c->j.s);
 }
 
@@ -439,14 +436,14 @@ fmha90_consumer_init(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Consumer *cp,
 	c.dv_lo = (uint32_t)dv;
 
 	emit_block(e, "sm90.fmha_consumer");
-	c.q0 = fmha_smem_addr(e, f, r, f->r_q);
-	c.k0 = fmha_smem_addr(e, f, r, f->r_k);
-	c.v0 = fmha_smem_addr(e, f, r, f->r_v);
-	qbar = fmha_bar_addr(e, f, r, f->b_q);
-	c.kbar0 = fmha_bar_addr(e, f, r, f->b_k);
-	c.vbar0 = fmha_bar_addr(e, f, r, f->b_v);
-	c.kfree0 = fmha_bar_addr(e, f, r, f->b_kfree);
-	c.vfree0 = fmha_bar_addr(e, f, r, f->b_vfree);
+	c.q0 = op_plan_smem(e, &f->plan, r->base, f->r_q);
+	c.k0 = op_plan_smem(e, &f->plan, r->base, f->r_k);
+	c.v0 = op_plan_smem(e, &f->plan, r->base, f->r_v);
+	qbar = op_plan_bar(e, &f->plan, r->base, f->b_q);
+	c.kbar0 = op_plan_bar(e, &f->plan, r->base, f->b_k);
+	c.vbar0 = op_plan_bar(e, &f->plan, r->base, f->b_v);
+	c.kfree0 = op_plan_bar(e, &f->plan, r->base, f->b_kfree);
+	c.vfree0 = op_plan_bar(e, &f->plan, r->base, f->b_vfree);
 	emitf(e, "\tsetp.eq.u32 %s, %s, 0;\n", c.lane0.s, r->lane.s);
 	emitf(e, "\tmad.lo.u32 %s, %s, %u, %s;\n\tshr.u32 %s, %s, 4;\n", c.qlo.s, row_block.s, f->lq.bytes,
 	      c.q0.s, c.qlo.s, c.qlo.s);

@@ -89,9 +89,9 @@ split_init(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Consumer *c, Split *s)
 	s->c4 = reg_new(e, RC_B32);
 	reg_array(e, RC_B32, s->rowt, 2);
 	s->p_bytes = f->plan.smem[f->r_p].bytes;
-	s->pfull0 = fmha_bar_addr(e, f, r, f->b_pfull);
-	s->p0 = fmha_smem_addr(e, f, r, f->r_p);
-	s->corr0 = fmha_smem_addr(e, f, r, f->r_corr);
+	s->pfull0 = op_plan_bar(e, &f->plan, r->base, f->b_pfull);
+	s->p0 = op_plan_smem(e, &f->plan, r->base, f->r_p);
+	s->corr0 = op_plan_smem(e, &f->plan, r->base, f->r_corr);
 	emitf(e, "\tmov.u32 %s, 0;\n\tmov.u32 %s, 0;\n\tmov.u32 %s, 0;\n", s->pb.s, s->pbph.s, s->ppb.s);
 	emitf(e, "\tand.b32 %s, %s, 3;\n", s->c4.s, r->lane.s);
 	emitf(e, "\tshr.u32 %s, %s, 2;\n\tand.b32 %s, %s, 7;\n\tshl.b32 %s, %s, 4;\n", s->x16.s, r->lane.s,
@@ -230,8 +230,8 @@ emit_scores_wg(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Reg zero, KgErr *er
 	    op_mbar_wait(e, err, c.qbar, "0") < 0)
 		return -1;
 	c.l_to_smem = 1;
-	c.lsum0 = fmha_smem_addr(e, f, r, f->r_lsum);
-	c.lbar = fmha_bar_addr(e, f, r, f->b_lsum);
+	c.lsum0 = op_plan_smem(e, &f->plan, r->base, f->r_lsum);
+	c.lbar = op_plan_bar(e, &f->plan, r->base, f->b_lsum);
 	split_init(e, f, r, &c, &s);
 	label_new(e, none, sizeof none, "split_no_keys");
 	emitf(e, "\tsetp.ge.u32 %s, %s, %s;\n\t@%s bra %s;\n", c.p.s, r->j0.s, r->n_total.s, c.p.s, none);
@@ -282,8 +282,8 @@ emit_output_wg(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Reg zero, KgErr *er
 	if (fmha90_consumer_init(e, f, r, &c, zero, zero, f->dv / 2, f->dv / 2, err) < 0)
 		return -1;
 	c.l_from_smem = 1;
-	c.lsum0 = fmha_smem_addr(e, f, r, f->r_lsum);
-	c.lbar = fmha_bar_addr(e, f, r, f->b_lsum);
+	c.lsum0 = op_plan_smem(e, &f->plan, r->base, f->r_lsum);
+	c.lbar = op_plan_bar(e, &f->plan, r->base, f->b_lsum);
 	split_init(e, f, r, &c, &s);
 	label_new(e, loop, sizeof loop, "output");
 	label_new(e, done, sizeof done, "output_done");

@@ -122,10 +122,10 @@ emit_consumer(Emit *e, const GemmCfg *g, const GemmRegs *r, KgErr *err)
 	emit_block(e, "sm90.gemm_consumer");
 	emitf(e, "\tshr.u32 %s, %s, 7;\n\tsub.u32 %s, %s, 1;\n", wgc.s, r->tid.s, wgc.s, wgc.s);
 	emitf(e, "\tsetp.eq.u32 %s, %s, 0;\n", lane0.s, r->lane.s);
-	full0 = gemm_bar_addr(e, g, r, g->b_full);
-	empty0 = gemm_bar_addr(e, g, r, g->b_empty);
-	a0 = gemm_smem_addr(e, g, r, g->r_a);
-	b0 = gemm_smem_addr(e, g, r, g->r_b);
+	full0 = op_plan_bar(e, &g->plan, r->base, g->b_full);
+	empty0 = op_plan_bar(e, &g->plan, r->base, g->b_empty);
+	a0 = op_plan_smem(e, &g->plan, r->base, g->r_a);
+	b0 = op_plan_smem(e, &g->plan, r->base, g->r_b);
 	/* this warpgroup's 64 rows: where the layout puts row 64 of each slice */
 	emitf(e, "\tmad.lo.u32 %s, %s, %u, %s;\n", a0.s, wgc.s, layout_offset(&g->la, 64, 0), a0.s);
 	emitf(e, "\tmov.u32 %s, %u;\n\tmov.u32 %s, %u;\n", ahr.s, ahi, bhr.s, bhi);
@@ -160,7 +160,7 @@ emit_consumer(Emit *e, const GemmCfg *g, const GemmRegs *r, KgErr *err)
 	snprintf(guard, sizeof guard, "@%s ", rel.s);
 	op_mbar_arrive(e, prev, guard);
 	emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n", prev.s, stage.s, empty0.s);
-	gemm_emit_advance(e, g, stage, phase);
+	op_ring_advance(e, stage, phase, g->stages, reg_new(e, RC_PRED));
 	emitf(e, "\tadd.u32 %s, %s, 1;\n", kt.s, kt.s);
 	emitf(e, "\tsetp.lt.u32 %s, %s, %s;\n\t@%s bra %s;\n", p.s, kt.s, r->nk.s, p.s, loop);
 	emit_label(e, done);
