@@ -61,32 +61,19 @@ fmha_configure(FmhaCfg *f, const FmhaParams *p, KgErr *err)
 	f->wl = f->mask == MASK_WINDOW ? p->window_left : 1 << 30;
 	f->wr = f->mask == MASK_WINDOW ? p->window_right : 0;
 	f->lse = p->lse;
-	/* Beyond 256 columns O does not fit one warpgroup's registers: two
-	 * warpgroups share 64 query rows, one computing S and P, both
-	 * accumulating half of O's columns (the split-O plan). */
-	f->split = f->d > 256 || f->dv > 256;
-	f->bm = p->tile_m ? p->tile_m : (f->split ? 64 : 128);
-	if (f->split && f->bm != 64)
-		return kg_fail(err, "--tile-m=%d with --head-dim=%d --head-dim-v=%d: the split-O plan works on 64 query rows per CTA",
-		               f->bm, f->d, f->dv);
-	f->wgs = f->split ? 2 : f->bm / 64;
-	f->qblocks = f->bm / 64;
-	/* KV tile: 128 keys while S (bn/2) and O (dv/2) accumulators fit
-	 * beside each other in a consumer thread's registers, 64 beyond. */
-	f->bn = p->tile_n ? p->tile_n : (f->dv <= 128 && !f->split ? 128 : 64);
-	if (f->split && f->bn != 64)
-		return kg_fail(err, "--tile-n=%d: the split-O plan stages P as 64-key, 128-byte swizzled rows; use 64", f->bn);
-	/* a K=V tile stays busy from S_j to P_j·V_j, a tile later: one more slot */
-	f->stages = p->stages ? p->stages : f->split ? (f->kv_shared ? 2 : 1) : (f->kv_shared ? 3 : 2);
 	f->in = (DType)p->dtype;
+	f->ohalves = 1;
+	if (f->t->fmha->tiles(f, p, err) < 0)
+		return -1;
+	f->dvc = f->dv / f->ohalves;
 	f->esz = dtype_bits(f->in) / 8;
 	f->scale = p->softmax_scale > 0 ? p->softmax_scale : (float)(1.0 / sqrt((double)f->d));
 	f->scale_log2 = (float)((double)f->scale * 1.4426950408889634);
 	/* Q, K, V land as 128-byte swizzled rows of 64 elements (one TMA box
 	 * per 64 columns), read by K-major (Q, K) and MN-major (V) descriptors. */
-	if (layout_canonical(&f->lq, MAJOR_K, SWZ_128B, 8 * f->esz, 64, f->d, err) < 0 ||
+	if (layout_canonical(&f->lq, MAJOR_K, SWZ_128B, 8 * f->esz, f->q_rows, f->d, err) < 0 ||
 	    layout_canonical(&f->lk, MAJOR_K, SWZ_128B, 8 * f->esz, f->bn, f->d, err) < 0 ||
-	    layout_canonical(&f->lv, MAJOR_K, SWZ_128B, 8 * f->esz, f->bn, f->dv, err) < 0)
+	    layout_canonical(&f->lv, MAJOR_K, SWZ_128B, 8 * f->esz, f->bn, f->dvc, err) < 0)
 		return -1;
 	f->q_bytes = f->lq.bytes * (uint32_t)f->qblocks;
 	f->k_bytes = f->lk.bytes;
@@ -123,13 +110,16 @@ fmha_has_unmasked_tiles(const FmhaCfg *f)
 /* The boxes of one operand tile: 64 columns each, rows [row, row+rows). */
 static int
 emit_tile_loads(Emit *e, KgErr *err, const TileLayout *l, int cols, Reg dst0, Reg tmap, Reg head,
-                Reg row, Reg bar)
+                Reg row, Reg bar, const Reg *col0)
 {
 	Reg x = reg_new(e, RC_B32), dst = reg_new(e, RC_B32);
 	Reg c[3] = {x, head, row};
 
 	for (int s = 0; s < cols / 64; s++) {
-		emitf(e, "\tmov.u32 %s, %d;\n", x.s, 64 * s);
+		if (col0)
+			emitf(e, "\tadd.u32 %s, %s, %d;\n", x.s, col0->s, 64 * s);
+		else
+			emitf(e, "\tmov.u32 %s, %d;\n", x.s, 64 * s);
 		emitf(e, "\tadd.u32 %s, %s, %u;\n", dst.s, dst0.s, layout_offset(l, 0, 64 * s));
 		if (op_tma_load(e, err, dst, tmap, c, 3, bar) < 0)
 			return -1;
@@ -155,14 +145,14 @@ fmha_emit_producer(Emit *e, const FmhaCfg *f, const FmhaRegs *r, KgErr *err)
 	vbar0 = op_plan_bar(e, &f->plan, r->base, f->b_v);
 	kfree0 = op_plan_bar(e, &f->plan, r->base, f->b_kfree);
 	vfree0 = op_plan_bar(e, &f->plan, r->base, f->b_vfree);
-	/* Q once: each consumer warpgroup's 64 rows, all head-dim columns */
+	/* Q once: each Q tile's rows, all head-dim columns */
 	op_mbar_arrive_expect_tx(e, qbar, f->q_bytes);
 	for (int w = 0; w < f->qblocks; w++) {
 		Reg dst = reg_new(e, RC_B32);
 		emitf(e, "\tadd.u32 %s, %s, %s;\n\tadd.u32 %s, %s, %d;\n", row.s, r->qs.s, r->m0.s, row.s,
-		      row.s, 64 * w);
+		      row.s, f->q_rows * w);
 		emitf(e, "\tadd.u32 %s, %s, %u;\n", dst.s, q0.s, (uint32_t)w * f->lq.bytes);
-		if (emit_tile_loads(e, err, &f->lq, f->d, dst, r->tq, r->h, row, qbar) < 0)
+		if (emit_tile_loads(e, err, &f->lq, f->d, dst, r->tq, r->h, row, qbar, NULL) < 0)
 			return -1;
 	}
 	label_new(e, loop, sizeof loop, "produce");
@@ -182,7 +172,7 @@ fmha_emit_producer(Emit *e, const FmhaCfg *f, const FmhaRegs *r, KgErr *err)
 	emitf(e, "\tmad.lo.u32 %s, %s, %u, %s;\n", kd.s, stage.s, f->k_bytes, k0.s);
 	/* K first, on its own barrier, so Q·K^T can start before V lands */
 	op_mbar_arrive_expect_tx(e, bar, f->k_bytes);
-	if (emit_tile_loads(e, err, &f->lk, f->d, kd, r->tk, r->hk, row, bar) < 0)
+	if (emit_tile_loads(e, err, &f->lk, f->d, kd, r->tk, r->hk, row, bar, NULL) < 0)
 		return -1;
 	if (!f->kv_shared) {
 		emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n", bar.s, stage.s, vfree0.s);
@@ -191,7 +181,8 @@ fmha_emit_producer(Emit *e, const FmhaCfg *f, const FmhaRegs *r, KgErr *err)
 		emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n", bar.s, stage.s, vbar0.s);
 		emitf(e, "\tmad.lo.u32 %s, %s, %u, %s;\n", vd.s, stage.s, f->v_bytes, v0.s);
 		op_mbar_arrive_expect_tx(e, bar, f->v_bytes);
-		if (emit_tile_loads(e, err, &f->lv, f->dv, vd, r->tv, r->hk, row, bar) < 0)
+		if (emit_tile_loads(e, err, &f->lv, f->dvc, vd, r->tv, r->hk, row, bar,
+		                    f->ohalves > 1 ? &r->vcol : NULL) < 0)
 			return -1;
 	}
 	op_ring_advance(e, stage, phase, f->stages, p);
@@ -276,6 +267,8 @@ emit_prologue(Emit *e, const FmhaCfg *f, FmhaRegs *r, KgErr *err)
 	r->n_lead = reg_new(e, RC_B32);
 	r->n_full = reg_new(e, RC_B32);
 	r->n_total = reg_new(e, RC_B32);
+	if (f->ohalves > 1)
+		r->vcol = reg_new(e, RC_B32);
 	r->tq = reg_new(e, RC_B64);
 	r->tk = reg_new(e, RC_B64);
 	r->tv = reg_new(e, RC_B64);
@@ -290,12 +283,20 @@ emit_prologue(Emit *e, const FmhaCfg *f, FmhaRegs *r, KgErr *err)
 	ld_seqlen(e, "cu_seqlens_q", r->b, r->qs, r->sq);
 	ld_seqlen(e, "cu_seqlens_k", r->b, r->ks, r->sk);
 	emitf(e, "\tmov.u32 %s, %%ctaid.x;\n", t.s);
+	if (f->ohalves > 1) {
+		/* the two CTAs of a row block are adjacent in x: even ones take
+		 * O columns [0, dvc), odd ones [dvc, dv) */
+		emitf(e, "\tand.b32 %s, %s, 1;\n\tmul.lo.u32 %s, %s, %d;\n\tshr.u32 %s, %s, 1;\n", r->vcol.s,
+		      t.s, r->vcol.s, r->vcol.s, f->dvc, t.s, t.s);
+	}
 	if (f->mask == MASK_CAUSAL) {
 		/* causal work grows with the query tile: launch the longest first
 		 * so the short ones fill the last wave */
 		Reg n = reg_new(e, RC_B32);
-		emitf(e, "\tmov.u32 %s, %%nctaid.x;\n\tsub.u32 %s, %s, 1;\n\tsub.u32 %s, %s, %s;\n", n.s, n.s,
-		      n.s, t.s, n.s, t.s);
+		emitf(e, "\tmov.u32 %s, %%nctaid.x;\n", n.s);
+		if (f->ohalves > 1)
+			emitf(e, "\tshr.u32 %s, %s, 1;\n", n.s, n.s);
+		emitf(e, "\tsub.u32 %s, %s, 1;\n\tsub.u32 %s, %s, %s;\n", n.s, n.s, t.s, n.s, t.s);
 	}
 	emitf(e, "\tmul.lo.u32 %s, %s, %d;\n", r->m0.s, t.s, f->bm);
 	/* The grid covers the longest sequence; shorter ones leave whole CTAs
@@ -340,7 +341,8 @@ fmha_abi(const FmhaCfg *f, const char *args, KernelAbi *k)
 	k->min_ctas = 1;
 	k->cluster[0] = k->cluster[1] = k->cluster[2] = 1;
 	k->smem = f->plan.smem_request;
-	snprintf(k->grid[0], sizeof k->grid[0], "cdiv(max_seqlen_q,%d)", f->bm);
+	snprintf(k->grid[0], sizeof k->grid[0], "cdiv(max_seqlen_q,%d)%s", f->bm,
+	         f->ohalves > 1 ? "*2" : "");
 	snprintf(k->grid[1], sizeof k->grid[1], "%d", f->hq);
 	snprintf(k->grid[2], sizeof k->grid[2], "batch");
 	for (int i = 0; i < (f->kv_shared ? 2 : 3); i++) {
@@ -349,7 +351,7 @@ fmha_abi(const FmhaCfg *f, const char *args, KernelAbi *k)
 		p->rank = 3;
 		p->box[0] = 64;
 		p->box[1] = 1;
-		p->box[2] = i == 0 ? 64 : f->bn;
+		p->box[2] = i == 0 ? f->q_rows : f->bn;
 		p->swz = SWZ_128B;
 		snprintf(p->tensor, sizeof p->tensor, "%s[total_%s,%s,%s]", names[i], i ? "k" : "q",
 		         i ? "Hkv" : "Hq", i == 2 ? "Dv" : "D");
@@ -413,15 +415,11 @@ fmha_plan(const void *params, Buf *text, KgErr *err)
 	           f.lse ? ", LSE out" : "");
 	if (f.mask == MASK_WINDOW)
 		buf_printf(text, "window          query i sees keys i+Sk-Sq-%d .. i+Sk-Sq+%d\n", f.wl, f.wr);
-	if (f.split)
-		buf_printf(text, "tiles           split O: 64 query rows per CTA; warpgroup 1 computes S and P (to smem) and O columns 0-%d, warpgroup 2 O columns %d-%d; %d keys per KV tile, %d stages\n",
-		           f.dv / 2 - 1, f.dv / 2, f.dv - 1, f.bn, f.stages);
-	else
-		buf_printf(text, "tiles           %d query rows per CTA (%d warpgroups x 64, ping-pong), %d keys per KV tile, %d stages\n",
-		           f.bm, f.wgs, f.bn, f.stages);
+	f.t->fmha->describe(&f, text);
 	buf_printf(text, "softmax         exp2(s*%.9g - m), scale %.9g folded with log2(e) (%s)\n",
 	           (double)f.scale_log2, (double)f.scale, sc);
-	buf_printf(text, "grid            cdiv(max_seqlen_q,%d) x %d heads x batch\n", f.bm, f.hq);
+	buf_printf(text, "grid            cdiv(max_seqlen_q,%d)%s x %d heads x batch\n", f.bm,
+	           f.ohalves > 1 ? " x 2 O-column halves" : "", f.hq);
 	plan_print(&f.plan, text);
 	return 0;
 }

@@ -32,9 +32,12 @@ typedef struct FmhaCfg {
 	int d, dv, hq, hkv, group; /* group = hq / hkv query heads per KV head */
 	int kv_shared, mask, lse;
 	int wl, wr;                /* visible keys j: i+Sk-Sq-wl <= j <= i+Sk-Sq+wr (causal: wl = inf, wr = 0) */
-	int bm, bn, stages;
+	int bm, bn, stages;        /* bm: query rows per CTA */
 	int wgs;                   /* consumer warpgroups */
-	int qblocks;               /* 64-row blocks of Q per CTA */
+	int q_rows;                /* rows of one Q tile (one TMA box high, one MMA's M) */
+	int qblocks;               /* Q tiles per CTA: bm / q_rows */
+	int ohalves;               /* 2: each CTA of a pair computes half of O's columns */
+	int dvc;                   /* O (and V) columns one CTA computes: dv / ohalves */
 	int split;                 /* split-O plan: two warpgroups share 64 rows, O halved by columns */
 	DType in;
 	int esz;
@@ -61,13 +64,21 @@ typedef struct FmhaRegs {
 	/* KV tiles: j0 first visited; [j0+1, n_lead) masked (window's left
 	 * edge); [.., n_full) unmasked; [.., n_total) masked */
 	Reg j0, n_lead, n_full, n_total;
+	Reg vcol;                  /* first V/O column of this CTA (ohalves 2) */
 	Reg tq, tk, tv;            /* generic addresses of the tensor maps */
 	Reg o, lse;                /* global addresses */
 } FmhaRegs;
 
 typedef struct FmhaOps {
+	/* Tile shape, stages and warpgroups from the parameters (bm, bn,
+	 * stages, wgs, q_rows, qblocks, split, ohalves), before the shared
+	 * Q/K/V regions are laid out. */
+	int (*tiles)(FmhaCfg *f, const FmhaParams *p, KgErr *err);
+	/* Roles, registers, barriers and the rest of the plan. */
 	int (*plan)(FmhaCfg *f, KgErr *err);
 	int (*body)(Emit *e, const FmhaCfg *f, const FmhaRegs *r, KgErr *err);
+	/* The "tiles" lines of `kgen plan`: how the work is split. */
+	void (*describe)(const FmhaCfg *f, Buf *out);
 } FmhaOps;
 
 extern const FmhaOps fmha_sm90;

@@ -16,6 +16,31 @@ enum { PRODUCER_REGS = 40 };
 
 
 static int
+sm90_fmha_tiles(FmhaCfg *f, const FmhaParams *p, KgErr *err)
+{
+	/* Beyond 256 columns O does not fit one warpgroup's registers: two
+	 * warpgroups share 64 query rows, one computing S and P, both
+	 * accumulating half of O's columns (the split-O plan). */
+	f->split = f->d > 256 || f->dv > 256;
+	f->bm = p->tile_m ? p->tile_m : (f->split ? 64 : 128);
+	if (f->split && f->bm != 64)
+		return kg_fail(err, "--tile-m=%d with --head-dim=%d --head-dim-v=%d: the split-O plan works on 64 query rows per CTA",
+		               f->bm, f->d, f->dv);
+	f->wgs = f->split ? 2 : f->bm / 64;
+	/* one 64-row Q tile per consumer warpgroup (wgmma M = 64) */
+	f->q_rows = 64;
+	f->qblocks = f->bm / 64;
+	/* KV tile: 128 keys while S (bn/2) and O (dv/2) accumulators fit
+	 * beside each other in a consumer thread's registers, 64 beyond. */
+	f->bn = p->tile_n ? p->tile_n : (f->dv <= 128 && !f->split ? 128 : 64);
+	if (f->split && f->bn != 64)
+		return kg_fail(err, "--tile-n=%d: the split-O plan stages P as 64-key, 128-byte swizzled rows; use 64", f->bn);
+	/* a K=V tile stays busy from S_j to P_j·V_j, a tile later: one more slot */
+	f->stages = p->stages ? p->stages : f->split ? (f->kv_shared ? 2 : 1) : (f->kv_shared ? 3 : 2);
+	return 0;
+}
+
+static int
 sm90_fmha_plan(FmhaCfg *f, KgErr *err)
 {
 	Plan *p = &f->plan;
@@ -548,4 +573,15 @@ sm90_fmha_body(Emit *e, const FmhaCfg *f, const FmhaRegs *r, KgErr *err)
 	return 0;
 }
 
-const FmhaOps fmha_sm90 = {sm90_fmha_plan, sm90_fmha_body};
+static void
+sm90_fmha_describe(const FmhaCfg *f, Buf *text)
+{
+	if (f->split)
+		buf_printf(text, "tiles           split O: 64 query rows per CTA; warpgroup 1 computes S and P (to smem) and O columns 0-%d, warpgroup 2 O columns %d-%d; %d keys per KV tile, %d stages\n",
+		           f->dv / 2 - 1, f->dv / 2, f->dv - 1, f->bn, f->stages);
+	else
+		buf_printf(text, "tiles           %d query rows per CTA (%d warpgroups x 64, ping-pong), %d keys per KV tile, %d stages\n",
+		           f->bm, f->wgs, f->bn, f->stages);
+}
+
+const FmhaOps fmha_sm90 = {sm90_fmha_tiles, sm90_fmha_plan, sm90_fmha_body, sm90_fmha_describe};
