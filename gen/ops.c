@@ -127,3 +127,10 @@ op_param_addr(Emit *e, Reg dst, const char *sym)
 	emitf(e, "\tcvta.param.u64 %s, %s;\n", dst.s, dst.s);
 	emit_need_ptx(e, 77);
 }
+
+void
+op_setmaxnreg(Emit *e, int inc, int regs)
+{
+	emitf(e, "\tsetmaxnreg.%s.sync.aligned.u32 %d;\n", inc ? "inc" : "dec", regs);
+	emit_need_ptx(e, 80);
+}

@@ -33,4 +33,8 @@ void op_bar_sync(Emit *e, int id, int threads);
 /* dst = addr of .param symbol `sym` in the generic space (tensor maps). */
 void op_param_addr(Emit *e, Reg dst, const char *sym);
 
+/* Warpgroup-wide register reallocation (PTX setmaxnreg: 24..256 in steps
+ * of 8; every warp of the warpgroup executes it). */
+void op_setmaxnreg(Emit *e, int inc, int regs);
+
 #endif

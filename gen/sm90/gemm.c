@@ -180,7 +180,7 @@ sm90_body(Emit *e, const GemmCfg *g, const GemmRegs *r, KgErr *err)
 	emit_block(e, "sm90.gemm_roles");
 	emitf(e, "\tshr.u32 %s, %s, 7;\n", wg.s, r->tid.s);
 	emitf(e, "\tsetp.ne.u32 %s, %s, 0;\n\t@%s bra %s;\n", p.s, wg.s, p.s, consumer);
-	sm90_setmaxnreg(e, 0, g->plan.roles[0].regs);
+	op_setmaxnreg(e, 0, g->plan.roles[0].regs);
 	emitf(e, "\tsetp.ne.u32 %s, %s, 0;\n\t@%s bra %s;\n", p.s, r->warp.s, p.s, out);
 	op_elect_one(e, el);
 	emitf(e, "\t@!%s bra %s;\n", el.s, out);
@@ -188,7 +188,7 @@ sm90_body(Emit *e, const GemmCfg *g, const GemmRegs *r, KgErr *err)
 		return -1;
 	emitf(e, "\tbra %s;\n", out);
 	emit_label(e, consumer);
-	sm90_setmaxnreg(e, 1, g->plan.roles[1].regs);
+	op_setmaxnreg(e, 1, g->plan.roles[1].regs);
 	if (emit_consumer(e, g, r, err) < 0)
 		return -1;
 	emit_label(e, out);

@@ -52,10 +52,3 @@ sm90_acc_coord(int t, int i, int *row, int *col)
 	*row = 16 * w + l / 4 + 8 * ((i / 2) % 2);
 	*col = 2 * (l % 4) + (i % 2) + 8 * (i / 4);
 }
-
-void
-sm90_setmaxnreg(Emit *e, int inc, int regs)
-{
-	emitf(e, "\tsetmaxnreg.%s.sync.aligned.u32 %d;\n", inc ? "inc" : "dec", regs);
-	emit_need_ptx(e, 80);
-}

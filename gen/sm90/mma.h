@@ -19,6 +19,5 @@ void sm90_wgmma(Emit *e, int n, DType in, const Reg *acc, const Reg *adesc, cons
 /* Row and column inside the 64xN tile of accumulator register i of thread
  * t of the warpgroup (hardware-facts §4.2, H200-checked). */
 void sm90_acc_coord(int t, int i, int *row, int *col);
-void sm90_setmaxnreg(Emit *e, int inc, int regs);
 
 #endif
