@@ -30,7 +30,7 @@
 enum {
 	EMU_MAX_THREADS = 1024,
 	EMU_MAX_MBAR = 128,   /* live mbarrier objects per CTA */
-	EMU_MAX_AGENTS = 16,  /* threads that issue tcgen05.mma/cp per CTA */
+	EMU_MAX_AGENTS = 16,  /* threads that issue tcgen05.mma/cp/shift per CTA */
 	EMU_TMEM_LANES = 128, /* hardware-facts §3.1 */
 	EMU_TMEM_COLS = 512,
 	EMU_MAX_TMEM_ALLOCS = 16,
@@ -154,7 +154,7 @@ typedef int (*EmuWarpFn)(EmuCta *c, EmuWarp *w, const EmuInsn *in, uint32_t lane
 enum {
 	OPF_COLL = 1 << 0,      /* warp collective: rendezvous before wexec */
 	OPF_SINGLE = 1 << 1,    /* single-thread semantics: one issue per executing thread
-	                         * (tcgen05.mma/cp/commit, PTX ISA §9.7.16.5) */
+	                         * (tcgen05.mma/cp/shift/commit, PTX ISA §9.7.16.5) */
 	OPF_MEMBERMASK = 1 << 2,/* collective over a membermask operand (elect, shfl, vote) */
 	OPF_BRANCH = 1 << 3,
 	OPF_FIMM = 1 << 4,      /* immediates take the instruction's (float) type */
@@ -249,6 +249,8 @@ EmuType emu_type_find(const char *name);
 
 /* Parse-time error from op hooks. */
 int emu_parse_fail(EmuParse *p, const char *fmt, ...) KRT_PRINTF(2, 3);
+/* For check hooks: the kind (OPK_*) of operand i, OPK_NONE past the end. */
+int emu_opnd_kind(const EmuInsn *in, const EmuParse *p, int i);
 
 /* ---- devices and memory (mem.c) ----------------------------------------- */
 
@@ -282,7 +284,10 @@ void emu_mem_explain(EmuDev *d, uint64_t addr, size_t bytes, char *buf, size_t n
 typedef uint32_t EmuClock;
 
 /* One tag per 16-byte smem chunk and per TMEM (lane quarter, column). */
-enum { TAGK_NONE, TAGK_GENERIC, TAGK_TMA, TAGK_TC, TAGK_ALLOC, TAGK_TCST };
+enum { TAGK_NONE, TAGK_GENERIC, TAGK_TMA, TAGK_TC, TAGK_ALLOC, TAGK_TCST, TAGK_TCCP,
+       TAGK_TCSHIFT };
+/* Tags of an issue pipe's async ops (mma, cp, shift): ordered by its commits. */
+#define EMU_TAGK_PIPE(k) ((k) == TAGK_TC || (k) == TAGK_TCCP || (k) == TAGK_TCSHIFT)
 typedef struct EmuTag {
 	uint16_t slot;   /* who: a VC slot */
 	uint8_t kind;    /* TAGK_* of the last writer / reader */
@@ -300,6 +305,7 @@ typedef enum EmuAsyncKind {
 	AS_BULK_COPY,
 	AS_TC_MMA,
 	AS_TC_CP,
+	AS_TC_SHIFT,
 	AS_TC_COMMIT,
 } EmuAsyncKind;
 
@@ -643,6 +649,13 @@ float emu_f16_to_f32(uint16_t h);
 uint16_t emu_f32_to_f16(float f, int rnd, int sat);
 float emu_e4m3_to_f32(uint8_t v);
 float emu_e5m2_to_f32(uint8_t v);
+/* fp6/fp4 codes in the low bits (E2M3, E3M2: 6; E2M1: 4) */
+float emu_e2m3_to_f32(uint8_t v);
+float emu_e3m2_to_f32(uint8_t v);
+float emu_e2m1_to_f32(uint8_t v);
+/* block-scale factors (hardware-facts §7.2, §7.3) */
+float emu_ue8m0_to_f32(uint8_t v);
+float emu_ue4m3_to_f32(uint8_t v);
 uint8_t emu_f32_to_e4m3(float f, int satfinite);
 uint8_t emu_f32_to_e5m2(float f, int satfinite);
 float emu_tf32(float f);

@@ -161,7 +161,8 @@ emu_tc_before_sync(EmuCta *c, EmuThread *t)
 static const char *const kind_names[] = {
 	[TAGK_NONE] = "nothing", [TAGK_GENERIC] = "generic store", [TAGK_TMA] = "TMA write",
 	[TAGK_TC] = "tcgen05.mma", [TAGK_ALLOC] = "tcgen05.alloc writing the TMEM address",
-	[TAGK_TCST] = "tcgen05 access",
+	[TAGK_TCST] = "tcgen05 access", [TAGK_TCCP] = "tcgen05.cp",
+	[TAGK_TCSHIFT] = "tcgen05.shift",
 };
 
 void

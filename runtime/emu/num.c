@@ -1,6 +1,8 @@
 /* Number formats: bit patterns <-> float for f32/f64, bf16, f16, the fp8
  * formats and tf32, with the rounding modes of cvt (PTX ISA §9.7.9.21,
- * §5.2.5 "Alternate floating point data formats"). */
+ * §5.2.5 "Alternate floating point data formats"); decoders of the fp6/fp4
+ * MMA element formats and the block-scale formats (PTX ISA §5.2.3,
+ * hardware-facts §7). */
 #include <math.h>
 #include <string.h>
 
@@ -56,6 +58,10 @@ static const Fmt fmt_f16 = {5, 10, 15, 1, 0x7fff, 0x7bff};
 static const Fmt fmt_bf16 = {8, 7, 127, 1, 0x7fff, 0x7f7f};
 static const Fmt fmt_e4m3 = {4, 3, 7, 0, 0x7f, 0x7e};
 static const Fmt fmt_e5m2 = {5, 2, 15, 1, 0x7f, 0x7b};
+/* no infinities and no NaN: nan is out of the code range */
+static const Fmt fmt_e2m3 = {2, 3, 1, 0, UINT32_MAX, 0x1f};
+static const Fmt fmt_e3m2 = {3, 2, 3, 0, UINT32_MAX, 0x1f};
+static const Fmt fmt_e2m1 = {2, 1, 1, 0, UINT32_MAX, 0x7};
 
 /* Rounds a non-negative magnitude q (an exact double) to an integer: mode
  * RND_RN ties to even, RZ toward zero, RM/RP toward -inf/+inf given sign. */
@@ -162,11 +168,13 @@ emu_f32_to_f16(float f, int rnd, int sat)
 	return (uint16_t)encode(f, &fmt_f16, rnd == RND_NONE ? RND_RN : rnd, sat == 2);
 }
 
+/* A code of e + m magnitude bits under a sign bit (sign at bit e + m). */
 static float
-decode8(uint8_t v, const Fmt *f)
+decode_small(uint32_t v, const Fmt *f)
 {
-	int neg = v >> 7;
-	uint32_t mag = v & 0x7fu;
+	int w = f->e + f->m;
+	int neg = (int)(v >> w & 1);
+	uint32_t mag = v & ((1u << w) - 1);
 	int e = (int)(mag >> f->m);
 	uint32_t m = mag & ((1u << f->m) - 1);
 	double r;
@@ -184,13 +192,46 @@ decode8(uint8_t v, const Fmt *f)
 float
 emu_e4m3_to_f32(uint8_t v)
 {
-	return decode8(v, &fmt_e4m3);
+	return decode_small(v, &fmt_e4m3);
 }
 
 float
 emu_e5m2_to_f32(uint8_t v)
 {
-	return decode8(v, &fmt_e5m2);
+	return decode_small(v, &fmt_e5m2);
+}
+
+float
+emu_e2m3_to_f32(uint8_t v)
+{
+	return decode_small(v & 0x3fu, &fmt_e2m3);
+}
+
+float
+emu_e3m2_to_f32(uint8_t v)
+{
+	return decode_small(v & 0x3fu, &fmt_e3m2);
+}
+
+float
+emu_e2m1_to_f32(uint8_t v)
+{
+	return decode_small(v & 0xfu, &fmt_e2m1);
+}
+
+/* 2^(v - 127); 0xff is the only NaN, there is no zero (hardware-facts §7.2). */
+float
+emu_ue8m0_to_f32(uint8_t v)
+{
+	return v == 0xff ? NAN : ldexpf(1.0f, (int)v - 127);
+}
+
+/* E4M3 without the sign: the code's bit 7 is padding (PTX ISA §5.2.3 ue4m3,
+ * hardware-facts §7.3: cuBLAS ignores it), 0x7f is NaN. */
+float
+emu_ue4m3_to_f32(uint8_t v)
+{
+	return decode_small(v & 0x7fu, &fmt_e4m3);
 }
 
 uint8_t

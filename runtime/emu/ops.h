@@ -115,7 +115,7 @@ int emu_chk_wgmma(EmuInsn *in, EmuParse *p);
 int emu_chk_wgmma_wait(EmuInsn *in, EmuParse *p);
 void emu_wgmma_drop(EmuCta *c, EmuWarp *w);
 
-/* tcgen05.c */
+/* tcgen05.c, tc_mma.c, tc_cp.c */
 int emu_wop_tc_alloc(EmuCta *c, EmuWarp *w, const EmuInsn *in, uint32_t lanes);
 int emu_wop_tc_dealloc(EmuCta *c, EmuWarp *w, const EmuInsn *in, uint32_t lanes);
 int emu_wop_tc_relinquish(EmuCta *c, EmuWarp *w, const EmuInsn *in, uint32_t lanes);
@@ -125,12 +125,20 @@ int emu_wop_tc_wait(EmuCta *c, EmuWarp *w, const EmuInsn *in, uint32_t lanes);
 int emu_op_tc_mma(EmuCta *c, EmuThread *t, const EmuInsn *in);
 int emu_op_tc_commit(EmuCta *c, EmuThread *t, const EmuInsn *in);
 int emu_op_tc_cp(EmuCta *c, EmuThread *t, const EmuInsn *in);
+int emu_op_tc_shift(EmuCta *c, EmuThread *t, const EmuInsn *in);
 int emu_op_tc_fence(EmuCta *c, EmuThread *t, const EmuInsn *in);
 int emu_mod_tc(EmuInsn *in, const char *m, EmuParse *p);
+int emu_mod_tc_ld(EmuInsn *in, const char *m, EmuParse *p);
+int emu_mod_tc_st(EmuInsn *in, const char *m, EmuParse *p);
+int emu_mod_tc_mma(EmuInsn *in, const char *m, EmuParse *p);
+int emu_mod_tc_commit(EmuInsn *in, const char *m, EmuParse *p);
+int emu_mod_tc_cp(EmuInsn *in, const char *m, EmuParse *p);
+int emu_mod_tc_shift(EmuInsn *in, const char *m, EmuParse *p);
 int emu_chk_tc_ldst(EmuInsn *in, EmuParse *p);
 int emu_chk_tc_mma(EmuInsn *in, EmuParse *p);
 int emu_chk_tc_alloc(EmuInsn *in, EmuParse *p);
 int emu_chk_tc_cp(EmuInsn *in, EmuParse *p);
+int emu_chk_tc_shift(EmuInsn *in, EmuParse *p);
 int emu_tc_complete(EmuCta *c, EmuAsync *a);
 /* tcgen05.ld/st in flight when a thread exits or waits */
 int emu_tc_land(EmuCta *c, EmuWarp *w, int st_only);

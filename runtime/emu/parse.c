@@ -102,6 +102,12 @@ emu_parse_fail(EmuParse *p, const char *fmt, ...)
 	return -1;
 }
 
+int
+emu_opnd_kind(const EmuInsn *in, const EmuParse *p, int i)
+{
+	return i < in->nop ? p->p->ops[in->op + i].kind : OPK_NONE;
+}
+
 /* ---- growing arrays ----------------------------------------------------- */
 
 static int
