@@ -585,7 +585,7 @@ emu_uniform(EmuCta *c, EmuWarp *w, const EmuInsn *in, uint32_t lanes, int i, uin
 
 /* ---- running threads -------------------------------------------------------------- */
 
-/* Single-thread-issue instructions (tcgen05.mma/cp/commit): the n-th
+/* Single-thread-issue instructions (tcgen05.mma/cp/shift/commit): the n-th
  * execution of one by two lanes of a warp is two issues of one converged
  * instruction, i.e. the whole warp issuing (hardware-facts pitfall 5). */
 static int

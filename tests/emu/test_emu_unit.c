@@ -1,6 +1,7 @@
 /* Unit tests of the emulator's building blocks against the test vectors of
  * hardware-facts §8 (descriptors, swizzle, element addresses, number
- * formats) and of the parser's error reporting. */
+ * formats, §7 for fp4/fp6 and the block-scale formats) and of the parser's
+ * error reporting, tcgen05 modifier rules included. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -107,6 +108,21 @@ test_numbers(void)
 	CHECK(emu_f32_to_e4m3(1000.0f, 1) == 0x7e, "e4m3 satfinite");
 	CHECK(emu_e5m2_to_f32(0x7b) == 57344.0f, "e5m2 max");
 	CHECK(emu_f32_to_e5m2(1.5f, 0) == 0x3e, "e5m2(1.5)");
+	/* hardware-facts §7.1: E2M1 codes 0-7, 8-15 the negatives */
+	static const float e2m1[8] = {0, 0.5f, 1, 1.5f, 2, 3, 4, 6};
+	for (int i = 0; i < 16; i++)
+		CHECK(emu_e2m1_to_f32((uint8_t)i) == (i & 8 ? -e2m1[i & 7] : e2m1[i & 7]),
+		      "e2m1 0x%x = %g", i, emu_e2m1_to_f32((uint8_t)i));
+	/* PTX ISA §5.2.3: E2M3 bias 1, E3M2 bias 3, sign in bit 5, no inf/NaN */
+	CHECK(emu_e2m3_to_f32(0x1f) == 7.5f && emu_e2m3_to_f32(0x01) == 0.125f &&
+	      emu_e2m3_to_f32(0x3f) == -7.5f && emu_e2m3_to_f32(0x08) == 1.0f, "e2m3");
+	CHECK(emu_e3m2_to_f32(0x1f) == 28.0f && emu_e3m2_to_f32(0x01) == 0.0625f &&
+	      emu_e3m2_to_f32(0x2c) == -1.0f, "e3m2");
+	/* hardware-facts §7.2, §7.3 */
+	CHECK(emu_ue8m0_to_f32(0x7f) == 1.0f && emu_ue8m0_to_f32(0xfe) == ldexpf(1.0f, 127) &&
+	      emu_ue8m0_to_f32(0x00) == ldexpf(1.0f, -127) && isnan(emu_ue8m0_to_f32(0xff)), "ue8m0");
+	CHECK(emu_ue4m3_to_f32(0x7e) == 448.0f && emu_ue4m3_to_f32(0xb8) == 1.0f &&
+	      isnan(emu_ue4m3_to_f32(0x7f)) && emu_ue4m3_to_f32(0x01) == ldexpf(1.0f, -9), "ue4m3");
 }
 
 static void
@@ -158,6 +174,68 @@ test_parser(void)
 	            "\tbra $nowhere;\n}\n", 6, "$nowhere");
 }
 
+/* One tcgen05 instruction in a kernel with %r, %rd, %p registers. */
+static void
+tc_parse(const char *insn, const char *what)
+{
+	char ptx[1024];
+	snprintf(ptx, sizeof ptx, ".version 8.8\n.target sm_100a\n.address_size 64\n"
+	         ".visible .entry k()\n{\n\t.reg .b32 %%r<8>;\n\t.reg .b64 %%rd<4>;\n"
+	         "\t.reg .pred %%p<2>;\n\t%s\n\tret;\n}\n", insn);
+	if (what) {
+		parse_fails(ptx, 9, what);
+		return;
+	}
+	EmuProgram *p = NULL;
+	KrtErr err;
+	krt_err_clear(&err);
+	CHECK(emu_parse(ptx, strlen(ptx), &p, &err) == 0, "%s: %s", insn, err.msg);
+	emu_program_free(p);
+}
+
+/* The tcgen05 modifier rules (PTX ISA §9.7.16.9.2, §9.7.16.9.3, §9.7.16.10.7.1;
+ * what ptxas 13.0 refuses) */
+static void
+test_tc_modifiers(void)
+{
+	static const struct {
+		const char *insn, *what; /* what: NULL if it must parse */
+	} v[] = {
+		{"tcgen05.ld.sync.aligned.16x256b.x1.pack::16b.b32 {%r1, %r2, %r3, %r4}, [%r0];", NULL},
+		{"tcgen05.st.sync.aligned.32x32b.x2.unpack::16b.b32 [%r0], {%r1, %r2};", NULL},
+		{"tcgen05.st.sync.aligned.32x32b.x2.pack::16b.b32 [%r0], {%r1, %r2};", "unknown modifier"},
+		{"tcgen05.cp.cta_group::1.64x128b.warpx2::01_23.b8x16.b6x16_p32 [%r0], %rd1;", NULL},
+		{"tcgen05.cp.cta_group::1.4x256b [%r0], %rd1;", NULL},
+		{"tcgen05.cp.cta_group::1.64x128b [%r0], %rd1;", "needs .warpx2"},
+		{"tcgen05.cp.cta_group::1.128x256b.warpx4 [%r0], %rd1;", "cannot take .warpx4"},
+		{"tcgen05.cp.cta_group::1.128x128b.b8x16 [%r0], %rd1;", "come together"},
+		{"tcgen05.cp.cta_group::2.128x128b [%r0], %rd1;", "CTA pair"},
+		{"tcgen05.shift.cta_group::1.down [%r0];", NULL},
+		{"tcgen05.shift.down.cta_group::1 [%r0];", NULL},
+		{"tcgen05.shift.cta_group::1 [%r0];", "needs .down"},
+		{"tcgen05.mma.cta_group::1.kind::mxf8f6f4.block_scale [%r0], %rd1, %rd2, %r1, [%r2], "
+		 "[%r3], %p1;", NULL},
+		{"tcgen05.mma.cta_group::1.kind::mxf4nvf4.block_scale.block16 [%r0], [%r4], %rd2, %r1, "
+		 "[%r2], [%r3], %p1;", NULL},
+		{"tcgen05.mma.cta_group::1.kind::mxf4nvf4.block_scale [%r0], %rd1, %rd2, %r1, [%r2], "
+		 "[%r3], %p1;", "needs .scale_vec"},
+		{"tcgen05.mma.cta_group::1.kind::mxf8f6f4.block_scale.scale_vec::2X [%r0], %rd1, %rd2, "
+		 "%r1, [%r2], [%r3], %p1;", "cannot take 2X"},
+		{"tcgen05.mma.cta_group::1.kind::mxf4.block_scale.block16 [%r0], %rd1, %rd2, %r1, [%r2], "
+		 "[%r3], %p1;", "cannot take 4X"},
+		{"tcgen05.mma.cta_group::1.kind::mxf4 [%r0], %rd1, %rd2, %r1, [%r2], [%r3], %p1;",
+		 "needs .block_scale"},
+		{"tcgen05.mma.cta_group::1.kind::f8f6f4.block_scale [%r0], %rd1, %rd2, %r1, [%r2], "
+		 "[%r3], %p1;", "cannot take .block_scale"},
+		{"tcgen05.mma.cta_group::1.kind::mxf8f6f4.block_scale [%r0], %rd1, %rd2, %r1, %p1;",
+		 "[scale-A-tmem]"},
+		{"tcgen05.mma.cta_group::1.kind::f16.ws [%r0], %rd1, %rd2, %r1, %p1;",
+		 "not supported by the emulator yet"},
+	};
+	for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
+		tc_parse(v[i].insn, v[i].what);
+}
+
 int
 main(void)
 {
@@ -165,6 +243,7 @@ main(void)
 	test_swizzle();
 	test_numbers();
 	test_parser();
+	test_tc_modifiers();
 	printf("%d failures\n", fails);
 	return fails ? 1 : 0;
 }
