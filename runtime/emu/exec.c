@@ -2,7 +2,7 @@
  * an interpreter state with its own pc and registers.
  *
  * Scheduling. Each ready thread runs until it blocks (bar.sync, an mbarrier
- * wait, a warp rendezvous) or exits. Async work (TMA, tcgen05.mma/commit,
+ * wait, a warp rendezvous) or exits. Async work (TMA, tcgen05.mma/cp/shift/commit,
  * bulk stores) sits in a queue and completes only when no thread can run:
  * that is the latest point the PTX memory model allows, so a consumer that
  * forgot to wait reads stale data or trips a hazard check instead of
