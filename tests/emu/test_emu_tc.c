@@ -71,7 +71,8 @@ rnd_below(uint32_t n)
  * LDST kernels: each warp loads its lane quarter from IN, runs one
  * tcgen05.ld .pack::16b at quarter + C0 (registers to ROUT), then one
  * tcgen05.st .unpack::16b of registers from RIN to the same address, and
- * writes its quarter back to OUT. */
+ * writes its quarter back to OUT; the steps are ordered by wait::ld/st,
+ * fence::before_thread_sync, bar.sync, fence::after_thread_sync. */
 
 static const char op_head[] =
 	"//@kgen-abi 1\n"
@@ -327,6 +328,9 @@ static const char ldst_head[] =
 	"\tbra $L_tm;\n"
 	"$L_tm_done:\n"
 	"\ttcgen05.wait::st.sync.aligned;\n"
+	"\ttcgen05.fence::before_thread_sync;\n"
+	"\tbar.sync 0, 128;\n"
+	"\ttcgen05.fence::after_thread_sync;\n"
 	"\tld.param.u32 %%r20, [p_c0];\n"
 	"\tadd.u32 %%r20, %%r20, %%r17;\n"
 	"\tmul.lo.u32 %%r21, %%r1, %d;\n"
@@ -466,6 +470,8 @@ ldst_body(const Kernel *k, char *buf, size_t n)
 	                       shapes[k->shape].name, k->num, regs, split);
 	for (int i = 0; i < nregs; i++)
 		at += (size_t)snprintf(buf + at, n - at, "\tst.global.u32 [%%rd13+%d], %%v%d;\n", 4 * i, i);
+	at += (size_t)snprintf(buf + at, n - at, "\ttcgen05.fence::before_thread_sync;\n"
+	                       "\tbar.sync 0, 128;\n\ttcgen05.fence::after_thread_sync;\n");
 	for (int i = 0; i < nregs; i++)
 		at += (size_t)snprintf(buf + at, n - at, "\tld.global.u32 %%v%d, [%%rd12+%d];\n", i, 4 * i);
 	snprintf(buf + at, n - at, "\ttcgen05.st.sync.aligned.%s.x%d.unpack::16b.b32 [%%r20]%s, %s;\n"
