@@ -12,7 +12,7 @@
 /* See family.h for the columns. */
 static const ParamSpec fmha_params[] = {
 	{"target", PK_TARGET, P(target), "sm_90a,sm_100a", 0, 0, 0, "sm_90a",
-	 "sm_90a: wgmma SS for Q·K^T, RS for P·V (P in registers)"},
+	 "sm_90a: wgmma SS for Q·K^T, RS for P·V (P in registers); sm_100a: tcgen05 S in TMEM, P·V with P in TMEM"},
 	{"head-dim", PK_INT, P(head_dim), "64,128,256,512", 0, 0, 0, "128", "D of Q and K"},
 	{"head-dim-v", PK_INT, P(head_dim_v), "0,64,128,256,512", 0, 0, 0, "0",
 	 "D of V and O (0: same as head-dim)"},
@@ -28,11 +28,11 @@ static const ParamSpec fmha_params[] = {
 	{"window-right", PK_INT, P(window_right), NULL, 0, 1 << 20, 1, "0",
 	 "window: keys j <= i + Sk - Sq + window-right"},
 	{"lse", PK_INT, P(lse), "0,1", 0, 0, 0, "0", "also write LSE (natural log, f32)"},
-	{"tile-m", PK_INT, P(tile_m), "0,64,128", 0, 0, 0, "0",
-	 "query rows per CTA (0: 128, or 64 for the split-O plan of head-dim > 256)"},
-	{"tile-n", PK_INT, P(tile_n), NULL, 0, 256, 16, "0", "keys per KV tile (0: by head-dim)"},
+	{"tile-m", PK_INT, P(tile_m), "0,64,128,256", 0, 0, 0, "0",
+	 "query rows per CTA (0: by target and head-dim; sm_90a 64/128, sm_100a 128/256)"},
+	{"tile-n", PK_INT, P(tile_n), NULL, 0, 256, 16, "0", "keys per KV tile (0: by target and head-dim)"},
 	{"stages", PK_INT, P(stages), "0,1,2,3,4", 0, 0, 0, "0",
-	 "KV ring depth (0: 3 with kv-shared, else 2; split O: 2 with kv-shared, else 1)"},
+	 "KV ring depth (0: by target; sm_90a 3 with kv-shared, else 2, split O 2/1; sm_100a as many as fit)"},
 	{"dtype", PK_DTYPE, P(dtype), "bf16,fp16", 0, 0, 0, "bf16", "Q, K, V, O element type"},
 	{"softmax-scale", PK_FLOAT, P(softmax_scale), NULL, 0, 1000, 0, "0",
 	 "scale of Q·K^T (0: 1/sqrt(head-dim))"},
@@ -321,8 +321,9 @@ emit_prologue(Emit *e, const FmhaCfg *f, FmhaRegs *r, KgErr *err)
 		      r->lse.s);
 
 	op_init_barriers(e, &f->plan, r->base, r->tid, "fmha.barrier_init");
+	if (f->t->fmha->setup && f->t->fmha->setup(e, f, r, err) < 0)
+		return -1;
 	op_bar_sync(e, 0, f->plan.threads);
-	(void)err;
 	return 0;
 }
 

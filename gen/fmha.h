@@ -51,6 +51,10 @@ typedef struct FmhaCfg {
 	int b_kfree, b_vfree;      /* empty barriers; b_vfree = b_kfree with kv_shared */
 	int r_p, r_corr, r_lsum;   /* split O: P tiles, rescale factors, row sums */
 	int b_pfull, b_lsum;
+	/* sm_100a: TMEM address slot; S full, rescale full, O ready, slot
+	 * free, O done and O final barriers (sm100/fmha.c) */
+	int r_tslot;
+	int b_sfull, b_cfull, b_oready, b_pvdone, b_odone, b_ofinal;
 	char name[120];
 } FmhaCfg;
 
@@ -76,12 +80,15 @@ typedef struct FmhaOps {
 	int (*tiles)(FmhaCfg *f, const FmhaParams *p, KgErr *err);
 	/* Roles, registers, barriers and the rest of the plan. */
 	int (*plan)(FmhaCfg *f, KgErr *err);
+	/* Optional: emitted after the barrier inits, before the CTA barrier
+	 * that publishes them (TMEM allocation). */
+	int (*setup)(Emit *e, const FmhaCfg *f, const FmhaRegs *r, KgErr *err);
 	int (*body)(Emit *e, const FmhaCfg *f, const FmhaRegs *r, KgErr *err);
 	/* The "tiles" lines of `kgen plan`: how the work is split. */
 	void (*describe)(const FmhaCfg *f, Buf *out);
 } FmhaOps;
 
-extern const FmhaOps fmha_sm90;
+extern const FmhaOps fmha_sm90, fmha_sm100;
 
 /* Whether any KV tile can be visible to every row of a CTA: a window
  * narrower than bm + bn - 1 keys never covers a whole tile for all rows,

@@ -65,7 +65,23 @@ plan_tmem(Plan *p, const char *name, int col, int cols, int lanes)
 	r->col = col;
 	r->cols = cols;
 	r->lanes = lanes;
+	r->alias_of = -1;
 	return p->ntmem++;
+}
+
+int
+plan_tmem_alias(Plan *p, const char *name, int parent, int col_off, int cols, const char *why)
+{
+	int i;
+
+	if (parent < 0 || parent >= p->ntmem)
+		return -1;
+	i = plan_tmem(p, name, p->tmem[parent].col + col_off, cols, p->tmem[parent].lanes);
+	if (i >= 0) {
+		p->tmem[i].alias_of = parent;
+		snprintf(p->tmem[i].why, sizeof p->tmem[i].why, "%s", why);
+	}
+	return i;
 }
 
 int
@@ -158,8 +174,17 @@ plan_check(Plan *p, KgErr *err)
 			const TmemRegion *a = &p->tmem[i];
 			if (a->col + a->cols > end)
 				end = a->col + a->cols;
+			if (a->alias_of >= 0) {
+				const TmemRegion *b = &p->tmem[a->alias_of];
+				if (a->col < b->col || a->col + a->cols > b->col + b->cols)
+					return kg_fail(err, "plan: TMEM %s [%d,%d) reuses %s but leaves its columns [%d,%d)",
+					               a->name, a->col, a->col + a->cols, b->name, b->col,
+					               b->col + b->cols);
+			}
 			for (int j = 0; j < i; j++) {
 				const TmemRegion *b = &p->tmem[j];
+				if (a->alias_of == j || b->alias_of == i)
+					continue;
 				if (a->col < b->col + b->cols && b->col < a->col + a->cols)
 					return kg_fail(err, "plan: TMEM %s [%d,%d) overlaps %s [%d,%d)", a->name,
 					               a->col, a->col + a->cols, b->name, b->col,
@@ -206,8 +231,13 @@ plan_print(const Plan *p, Buf *o)
 	if (p->ntmem) {
 		buf_printf(o, "tensor memory   %d columns allocated (power of two >= 32), %d available\n",
 		           p->tmem_alloc, p->target->tmem_cols);
-		for (int i = 0; i < p->ntmem; i++)
-			buf_printf(o, "  %-14s columns %3d-%3d  lanes 0-%d\n", p->tmem[i].name, p->tmem[i].col,
-			           p->tmem[i].col + p->tmem[i].cols - 1, p->tmem[i].lanes - 1);
+		for (int i = 0; i < p->ntmem; i++) {
+			const TmemRegion *t = &p->tmem[i];
+			buf_printf(o, "  %-14s columns %3d-%3d  lanes 0-%d", t->name, t->col,
+			           t->col + t->cols - 1, t->lanes - 1);
+			if (t->alias_of >= 0)
+				buf_printf(o, "  (inside %s: %s)", p->tmem[t->alias_of].name, t->why);
+			buf_printf(o, "\n");
+		}
 	}
 }

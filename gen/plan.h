@@ -33,6 +33,8 @@ typedef struct TmemRegion {
 	char name[32];
 	int col, cols;     /* column range [col, col+cols) */
 	int lanes;         /* 128, or 64 for M=64 layouts */
+	int alias_of;      /* -1, or the region whose columns this one reuses */
+	char why[64];      /* for an alias: why the two are never live at once */
 } TmemRegion;
 
 typedef struct Role {
@@ -70,6 +72,10 @@ int plan_smem(Plan *p, const char *name, uint32_t bytes, uint32_t align, int cou
 int plan_barrier(Plan *p, const char *name, int count, int arrivals, uint32_t tx_bytes,
                  const char *who);
 int plan_tmem(Plan *p, const char *name, int col, int cols, int lanes);
+/* A region inside `parent`'s columns that is live only while the parent's
+ * contents are dead (P written over S once S is read); plan_check allows
+ * exactly this overlap and prints `why`. */
+int plan_tmem_alias(Plan *p, const char *name, int parent, int col_off, int cols, const char *why);
 int plan_role(Plan *p, const char *name, int warp0, int nwarps, int regs, const char *does);
 /* Smallest power of two >= cols and >= 32 (tcgen05.alloc rule, hardware-facts
  * §3.1); -1 if cols > 512. */

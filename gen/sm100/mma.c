@@ -31,6 +31,14 @@ sm100_mma_f16_ss(Emit *e, Reg d, Reg adesc, Reg bdesc, Reg idesc, const char *en
 }
 
 void
+sm100_mma_f16_ts(Emit *e, Reg d, Reg a, Reg bdesc, Reg idesc, const char *enable_d)
+{
+	emitf(e, "\ttcgen05.mma.cta_group::1.kind::f16 [%s], [%s], %s, %s, %s;\n", d.s, a.s, bdesc.s,
+	      idesc.s, enable_d);
+	emit_need_ptx(e, 86);
+}
+
+void
 sm100_commit(Emit *e, Reg bar)
 {
 	/* The CTA-local shared address is valid in the cluster window
@@ -50,6 +58,20 @@ sm100_wait_ld(Emit *e)
 	/* tcgen05.ld is asynchronous: its registers are undefined until this
 	 * (hardware-facts §3.8, pitfall 9). */
 	emitf(e, "\ttcgen05.wait::ld.sync.aligned;\n");
+}
+
+void
+sm100_st_32x32b(Emit *e, const Reg *v, int n, Reg taddr)
+{
+	emitf(e, "\ttcgen05.st.sync.aligned.32x32b.x%d.b32 [%s], %s;\n", n, taddr.s, reg_vec(e, v, n));
+}
+
+void
+sm100_wait_st(Emit *e)
+{
+	/* tcgen05.st is asynchronous: TMEM holds the values only after this,
+	 * and an MMA may read them only after it and a fenced sync (§3.8). */
+	emitf(e, "\ttcgen05.wait::st.sync.aligned;\n");
 }
 
 void

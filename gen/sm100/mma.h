@@ -11,12 +11,18 @@ int sm100_tmem_alloc(Emit *e, KgErr *err, Reg slot, int ncols);
 int sm100_tmem_dealloc(Emit *e, KgErr *err, Reg taddr, int ncols);
 /* D[tmem] (+)= A(desc)·B(desc)^T, kind::f16; enable_d: predicate text or "1". */
 void sm100_mma_f16_ss(Emit *e, Reg d, Reg adesc, Reg bdesc, Reg idesc, const char *enable_d);
+/* D[tmem] (+)= A[tmem]·B(desc)^T, kind::f16 TS form: A read from TMEM
+ * (K-major, same lanes as D; hardware-facts §3.11). */
+void sm100_mma_f16_ts(Emit *e, Reg d, Reg a, Reg bdesc, Reg idesc, const char *enable_d);
 /* Arrive on `bar` once all prior async tcgen05 ops of this thread complete. */
 void sm100_commit(Emit *e, Reg bar);
 /* 32 lanes x n columns starting at taddr into v[0..n-1] (32x32b.xN):
  * thread t gets lane (taddr.lane + t), register j = column + j (§3.6). */
 void sm100_ld_32x32b(Emit *e, const Reg *v, int n, Reg taddr);
 void sm100_wait_ld(Emit *e);
+/* v[0..n-1] into 32 lanes x n columns at taddr (32x32b.xN, same map). */
+void sm100_st_32x32b(Emit *e, const Reg *v, int n, Reg taddr);
+void sm100_wait_st(Emit *e);
 void sm100_fence_before(Emit *e);
 void sm100_fence_after(Emit *e);
 

@@ -22,6 +22,8 @@ sm90_fmha_tiles(FmhaCfg *f, const FmhaParams *p, KgErr *err)
 	 * warpgroups share 64 query rows, one computing S and P, both
 	 * accumulating half of O's columns (the split-O plan). */
 	f->split = f->d > 256 || f->dv > 256;
+	if (p->tile_m == 256)
+		return kg_fail(err, "--tile-m=256: sm_90a fmha runs one or two 64-row warpgroups per CTA; use 64 or 128");
 	f->bm = p->tile_m ? p->tile_m : (f->split ? 64 : 128);
 	if (f->split && f->bm != 64)
 		return kg_fail(err, "--tile-m=%d with --head-dim=%d --head-dim-v=%d: the split-O plan works on 64 query rows per CTA",
@@ -584,4 +586,4 @@ sm90_fmha_describe(const FmhaCfg *f, Buf *text)
 		           f->bm, f->wgs, f->bn, f->stages);
 }
 
-const FmhaOps fmha_sm90 = {sm90_fmha_tiles, sm90_fmha_plan, sm90_fmha_body, sm90_fmha_describe};
+const FmhaOps fmha_sm90 = {sm90_fmha_tiles, sm90_fmha_plan, NULL, sm90_fmha_body, sm90_fmha_describe};

@@ -565,6 +565,20 @@ pld_push(EmuCta *c, EmuWarp *w, const EmuInsn *in, const EmuPendLd *p)
 	return 0;
 }
 
+/* Tags are kept per lane quarter and column and name the first active
+ * thread of the collective that set them. A warp's own earlier ld/st of
+ * the same cells is ordered by that thread's program order (the warp runs
+ * its .sync.aligned collectives together), so it is judged by that thread's
+ * clocks; an access of another warp by each thread's own. */
+static int
+warp_tag_check(EmuCta *c, EmuWarp *w, EmuThread *t, const EmuInsn *in, const EmuTag *tag,
+               uint32_t lane, uint32_t col, const char *what)
+{
+	if (tag->line && (int)tag->tid / 32 == w->id && (tag->kind == TAGK_TCST))
+		t = &c->t[tag->tid];
+	return emu_tc_tag_check(c, t, in, tag, t->tid, lane, col, what);
+}
+
 int
 emu_wop_tc_ld(EmuCta *c, EmuWarp *w, const EmuInsn *in, uint32_t lanes)
 {
@@ -580,8 +594,8 @@ emu_wop_tc_ld(EmuCta *c, EmuWarp *w, const EmuInsn *in, uint32_t lanes)
 		if (!(lanes >> l & 1))
 			continue;
 		for (uint32_t k = col0; k < col0 + ncols; k++)
-			if (emu_tc_tag_check(c, &base[l], in, &c->twtag[q * EMU_TMEM_COLS + k], base[l].tid,
-			                   lane0, k, "tcgen05.ld reads"))
+			if (warp_tag_check(c, w, &base[l], in, &c->twtag[q * EMU_TMEM_COLS + k], lane0, k,
+			                   "tcgen05.ld reads"))
 				return EMU_STOP;
 	}
 	const EmuOperand *d = emu_opnd(c, in, 0);
@@ -637,9 +651,9 @@ emu_wop_tc_st(EmuCta *c, EmuWarp *w, const EmuInsn *in, uint32_t lanes)
 			continue;
 		for (uint32_t k = col0; k < col0 + ncols; k++) {
 			uint32_t cell = q * EMU_TMEM_COLS + k;
-			if (emu_tc_tag_check(c, &base[l], in, &c->twtag[cell], base[l].tid, lane0, k,
+			if (warp_tag_check(c, w, &base[l], in, &c->twtag[cell], lane0, k,
 			                   "tcgen05.st overwrites") ||
-			    emu_tc_tag_check(c, &base[l], in, &c->trtag[cell], base[l].tid, lane0, k,
+			    warp_tag_check(c, w, &base[l], in, &c->trtag[cell], lane0, k,
 			                   "tcgen05.st overwrites"))
 				return EMU_STOP;
 		}

@@ -1,8 +1,9 @@
 /* Mutation test: the emulator must notice every missing synchronization.
  * For each emitted kernel (gemm and fmha), each single tcgen05.wait::ld,
- * tcgen05.fence::after_thread_sync, mbarrier wait loop (the try_wait and
- * its branch back), fence.proxy.async, wgmma.fence and wgmma.wait_group
- * is removed in turn
+ * tcgen05.wait::st, tcgen05.fence::after_thread_sync and
+ * ::before_thread_sync, tcgen05.commit, mbarrier wait loop (the try_wait
+ * and its branch back), fence.proxy.async, wgmma.fence and
+ * wgmma.wait_group is removed in turn
  * (the line becomes a comment, so line numbers stay), and the mutant must
  * either report a hazard or compute a wrong result. The shape has more K
  * tiles than pipeline stages, so every stage is refilled at least once.
@@ -88,7 +89,10 @@ typedef struct Kind {
 
 static const Kind kinds[] = {
 	{"tcgen05.wait::ld", 0},
+	{"tcgen05.wait::st", 0},
 	{"tcgen05.fence::after_thread_sync", 0},
+	{"tcgen05.fence::before_thread_sync", 0},
+	{"tcgen05.commit", 0},
 	{"mbarrier.try_wait", 1},
 	{"fence.proxy.async", 0},
 	{"wgmma.fence", 0},

@@ -1,0 +1,951 @@
+/* FMHA forward on sm_100a (tcgen05, tensor memory).
+ *
+ * One CTA owns qt Q tiles of 128 rows (qt = 2 where TMEM holds two O
+ * accumulators, else 1). Warpgroups, in warp order:
+ *   softmax q (qt of them)  thread t of warp w owns row 32(w%4)+t of Q tile
+ *                           q = its TMEM lane (§3.7): tcgen05.ld of S, the
+ *                           online softmax with exp2, P written back over
+ *                           S with tcgen05.st, the epilogue (O/l, LSE);
+ *   correction              rescales O_q in TMEM when a row max moved;
+ *   load/MMA                warp 0: one elected lane issues TMA (the shared
+ *                           producer); warp 1: allocates TMEM, and one
+ *                           elected lane issues every tcgen05.mma:
+ *                           S = Q·K^T (SS) into an S slot, O += P·V (TS: P
+ *                           from TMEM, V from smem) into O_q.
+ * Two S slots alternate between work items (a Q tile against a KV tile).
+ * P is written over its slot's S once S is read, so the MMA that next
+ * writes S into a slot waits for the P·V that read the slot's P (its
+ * commit), never relying on tensor-core issue order (§3.8).
+ * Each hand-off is an mbarrier: MMA -> others by tcgen05.commit, others
+ * -> MMA by arrive after tcgen05.wait::st and fence::before_thread_sync;
+ * every waiter fences after_thread_sync before touching TMEM (§3.8). */
+#include <stdio.h>
+#include <string.h>
+
+#include "../desc.h"
+#include "../fmha.h"
+#include "../ops.h"
+#include "mma.h"
+
+#define NEG_INF "0fFF800000"
+
+enum {
+	SLOTS = 2,
+	CHUNK = 32,          /* TMEM columns per tcgen05.ld in the epilogue */
+	CORR_CHUNK = 16,     /* ... in the correction warpgroup, which runs on few registers */
+	REGS_CORRECTION = 48,
+	/* the MMA issuer keeps its loop-invariant Q descriptors live: 2 per
+	 * 16 head-dim columns and Q tile; one Q tile leaves room for more */
+	REGS_LOADMMA = 120,
+	REGS_LOADMMA_1Q = 168,
+};
+
+/* B200 rates per SM and clock (anchors.md §1: 2.25 PFLOP/s dense bf16 on
+ * 148 SMs at ~1.85 GHz; 16 ex2/clk MUFU; 128 B/clk shared memory). */
+enum { B200_MMA_FLOP_CLK = 8192, B200_EX2_CLK = 16, B200_SMEM_B_CLK = 128 };
+
+static int
+qtiles(const FmhaCfg *f)
+{
+	return f->qblocks;
+}
+
+static int w_corr(const FmhaCfg *f) { return 4 * qtiles(f); }
+static int w_load(const FmhaCfg *f) { return 4 * qtiles(f) + 4; }
+static int w_mma(const FmhaCfg *f) { return 4 * qtiles(f) + 5; }
+
+/* TMEM columns: S slots, then one O accumulator per Q tile. */
+static int col_s(const FmhaCfg *f, int slot) { return slot * f->bn; }
+static int col_o(const FmhaCfg *f, int q) { return SLOTS * f->bn + q * f->dvc; }
+
+static int
+regs_loadmma(int qt)
+{
+	return qt == 1 ? REGS_LOADMMA_1Q : REGS_LOADMMA;
+}
+
+/* Registers of a softmax thread: its S row and the row's exp2 values,
+ * which ptxas keeps live together (bn = 128 spilled at 240), plus row
+ * state, addresses and mask limits (~40). */
+static int
+softmax_regs_need(int bn)
+{
+	return 2 * bn + 40;
+}
+
+/* What the softmax warpgroups get once correction and load/MMA have
+ * theirs (the MMA issuer keeps its loop-invariant Q descriptors live). */
+static int
+softmax_regs(const Plan *p, int qt)
+{
+	int r = plan_regs_split(p, 128 * qt, 128, REGS_CORRECTION + regs_loadmma(qt));
+	return r > 240 ? 240 : r;
+}
+
+static uint32_t
+smem_need(const FmhaCfg *f, int qt, int bn, int stages)
+{
+	uint32_t q = (uint32_t)(qt * 128 * f->d * f->esz);
+	uint32_t kv = (uint32_t)(bn * f->d * f->esz) + (f->kv_shared ? 0u : (uint32_t)(bn * f->dvc * f->esz));
+	/* + barriers, the TMEM address, rescale factors and the 1 KiB the base
+	 * may need to reach its alignment */
+	return q + (uint32_t)stages * kv + 512 + (uint32_t)qt * 512 + 1024;
+}
+
+
+/* Static cost of one KV tile for one CTA at B200 rates: the MMA FLOPs,
+ * the ex2 count (one per score and one rescale factor per row), the bytes
+ * the MMAs read from shared memory (Q and K per S, V per P·V; P comes from
+ * TMEM), and, with a single stage, the tile's load exposed at an assumed
+ * 64 bytes per clock of L2 fill. `useful`: the FLOPs the attention needs
+ * (an O-column pair recomputes S). */
+typedef struct Est {
+	double mma, ex2, smem, tmem, c_mma, c_ex2, c_smem, c_load, clk, useful;
+	const char *bound;
+} Est;
+
+static void
+estimate(const FmhaCfg *f, int qt, int bn, int stages, Est *o)
+{
+	int rows = 128 * qt;
+	double kv = (double)bn * f->d * f->esz + (f->kv_shared ? 0.0 : (double)bn * f->dvc * f->esz);
+
+	memset(o, 0, sizeof *o);
+	o->mma = 2.0 * rows * bn * (f->d + f->dvc);
+	o->ex2 = (double)rows * (bn + 1);
+	o->smem = (double)qt * (128.0 * f->d + (double)bn * f->d + (double)bn * f->dvc) * f->esz;
+	o->tmem = (double)rows * bn * (4 + 2);
+	o->c_mma = o->mma / B200_MMA_FLOP_CLK;
+	o->c_ex2 = o->ex2 / B200_EX2_CLK;
+	o->c_smem = o->smem / B200_SMEM_B_CLK;
+	o->c_load = stages > 1 ? 0.0 : kv / 64.0;
+	o->clk = o->c_mma;
+	o->bound = "tensor core";
+	if (o->c_ex2 > o->clk) {
+		o->clk = o->c_ex2;
+		o->bound = "exp unit";
+	}
+	if (o->c_smem > o->clk) {
+		o->clk = o->c_smem;
+		o->bound = "shared-memory bandwidth";
+	}
+	o->clk += o->c_load;
+	o->useful = 2.0 * rows * bn * (f->d + f->dv) / f->ohalves;
+}
+
+/* Tiles: of the (Q tiles, KV tile) pairs that fit TMEM (two S slots and
+ * qt O accumulators in 512 columns) and shared memory (Q and as many KV
+ * stages as fit, up to 4, 3 with K=V), the one with the best estimate;
+ * ties keep the earlier (two Q tiles ping-pong, which the estimate does
+ * not credit). */
+static int
+sm100_fmha_tiles(FmhaCfg *f, const FmhaParams *p, KgErr *err)
+{
+	static const int cand[][2] = {{2, 128}, {2, 64}, {1, 128}, {1, 64}, {1, 32}};
+	double best_rate = 0;
+	int best = -1;
+
+	f->esz = dtype_bits(f->in) / 8;
+	f->split = 0;
+	f->q_rows = 128;
+	/* beyond 256 columns O and two S slots leave TMEM: a CTA pair splits
+	 * O's columns, each recomputing S (stated by `kgen plan`) */
+	f->ohalves = f->dv > 256 ? 2 : 1;
+	f->dvc = f->dv / f->ohalves;
+	if (p->tile_m && p->tile_m != 128 && p->tile_m != 256)
+		return kg_fail(err, "--tile-m=%d: sm_100a fmha works on one or two 128-row Q tiles (M=128 tcgen05.mma); use 128 or 256",
+		               p->tile_m);
+	if (p->tile_n && (p->tile_n % 32 || p->tile_n > 128))
+		return kg_fail(err, "--tile-n=%d: sm_100a fmha takes 32, 64, 96 or 128 keys per KV tile (S is read in 32-column loads)",
+		               p->tile_n);
+	for (int c = 0; c < (int)(sizeof cand / sizeof cand[0]); c++) {
+		int qt = cand[c][0], bn = p->tile_n ? p->tile_n : cand[c][1], st;
+		double rate;
+		Est est;
+
+		if ((p->tile_m && qt * 128 != p->tile_m) || (p->tile_n && c && cand[c][1] != 128))
+			continue;
+		if (SLOTS * bn + qt * f->dvc > 512)
+			continue;
+		{
+			Plan tmp;
+			plan_init(&tmp, f->t);
+			tmp.threads = 128 * (qt + 2);
+			if (softmax_regs_need(bn) > softmax_regs(&tmp, qt))
+				continue;
+		}
+		for (st = 4; st >= 1; st--)
+			if (smem_need(f, qt, bn, st) <= f->t->smem_max)
+				break;
+		if (f->kv_shared && st > 3)
+			st = 3;
+		if (p->stages)
+			st = p->stages <= st ? p->stages : 0;
+		if (st < 1)
+			continue;
+		estimate(f, qt, bn, st, &est);
+		/* within 1%, a ring (stages >= 2) beats a single stage: the
+		 * estimate does not model the producer waiting on P·V */
+		rate = est.useful / est.clk * (st >= 2 ? 1.0 : 0.99);
+		if (best < 0 || rate > best_rate * 1.0001) {
+			best = c;
+			best_rate = rate;
+			f->qblocks = qt;
+			f->bn = bn;
+			f->stages = st;
+		}
+	}
+	if (best < 0)
+		return kg_fail(err, "--head-dim=%d --head-dim-v=%d --tile-m=%d --tile-n=%d --stages=%d: no sm_100a plan fits: two S slots and the O accumulators need <= 512 TMEM columns, Q and the KV stages <= %u bytes of shared memory, a softmax thread 2*tile-n+40 registers",
+		               f->d, f->dv, p->tile_m, p->tile_n, p->stages, f->t->smem_max);
+	f->bm = 128 * f->qblocks;
+	f->wgs = f->qblocks;
+	return 0;
+}
+
+/* The S of item i+1 is issued before the P·V of item i when one Q tile
+ * alternates the two slots; it then holds two KV tiles at once, which
+ * K=V needs two stages for. Two Q tiles ping-pong instead. */
+static int
+lookahead(const FmhaCfg *f)
+{
+	return qtiles(f) == 1 && (!f->kv_shared || f->stages >= 2);
+}
+
+static int
+idesc_of(const FmhaCfg *f, int n, int b_mn, uint32_t *out, KgErr *err)
+{
+	Idesc d = {0};
+
+	d.kind = IK_F16;
+	d.a = d.b = f->in;
+	d.d = DT_F32;
+	d.m = 128;
+	d.n = n;
+	d.cta_group = 1;
+	d.b_major_mn = b_mn;
+	return idesc_encode(out, &d, err);
+}
+
+static int
+sm100_fmha_plan(FmhaCfg *f, KgErr *err)
+{
+	Plan *p = &f->plan;
+	int qt = qtiles(f), soft;
+	uint32_t id;
+	char does[96];
+
+	if (idesc_of(f, f->bn, 0, &id, err) < 0 || idesc_of(f, f->dvc, 1, &id, err) < 0)
+		return -1;
+	p->threads = 128 * (qt + 2);
+	soft = softmax_regs(p, qt);
+	for (int q = 0; q < qt; q++) {
+		char name[32];
+		snprintf(name, sizeof name, "softmax%d", q);
+		snprintf(does, sizeof does, "Q tile %d: tcgen05.ld S, exp2, tcgen05.st P; epilogue O/l, LSE", q);
+		plan_role(p, name, 4 * q, 4, soft, does);
+	}
+	plan_role(p, "correction", w_corr(f), 4, REGS_CORRECTION,
+	          "rescale O in TMEM (tcgen05.ld/st) when a row max moved");
+	plan_role(p, "load", w_load(f), 1, regs_loadmma(qt), "one elected lane: TMA Q once, then K/V tiles");
+	snprintf(does, sizeof does, "TMEM alloc; one elected lane: tcgen05.mma S (N=%d), O (N=%d)", f->bn, f->dvc);
+	plan_role(p, "mma", w_mma(f), 1, regs_loadmma(qt), does);
+	p->regs_need_max = softmax_regs_need(f->bn);
+	snprintf(p->regs_need_who, sizeof p->regs_need_who, "softmax0");
+	f->r_tslot = plan_smem(p, "TMEM address", 4, 16, 1);
+	f->r_corr = plan_smem(p, "rescale", 128 * 4, 16, qt);
+
+	f->b_q = plan_barrier(p, "Q full", 1, 1, f->q_bytes, "producer: expect_tx + TMA");
+	f->b_k = plan_barrier(p, f->kv_shared ? "K=V full" : "K full", f->stages, 1, f->k_bytes,
+	                      "producer: expect_tx + TMA");
+	if (f->kv_shared) {
+		f->b_v = f->b_k;
+		f->b_kfree = f->b_vfree = plan_barrier(p, "K=V free", f->stages, 1, 0,
+		                                       "tcgen05.commit after the tile's P·V");
+	} else {
+		f->b_v = plan_barrier(p, "V full", f->stages, 1, f->v_bytes, "producer: expect_tx + TMA");
+		f->b_kfree = plan_barrier(p, "K free", f->stages, 1, 0, "tcgen05.commit after the tile's S MMAs");
+		f->b_vfree = plan_barrier(p, "V free", f->stages, 1, 0, "tcgen05.commit after the tile's P·V");
+	}
+	f->b_sfull = plan_barrier(p, "S full", SLOTS, 1, 0, "tcgen05.commit after S=QK^T into the slot");
+	f->b_pfull = plan_barrier(p, "P full", SLOTS, 128, 0,
+	                          "softmax threads: tcgen05.st P, wait::st, fence::before_thread_sync");
+	f->b_cfull = plan_barrier(p, "rescale full", qt, 128, 0, "softmax threads after storing row rescale factors");
+	f->b_oready = plan_barrier(p, "O ready", qt, 128, 0, "correction threads once O is rescaled");
+	f->b_pvdone = plan_barrier(p, "slot free", SLOTS, 1, 0, "tcgen05.commit after the P·V that read the slot's P");
+	f->b_odone = plan_barrier(p, "O done", qt, 1, 0, "tcgen05.commit after each P·V into O");
+	f->b_ofinal = plan_barrier(p, "O final", 1, 1, 0, "tcgen05.commit after the last MMA");
+
+	for (int s = 0; s < SLOTS; s++) {
+		char name[16];
+		int t;
+		snprintf(name, sizeof name, "S%d", s);
+		t = plan_tmem(p, name, col_s(f, s), f->bn, 128);
+		snprintf(name, sizeof name, "P%d", s);
+		plan_tmem_alias(p, name, t, 0, f->bn / 2, "P written once S is read; next S after P·V");
+	}
+	for (int q = 0; q < qt; q++) {
+		char name[16];
+		snprintf(name, sizeof name, "O%d", q);
+		plan_tmem(p, name, col_o(f, q), f->dvc, 128);
+	}
+	return 0;
+}
+
+static int
+sm100_fmha_setup(Emit *e, const FmhaCfg *f, const FmhaRegs *r, KgErr *err)
+{
+	Reg p = reg_new(e, RC_PRED), slot;
+	char skip[48];
+
+	emit_block(e, "sm100.fmha_tmem_alloc");
+	label_new(e, skip, sizeof skip, "alloc_done");
+	emitf(e, "\tsetp.ne.u32 %s, %s, %d;\n\t@%s bra %s;\n", p.s, r->warp.s, w_mma(f), p.s, skip);
+	slot = op_plan_smem(e, &f->plan, r->base, f->r_tslot);
+	if (sm100_tmem_alloc(e, err, slot, f->plan.tmem_alloc) < 0)
+		return -1;
+	emit_label(e, skip);
+	/* orders the allocation before the CTA barrier that publishes it */
+	sm100_fence_before(e);
+	return 0;
+}
+
+/* Loop over KV tiles j in [j0, n_total): `head` gets the label at the
+ * top, `done` the one after; the caller emits the body and the back edge
+ * with emit_loop_end. */
+static void
+emit_loop_begin(Emit *e, const FmhaRegs *r, Reg j, Reg p, char *head, char *done, const char *name)
+{
+	label_new(e, head, 48, name);
+	label_new(e, done, 48, "tiles_done");
+	emitf(e, "\tmov.u32 %s, %s;\n\tsetp.ge.u32 %s, %s, %s;\n\t@%s bra %s;\n", j.s, r->j0.s, p.s, j.s,
+	      r->n_total.s, p.s, done);
+	emit_label(e, head);
+}
+
+static void
+emit_loop_end(Emit *e, const FmhaRegs *r, Reg j, Reg p, const char *head, const char *done)
+{
+	emitf(e, "\tadd.u32 %s, %s, 1;\n\tsetp.lt.u32 %s, %s, %s;\n\t@%s bra %s;\n", j.s, j.s, p.s, j.s,
+	      r->n_total.s, p.s, head);
+	emit_label(e, done);
+}
+
+/* ---- MMA issuer ------------------------------------------------------ */
+
+typedef struct Mma {
+	Reg tmem, q0, k0, v0, kfull0, vfull0, kfree0, vfree0, sfull0, pfull0, oready0, pvdone0, odone0;
+	Reg kst, kph, vst, vph, si, pi, j, jn, t, x, slot, par, bar, lo, ad, bd, dt, at, p, acc;
+	Reg id_s, id_o, qhi, khi, vhi, vcol_lo;
+	uint32_t q_lo, k_lo, v_lo;
+} Mma;
+
+static int
+wait_bar(Emit *e, KgErr *err, Reg bar0, int idx_imm, const Reg *idx, Reg bar, const char *par)
+{
+	if (idx)
+		emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n", bar.s, idx->s, bar0.s);
+	else
+		emitf(e, "\tadd.u32 %s, %s, %d;\n", bar.s, bar0.s, 8 * idx_imm);
+	return op_mbar_wait(e, err, bar, par);
+}
+
+static void
+commit_bar(Emit *e, Reg bar0, int idx_imm, const Reg *idx, Reg bar)
+{
+	if (idx)
+		emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n", bar.s, idx->s, bar0.s);
+	else
+		emitf(e, "\tadd.u32 %s, %s, %d;\n", bar.s, bar0.s, 8 * idx_imm);
+	sm100_commit(e, bar);
+}
+
+/* S-phase of KV tile (register jt): for each Q tile, once the slot's last
+ * P·V has completed, S_slot = Q_q·K^T; then K's stage is free. */
+static int
+emit_s_phase(Emit *e, const FmhaCfg *f, Mma *m, KgErr *err)
+{
+	emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n", m->bar.s, m->kst.s, m->kfull0.s);
+	if (op_mbar_wait(e, err, m->bar, m->kph.s) < 0)
+		return -1;
+	sm100_fence_after(e);
+	emitf(e, "\tmad.lo.u32 %s, %s, %u, %s;\n\tshr.u32 %s, %s, 4;\n", m->lo.s, m->kst.s, f->k_bytes,
+	      m->k0.s, m->lo.s, m->lo.s);
+	emitf(e, "\tadd.u32 %s, %s, %u;\n", m->lo.s, m->lo.s, m->k_lo);
+	for (int q = 0; q < qtiles(f); q++) {
+		/* slot = si & 1; its previous P·V is completion (si>>1)-1 of
+		 * "slot free": parity ((si>>1)&1)^1, which a fresh barrier
+		 * passes at once (§5.4) */
+		emitf(e, "\tand.b32 %s, %s, 1;\n\tshr.u32 %s, %s, 1;\n\tand.b32 %s, %s, 1;\n\txor.b32 %s, %s, 1;\n",
+		      m->slot.s, m->si.s, m->par.s, m->si.s, m->par.s, m->par.s, m->par.s, m->par.s);
+		if (wait_bar(e, err, m->pvdone0, 0, &m->slot, m->bar, m->par.s) < 0)
+			return -1;
+		sm100_fence_after(e);
+		emitf(e, "\tmad.lo.u32 %s, %s, %d, %s;\n", m->dt.s, m->slot.s, f->bn, m->tmem.s);
+		for (int kk = 0; kk < f->d / 16; kk++) {
+			uint32_t qa = (layout_offset(&f->lq, 0, 16 * kk) + (uint32_t)q * f->lq.bytes) >> 4;
+			uint32_t ka = layout_offset(&f->lk, 0, 16 * kk) >> 4;
+			emitf(e, "\tadd.u32 %s, %s, %u;\n\tmov.b64 %s, {%s, %s};\n", m->x.s, m->q0.s, m->q_lo + qa,
+			      m->ad.s, m->x.s, m->qhi.s);
+			emitf(e, "\tadd.u32 %s, %s, %u;\n\tmov.b64 %s, {%s, %s};\n", m->x.s, m->lo.s, ka, m->bd.s,
+			      m->x.s, m->khi.s);
+			sm100_mma_f16_ss(e, m->dt, m->ad, m->bd, m->id_s, kk ? "1" : "0");
+		}
+		commit_bar(e, m->sfull0, 0, &m->slot, m->bar);
+		emitf(e, "\tadd.u32 %s, %s, 1;\n", m->si.s, m->si.s);
+	}
+	if (!f->kv_shared) {
+		emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n", m->bar.s, m->kst.s, m->kfree0.s);
+		sm100_commit(e, m->bar);
+	}
+	op_ring_advance(e, m->kst, m->kph, f->stages, m->p);
+	return 0;
+}
+
+/* PV-phase of KV tile j: for each Q tile, once P is in its slot and O is
+ * rescaled, O_q (+)= P·V_j; then V's stage is free. */
+static int
+emit_pv_phase(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Mma *m, KgErr *err)
+{
+	uint32_t vstride = f->kv_shared ? f->k_bytes : f->v_bytes;
+
+	if (!f->kv_shared) {
+		emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n", m->bar.s, m->vst.s, m->vfull0.s);
+		if (op_mbar_wait(e, err, m->bar, m->vph.s) < 0)
+			return -1;
+	}
+	emitf(e, "\tmad.lo.u32 %s, %s, %u, %s;\n\tshr.u32 %s, %s, 4;\n", m->lo.s, m->vst.s, vstride,
+	      m->v0.s, m->lo.s, m->lo.s);
+	emitf(e, "\tadd.u32 %s, %s, %s;\n", m->lo.s, m->lo.s, m->vcol_lo.s);
+	/* the first P·V of a Q tile overwrites O */
+	emitf(e, "\tsub.u32 %s, %s, %s;\n\tsetp.ne.u32 %s, %s, 0;\n", m->t.s, m->j.s, r->j0.s, m->acc.s, m->t.s);
+	for (int q = 0; q < qtiles(f); q++) {
+		emitf(e, "\tand.b32 %s, %s, 1;\n\tshr.u32 %s, %s, 1;\n\tand.b32 %s, %s, 1;\n", m->slot.s,
+		      m->pi.s, m->par.s, m->pi.s, m->par.s, m->par.s);
+		if (wait_bar(e, err, m->pfull0, 0, &m->slot, m->bar, m->par.s) < 0)
+			return -1;
+		emitf(e, "\tand.b32 %s, %s, 1;\n", m->par.s, m->t.s);
+		if (wait_bar(e, err, m->oready0, q, NULL, m->bar, m->par.s) < 0)
+			return -1;
+		sm100_fence_after(e);
+		emitf(e, "\tmad.lo.u32 %s, %s, %d, %s;\n", m->at.s, m->slot.s, f->bn, m->tmem.s);
+		emitf(e, "\tadd.u32 %s, %s, %d;\n", m->dt.s, m->tmem.s, col_o(f, q));
+		for (int kk = 0; kk < f->bn / 16; kk++) {
+			/* 16 keys: 8 TMEM columns of packed P (§3.11), two 8-key
+			 * groups of V (+2 SBO, §1.5) */
+			uint32_t va = layout_offset(f->kv_shared ? &f->lk : &f->lv, 16 * kk, 0) >> 4;
+			Reg a = m->at;
+			if (kk) {
+				emitf(e, "\tadd.u32 %s, %s, %d;\n", m->jn.s, m->at.s, 8 * kk);
+				a = m->jn;
+			}
+			emitf(e, "\tadd.u32 %s, %s, %u;\n\tmov.b64 %s, {%s, %s};\n", m->x.s, m->lo.s, m->v_lo + va,
+			      m->bd.s, m->x.s, m->vhi.s);
+			sm100_mma_f16_ts(e, m->dt, a, m->bd, m->id_o, kk ? "1" : m->acc.s);
+		}
+		commit_bar(e, m->pvdone0, 0, &m->slot, m->bar);
+		commit_bar(e, m->odone0, q, NULL, m->bar);
+		emitf(e, "\tadd.u32 %s, %s, 1;\n", m->pi.s, m->pi.s);
+	}
+	emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n", m->bar.s, m->vst.s, m->vfree0.s);
+	sm100_commit(e, m->bar);
+	op_ring_advance(e, m->vst, m->vph, f->stages, m->p);
+	return 0;
+}
+
+static int
+emit_mma(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Reg tmem, KgErr *err)
+{
+	Mma m;
+	Reg qbar, ofinal;
+	uint64_t dq, dk, dv;
+	uint32_t ids, ido;
+	SmemDesc vd = {0};
+	char head[48], done[48], nolook[48];
+	int la = lookahead(f);
+
+	memset(&m, 0, sizeof m);
+	if (desc_for_tile(&dq, f->t->desc, &f->lq, 0, err) < 0 ||
+	    desc_for_tile(&dk, f->t->desc, &f->lk, 0, err) < 0)
+		return -1;
+	/* V as B of P·V: N (head dim) contiguous in 128-byte swizzled rows, K
+	 * (keys) across rows. MN-major SW128: LBO = the next 64 columns'
+	 * slice, SBO = 1024 between 8-key groups (§1.4). */
+	vd.lbo = (f->kv_shared ? f->lk : f->lv).slice_bytes;
+	vd.sbo = 1024;
+	vd.swz = SWZ_128B;
+	if (desc_encode(&dv, f->t->desc, &vd, err) < 0)
+		return -1;
+	if (idesc_of(f, f->bn, 0, &ids, err) < 0 || idesc_of(f, f->dvc, 1, &ido, err) < 0)
+		return -1;
+	m.q_lo = (uint32_t)dq;
+	m.k_lo = (uint32_t)dk;
+	m.v_lo = (uint32_t)dv;
+	m.tmem = tmem;
+	emit_block(e, "sm100.fmha_mma");
+	m.q0 = op_plan_smem(e, &f->plan, r->base, f->r_q);
+	m.k0 = op_plan_smem(e, &f->plan, r->base, f->r_k);
+	m.v0 = op_plan_smem(e, &f->plan, r->base, f->r_v);
+	qbar = op_plan_bar(e, &f->plan, r->base, f->b_q);
+	m.kfull0 = op_plan_bar(e, &f->plan, r->base, f->b_k);
+	m.vfull0 = op_plan_bar(e, &f->plan, r->base, f->b_v);
+	m.kfree0 = op_plan_bar(e, &f->plan, r->base, f->b_kfree);
+	m.vfree0 = op_plan_bar(e, &f->plan, r->base, f->b_vfree);
+	m.sfull0 = op_plan_bar(e, &f->plan, r->base, f->b_sfull);
+	m.pfull0 = op_plan_bar(e, &f->plan, r->base, f->b_pfull);
+	m.oready0 = op_plan_bar(e, &f->plan, r->base, f->b_oready);
+	m.pvdone0 = op_plan_bar(e, &f->plan, r->base, f->b_pvdone);
+	m.odone0 = op_plan_bar(e, &f->plan, r->base, f->b_odone);
+	ofinal = op_plan_bar(e, &f->plan, r->base, f->b_ofinal);
+	{
+		Reg *regs[] = {&m.kst, &m.kph, &m.vst, &m.vph, &m.si, &m.pi, &m.j, &m.jn, &m.t, &m.x, &m.slot,
+		               &m.par, &m.bar, &m.lo, &m.dt, &m.at, &m.id_s, &m.id_o, &m.qhi, &m.khi,
+		               &m.vhi, &m.vcol_lo};
+		for (size_t i = 0; i < sizeof regs / sizeof regs[0]; i++)
+			*regs[i] = reg_new(e, RC_B32);
+	}
+	m.ad = reg_new(e, RC_B64);
+	m.bd = reg_new(e, RC_B64);
+	m.p = reg_new(e, RC_PRED);
+	m.acc = reg_new(e, RC_PRED);
+	emitf(e, "\tshr.u32 %s, %s, 4;\n", m.q0.s, m.q0.s);
+	emitf(e, "\tmov.u32 %s, 0x%08X; // idesc kind::f16 %s->f32 M=128 N=%d, K-major A and B (S = Q*K^T)\n",
+	      m.id_s.s, ids, dtype_name(f->in), f->bn);
+	emitf(e, "\tmov.u32 %s, 0x%08X; // idesc kind::f16 %s->f32 M=128 N=%d, B N-major (O += P*V)\n",
+	      m.id_o.s, ido, dtype_name(f->in), f->dvc);
+	emitf(e, "\tmov.u32 %s, %u;\n\tmov.u32 %s, %u;\n\tmov.u32 %s, %u;\n", m.qhi.s, (uint32_t)(dq >> 32),
+	      m.khi.s, (uint32_t)(dk >> 32), m.vhi.s, (uint32_t)(dv >> 32));
+	/* with K=V, this CTA's V columns start vcol/64 slices into the tile
+	 * (a V tile holds only this CTA's columns) */
+	if (f->ohalves > 1 && f->kv_shared)
+		emitf(e, "\tshr.u32 %s, %s, 6;\n\tmul.lo.u32 %s, %s, %u;\n", m.vcol_lo.s, r->vcol.s, m.vcol_lo.s,
+		      m.vcol_lo.s, f->lk.slice_bytes >> 4);
+	else
+		emitf(e, "\tmov.u32 %s, 0;\n", m.vcol_lo.s);
+	emitf(e, "\tmov.u32 %s, 0;\n\tmov.u32 %s, 0;\n\tmov.u32 %s, 0;\n\tmov.u32 %s, 0;\n", m.kst.s, m.kph.s,
+	      m.vst.s, m.vph.s);
+	emitf(e, "\tmov.u32 %s, 0;\n\tmov.u32 %s, 0;\n", m.si.s, m.pi.s);
+	if (op_mbar_wait(e, err, qbar, "0") < 0)
+		return -1;
+	sm100_fence_after(e);
+	emit_loop_begin(e, r, m.j, m.p, head, done, "mma_tile");
+	/* the loop head already tested j0 < n_total: S of the first tile */
+	if (la) {
+		char first[48];
+		label_new(e, first, sizeof first, "mma_first_done");
+		emitf(e, "\tsetp.ne.u32 %s, %s, %s;\n\t@%s bra %s;\n", m.p.s, m.j.s, r->j0.s, m.p.s, first);
+		if (emit_s_phase(e, f, &m, err) < 0)
+			return -1;
+		emit_label(e, first);
+		/* S of tile j+1 before P·V of tile j: it overlaps tile j's softmax */
+		label_new(e, nolook, sizeof nolook, "mma_no_next");
+		emitf(e, "\tadd.u32 %s, %s, 1;\n\tsetp.ge.u32 %s, %s, %s;\n\t@%s bra %s;\n", m.jn.s, m.j.s, m.p.s,
+		      m.jn.s, r->n_total.s, m.p.s, nolook);
+		if (emit_s_phase(e, f, &m, err) < 0)
+			return -1;
+		emit_label(e, nolook);
+	} else if (emit_s_phase(e, f, &m, err) < 0) {
+		return -1;
+	}
+	if (emit_pv_phase(e, f, r, &m, err) < 0)
+		return -1;
+	emit_loop_end(e, r, m.j, m.p, head, done);
+	/* tracks every MMA above: the epilogue's signal */
+	sm100_commit(e, ofinal);
+	return 0;
+}
+
+/* ---- correction ------------------------------------------------------ */
+
+static int
+emit_correction(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Reg tmem, KgErr *err)
+{
+	Reg v[CORR_CHUNK], j = reg_new(e, RC_B32), t = reg_new(e, RC_B32), par = reg_new(e, RC_B32);
+	Reg tl = reg_new(e, RC_B32), ta = reg_new(e, RC_B32), ca = reg_new(e, RC_B32);
+	Reg bar = reg_new(e, RC_B32), corr = reg_new(e, RC_F32), p = reg_new(e, RC_PRED);
+	Reg any = reg_new(e, RC_PRED), corr0, cfull0, oready0, odone0;
+	char head[48], done[48];
+
+	reg_array(e, RC_F32, v, CORR_CHUNK);
+	emit_block(e, "sm100.fmha_correction");
+	corr0 = op_plan_smem(e, &f->plan, r->base, f->r_corr);
+	cfull0 = op_plan_bar(e, &f->plan, r->base, f->b_cfull);
+	oready0 = op_plan_bar(e, &f->plan, r->base, f->b_oready);
+	odone0 = op_plan_bar(e, &f->plan, r->base, f->b_odone);
+	/* warp w%4 reaches TMEM lanes 32(w%4).. (§3.7): row 32(w%4)+lane */
+	emitf(e, "\tand.b32 %s, %s, 3;\n\tshl.b32 %s, %s, 21;\n\tadd.u32 %s, %s, %s;\n", tl.s, r->warp.s, tl.s,
+	      tl.s, tl.s, tl.s, tmem.s);
+	emitf(e, "\tand.b32 %s, %s, 3;\n\tshl.b32 %s, %s, 5;\n\tadd.u32 %s, %s, %s;\n", ca.s, r->warp.s, ca.s,
+	      ca.s, ca.s, ca.s, r->lane.s);
+	emitf(e, "\tmad.lo.u32 %s, %s, 4, %s;\n", ca.s, ca.s, corr0.s);
+	emit_loop_begin(e, r, j, p, head, done, "correct_tile");
+	emitf(e, "\tsub.u32 %s, %s, %s;\n", t.s, j.s, r->j0.s);
+	for (int q = 0; q < qtiles(f); q++) {
+		char skip[48], same[48];
+		label_new(e, skip, sizeof skip, "correct_first");
+		label_new(e, same, sizeof same, "correct_same");
+		emitf(e, "\tand.b32 %s, %s, 1;\n", par.s, t.s);
+		if (wait_bar(e, err, cfull0, q, NULL, bar, par.s) < 0)
+			return -1;
+		emitf(e, "\tld.shared.f32 %s, [%s+%d];\n", corr.s, ca.s, 512 * q);
+		/* the first P·V overwrites O: nothing to rescale */
+		emitf(e, "\tsetp.eq.u32 %s, %s, 0;\n\t@%s bra %s;\n", p.s, t.s, p.s, skip);
+		emitf(e, "\tsub.u32 %s, %s, 1;\n\tand.b32 %s, %s, 1;\n", par.s, t.s, par.s, par.s);
+		if (wait_bar(e, err, odone0, q, NULL, bar, par.s) < 0)
+			return -1;
+		sm100_fence_after(e);
+		/* a warp touches O only when one of its rows' max moved */
+		emitf(e, "\tsetp.lt.f32 %s, %s, 0f3F800000;\n", p.s, corr.s);
+		emitf(e, "\tvote.sync.any.pred %s, %s, 0xffffffff;\n\t@!%s bra %s;\n", any.s, p.s, any.s, same);
+		for (int c = 0; c < f->dvc; c += CORR_CHUNK) {
+			emitf(e, "\tadd.u32 %s, %s, %d;\n", ta.s, tl.s, col_o(f, q) + c);
+			sm100_ld_32x32b(e, v, CORR_CHUNK, ta);
+			sm100_wait_ld(e);
+			for (int i = 0; i < CORR_CHUNK; i++)
+				emitf(e, "\tmul.f32 %s, %s, %s;\n", v[i].s, v[i].s, corr.s);
+			sm100_st_32x32b(e, v, CORR_CHUNK, ta);
+		}
+		sm100_wait_st(e);
+		emit_label(e, same);
+		sm100_fence_before(e);
+		emit_label(e, skip);
+		emitf(e, "\tadd.u32 %s, %s, %d;\n", bar.s, oready0.s, 8 * q);
+		op_mbar_arrive(e, bar, NULL);
+	}
+	emit_loop_end(e, r, j, p, head, done);
+	return 0;
+}
+
+/* ---- softmax and epilogue ------------------------------------------- */
+
+typedef struct Soft {
+	Reg S[128], P[64];
+	Reg q, row, qrow, tl, j, t, i, slot, par, bar, ta, tt, kt, lim, klo;
+	Reg m, l, mx, mx2, ms, nms, corr, sum[4], ca;
+	Reg p, pm;
+	Reg sfull0, pfull0, cfull0;
+	char sc[12];
+} Soft;
+
+static void
+emit_mask(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Soft *s)
+{
+	char skip[48];
+
+	label_new(e, skip, sizeof skip, "mask_done");
+	/* only tiles outside [n_lead, n_full) hold a key some row cannot see */
+	emitf(e, "\tsetp.lt.u32 %s, %s, %s;\n\tsetp.ge.or.u32 %s, %s, %s, %s;\n\t@!%s bra %s;\n", s->pm.s, s->j.s,
+	      r->n_lead.s, s->pm.s, s->j.s, r->n_full.s, s->pm.s, s->pm.s, skip);
+	emit_block(e, "sm100.fmha_mask");
+	/* column c is key j*bn + c: masked when c >= lim - j*bn (or, window,
+	 * c < klo - j*bn) */
+	emitf(e, "\tmul.lo.u32 %s, %s, %d;\n\tsub.s32 %s, %s, %s;\n", s->tt.s, s->j.s, f->bn, s->kt.s, s->klo.s,
+	      s->tt.s);
+	emitf(e, "\tsub.s32 %s, %s, %s;\n", s->tt.s, s->lim.s, s->tt.s);
+	for (int c = 0; c < f->bn; c++) {
+		emitf(e, "\tsetp.le.s32 %s, %s, %d;\n", s->p.s, s->tt.s, c);
+		if (f->mask == MASK_WINDOW)
+			emitf(e, "\tsetp.gt.or.s32 %s, %s, %d, %s;\n", s->p.s, s->kt.s, c, s->p.s);
+		emitf(e, "\t@%s mov.f32 %s, %s;\n", s->p.s, s->S[c].s, NEG_INF);
+	}
+	emit_label(e, skip);
+}
+
+static int
+emit_softmax_tile(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Soft *s, KgErr *err)
+{
+	int bn = f->bn;
+
+	emit_block(e, "sm100.fmha_softmax");
+	/* item i = t*qt + q uses slot i&1 for the (i>>1)-th time */
+	emitf(e, "\tsub.u32 %s, %s, %s;\n\tmad.lo.u32 %s, %s, %d, %s;\n", s->t.s, s->j.s, r->j0.s, s->i.s, s->t.s,
+	      qtiles(f), s->q.s);
+	emitf(e, "\tand.b32 %s, %s, 1;\n\tshr.u32 %s, %s, 1;\n\tand.b32 %s, %s, 1;\n", s->slot.s, s->i.s,
+	      s->par.s, s->i.s, s->par.s, s->par.s);
+	if (wait_bar(e, err, s->sfull0, 0, &s->slot, s->bar, s->par.s) < 0)
+		return -1;
+	sm100_fence_after(e);
+	emitf(e, "\tmad.lo.u32 %s, %s, %d, %s;\n", s->ta.s, s->slot.s, bn, s->tl.s);
+	for (int c = 0; c < bn; c += CHUNK) {
+		Reg a = s->ta;
+		if (c) {
+			emitf(e, "\tadd.u32 %s, %s, %d;\n", s->tt.s, s->ta.s, c);
+			a = s->tt;
+		}
+		sm100_ld_32x32b(e, s->S + c, CHUNK, a);
+	}
+	sm100_wait_ld(e);
+	emit_mask(e, f, r, s);
+	emit_block(e, "sm100.fmha_softmax_exp");
+	/* row max (two chains for latency), the new max, and the rescale
+	 * factor of the running sum and O; a row that has seen only masked
+	 * keys keeps max -inf, offset 0, so no -inf - -inf NaN appears */
+	emitf(e, "\tmov.f32 %s, %s;\n\tmov.f32 %s, %s;\n", s->mx.s, s->m.s, s->mx2.s, s->S[0].s);
+	for (int c = 1; c < bn; c++)
+		emitf(e, "\tmax.f32 %s, %s, %s;\n", (c & 1) ? s->mx.s : s->mx2.s, (c & 1) ? s->mx.s : s->mx2.s,
+		      s->S[c].s);
+	emitf(e, "\tmax.f32 %s, %s, %s;\n", s->mx.s, s->mx.s, s->mx2.s);
+	emitf(e, "\tsetp.eq.f32 %s, %s, %s;\n", s->p.s, s->mx.s, NEG_INF);
+	emitf(e, "\tmul.f32 %s, %s, %s;\n\tselp.f32 %s, 0f00000000, %s, %s;\n", s->ms.s, s->mx.s, s->sc, s->ms.s,
+	      s->ms.s, s->p.s);
+	emitf(e, "\tneg.f32 %s, %s;\n", s->nms.s, s->ms.s);
+	emitf(e, "\tfma.rn.f32 %s, %s, %s, %s;\n\tex2.approx.ftz.f32 %s, %s;\n", s->corr.s, s->m.s, s->sc,
+	      s->nms.s, s->corr.s, s->corr.s);
+	emitf(e, "\tmov.f32 %s, %s;\n", s->m.s, s->mx.s);
+	/* the correction warpgroup rescales O with it while P is computed */
+	emitf(e, "\tst.shared.f32 [%s], %s;\n", s->ca.s, s->corr.s);
+	emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n", s->bar.s, s->q.s, s->cfull0.s);
+	op_mbar_arrive(e, s->bar, NULL);
+	for (int k = 0; k < 4; k++)
+		emitf(e, "\tmov.f32 %s, 0f00000000;\n", s->sum[k].s);
+	for (int c = 0; c < bn; c++) {
+		emitf(e, "\tfma.rn.f32 %s, %s, %s, %s;\n\tex2.approx.ftz.f32 %s, %s;\n", s->S[c].s, s->S[c].s, s->sc,
+		      s->nms.s, s->S[c].s, s->S[c].s);
+		emitf(e, "\tadd.f32 %s, %s, %s;\n", s->sum[c & 3].s, s->sum[c & 3].s, s->S[c].s);
+		if (c & 1)
+			emitf(e, "\tcvt.rn.%s.f32 %s, %s, %s;\n", f->in == DT_BF16 ? "bf16x2" : "f16x2",
+			      s->P[c / 2].s, s->S[c].s, s->S[c - 1].s);
+	}
+	emitf(e, "\tadd.f32 %s, %s, %s;\n\tadd.f32 %s, %s, %s;\n\tadd.f32 %s, %s, %s;\n", s->sum[0].s, s->sum[0].s,
+	      s->sum[1].s, s->sum[2].s, s->sum[2].s, s->sum[3].s, s->sum[0].s, s->sum[0].s, s->sum[2].s);
+	emitf(e, "\tfma.rn.f32 %s, %s, %s, %s;\n", s->l.s, s->l.s, s->corr.s, s->sum[0].s);
+	/* P over the slot's first bn/2 columns: 16-bit pairs along K (§3.11) */
+	sm100_st_32x32b(e, s->P, bn / 2, s->ta);
+	sm100_wait_st(e);
+	sm100_fence_before(e);
+	emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n", s->bar.s, s->slot.s, s->pfull0.s);
+	op_mbar_arrive(e, s->bar, NULL);
+	return 0;
+}
+
+/* O_q / l to global, 32 columns at a time: thread t holds its row's
+ * columns, stored as 16-byte vectors (Dv and the column offset are
+ * multiples of 64, so rows are 16-byte aligned). zero: no KV tile was
+ * visited, O is 0 and TMEM is never read. */
+static void
+emit_store_o(Emit *e, const FmhaCfg *f, Soft *s, Reg addr, Reg prow, Reg inv, Reg ta, int zero)
+{
+	Reg v[CHUNK], pk[CHUNK / 2];
+
+	reg_array(e, RC_F32, v, CHUNK);
+	reg_array(e, RC_B32, pk, CHUNK / 2);
+	for (int c = 0; c < f->dvc; c += CHUNK) {
+		if (zero) {
+			for (int i = 0; i < CHUNK / 2; i++)
+				emitf(e, "\tmov.b32 %s, 0;\n", pk[i].s);
+		} else {
+			emitf(e, "\tadd.u32 %s, %s, %d;\n", ta.s, s->tl.s, col_o(f, 0) + c);
+			emitf(e, "\tmad.lo.u32 %s, %s, %d, %s;\n", ta.s, s->q.s, f->dvc, ta.s);
+			sm100_ld_32x32b(e, v, CHUNK, ta);
+			sm100_wait_ld(e);
+			for (int i = 0; i < CHUNK; i += 2) {
+				emitf(e, "\tmul.f32 %s, %s, %s;\n\tmul.f32 %s, %s, %s;\n", v[i].s, v[i].s, inv.s, v[i + 1].s,
+				      v[i + 1].s, inv.s);
+				emitf(e, "\tcvt.rn.%s.f32 %s, %s, %s;\n", f->in == DT_BF16 ? "bf16x2" : "f16x2",
+				      pk[i / 2].s, v[i + 1].s, v[i].s);
+			}
+		}
+		for (int q4 = 0; q4 < CHUNK / 8; q4++)
+			emitf(e, "\t@%s st.global.v4.b32 [%s+%d], {%s, %s, %s, %s};\n", prow.s, addr.s,
+			      (c + 8 * q4) * f->esz, pk[4 * q4].s, pk[4 * q4 + 1].s, pk[4 * q4 + 2].s, pk[4 * q4 + 3].s);
+	}
+}
+
+static int
+emit_epilogue(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Soft *s, KgErr *err)
+{
+	Reg inv = reg_new(e, RC_F32), addr = reg_new(e, RC_B64), t64 = reg_new(e, RC_B64);
+	Reg prow = reg_new(e, RC_PRED), has = reg_new(e, RC_PRED), ta = reg_new(e, RC_B32);
+	Reg lse = reg_new(e, RC_F32), ofinal;
+	char empty[48], stored[48];
+
+	emit_block(e, "sm100.fmha_epilogue");
+	ofinal = op_plan_bar(e, &f->plan, r->base, f->b_ofinal);
+	emitf(e, "\tsetp.lt.u32 %s, %s, %s;\n", prow.s, s->qrow.s, r->sq.s);
+	/* element ((qs + row) * Hq + h) * Dv + vcol */
+	emitf(e, "\tadd.u32 %s, %s, %s;\n\tmul.wide.u32 %s, %s, %d;\n", s->t.s, s->qrow.s, r->qs.s, addr.s, s->t.s,
+	      f->hq * f->dv);
+	emitf(e, "\tmul.wide.u32 %s, %s, %d;\n\tadd.u64 %s, %s, %s;\n", t64.s, r->h.s, f->dv, addr.s, addr.s,
+	      t64.s);
+	if (f->ohalves > 1) {
+		emitf(e, "\tcvt.u64.u32 %s, %s;\n\tadd.u64 %s, %s, %s;\n", t64.s, r->vcol.s, addr.s, addr.s, t64.s);
+	}
+	emitf(e, "\tmad.lo.u64 %s, %s, %d, %s;\n", addr.s, addr.s, f->esz, r->o.s);
+	emitf(e, "\tsetp.gt.f32 %s, %s, 0f00000000;\n", s->p.s, s->l.s);
+	emitf(e, "\trcp.rn.f32 %s, %s;\n\tselp.f32 %s, %s, 0f00000000, %s;\n", inv.s, s->l.s, inv.s, inv.s,
+	      s->p.s);
+	label_new(e, empty, sizeof empty, "epilogue_empty");
+	label_new(e, stored, sizeof stored, "epilogue_stored");
+	emitf(e, "\tsetp.gt.u32 %s, %s, %s;\n\t@!%s bra %s;\n", has.s, r->n_total.s, r->j0.s, has.s, empty);
+	if (op_mbar_wait(e, err, ofinal, "0") < 0)
+		return -1;
+	sm100_fence_after(e);
+	emit_store_o(e, f, s, addr, prow, inv, ta, 0);
+	emitf(e, "\tbra %s;\n", stored);
+	emit_label(e, empty);
+	emit_store_o(e, f, s, addr, prow, inv, ta, 1);
+	emit_label(e, stored);
+	if (f->lse) {
+		/* LSE = ln(sum exp(scale s)) = (max·scale·log2e + log2 l)·ln 2;
+		 * one CTA of an O-column pair writes it */
+		emitf(e, "\tlg2.approx.f32 %s, %s;\n\tadd.f32 %s, %s, %s;\n", lse.s, s->l.s, lse.s, lse.s, s->ms.s);
+		emitf(e, "\tmul.f32 %s, %s, 0f3F317218;\n\tselp.f32 %s, %s, %s, %s;\n", lse.s, lse.s, lse.s, lse.s,
+		      NEG_INF, s->p.s);
+		if (f->ohalves > 1)
+			emitf(e, "\tsetp.eq.and.u32 %s, %s, 0, %s;\n", prow.s, r->vcol.s, prow.s);
+		emitf(e, "\tmad.lo.u32 %s, %s, %s, %s;\n\tadd.u32 %s, %s, %s;\n", s->t.s, r->h.s, r->total_q.s,
+		      r->qs.s, s->t.s, s->t.s, s->qrow.s);
+		emitf(e, "\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n", addr.s, s->t.s, addr.s, addr.s,
+		      r->lse.s);
+		emitf(e, "\t@%s st.global.f32 [%s], %s;\n", prow.s, addr.s, lse.s);
+	}
+	return 0;
+}
+
+static int
+emit_softmax(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Reg tmem, KgErr *err)
+{
+	Soft s;
+	char head[48], done[48];
+
+	memset(&s, 0, sizeof s);
+	reg_array(e, RC_F32, s.S, f->bn);
+	reg_array(e, RC_B32, s.P, f->bn / 2);
+	{
+		Reg *b32[] = {&s.q, &s.row, &s.qrow, &s.tl, &s.j, &s.t, &s.i, &s.slot, &s.par, &s.bar, &s.ta,
+		              &s.tt, &s.kt, &s.lim, &s.klo, &s.ca};
+		Reg *f32[] = {&s.m, &s.l, &s.mx, &s.mx2, &s.ms, &s.nms, &s.corr, &s.sum[0], &s.sum[1],
+		              &s.sum[2], &s.sum[3]};
+		for (size_t i = 0; i < sizeof b32 / sizeof b32[0]; i++)
+			*b32[i] = reg_new(e, RC_B32);
+		for (size_t i = 0; i < sizeof f32 / sizeof f32[0]; i++)
+			*f32[i] = reg_new(e, RC_F32);
+	}
+	s.p = reg_new(e, RC_PRED);
+	s.pm = reg_new(e, RC_PRED);
+	fimm(s.sc, f->scale_log2);
+	emit_block(e, "sm100.fmha_softmax_init");
+	s.sfull0 = op_plan_bar(e, &f->plan, r->base, f->b_sfull);
+	s.pfull0 = op_plan_bar(e, &f->plan, r->base, f->b_pfull);
+	s.cfull0 = op_plan_bar(e, &f->plan, r->base, f->b_cfull);
+	{
+		Reg corr0 = op_plan_smem(e, &f->plan, r->base, f->r_corr);
+		/* Q tile q = warp/4; row 32(warp%4) + lane is TMEM lane row,
+		 * reached from the warp's quarter base (§3.7) */
+		emitf(e, "\tshr.u32 %s, %s, 2;\n", s.q.s, r->warp.s);
+		emitf(e, "\tand.b32 %s, %s, 3;\n\tshl.b32 %s, %s, 21;\n\tadd.u32 %s, %s, %s;\n", s.tl.s, r->warp.s,
+		      s.tl.s, s.tl.s, s.tl.s, s.tl.s, tmem.s);
+		emitf(e, "\tand.b32 %s, %s, 3;\n\tshl.b32 %s, %s, 5;\n\tadd.u32 %s, %s, %s;\n", s.row.s, r->warp.s,
+		      s.row.s, s.row.s, s.row.s, s.row.s, r->lane.s);
+		emitf(e, "\tmad.lo.u32 %s, %s, 128, %s;\n\tmad.lo.u32 %s, %s, 4, %s;\n", s.ca.s, s.q.s, s.row.s,
+		      s.ca.s, s.ca.s, corr0.s);
+	}
+	emitf(e, "\tmad.lo.u32 %s, %s, 128, %s;\n\tadd.u32 %s, %s, %s;\n", s.qrow.s, s.q.s, s.row.s, s.qrow.s,
+	      s.qrow.s, r->m0.s);
+	/* visible keys of this row: [qrow + Sk - Sq - wl, qrow + Sk - Sq + wr],
+	 * clipped to [0, Sk); `none` only clips */
+	if (f->mask != MASK_NONE) {
+		emitf(e, "\tsub.s32 %s, %s, %s;\n\tadd.s32 %s, %s, %s;\n", s.lim.s, r->sk.s, r->sq.s, s.lim.s, s.lim.s,
+		      s.qrow.s);
+		emitf(e, "\tsub.s32 %s, %s, %d;\n", s.klo.s, s.lim.s, f->mask == MASK_WINDOW ? f->wl : 0);
+		emitf(e, "\tadd.s32 %s, %s, %d;\n\tmin.s32 %s, %s, %s;\n", s.lim.s, s.lim.s, 1 + f->wr, s.lim.s,
+		      s.lim.s, r->sk.s);
+	} else {
+		emitf(e, "\tmov.u32 %s, %s;\n\tmov.u32 %s, 0;\n", s.lim.s, r->sk.s, s.klo.s);
+	}
+	emitf(e, "\tmov.f32 %s, %s;\n\tmov.f32 %s, 0f00000000;\n\tmov.f32 %s, 0f00000000;\n", s.m.s, NEG_INF,
+	      s.l.s, s.ms.s);
+	emit_loop_begin(e, r, s.j, s.p, head, done, "softmax_tile");
+	if (emit_softmax_tile(e, f, r, &s, err) < 0)
+		return -1;
+	emit_loop_end(e, r, s.j, s.p, head, done);
+	return emit_epilogue(e, f, r, &s, err);
+}
+
+/* ---- roles ----------------------------------------------------------- */
+
+static int
+sm100_fmha_body(Emit *e, const FmhaCfg *f, const FmhaRegs *r, KgErr *err)
+{
+	Reg tmem = reg_new(e, RC_B32), p = reg_new(e, RC_PRED), el = reg_new(e, RC_PRED), slot;
+	char corr[48], other[48], mma[48], join[48], out[48];
+	int soft = f->plan.roles[0].regs;
+
+	label_new(e, corr, sizeof corr, "role_correction");
+	label_new(e, other, sizeof other, "role_load_mma");
+	label_new(e, mma, sizeof mma, "role_mma");
+	label_new(e, join, sizeof join, "join");
+	label_new(e, out, sizeof out, "exit");
+	emit_block(e, "sm100.fmha_roles");
+	/* the barrier published the TMEM address; order later tcgen05 ops (§3.2) */
+	sm100_fence_after(e);
+	slot = op_plan_smem(e, &f->plan, r->base, f->r_tslot);
+	emitf(e, "\tld.shared.u32 %s, [%s];\n", tmem.s, slot.s);
+	emitf(e, "\tsetp.ge.u32 %s, %s, %d;\n\t@%s bra %s;\n", p.s, r->warp.s, w_load(f), p.s, other);
+	emitf(e, "\tsetp.ge.u32 %s, %s, %d;\n\t@%s bra %s;\n", p.s, r->warp.s, w_corr(f), p.s, corr);
+	op_setmaxnreg(e, 1, soft);
+	if (emit_softmax(e, f, r, tmem, err) < 0)
+		return -1;
+	emitf(e, "\tbra %s;\n", join);
+	emit_label(e, corr);
+	op_setmaxnreg(e, 0, REGS_CORRECTION);
+	if (emit_correction(e, f, r, tmem, err) < 0)
+		return -1;
+	emitf(e, "\tbra %s;\n", join);
+	emit_label(e, other);
+	op_setmaxnreg(e, regs_loadmma(qtiles(f)) > f->plan.regs_entry, regs_loadmma(qtiles(f)));
+	emitf(e, "\tsetp.eq.u32 %s, %s, %d;\n\t@%s bra %s;\n", p.s, r->warp.s, w_mma(f), p.s, mma);
+	emitf(e, "\tsetp.ne.u32 %s, %s, %d;\n\t@%s bra %s;\n", p.s, r->warp.s, w_load(f), p.s, join);
+	op_elect_one(e, el);
+	emitf(e, "\t@!%s bra %s;\n", el.s, join);
+	if (fmha_emit_producer(e, f, r, err) < 0)
+		return -1;
+	emitf(e, "\tbra %s;\n", join);
+	emit_label(e, mma);
+	op_elect_one(e, el);
+	emitf(e, "\t@!%s bra %s;\n", el.s, join);
+	if (emit_mma(e, f, r, tmem, err) < 0)
+		return -1;
+	emit_label(e, join);
+	emit_block(e, "sm100.fmha_teardown");
+	/* every TMEM access done (the epilogue waited for the last MMA, the
+	 * loads and stores for wait::ld/st) before the allocating warp frees
+	 * it (§3.13 step 6) */
+	sm100_fence_before(e);
+	op_bar_sync(e, 0, f->plan.threads);
+	sm100_fence_after(e);
+	emitf(e, "\tsetp.ne.u32 %s, %s, %d;\n\t@%s bra %s;\n", p.s, r->warp.s, w_mma(f), p.s, out);
+	if (sm100_tmem_dealloc(e, err, tmem, f->plan.tmem_alloc) < 0)
+		return -1;
+	emit_label(e, out);
+	emitf(e, "\tret;\n");
+	return 0;
+}
+
+/* ---- plan printout ---------------------------------------------------- */
+
+static void
+sm100_fmha_describe(const FmhaCfg *f, Buf *o)
+{
+	int qt = qtiles(f);
+	Est est;
+
+	estimate(f, qt, f->bn, f->stages, &est);
+	buf_printf(o, "tiles           %d Q tile%s of 128 rows per CTA (%s), %d keys per KV tile, %d stages; S slots alternate, S of the next item %s\n",
+	           qt, qt > 1 ? "s" : "", qt > 1 ? "two softmax warpgroups ping-pong on the tensor core" : "one softmax warpgroup",
+	           f->bn, f->stages,
+	           lookahead(f) ? "is issued before this item's P·V" : "waits for its slot's P·V");
+	if (f->ohalves > 1)
+		buf_printf(o, "split           O has %d columns: two S slots (%d) and O (%d) exceed 512 TMEM columns, so the two CTAs of a pair (adjacent in grid x) each own %d O columns and recompute S (%.0f%% of the MMA work is useful). A cta_group::2 plan would not recompute S; it waits for the emulator to run CTA pairs.\n",
+		           f->dv, SLOTS * f->bn, f->dv, f->dvc,
+		           100.0 * (f->d + f->dv) / (2.0 * f->d + f->dv));
+	buf_printf(o, "estimate        per KV tile and CTA at B200 rates (8192 FLOP, 16 ex2, 128 smem bytes per clock and SM; a single stage exposes the tile load at 64 B/clock):\n");
+	buf_printf(o, "                  MMA %.3g MFLOP (%.0f clk), ex2 %.0f (%.0f clk), smem read by MMA %.0f KiB (%.0f clk), TMEM S ld + P st %.0f KiB, exposed load %.0f clk\n",
+	           est.mma / 1e6, est.c_mma, est.ex2, est.c_ex2, est.smem / 1024, est.c_smem, est.tmem / 1024,
+	           est.c_load);
+	buf_printf(o, "                  bound: %s, %.0f clk per tile -> at most %.0f%% of tensor peak in useful FLOPs (the tile shape with the best such figure is the default)\n",
+	           est.bound, est.clk, 100.0 * est.useful / B200_MMA_FLOP_CLK / est.clk);
+}
+
+const FmhaOps fmha_sm100 = {sm100_fmha_tiles, sm100_fmha_plan, sm100_fmha_setup, sm100_fmha_body,
+                            sm100_fmha_describe};
