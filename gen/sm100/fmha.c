@@ -144,6 +144,7 @@ sm100_fmha_tiles(FmhaCfg *f, const FmhaParams *p, KgErr *err)
 	static const int cand[][2] = {{2, 128}, {2, 64}, {1, 128}, {1, 64}, {1, 32}};
 	double best_rate = 0;
 	int best = -1;
+	char why[200] = "no tile shape matches --tile-m/--tile-n";
 
 	f->esz = dtype_bits(f->in) / 8;
 	f->split = 0;
@@ -162,17 +163,21 @@ sm100_fmha_tiles(FmhaCfg *f, const FmhaParams *p, KgErr *err)
 		int qt = cand[c][0], bn = p->tile_n ? p->tile_n : cand[c][1], st;
 		double rate;
 		Est est;
+		Plan tmp;
 
 		if ((p->tile_m && qt * 128 != p->tile_m) || (p->tile_n && c && cand[c][1] != 128))
 			continue;
-		if (SLOTS * bn + qt * f->dvc > 512)
+		if (SLOTS * bn + qt * f->dvc > 512) {
+			snprintf(why, sizeof why, "%d query rows, %d keys: two S slots (%d) and %d O columns need %d TMEM columns, sm_100a has 512",
+			         128 * qt, bn, SLOTS * bn, qt * f->dvc, SLOTS * bn + qt * f->dvc);
 			continue;
-		{
-			Plan tmp;
-			plan_init(&tmp, f->t);
-			tmp.threads = 128 * (qt + 2);
-			if (softmax_regs_need(bn) > softmax_regs(&tmp, qt))
-				continue;
+		}
+		plan_init(&tmp, f->t);
+		tmp.threads = 128 * (qt + 2);
+		if (softmax_regs_need(bn) > softmax_regs(&tmp, qt)) {
+			snprintf(why, sizeof why, "%d query rows, %d keys: a softmax thread needs %d registers (2*keys+40), it gets %d",
+			         128 * qt, bn, softmax_regs_need(bn), softmax_regs(&tmp, qt));
+			continue;
 		}
 		for (st = 4; st >= 1; st--)
 			if (smem_need(f, qt, bn, st) <= f->t->smem_max)
@@ -181,8 +186,12 @@ sm100_fmha_tiles(FmhaCfg *f, const FmhaParams *p, KgErr *err)
 			st = 3;
 		if (p->stages)
 			st = p->stages <= st ? p->stages : 0;
-		if (st < 1)
+		if (st < 1) {
+			snprintf(why, sizeof why, "%d query rows, %d keys: Q and %d KV stage(s) need %u bytes of shared memory, sm_100a has %u",
+			         128 * qt, bn, p->stages ? p->stages : 1,
+			         smem_need(f, qt, bn, p->stages ? p->stages : 1), f->t->smem_max);
 			continue;
+		}
 		estimate(f, qt, bn, st, &est);
 		/* within 1%, a ring (stages >= 2) beats a single stage: the
 		 * estimate does not model the producer waiting on P·V */
@@ -196,8 +205,8 @@ sm100_fmha_tiles(FmhaCfg *f, const FmhaParams *p, KgErr *err)
 		}
 	}
 	if (best < 0)
-		return kg_fail(err, "--head-dim=%d --head-dim-v=%d --tile-m=%d --tile-n=%d --stages=%d: no sm_100a plan fits: two S slots and the O accumulators need <= 512 TMEM columns, Q and the KV stages <= %u bytes of shared memory, a softmax thread 2*tile-n+40 registers",
-		               f->d, f->dv, p->tile_m, p->tile_n, p->stages, f->t->smem_max);
+		return kg_fail(err, "--head-dim=%d --head-dim-v=%d --tile-m=%d --tile-n=%d --stages=%d: no sm_100a plan fits (%s)",
+		               f->d, f->dv, p->tile_m, p->tile_n, p->stages, why);
 	f->bm = 128 * f->qblocks;
 	f->wgs = f->qblocks;
 	return 0;

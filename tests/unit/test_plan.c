@@ -83,6 +83,30 @@ test_budgets(void)
 	plan_tmem(&p, "S", 0, 128, 128);
 	CHECK(plan_check(&p, &err) < 0 && strstr(err.msg, "has none"), "TMEM on sm_90a: %s", err.msg);
 
+	/* an alias may overlap its parent only, and only inside it */
+	plan_init(&p, b);
+	p.threads = 128;
+	{
+		int s0 = plan_tmem(&p, "S0", 0, 128, 128);
+		plan_tmem_alias(&p, "P0", s0, 0, 64, "P over S");
+		plan_tmem(&p, "O", 128, 128, 128);
+		CHECK(plan_check(&p, &err) == 0 && p.tmem_alloc == 256, "P inside S: %d %s", p.tmem_alloc,
+		      err.msg);
+		plan_tmem_alias(&p, "X", s0, 96, 64, "leaves S");
+		CHECK(plan_check(&p, &err) < 0 && strstr(err.msg, "leaves its columns"), "alias outside: %s",
+		      err.msg);
+	}
+	plan_init(&p, b);
+	p.threads = 128;
+	{
+		int s0 = plan_tmem(&p, "S0", 0, 128, 128);
+		plan_tmem(&p, "O", 128, 128, 128);
+		plan_tmem_alias(&p, "P0", s0, 0, 64, "P over S");
+		plan_tmem_alias(&p, "Q0", s0, 32, 64, "overlaps P");
+		CHECK(plan_check(&p, &err) < 0 && strstr(err.msg, "overlaps"), "two aliases overlapping: %s",
+		      err.msg);
+	}
+
 	/* 384 threads: entry cap 65536/384 = 170 -> 168; pool 168*384 = 64512;
 	 * producer warpgroup at 40 keeps 5120, 59392 / 256 = 232. */
 	plan_init(&p, h);
