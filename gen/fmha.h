@@ -52,7 +52,7 @@ typedef struct FmhaCfg {
 	int r_p, r_corr, r_lsum;   /* split O: P tiles, rescale factors, row sums */
 	int b_pfull, b_lsum;
 	/* sm_100a: TMEM address slot; S full, rescale full, O ready, slot
-	 * free, O done and O final barriers (sm100/fmha.c) */
+	 * free, O done (one Q tile) and O final barriers (sm100/fmha.c) */
 	int r_tslot;
 	int b_sfull, b_cfull, b_oready, b_pvdone, b_odone, b_ofinal;
 	char name[120];

@@ -17,8 +17,10 @@
  * writes S into a slot waits for the P·V that read the slot's P (its
  * commit), never relying on tensor-core issue order (§3.8).
  * Each hand-off is an mbarrier: MMA -> others by tcgen05.commit, others
- * -> MMA by arrive after tcgen05.wait::st and fence::before_thread_sync;
- * every waiter fences after_thread_sync before touching TMEM (§3.8). */
+ * -> MMA by arrive after tcgen05.wait::st; every waiter fences
+ * after_thread_sync before touching TMEM (§3.8). No synchronization is
+ * emitted that another already implies: the mutation test removes each
+ * one and requires the emulator to notice. */
 #include <stdio.h>
 #include <string.h>
 
@@ -277,12 +279,12 @@ sm100_fmha_plan(FmhaCfg *f, KgErr *err)
 		f->b_vfree = plan_barrier(p, "V free", f->stages, 1, 0, "tcgen05.commit after the tile's P·V");
 	}
 	f->b_sfull = plan_barrier(p, "S full", SLOTS, 1, 0, "tcgen05.commit after S=QK^T into the slot");
-	f->b_pfull = plan_barrier(p, "P full", SLOTS, 128, 0,
-	                          "softmax threads: tcgen05.st P, wait::st, fence::before_thread_sync");
+	f->b_pfull = plan_barrier(p, "P full", SLOTS, 128, 0, "softmax threads: tcgen05.st P, wait::st");
 	f->b_cfull = plan_barrier(p, "rescale full", qt, 128, 0, "softmax threads after storing row rescale factors");
 	f->b_oready = plan_barrier(p, "O ready", qt, 128, 0, "correction threads once O is rescaled");
 	f->b_pvdone = plan_barrier(p, "slot free", SLOTS, 1, 0, "tcgen05.commit after the P·V that read the slot's P");
-	f->b_odone = plan_barrier(p, "O done", qt, 1, 0, "tcgen05.commit after each P·V into O");
+	if (lookahead(f))
+		f->b_odone = plan_barrier(p, "O done", 1, 1, 0, "tcgen05.commit after each P·V into O");
 	f->b_ofinal = plan_barrier(p, "O final", 1, 1, 0, "tcgen05.commit after the last MMA");
 
 	for (int s = 0; s < SLOTS; s++) {
@@ -372,12 +374,11 @@ commit_bar(Emit *e, Reg bar0, int idx_imm, const Reg *idx, Reg bar)
 /* S-phase of KV tile (register jt): for each Q tile, once the slot's last
  * P·V has completed, S_slot = Q_q·K^T; then K's stage is free. */
 static int
-emit_s_phase(Emit *e, const FmhaCfg *f, Mma *m, KgErr *err)
+emit_s_phase(Emit *e, const FmhaCfg *f, Mma *m, int first, KgErr *err)
 {
 	emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n", m->bar.s, m->kst.s, m->kfull0.s);
 	if (op_mbar_wait(e, err, m->bar, m->kph.s) < 0)
 		return -1;
-	sm100_fence_after(e);
 	emitf(e, "\tmad.lo.u32 %s, %s, %u, %s;\n\tshr.u32 %s, %s, 4;\n", m->lo.s, m->kst.s, f->k_bytes,
 	      m->k0.s, m->lo.s, m->lo.s);
 	emitf(e, "\tadd.u32 %s, %s, %u;\n", m->lo.s, m->lo.s, m->k_lo);
@@ -387,8 +388,10 @@ emit_s_phase(Emit *e, const FmhaCfg *f, Mma *m, KgErr *err)
 		 * passes at once (§5.4) */
 		emitf(e, "\tand.b32 %s, %s, 1;\n\tshr.u32 %s, %s, 1;\n\tand.b32 %s, %s, 1;\n\txor.b32 %s, %s, 1;\n",
 		      m->slot.s, m->si.s, m->par.s, m->si.s, m->par.s, m->par.s, m->par.s, m->par.s);
-		if (wait_bar(e, err, m->pvdone0, 0, &m->slot, m->bar, m->par.s) < 0)
+		/* the first tile's one S uses a fresh slot: nothing to wait for */
+		if (!first && wait_bar(e, err, m->pvdone0, 0, &m->slot, m->bar, m->par.s) < 0)
 			return -1;
+		/* orders these MMAs after both waits (K's and the slot's) */
 		sm100_fence_after(e);
 		emitf(e, "\tmad.lo.u32 %s, %s, %d, %s;\n", m->dt.s, m->slot.s, f->bn, m->tmem.s);
 		for (int kk = 0; kk < f->d / 16; kk++) {
@@ -453,7 +456,8 @@ emit_pv_phase(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Mma *m, KgErr *err)
 			sm100_mma_f16_ts(e, m->dt, a, m->bd, m->id_o, kk ? "1" : m->acc.s);
 		}
 		commit_bar(e, m->pvdone0, 0, &m->slot, m->bar);
-		commit_bar(e, m->odone0, q, NULL, m->bar);
+		if (lookahead(f))
+			commit_bar(e, m->odone0, 0, NULL, m->bar);
 		emitf(e, "\tadd.u32 %s, %s, 1;\n", m->pi.s, m->pi.s);
 	}
 	emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n", m->bar.s, m->vst.s, m->vfree0.s);
@@ -504,8 +508,9 @@ emit_mma(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Reg tmem, KgErr *err)
 	m.pfull0 = op_plan_bar(e, &f->plan, r->base, f->b_pfull);
 	m.oready0 = op_plan_bar(e, &f->plan, r->base, f->b_oready);
 	m.pvdone0 = op_plan_bar(e, &f->plan, r->base, f->b_pvdone);
-	m.odone0 = op_plan_bar(e, &f->plan, r->base, f->b_odone);
 	ofinal = op_plan_bar(e, &f->plan, r->base, f->b_ofinal);
+	if (lookahead(f))
+		m.odone0 = op_plan_bar(e, &f->plan, r->base, f->b_odone);
 	{
 		Reg *regs[] = {&m.kst, &m.kph, &m.vst, &m.vph, &m.si, &m.pi, &m.j, &m.jn, &m.t, &m.x, &m.slot,
 		               &m.par, &m.bar, &m.lo, &m.dt, &m.at, &m.id_s, &m.id_o, &m.qhi, &m.khi,
@@ -534,26 +539,27 @@ emit_mma(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Reg tmem, KgErr *err)
 	emitf(e, "\tmov.u32 %s, 0;\n\tmov.u32 %s, 0;\n\tmov.u32 %s, 0;\n\tmov.u32 %s, 0;\n", m.kst.s, m.kph.s,
 	      m.vst.s, m.vph.s);
 	emitf(e, "\tmov.u32 %s, 0;\n\tmov.u32 %s, 0;\n", m.si.s, m.pi.s);
+	/* Q is read by the first S MMA, after the fence that follows its
+	 * slot wait: that fence orders what this wait observed too */
 	if (op_mbar_wait(e, err, qbar, "0") < 0)
 		return -1;
-	sm100_fence_after(e);
 	emit_loop_begin(e, r, m.j, m.p, head, done, "mma_tile");
 	/* the loop head already tested j0 < n_total: S of the first tile */
 	if (la) {
 		char first[48];
 		label_new(e, first, sizeof first, "mma_first_done");
 		emitf(e, "\tsetp.ne.u32 %s, %s, %s;\n\t@%s bra %s;\n", m.p.s, m.j.s, r->j0.s, m.p.s, first);
-		if (emit_s_phase(e, f, &m, err) < 0)
+		if (emit_s_phase(e, f, &m, qtiles(f) == 1, err) < 0)
 			return -1;
 		emit_label(e, first);
 		/* S of tile j+1 before P·V of tile j: it overlaps tile j's softmax */
 		label_new(e, nolook, sizeof nolook, "mma_no_next");
 		emitf(e, "\tadd.u32 %s, %s, 1;\n\tsetp.ge.u32 %s, %s, %s;\n\t@%s bra %s;\n", m.jn.s, m.j.s, m.p.s,
 		      m.jn.s, r->n_total.s, m.p.s, nolook);
-		if (emit_s_phase(e, f, &m, err) < 0)
+		if (emit_s_phase(e, f, &m, 0, err) < 0)
 			return -1;
 		emit_label(e, nolook);
-	} else if (emit_s_phase(e, f, &m, err) < 0) {
+	} else if (emit_s_phase(e, f, &m, 0, err) < 0) {
 		return -1;
 	}
 	if (emit_pv_phase(e, f, r, &m, err) < 0)
@@ -572,7 +578,7 @@ emit_correction(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Reg tmem, KgErr *e
 	Reg v[CORR_CHUNK], j = reg_new(e, RC_B32), t = reg_new(e, RC_B32), par = reg_new(e, RC_B32);
 	Reg tl = reg_new(e, RC_B32), ta = reg_new(e, RC_B32), ca = reg_new(e, RC_B32);
 	Reg bar = reg_new(e, RC_B32), corr = reg_new(e, RC_F32), p = reg_new(e, RC_PRED);
-	Reg any = reg_new(e, RC_PRED), corr0, cfull0, oready0, odone0;
+	Reg any = reg_new(e, RC_PRED), corr0, cfull0, oready0, odone0 = {{0}};
 	char head[48], done[48];
 
 	reg_array(e, RC_F32, v, CORR_CHUNK);
@@ -580,7 +586,8 @@ emit_correction(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Reg tmem, KgErr *e
 	corr0 = op_plan_smem(e, &f->plan, r->base, f->r_corr);
 	cfull0 = op_plan_bar(e, &f->plan, r->base, f->b_cfull);
 	oready0 = op_plan_bar(e, &f->plan, r->base, f->b_oready);
-	odone0 = op_plan_bar(e, &f->plan, r->base, f->b_odone);
+	if (lookahead(f))
+		odone0 = op_plan_bar(e, &f->plan, r->base, f->b_odone);
 	/* warp w%4 reaches TMEM lanes 32(w%4).. (§3.7): row 32(w%4)+lane */
 	emitf(e, "\tand.b32 %s, %s, 3;\n\tshl.b32 %s, %s, 21;\n\tadd.u32 %s, %s, %s;\n", tl.s, r->warp.s, tl.s,
 	      tl.s, tl.s, tl.s, tmem.s);
@@ -597,12 +604,21 @@ emit_correction(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Reg tmem, KgErr *e
 		if (wait_bar(e, err, cfull0, q, NULL, bar, par.s) < 0)
 			return -1;
 		emitf(e, "\tld.shared.f32 %s, [%s+%d];\n", corr.s, ca.s, 512 * q);
-		/* the first P·V overwrites O: nothing to rescale */
+		/* the first P·V overwrites O: nothing to rescale. Later, the
+		 * previous P·V into O_q must be complete. With two Q tiles it
+		 * is: the softmax arrived on "rescale full" after waiting for
+		 * this item's S, whose commit tracks every earlier MMA of the
+		 * issuer, that P·V included (§3.5); the first Q tile's fence
+		 * covers the second's. With the S of the next item issued
+		 * first (one Q tile), it waits for the P·V's own commit. */
 		emitf(e, "\tsetp.eq.u32 %s, %s, 0;\n\t@%s bra %s;\n", p.s, t.s, p.s, skip);
-		emitf(e, "\tsub.u32 %s, %s, 1;\n\tand.b32 %s, %s, 1;\n", par.s, t.s, par.s, par.s);
-		if (wait_bar(e, err, odone0, q, NULL, bar, par.s) < 0)
-			return -1;
-		sm100_fence_after(e);
+		if (lookahead(f)) {
+			emitf(e, "\tsub.u32 %s, %s, 1;\n\tand.b32 %s, %s, 1;\n", par.s, t.s, par.s, par.s);
+			if (wait_bar(e, err, odone0, 0, NULL, bar, par.s) < 0)
+				return -1;
+		}
+		if (q == 0)
+			sm100_fence_after(e);
 		/* a warp touches O only when one of its rows' max moved */
 		emitf(e, "\tsetp.lt.f32 %s, %s, 0f3F800000;\n", p.s, corr.s);
 		emitf(e, "\tvote.sync.any.pred %s, %s, 0xffffffff;\n\t@!%s bra %s;\n", any.s, p.s, any.s, same);
@@ -614,9 +630,9 @@ emit_correction(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Reg tmem, KgErr *e
 				emitf(e, "\tmul.f32 %s, %s, %s;\n", v[i].s, v[i].s, corr.s);
 			sm100_st_32x32b(e, v, CORR_CHUNK, ta);
 		}
+		/* wait::st completes the stores before the arrive (§3.8) */
 		sm100_wait_st(e);
 		emit_label(e, same);
-		sm100_fence_before(e);
 		emit_label(e, skip);
 		emitf(e, "\tadd.u32 %s, %s, %d;\n", bar.s, oready0.s, 8 * q);
 		op_mbar_arrive(e, bar, NULL);
@@ -720,8 +736,8 @@ emit_softmax_tile(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Soft *s, KgErr *
 	emitf(e, "\tfma.rn.f32 %s, %s, %s, %s;\n", s->l.s, s->l.s, s->corr.s, s->sum[0].s);
 	/* P over the slot's first bn/2 columns: 16-bit pairs along K (§3.11) */
 	sm100_st_32x32b(e, s->P, bn / 2, s->ta);
+	/* complete before the arrive that hands P to the MMA issuer (§3.8) */
 	sm100_wait_st(e);
-	sm100_fence_before(e);
 	emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n", s->bar.s, s->slot.s, s->pfull0.s);
 	op_mbar_arrive(e, s->bar, NULL);
 	return 0;
@@ -917,10 +933,10 @@ sm100_fmha_body(Emit *e, const FmhaCfg *f, const FmhaRegs *r, KgErr *err)
 		return -1;
 	emit_label(e, join);
 	emit_block(e, "sm100.fmha_teardown");
-	/* every TMEM access done (the epilogue waited for the last MMA, the
-	 * loads and stores for wait::ld/st) before the allocating warp frees
-	 * it (§3.13 step 6) */
-	sm100_fence_before(e);
+	/* every TMEM access is complete before the allocating warp frees it
+	 * (§3.13 step 6): the epilogue waited for the last MMA's commit, the
+	 * loads and stores for wait::ld/st, so the CTA barrier needs no
+	 * fence::before_thread_sync */
 	op_bar_sync(e, 0, f->plan.threads);
 	sm100_fence_after(e);
 	emitf(e, "\tsetp.ne.u32 %s, %s, %d;\n\t@%s bra %s;\n", p.s, r->warp.s, w_mma(f), p.s, out);

@@ -236,9 +236,10 @@ sm100_body(Emit *e, const GemmCfg *g, const GemmRegs *r, KgErr *err)
 		return -1;
 	emit_label(e, join);
 	emit_block(e, "sm100.gemm_teardown");
-	/* every TMEM access done (wait::ld above) before the allocating warp
-	 * frees it (§3.13 step 6) */
-	sm100_fence_before(e);
+	/* every TMEM access is complete before the allocating warp frees it
+	 * (§3.13 step 6): the epilogue waited for the last MMA's commit and
+	 * its loads with wait::ld, so the CTA barrier needs no
+	 * fence::before_thread_sync */
 	op_bar_sync(e, 0, g->plan.threads);
 	sm100_fence_after(e);
 	emitf(e, "\tsetp.ne.u32 %s, %s, %d;\n\t@%s bra %s;\n", p.s, r->warp.s, WARP_MMA, p.s, out);

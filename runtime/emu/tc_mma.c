@@ -520,14 +520,39 @@ mma_smem(EmuCta *c, EmuThread *t, const EmuInsn *in, MmaOp *op, const EmuSmemDes
 	                         "tcgen05.mma reads");
 }
 
+/* D cells that an earlier MMA of this pipe read as its A operand (TS):
+ * only MMAs on the same accumulator and shape are pipelined (PTX ISA
+ * §9.7.16.6.2), so the earlier one must have completed and the issuer
+ * observed it (commit, mbarrier wait, fence::after_thread_sync) */
+static int
+mma_overwrites_a(EmuCta *c, EmuThread *t, const EmuInsn *in, const MmaOp *op, int slot)
+{
+	uint32_t dcol = op->dt & 0xffff;
+	for (uint32_t q = 0; q < 4; q++)
+		for (uint32_t k = dcol; k < dcol + op->id.N; k++) {
+			const EmuTag *tag = &c->trtag[q * EMU_TMEM_COLS + k];
+			if (tag->kind != TAGK_TC || tag->slot != slot || emu_vc_covers(c, t->vc_tc, -1, tag))
+				continue;
+			return emu_hazard(c, t, in, "async-in-flight",
+			                  "tcgen05.mma writes TMEM lane %u column %u, which the tcgen05.mma at "
+			                  "PTX line %d reads as its A operand: MMAs with different "
+			                  "accumulators are not pipelined (PTX ISA §9.7.16.6.2), so that MMA "
+			                  "must complete (commit, wait, fence::after_thread_sync) first",
+			                  q * 32, k, tag->line);
+		}
+	return 0;
+}
+
 /* TMEM: D must not be read/written by an unordered tcgen05.ld/st, A and the
  * scale factors must be written before; earlier ops of this pipe are
- * pipelined (§3.8, PTX ISA §9.7.16.6.2: mma->mma, cp->mma, shift->mma) */
+ * pipelined (§3.8, PTX ISA §9.7.16.6.2: mma->mma, cp->mma, shift->mma),
+ * except an MMA over the A operand of an earlier one */
 static int
 mma_tmem_order(EmuCta *c, EmuThread *t, const EmuInsn *in, const MmaOp *op, int slot)
 {
 	uint32_t dcol = op->dt & 0xffff;
-	if (emu_tc_cells_check(c, t, in, 0xf, dcol, op->id.N, slot, 1, "tcgen05.mma writes") ||
+	if (mma_overwrites_a(c, t, in, op, slot) ||
+	    emu_tc_cells_check(c, t, in, 0xf, dcol, op->id.N, slot, 1, "tcgen05.mma writes") ||
 	    (op->ts && emu_tc_cells_check(c, t, in, 0xf, op->at & 0xffff, a_cols(op), slot, 0,
 	                                  "tcgen05.mma reads A from")))
 		return EMU_STOP;

@@ -116,8 +116,8 @@ pick_shape(const KrtAbi *abi, Shape *s)
 	memset(s, 0, sizeof *s);
 	uint32_t tm = (uint32_t)et_arg(abi, "tile-m", 128), st = (uint32_t)et_arg(abi, "stages", 4);
 	if (strcmp(abi->family, "fmha") == 0) {
-		/* the kernel name says the tiles the plan chose: ..._m128n64_...
-		 * (//@args may say 0, "chosen by the plan") */
+		/* the kernel name says the tiles and stages the plan chose:
+		 * ..._m128n64_s2_... (//@args may say 0, "chosen by the plan") */
 		const char *n = strstr(abi->kernel, "_m");
 		uint32_t tn = 128;
 		char w[64];
@@ -125,6 +125,8 @@ pick_shape(const KrtAbi *abi, Shape *s)
 			tm = (uint32_t)atoi(n + 2);
 		if (n && strchr(n, 'n'))
 			tn = (uint32_t)atoi(strchr(n, 'n') + 1);
+		if (n && strstr(n, "_s") && strstr(n, "_s")[2] >= '0' && strstr(n, "_s")[2] <= '9')
+			st = (uint32_t)atoi(strstr(n, "_s") + 2);
 		if (st < 2)
 			st = 2;
 		s->fmha = 1;
