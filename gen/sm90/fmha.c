@@ -33,8 +33,16 @@ sm90_fmha_tiles(FmhaCfg *f, const FmhaParams *p, KgErr *err)
 	f->q_rows = 64;
 	f->qblocks = f->bm / 64;
 	/* KV tile: 128 keys while S (bn/2) and O (dv/2) accumulators fit
-	 * beside each other in a consumer thread's registers, 64 beyond. */
-	f->bn = p->tile_n ? p->tile_n : (f->dv <= 128 && !f->split ? 128 : 64);
+	 * beside each other in a consumer thread's registers, 64 beyond; 192
+	 * at dv 64 without a mask, where a longer tile spreads the per-tile
+	 * softmax and barrier overhead (H100: 480 vs 454 TFLOP/s at hd64,
+	 * BENCHMARKS.md; with a mask's limits live too, 192 spills). */
+	if (p->tile_n)
+		f->bn = p->tile_n;
+	else if (f->split)
+		f->bn = 64;
+	else
+		f->bn = f->dv <= 64 && f->mask == MASK_NONE ? 192 : f->dv <= 128 ? 128 : 64;
 	if (f->split && f->bn != 64)
 		return kg_fail(err, "--tile-n=%d: the split-O plan stages P as 64-key, 128-byte swizzled rows; use 64", f->bn);
 	/* a K=V tile stays busy from S_j to P_j·V_j, a tile later: one more slot */
