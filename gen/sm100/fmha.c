@@ -224,21 +224,6 @@ lookahead(const FmhaCfg *f)
 }
 
 static int
-idesc_of(const FmhaCfg *f, int n, int b_mn, uint32_t *out, KgErr *err)
-{
-	Idesc d = {0};
-
-	d.kind = IK_F16;
-	d.a = d.b = f->in;
-	d.d = DT_F32;
-	d.m = 128;
-	d.n = n;
-	d.cta_group = 1;
-	d.b_major_mn = b_mn;
-	return idesc_encode(out, &d, err);
-}
-
-static int
 sm100_fmha_plan(FmhaCfg *f, KgErr *err)
 {
 	Plan *p = &f->plan;
@@ -246,7 +231,8 @@ sm100_fmha_plan(FmhaCfg *f, KgErr *err)
 	uint32_t id;
 	char does[96];
 
-	if (idesc_of(f, f->bn, 0, &id, err) < 0 || idesc_of(f, f->dvc, 1, &id, err) < 0)
+	if (sm100_idesc_f16(f->in, 128, f->bn, 0, &id, err) < 0 ||
+	    sm100_idesc_f16(f->in, 128, f->dvc, 1, &id, err) < 0)
 		return -1;
 	p->threads = 128 * (qt + 2);
 	soft = softmax_regs(p, qt);
@@ -489,7 +475,8 @@ emit_mma(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Reg tmem, KgErr *err)
 	vd.swz = SWZ_128B;
 	if (desc_encode(&dv, f->t->desc, &vd, err) < 0)
 		return -1;
-	if (idesc_of(f, f->bn, 0, &ids, err) < 0 || idesc_of(f, f->dvc, 1, &ido, err) < 0)
+	if (sm100_idesc_f16(f->in, 128, f->bn, 0, &ids, err) < 0 ||
+	    sm100_idesc_f16(f->in, 128, f->dvc, 1, &ido, err) < 0)
 		return -1;
 	m.q_lo = (uint32_t)dq;
 	m.k_lo = (uint32_t)dk;

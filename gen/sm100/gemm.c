@@ -14,20 +14,6 @@
 enum { WARP_PRODUCER = 4, WARP_MMA = 5, CHUNK = 32 };
 
 static int
-sm100_idesc(const GemmCfg *g, uint32_t *out, KgErr *err)
-{
-	Idesc d = {0};
-
-	d.kind = IK_F16;
-	d.a = d.b = g->in;
-	d.d = DT_F32;
-	d.m = g->tm;
-	d.n = g->tn;
-	d.cta_group = 1;
-	return idesc_encode(out, &d, err);
-}
-
-static int
 sm100_plan(GemmCfg *g, KgErr *err)
 {
 	Plan *p = &g->plan;
@@ -37,7 +23,7 @@ sm100_plan(GemmCfg *g, KgErr *err)
 	if (g->tm != 128)
 		return kg_fail(err, "--tile-m=%d: the sm_100a gemm issues one M=128 tcgen05.mma per tile (cta_group::1, TMEM layout D); use 128",
 		               g->tm);
-	if (sm100_idesc(g, &idesc, err) < 0)
+	if (sm100_idesc_f16(g->in, g->tm, g->tn, 0, &idesc, err) < 0)
 		return -1;
 	p->threads = 192;
 	plan_role(p, "epilogue", 0, 4, 0, "tcgen05.ld 32x32b (warp w: lanes 32w..), convert, store C");
@@ -85,7 +71,8 @@ emit_mma(Emit *e, const GemmCfg *g, const GemmRegs *r, Reg tmem, KgErr *err)
 	uint32_t idesc, alo, ahi, blo, bhi;
 	char loop[48], done[48];
 
-	if (sm100_idesc(g, &idesc, err) < 0 || gemm_desc_words(g, &g->la, &alo, &ahi, err) < 0 ||
+	if (sm100_idesc_f16(g->in, g->tm, g->tn, 0, &idesc, err) < 0 ||
+	    gemm_desc_words(g, &g->la, &alo, &ahi, err) < 0 ||
 	    gemm_desc_words(g, &g->lb, &blo, &bhi, err) < 0)
 		return -1;
 	emit_block(e, "sm100.gemm_mma");

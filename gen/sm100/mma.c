@@ -1,5 +1,6 @@
 #include <stdio.h>
 
+#include "../desc.h"
 #include "mma.h"
 
 int
@@ -19,6 +20,21 @@ sm100_tmem_dealloc(Emit *e, KgErr *err, Reg taddr, int ncols)
 
 	snprintf(n, sizeof n, "%d", ncols);
 	return emit_template(e, err, "sm100_tmem_dealloc", "taddr", taddr.s, "ncols", n, (char *)NULL);
+}
+
+int
+sm100_idesc_f16(DType in, int m, int n, int b_mn, uint32_t *out, KgErr *err)
+{
+	Idesc d = {0};
+
+	d.kind = IK_F16;
+	d.a = d.b = in;
+	d.d = DT_F32;
+	d.m = m;
+	d.n = n;
+	d.cta_group = 1;
+	d.b_major_mn = b_mn;
+	return idesc_encode(out, &d, err);
 }
 
 void

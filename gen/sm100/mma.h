@@ -4,11 +4,16 @@
 #ifndef KGEN_SM100_MMA_H
 #define KGEN_SM100_MMA_H
 
+#include "../dtype.h"
 #include "../emit.h"
 #include "../err.h"
 
 int sm100_tmem_alloc(Emit *e, KgErr *err, Reg slot, int ncols);
 int sm100_tmem_dealloc(Emit *e, KgErr *err, Reg taddr, int ncols);
+/* Instruction descriptor of a cta_group::1 kind::f16 MMA: `in` operands
+ * (bf16/fp16), f32 accumulator, M x N, A K-major, B MN-major when b_mn
+ * (hardware-facts §2.1; built by desc.c's idesc_encode). */
+int sm100_idesc_f16(DType in, int m, int n, int b_mn, uint32_t *out, KgErr *err);
 /* D[tmem] (+)= A(desc)·B(desc)^T, kind::f16; enable_d: predicate text or "1". */
 void sm100_mma_f16_ss(Emit *e, Reg d, Reg adesc, Reg bdesc, Reg idesc, const char *enable_d);
 /* D[tmem] (+)= A[tmem]·B(desc)^T, kind::f16 TS form: A read from TMEM
