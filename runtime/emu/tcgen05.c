@@ -565,18 +565,33 @@ pld_push(EmuCta *c, EmuWarp *w, const EmuInsn *in, const EmuPendLd *p)
 	return 0;
 }
 
-/* Tags are kept per lane quarter and column and name the first active
- * thread of the collective that set them. A warp's own earlier ld/st of
- * the same cells is ordered by that thread's program order (the warp runs
- * its .sync.aligned collectives together), so it is judged by that thread's
- * clocks; an access of another warp by each thread's own. */
+/* Orders a warp's tcgen05.ld/st after the ops that last touched its cells
+ * (tags: twtag or trtag). Tags are kept per lane quarter and column and
+ * name the first active thread of the collective that set them. A warp's
+ * own earlier ld/st of the same cells is ordered by that thread's program
+ * order (the warp runs its .sync.aligned collectives together), so it is
+ * judged once, by that thread's clocks; an access of another warp by each
+ * active thread's own. */
 static int
-warp_tag_check(EmuCta *c, EmuWarp *w, EmuThread *t, const EmuInsn *in, const EmuTag *tag,
-               uint32_t lane, uint32_t col, const char *what)
+ldst_cells_check(EmuCta *c, EmuWarp *w, const EmuInsn *in, uint32_t lanes, const EmuTag *tags,
+                 uint32_t lane0, uint32_t col0, uint32_t ncols, const char *what)
 {
-	if (tag->line && (int)tag->tid / 32 == w->id && (tag->kind == TAGK_TCST))
-		t = &c->t[tag->tid];
-	return emu_tc_tag_check(c, t, in, tag, t->tid, lane, col, what);
+	EmuThread *base = &c->t[w->id * 32];
+	uint32_t q = lane0 / 32;
+	for (uint32_t k = col0; k < col0 + ncols; k++) {
+		const EmuTag *tag = &tags[q * EMU_TMEM_COLS + k];
+		if (tag->line && tag->kind == TAGK_TCST && (int)tag->tid / 32 == w->id) {
+			EmuThread *t = &c->t[tag->tid];
+			if (emu_tc_tag_check(c, t, in, tag, t->tid, lane0, k, what))
+				return EMU_STOP;
+			continue;
+		}
+		for (int l = 0; l < 32; l++)
+			if ((lanes >> l & 1) &&
+			    emu_tc_tag_check(c, &base[l], in, tag, base[l].tid, lane0, k, what))
+				return EMU_STOP;
+	}
+	return 0;
 }
 
 int
@@ -590,14 +605,8 @@ emu_wop_tc_ld(EmuCta *c, EmuWarp *w, const EmuInsn *in, uint32_t lanes)
 	uint32_t ncols = ldst_cols(in, split);
 	uint32_t q = lane0 / 32;
 	/* ordered after the MMA / st that wrote these cells */
-	for (int l = 0; l < 32; l++) {
-		if (!(lanes >> l & 1))
-			continue;
-		for (uint32_t k = col0; k < col0 + ncols; k++)
-			if (warp_tag_check(c, w, &base[l], in, &c->twtag[q * EMU_TMEM_COLS + k], lane0, k,
-			                   "tcgen05.ld reads"))
-				return EMU_STOP;
-	}
+	if (ldst_cells_check(c, w, in, lanes, c->twtag, lane0, col0, ncols, "tcgen05.ld reads"))
+		return EMU_STOP;
 	const EmuOperand *d = emu_opnd(c, in, 0);
 	int nregs = (int)in->aux[2];
 	if ((d->kind == OPK_VEC ? d->nsub : 1) != nregs)
@@ -620,13 +629,7 @@ emu_wop_tc_ld(EmuCta *c, EmuWarp *w, const EmuInsn *in, uint32_t lanes)
 	}
 	EmuThread *t0 = &base[__builtin_ctz(lanes)];
 	for (uint32_t k = col0; k < col0 + ncols; k++) {
-		EmuTag *tag = &c->trtag[q * EMU_TMEM_COLS + k];
-		tag->kind = TAGK_TCST;
-		tag->pending = 1;
-		tag->slot = (uint16_t)t0->tid;
-		tag->val = 0;
-		tag->line = in->line;
-		tag->tid = t0->tid;
+		tag_set(&c->trtag[q * EMU_TMEM_COLS + k], in, t0->tid, TAGK_TCST, t0->tid, 0, 1);
 		emu_tcpend_add(c, t0, q * EMU_TMEM_COLS + k);
 	}
 	EmuPendLd p;
@@ -646,18 +649,9 @@ emu_wop_tc_st(EmuCta *c, EmuWarp *w, const EmuInsn *in, uint32_t lanes)
 	uint32_t lane0 = taddr >> 16, col0 = taddr & 0xffff;
 	uint32_t ncols = ldst_cols(in, split);
 	uint32_t q = lane0 / 32;
-	for (int l = 0; l < 32; l++) {
-		if (!(lanes >> l & 1))
-			continue;
-		for (uint32_t k = col0; k < col0 + ncols; k++) {
-			uint32_t cell = q * EMU_TMEM_COLS + k;
-			if (warp_tag_check(c, w, &base[l], in, &c->twtag[cell], lane0, k,
-			                   "tcgen05.st overwrites") ||
-			    warp_tag_check(c, w, &base[l], in, &c->trtag[cell], lane0, k,
-			                   "tcgen05.st overwrites"))
-				return EMU_STOP;
-		}
-	}
+	if (ldst_cells_check(c, w, in, lanes, c->twtag, lane0, col0, ncols, "tcgen05.st overwrites") ||
+	    ldst_cells_check(c, w, in, lanes, c->trtag, lane0, col0, ncols, "tcgen05.st overwrites"))
+		return EMU_STOP;
 	const EmuOperand *s = emu_opnd(c, in, in->nop - 1);
 	int nregs = (int)in->aux[2];
 	if ((s->kind == OPK_VEC ? s->nsub : 1) != nregs)
@@ -684,15 +678,8 @@ emu_wop_tc_st(EmuCta *c, EmuWarp *w, const EmuInsn *in, uint32_t lanes)
 		}
 	}
 	EmuThread *t0 = &base[__builtin_ctz(lanes)];
-	for (uint32_t k = col0; k < col0 + ncols; k++) {
-		EmuTag *tag = &c->twtag[q * EMU_TMEM_COLS + k];
-		tag->kind = TAGK_TCST;
-		tag->pending = 1;
-		tag->slot = (uint16_t)t0->tid;
-		tag->val = 0;
-		tag->line = in->line;
-		tag->tid = t0->tid;
-	}
+	for (uint32_t k = col0; k < col0 + ncols; k++)
+		tag_set(&c->twtag[q * EMU_TMEM_COLS + k], in, t0->tid, TAGK_TCST, t0->tid, 0, 1);
 	if (pld_push(c, w, in, &p)) {
 		free(p.vals);
 		return EMU_STOP;

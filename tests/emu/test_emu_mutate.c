@@ -125,8 +125,9 @@ pick_shape(const KrtAbi *abi, Shape *s)
 			tm = (uint32_t)atoi(n + 2);
 		if (n && strchr(n, 'n'))
 			tn = (uint32_t)atoi(strchr(n, 'n') + 1);
-		if (n && strstr(n, "_s") && strstr(n, "_s")[2] >= '0' && strstr(n, "_s")[2] <= '9')
-			st = (uint32_t)atoi(strstr(n, "_s") + 2);
+		const char *sn = n ? strstr(n, "_s") : NULL;
+		if (sn && sn[2] >= '0' && sn[2] <= '9')
+			st = (uint32_t)atoi(sn + 2);
 		if (st < 2)
 			st = 2;
 		s->fmha = 1;
