@@ -33,6 +33,8 @@ static const ParamSpec fmha_params[] = {
 	{"tile-n", PK_INT, P(tile_n), NULL, 0, 256, 16, "0", "keys per KV tile (0: by target and head-dim)"},
 	{"stages", PK_INT, P(stages), "0,1,2,3,4", 0, 0, 0, "0",
 	 "KV ring depth (0: by target; sm_90a 3 with kv-shared, else 2, split O 2/1; sm_100a as many as fit)"},
+	{"pack-heads", PK_INT, P(pack_heads), "1,2,4,8,16,32,64,128", 0, 0, 0, "1",
+	 "query heads of one KV head packed into a Q tile's rows (decode, MQA: fills the tile when seqlen-q is short)"},
 	{"dtype", PK_DTYPE, P(dtype), "bf16,fp16", 0, 0, 0, "bf16", "Q, K, V, O element type"},
 	{"softmax-scale", PK_FLOAT, P(softmax_scale), NULL, 0, 1000, 0, "0",
 	 "scale of Q·K^T (0: 1/sqrt(head-dim))"},
@@ -66,6 +68,16 @@ fmha_configure(FmhaCfg *f, const FmhaParams *p, KgErr *err)
 	if (f->t->fmha->tiles(f, p, err) < 0)
 		return -1;
 	f->dvc = f->dv / f->ohalves;
+	f->pack = p->pack_heads;
+	if (f->q_rows % f->pack)
+		return kg_fail(err, "--pack-heads=%d: a Q tile of %d rows holds whole query rows of the packed heads, so pack-heads must divide %d",
+		               f->pack, f->q_rows, f->q_rows);
+	f->htiles = f->pack > 1 ? f->qblocks : 1;
+	f->hcta = f->pack * f->htiles;
+	f->rows = f->qblocks / f->htiles * (f->q_rows / f->pack);
+	if (f->group % f->hcta)
+		return kg_fail(err, "--pack-heads=%d with %d Q tile%s per CTA: the CTA's %d query heads must share one KV head, so %d must divide the group of %d (heads-q/heads-kv)",
+		               f->pack, f->qblocks, f->qblocks > 1 ? "s" : "", f->hcta, f->hcta, f->group);
 	f->esz = dtype_bits(f->in) / 8;
 	f->scale = p->softmax_scale > 0 ? p->softmax_scale : (float)(1.0 / sqrt((double)f->d));
 	f->scale_log2 = (float)((double)f->scale * 1.4426950408889634);
@@ -94,6 +106,8 @@ fmha_configure(FmhaCfg *f, const FmhaParams *p, KgErr *err)
 		           f->mask == MASK_CAUSAL ? "_causal" : "");
 		if (f->mask == MASK_WINDOW)
 			buf_printf(&n, "_win%dr%d", f->wl, f->wr);
+		if (f->pack > 1)
+			buf_printf(&n, "_pk%d", f->pack);
 		buf_printf(&n, "%s_m%dn%d_s%d_%s", f->lse ? "_lse" : "", f->bm, f->bn, f->stages, f->t->tag);
 		snprintf(f->name, sizeof f->name, "%s", n.p ? n.p : "fmha");
 		buf_free(&n);
@@ -104,7 +118,7 @@ fmha_configure(FmhaCfg *f, const FmhaParams *p, KgErr *err)
 int
 fmha_has_unmasked_tiles(const FmhaCfg *f)
 {
-	return f->mask != MASK_WINDOW || f->wl + f->wr >= f->bm + f->bn - 2;
+	return f->mask != MASK_WINDOW || f->wl + f->wr >= f->rows + f->bn - 2;
 }
 
 /* The boxes of one operand tile: 64 columns each, rows [row, row+rows). */
@@ -148,11 +162,15 @@ fmha_emit_producer(Emit *e, const FmhaCfg *f, const FmhaRegs *r, KgErr *err)
 	/* Q once: each Q tile's rows, all head-dim columns */
 	op_mbar_arrive_expect_tx(e, qbar, f->q_bytes);
 	for (int w = 0; w < f->qblocks; w++) {
-		Reg dst = reg_new(e, RC_B32);
+		Reg dst = reg_new(e, RC_B32), head = r->h;
 		emitf(e, "\tadd.u32 %s, %s, %s;\n\tadd.u32 %s, %s, %d;\n", row.s, r->qs.s, r->m0.s, row.s,
-		      row.s, f->q_rows * w);
+		      row.s, w / f->htiles * (f->q_rows / f->pack));
+		if (w % f->htiles) {
+			head = reg_new(e, RC_B32);
+			emitf(e, "\tadd.u32 %s, %s, %d;\n", head.s, r->h.s, w % f->htiles * f->pack);
+		}
 		emitf(e, "\tadd.u32 %s, %s, %u;\n", dst.s, q0.s, (uint32_t)w * f->lq.bytes);
-		if (emit_tile_loads(e, err, &f->lq, f->d, dst, r->tq, r->h, row, qbar, NULL) < 0)
+		if (emit_tile_loads(e, err, &f->lq, f->d, dst, r->tq, head, row, qbar, NULL) < 0)
 			return -1;
 	}
 	label_new(e, loop, sizeof loop, "produce");
@@ -192,6 +210,39 @@ fmha_emit_producer(Emit *e, const FmhaCfg *f, const FmhaRegs *r, KgErr *err)
 	return 0;
 }
 
+static int
+log2_exact(int v)
+{
+	int n = 0;
+
+	while ((1 << n) < v)
+		n++;
+	return n;
+}
+
+Reg
+fmha_emit_row_head(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Reg trow, Reg rowq)
+{
+	Reg head, t;
+
+	if (f->pack == 1) {
+		emitf(e, "\tadd.u32 %s, %s, %s;\n", rowq.s, trow.s, r->m0.s);
+		return r->h;
+	}
+	/* packed (htiles = qblocks, every tile over the same query rows):
+	 * query row m0 + t/pack, head h + pack·w + t%pack; pack and q_rows
+	 * are powers of two */
+	head = reg_new(e, RC_B32);
+	t = reg_new(e, RC_B32);
+	emitf(e, "\tand.b32 %s, %s, %d;\n\tshr.u32 %s, %s, %d;\n\tadd.u32 %s, %s, %s;\n", rowq.s, trow.s,
+	      f->q_rows - 1, rowq.s, rowq.s, log2_exact(f->pack), rowq.s, rowq.s, r->m0.s);
+	emitf(e, "\tshr.u32 %s, %s, %d;\n\tshl.b32 %s, %s, %d;\n", t.s, trow.s, log2_exact(f->q_rows), t.s,
+	      t.s, log2_exact(f->pack));
+	emitf(e, "\tand.b32 %s, %s, %d;\n\tadd.u32 %s, %s, %s;\n\tadd.u32 %s, %s, %s;\n", head.s, trow.s,
+	      f->pack - 1, head.s, head.s, t.s, head.s, head.s, r->h.s);
+	return head;
+}
+
 static void
 ld_seqlen(Emit *e, const char *param, Reg b, Reg start, Reg len)
 {
@@ -225,7 +276,7 @@ emit_tile_counts(Emit *e, const FmhaCfg *f, FmhaRegs *r)
 	      r->m0.s);
 	/* n_total = cdiv(clamp(off + bm + wr, 0, Sk), bn) */
 	emitf(e, "\tadd.s32 %s, %s, %d;\n\tmin.s32 %s, %s, %s;\n\tmax.s32 %s, %s, 0;\n", t.s, off.s,
-	      f->bm + f->wr, t.s, t.s, r->sk.s, t.s, t.s);
+	      f->rows + f->wr, t.s, t.s, r->sk.s, t.s, t.s);
 	emitf(e, "\tadd.u32 %s, %s, %d;\n\tdiv.u32 %s, %s, %d;\n", r->n_total.s, t.s, f->bn - 1,
 	      r->n_total.s, r->n_total.s, f->bn);
 	/* n_full = clamp(off + 1 + wr, 0, Sk) / bn */
@@ -239,7 +290,7 @@ emit_tile_counts(Emit *e, const FmhaCfg *f, FmhaRegs *r)
 	/* j0 = max(off - wl, 0) / bn; n_lead = cdiv(max(off + bm - 1 - wl, 0), bn) */
 	emitf(e, "\tsub.s32 %s, %s, %d;\n\tmax.s32 %s, %s, 0;\n\tdiv.u32 %s, %s, %d;\n", t.s, off.s, f->wl,
 	      t.s, t.s, r->j0.s, t.s, f->bn);
-	emitf(e, "\tadd.s32 %s, %s, %d;\n\tmax.s32 %s, %s, 0;\n", t.s, off.s, f->bm - 1 - f->wl, t.s, t.s);
+	emitf(e, "\tadd.s32 %s, %s, %d;\n\tmax.s32 %s, %s, 0;\n", t.s, off.s, f->rows - 1 - f->wl, t.s, t.s);
 	emitf(e, "\tadd.u32 %s, %s, %d;\n\tdiv.u32 %s, %s, %d;\n", r->n_lead.s, t.s, f->bn - 1, r->n_lead.s,
 	      r->n_lead.s, f->bn);
 	/* the left edge can reach past the last tile when the window is wide
@@ -279,6 +330,8 @@ emit_prologue(Emit *e, const FmhaCfg *f, FmhaRegs *r, KgErr *err)
 	emitf(e, "\tmov.u32 %s, %%tid.x;\n\tshr.u32 %s, %s, 5;\n\tand.b32 %s, %s, 31;\n", r->tid.s,
 	      r->warp.s, r->tid.s, r->lane.s, r->tid.s);
 	emitf(e, "\tmov.u32 %s, %%ctaid.z;\n\tmov.u32 %s, %%ctaid.y;\n", r->b.s, r->h.s);
+	if (f->hcta > 1)
+		emitf(e, "\tmul.lo.u32 %s, %s, %d;\n", r->h.s, r->h.s, f->hcta);
 	emitf(e, "\tdiv.u32 %s, %s, %d;\n", r->hk.s, r->h.s, f->group);
 	ld_seqlen(e, "cu_seqlens_q", r->b, r->qs, r->sq);
 	ld_seqlen(e, "cu_seqlens_k", r->b, r->ks, r->sk);
@@ -298,7 +351,7 @@ emit_prologue(Emit *e, const FmhaCfg *f, FmhaRegs *r, KgErr *err)
 			emitf(e, "\tshr.u32 %s, %s, 1;\n", n.s, n.s);
 		emitf(e, "\tsub.u32 %s, %s, 1;\n\tsub.u32 %s, %s, %s;\n", n.s, n.s, t.s, n.s, t.s);
 	}
-	emitf(e, "\tmul.lo.u32 %s, %s, %d;\n", r->m0.s, t.s, f->bm);
+	emitf(e, "\tmul.lo.u32 %s, %s, %d;\n", r->m0.s, t.s, f->rows);
 	/* The grid covers the longest sequence; shorter ones leave whole CTAs
 	 * idle. Uniform across the CTA, before any barrier. */
 	emitf(e, "\tsetp.ge.u32 %s, %s, %s;\n\t@%s ret;\n", p.s, r->m0.s, r->sq.s, p.s);
@@ -342,17 +395,17 @@ fmha_abi(const FmhaCfg *f, const char *args, KernelAbi *k)
 	k->min_ctas = 1;
 	k->cluster[0] = k->cluster[1] = k->cluster[2] = 1;
 	k->smem = f->plan.smem_request;
-	snprintf(k->grid[0], sizeof k->grid[0], "cdiv(max_seqlen_q,%d)%s", f->bm,
+	snprintf(k->grid[0], sizeof k->grid[0], "cdiv(max_seqlen_q,%d)%s", f->rows,
 	         f->ohalves > 1 ? "*2" : "");
-	snprintf(k->grid[1], sizeof k->grid[1], "%d", f->hq);
+	snprintf(k->grid[1], sizeof k->grid[1], "%d", f->hq / f->hcta);
 	snprintf(k->grid[2], sizeof k->grid[2], "batch");
 	for (int i = 0; i < (f->kv_shared ? 2 : 3); i++) {
 		p = abi_add(k, ABI_TMAP, names[i]);
 		p->dtype = f->in;
 		p->rank = 3;
 		p->box[0] = 64;
-		p->box[1] = 1;
-		p->box[2] = i == 0 ? f->q_rows : f->bn;
+		p->box[1] = i == 0 ? f->pack : 1;
+		p->box[2] = i == 0 ? f->q_rows / f->pack : f->bn;
 		p->swz = SWZ_128B;
 		snprintf(p->tensor, sizeof p->tensor, "%s[total_%s,%s,%s]", names[i], i ? "k" : "q",
 		         i ? "Hkv" : "Hq", i == 2 ? "Dv" : "D");
@@ -419,8 +472,13 @@ fmha_plan(const void *params, Buf *text, KgErr *err)
 	f.t->fmha->describe(&f, text);
 	buf_printf(text, "softmax         exp2(s*%.9g - m), scale %.9g folded with log2(e) (%s)\n",
 	           (double)f.scale_log2, (double)f.scale, sc);
-	buf_printf(text, "grid            cdiv(max_seqlen_q,%d)%s x %d heads x batch\n", f.bm,
-	           f.ohalves > 1 ? " x 2 O-column halves" : "", f.hq);
+	if (f.pack > 1)
+		buf_printf(text, "head packing    a Q tile holds %d query row%s x %d heads (row t: query t/%d, head t%%%d); the CTA's %s heads h..h+%d of one KV head\n",
+		           f.q_rows / f.pack, f.q_rows > f.pack ? "s" : "", f.pack, f.pack, f.pack,
+		           f.qblocks > 1 ? "Q tiles cover" : "Q tile covers", f.hcta - 1);
+	buf_printf(text, "grid            cdiv(max_seqlen_q,%d)%s x %d %s%s x batch\n", f.rows,
+	           f.ohalves > 1 ? " x 2 O-column halves" : "", f.hq / f.hcta,
+	           f.hcta > 1 ? "head block" : "head", f.hq > f.hcta ? "s" : "");
 	plan_print(&f.plan, text);
 	return 0;
 }

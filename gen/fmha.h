@@ -23,6 +23,7 @@ typedef struct FmhaParams {
 	int window_left, window_right; /* MASK_WINDOW extents, keys */
 	int lse;
 	int tile_m, tile_n, stages;
+	int pack_heads;            /* query heads per Q tile (1: one head per CTA) */
 	int dtype;
 	float softmax_scale;       /* 0: 1/sqrt(head_dim) */
 } FmhaParams;
@@ -39,6 +40,15 @@ typedef struct FmhaCfg {
 	int ohalves;               /* 2: each CTA of a pair computes half of O's columns */
 	int dvc;                   /* O (and V) columns one CTA computes: dv / ohalves */
 	int split;                 /* split-O plan: two warpgroups share 64 rows, O halved by columns */
+	/* Head packing: a Q tile's rows are q_rows/pack query rows of pack
+	 * heads each, row t = query row t/pack of head t%pack (the order a
+	 * 64 x pack x q_rows/pack TMA box lands). Packed, the CTA's Q tiles
+	 * take consecutive head blocks (htiles = qblocks) over the same
+	 * query rows; unpacked (pack 1, htiles 1) consecutive row blocks of
+	 * one head. */
+	int pack, htiles;
+	int rows;                  /* query rows per CTA: (qblocks/htiles)·q_rows/pack */
+	int hcta;                  /* query heads per CTA: pack·htiles (grid y = hq/hcta) */
 	DType in;
 	int esz;
 	float scale;               /* softmax scale */
@@ -61,7 +71,7 @@ typedef struct FmhaCfg {
 /* Registers of the shared prologue. */
 typedef struct FmhaRegs {
 	Reg tid, warp, lane, base;
-	Reg b, h, hk;              /* sequence, query head, KV head */
+	Reg b, h, hk;              /* sequence, first query head of the CTA, KV head */
 	Reg qs, sq, ks, sk;        /* first row and length of this sequence's Q and K */
 	Reg m0;                    /* first query row of the CTA within the sequence */
 	Reg total_q;               /* rows of Q in all sequences (LSE stride) */
@@ -95,5 +105,9 @@ extern const FmhaOps fmha_sm90, fmha_sm100;
  * so no unmasked loop is emitted (it would be dead code). */
 int fmha_has_unmasked_tiles(const FmhaCfg *f);
 int fmha_emit_producer(Emit *e, const FmhaCfg *f, const FmhaRegs *r, KgErr *err);
+/* The query row within the sequence (into rowq) and the head of CTA-tile
+ * row trow = q_rows·w + t (Q tile w, tile row t). Returns r->h unpacked,
+ * else a new register. */
+Reg fmha_emit_row_head(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Reg trow, Reg rowq);
 
 #endif

@@ -633,6 +633,7 @@ emit_correction(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Reg tmem, KgErr *e
 typedef struct Soft {
 	Reg S[128], P[64];
 	Reg q, row, qrow, tl, j, t, i, slot, par, bar, ta, tt, kt, lim, klo;
+	Reg hrow;                  /* this row's query head (fmha_emit_row_head) */
 	Reg m, l, mx, mx2, ms, nms, corr, sum[4], ca;
 	Reg p, pm;
 	Reg sfull0, pfull0, cfull0;
@@ -774,10 +775,10 @@ emit_epilogue(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Soft *s, KgErr *err)
 	emit_block(e, "sm100.fmha_epilogue");
 	ofinal = op_plan_bar(e, &f->plan, r->base, f->b_ofinal);
 	emitf(e, "\tsetp.lt.u32 %s, %s, %s;\n", prow.s, s->qrow.s, r->sq.s);
-	/* element ((qs + row) * Hq + h) * Dv + vcol */
+	/* element ((qs + row) * Hq + head) * Dv + vcol */
 	emitf(e, "\tadd.u32 %s, %s, %s;\n\tmul.wide.u32 %s, %s, %d;\n", s->t.s, s->qrow.s, r->qs.s, addr.s, s->t.s,
 	      f->hq * f->dv);
-	emitf(e, "\tmul.wide.u32 %s, %s, %d;\n\tadd.u64 %s, %s, %s;\n", t64.s, r->h.s, f->dv, addr.s, addr.s,
+	emitf(e, "\tmul.wide.u32 %s, %s, %d;\n\tadd.u64 %s, %s, %s;\n", t64.s, s->hrow.s, f->dv, addr.s, addr.s,
 	      t64.s);
 	if (f->ohalves > 1) {
 		emitf(e, "\tcvt.u64.u32 %s, %s;\n\tadd.u64 %s, %s, %s;\n", t64.s, r->vcol.s, addr.s, addr.s, t64.s);
@@ -805,7 +806,7 @@ emit_epilogue(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Soft *s, KgErr *err)
 		      NEG_INF, s->p.s);
 		if (f->ohalves > 1)
 			emitf(e, "\tsetp.eq.and.u32 %s, %s, 0, %s;\n", prow.s, r->vcol.s, prow.s);
-		emitf(e, "\tmad.lo.u32 %s, %s, %s, %s;\n\tadd.u32 %s, %s, %s;\n", s->t.s, r->h.s, r->total_q.s,
+		emitf(e, "\tmad.lo.u32 %s, %s, %s, %s;\n\tadd.u32 %s, %s, %s;\n", s->t.s, s->hrow.s, r->total_q.s,
 		      r->qs.s, s->t.s, s->t.s, s->qrow.s);
 		emitf(e, "\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n", addr.s, s->t.s, addr.s, addr.s,
 		      r->lse.s);
@@ -852,8 +853,8 @@ emit_softmax(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Reg tmem, KgErr *err)
 		emitf(e, "\tmad.lo.u32 %s, %s, 128, %s;\n\tmad.lo.u32 %s, %s, 4, %s;\n", s.ca.s, s.q.s, s.row.s,
 		      s.ca.s, s.ca.s, corr0.s);
 	}
-	emitf(e, "\tmad.lo.u32 %s, %s, 128, %s;\n\tadd.u32 %s, %s, %s;\n", s.qrow.s, s.q.s, s.row.s, s.qrow.s,
-	      s.qrow.s, r->m0.s);
+	emitf(e, "\tmad.lo.u32 %s, %s, 128, %s;\n", s.t.s, s.q.s, s.row.s);
+	s.hrow = fmha_emit_row_head(e, f, r, s.t, s.qrow);
 	/* visible keys of this row: [qrow + Sk - Sq - wl, qrow + Sk - Sq + wr],
 	 * clipped to [0, Sk); `none` only clips */
 	if (f->mask != MASK_NONE) {

@@ -353,11 +353,9 @@ fmha90_epilogue(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Consumer *c, KgErr
 		inv[r2] = reg_new(e, RC_F32);
 		addr[r2] = reg_new(e, RC_B64);
 		prow[r2] = reg_new(e, RC_PRED);
-		/* shared address of this row's sum: lsum0 + 4*(row - m0) */
-		if (c->l_from_smem || c->l_to_smem) {
-			emitf(e, "\tsub.u32 %s, %s, %s;\n\tmad.lo.u32 %s, %s, 4, %s;\n", sa.s, c->rowq[r2].s, r->m0.s,
-			      sa.s, sa.s, c->lsum0.s);
-		}
+		/* shared address of this row's sum: lsum0 + 4*trow */
+		if (c->l_from_smem || c->l_to_smem)
+			emitf(e, "\tmad.lo.u32 %s, %s, 4, %s;\n", sa.s, c->trow[r2].s, c->lsum0.s);
 		if (c->l_from_smem) {
 			emitf(e, "\tld.shared.f32 %s, [%s];\n", c->l[r2].s, sa.s);
 		} else {
@@ -375,10 +373,10 @@ fmha90_epilogue(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Consumer *c, KgErr
 		emitf(e, "\trcp.rn.f32 %s, %s;\n\tselp.f32 %s, %s, 0f00000000, %s;\n", inv[r2].s, c->l[r2].s,
 		      inv[r2].s, inv[r2].s, c->p.s);
 		emitf(e, "\tsetp.lt.u32 %s, %s, %s;\n", prow[r2].s, c->rowq[r2].s, r->sq.s);
-		/* element ((qs + row) * Hq + h) * Dv + ocol0 + 2*(lane%4) */
+		/* element ((qs + row) * Hq + head) * Dv + ocol0 + 2*(lane%4) */
 		emitf(e, "\tadd.u32 %s, %s, %s;\n\tmul.wide.u32 %s, %s, %d;\n", c->t.s, c->rowq[r2].s, r->qs.s,
 		      addr[r2].s, c->t.s, f->hq * f->dv);
-		emitf(e, "\tmul.wide.u32 %s, %s, %d;\n\tadd.u64 %s, %s, %s;\n", t64.s, r->h.s, f->dv, addr[r2].s,
+		emitf(e, "\tmul.wide.u32 %s, %s, %d;\n\tadd.u64 %s, %s, %s;\n", t64.s, c->hrow[r2].s, f->dv, addr[r2].s,
 		      addr[r2].s, t64.s);
 		emitf(e, "\tmad.lo.u32 %s, %s, 2, %d;\n\tcvt.u64.u32 %s, %s;\n", c->t.s, c4.s, c->ocol0, t64.s,
 		      c->t.s);
@@ -391,7 +389,7 @@ fmha90_epilogue(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Consumer *c, KgErr
 			emitf(e, "\tmul.f32 %s, %s, 0f3F317218;\n", lse.s, lse.s);
 			emitf(e, "\tselp.f32 %s, %s, %s, %s;\n", lse.s, lse.s, NEG_INF, c->p.s);
 			emitf(e, "\tsetp.eq.and.u32 %s, %s, 0, %s;\n", pl.s, c4.s, prow[r2].s);
-			emitf(e, "\tmad.lo.u32 %s, %s, %s, %s;\n\tadd.u32 %s, %s, %s;\n", c->lo.s, r->h.s,
+			emitf(e, "\tmad.lo.u32 %s, %s, %s, %s;\n\tadd.u32 %s, %s, %s;\n", c->lo.s, c->hrow[r2].s,
 			      r->total_q.s, r->qs.s, c->lo.s, c->lo.s, c->rowq[r2].s);
 			emitf(e, "\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n", a.s, c->lo.s, a.s, a.s, r->lse.s);
 			emitf(e, "\t@%s st.global.f32 [%s], %s;\n", pl.s, a.s, lse.s);
@@ -444,6 +442,7 @@ fmha90_consumer_init(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Consumer *cp,
 	if (f->mask == MASK_WINDOW)
 		reg_array(e, RC_B32, c.klo_row, 2);
 	reg_array(e, RC_B32, c.rowq, 2);
+	reg_array(e, RC_B32, c.trow, 2);
 	c.colb = reg_new(e, RC_B32);
 	c.j = reg_new(e, RC_B32);
 	c.stage = reg_new(e, RC_B32);
@@ -487,11 +486,12 @@ fmha90_consumer_init(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Consumer *cp,
 	      (uint32_t)(dv >> 32));
 	/* rows g = 64*block + 16*(warp%4) + lane/4 and g + 8 of the CTA's tile */
 	emitf(e, "\tand.b32 %s, %s, 3;\n\tshl.b32 %s, %s, 4;\n", c.t.s, r->warp.s, c.t.s, c.t.s);
-	emitf(e, "\tmad.lo.u32 %s, %s, 64, %s;\n", c.rowq[0].s, row_block.s, c.t.s);
-	emitf(e, "\tshr.u32 %s, %s, 2;\n\tadd.u32 %s, %s, %s;\n", c.t.s, r->lane.s, c.rowq[0].s,
-	      c.rowq[0].s, c.t.s);
-	emitf(e, "\tadd.u32 %s, %s, %s;\n\tadd.u32 %s, %s, 8;\n", c.rowq[0].s, c.rowq[0].s, r->m0.s,
-	      c.rowq[1].s, c.rowq[0].s);
+	emitf(e, "\tmad.lo.u32 %s, %s, 64, %s;\n", c.trow[0].s, row_block.s, c.t.s);
+	emitf(e, "\tshr.u32 %s, %s, 2;\n\tadd.u32 %s, %s, %s;\n", c.t.s, r->lane.s, c.trow[0].s,
+	      c.trow[0].s, c.t.s);
+	emitf(e, "\tadd.u32 %s, %s, 8;\n", c.trow[1].s, c.trow[0].s);
+	for (int r2 = 0; r2 < 2; r2++)
+		c.hrow[r2] = fmha_emit_row_head(e, f, r, c.trow[r2], c.rowq[r2]);
 	for (int r2 = 0; r2 < 2; r2++) {
 		if (f->mask != MASK_NONE) {
 			/* keys j <= row + Sk - Sq + wr are visible (exclusive limit) */

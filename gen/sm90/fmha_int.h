@@ -15,6 +15,8 @@ typedef struct Consumer {
 	Reg lim[2];       /* exclusive key limit of rows g and g+8 (masked tiles) */
 	Reg klo_row[2];   /* window: lowest visible key of rows g and g+8 */
 	Reg rowq[2];      /* query index within the sequence of rows g and g+8 */
+	Reg trow[2];      /* rows g and g+8 within the CTA's tile (q_rows·block + ...) */
+	Reg hrow[2];      /* their query heads (fmha_emit_row_head) */
 	Reg colb;         /* key index of this thread's first S column in the tile */
 	Reg j, stage, phase, pstage, pphase;
 	Reg myturn, otherturn; /* named barrier ids 1+w and 2-w (ping-pong) */

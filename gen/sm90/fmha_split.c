@@ -87,7 +87,6 @@ split_init(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Consumer *c, Split *s)
 	s->ppb = reg_new(e, RC_B32);
 	s->x16 = reg_new(e, RC_B32);
 	s->c4 = reg_new(e, RC_B32);
-	reg_array(e, RC_B32, s->rowt, 2);
 	s->p_bytes = f->plan.smem[f->r_p].bytes;
 	s->pfull0 = op_plan_bar(e, &f->plan, r->base, f->b_pfull);
 	s->p0 = op_plan_smem(e, &f->plan, r->base, f->r_p);
@@ -97,7 +96,7 @@ split_init(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Consumer *c, Split *s)
 	emitf(e, "\tshr.u32 %s, %s, 2;\n\tand.b32 %s, %s, 7;\n\tshl.b32 %s, %s, 4;\n", s->x16.s, r->lane.s,
 	      s->x16.s, s->x16.s, s->x16.s, s->x16.s);
 	for (int k = 0; k < 2; k++)
-		emitf(e, "\tsub.u32 %s, %s, %s;\n", s->rowt[k].s, c->rowq[k].s, r->m0.s);
+		s->rowt[k] = c->trow[k];
 }
 
 static void

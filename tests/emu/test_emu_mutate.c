@@ -130,16 +130,27 @@ pick_shape(const KrtAbi *abi, Shape *s)
 			st = (uint32_t)atoi(sn + 2);
 		if (st < 2)
 			st = 2;
+		/* packed heads: a CTA covers q_rows/pack query rows (q_rows 64
+		 * on sm_90a, 128 on sm_100a), all of its tiles over them */
+		const char *pk = strstr(abi->kernel, "_pk");
+		if (pk && atoi(pk + 3) > 1)
+			tm = (strcmp(abi->target, "sm_90a") == 0 ? 64u : 128u) / (uint32_t)atoi(pk + 3);
 		s->fmha = 1;
 		s->f.batch = 1;
 		s->f.sq[0] = tm + 2;
 		s->f.sk[0] = tn * (st + 1) + 8;
 		/* a sliding window visits few tiles per CTA: two query tiles and
-		 * keys offset from the queries, so its left edge straddles tiles
-		 * and every loop (left edge, middle, right edge) runs */
+		 * keys offset from the queries by more than the window's left
+		 * extent, so its left edge straddles tiles in the second and
+		 * every loop (left edge, middle, right edge) runs */
 		if (strcmp(et_args_word(abi, "mask", w, sizeof w), "window") == 0) {
 			s->f.sq[0] = 2 * tm + 2;
-			s->f.sk[0] = s->f.sq[0] + tn + 6;
+			s->f.sk[0] = s->f.sq[0] + (uint32_t)et_arg(abi, "window-left", 128) + tn + 6;
+			/* a CTA of fewer rows than a tile has keys straddles a tile
+			 * edge only if it starts in the tile's last rows keys: put
+			 * the second CTA's left edge at tn - tm/2 within a tile */
+			if (tm < tn)
+				s->f.sk[0] += 2 * tn - tm - tm / 2 - 6;
 		}
 		return;
 	}

@@ -47,6 +47,24 @@ expect_error "--tile-m=64" plan gemm --target sm_100a --tile-m 64
 expect_error "n=" idesc --kind f16 --a bf16 --b bf16 --d f32 --m 128 --n 100
 expect_error "swizzle" desc --target sm_100a --major K --swizzle 96 --dtype bf16 --rows 128 --cols 64
 
+# fmha: every rule a plan can break, named in the message
+expect_error "heads-q must be a multiple of heads-kv" fmha --heads-q 8 --heads-kv 3
+expect_error "so the dims must match" fmha --kv-shared 1 --head-dim 128 --head-dim-v 64
+expect_error "--tile-m=256: sm_90a fmha runs one or two 64-row warpgroups" fmha --target sm_90a --tile-m 256
+expect_error "--tile-m=64: sm_100a fmha works on one or two 128-row Q tiles" fmha --target sm_100a --tile-m 64
+expect_error "need 640 TMEM columns, sm_100a has 512" fmha --target sm_100a --head-dim 256 --tile-m 256
+expect_error "a softmax thread needs 296 registers" fmha --target sm_100a --head-dim 128 --tile-m 128 --tile-n 128 --stages 4
+expect_error "of shared memory, sm_90a allows" fmha --target sm_90a --head-dim 128 --tile-n 256 --stages 4
+expect_error "--pack-heads=128: a Q tile of 64 rows" fmha --target sm_90a --head-dim 512 --heads-q 128 --heads-kv 1 --pack-heads 128
+expect_error "16 must divide the group of 8" fmha --target sm_90a --heads-q 8 --heads-kv 1 --pack-heads 8
+expect_error "--pack-heads=3: must be one of" fmha --pack-heads 3
+"$kgen" plan fmha --target sm_100a --head-dim 512 --heads-q 128 --heads-kv 1 --kv-shared 1 --pack-heads 128 --tile-m 128 >"$tmp/plan" ||
+	fail "plan fmha sm_100a packed"
+grep -q 'tensor memory' "$tmp/plan" || fail "fmha plan lacks the TMEM map"
+grep -q '1 query row x 128 heads' "$tmp/plan" || fail "fmha plan does not state the head packing"
+grep -q '^grid .*cdiv(max_seqlen_q,1) x 2 O-column halves x 1 head block x batch' "$tmp/plan" ||
+	fail "fmha plan grid: $(grep '^grid' "$tmp/plan")"
+
 # -o: written whole, no temporary left behind, old file kept on failure
 "$kgen" gemm --target sm_90a -o "$tmp/k.ptx" || fail "gemm -o"
 head -1 "$tmp/k.ptx" | grep -q '^//@kgen-abi 1$' || fail "-o file lacks the header"
