@@ -12,7 +12,13 @@
 #include "fmha_int.h"
 #include "mma.h"
 
-enum { PRODUCER_REGS = 40 };
+/* The producer is one elected thread issuing TMA. Three consumer
+ * warpgroups leave it less: 32 keeps 160 for each of them. */
+static int
+producer_regs(const FmhaCfg *f)
+{
+	return f->wgs > 2 ? 32 : 40;
+}
 
 
 static int
@@ -23,8 +29,21 @@ sm90_fmha_tiles(FmhaCfg *f, const FmhaParams *p, KgErr *err)
 	 * accumulating half of O's columns (the split-O plan). */
 	f->split = f->d > 256 || f->dv > 256;
 	if (p->tile_m == 256)
-		return kg_fail(err, "--tile-m=256: sm_90a fmha runs one or two 64-row warpgroups per CTA; use 64 or 128");
-	f->bm = p->tile_m ? p->tile_m : (f->split ? 64 : 128);
+		return kg_fail(err, "--tile-m=256: sm_90a fmha runs one to three 64-row warpgroups per CTA; use 64, 128 or 192");
+	/* Three warpgroups (192 rows) where a consumer's S, O and P fit the
+	 * 160 registers each gets then: O of 64 columns at 128 keys. More
+	 * warpgroups in the MMA ring keep the tensor cores fed while each
+	 * runs its softmax (H100, hd64: 566 vs 476 TFLOP/s without a mask,
+	 * 505 vs 443 causal, BENCHMARKS.md). */
+	if (p->tile_m || f->split) {
+		f->bm = p->tile_m ? p->tile_m : 64;
+	} else {
+		/* packed heads: as many Q tiles as the group has head blocks */
+		int qb = f->dv <= 64 ? 3 : 2;
+		while (qb > 1 && p->pack_heads > 1 && f->group % (qb * p->pack_heads))
+			qb--;
+		f->bm = 64 * qb;
+	}
 	if (f->split && f->bm != 64)
 		return kg_fail(err, "--tile-m=%d with --head-dim=%d --head-dim-v=%d: the split-O plan works on 64 query rows per CTA",
 		               f->bm, f->d, f->dv);
@@ -34,15 +53,18 @@ sm90_fmha_tiles(FmhaCfg *f, const FmhaParams *p, KgErr *err)
 	f->qblocks = f->bm / 64;
 	/* KV tile: 128 keys while S (bn/2) and O (dv/2) accumulators fit
 	 * beside each other in a consumer thread's registers, 64 beyond; 192
-	 * at dv 64 without a mask, where a longer tile spreads the per-tile
-	 * softmax and barrier overhead (H100: 480 vs 454 TFLOP/s at hd64,
-	 * BENCHMARKS.md; with a mask's limits live too, 192 spills). */
+	 * at dv 64 with two warpgroups and no mask, where a longer tile
+	 * spreads the per-tile softmax and barrier overhead (H100: 480 vs 454
+	 * TFLOP/s at hd64, BENCHMARKS.md; with a mask's limits live too, 192
+	 * spills). */
 	if (p->tile_n)
 		f->bn = p->tile_n;
 	else if (f->split)
 		f->bn = 64;
+	else if (f->dv <= 64 && f->wgs == 2 && f->mask == MASK_NONE)
+		f->bn = 192;
 	else
-		f->bn = f->dv <= 64 && f->mask == MASK_NONE ? 192 : f->dv <= 128 ? 128 : 64;
+		f->bn = f->dv <= 128 ? 128 : 64;
 	if (f->split && f->bn != 64)
 		return kg_fail(err, "--tile-n=%d: the split-O plan stages P as 64-key, 128-byte swizzled rows; use 64", f->bn);
 	/* a K=V tile stays busy from S_j to P_j·V_j, a tile later: one more slot */
@@ -60,13 +82,14 @@ sm90_fmha_plan(FmhaCfg *f, KgErr *err)
 	if (f->split)
 		return fmha90_split_plan(f, err);
 	p->threads = 128 * (1 + f->wgs);
-	regs = plan_regs_split(p, 128 * f->wgs, 128, PRODUCER_REGS);
-	plan_role(p, "producer", 0, 4, PRODUCER_REGS, "warp 0, one elected lane: TMA Q, then K/V tiles");
+	regs = plan_regs_split(p, 128 * f->wgs, 128, producer_regs(f));
+	plan_role(p, "producer", 0, 4, producer_regs(f), "warp 0, one elected lane: TMA Q, then K/V tiles");
 	snprintf(does, sizeof does, "64 query rows each: S=QK^T (SS), softmax, O+=PV (RS, N=%d)", f->dv);
 	plan_role(p, "consumer", 4, 4 * f->wgs, regs, does);
 	/* S (bn/2) and O (dv/2) f32 accumulators, P as bf16 pairs (bn/4), row
-	 * statistics, addresses and descriptors (~48). */
-	p->regs_need_max = f->bn / 2 + f->dv / 2 + f->bn / 4 + 48;
+	 * statistics, addresses and descriptors (~32; ptxas has the last word,
+	 * and tests/ptxas.sh holds every emitted kernel to no spills). */
+	p->regs_need_max = f->bn / 2 + f->dv / 2 + f->bn / 4 + 32;
 	snprintf(p->regs_need_who, sizeof p->regs_need_who, "consumer");
 	f->b_q = plan_barrier(p, "Q full", 1, 1, f->q_bytes, "producer: expect_tx + TMA");
 	f->b_k = plan_barrier(p, f->kv_shared ? "K=V full" : "K full", f->stages, 1, f->k_bytes,
@@ -190,20 +213,21 @@ fmha90_softmax_rescale(Emit *e, const FmhaCfg *f, Consumer *c, int pack)
 			      c->P[4 * kk + q].s, c->S[8 * kk + 2 * q + 1].s, c->S[8 * kk + 2 * q].s);
 }
 
-/* Ping-pong (FA3): two consumer warpgroups take turns issuing their MMAs,
- * so one's softmax runs while the other's MMAs hold the tensor cores.
- * Named barrier 1+w is warpgroup w's turn; the other arrives on it. */
+/* Ping-pong (FA3): the consumer warpgroups take turns issuing their MMAs
+ * in a ring, so one's softmax runs while another's MMAs hold the tensor
+ * cores. Named barrier 1+w is warpgroup w's turn; the warpgroup before it
+ * in the ring arrives on it once it has issued. */
 static void
 emit_turn_wait(Emit *e, const FmhaCfg *f, Consumer *c)
 {
-	if (f->wgs == 2)
+	if (f->wgs > 1)
 		emitf(e, "\tbar.sync %s, 256;\n", c->myturn.s);
 }
 
 static void
 emit_turn_pass(Emit *e, const FmhaCfg *f, Consumer *c)
 {
-	if (f->wgs == 2)
+	if (f->wgs > 1)
 		emitf(e, "\tbar.arrive %s, 256;\n", c->otherturn.s);
 }
 
@@ -301,9 +325,10 @@ emit_kv_loop(Emit *e, KgErr *err, const FmhaCfg *f, const FmhaRegs *r, Consumer 
 	return 0;
 }
 
-/* The last tile's P·V, then the final turn bookkeeping: warpgroup 1's last
- * pass leaves one arrival on warpgroup 0's barrier, consumed here so both
- * named barriers end balanced. */
+/* The last tile's P·V, then the final turn bookkeeping: the last
+ * warpgroup's last pass leaves one arrival on warpgroup 0's barrier,
+ * consumed here so every named barrier ends balanced (each warpgroup takes
+ * as many turns as the others: all visit the CTA's KV tiles). */
 static int
 emit_kv_tail(Emit *e, KgErr *err, const FmhaCfg *f, const FmhaRegs *r, Consumer *c)
 {
@@ -324,7 +349,7 @@ emit_kv_tail(Emit *e, KgErr *err, const FmhaCfg *f, const FmhaRegs *r, Consumer 
 	sm90_wgmma_wait(e, 0);
 	emit_release_prev(e, c);
 	emit_label(e, skip);
-	if (f->wgs == 2) {
+	if (f->wgs > 1) {
 		char not0[48];
 		label_new(e, not0, sizeof not0, "turns_balanced");
 		emitf(e, "\tsetp.ne.u32 %s, %s, 1;\n\t@%s bra %s;\n", c->p.s, c->myturn.s, c->p.s, not0);
@@ -527,12 +552,14 @@ emit_consumer(Emit *e, const FmhaCfg *f, const FmhaRegs *r, KgErr *err)
 	if (fmha90_consumer_init(e, f, r, &c, wgc, wgc, 0, f->dv, err) < 0 ||
 	    op_mbar_wait(e, err, c.qbar, "0") < 0)
 		return -1;
-	emitf(e, "\tadd.u32 %s, %s, 1;\n\tsub.u32 %s, 2, %s;\n", c.myturn.s, wgc.s, c.otherturn.s, wgc.s);
-	if (f->wgs == 2) {
-		/* warpgroup 0 takes the first turn */
+	/* my turn: barrier 1 + w; the next one's: 1 + (w + 1) % wgs */
+	emitf(e, "\tadd.u32 %s, %s, 1;\n\trem.u32 %s, %s, %d;\n\tadd.u32 %s, %s, 1;\n", c.myturn.s, wgc.s,
+	      c.otherturn.s, c.myturn.s, f->wgs, c.otherturn.s, c.otherturn.s);
+	if (f->wgs > 1) {
+		/* warpgroup 0 takes the first turn: the last one passes to it */
 		char go[48];
 		label_new(e, go, sizeof go, "first_turn");
-		emitf(e, "\tsetp.eq.u32 %s, %s, 0;\n\t@%s bra %s;\n", c.p.s, wgc.s, c.p.s, go);
+		emitf(e, "\tsetp.ne.u32 %s, %s, %d;\n\t@%s bra %s;\n", c.p.s, wgc.s, f->wgs - 1, c.p.s, go);
 		emitf(e, "\tbar.arrive 1, 256;\n");
 		emit_label(e, go);
 	}
@@ -590,8 +617,9 @@ sm90_fmha_describe(const FmhaCfg *f, Buf *text)
 		buf_printf(text, "tiles           split O: 64 query rows per CTA; warpgroup 1 computes S and P (to smem) and O columns 0-%d, warpgroup 2 O columns %d-%d; %d keys per KV tile, %d stages\n",
 		           f->dv / 2 - 1, f->dv / 2, f->dv - 1, f->bn, f->stages);
 	else
-		buf_printf(text, "tiles           %d query rows per CTA (%d warpgroups x 64, ping-pong), %d keys per KV tile, %d stages\n",
-		           f->bm, f->wgs, f->bn, f->stages);
+		buf_printf(text, "tiles           %d Q rows per CTA (%d warpgroup%s x 64%s), %d keys per KV tile, %d stages\n",
+		           f->bm, f->wgs, f->wgs > 1 ? "s" : "", f->wgs > 1 ? ", MMA turns in a ring" : "",
+		           f->bn, f->stages);
 }
 
 const FmhaOps fmha_sm90 = {sm90_fmha_tiles, sm90_fmha_plan, NULL, sm90_fmha_body, sm90_fmha_describe};

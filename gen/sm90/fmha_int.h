@@ -19,7 +19,7 @@ typedef struct Consumer {
 	Reg hrow[2];      /* their query heads (fmha_emit_row_head) */
 	Reg colb;         /* key index of this thread's first S column in the tile */
 	Reg j, stage, phase, pstage, pphase;
-	Reg myturn, otherturn; /* named barrier ids 1+w and 2-w (ping-pong) */
+	Reg myturn, otherturn; /* named barrier ids 1+w and 1+(w+1)%wgs (turn ring) */
 	Reg q0, k0, v0, qbar, kbar0, vbar0, kfree0, vfree0, bar;
 	Reg qlo, klo, vlo, dhi, vhi, lo, ad, bd;
 	Reg t, p, lane0;

@@ -50,13 +50,13 @@ expect_error "swizzle" desc --target sm_100a --major K --swizzle 96 --dtype bf16
 # fmha: every rule a plan can break, named in the message
 expect_error "heads-q must be a multiple of heads-kv" fmha --heads-q 8 --heads-kv 3
 expect_error "so the dims must match" fmha --kv-shared 1 --head-dim 128 --head-dim-v 64
-expect_error "--tile-m=256: sm_90a fmha runs one or two 64-row warpgroups" fmha --target sm_90a --tile-m 256
+expect_error "--tile-m=256: sm_90a fmha runs one to three 64-row warpgroups" fmha --target sm_90a --tile-m 256
 expect_error "--tile-m=64: sm_100a fmha works on one or two 128-row Q tiles" fmha --target sm_100a --tile-m 64
 expect_error "need 640 TMEM columns, sm_100a has 512" fmha --target sm_100a --head-dim 256 --tile-m 256
 expect_error "a softmax thread needs 296 registers" fmha --target sm_100a --head-dim 128 --tile-m 128 --tile-n 128 --stages 4
 expect_error "of shared memory, sm_90a allows" fmha --target sm_90a --head-dim 128 --tile-n 256 --stages 4
 expect_error "--pack-heads=128: a Q tile of 64 rows" fmha --target sm_90a --head-dim 512 --heads-q 128 --heads-kv 1 --pack-heads 128
-expect_error "16 must divide the group of 8" fmha --target sm_90a --heads-q 8 --heads-kv 1 --pack-heads 8
+expect_error "16 must divide the group of 8" fmha --target sm_90a --heads-q 8 --heads-kv 1 --pack-heads 8 --tile-m 128
 expect_error "--pack-heads=3: must be one of" fmha --pack-heads 3
 "$kgen" plan fmha --target sm_100a --head-dim 512 --heads-q 128 --heads-kv 1 --kv-shared 1 --pack-heads 128 --tile-m 128 >"$tmp/plan" ||
 	fail "plan fmha sm_100a packed"
