@@ -35,6 +35,8 @@ static const ParamSpec fmha_params[] = {
 	 "KV ring depth (0: by target; sm_90a 3 with kv-shared, else 2, split O 2/1; sm_100a as many as fit)"},
 	{"pack-heads", PK_INT, P(pack_heads), "1,2,4,8,16,32,64,128", 0, 0, 0, "1",
 	 "query heads of one KV head packed into a Q tile's rows (decode, MQA: fills the tile when seqlen-q is short)"},
+	{"exp2-fma", PK_INT, P(exp2_fma), NULL, -1, 8, 1, "-1",
+	 "of every 8 softmax exponentials, how many an FMA-pipe polynomial computes instead of MUFU ex2 (-1: by target and head-dim)"},
 	{"dtype", PK_DTYPE, P(dtype), "bf16,fp16", 0, 0, 0, "bf16", "Q, K, V, O element type"},
 	{"softmax-scale", PK_FLOAT, P(softmax_scale), NULL, 0, 1000, 0, "0",
 	 "scale of Q·K^T (0: 1/sqrt(head-dim))"},
@@ -65,6 +67,7 @@ fmha_configure(FmhaCfg *f, const FmhaParams *p, KgErr *err)
 	f->lse = p->lse;
 	f->in = (DType)p->dtype;
 	f->ohalves = 1;
+	f->e2f = p->exp2_fma < 0 ? 0 : p->exp2_fma;
 	if (f->t->fmha->tiles(f, p, err) < 0)
 		return -1;
 	f->dvc = f->dv / f->ohalves;
@@ -108,6 +111,8 @@ fmha_configure(FmhaCfg *f, const FmhaParams *p, KgErr *err)
 			buf_printf(&n, "_win%dr%d", f->wl, f->wr);
 		if (f->pack > 1)
 			buf_printf(&n, "_pk%d", f->pack);
+		if (f->e2f)
+			buf_printf(&n, "_e%d", f->e2f);
 		buf_printf(&n, "%s_m%dn%d_s%d_%s", f->lse ? "_lse" : "", f->bm, f->bn, f->stages, f->t->tag);
 		snprintf(f->name, sizeof f->name, "%s", n.p ? n.p : "fmha");
 		buf_free(&n);
@@ -470,8 +475,11 @@ fmha_plan(const void *params, Buf *text, KgErr *err)
 	if (f.mask == MASK_WINDOW)
 		buf_printf(text, "window          query i sees keys i+Sk-Sq-%d .. i+Sk-Sq+%d\n", f.wl, f.wr);
 	f.t->fmha->describe(&f, text);
-	buf_printf(text, "softmax         exp2(s*%.9g - m), scale %.9g folded with log2(e) (%s)\n",
+	buf_printf(text, "softmax         exp2(s*%.9g - m), scale %.9g folded with log2(e) (%s)",
 	           (double)f.scale_log2, (double)f.scale, sc);
+	if (f.e2f)
+		buf_printf(text, "; %d of every 8 exp2 by a degree-3 polynomial on the FMA pipe, the rest MUFU ex2", f.e2f);
+	buf_printf(text, "\n");
 	if (f.pack > 1)
 		buf_printf(text, "head packing    a Q tile holds %d query row%s x %d heads (row t: query t/%d, head t%%%d); the CTA's %s heads h..h+%d of one KV head\n",
 		           f.q_rows / f.pack, f.q_rows > f.pack ? "s" : "", f.pack, f.pack, f.pack,

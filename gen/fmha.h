@@ -24,6 +24,7 @@ typedef struct FmhaParams {
 	int lse;
 	int tile_m, tile_n, stages;
 	int pack_heads;            /* query heads per Q tile (1: one head per CTA) */
+	int exp2_fma;              /* of every 8 exponentials, how many op_exp2_fma computes (-1: by target) */
 	int dtype;
 	float softmax_scale;       /* 0: 1/sqrt(head_dim) */
 } FmhaParams;
@@ -47,6 +48,7 @@ typedef struct FmhaCfg {
 	 * query rows; unpacked (pack 1, htiles 1) consecutive row blocks of
 	 * one head. */
 	int pack, htiles;
+	int e2f;                   /* exp2_fma resolved: 0..8 (ops.h exp2_fma_takes) */
 	int rows;                  /* query rows per CTA: (qblocks/htiles)·q_rows/pack */
 	int hcta;                  /* query heads per CTA: pack·htiles (grid y = hq/hcta) */
 	DType in;

@@ -37,4 +37,19 @@ void op_param_addr(Emit *e, Reg dst, const char *sym);
  * of 8; every warp of the warpgroup executes it). */
 void op_setmaxnreg(Emit *e, int inc, int regs);
 
+/* 2^x on the FMA and integer pipes instead of MUFU ex2 (FA4's exp2
+ * emulation: a softmax bound by 16 ex2 per clock and SM trades some of its
+ * exponentials for FMA throughput). x = j + f with j = round(x) by the
+ * 1.5·2^23 shifter, 2^f for f in [-1/2, 1/2] by the degree-3 polynomial
+ * exp2_poly (minimax in relative error, 7.5e-5; bf16 P rounds at 3.9e-3),
+ * and j added into the result's exponent field. x < -125 (masked scores,
+ * -inf; 2^-125 is 2e-38) gives 0, keeping the result a normal float. dst may be x; f (.f32), pb and j
+ * (.b32) are scratch, p a scratch predicate. Ten instructions. */
+extern const float exp2_poly[4]; /* c0 + c1·f + c2·f² + c3·f³ */
+void op_exp2_fma(Emit *e, Reg dst, Reg x, Reg f, Reg pb, Reg j, Reg p);
+/* Whether element i of a row takes op_exp2_fma when k of every 8 do:
+ * spread evenly (floor((i+1)k/8) > floor(ik/8)), so the MUFU and FMA
+ * sequences interleave. */
+int exp2_fma_takes(int i, int k);
+
 #endif

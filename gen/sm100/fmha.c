@@ -43,8 +43,17 @@ enum {
 };
 
 /* B200 rates per SM and clock (anchors.md §1: 2.25 PFLOP/s dense bf16 on
- * 148 SMs at ~1.85 GHz; 16 ex2/clk MUFU; 128 B/clk shared memory). */
-enum { B200_MMA_FLOP_CLK = 8192, B200_EX2_CLK = 16, B200_SMEM_B_CLK = 128 };
+ * 148 SMs at ~1.85 GHz; 16 ex2/clk MUFU; 128 B/clk shared memory; four
+ * schedulers issuing one warp instruction each, 128 thread-instructions). */
+enum { B200_MMA_FLOP_CLK = 8192, B200_EX2_CLK = 16, B200_SMEM_B_CLK = 128, B200_ISSUE_CLK = 128 };
+
+/* Softmax instructions per score: max, scale fma, ex2, sum add, half a
+ * bf16x2 cvt and the tcgen05.ld/st share (~4.5); op_exp2_fma takes ten
+ * instructions where ex2 took one. The H100 agrees on the extra nine: at
+ * hd64, each eighth of the exponentials moved to the polynomial added the
+ * issue time of 8.5 instructions per moved exponential (BENCHMARKS.md). */
+#define SOFTMAX_ISSUE_PER_SCORE 4.5
+#define EXP2_FMA_EXTRA_ISSUE 9.0
 
 static int
 qtiles(const FmhaCfg *f)
@@ -96,41 +105,49 @@ smem_need(const FmhaCfg *f, int qt, int bn, int stages)
 
 
 /* Static cost of one KV tile for one CTA at B200 rates: the MMA FLOPs,
- * the ex2 count (one per score and one rescale factor per row), the bytes
- * the MMAs read from shared memory (Q and K per S, V per P·V; P comes from
+ * the MUFU ex2 count (the scores op_exp2_fma does not take, and one
+ * rescale factor per row), the softmax's instruction issue, the bytes the
+ * MMAs read from shared memory (Q and K per S, V per P·V; P comes from
  * TMEM), and, with a single stage, the tile's load exposed at an assumed
  * 64 bytes per clock of L2 fill. `useful`: the FLOPs the attention needs
  * (an O-column pair recomputes S). */
 typedef struct Est {
-	double mma, ex2, smem, tmem, c_mma, c_ex2, c_smem, c_load, clk, useful;
+	double mma, ex2, issue, smem, tmem, c_mma, c_ex2, c_issue, c_smem, c_load, clk, useful;
 	const char *bound;
 } Est;
 
 static void
-estimate(const FmhaCfg *f, int qt, int bn, int stages, Est *o)
+estimate(const FmhaCfg *f, int qt, int bn, int stages, int e2f, Est *o)
 {
 	int rows = 128 * qt;
 	double kv = (double)bn * f->d * f->esz + (f->kv_shared ? 0.0 : (double)bn * f->dvc * f->esz);
 
 	memset(o, 0, sizeof *o);
 	o->mma = 2.0 * rows * bn * (f->d + f->dvc);
-	o->ex2 = (double)rows * (bn + 1);
+	o->ex2 = (double)rows * (bn * (8 - e2f) / 8.0 + 1);
+	o->issue = (double)rows * bn * (SOFTMAX_ISSUE_PER_SCORE + EXP2_FMA_EXTRA_ISSUE * e2f / 8.0);
 	o->smem = (double)qt * (128.0 * f->d + (double)bn * f->d + (double)bn * f->dvc) * f->esz;
 	o->tmem = (double)rows * bn * (4 + 2);
 	o->c_mma = o->mma / B200_MMA_FLOP_CLK;
 	o->c_ex2 = o->ex2 / B200_EX2_CLK;
+	o->c_issue = o->issue / B200_ISSUE_CLK;
 	o->c_smem = o->smem / B200_SMEM_B_CLK;
 	o->c_load = stages > 1 ? 0.0 : kv / 64.0;
-	o->clk = o->c_mma;
-	o->bound = "tensor core";
-	if (o->c_ex2 > o->clk) {
-		o->clk = o->c_ex2;
-		o->bound = "exp unit";
-	}
-	if (o->c_smem > o->clk) {
-		o->clk = o->c_smem;
-		o->bound = "shared-memory bandwidth";
-	}
+	/* the slowest unit bounds the tile; columns: its clocks, its name */
+	const struct {
+		double clk;
+		const char *name;
+	} units[] = {
+		{o->c_mma, "tensor core"},
+		{o->c_ex2, "exp unit"},
+		{o->c_issue, "softmax instruction issue"},
+		{o->c_smem, "shared-memory bandwidth"},
+	};
+	for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
+		if (units[i].clk > o->clk) {
+			o->clk = units[i].clk;
+			o->bound = units[i].name;
+		}
 	o->clk += o->c_load;
 	o->useful = 2.0 * rows * bn * (f->d + f->dv) / f->ohalves;
 }
@@ -161,6 +178,10 @@ sm100_fmha_tiles(FmhaCfg *f, const FmhaParams *p, KgErr *err)
 	if (p->tile_n && (p->tile_n % 32 || p->tile_n > 128))
 		return kg_fail(err, "--tile-n=%d: sm_100a fmha takes 32, 64, 96 or 128 keys per KV tile (S is read in 32-column loads)",
 		               p->tile_n);
+	/* exp2-fma: as given, or the best of 0..4 by the estimate (beyond
+	 * half, the issue it adds outweighs the ex2 it saves) */
+	int e2f_lo = p->exp2_fma < 0 ? 0 : p->exp2_fma, e2f_hi = p->exp2_fma < 0 ? 4 : p->exp2_fma;
+
 	for (int c = 0; c < (int)(sizeof cand / sizeof cand[0]); c++) {
 		int qt = cand[c][0], bn = p->tile_n ? p->tile_n : cand[c][1], st;
 		double rate;
@@ -194,16 +215,19 @@ sm100_fmha_tiles(FmhaCfg *f, const FmhaParams *p, KgErr *err)
 			         smem_need(f, qt, bn, p->stages ? p->stages : 1), f->t->smem_max);
 			continue;
 		}
-		estimate(f, qt, bn, st, &est);
-		/* within 1%, a ring (stages >= 2) beats a single stage: the
-		 * estimate does not model the producer waiting on P·V */
-		rate = est.useful / est.clk * (st >= 2 ? 1.0 : 0.99);
-		if (best < 0 || rate > best_rate * 1.0001) {
-			best = c;
-			best_rate = rate;
-			f->qblocks = qt;
-			f->bn = bn;
-			f->stages = st;
+		for (int k = e2f_lo; k <= e2f_hi; k++) {
+			estimate(f, qt, bn, st, k, &est);
+			/* within 1%, a ring (stages >= 2) beats a single stage: the
+			 * estimate does not model the producer waiting on P·V */
+			rate = est.useful / est.clk * (st >= 2 ? 1.0 : 0.99);
+			if (best < 0 || rate > best_rate * 1.0001) {
+				best = c;
+				best_rate = rate;
+				f->qblocks = qt;
+				f->bn = bn;
+				f->stages = st;
+				f->e2f = k;
+			}
 		}
 	}
 	if (best < 0)
@@ -634,6 +658,7 @@ typedef struct Soft {
 	Reg S[128], P[64];
 	Reg q, row, qrow, tl, j, t, i, slot, par, bar, ta, tt, kt, lim, klo;
 	Reg hrow;                  /* this row's query head (fmha_emit_row_head) */
+	Reg ef, eb, ej, ep;        /* op_exp2_fma scratch (f->e2f > 0) */
 	Reg m, l, mx, mx2, ms, nms, corr, sum[4], ca;
 	Reg p, pm;
 	Reg sfull0, pfull0, cfull0;
@@ -712,8 +737,11 @@ emit_softmax_tile(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Soft *s, KgErr *
 	for (int k = 0; k < 4; k++)
 		emitf(e, "\tmov.f32 %s, 0f00000000;\n", s->sum[k].s);
 	for (int c = 0; c < bn; c++) {
-		emitf(e, "\tfma.rn.f32 %s, %s, %s, %s;\n\tex2.approx.ftz.f32 %s, %s;\n", s->S[c].s, s->S[c].s, s->sc,
-		      s->nms.s, s->S[c].s, s->S[c].s);
+		emitf(e, "\tfma.rn.f32 %s, %s, %s, %s;\n", s->S[c].s, s->S[c].s, s->sc, s->nms.s);
+		if (exp2_fma_takes(c, f->e2f))
+			op_exp2_fma(e, s->S[c], s->S[c], s->ef, s->eb, s->ej, s->ep);
+		else
+			emitf(e, "\tex2.approx.ftz.f32 %s, %s;\n", s->S[c].s, s->S[c].s);
 		emitf(e, "\tadd.f32 %s, %s, %s;\n", s->sum[c & 3].s, s->sum[c & 3].s, s->S[c].s);
 		if (c & 1)
 			emitf(e, "\tcvt.rn.%s.f32 %s, %s, %s;\n", f->in == DT_BF16 ? "bf16x2" : "f16x2",
@@ -836,6 +864,12 @@ emit_softmax(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Reg tmem, KgErr *err)
 	}
 	s.p = reg_new(e, RC_PRED);
 	s.pm = reg_new(e, RC_PRED);
+	if (f->e2f) {
+		s.ef = reg_new(e, RC_F32);
+		s.eb = reg_new(e, RC_B32);
+		s.ej = reg_new(e, RC_B32);
+		s.ep = reg_new(e, RC_PRED);
+	}
 	fimm(s.sc, f->scale_log2);
 	emit_block(e, "sm100.fmha_softmax_init");
 	s.sfull0 = op_plan_bar(e, &f->plan, r->base, f->b_sfull);
@@ -943,7 +977,7 @@ sm100_fmha_describe(const FmhaCfg *f, Buf *o)
 	int qt = qtiles(f);
 	Est est;
 
-	estimate(f, qt, f->bn, f->stages, &est);
+	estimate(f, qt, f->bn, f->stages, f->e2f, &est);
 	buf_printf(o, "tiles           %d Q tile%s of 128 rows per CTA (%s), %d keys per KV tile, %d stages; S slots alternate, S of the next item %s\n",
 	           qt, qt > 1 ? "s" : "", qt > 1 ? "two softmax warpgroups ping-pong on the tensor core" : "one softmax warpgroup",
 	           f->bn, f->stages,
@@ -952,10 +986,10 @@ sm100_fmha_describe(const FmhaCfg *f, Buf *o)
 		buf_printf(o, "split           O has %d columns: two S slots (%d) and O (%d) exceed 512 TMEM columns, so the two CTAs of a pair (adjacent in grid x) each own %d O columns and recompute S (%.0f%% of the MMA work is useful). A cta_group::2 plan would not recompute S; it waits for the emulator to run CTA pairs.\n",
 		           f->dv, SLOTS * f->bn, f->dv, f->dvc,
 		           100.0 * (f->d + f->dv) / (2.0 * f->d + f->dv));
-	buf_printf(o, "estimate        per KV tile and CTA at B200 rates (8192 FLOP, 16 ex2, 128 smem bytes per clock and SM; a single stage exposes the tile load at 64 B/clock):\n");
-	buf_printf(o, "                  MMA %.3g MFLOP (%.0f clk), ex2 %.0f (%.0f clk), smem read by MMA %.0f KiB (%.0f clk), TMEM S ld + P st %.0f KiB, exposed load %.0f clk\n",
-	           est.mma / 1e6, est.c_mma, est.ex2, est.c_ex2, est.smem / 1024, est.c_smem, est.tmem / 1024,
-	           est.c_load);
+	buf_printf(o, "estimate        per KV tile and CTA at B200 rates (8192 FLOP, 16 ex2, 128 thread-instructions, 128 smem bytes per clock and SM; a single stage exposes the tile load at 64 B/clock):\n");
+	buf_printf(o, "                  MMA %.3g MFLOP (%.0f clk), MUFU ex2 %.0f (%.0f clk; %d of 8 scores by FMA polynomial), softmax issue %.0f (%.0f clk), smem read by MMA %.0f KiB (%.0f clk), TMEM S ld + P st %.0f KiB, exposed load %.0f clk\n",
+	           est.mma / 1e6, est.c_mma, est.ex2, est.c_ex2, f->e2f, est.issue, est.c_issue, est.smem / 1024,
+	           est.c_smem, est.tmem / 1024, est.c_load);
 	buf_printf(o, "                  bound: %s, %.0f clk per tile -> at most %.0f%% of tensor peak in useful FLOPs (the tile shape with the best such figure is the default)\n",
 	           est.bound, est.clk, 100.0 * est.useful / B200_MMA_FLOP_CLK / est.clk);
 }

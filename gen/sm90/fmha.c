@@ -67,6 +67,10 @@ sm90_fmha_tiles(FmhaCfg *f, const FmhaParams *p, KgErr *err)
 		f->bn = f->dv <= 128 ? 128 : 64;
 	if (f->split && f->bn != 64)
 		return kg_fail(err, "--tile-n=%d: the split-O plan stages P as 64-key, 128-byte swizzled rows; use 64", f->bn);
+	/* exp2-fma stays off by default here: H100 has as much MUFU ex2 as
+	 * its tensor cores need at hd64 (512 clocks each per 64x128 tile),
+	 * and each eighth of the exponentials moved to the polynomial cost
+	 * ~8% (hd64 563 -> 522 -> 485 TFLOP/s at 0, 1, 2 of 8; BENCHMARKS.md). */
 	/* a K=V tile stays busy from S_j to P_j·V_j, a tile later: one more slot */
 	f->stages = p->stages ? p->stages : f->split ? (f->kv_shared ? 2 : 1) : (f->kv_shared ? 3 : 2);
 	return 0;
@@ -189,7 +193,10 @@ fmha90_softmax_exp(Emit *e, const FmhaCfg *f, Consumer *c)
 	emitf(e, "\tmov.f32 %s, 0f00000000;\n\tmov.f32 %s, 0f00000000;\n", c->mx[0].s, c->mx[1].s);
 	for (int i = 0; i < f->bn / 2; i++) {
 		emitf(e, "\tfma.rn.f32 %s, %s, %s, %s;\n", c->S[i].s, c->S[i].s, c->sc, c->nms[row_of(i)].s);
-		emitf(e, "\tex2.approx.ftz.f32 %s, %s;\n", c->S[i].s, c->S[i].s);
+		if (exp2_fma_takes(i, f->e2f))
+			op_exp2_fma(e, c->S[i], c->S[i], c->ef, c->eb, c->ej, c->ep);
+		else
+			emitf(e, "\tex2.approx.ftz.f32 %s, %s;\n", c->S[i].s, c->S[i].s);
 		emitf(e, "\tadd.f32 %s, %s, %s;\n", c->mx[row_of(i)].s, c->mx[row_of(i)].s, c->S[i].s);
 	}
 }
@@ -456,6 +463,12 @@ fmha90_consumer_init(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Consumer *cp,
 		return -1;
 	reg_array(e, RC_F32, c.S, f->bn / 2);
 	reg_array(e, RC_F32, c.O, ocols / 2);
+	if (f->e2f) {
+		c.ef = reg_new(e, RC_F32);
+		c.eb = reg_new(e, RC_B32);
+		c.ej = reg_new(e, RC_B32);
+		c.ep = reg_new(e, RC_PRED);
+	}
 	reg_array(e, RC_B32, c.P, f->bn / 4);
 	reg_array(e, RC_F32, c.m, 2);
 	reg_array(e, RC_F32, c.l, 2);
