@@ -51,20 +51,21 @@ sm90_fmha_tiles(FmhaCfg *f, const FmhaParams *p, KgErr *err)
 	/* one 64-row Q tile per consumer warpgroup (wgmma M = 64) */
 	f->q_rows = 64;
 	f->qblocks = f->bm / 64;
-	/* KV tile: 128 keys while S (bn/2) and O (dv/2) accumulators fit
-	 * beside each other in a consumer thread's registers, 64 beyond; 192
-	 * at dv 64 with two warpgroups and no mask, where a longer tile
-	 * spreads the per-tile softmax and barrier overhead (H100: 480 vs 454
-	 * TFLOP/s at hd64, BENCHMARKS.md; with a mask's limits live too, 192
-	 * spills). */
+	/* KV tile: the longest whose S (bn/2), P (bn/4) and O (dv/2)
+	 * registers fit a consumer thread beside ~32 of state: 176 keys at dv
+	 * 128, 80 at 256, 128 at 64 with three warpgroups (160 registers), 192
+	 * with two and no mask (a mask's limits spill it). Longer tiles spread
+	 * the per-tile softmax and barrier overhead; H100 (BENCHMARKS.md):
+	 * hd256 803 vs 673 TFLOP/s at 80 vs 64 keys, causal 736 vs 710; hd128
+	 * causal 663 vs 627 at 176 vs 128; hd64 480 vs 454 at 192 vs 128. */
 	if (p->tile_n)
 		f->bn = p->tile_n;
 	else if (f->split)
 		f->bn = 64;
-	else if (f->dv <= 64 && f->wgs == 2 && f->mask == MASK_NONE)
-		f->bn = 192;
+	else if (f->dv <= 64)
+		f->bn = f->wgs == 2 && f->mask == MASK_NONE ? 192 : 128;
 	else
-		f->bn = f->dv <= 128 ? 128 : 64;
+		f->bn = f->dv <= 128 ? 176 : 80;
 	if (f->split && f->bn != 64)
 		return kg_fail(err, "--tile-n=%d: the split-O plan stages P as 64-key, 128-byte swizzled rows; use 64", f->bn);
 	/* exp2-fma stays off by default here: H100 has as much MUFU ex2 as
