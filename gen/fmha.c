@@ -16,7 +16,7 @@ static const ParamSpec fmha_params[] = {
 	{"head-dim", PK_INT, P(head_dim), "64,128,256,512", 0, 0, 0, "128", "D of Q and K"},
 	{"head-dim-v", PK_INT, P(head_dim_v), "0,64,128,256,512", 0, 0, 0, "0",
 	 "D of V and O (0: same as head-dim)"},
-	{"heads-q", PK_INT, P(heads_q), NULL, 1, 256, 1, "16", "query heads (grid y)"},
+	{"heads-q", PK_INT, P(heads_q), NULL, 1, 256, 1, "16", "query heads (grid y: heads-q / heads per CTA)"},
 	{"heads-kv", PK_INT, P(heads_kv), NULL, 1, 256, 1, "16",
 	 "key/value heads; heads-q/heads-kv query heads share one (GQA, MQA)"},
 	{"kv-shared", PK_INT, P(kv_shared), "0,1", 0, 0, 0, "0",
@@ -29,7 +29,7 @@ static const ParamSpec fmha_params[] = {
 	 "window: keys j <= i + Sk - Sq + window-right"},
 	{"lse", PK_INT, P(lse), "0,1", 0, 0, 0, "0", "also write LSE (natural log, f32)"},
 	{"tile-m", PK_INT, P(tile_m), "0,64,128,192,256", 0, 0, 0, "0",
-	 "query rows per CTA (0: by target and head-dim; sm_90a 64/128/192, sm_100a 128/256)"},
+	 "Q-tile rows per CTA, query rows x packed heads (0: by target and head-dim; sm_90a 64/128/192, sm_100a 128/256)"},
 	{"tile-n", PK_INT, P(tile_n), NULL, 0, 256, 16, "0", "keys per KV tile (0: by target and head-dim)"},
 	{"stages", PK_INT, P(stages), "0,1,2,3,4", 0, 0, 0, "0",
 	 "KV ring depth (0: by target; sm_90a 3 with kv-shared, else 2, split O 2/1; sm_100a as many as fit)"},
@@ -259,7 +259,7 @@ ld_seqlen(Emit *e, const char *param, Reg b, Reg start, Reg len)
 	emitf(e, "\tsub.u32 %s, %s, %s;\n", len.s, end.s, start.s);
 }
 
-/* The KV tiles this CTA visits and which need a mask. Rows m0..m0+bm-1,
+/* The KV tiles this CTA visits and which need a mask. Rows m0..m0+rows-1,
  * off = Sk - Sq: row i sees keys [i+off-wl, i+off+wr] (causal: wl = inf,
  * wr = 0; none: all keys), clipped to [0, Sk). The first row bounds the
  * lowest tile and the unmasked right end, the last row the highest tile
@@ -279,7 +279,7 @@ emit_tile_counts(Emit *e, const FmhaCfg *f, FmhaRegs *r)
 	}
 	emitf(e, "\tsub.s32 %s, %s, %s;\n\tadd.s32 %s, %s, %s;\n", off.s, r->sk.s, r->sq.s, off.s, off.s,
 	      r->m0.s);
-	/* n_total = cdiv(clamp(off + bm + wr, 0, Sk), bn) */
+	/* n_total = cdiv(clamp(off + rows + wr, 0, Sk), bn) */
 	emitf(e, "\tadd.s32 %s, %s, %d;\n\tmin.s32 %s, %s, %s;\n\tmax.s32 %s, %s, 0;\n", t.s, off.s,
 	      f->rows + f->wr, t.s, t.s, r->sk.s, t.s, t.s);
 	emitf(e, "\tadd.u32 %s, %s, %d;\n\tdiv.u32 %s, %s, %d;\n", r->n_total.s, t.s, f->bn - 1,
@@ -292,7 +292,7 @@ emit_tile_counts(Emit *e, const FmhaCfg *f, FmhaRegs *r)
 		emitf(e, "\tmov.u32 %s, 0;\n\tmov.u32 %s, 0;\n", r->j0.s, r->n_lead.s);
 		return;
 	}
-	/* j0 = max(off - wl, 0) / bn; n_lead = cdiv(max(off + bm - 1 - wl, 0), bn) */
+	/* j0 = max(off - wl, 0) / bn; n_lead = cdiv(max(off + rows - 1 - wl, 0), bn) */
 	emitf(e, "\tsub.s32 %s, %s, %d;\n\tmax.s32 %s, %s, 0;\n\tdiv.u32 %s, %s, %d;\n", t.s, off.s, f->wl,
 	      t.s, t.s, r->j0.s, t.s, f->bn);
 	emitf(e, "\tadd.s32 %s, %s, %d;\n\tmax.s32 %s, %s, 0;\n", t.s, off.s, f->rows - 1 - f->wl, t.s, t.s);

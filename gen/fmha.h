@@ -34,7 +34,7 @@ typedef struct FmhaCfg {
 	int d, dv, hq, hkv, group; /* group = hq / hkv query heads per KV head */
 	int kv_shared, mask, lse;
 	int wl, wr;                /* visible keys j: i+Sk-Sq-wl <= j <= i+Sk-Sq+wr (causal: wl = inf, wr = 0) */
-	int bm, bn, stages;        /* bm: query rows per CTA */
+	int bm, bn, stages;        /* bm: Q-tile rows per CTA (query rows x packed heads) */
 	int wgs;                   /* consumer warpgroups */
 	int q_rows;                /* rows of one Q tile (one TMA box high, one MMA's M) */
 	int qblocks;               /* Q tiles per CTA: bm / q_rows */

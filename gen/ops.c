@@ -137,7 +137,7 @@ op_setmaxnreg(Emit *e, int inc, int regs)
 
 /* Fitted by reweighted least squares (Lawson) to the relative error of
  * 2^f on [-1/2, 1/2] and rounded to f32; max relative error 7.5e-5 in f32
- * Horner evaluation (tests/unit/test_exp2.c checks it against exp2). */
+ * Horner evaluation (tests/unit/test_ops.c checks it against exp2). */
 const float exp2_poly[4] = {0x1.fff692p-1f, 0x1.62f31cp-1f, 0x1.f0de56p-3f, 0x1.c3f796p-5f};
 
 void

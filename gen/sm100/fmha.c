@@ -190,6 +190,12 @@ sm100_fmha_tiles(FmhaCfg *f, const FmhaParams *p, KgErr *err)
 
 		if ((p->tile_m && qt * 128 != p->tile_m) || (p->tile_n && c && cand[c][1] != 128))
 			continue;
+		/* packed heads: the CTA's Q tiles take qt head blocks of one KV head */
+		if (p->pack_heads > 1 && f->group % (qt * p->pack_heads)) {
+			snprintf(why, sizeof why, "%d Q tiles of %d packed heads: %d heads per CTA do not divide the group of %d",
+			         qt, p->pack_heads, qt * p->pack_heads, f->group);
+			continue;
+		}
 		if (SLOTS * bn + qt * f->dvc > 512) {
 			snprintf(why, sizeof why, "%d query rows, %d keys: two S slots (%d) and %d O columns need %d TMEM columns, sm_100a has 512",
 			         128 * qt, bn, SLOTS * bn, qt * f->dvc, SLOTS * bn + qt * f->dvc);
@@ -750,8 +756,19 @@ emit_softmax_tile(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Soft *s, KgErr *
 	emitf(e, "\tadd.f32 %s, %s, %s;\n\tadd.f32 %s, %s, %s;\n\tadd.f32 %s, %s, %s;\n", s->sum[0].s, s->sum[0].s,
 	      s->sum[1].s, s->sum[2].s, s->sum[2].s, s->sum[3].s, s->sum[0].s, s->sum[0].s, s->sum[2].s);
 	emitf(e, "\tfma.rn.f32 %s, %s, %s, %s;\n", s->l.s, s->l.s, s->corr.s, s->sum[0].s);
-	/* P over the slot's first bn/2 columns: 16-bit pairs along K (§3.11) */
-	sm100_st_32x32b(e, s->P, bn / 2, s->ta);
+	/* P over the slot's first bn/2 columns: 16-bit pairs along K (§3.11);
+	 * .num is a power of two (x1..x128), so 48 columns (96 keys) go as
+	 * 32 + 16 */
+	for (int c0 = 0, w; c0 < bn / 2; c0 += w) {
+		Reg a = s->ta;
+		for (w = 128; w > bn / 2 - c0; w /= 2)
+			;
+		if (c0) {
+			emitf(e, "\tadd.u32 %s, %s, %d;\n", s->tt.s, s->ta.s, c0);
+			a = s->tt;
+		}
+		sm100_st_32x32b(e, s->P + c0, w, a);
+	}
 	/* complete before the arrive that hands P to the MMA issuer (§3.8) */
 	sm100_wait_st(e);
 	emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n", s->bar.s, s->slot.s, s->pfull0.s);

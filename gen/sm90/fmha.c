@@ -221,7 +221,7 @@ fmha90_softmax_rescale(Emit *e, const FmhaCfg *f, Consumer *c, int pack)
 			      c->P[4 * kk + q].s, c->S[8 * kk + 2 * q + 1].s, c->S[8 * kk + 2 * q].s);
 }
 
-/* Ping-pong (FA3): the consumer warpgroups take turns issuing their MMAs
+/* Ping-pong (FA3), as a ring of up to three: the consumer warpgroups take turns issuing their MMAs
  * in a ring, so one's softmax runs while another's MMAs hold the tensor
  * cores. Named barrier 1+w is warpgroup w's turn; the warpgroup before it
  * in the ring arrives on it once it has issued. */
@@ -628,7 +628,7 @@ static void
 sm90_fmha_describe(const FmhaCfg *f, Buf *text)
 {
 	if (f->split)
-		buf_printf(text, "tiles           split O: 64 query rows per CTA; warpgroup 1 computes S and P (to smem) and O columns 0-%d, warpgroup 2 O columns %d-%d; %d keys per KV tile, %d stages\n",
+		buf_printf(text, "tiles           split O: one 64-row Q tile per CTA; warpgroup 1 computes S and P (to smem) and O columns 0-%d, warpgroup 2 O columns %d-%d; %d keys per KV tile, %d stages\n",
 		           f->dv / 2 - 1, f->dv / 2, f->dv - 1, f->bn, f->stages);
 	else
 		buf_printf(text, "tiles           %d Q rows per CTA (%d warpgroup%s x 64%s), %d keys per KV tile, %d stages\n",

@@ -1,6 +1,6 @@
-/* Building blocks of the sm_90a FMHA consumers, shared by the 2-warpgroup
- * ping-pong plan (fmha.c) and the split-O plan for head-dim 512
- * (fmha_split.c). Register fragment maps: hardware-facts §4.2, §4.3. */
+/* Building blocks of the sm_90a FMHA consumers, shared by the plan of one
+ * to three warpgroups taking MMA turns in a ring (fmha.c) and the split-O
+ * plan for head-dim 512 (fmha_split.c). Register fragment maps: hardware-facts §4.2, §4.3. */
 #ifndef KGEN_SM90_FMHA_INT_H
 #define KGEN_SM90_FMHA_INT_H
 

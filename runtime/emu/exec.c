@@ -1077,6 +1077,20 @@ cta_finish(EmuCta *c)
 			return EMU_STOP;
 	if (c->failed)
 		return EMU_STOP;
+	/* a named barrier left mid-phase (arrivals without the syncs that
+	 * complete them, e.g. an unbalanced turn ring) would carry its count
+	 * into whatever the hardware next runs with that barrier */
+	for (int id = 0; id < 16; id++) {
+		const EmuBar *b = &c->bar[id];
+		if (b->arrived > 0) {
+			char text[200];
+			emu_line_text(c->prog, b->line, text, sizeof text);
+			return emu_hazard(c, NULL, NULL, "barrier",
+			                  "at exit named barrier %d holds %d arrival%s of %d (first at PTX line "
+			                  "%d `%s`) that no bar.sync completed", id, b->arrived,
+			                  b->arrived > 1 ? "s" : "", b->expected, b->line, text);
+		}
+	}
 	for (int i = 0; i < c->nmbar; i++) {
 		EmuMbar *m = &c->mbar[i];
 		if (m->live && m->tx > 0) {

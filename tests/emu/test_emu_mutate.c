@@ -2,8 +2,8 @@
  * For each emitted kernel (gemm and fmha), each single tcgen05.wait::ld,
  * tcgen05.wait::st, tcgen05.fence::after_thread_sync and
  * ::before_thread_sync, tcgen05.commit, mbarrier wait loop (the try_wait
- * and its branch back), fence.proxy.async, wgmma.fence and
- * wgmma.wait_group is removed in turn
+ * and its branch back), fence.proxy.async, wgmma.fence,
+ * wgmma.wait_group, bar.sync and bar.arrive is removed in turn
  * (the line becomes a comment, so line numbers stay), and the mutant must
  * either report a hazard or compute a wrong result. The shape has more K
  * tiles than pipeline stages, so every stage is refilled at least once.
@@ -85,18 +85,26 @@ mutate(const Line *lines, int n, int a, int b, size_t *len)
 typedef struct Kind {
 	const char *what;   /* substring that marks the line */
 	int with_next;      /* remove the following line too (the loop branch) */
+	const char *unless; /* not a mutant when the line also holds this */
 } Kind;
 
 static const Kind kinds[] = {
-	{"tcgen05.wait::ld", 0},
-	{"tcgen05.wait::st", 0},
-	{"tcgen05.fence::after_thread_sync", 0},
-	{"tcgen05.fence::before_thread_sync", 0},
-	{"tcgen05.commit", 0},
-	{"mbarrier.try_wait", 1},
-	{"fence.proxy.async", 0},
-	{"wgmma.fence", 0},
-	{"wgmma.wait_group", 0},
+	{"tcgen05.wait::ld", 0, NULL},
+	{"tcgen05.wait::st", 0, NULL},
+	{"tcgen05.fence::after_thread_sync", 0, NULL},
+	{"tcgen05.fence::before_thread_sync", 0, NULL},
+	{"tcgen05.commit", 0, NULL},
+	{"mbarrier.try_wait", 1, NULL},
+	{"fence.proxy.async", 0, NULL},
+	{"wgmma.fence", 0, NULL},
+	{"wgmma.wait_group", 0, NULL},
+	/* named barriers. A turn wait of the sm_90a ring (its barrier id in a
+	 * register) only orders MMA issue between warpgroups for speed: with
+	 * it gone the results stay right, so it is not a mutant. Its passes
+	 * (bar.arrive) and the closing bar.sync of the ring are: a missing
+	 * pass deadlocks, a missing closing sync leaves arrivals at exit. */
+	{"bar.sync", 0, "bar.sync %"},
+	{"bar.arrive", 0, NULL},
 };
 
 /* One run of the kernel at the mutation shape: 0 pass, 1 wrong, -1 launch
@@ -147,7 +155,7 @@ pick_shape(const KrtAbi *abi, Shape *s)
 			s->f.sq[0] = 2 * tm + 2;
 			s->f.sk[0] = s->f.sq[0] + (uint32_t)et_arg(abi, "window-left", 128) + tn + 6;
 			/* a CTA of fewer rows than a tile has keys straddles a tile
-			 * edge only if it starts in the tile's last rows keys: put
+			 * edge only if it starts in the tile's last tm keys: put
 			 * the second CTA's left edge at tn - tm/2 within a tile */
 			if (tm < tn)
 				s->f.sk[0] += 2 * tn - tm - tm / 2 - 6;
@@ -218,7 +226,8 @@ run_file(const char *path, int *mutants, int *missed)
 	krt_module_unload(mod);
 	for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++)
 		for (int i = 0; i < n; i++) {
-			if (!has(&lines[i], kinds[k].what) || lines[i].s[strspn(lines[i].s, " \t")] == '/')
+			if (!has(&lines[i], kinds[k].what) || lines[i].s[strspn(lines[i].s, " \t")] == '/' ||
+			    (kinds[k].unless && has(&lines[i], kinds[k].unless)))
 				continue;
 			int last = i + kinds[k].with_next;
 			size_t ml;
