@@ -38,8 +38,9 @@ sm90_fmha_tiles(FmhaCfg *f, const FmhaParams *p, KgErr *err)
 	if (p->tile_m || f->split) {
 		f->bm = p->tile_m ? p->tile_m : 64;
 	} else {
-		/* packed heads: as many Q tiles as the group has head blocks */
-		int qb = f->dv <= 64 ? 3 : 2;
+		/* packed heads: as many Q tiles as the group has head blocks;
+		 * three only while their 160 registers hold the KV tile */
+		int qb = f->dv <= 64 && (!p->tile_n || p->tile_n <= 128) ? 3 : 2;
 		while (qb > 1 && p->pack_heads > 1 && f->group % (qb * p->pack_heads))
 			qb--;
 		f->bm = 64 * qb;
