@@ -291,22 +291,22 @@ emit_first_tile(Emit *e, KgErr *err, const FmhaCfg *f, const FmhaRegs *r, Consum
 	return 0;
 }
 
-/* Tiles 1.., software-pipelined inside the warpgroup: issue S_j and the
- * previous tile's P·V together, wait for S_j only, run the exp half of the
- * softmax while P·V runs, then wait, release the previous stage and
- * rescale (FA3 intra-warpgroup overlap). */
-static int
-emit_kv_loop(Emit *e, KgErr *err, const FmhaCfg *f, const FmhaRegs *r, Consumer *c, int masked,
-             Reg endr)
+/* The head of a KV loop over tiles j .. end-1 (labels `name`, `name`_done,
+ * provenance block `block`): skip it when empty, then wait for K_j and,
+ * with separate V, for the previous tile's V. */
+int
+fmha90_loop_head(Emit *e, KgErr *err, const FmhaCfg *f, Consumer *c, const char *name,
+                 const char *block, Reg end, FmhaLoop *l)
 {
-	char loop[48], done[48];
-	const char *end = endr.s;
+	char done_name[40];
 
-	label_new(e, loop, sizeof loop, masked ? "kv_masked" : "kv");
-	label_new(e, done, sizeof done, masked ? "kv_masked_done" : "kv_done");
-	emitf(e, "\tsetp.ge.u32 %s, %s, %s;\n\t@%s bra %s;\n", c->p.s, c->j.s, end, c->p.s, done);
-	emit_label(e, loop);
-	emit_block(e, masked ? "sm90.fmha_tile_masked" : "sm90.fmha_tile");
+	snprintf(done_name, sizeof done_name, "%s_done", name);
+	label_new(e, l->loop, sizeof l->loop, name);
+	label_new(e, l->done, sizeof l->done, done_name);
+	l->end = end;
+	emitf(e, "\tsetp.ge.u32 %s, %s, %s;\n\t@%s bra %s;\n", c->p.s, c->j.s, end.s, c->p.s, l->done);
+	emit_label(e, l->loop);
+	emit_block(e, block);
 	emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n", c->bar.s, c->stage.s, c->kbar0.s);
 	if (op_mbar_wait(e, err, c->bar, c->phase.s) < 0)
 		return -1;
@@ -315,6 +315,30 @@ emit_kv_loop(Emit *e, KgErr *err, const FmhaCfg *f, const FmhaRegs *r, Consumer 
 		if (op_mbar_wait(e, err, c->bar, c->pphase.s) < 0)
 			return -1;
 	}
+	return 0;
+}
+
+/* Back to the loop head while j < end. */
+void
+fmha90_loop_foot(Emit *e, Consumer *c, const FmhaLoop *l)
+{
+	emitf(e, "\tsetp.lt.u32 %s, %s, %s;\n\t@%s bra %s;\n", c->p.s, c->j.s, l->end.s, c->p.s, l->loop);
+	emit_label(e, l->done);
+}
+
+/* Tiles 1.., software-pipelined inside the warpgroup: issue S_j and the
+ * previous tile's P·V together, wait for S_j only, run the exp half of the
+ * softmax while P·V runs, then wait, release the previous stage and
+ * rescale (FA3 intra-warpgroup overlap). */
+static int
+emit_kv_loop(Emit *e, KgErr *err, const FmhaCfg *f, const FmhaRegs *r, Consumer *c, int masked,
+             Reg endr)
+{
+	FmhaLoop l;
+
+	if (fmha90_loop_head(e, err, f, c, masked ? "kv_masked" : "kv",
+	                     masked ? "sm90.fmha_tile_masked" : "sm90.fmha_tile", endr, &l) < 0)
+		return -1;
 	emit_turn_wait(e, f, c);
 	sm90_wgmma_fence(e);
 	fmha90_scores_issue(e, f, c);
@@ -329,8 +353,7 @@ emit_kv_loop(Emit *e, KgErr *err, const FmhaCfg *f, const FmhaRegs *r, Consumer 
 	emit_release_prev(e, c);
 	fmha90_softmax_rescale(e, f, c, 1);
 	fmha90_advance(e, f, c);
-	emitf(e, "\tsetp.lt.u32 %s, %s, %s;\n\t@%s bra %s;\n", c->p.s, c->j.s, end, c->p.s, loop);
-	emit_label(e, done);
+	fmha90_loop_foot(e, c, &l);
 	return 0;
 }
 

@@ -53,6 +53,15 @@ void fmha90_advance(Emit *e, const FmhaCfg *f, Consumer *c);
 void fmha90_epilogue(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Consumer *c, KgErr *err);
 
 /* fmha_split.c */
+/* A KV loop's labels and bound (fmha90_loop_head / fmha90_loop_foot). */
+typedef struct FmhaLoop {
+	char loop[48], done[48];
+	Reg end;
+} FmhaLoop;
+int fmha90_loop_head(Emit *e, KgErr *err, const FmhaCfg *f, Consumer *c, const char *name,
+                     const char *block, Reg end, FmhaLoop *l);
+void fmha90_loop_foot(Emit *e, Consumer *c, const FmhaLoop *l);
+
 int fmha90_split_plan(FmhaCfg *f, KgErr *err);
 int fmha90_split_body(Emit *e, const FmhaCfg *f, const FmhaRegs *r, KgErr *err);
 

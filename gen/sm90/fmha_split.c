@@ -182,22 +182,11 @@ static int
 split_scores_loop(Emit *e, KgErr *err, const FmhaCfg *f, const FmhaRegs *r, Consumer *c, Split *s,
                   int masked, Reg endr)
 {
-	char loop[48], done[48];
-	const char *end = endr.s;
+	FmhaLoop l;
 
-	label_new(e, loop, sizeof loop, masked ? "split_masked" : "split");
-	label_new(e, done, sizeof done, masked ? "split_masked_done" : "split_done");
-	emitf(e, "\tsetp.ge.u32 %s, %s, %s;\n\t@%s bra %s;\n", c->p.s, c->j.s, end, c->p.s, done);
-	emit_label(e, loop);
-	emit_block(e, masked ? "sm90.fmha_split_tile_masked" : "sm90.fmha_split_tile");
-	emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n", c->bar.s, c->stage.s, c->kbar0.s);
-	if (op_mbar_wait(e, err, c->bar, c->phase.s) < 0)
+	if (fmha90_loop_head(e, err, f, c, masked ? "split_masked" : "split",
+	                     masked ? "sm90.fmha_split_tile_masked" : "sm90.fmha_split_tile", endr, &l) < 0)
 		return -1;
-	if (!f->kv_shared) {
-		emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n", c->bar.s, c->pstage.s, c->vbar0.s);
-		if (op_mbar_wait(e, err, c->bar, c->pphase.s) < 0)
-			return -1;
-	}
 	sm90_wgmma_fence(e);
 	fmha90_scores_issue(e, f, c);
 	split_pv_issue(e, f, c, s, s->ppb, c->pstage);
@@ -213,8 +202,7 @@ split_scores_loop(Emit *e, KgErr *err, const FmhaCfg *f, const FmhaRegs *r, Cons
 		return -1;
 	fmha90_advance(e, f, c);
 	split_advance_p(e, s);
-	emitf(e, "\tsetp.lt.u32 %s, %s, %s;\n\t@%s bra %s;\n", c->p.s, c->j.s, end, c->p.s, loop);
-	emit_label(e, done);
+	fmha90_loop_foot(e, c, &l);
 	return 0;
 }
 
