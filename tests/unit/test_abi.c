@@ -8,29 +8,7 @@
 #include "internal.h"
 #include "krt.h"
 
-static int failures;
-
-#define EXPECT(cond)                                                                  \
-	do {                                                                              \
-		if (!(cond)) {                                                                \
-			fprintf(stderr, "%s:%d: FAIL: %s\n", __FILE__, __LINE__, #cond);         \
-			failures++;                                                               \
-		}                                                                             \
-	} while (0)
-
-/* The message contains every one of the NULL-terminated substrings. */
-static int
-has_all(const char *msg, const char *const *subs)
-{
-	for (; *subs; subs++)
-		if (!strstr(msg, *subs)) {
-			fprintf(stderr, "  message lacks '%s':\n  %s\n", *subs, msg);
-			return 0;
-		}
-	return 1;
-}
-
-#define EXPECT_MSG(msg, ...) EXPECT(has_all((msg), (const char *const[]){__VA_ARGS__, NULL}))
+#include "expect.h"
 
 static const char header[] =
 	"//@kgen-abi 1\n"
