@@ -322,19 +322,8 @@ sm100_fmha_plan(FmhaCfg *f, KgErr *err)
 static int
 sm100_fmha_setup(Emit *e, const FmhaCfg *f, const FmhaRegs *r, KgErr *err)
 {
-	Reg p = reg_new(e, RC_PRED), slot;
-	char skip[48];
-
-	emit_block(e, "sm100.fmha_tmem_alloc");
-	label_new(e, skip, sizeof skip, "alloc_done");
-	emitf(e, "\tsetp.ne.u32 %s, %s, %d;\n\t@%s bra %s;\n", p.s, r->warp.s, w_mma(f), p.s, skip);
-	slot = op_plan_smem(e, &f->plan, r->base, f->r_tslot);
-	if (sm100_tmem_alloc(e, err, slot, f->plan.tmem_alloc) < 0)
-		return -1;
-	emit_label(e, skip);
-	/* orders the allocation before the CTA barrier that publishes it */
-	sm100_fence_before(e);
-	return 0;
+	return sm100_setup_tmem(e, err, "sm100.fmha_tmem_alloc", r->warp, w_mma(f), &f->plan, r->base,
+	                        f->r_tslot);
 }
 
 /* Loop over KV tiles j in [j0, n_total): `head` gets the label at the

@@ -44,19 +44,8 @@ sm100_plan(GemmCfg *g, KgErr *err)
 static int
 sm100_setup(Emit *e, const GemmCfg *g, const GemmRegs *r, KgErr *err)
 {
-	Reg p = reg_new(e, RC_PRED), slot;
-	char skip[48];
-
-	emit_block(e, "sm100.gemm_tmem_alloc");
-	label_new(e, skip, sizeof skip, "alloc_done");
-	emitf(e, "\tsetp.ne.u32 %s, %s, %d;\n\t@%s bra %s;\n", p.s, r->warp.s, WARP_MMA, p.s, skip);
-	slot = op_plan_smem(e, &g->plan, r->base, g->r_slot);
-	if (sm100_tmem_alloc(e, err, slot, g->plan.tmem_alloc) < 0)
-		return -1;
-	emit_label(e, skip);
-	/* orders the allocation before the CTA barrier that publishes it */
-	sm100_fence_before(e);
-	return 0;
+	return sm100_setup_tmem(e, err, "sm100.gemm_tmem_alloc", r->warp, WARP_MMA, &g->plan, r->base,
+	                        g->r_slot);
 }
 
 static int

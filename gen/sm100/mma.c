@@ -1,6 +1,7 @@
 #include <stdio.h>
 
 #include "../desc.h"
+#include "../ops.h"
 #include "mma.h"
 
 int
@@ -100,4 +101,23 @@ void
 sm100_fence_after(Emit *e)
 {
 	emitf(e, "\ttcgen05.fence::after_thread_sync;\n");
+}
+
+int
+sm100_setup_tmem(Emit *e, KgErr *err, const char *block, Reg warp, int warp_alloc, const Plan *plan,
+                 Reg base, int slot_region)
+{
+	Reg p = reg_new(e, RC_PRED), slot;
+	char skip[48];
+
+	emit_block(e, block);
+	label_new(e, skip, sizeof skip, "alloc_done");
+	emitf(e, "\tsetp.ne.u32 %s, %s, %d;\n\t@%s bra %s;\n", p.s, warp.s, warp_alloc, p.s, skip);
+	slot = op_plan_smem(e, plan, base, slot_region);
+	if (sm100_tmem_alloc(e, err, slot, plan->tmem_alloc) < 0)
+		return -1;
+	emit_label(e, skip);
+	/* orders the allocation before the CTA barrier that publishes it */
+	sm100_fence_before(e);
+	return 0;
 }

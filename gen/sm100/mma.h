@@ -7,8 +7,15 @@
 #include "../dtype.h"
 #include "../emit.h"
 #include "../err.h"
+#include "../plan.h"
 
 int sm100_tmem_alloc(Emit *e, KgErr *err, Reg slot, int ncols);
+/* Warp `warp_alloc` allocates the plan's TMEM into the address slot (the
+ * plan's smem region `slot_region`) and fences the allocation before the
+ * CTA barrier that publishes it (emitted after the barrier inits;
+ * provenance block `block`). */
+int sm100_setup_tmem(Emit *e, KgErr *err, const char *block, Reg warp, int warp_alloc,
+                     const Plan *plan, Reg base, int slot_region);
 int sm100_tmem_dealloc(Emit *e, KgErr *err, Reg taddr, int ncols);
 /* Instruction descriptor of a cta_group::1 kind::f16 MMA: `in` operands
  * (bf16/fp16), f32 accumulator, M x N, A K-major, B MN-major when b_mn
