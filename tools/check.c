@@ -878,6 +878,40 @@ check_seed_from_time(void)
 	return num_mix((uint64_t)ts.tv_sec, (uint64_t)ts.tv_nsec, (uint64_t)getpid(), 0) >> 11;
 }
 
+uint64_t
+check_seed_from_env(void)
+{
+	const char *env = getenv("KGEN_TEST_SEED");
+
+	return env && *env ? strtoull(env, NULL, 0) : check_seed_from_time();
+}
+
+int
+check_open_sm90(KrtDevice **dev, uint64_t seed)
+{
+	KrtErr err = {0};
+
+	*dev = NULL;
+	if (!krt_gpu_present()) {
+		printf("skipped: no GPU\n");
+		return 77;
+	}
+	if (krt_device_open(dev, "cuda", 0, &err)) {
+		printf("FAIL  a GPU is present but cannot be opened: %s\n", err.msg);
+		return 1;
+	}
+	printf("device: %s (sm_%d), seed %llu (KGEN_TEST_SEED=%llu replays this run)\n",
+	       krt_device_name(*dev), krt_device_cc(*dev), (unsigned long long)seed,
+	       (unsigned long long)seed);
+	if (krt_device_cc(*dev) != 90) {
+		printf("skipped: these are sm_90a kernels and the GPU is sm_%d\n", krt_device_cc(*dev));
+		krt_device_close(*dev);
+		*dev = NULL;
+		return 77;
+	}
+	return 0;
+}
+
 int
 check_read_file(const char *path, char **text, size_t *len, KrtErr *err)
 {

@@ -153,6 +153,13 @@ int check_fill_parse(const char *str, CheckFill *out);
 uint64_t check_case_seed(uint64_t base, const CheckShape *s, CheckFill fill);
 /* A fresh seed from the clock and the process id, for runs without --seed. */
 uint64_t check_seed_from_time(void);
+/* The base seed of a GPU suite run: KGEN_TEST_SEED when set, else from the
+ * clock. */
+uint64_t check_seed_from_env(void);
+/* Opens the CUDA device for the sm_90a GPU suites and prints its line with
+ * the seed: 0 with *dev open; 77 (meson: skipped) without a GPU or on a GPU
+ * that is not sm_90, saying why; 1 when a GPU is present but will not open. */
+int check_open_sm90(KrtDevice **dev, uint64_t seed);
 /* Reads a whole file into a malloc'd NUL-terminated buffer. */
 int check_read_file(const char *path, char **text, size_t *len, KrtErr *err);
 

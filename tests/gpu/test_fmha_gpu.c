@@ -200,28 +200,13 @@ int
 main(int argc, char **argv)
 {
 	const char *root = argc > 1 ? argv[1] : ".";
-	const char *env = getenv("KGEN_TEST_SEED");
 	KrtDevice *dev = NULL;
-	KrtErr err = {0};
-	Tally t = {.seed = env && *env ? strtoull(env, NULL, 0) : check_seed_from_time()};
+	Tally t = {.seed = check_seed_from_env()};
+	int rc;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	if (!krt_gpu_present()) {
-		printf("skipped: no GPU\n");
-		return EXIT_SKIP;
-	}
-	if (krt_device_open(&dev, "cuda", 0, &err)) {
-		printf("FAIL  a GPU is present but cannot be opened: %s\n", err.msg);
-		return 1;
-	}
-	printf("device: %s (sm_%d), seed %llu (KGEN_TEST_SEED=%llu replays this run)\n",
-	       krt_device_name(dev), krt_device_cc(dev), (unsigned long long)t.seed,
-	       (unsigned long long)t.seed);
-	if (krt_device_cc(dev) != 90) {
-		printf("skipped: these are sm_90a kernels and the GPU is sm_%d\n", krt_device_cc(dev));
-		krt_device_close(dev);
-		return EXIT_SKIP;
-	}
+	if ((rc = check_open_sm90(&dev, t.seed)) != 0)
+		return rc;
 	check_configs(dev, &t);
 	check_emitted(dev, root, &t);
 	krt_device_close(dev);
