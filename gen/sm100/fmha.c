@@ -33,7 +33,7 @@
 
 enum {
 	SLOTS = 2,
-	CHUNK = 32,          /* TMEM columns per tcgen05.ld in the epilogue */
+	CHUNK = 32,          /* TMEM columns per tcgen05.ld of S and in the epilogue */
 	CORR_CHUNK = 16,     /* ... in the correction warpgroup, which runs on few registers */
 	REGS_CORRECTION = 48,
 	/* the MMA issuer keeps its loop-invariant Q descriptors live: 2 per
@@ -699,14 +699,7 @@ emit_softmax_tile(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Soft *s, KgErr *
 		return -1;
 	sm100_fence_after(e);
 	emitf(e, "\tmad.lo.u32 %s, %s, %d, %s;\n", s->ta.s, s->slot.s, bn, s->tl.s);
-	for (int c = 0; c < bn; c += CHUNK) {
-		Reg a = s->ta;
-		if (c) {
-			emitf(e, "\tadd.u32 %s, %s, %d;\n", s->tt.s, s->ta.s, c);
-			a = s->tt;
-		}
-		sm100_ld_32x32b(e, s->S + c, CHUNK, a);
-	}
+	sm100_ldst_32x32b_cols(e, 0, s->S, bn, CHUNK, s->ta, s->tt);
 	sm100_wait_ld(e);
 	emit_mask(e, f, r, s);
 	emit_block(e, "sm100.fmha_softmax_exp");
@@ -746,18 +739,8 @@ emit_softmax_tile(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Soft *s, KgErr *
 	      s->sum[1].s, s->sum[2].s, s->sum[2].s, s->sum[3].s, s->sum[0].s, s->sum[0].s, s->sum[2].s);
 	emitf(e, "\tfma.rn.f32 %s, %s, %s, %s;\n", s->l.s, s->l.s, s->corr.s, s->sum[0].s);
 	/* P over the slot's first bn/2 columns: 16-bit pairs along K (§3.11);
-	 * .num is a power of two (x1..x128), so 48 columns (96 keys) go as
-	 * 32 + 16 */
-	for (int c0 = 0, w; c0 < bn / 2; c0 += w) {
-		Reg a = s->ta;
-		for (w = 128; w > bn / 2 - c0; w /= 2)
-			;
-		if (c0) {
-			emitf(e, "\tadd.u32 %s, %s, %d;\n", s->tt.s, s->ta.s, c0);
-			a = s->tt;
-		}
-		sm100_st_32x32b(e, s->P + c0, w, a);
-	}
+	 * 48 columns (96 keys) go as 32 + 16 */
+	sm100_ldst_32x32b_cols(e, 1, s->P, bn / 2, 128, s->ta, s->tt);
 	/* complete before the arrive that hands P to the MMA issuer (§3.8) */
 	sm100_wait_st(e);
 	emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n", s->bar.s, s->slot.s, s->pfull0.s);

@@ -84,6 +84,24 @@ sm100_st_32x32b(Emit *e, const Reg *v, int n, Reg taddr)
 }
 
 void
+sm100_ldst_32x32b_cols(Emit *e, int st, const Reg *v, int n, int max, Reg taddr, Reg scratch)
+{
+	for (int c = 0, w; c < n; c += w) {
+		Reg a = taddr;
+		for (w = max; w > n - c; w /= 2)
+			;
+		if (c) {
+			emitf(e, "\tadd.u32 %s, %s, %d;\n", scratch.s, taddr.s, c);
+			a = scratch;
+		}
+		if (st)
+			sm100_st_32x32b(e, v + c, w, a);
+		else
+			sm100_ld_32x32b(e, v + c, w, a);
+	}
+}
+
+void
 sm100_wait_st(Emit *e)
 {
 	/* tcgen05.st is asynchronous: TMEM holds the values only after this,

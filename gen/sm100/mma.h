@@ -34,6 +34,11 @@ void sm100_ld_32x32b(Emit *e, const Reg *v, int n, Reg taddr);
 void sm100_wait_ld(Emit *e);
 /* v[0..n-1] into 32 lanes x n columns at taddr (32x32b.xN, same map). */
 void sm100_st_32x32b(Emit *e, const Reg *v, int n, Reg taddr);
+/* n columns of v loaded (st 0) or stored (st 1) from taddr on, as pieces
+ * of at most `max` columns, each the largest power of two that fits (.num
+ * is .x1 .. .x128, §3.6); a piece after the first addresses taddr plus its
+ * column through `scratch`. */
+void sm100_ldst_32x32b_cols(Emit *e, int st, const Reg *v, int n, int max, Reg taddr, Reg scratch);
 void sm100_wait_st(Emit *e);
 void sm100_fence_before(Emit *e);
 void sm100_fence_after(Emit *e);
