@@ -163,3 +163,25 @@ exp2_fma_takes(int i, int k)
 {
 	return (i + 1) * k / 8 > i * k / 8;
 }
+
+void
+exp2_mix_init(Emit *e, Exp2Mix *m, int k)
+{
+	memset(m, 0, sizeof *m);
+	m->k = k;
+	if (!k)
+		return;
+	m->f = reg_new(e, RC_F32);
+	m->pb = reg_new(e, RC_B32);
+	m->j = reg_new(e, RC_B32);
+	m->p = reg_new(e, RC_PRED);
+}
+
+void
+op_exp2_mix(Emit *e, const Exp2Mix *m, int i, Reg x)
+{
+	if (exp2_fma_takes(i, m->k))
+		op_exp2_fma(e, x, x, m->f, m->pb, m->j, m->p);
+	else
+		emitf(e, "\tex2.approx.ftz.f32 %s, %s;\n", x.s, x.s);
+}

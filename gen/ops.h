@@ -52,4 +52,15 @@ void op_exp2_fma(Emit *e, Reg dst, Reg x, Reg f, Reg pb, Reg j, Reg p);
  * sequences interleave. */
 int exp2_fma_takes(int i, int k);
 
+/* A softmax's exponentials with k of every 8 on the FMA pipe: the
+ * scratch op_exp2_fma needs (allocated only when k > 0). */
+typedef struct Exp2Mix {
+	int k;
+	Reg f, pb, j, p;
+} Exp2Mix;
+void exp2_mix_init(Emit *e, Exp2Mix *m, int k);
+/* x = 2^x in place for element i of a row: op_exp2_fma where
+ * exp2_fma_takes(i, k), else ex2.approx.ftz. */
+void op_exp2_mix(Emit *e, const Exp2Mix *m, int i, Reg x);
+
 #endif

@@ -653,7 +653,7 @@ typedef struct Soft {
 	Reg S[128], P[64];
 	Reg q, row, qrow, tl, j, t, i, slot, par, bar, ta, tt, kt, lim, klo;
 	Reg hrow;                  /* this row's query head (fmha_emit_row_head) */
-	Reg ef, eb, ej, ep;        /* op_exp2_fma scratch (f->e2f > 0) */
+	Exp2Mix ex;                /* the exponentials, f->e2f of 8 on the FMA pipe */
 	Reg m, l, mx, mx2, ms, nms, corr, sum[4], ca;
 	Reg p, pm;
 	Reg sfull0, pfull0, cfull0;
@@ -726,10 +726,7 @@ emit_softmax_tile(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Soft *s, KgErr *
 		emitf(e, "\tmov.f32 %s, 0f00000000;\n", s->sum[k].s);
 	for (int c = 0; c < bn; c++) {
 		emitf(e, "\tfma.rn.f32 %s, %s, %s, %s;\n", s->S[c].s, s->S[c].s, s->sc, s->nms.s);
-		if (exp2_fma_takes(c, f->e2f))
-			op_exp2_fma(e, s->S[c], s->S[c], s->ef, s->eb, s->ej, s->ep);
-		else
-			emitf(e, "\tex2.approx.ftz.f32 %s, %s;\n", s->S[c].s, s->S[c].s);
+		op_exp2_mix(e, &s->ex, c, s->S[c]);
 		emitf(e, "\tadd.f32 %s, %s, %s;\n", s->sum[c & 3].s, s->sum[c & 3].s, s->S[c].s);
 		if (c & 1)
 			emitf(e, "\tcvt.rn.%s.f32 %s, %s, %s;\n", f->in == DT_BF16 ? "bf16x2" : "f16x2",
@@ -853,12 +850,7 @@ emit_softmax(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Reg tmem, KgErr *err)
 	}
 	s.p = reg_new(e, RC_PRED);
 	s.pm = reg_new(e, RC_PRED);
-	if (f->e2f) {
-		s.ef = reg_new(e, RC_F32);
-		s.eb = reg_new(e, RC_B32);
-		s.ej = reg_new(e, RC_B32);
-		s.ep = reg_new(e, RC_PRED);
-	}
+	exp2_mix_init(e, &s.ex, f->e2f);
 	fimm(s.sc, f->scale_log2);
 	emit_block(e, "sm100.fmha_softmax_init");
 	s.sfull0 = op_plan_bar(e, &f->plan, r->base, f->b_sfull);

@@ -195,10 +195,7 @@ fmha90_softmax_exp(Emit *e, const FmhaCfg *f, Consumer *c)
 	emitf(e, "\tmov.f32 %s, 0f00000000;\n\tmov.f32 %s, 0f00000000;\n", c->mx[0].s, c->mx[1].s);
 	for (int i = 0; i < f->bn / 2; i++) {
 		emitf(e, "\tfma.rn.f32 %s, %s, %s, %s;\n", c->S[i].s, c->S[i].s, c->sc, c->nms[row_of(i)].s);
-		if (exp2_fma_takes(i, f->e2f))
-			op_exp2_fma(e, c->S[i], c->S[i], c->ef, c->eb, c->ej, c->ep);
-		else
-			emitf(e, "\tex2.approx.ftz.f32 %s, %s;\n", c->S[i].s, c->S[i].s);
+		op_exp2_mix(e, &c->ex, i, c->S[i]);
 		emitf(e, "\tadd.f32 %s, %s, %s;\n", c->mx[row_of(i)].s, c->mx[row_of(i)].s, c->S[i].s);
 	}
 }
@@ -488,12 +485,7 @@ fmha90_consumer_init(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Consumer *cp,
 		return -1;
 	reg_array(e, RC_F32, c.S, f->bn / 2);
 	reg_array(e, RC_F32, c.O, ocols / 2);
-	if (f->e2f) {
-		c.ef = reg_new(e, RC_F32);
-		c.eb = reg_new(e, RC_B32);
-		c.ej = reg_new(e, RC_B32);
-		c.ep = reg_new(e, RC_PRED);
-	}
+	exp2_mix_init(e, &c.ex, f->e2f);
 	reg_array(e, RC_B32, c.P, f->bn / 4);
 	reg_array(e, RC_F32, c.m, 2);
 	reg_array(e, RC_F32, c.l, 2);

@@ -5,6 +5,7 @@
 #define KGEN_SM90_FMHA_INT_H
 
 #include "../fmha.h"
+#include "../ops.h"
 
 #define NEG_INF "0fFF800000"
 
@@ -23,7 +24,7 @@ typedef struct Consumer {
 	Reg q0, k0, v0, qbar, kbar0, vbar0, kfree0, vfree0, bar;
 	Reg qlo, klo, vlo, dhi, vhi, lo, ad, bd;
 	Reg t, p, lane0;
-	Reg ef, eb, ej, ep;   /* op_exp2_fma scratch (f->e2f > 0) */
+	Exp2Mix ex;       /* the exponentials, f->e2f of 8 on the FMA pipe */
 	int ocol0, ocols;  /* the O columns this warpgroup holds */
 	int l_from_smem;   /* split O: row sums come from the other warpgroup */
 	int l_to_smem;     /* split O: publish row sums for the other warpgroup */
