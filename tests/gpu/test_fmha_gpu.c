@@ -22,13 +22,12 @@
  * Exit status: 0 all passed, 1 a failure, 77 no GPU, not an sm_90 GPU, or
  * nothing to run (kgen refused every configuration and emitted/ has no
  * fmha file) (meson: skipped). */
-#include <glob.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "gen/kgen.h"
-#include "tools/check.h"
+#include "suite.h"
 
 enum { EXIT_SKIP = 77, MAX_CFG_ARGS = 24 };
 
@@ -41,10 +40,7 @@ static const char *const masks[] = {"none", "causal", "window"}; /* window: kgen
 static const char *const heads[][3] = {{"4", "4", NULL}, {"8", "2", "2"}, {"8", "1", "8"}};
 static const char *const kv_shared[] = {"0", "1"};
 
-static const struct {
-	CheckShape shape;
-	CheckFill fill;
-} cases[] = {
+static const GpuCase cases[] = {
 	/* decode: seqlen_q 1..7 */
 	{{4, {3, 1, 1, 0}}, CHECK_FILL_NORMAL},
 	{{4, {2, 2, 37, 0}}, CHECK_FILL_NORMAL},
@@ -67,69 +63,12 @@ static const struct {
 	{{4, {2, 1000, 1000, 0}}, CHECK_FILL_NORMAL},
 };
 
-typedef struct Tally {
-	int run, failed;
-	int modules;  /* configurations or files that loaded and ran */
-	int refused;  /* configurations kgen refused */
-	int dead;     /* the context is gone: stop */
-	uint64_t seed;
-} Tally;
-
-static void
-check_module(KrtDevice *dev, const char *ptx, size_t len, const char *what, const char *replay,
-             Tally *t)
-{
-	KrtModule *mod = NULL;
-	KrtErr err = {0};
-
-	if (krt_module_load(dev, ptx, len, &mod, &err)) {
-		printf("FAIL  %s: load: %s\n", what, err.msg);
-		t->run++;
-		t->failed++;
-		return;
-	}
-	const KrtAbi *abi = krt_module_abi(mod);
-	printf("-- %s: %s\n", what, abi->kernel);
-	t->modules++;
-	for (size_t i = 0; i < COUNT(cases) && !t->dead; i++) {
-		char shape[64], label[2048];
-		CheckResult r;
-		check_shape_str(&cases[i].shape, shape, sizeof shape);
-		snprintf(label, sizeof label, "kcheck --device cuda --seed %llu --shape %s --fill %s %s",
-		         (unsigned long long)t->seed, shape, check_fill_name(cases[i].fill), replay);
-		CheckOpts o = {
-			.seed = check_case_seed(t->seed, &cases[i].shape, cases[i].fill),
-			.fill = cases[i].fill,
-			/* a row subset past 2^31 multiply-adds keeps hd 512 fast */
-			.full_limit = UINT64_C(1) << 31,
-			.log = stdout,
-			.label = label,
-		};
-		int rc = check_run(dev, mod, &cases[i].shape, &o, &r, &err);
-		t->run++;
-		if (rc || !r.pass)
-			t->failed++;
-		if (rc) {
-			printf("FAIL  %-16s %-6s error: %s\n", shape, check_fill_name(o.fill), err.msg);
-			if (rc == KRT_ECUDA) {
-				printf("stopping: the device reported an error; later launches in this "
-				       "context would fail too\n");
-				t->dead = 1;
-			}
-		} else
-			printf("%s  %-16s %-6s max rel err %.2e  tol %.0e  lse err %.2e  tol %.0e  "
-			       "unwritten %llu  guard %llu%s\n", r.pass ? "PASS" : "FAIL", shape,
-			       check_fill_name(o.fill), r.max_err, r.tol, r.lse_err, r.lse_tol,
-			       (unsigned long long)r.unwritten, (unsigned long long)r.guard_bad,
-			       r.subset ? "  (row subset)" : "");
-		fflush(stdout);
-	}
-	krt_module_unload(mod);
-}
+/* a row subset past 2^31 multiply-adds keeps hd 512 fast */
+static const GpuSuite suite = {cases, COUNT(cases), UINT64_C(1) << 31};
 
 /* One configuration, unpacked or with heads[h][2] heads packed per Q tile. */
 static void
-check_config(KrtDevice *dev, Tally *t, size_t d, size_t m, size_t h, size_t s, int packed)
+check_config(KrtDevice *dev, GpuTally *t, size_t d, size_t m, size_t h, size_t s, int packed)
 {
 	const char *args[MAX_CFG_ARGS] = {
 		"--target", "sm_90a", "--head-dim", head_dims[d], "--heads-q", heads[h][0],
@@ -152,12 +91,12 @@ check_config(KrtDevice *dev, Tally *t, size_t d, size_t m, size_t h, size_t s, i
 		t->refused++;
 		return;
 	}
-	check_module(dev, ptx, len, what, replay, t);
+	gpu_check_module(dev, &suite, ptx, len, what, replay, t);
 	free(ptx);
 }
 
 static void
-check_configs(KrtDevice *dev, Tally *t)
+check_configs(KrtDevice *dev, GpuTally *t)
 {
 	for (size_t d = 0; d < COUNT(head_dims); d++)
 		for (size_t m = 0; m < COUNT(masks); m++)
@@ -169,46 +108,20 @@ check_configs(KrtDevice *dev, Tally *t)
 				}
 }
 
-static void
-check_emitted(KrtDevice *dev, const char *root, Tally *t)
-{
-	char pattern[4096];
-	glob_t g;
-
-	snprintf(pattern, sizeof pattern, "%s/emitted/sm_90a/fmha*.ptx", root);
-	if (glob(pattern, 0, NULL, &g) != 0) {
-		printf("note: no files match %s\n", pattern);
-		return;
-	}
-	for (size_t i = 0; i < g.gl_pathc && !t->dead; i++) {
-		char *ptx = NULL;
-		size_t len = 0;
-		KrtErr err = {0};
-		if (check_read_file(g.gl_pathv[i], &ptx, &len, &err)) {
-			printf("FAIL  %s\n", err.msg);
-			t->run++;
-			t->failed++;
-			continue;
-		}
-		check_module(dev, ptx, len, g.gl_pathv[i], g.gl_pathv[i], t);
-		free(ptx);
-	}
-	globfree(&g);
-}
 
 int
 main(int argc, char **argv)
 {
 	const char *root = argc > 1 ? argv[1] : ".";
 	KrtDevice *dev = NULL;
-	Tally t = {.seed = check_seed_from_env()};
+	GpuTally t = {.seed = check_seed_from_env()};
 	int rc;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if ((rc = check_open_sm90(&dev, t.seed)) != 0)
 		return rc;
 	check_configs(dev, &t);
-	check_emitted(dev, root, &t);
+	gpu_check_emitted(dev, &suite, root, "fmha", &t);
 	krt_device_close(dev);
 	printf("test_fmha_gpu: %d of %d passed over %d kernels; %d configurations refused by kgen "
 	       "(seed %llu)\n", t.run - t.failed, t.run, t.modules, t.refused,

@@ -14,9 +14,9 @@
 #include <string.h>
 
 #include "gen/kgen.h"
-#include "tools/check.h"
+#include "suite.h"
 
-enum { EXIT_SKIP = 77, MAX_CFG_ARGS = 24 };
+enum { MAX_CFG_ARGS = 24 };
 
 /* kgen arguments of each configuration, NULL-terminated: the default one,
  * then one change at a time, so a failure points at what changed. */
@@ -36,10 +36,7 @@ static const char *const configs[][MAX_CFG_ARGS] = {
 
 /* Shapes and fills: none a multiple of a tile in M or N, K a multiple of 8
  * only; the edge pattern on two of them. */
-static const struct {
-	CheckShape shape;
-	CheckFill fill;
-} cases[] = {
+static const GpuCase cases[] = {
 	{{3, {1, 1, 8}}, CHECK_FILL_NORMAL},
 	{{3, {7, 13, 24}}, CHECK_FILL_NORMAL},
 	{{3, {129, 257, 136}}, CHECK_FILL_NORMAL},
@@ -52,10 +49,7 @@ static const struct {
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
-typedef struct Tally {
-	int run, failed;
-	uint64_t seed;
-} Tally;
+static const GpuSuite suite = {cases, COUNT(cases), 0};
 
 /* Later kgen arguments override earlier ones of the same name, so the
  * configurations above can say only what they change. */
@@ -77,50 +71,9 @@ dedup_args(const char *const *in, const char **out)
 	return n;
 }
 
-static void
-check_module(KrtDevice *dev, const char *ptx, size_t len, const char *what, const char *replay,
-             Tally *t)
-{
-	KrtModule *mod = NULL;
-	KrtErr err = {0};
-
-	if (krt_module_load(dev, ptx, len, &mod, &err)) {
-		printf("FAIL  %s: load: %s\n", what, err.msg);
-		t->run++;
-		t->failed++;
-		return;
-	}
-	const KrtAbi *abi = krt_module_abi(mod);
-	printf("-- %s: %s\n", what, abi->kernel);
-	for (size_t i = 0; i < COUNT(cases); i++) {
-		char shape[64], label[2048];
-		CheckResult r;
-		check_shape_str(&cases[i].shape, shape, sizeof shape);
-		snprintf(label, sizeof label, "kcheck --device cuda --seed %llu --shape %s --fill %s %s",
-		         (unsigned long long)t->seed, shape, check_fill_name(cases[i].fill), replay);
-		CheckOpts o = {
-			.seed = check_case_seed(t->seed, &cases[i].shape, cases[i].fill),
-			.fill = cases[i].fill,
-			.log = stdout,
-			.label = label,
-		};
-		int rc = check_run(dev, mod, &cases[i].shape, &o, &r, &err);
-		t->run++;
-		if (rc || !r.pass)
-			t->failed++;
-		if (rc)
-			printf("FAIL  %-16s %-6s error: %s\n", shape, check_fill_name(o.fill), err.msg);
-		else
-			printf("%s  %-16s %-6s max rel err %.2e  tol %.0e  unwritten %llu  guard %llu\n",
-			       r.pass ? "PASS" : "FAIL", shape, check_fill_name(o.fill), r.max_err,
-			       r.tol, (unsigned long long)r.unwritten, (unsigned long long)r.guard_bad);
-		fflush(stdout);
-	}
-	krt_module_unload(mod);
-}
 
 static void
-check_configs(KrtDevice *dev, Tally *t)
+check_configs(KrtDevice *dev, GpuTally *t)
 {
 	for (size_t c = 0; c < COUNT(configs); c++) {
 		const char *args[MAX_CFG_ARGS];
@@ -139,37 +92,11 @@ check_configs(KrtDevice *dev, Tally *t)
 			t->failed++;
 			continue;
 		}
-		check_module(dev, ptx, len, what, replay, t);
+		gpu_check_module(dev, &suite, ptx, len, what, replay, t);
 		free(ptx);
 	}
 }
 
-static void
-check_emitted(KrtDevice *dev, const char *root, Tally *t)
-{
-	char pattern[4096];
-	glob_t g;
-
-	snprintf(pattern, sizeof pattern, "%s/emitted/sm_90a/gemm*.ptx", root);
-	if (glob(pattern, 0, NULL, &g) != 0) {
-		printf("note: no files match %s\n", pattern);
-		return;
-	}
-	for (size_t i = 0; i < g.gl_pathc; i++) {
-		char *ptx = NULL;
-		size_t len = 0;
-		KrtErr err = {0};
-		if (check_read_file(g.gl_pathv[i], &ptx, &len, &err)) {
-			printf("FAIL  %s\n", err.msg);
-			t->run++;
-			t->failed++;
-			continue;
-		}
-		check_module(dev, ptx, len, g.gl_pathv[i], g.gl_pathv[i], t);
-		free(ptx);
-	}
-	globfree(&g);
-}
 
 /* Some sm_100a gemm: generated, else the first emitted one. */
 static int
@@ -194,7 +121,7 @@ sm100_module(const char *root, char **ptx, size_t *len)
 }
 
 static void
-check_refusal(KrtDevice *dev, const char *root, Tally *t)
+check_refusal(KrtDevice *dev, const char *root, GpuTally *t)
 {
 	char *ptx = NULL;
 	size_t len = 0;
@@ -227,14 +154,14 @@ main(int argc, char **argv)
 {
 	const char *root = argc > 1 ? argv[1] : ".";
 	KrtDevice *dev = NULL;
-	Tally t = {0, 0, check_seed_from_env()};
+	GpuTally t = {.seed = check_seed_from_env()};
 	int rc;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if ((rc = check_open_sm90(&dev, t.seed)) != 0)
 		return rc;
 	check_configs(dev, &t);
-	check_emitted(dev, root, &t);
+	gpu_check_emitted(dev, &suite, root, "gemm", &t);
 	check_refusal(dev, root, &t);
 	krt_device_close(dev);
 	printf("test_gemm_gpu: %d of %d passed (seed %llu)\n", t.run - t.failed, t.run,

@@ -1,0 +1,87 @@
+#include <glob.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "suite.h"
+
+void
+gpu_check_module(KrtDevice *dev, const GpuSuite *s, const char *ptx, size_t len,
+                 const char *what, const char *replay, GpuTally *t)
+{
+	KrtModule *mod = NULL;
+	KrtErr err = {0};
+
+	if (krt_module_load(dev, ptx, len, &mod, &err)) {
+		printf("FAIL  %s: load: %s\n", what, err.msg);
+		t->run++;
+		t->failed++;
+		return;
+	}
+	const KrtAbi *abi = krt_module_abi(mod);
+	printf("-- %s: %s\n", what, abi->kernel);
+	t->modules++;
+	for (size_t i = 0; i < s->ncases && !t->dead; i++) {
+		const GpuCase *c = &s->cases[i];
+		char shape[64], label[2048], lse[96] = "";
+		CheckResult r;
+		check_shape_str(&c->shape, shape, sizeof shape);
+		snprintf(label, sizeof label, "kcheck --device cuda --seed %llu --shape %s --fill %s %s",
+		         (unsigned long long)t->seed, shape, check_fill_name(c->fill), replay);
+		CheckOpts o = {
+			.seed = check_case_seed(t->seed, &c->shape, c->fill),
+			.fill = c->fill,
+			.full_limit = s->full_limit,
+			.log = stdout,
+			.label = label,
+		};
+		int rc = check_run(dev, mod, &c->shape, &o, &r, &err);
+		t->run++;
+		if (rc || !r.pass)
+			t->failed++;
+		if (rc) {
+			printf("FAIL  %-16s %-6s error: %s\n", shape, check_fill_name(o.fill), err.msg);
+			if (rc == KRT_ECUDA) {
+				printf("stopping: the device reported an error; later launches in this "
+				       "context would fail too\n");
+				t->dead = 1;
+			}
+		} else {
+			if (r.lse_tol > 0)
+				snprintf(lse, sizeof lse, "  lse err %.2e  tol %.0e", r.lse_err, r.lse_tol);
+			printf("%s  %-16s %-6s max rel err %.2e  tol %.0e%s  unwritten %llu  guard %llu%s\n",
+			       r.pass ? "PASS" : "FAIL", shape, check_fill_name(o.fill), r.max_err, r.tol, lse,
+			       (unsigned long long)r.unwritten, (unsigned long long)r.guard_bad,
+			       r.subset ? "  (row subset)" : "");
+		}
+		fflush(stdout);
+	}
+	krt_module_unload(mod);
+}
+
+void
+gpu_check_emitted(KrtDevice *dev, const GpuSuite *s, const char *root, const char *prefix,
+                  GpuTally *t)
+{
+	char pattern[4096];
+	glob_t g;
+
+	snprintf(pattern, sizeof pattern, "%s/emitted/sm_90a/%s*.ptx", root, prefix);
+	if (glob(pattern, 0, NULL, &g) != 0) {
+		printf("note: no files match %s\n", pattern);
+		return;
+	}
+	for (size_t i = 0; i < g.gl_pathc && !t->dead; i++) {
+		char *ptx = NULL;
+		size_t len = 0;
+		KrtErr err = {0};
+		if (check_read_file(g.gl_pathv[i], &ptx, &len, &err)) {
+			printf("FAIL  %s\n", err.msg);
+			t->run++;
+			t->failed++;
+			continue;
+		}
+		gpu_check_module(dev, s, ptx, len, g.gl_pathv[i], g.gl_pathv[i], t);
+		free(ptx);
+	}
+	globfree(&g);
+}
