@@ -479,6 +479,19 @@ parse_reg_decl(EmuParse *p, int line)
 	}
 }
 
+/* The number after .align: a power of two. */
+static int
+parse_align(EmuParse *p, int line, uint32_t *align)
+{
+	Tok *a = next(p);
+	EmuOperand o = {0};
+
+	if (a->kind != TK_NUM || parse_num(p, a, 0, &o) || o.imm <= 0 || (o.imm & (o.imm - 1)))
+		return fail(p, line, ".align needs a power of two");
+	*align = (uint32_t)o.imm;
+	return 0;
+}
+
 /* .extern .shared .align 1024 .b8 kg_smem[];   .shared .align 8 .b8 buf[256]; */
 static int
 parse_shared_decl(EmuParse *p, int line, int is_extern)
@@ -494,11 +507,8 @@ parse_shared_decl(EmuParse *p, int line, int is_extern)
 		if (t->kind == TK_EOF)
 			return fail(p, line, "unterminated .shared declaration");
 		if (strcmp(w, ".align") == 0) {
-			Tok *a = next(p);
-			EmuOperand o = {0};
-			if (a->kind != TK_NUM || parse_num(p, a, 0, &o) || o.imm <= 0 || (o.imm & (o.imm - 1)))
-				return fail(p, line, ".align needs a power of two");
-			align = (uint32_t)o.imm;
+			if (parse_align(p, line, &align))
+				return -1;
 			continue;
 		}
 		if (w[0] == '.') {
@@ -579,11 +589,8 @@ parse_param(EmuParse *p, int line)
 		if (strcmp(w, ".param") == 0)
 			continue;
 		if (strcmp(w, ".align") == 0) {
-			Tok *a = next(p);
-			EmuOperand o = {0};
-			if (a->kind != TK_NUM || parse_num(p, a, 0, &o) || o.imm <= 0 || (o.imm & (o.imm - 1)))
-				return fail(p, line, ".align needs a power of two");
-			align = (uint32_t)o.imm;
+			if (parse_align(p, line, &align))
+				return -1;
 			continue;
 		}
 		if (strcmp(w, ".ptr") == 0 || strncmp(w, ".global", 7) == 0 || strcmp(w, ".shared") == 0)
