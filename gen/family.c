@@ -8,9 +8,9 @@
 #include "layout.h"
 #include "target.h"
 
-extern const Family family_gemm, family_fmha;
+extern const Family family_gemm, family_fmha, family_decode;
 
-const Family *const families[] = {&family_gemm, &family_fmha, NULL};
+const Family *const families[] = {&family_gemm, &family_fmha, &family_decode, NULL};
 
 const Family *
 family_find(const char *name)

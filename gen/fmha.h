@@ -29,6 +29,8 @@ typedef struct FmhaParams {
 	float softmax_scale;       /* 0: 1/sqrt(head_dim) */
 } FmhaParams;
 
+struct FmhaRegs;
+
 typedef struct FmhaCfg {
 	const Target *t;
 	int d, dv, hq, hkv, group; /* group = hq / hkv query heads per KV head */
@@ -67,6 +69,14 @@ typedef struct FmhaCfg {
 	 * free, O done (one Q tile) and O final barriers (sm100/fmha.c) */
 	int r_tslot;
 	int b_sfull, b_cfull, b_oready, b_pvdone, b_odone, b_ofinal;
+	/* decode (gen/decode.h) reuses the sm_90a split-O consumers: its K=V
+	 * tiles come from `gather`, run by the whole producer warpgroup
+	 * (every thread arrives on Q full and K=V full), instead of the TMA
+	 * producer; NULL for fmha. */
+	int (*gather)(Emit *e, const struct FmhaCfg *f, const struct FmhaRegs *r, KgErr *err);
+	int producer_regs;         /* setmaxnreg of the producer warpgroup (0: the plan's) */
+	int head_guard;            /* store only rows of heads < hq (a head block past hq) */
+	const void *ext;           /* the caller's configuration (decode: DecodeCfg) */
 	char name[120];
 } FmhaCfg;
 
@@ -83,6 +93,11 @@ typedef struct FmhaRegs {
 	Reg vcol;                  /* first V/O column of this CTA (ohalves 2) */
 	Reg tq, tk, tv;            /* generic addresses of the tensor maps */
 	Reg o, lse;                /* global addresses */
+	/* Optional (decode), unset when .s[0] == 0: the softmax scale·log2(e)
+	 * as a run-time register instead of the generation-time constant; the
+	 * LSE index of head 0 (total_q then holds the head stride); per-head
+	 * sink logits (global address, f32 [Hq]) joining the denominator. */
+	Reg scale_log2, lse_q0, sink;
 } FmhaRegs;
 
 typedef struct FmhaOps {

@@ -63,14 +63,17 @@ swizzle_period(Swizzle s)
  * absolute address because that is what TMA writes and the MMA reads
  * (hardware-facts §1.2, §5.6). An unknown mode is the identity. */
 uint32_t
+swizzle_mask(Swizzle s)
+{
+	if ((unsigned)s >= SWZ_COUNT)
+		return 0;
+	return ((1u << swz_tab[s].xor_bits) - 1) << 7;
+}
+
+uint32_t
 swizzle_addr(Swizzle s, uint32_t addr)
 {
-	uint32_t mask;
-
-	if ((unsigned)s >= SWZ_COUNT)
-		return addr;
-	mask = ((1u << swz_tab[s].xor_bits) - 1) << 7;
-	return addr ^ ((addr & mask) >> 3);
+	return addr ^ ((addr & swizzle_mask(s)) >> 3);
 }
 
 /* Bits one element occupies in shared memory. 6-bit types live in the

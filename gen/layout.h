@@ -27,6 +27,10 @@ int swizzle_span(Swizzle s);   /* bytes of one swizzled row: 16 (none), 32, 64, 
 int swizzle_period(Swizzle s); /* alignment for base_offset 0: 16, 256, 512, 1024 */
 /* Apply the swizzle to an absolute shared-memory byte address (§1.2). */
 uint32_t swizzle_addr(Swizzle s, uint32_t addr);
+/* The address bits that swizzle_addr moves down by 3 and XORs in: code
+ * that swizzles at run time (st.shared into a TMA-shaped tile) emits
+ * addr ^ ((addr & mask) >> 3) with this mask. */
+uint32_t swizzle_mask(Swizzle s);
 
 /* A densely packed tile of `mn` rows (along M or N) by `k` elements, laid
  * out canonically for `major` and `swz`:

@@ -264,7 +264,11 @@ bind_scalar(CheckCase *c, const KrtAbiParam *p, KrtArg *a, KrtErr *err)
 		a->v.s32 = (int32_t)v;
 	else if (p->kind == KRT_ARG_U64)
 		a->v.u64 = v;
-	else
+	else if (v <= UINT32_MAX) {
+		/* f32: the value is the float's bit pattern (check_set_var) */
+		uint32_t bits = (uint32_t)v;
+		memcpy(&a->v.f32, &bits, 4);
+	} else
 		return check_fail(err, KRT_EABI, "%s: f32 %s: family %s has no value for it",
 		                  c->abi->kernel, p->name, c->fam->name);
 	return 0;
@@ -686,10 +690,12 @@ check_draw_matrix(NumRng *r, CheckFill fill, NumType t, CheckEdge e, uint64_t ro
  * tools/peers.py), describe (failure details). */
 extern const CheckFamily check_family_gemm; /* check_gemm.c */
 extern const CheckFamily check_family_fmha; /* check_fmha.c */
+extern const CheckFamily check_family_decode; /* check_decode.c */
 
 static const CheckFamily *const families[] = {
 	&check_family_gemm,
 	&check_family_fmha,
+	&check_family_decode,
 };
 
 const CheckFamily *

@@ -10,7 +10,7 @@
 #include "tools/check.h"
 
 enum {
-	CHECK_MAX_BUFS = 8,
+	CHECK_MAX_BUFS = 12, /* decode: Q, O, LSE, sink, two caches with indices and lengths */
 	CHECK_MAX_VARS = 16,
 	CHECK_GUARD_BYTE = 0x99,  /* around outputs, as dav1d's checkasm does */
 	CHECK_POISON_BYTE = 0xff, /* inside outputs: 0xffff / 0xffffffff are
@@ -75,7 +75,7 @@ void check_report(CheckCase *c, const char *fmt, ...) __attribute__((format(prin
 CheckBuf *check_find_buf(CheckCase *c, const char *name);
 const CheckBuf *check_find_buf_const(const CheckCase *c, const char *name);
 /* A named value for the binding (see CheckVar); a later one of the same
- * name replaces it. */
+ * name replaces it. An f32 scalar parameter takes the float's bit pattern. */
 int check_set_var(CheckCase *c, const char *name, uint64_t value, KrtErr *err);
 
 /* An input of element type t, uploaded; takes ownership of host (freed

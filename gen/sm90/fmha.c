@@ -388,6 +388,22 @@ emit_kv_tail(Emit *e, KgErr *err, const FmhaCfg *f, const FmhaRegs *r, Consumer 
 	return 0;
 }
 
+/* The attention sink (decode): exp(sink[head]) joins row r2's sum, in
+ * the sum's units 2^(s·scale·log2e - ms): l += 2^(sink·log2e - ms). A row
+ * that saw no key has ms = 0, so l = e^sink, O = 0 and LSE = sink. Rows
+ * of heads past hq (head_guard) read no sink. */
+static void
+emit_sink(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Consumer *c, int r2, Reg x)
+{
+	Reg a = reg_new(e, RC_B64), ok = reg_new(e, RC_PRED);
+
+	emitf(e, "\tsetp.lt.u32 %s, %s, %d;\n", ok.s, c->hrow[r2].s, f->hq);
+	emitf(e, "\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n", a.s, c->hrow[r2].s, a.s, a.s, r->sink.s);
+	emitf(e, "\tmov.f32 %s, %s;\n\t@%s ld.global.nc.f32 %s, [%s];\n", x.s, NEG_INF, ok.s, x.s, a.s);
+	emitf(e, "\tmul.f32 %s, %s, 0f3FB8AA3B;\n\tsub.f32 %s, %s, %s;\n", x.s, x.s, x.s, x.s, c->ms[r2].s);
+	emitf(e, "\tex2.approx.ftz.f32 %s, %s;\n\tadd.f32 %s, %s, %s;\n", x.s, x.s, c->l[r2].s, c->l[r2].s, x.s);
+}
+
 /* Normalizes O by the row sums and stores this warpgroup's columns; writes
  * LSE. Row sums are the quad's partials added up, or, for the second half
  * of a split O, the first half's published sums. */
@@ -418,6 +434,8 @@ fmha90_epilogue(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Consumer *c, KgErr
 				emitf(e, "\tmov.b32 %s, %s;\n\tadd.f32 %s, %s, %s;\n", inv[r2].s, c->t.s, c->l[r2].s,
 				      c->l[r2].s, inv[r2].s);
 			}
+			if (r->sink.s[0])
+				emit_sink(e, f, r, c, r2, inv[r2]);
 			if (c->l_to_smem) {
 				emitf(e, "\tsetp.eq.u32 %s, %s, 0;\n", pl.s, c4.s);
 				emitf(e, "\t@%s st.shared.f32 [%s], %s;\n", pl.s, sa.s, c->l[r2].s);
@@ -427,6 +445,8 @@ fmha90_epilogue(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Consumer *c, KgErr
 		emitf(e, "\trcp.rn.f32 %s, %s;\n\tselp.f32 %s, %s, 0f00000000, %s;\n", inv[r2].s, c->l[r2].s,
 		      inv[r2].s, inv[r2].s, c->p.s);
 		emitf(e, "\tsetp.lt.u32 %s, %s, %s;\n", prow[r2].s, c->rowq[r2].s, r->sq.s);
+		if (f->head_guard)
+			emitf(e, "\tsetp.lt.and.u32 %s, %s, %d, %s;\n", prow[r2].s, c->hrow[r2].s, f->hq, prow[r2].s);
 		/* element ((qs + row) * Hq + head) * Dv + ocol0 + 2*(lane%4) */
 		emitf(e, "\tadd.u32 %s, %s, %s;\n\tmul.wide.u32 %s, %s, %d;\n", c->t.s, c->rowq[r2].s, r->qs.s,
 		      addr[r2].s, c->t.s, f->hq * f->dv);
@@ -444,7 +464,7 @@ fmha90_epilogue(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Consumer *c, KgErr
 			emitf(e, "\tselp.f32 %s, %s, %s, %s;\n", lse.s, lse.s, NEG_INF, c->p.s);
 			emitf(e, "\tsetp.eq.and.u32 %s, %s, 0, %s;\n", pl.s, c4.s, prow[r2].s);
 			emitf(e, "\tmad.lo.u32 %s, %s, %s, %s;\n\tadd.u32 %s, %s, %s;\n", c->lo.s, c->hrow[r2].s,
-			      r->total_q.s, r->qs.s, c->lo.s, c->lo.s, c->rowq[r2].s);
+			      r->total_q.s, r->lse_q0.s[0] ? r->lse_q0.s : r->qs.s, c->lo.s, c->lo.s, c->rowq[r2].s);
 			emitf(e, "\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n", a.s, c->lo.s, a.s, a.s, r->lse.s);
 			emitf(e, "\t@%s st.global.f32 [%s], %s;\n", pl.s, a.s, lse.s);
 		}
@@ -518,7 +538,10 @@ fmha90_consumer_init(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Consumer *cp,
 	c.t = reg_new(e, RC_B32);
 	c.p = reg_new(e, RC_PRED);
 	c.lane0 = reg_new(e, RC_PRED);
-	fimm(c.sc, f->scale_log2);
+	if (r->scale_log2.s[0])
+		snprintf(c.sc, sizeof c.sc, "%s", r->scale_log2.s);
+	else
+		fimm(c.sc, f->scale_log2);
 	snprintf(c.guard0, sizeof c.guard0, "@%s ", c.lane0.s);
 	/* K tiles have Q's layout (K-major, SW128): one constant serves both */
 	c.dq_lo = (uint32_t)dq;

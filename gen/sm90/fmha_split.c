@@ -26,9 +26,17 @@ fmha90_split_plan(FmhaCfg *f, KgErr *err)
 	char does[96];
 	int regs;
 
+	int preg = f->producer_regs ? f->producer_regs : PRODUCER_REGS;
+	/* full barriers: one TMA expect_tx, or every gathering thread */
+	int full_arrivals = f->gather ? 128 : 1;
+	const char *filler = f->gather ? "every producer thread after its stores and proxy fence"
+	                               : "producer: expect_tx + TMA";
+
 	p->threads = 384;
-	regs = plan_regs_split(p, 256, 128, PRODUCER_REGS);
-	plan_role(p, "producer", 0, 4, PRODUCER_REGS, "warp 0, one elected lane: TMA Q, then K/V tiles");
+	regs = plan_regs_split(p, 256, 128, preg);
+	plan_role(p, "producer", 0, 4, preg,
+	          f->gather ? "warpgroup 0: Q, then gathers and dequantizes K=V tiles (st.shared)"
+	                    : "warp 0, one elected lane: TMA Q, then K/V tiles");
 	snprintf(does, sizeof does, "S=QK^T (SS, N=%d), softmax, P to smem, O cols 0-%d += PV (SS)", f->bn,
 	         f->dv / 2 - 1);
 	plan_role(p, "scores", 4, 4, regs, does);
@@ -40,9 +48,11 @@ fmha90_split_plan(FmhaCfg *f, KgErr *err)
 	f->r_p = plan_smem(p, "P tiles", 64u * (uint32_t)f->bn * (uint32_t)f->esz, 1024, PBUFS);
 	f->r_corr = plan_smem(p, "rescale", 64 * 4, 16, PBUFS);
 	f->r_lsum = plan_smem(p, "row sums", 64 * 4, 16, 1);
-	f->b_q = plan_barrier(p, "Q full", 1, 1, f->q_bytes, "producer: expect_tx + TMA");
-	f->b_k = plan_barrier(p, f->kv_shared ? "K=V full" : "K full", f->stages, 1, f->k_bytes,
-	                      "producer: expect_tx + TMA");
+	f->b_q = plan_barrier(p, "Q full", 1, full_arrivals, f->gather ? 0 : f->q_bytes, filler);
+	f->b_k = plan_barrier(p, f->kv_shared ? "K=V full" : "K full", f->stages, full_arrivals,
+	                      f->gather ? 0 : f->k_bytes, filler);
+	if (f->gather && !f->kv_shared)
+		return kg_fail(err, "a gathered K=V tile serves both operands: kv-shared is required");
 	if (f->kv_shared) {
 		f->b_v = f->b_k;
 		f->b_kfree = f->b_vfree = plan_barrier(p, "K=V free", f->stages, 8, 0,
@@ -324,11 +334,16 @@ fmha90_split_body(Emit *e, const FmhaCfg *f, const FmhaRegs *r, KgErr *err)
 	emitf(e, "\tsetp.eq.u32 %s, %s, 1;\n\t@%s bra %s;\n", p.s, wg.s, p.s, scores);
 	emitf(e, "\tsetp.eq.u32 %s, %s, 2;\n\t@%s bra %s;\n", p.s, wg.s, p.s, output);
 	op_setmaxnreg(e, 0, f->plan.roles[0].regs);
-	emitf(e, "\tsetp.ne.u32 %s, %s, 0;\n\t@%s bra %s;\n", p.s, r->warp.s, p.s, out);
-	op_elect_one(e, el);
-	emitf(e, "\t@!%s bra %s;\n", el.s, out);
-	if (fmha_emit_producer(e, f, r, err) < 0)
-		return -1;
+	if (f->gather) {
+		if (f->gather(e, f, r, err) < 0)
+			return -1;
+	} else {
+		emitf(e, "\tsetp.ne.u32 %s, %s, 0;\n\t@%s bra %s;\n", p.s, r->warp.s, p.s, out);
+		op_elect_one(e, el);
+		emitf(e, "\t@!%s bra %s;\n", el.s, out);
+		if (fmha_emit_producer(e, f, r, err) < 0)
+			return -1;
+	}
 	emitf(e, "\tbra %s;\n", out);
 	emit_label(e, scores);
 	op_setmaxnreg(e, 1, f->plan.roles[1].regs);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "emu_test.h"
+#include "tools/check.h"
 
 char *
 et_read(const char *path, size_t *len)
@@ -501,4 +502,36 @@ done:
 	free(p);
 	free(orow);
 	return rc;
+}
+
+int
+et_decode(KrtDevice *dev, KrtModule *mod, uint32_t batch, uint32_t sq, uint64_t seed, EtFmha *res)
+{
+	CheckShape shape = {4, {batch, sq, 0, 0}};
+	CheckResult cr;
+	char *buf = NULL;
+	size_t blen = 0;
+	FILE *log = open_memstream(&buf, &blen);
+	CheckOpts o = {.seed = seed, .fill = CHECK_FILL_NORMAL, .max_report = 1, .log = log};
+	int rc;
+
+	memset(res, 0, sizeof *res);
+	memset(&cr, 0, sizeof cr);
+	rc = check_run(dev, mod, &shape, &o, &cr, &res->err);
+	if (log)
+		fclose(log);
+	if (buf) {
+		/* the first mismatch line of the report */
+		const char *l = strstr(buf, "\n  ");
+		snprintf(res->first_bad, sizeof res->first_bad, "%.255s", l ? l + 3 : buf);
+		free(buf);
+	}
+	res->max_err = cr.max_err;
+	res->tol = cr.tol;
+	res->lse_err = cr.lse_err;
+	res->lse_tol = cr.lse_tol;
+	res->bad = cr.bad + cr.unwritten + cr.guard_bad;
+	if (rc)
+		return res->rc = -1;
+	return res->rc = cr.pass ? 0 : 1;
 }

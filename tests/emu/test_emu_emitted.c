@@ -1,6 +1,6 @@
 /* Every emitted kernel (emitted/TARGET/NAME.ptx) on the emulator at small
  * shapes with tails, against a float64 reference, with no hazard. One
- * runner per kernel family (gemm, fmha); a family without one fails, so a
+ * runner per kernel family (gemm, fmha, decode); a family without one fails, so a
  * new family cannot slip past the emulator unnoticed.
  *
  *   test_emu_emitted SRC_ROOT [FILE.ptx ...]
@@ -28,6 +28,13 @@ static const EtFmhaShape fmha_shapes[] = {
 	{1, {200}, {300}},
 };
 
+/* decode: batch x s_q (the checker draws the caches and indices; the first
+ * row skips every key) */
+static const uint32_t decode_shapes[][2] = {
+	{1, 1},
+	{2, 2},
+};
+
 static double
 now(void)
 {
@@ -51,7 +58,8 @@ run_file(const char *path)
 		return 1;
 	}
 	int gemm = strcmp(abi.family, "gemm") == 0, fmha = strcmp(abi.family, "fmha") == 0;
-	if (!gemm && !fmha) {
+	int decode = strcmp(abi.family, "decode") == 0;
+	if (!gemm && !fmha && !decode) {
 		printf("FAIL %s: family %s has no runner in test_emu_emitted.c\n", path, abi.family);
 		free(ptx);
 		return 1;
@@ -66,8 +74,9 @@ run_file(const char *path)
 		return 1;
 	}
 	free(ptx);
-	size_t nshapes = gemm ? sizeof gemm_shapes / sizeof gemm_shapes[0]
-	                      : sizeof fmha_shapes / sizeof fmha_shapes[0];
+	size_t nshapes = gemm     ? sizeof gemm_shapes / sizeof gemm_shapes[0]
+	                 : decode ? sizeof decode_shapes / sizeof decode_shapes[0]
+	                          : sizeof fmha_shapes / sizeof fmha_shapes[0];
 	for (size_t i = 0; i < nshapes; i++) {
 		char shape[64];
 		double t0 = now();
@@ -82,6 +91,11 @@ run_file(const char *path)
 			snprintf(shape, sizeof shape, "%ux%ux%u", d[0], d[1], d[2]);
 			rc = et_gemm(dev, mod, d[0], d[1], d[2], 1000 + i, &g);
 			maxerr = g.max_err, tol = g.tol, bad = g.bad, first = g.first_bad, msg = g.err.msg;
+		} else if (decode) {
+			const uint32_t *d = decode_shapes[i];
+			snprintf(shape, sizeof shape, "batch %u s_q %u", d[0], d[1]);
+			rc = et_decode(dev, mod, d[0], d[1], 3000 + i, &f);
+			maxerr = f.max_err, tol = f.tol, bad = f.bad, first = f.first_bad, msg = f.err.msg;
 		} else {
 			const EtFmhaShape *f0 = &fmha_shapes[i];
 			size_t at = (size_t)snprintf(shape, sizeof shape, "batch %u:", f0->batch);
@@ -100,7 +114,7 @@ run_file(const char *path)
 			fails++;
 		} else {
 			printf("ok   %s %s: max rel err %.3g (tol %.0e)%s %.2fs\n", abi.kernel, shape,
-			       maxerr, tol, fmha && f.lse_err > 0 ? ", LSE ok" : "", dt);
+			       maxerr, tol, (fmha || decode) && f.lse_err > 0 ? ", LSE ok" : "", dt);
 		}
 		fflush(stdout);
 	}
