@@ -394,6 +394,12 @@ check_case_family(const CheckCase *c)
 }
 
 double
+check_case_traffic(const CheckCase *c)
+{
+	return c->fam->bytes ? c->fam->bytes(c) : 0;
+}
+
+double
 check_case_flops(const CheckCase *c)
 {
 	return c->fam->flops(c);

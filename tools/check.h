@@ -97,6 +97,10 @@ typedef struct CheckFamily {
 	 * counts are known: "gemm M N K bf16 ITERS WARMUP f32". -1: no peer
 	 * takes this case. */
 	int (*peer_args)(const CheckCase *c, int iters, int warmup, char *buf, size_t n);
+	/* Optional: the bytes the case must move at least, for GB/s (decode:
+	 * Q + unique gathered tokens x bytes per token + O, FlashMLA's count);
+	 * NULL: kbench prints no rate. */
+	double (*bytes)(const CheckCase *c);
 	/* Optional: lines for a failure report that the ABI and the shape do
 	 * not already say (fmha: the configuration read from the ABI args and
 	 * the drawn sequence lengths). */
@@ -125,6 +129,7 @@ void check_case_free(CheckCase *c);
 const KrtArg *check_case_args(const CheckCase *c, int *nargs);
 const CheckFamily *check_case_family(const CheckCase *c);
 double check_case_flops(const CheckCase *c);
+double check_case_traffic(const CheckCase *c); /* the family's bytes(), or 0 */
 uint64_t check_case_bytes(const CheckCase *c); /* device bytes it uses */
 /* Fills every output with the poison (all bytes 0xff: a NaN in bf16, fp16
  * and f32) and its guard bands with 0x99. */

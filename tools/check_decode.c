@@ -3,12 +3,14 @@
  *
  * The configuration comes from the ABI's `//@args` line (heads, top-k and
  * page size of each source, topk-length, sink). The shape is batch x s_q
- * [x pages x pages_extra] (0 pages: 2·topk + 17 tokens' worth). Each case
+ * [x pages x pages_extra x full] (0 pages: 2·topk + 17 tokens' worth). Each case
  * builds real fp8-v4 caches with the reference quantizer from BF16 values
  * of mixed magnitudes, and index lists with -1 entries, indices outside
  * [0, capacity) (also skipped), duplicates, pages in random order, and
  * per-row lengths below top-k; the first query row skips every key, so it
- * must give O = 0 and LSE = -inf (with a sink, LSE = the sink). */
+ * must give O = 0 and LSE = -inf (with a sink, LSE = the sink). full = 1
+ * draws what a model's decode step sees instead (kbench's shape): every
+ * entry valid, distinct within its row, all lengths top-k. */
 #include <float.h>
 #include <math.h>
 #include <stdio.h>
@@ -33,6 +35,7 @@ typedef struct Decode {
 	uint32_t hq, batch, sq;
 	int nsrc, has_len, sink;
 	Src src[2];
+	int full;
 	float scale;
 	uint16_t *q;
 	float *sinkv;
@@ -81,6 +84,17 @@ read_config(CheckCase *c, Decode *d, KrtErr *err)
 		return check_fail(err, KRT_EABI, "%s: --topk-extra %d without --page-size-extra",
 		                  c->abi->kernel, d->src[1].topk);
 	return 0;
+}
+
+static uint64_t
+gcd(uint64_t a, uint64_t b)
+{
+	while (b) {
+		uint64_t t = a % b;
+		a = b;
+		b = t;
+	}
+	return a;
 }
 
 static uint16_t
@@ -133,7 +147,17 @@ build_indices(CheckCase *c, Decode *d, Src *s, const char *sfx, KrtErr *err)
 		free(len);
 		return check_fail(err, KRT_ENOMEM, "decode: no host memory for the indices");
 	}
-	for (uint64_t r = 0; r < rows; r++) {
+	for (uint64_t r = 0; r < rows && d->full; r++) {
+		/* distinct: a random stride coprime to the capacity from a random start */
+		int32_t *x = idx + r * (uint64_t)s->topk;
+		uint64_t cap = s->capacity, st = 1 + num_rng_below(&c->rng, cap), at = num_rng_below(&c->rng, cap);
+		while (cap > 1 && gcd(st, cap) != 1)
+			st++;
+		for (int i = 0; i < s->topk; i++)
+			x[i] = (int32_t)((at + (uint64_t)i * st) % cap);
+		len[r] = s->topk;
+	}
+	for (uint64_t r = 0; r < rows && !d->full; r++) {
 		int32_t *x = idx + r * (uint64_t)s->topk;
 		for (int i = 0; i < s->topk; i++) {
 			uint64_t u = num_rng_below(&c->rng, 100);
@@ -183,6 +207,7 @@ decode_prepare(CheckCase *c, KrtErr *err)
 		return rc;
 	d->batch = (uint32_t)c->shape.d[0];
 	d->sq = (uint32_t)c->shape.d[1];
+	d->full = c->shape.d[4] != 0;
 	if (!d->batch || !d->sq)
 		return check_fail(err, KRT_EINVAL, "decode: batch %u, s_q %u: both must be at least 1", d->batch,
 		                  d->sq);
@@ -191,6 +216,9 @@ decode_prepare(CheckCase *c, KrtErr *err)
 		uint64_t pages = c->shape.d[2 + s];
 		if (!pages)
 			pages = ((uint64_t)2 * (uint64_t)x->topk + 17 + (uint64_t)x->ps - 1) / (uint64_t)x->ps;
+		if (d->full && pages * (uint64_t)x->ps < (uint64_t)x->topk)
+			return check_fail(err, KRT_EINVAL, "decode: full=1 with pages%s %llu of %d tokens: distinct indices need a capacity of top-k %d",
+			                  sfx[s], (unsigned long long)pages, x->ps, x->topk);
 		if (pages * (uint64_t)x->ps > INT32_MAX)
 			return check_fail(err, KRT_EINVAL, "decode: pages%s %llu of %d tokens: the capacity must fit in int32",
 			                  sfx[s], (unsigned long long)pages, x->ps);
@@ -356,15 +384,51 @@ decode_flops(const CheckCase *c)
 	return keys * d->hq * 2.0 * (D_QK + D_V);
 }
 
+/* Q + the distinct tokens each row gathers x bytes per token (row and
+ * scales: 584) + O: FlashMLA's accounting of a sparse decode's traffic. */
+static double
+decode_bytes(const CheckCase *c)
+{
+	const Decode *d = c->priv;
+	uint64_t rows = (uint64_t)d->batch * d->sq, tokens = 0;
+	size_t maxk = (size_t)d->src[0].topk > (size_t)d->src[1].topk ? (size_t)d->src[0].topk : (size_t)d->src[1].topk;
+	int32_t *seen = malloc(sizeof *seen * (maxk + 1));
+
+	if (!seen)
+		return 0;
+	for (uint64_t r = 0; r < rows; r++)
+		for (int s = 0; s < d->nsrc; s++) {
+			const Src *x = &d->src[s];
+			int len = x->len ? x->len[r] : x->topk, n = 0;
+			len = len < 0 ? 0 : len > x->topk ? x->topk : len;
+			for (int i = 0; i < len; i++) {
+				int32_t v = x->idx[r * (uint64_t)x->topk + (uint64_t)i], dup = 0;
+				if (v < 0 || (uint32_t)v >= x->capacity)
+					continue;
+				for (int j = 0; j < n && !dup; j++)
+					dup = seen[j] == v;
+				if (!dup)
+					seen[n++] = v;
+			}
+			tokens += (uint64_t)n;
+		}
+	free(seen);
+	return (double)rows * d->hq * (D_QK + D_V) * 2 + (double)tokens * (DECODE_V4_ROW + DECODE_V4_SCALES);
+}
+
+/* "decode B SQ HQ TOPK PS TOPKX PSX PAGES PAGESX SINK ITERS WARMUP FLOPS
+ * BYTES": tools/peers.py times a naive PyTorch decode (gather, dequantize,
+ * matmul, softmax, matmul) on its own caches of the same shape, full
+ * lists, and a device-to-device copy for the rate limit. */
 static int
 decode_peer_args(const CheckCase *c, int iters, int warmup, char *buf, size_t n)
 {
-	(void)c;
-	(void)iters;
-	(void)warmup;
-	(void)buf;
-	(void)n;
-	return -1;
+	const Decode *d = c->priv;
+	int len = snprintf(buf, n, "decode %u %u %u %d %d %d %d %u %u %d %d %d %.6g %.6g", d->batch, d->sq,
+	                   d->hq, d->src[0].topk, d->src[0].ps, d->src[1].topk, d->nsrc > 1 ? d->src[1].ps : 1,
+	                   d->src[0].pages, d->nsrc > 1 ? d->src[1].pages : 0, d->sink, iters, warmup,
+	                   decode_flops(c), decode_bytes(c));
+	return len < 0 || (size_t)len >= n ? -1 : 0;
 }
 
 static void
@@ -384,23 +448,27 @@ decode_describe(const CheckCase *c, FILE *out)
 
 /* Small and odd: batch x s_q [x pages x pages_extra]. */
 static const CheckShape decode_shapes[] = {
-	{4, {1, 1, 0, 0}},
-	{4, {3, 2, 0, 0}},
-	{4, {2, 1, 3, 2}},
-	{4, {5, 2, 0, 0}},
+	{5, {1, 1, 0, 0, 0}},
+	{5, {3, 2, 0, 0, 0}},
+	{5, {2, 1, 3, 2, 0}},
+	{5, {5, 2, 0, 0, 0}},
+	{5, {4, 2, 0, 0, 1}},
 };
 
 const CheckFamily check_family_decode = {
 	.name = "decode",
-	.dims = "batch,s_q,pages,pages_extra",
-	.ndims = 4,
+	.dims = "batch,s_q,pages,pages_extra,full",
+	.ndims = 5,
 	.nrequired = 2,
 	.shapes = decode_shapes,
 	.nshapes = COUNT(decode_shapes),
-	.bench = {4, {64, 1, 0, 0}},
+	/* V4 decode step: 64 rows, pages to hold 128K main / 16K extra tokens
+	 * (76 MB + 9 MB at page 64 / 256: more than L2) */
+	.bench = {5, {64, 1, 2048, 64, 1}},
 	.prepare = decode_prepare,
 	.compare = decode_compare,
 	.flops = decode_flops,
 	.peer_args = decode_peer_args,
+	.bytes = decode_bytes,
 	.describe = decode_describe,
 };

@@ -54,6 +54,7 @@ typedef struct Args {
 typedef struct Timing {
 	double median_ms, min_ms, max_ms;
 	double tflops;
+	double gbps;    /* the family's bytes / median; 0 without a count */
 	int sets;
 } Timing;
 
@@ -331,6 +332,7 @@ bench_ours(const Args *a, KrtDevice *dev, KrtModule *mod, Timing *t, char *peer_
 		goto out;
 	t->sets = nsets;
 	summarize(ms, a->iters, check_case_flops(sets[0]), t);
+	t->gbps = check_case_traffic(sets[0]) / (t->median_ms * 1e-3) / 1e9;
 	if (a->fam->peer_args(sets[0], a->iters, a->warmup, peer_args, peer_len))
 		peer_args[0] = 0;
 	rc = 0;
@@ -486,8 +488,11 @@ run(Args *a)
 	printf("kbench: kgen args: %s\n", abi->args);
 	if ((rc = bench_ours(a, dev, mod, &t, peer_args, sizeof peer_args)))
 		goto out;
-	printf("ours  %s %s: median %.4f ms (min %.4f, max %.4f) over %d launches: %.1f TFLOP/s\n",
+	printf("ours  %s %s: median %.4f ms (min %.4f, max %.4f) over %d launches: %.1f TFLOP/s",
 	       abi->kernel, shape, t.median_ms, t.min_ms, t.max_ms, a->iters, t.tflops);
+	if (t.gbps > 0)
+		printf(", %.0f GB/s", t.gbps);
+	printf("\n");
 	if (a->no_peer || !peer_args[0])
 		snprintf(ps.why, sizeof ps.why, a->no_peer ? "--no-peer" : "no peer for this case");
 	else

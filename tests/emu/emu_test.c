@@ -507,7 +507,7 @@ done:
 int
 et_decode(KrtDevice *dev, KrtModule *mod, uint32_t batch, uint32_t sq, uint64_t seed, EtFmha *res)
 {
-	CheckShape shape = {4, {batch, sq, 0, 0}};
+	CheckShape shape = {5, {batch, sq, 0, 0, 0}};
 	CheckResult cr;
 	char *buf = NULL;
 	size_t blen = 0;

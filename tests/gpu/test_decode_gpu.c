@@ -21,11 +21,12 @@ enum { EXIT_SKIP = 77 };
 
 /* batch x s_q x pages x pages_extra (0: 2·topk + 17 tokens' worth) */
 static const GpuCase cases[] = {
-	{{4, {1, 1, 0, 0}}, CHECK_FILL_NORMAL},
-	{{4, {3, 2, 0, 0}}, CHECK_FILL_NORMAL},
-	{{4, {2, 1, 3, 2}}, CHECK_FILL_NORMAL},
-	{{4, {7, 2, 0, 0}}, CHECK_FILL_NORMAL},
-	{{4, {33, 1, 0, 0}}, CHECK_FILL_NORMAL},
+	{{5, {1, 1, 0, 0}}, CHECK_FILL_NORMAL},
+	{{5, {3, 2, 0, 0}}, CHECK_FILL_NORMAL},
+	{{5, {2, 1, 3, 2}}, CHECK_FILL_NORMAL},
+	{{5, {7, 2, 0, 0}}, CHECK_FILL_NORMAL},
+	{{5, {33, 1, 0, 0}}, CHECK_FILL_NORMAL},
+	{{5, {16, 2, 0, 0, 1}}, CHECK_FILL_NORMAL},
 };
 
 static const GpuSuite suite = {cases, COUNT(cases), 0};
