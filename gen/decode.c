@@ -44,6 +44,8 @@ static const ParamSpec decode_params[] = {
 	{"sink", PK_INT, P(sink), "0,1", 0, 0, 0, "0", "per-head attention-sink logits join the denominator"},
 };
 
+static int decode_finish(Emit *e, const FmhaCfg *f, const FmhaRegs *r, KgErr *err);
+
 static int
 decode_configure(DecodeCfg *d, const DecodeParams *p, KgErr *err)
 {
@@ -97,6 +99,7 @@ decode_configure(DecodeCfg *d, const DecodeParams *p, KgErr *err)
 	f->rows = 1;
 	f->head_guard = d->hq % 64 != 0;
 	f->gather = ops->gather;
+	f->finish = decode_finish;
 	f->producer_regs = ops->producer_regs;
 	f->ext = d;
 	if (layout_canonical(&f->lq, MAJOR_K, SWZ_128B, 16, 64, f->d, err) < 0 ||
@@ -115,7 +118,7 @@ decode_configure(DecodeCfg *d, const DecodeParams *p, KgErr *err)
 	 * half of O and P (232); ptxas allocates these consumers 168 in all
 	 * (emitted/sm_90a/fmha_bf16_d512_h128kv1_kvshared_causal_pk64_*.ptxas.txt).
 	 * The gathering producer needs more than a TMA thread, so decode holds
-	 * the consumers to 24 beside S, O and P: 200 of the 208 left, and the
+	 * the consumers to 24 beside S, O and P: 200 of what the producer leaves, and the
 	 * ptxas suite to no spills. */
 	f->plan.regs_need_max = f->bn / 2 + f->dv / 4 + f->bn / 4 + 24;
 	d->r_list = plan_smem(&f->plan, "key list", 4u * (uint32_t)d->list_len, 16, 1);
@@ -205,7 +208,8 @@ static int
 emit_prologue(Emit *e, const DecodeCfg *d, FmhaRegs *r, KgErr *err)
 {
 	const FmhaCfg *f = &d->f;
-	Reg raw = reg_new(e, RC_B32), qrow = reg_new(e, RC_B32), sc = reg_new(e, RC_F32);
+	Reg raw = reg_new(e, RC_B32), y = reg_new(e, RC_B32), sc = reg_new(e, RC_F32);
+	Reg t = reg_new(e, RC_B32), tiles = reg_new(e, RC_B32), ps = reg_new(e, RC_PRED);
 	Reg cnt;
 
 	memset(r, 0, sizeof *r);
@@ -227,43 +231,196 @@ emit_prologue(Emit *e, const DecodeCfg *d, FmhaRegs *r, KgErr *err)
 	r->lse = reg_new(e, RC_B64);
 	r->scale_log2 = reg_new(e, RC_F32);
 	r->lse_q0 = reg_new(e, RC_B32);
+	r->splits = reg_new(e, RC_B32);
+	r->split = reg_new(e, RC_B32);
 	if (d->sink)
 		r->sink = reg_new(e, RC_B64);
+
+	r->sink_hq = reg_new(e, RC_B32);
+	r->qrow = reg_new(e, RC_B32);
 
 	emit_block(e, "decode.prologue");
 	emitf(e, "\tmov.u32 %s, %%tid.x;\n\tshr.u32 %s, %s, 5;\n\tand.b32 %s, %s, 31;\n", r->tid.s,
 	      r->warp.s, r->tid.s, r->lane.s, r->tid.s);
-	/* CTA (x, y, z): head block x, query token y of sequence z */
-	emitf(e, "\tmov.u32 %s, %%ctaid.z;\n\tmov.u32 %s, %%ctaid.x;\n\tshl.b32 %s, %s, 6;\n", r->b.s, r->h.s,
-	      r->h.s, r->h.s);
+	/* CTA (x, y, z): head block x % HB of split x / HB, query token y of
+	 * sequence z */
+	emitf(e, "\tld.param.u32 %s, [p_splits];\n\tmov.u32 %s, %%ctaid.x;\n", r->splits.s, t.s);
+	emitf(e, "\tdiv.u32 %s, %s, %d;\n\trem.u32 %s, %s, %d;\n\tshl.b32 %s, %s, 6;\n", r->split.s, t.s,
+	      d->hblocks, r->h.s, t.s, d->hblocks, r->h.s, r->h.s);
+	emitf(e, "\tmov.u32 %s, %%ctaid.z;\n", r->b.s);
 	emitf(e, "\tmov.u32 %s, 0;\n\tmov.u32 %s, 0;\n\tmov.u32 %s, 0;\n\tmov.u32 %s, 1;\n", r->hk.s, r->ks.s,
 	      r->m0.s, r->sq.s);
-	/* Q row qs = b·s_q + y; LSE [batch, Hq, s_q]: head stride s_q (total_q),
+	/* Q row b·s_q + y; LSE [batch, Hq, s_q]: head stride s_q (total_q),
 	 * head 0 at b·Hq·s_q + y */
-	emitf(e, "\tld.param.u32 %s, [p_s_q];\n\tmov.u32 %s, %%ctaid.y;\n", r->total_q.s, qrow.s);
+	emitf(e, "\tld.param.u32 %s, [p_s_q];\n\tmov.u32 %s, %%ctaid.y;\n", r->total_q.s, y.s);
 	emitf(e, "\tmul.lo.u32 %s, %s, %d;\n\tmad.lo.u32 %s, %s, %s, %s;\n", r->lse_q0.s, r->b.s, d->hq,
-	      r->lse_q0.s, r->lse_q0.s, r->total_q.s, qrow.s);
-	emitf(e, "\tmad.lo.u32 %s, %s, %s, %s;\n\tmov.u32 %s, %s;\n", qrow.s, r->b.s, r->total_q.s, qrow.s,
-	      r->qs.s, qrow.s);
+	      r->lse_q0.s, r->lse_q0.s, r->total_q.s, y.s);
+	emitf(e, "\tmad.lo.u32 %s, %s, %s, %s;\n\tmov.u32 %s, %s;\n", r->qrow.s, r->b.s, r->total_q.s, y.s,
+	      r->qs.s, r->qrow.s);
 	emitf(e, "\tld.param.f32 %s, [p_softmax_scale];\n\tmul.f32 %s, %s, 0f3FB8AA3B;\n", sc.s,
 	      r->scale_log2.s, sc.s);
 	emitf(e, "\tmov.u32 %s, kg_smem;\n\tadd.u32 %s, %s, 1023;\n\tand.b32 %s, %s, -1024;\n", raw.s,
 	      r->base.s, raw.s, r->base.s, r->base.s);
 	emitf(e, "\tld.param.u64 %s, [p_O];\n\tcvta.to.global.u64 %s, %s;\n", r->o.s, r->o.s, r->o.s);
 	emitf(e, "\tld.param.u64 %s, [p_LSE];\n\tcvta.to.global.u64 %s, %s;\n", r->lse.s, r->lse.s, r->lse.s);
+	emitf(e, "\tmov.u32 %s, %d;\n", r->sink_hq.s, d->sink ? d->hq : 0);
 	if (d->sink)
 		emitf(e, "\tld.param.u64 %s, [p_sink];\n\tcvta.to.global.u64 %s, %s;\n", r->sink.s, r->sink.s,
 		      r->sink.s);
+	/* Split-KV (docs/ABI.md "decode"): a part writes its normalized O and
+	 * LSE, without the sink, to row (qrow·splits + split) of O_partial /
+	 * LSE_partial ([.., Hq] rows: head stride 1), and the last part to
+	 * finish combines them (decode_finish). */
+	emitf(e, "\tsetp.gt.u32 %s, %s, 1;\n", ps.s, r->splits.s);
+	emitf(e, "\tmad.lo.u32 %s, %s, %s, %s;\n\t@%s mov.u32 %s, %s;\n", t.s, r->qrow.s, r->splits.s, r->split.s,
+	      ps.s, r->qs.s, t.s);
+	emitf(e, "\t@%s mov.u32 %s, 1;\n\t@%s mul.lo.u32 %s, %s, %d;\n", ps.s, r->total_q.s, ps.s, r->lse_q0.s,
+	      t.s, d->hq);
+	emitf(e, "\t@%s mov.u32 %s, 0;\n", ps.s, r->sink_hq.s);
+	emitf(e, "\t@%s ld.param.u64 %s, [p_O_partial];\n\t@%s ld.param.u64 %s, [p_LSE_partial];\n", ps.s,
+	      r->o.s, ps.s, r->lse.s);
+	emitf(e, "\t@%s cvta.to.global.u64 %s, %s;\n\t@%s cvta.to.global.u64 %s, %s;\n", ps.s, r->o.s, r->o.s,
+	      ps.s, r->lse.s, r->lse.s);
 	op_init_barriers(e, &f->plan, r->base, r->tid, "decode.barrier_init");
-	emit_compact(e, d, r, qrow);
+	emit_compact(e, d, r, r->qrow);
 	op_bar_sync(e, 0, f->plan.threads);
+	/* this part's tiles: [split·T/splits, (split+1)·T/splits) of T */
 	emit_block(e, "decode.tile_counts");
 	cnt = op_plan_smem(e, &f->plan, r->base, d->r_count);
-	emitf(e, "\tld.shared.u32 %s, [%s];\n", r->sk.s, cnt.s);
-	emitf(e, "\tmov.u32 %s, 0;\n\tmov.u32 %s, 0;\n", r->j0.s, r->n_lead.s);
-	emitf(e, "\tshr.u32 %s, %s, 6;\n\tadd.u32 %s, %s, 63;\n\tshr.u32 %s, %s, 6;\n", r->n_full.s, r->sk.s,
-	      r->n_total.s, r->sk.s, r->n_total.s, r->n_total.s);
+	emitf(e, "\tld.shared.u32 %s, [%s];\n\tmov.u32 %s, 0;\n", r->sk.s, cnt.s, r->n_lead.s);
+	emitf(e, "\tadd.u32 %s, %s, %d;\n\tdiv.u32 %s, %s, %d;\n", tiles.s, r->sk.s, f->bn - 1, tiles.s,
+	      tiles.s, f->bn);
+	emitf(e, "\tmul.lo.u32 %s, %s, %s;\n\tdiv.u32 %s, %s, %s;\n", r->j0.s, r->split.s, tiles.s, r->j0.s,
+	      r->j0.s, r->splits.s);
+	emitf(e, "\tmad.lo.u32 %s, %s, %s, %s;\n\tdiv.u32 %s, %s, %s;\n", r->n_total.s, r->split.s, tiles.s,
+	      tiles.s, r->n_total.s, r->n_total.s, r->splits.s);
+	emitf(e, "\tdiv.u32 %s, %s, %d;\n\tmin.u32 %s, %s, %s;\n", r->n_full.s, r->sk.s, f->bn, r->n_full.s,
+	      r->n_full.s, r->n_total.s);
 	(void)err;
+	return 0;
+}
+
+/* Split-KV combine, run by the 256 consumer threads once their part's
+ * O and LSE are stored (decode.finish): every part fences its stores and
+ * counts itself in counters[qrow·HB + hb]; the one that counts last reads
+ * all parts and writes the row's O and LSE, the sink joining the
+ * denominator once: LSE = ln(Σ_s e^LSE_s + e^sink), O = Σ_s e^(LSE_s -
+ * LSE) O_s. It then resets the counter to 0 for the next launch. A part
+ * with no key has LSE_s = -inf and weighs 0. Consumer thread c takes
+ * columns 2c, 2c+1 of every head. */
+static int
+decode_finish(Emit *e, const FmhaCfg *f, const FmhaRegs *r, KgErr *err)
+{
+	const DecodeCfg *d = f->ext;
+	Reg c = reg_new(e, RC_B32), t = reg_new(e, RC_B32), hh = reg_new(e, RC_B32), s = reg_new(e, RC_B32);
+	Reg head = reg_new(e, RC_B32), row0 = reg_new(e, RC_B32), flag = reg_new(e, RC_B32);
+	Reg a = reg_new(e, RC_B64), cnt = reg_new(e, RC_B64), op = reg_new(e, RC_B64), lp = reg_new(e, RC_B64);
+	Reg sk = reg_new(e, RC_B64), o = reg_new(e, RC_B64), l = reg_new(e, RC_B64);
+	Reg m = reg_new(e, RC_F32), ls = reg_new(e, RC_F32), w = reg_new(e, RC_F32), L = reg_new(e, RC_F32);
+	Reg x0 = reg_new(e, RC_F32), x1 = reg_new(e, RC_F32), a0 = reg_new(e, RC_F32), a1 = reg_new(e, RC_F32);
+	Reg v = reg_new(e, RC_B32), h0 = reg_new(e, RC_B16), h1 = reg_new(e, RC_B16);
+	Reg bq = reg_new(e, RC_B32), yq = reg_new(e, RC_B32), tt = reg_new(e, RC_B64);
+	Reg p = reg_new(e, RC_PRED), pc = reg_new(e, RC_PRED), pe = reg_new(e, RC_PRED);
+	Reg fl = op_plan_smem(e, &f->plan, r->base, d->r_count);
+	char done[48], hloop[48], s1[48], s2[48], out[48];
+
+	(void)err;
+	emit_block(e, "decode.finish");
+	label_new(e, done, sizeof done, "combine_done");
+	label_new(e, hloop, sizeof hloop, "combine_head");
+	label_new(e, s1, sizeof s1, "combine_max");
+	label_new(e, s2, sizeof s2, "combine_sum");
+	label_new(e, out, sizeof out, "combine_store");
+	emitf(e, "\tsetp.le.u32 %s, %s, 1;\n\t@%s bra %s;\n", p.s, r->splits.s, p.s, done);
+	/* release this thread's part (PTX ISA "Memory consistency model":
+	 * fence, then the CTA barrier, then one thread's atomic) */
+	emitf(e, "\tfence.acq_rel.gpu;\n\tbar.sync 1, 256;\n");
+	emitf(e, "\tsub.u32 %s, %s, 128;\n\tsetp.eq.u32 %s, %s, 0;\n", c.s, r->tid.s, pc.s, c.s);
+	emitf(e, "\tld.param.u64 %s, [p_counters];\n\tcvta.to.global.u64 %s, %s;\n", cnt.s, cnt.s, cnt.s);
+	emitf(e, "\tshr.u32 %s, %s, 6;\n\tmad.lo.u32 %s, %s, %d, %s;\n", t.s, r->h.s, t.s, r->qrow.s, d->hblocks,
+	      t.s);
+	emitf(e, "\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n", a.s, t.s, cnt.s, cnt.s, a.s);
+	emitf(e, "\tmov.u32 %s, 0;\n\t@%s atom.acq_rel.gpu.global.add.u32 %s, [%s], 1;\n", flag.s, pc.s, flag.s,
+	      cnt.s);
+	emitf(e, "\tadd.u32 %s, %s, 1;\n\tsetp.eq.u32 %s, %s, %s;\n\tselp.u32 %s, 1, 0, %s;\n", flag.s, flag.s,
+	      p.s, flag.s, r->splits.s, flag.s, p.s);
+	emitf(e, "\t@%s st.shared.u32 [%s+4], %s;\n\tbar.sync 1, 256;\n\tld.shared.u32 %s, [%s+4];\n", pc.s,
+	      fl.s, flag.s, flag.s, fl.s);
+	emitf(e, "\tsetp.eq.u32 %s, %s, 0;\n\t@%s bra %s;\n", p.s, flag.s, p.s, done);
+	emitf(e, "\tfence.acq_rel.gpu;\n");
+	emitf(e, "\tld.param.u64 %s, [p_O_partial];\n\tcvta.to.global.u64 %s, %s;\n", op.s, op.s, op.s);
+	emitf(e, "\tld.param.u64 %s, [p_LSE_partial];\n\tcvta.to.global.u64 %s, %s;\n", lp.s, lp.s, lp.s);
+	emitf(e, "\tld.param.u64 %s, [p_O];\n\tcvta.to.global.u64 %s, %s;\n", o.s, o.s, o.s);
+	emitf(e, "\tld.param.u64 %s, [p_LSE];\n\tcvta.to.global.u64 %s, %s;\n", l.s, l.s, l.s);
+	if (d->sink)
+		emitf(e, "\tld.param.u64 %s, [p_sink];\n\tcvta.to.global.u64 %s, %s;\n", sk.s, sk.s, sk.s);
+	/* parts' rows qrow·splits + s */
+	emitf(e, "\tmul.lo.u32 %s, %s, %s;\n\tmov.u32 %s, 0;\n", row0.s, r->qrow.s, r->splits.s, hh.s);
+	emit_label(e, hloop);
+	emitf(e, "\tadd.u32 %s, %s, %s;\n\tsetp.ge.u32 %s, %s, %d;\n\t@%s bra %s;\n", head.s, r->h.s, hh.s, p.s,
+	      head.s, d->hq, p.s, out);
+	if (d->sink) {
+		emitf(e, "\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n", a.s, head.s, a.s, a.s, sk.s);
+		emitf(e, "\tld.global.nc.f32 %s, [%s];\n", m.s, a.s);
+	} else {
+		emitf(e, "\tmov.f32 %s, 0fFF800000;\n", m.s);
+	}
+	emitf(e, "\tmov.f32 %s, %s;\n\tmov.u32 %s, 0;\n", x0.s, m.s, s.s);
+	emit_label(e, s1);
+	emitf(e, "\tadd.u32 %s, %s, %s;\n\tmad.lo.u32 %s, %s, %d, %s;\n", t.s, row0.s, s.s, t.s, t.s, d->hq,
+	      head.s);
+	emitf(e, "\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n\tld.global.f32 %s, [%s];\n", a.s, t.s, a.s,
+	      a.s, lp.s, ls.s, a.s);
+	emitf(e, "\tmax.f32 %s, %s, %s;\n\tadd.u32 %s, %s, 1;\n\tsetp.lt.u32 %s, %s, %s;\n\t@%s bra %s;\n", m.s,
+	      m.s, ls.s, s.s, s.s, p.s, s.s, r->splits.s, p.s, s1);
+	/* m = -inf: nothing and no sink: O = 0, LSE = -inf (offset 0 keeps
+	 * -inf - -inf out) */
+	emitf(e, "\tsetp.eq.f32 %s, %s, 0fFF800000;\n\tselp.f32 %s, 0f00000000, %s, %s;\n", pe.s, m.s, w.s, m.s,
+	      pe.s);
+	emitf(e, "\tsub.f32 %s, %s, %s;\n\tmul.f32 %s, %s, 0f3FB8AA3B;\n\tex2.approx.f32 %s, %s;\n", L.s, x0.s,
+	      w.s, L.s, L.s, L.s, L.s);
+	emitf(e, "\tmov.f32 %s, 0f00000000;\n\tmov.f32 %s, 0f00000000;\n\tmov.u32 %s, 0;\n", a0.s, a1.s, s.s);
+	emit_label(e, s2);
+	emitf(e, "\tadd.u32 %s, %s, %s;\n\tmad.lo.u32 %s, %s, %d, %s;\n", t.s, row0.s, s.s, t.s, t.s, d->hq,
+	      head.s);
+	emitf(e, "\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n\tld.global.f32 %s, [%s];\n", a.s, t.s, a.s,
+	      a.s, lp.s, ls.s, a.s);
+	emitf(e, "\tsub.f32 %s, %s, %s;\n\tmul.f32 %s, %s, 0f3FB8AA3B;\n\tex2.approx.f32 %s, %s;\n\tadd.f32 %s, %s, %s;\n",
+	      ls.s, ls.s, w.s, ls.s, ls.s, ls.s, ls.s, L.s, L.s, ls.s);
+	emitf(e, "\tmul.wide.u32 %s, %s, %d;\n\tadd.u64 %s, %s, %s;\n", a.s, t.s, 2 * f->dv, a.s, a.s, op.s);
+	emitf(e, "\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n\tld.global.b32 %s, [%s];\n", tt.s, c.s,
+	      a.s, a.s, tt.s, v.s, a.s);
+	emitf(e, "\tmov.b32 {%s, %s}, %s;\n\tcvt.f32.bf16 %s, %s;\n\tcvt.f32.bf16 %s, %s;\n", h0.s, h1.s, v.s,
+	      x0.s, h0.s, x1.s, h1.s);
+	emitf(e, "\tfma.rn.f32 %s, %s, %s, %s;\n\tfma.rn.f32 %s, %s, %s, %s;\n", a0.s, ls.s, x0.s, a0.s, a1.s,
+	      ls.s, x1.s, a1.s);
+	emitf(e, "\tadd.u32 %s, %s, 1;\n\tsetp.lt.u32 %s, %s, %s;\n\t@%s bra %s;\n", s.s, s.s, p.s, s.s,
+	      r->splits.s, p.s, s2);
+	/* O = acc / L (0 when L = 0), LSE = m + ln L */
+	emitf(e, "\tsetp.gt.f32 %s, %s, 0f00000000;\n\trcp.rn.f32 %s, %s;\n\tselp.f32 %s, %s, 0f00000000, %s;\n",
+	      p.s, L.s, x0.s, L.s, x0.s, x0.s, p.s);
+	emitf(e, "\tmul.f32 %s, %s, %s;\n\tmul.f32 %s, %s, %s;\n\tcvt.rn.bf16x2.f32 %s, %s, %s;\n", a0.s, a0.s,
+	      x0.s, a1.s, a1.s, x0.s, v.s, a1.s, a0.s);
+	emitf(e, "\tmad.lo.u32 %s, %s, %d, %s;\n\tmul.wide.u32 %s, %s, %d;\n\tadd.u64 %s, %s, %s;\n", t.s,
+	      r->qrow.s, d->hq, head.s, a.s, t.s, 2 * f->dv, a.s, a.s, o.s);
+	emitf(e, "\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n\tst.global.b32 [%s], %s;\n", tt.s, c.s, a.s,
+	      a.s, tt.s, a.s, v.s);
+	emitf(e, "\tlg2.approx.f32 %s, %s;\n\tmul.f32 %s, %s, 0f3F317218;\n\tadd.f32 %s, %s, %s;\n", L.s, L.s,
+	      L.s, L.s, L.s, L.s, m.s);
+	/* LSE[b, head, y] = lse_q0 of the unsplit layout: (b·Hq + head)·s_q + y */
+	emitf(e, "\tld.param.u32 %s, [p_s_q];\n\tdiv.u32 %s, %s, %s;\n\trem.u32 %s, %s, %s;\n", t.s, bq.s,
+	      r->qrow.s, t.s, yq.s, r->qrow.s, t.s);
+	emitf(e, "\tmad.lo.u32 %s, %s, %d, %s;\n\tmad.lo.u32 %s, %s, %s, %s;\n", bq.s, bq.s, d->hq, head.s, bq.s,
+	      bq.s, t.s, yq.s);
+	emitf(e, "\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n", a.s, bq.s, a.s, a.s, l.s);
+	emitf(e, "\tselp.f32 %s, 0fFF800000, %s, %s;\n\t@%s st.global.f32 [%s], %s;\n", L.s, L.s, pe.s, pc.s,
+	      a.s, L.s);
+	emitf(e, "\tadd.u32 %s, %s, 1;\n\tsetp.lt.u32 %s, %s, 64;\n\t@%s bra %s;\n", hh.s, hh.s, p.s, hh.s, p.s,
+	      hloop);
+	emit_label(e, out);
+	/* every part has counted: reset for the next launch */
+	emitf(e, "\t@%s st.global.u32 [%s], 0;\n", pc.s, cnt.s);
+	emit_label(e, done);
 	return 0;
 }
 
@@ -281,7 +438,7 @@ decode_abi(const DecodeCfg *d, const char *args, KernelAbi *k)
 	k->min_ctas = 1;
 	k->cluster[0] = k->cluster[1] = k->cluster[2] = 1;
 	k->smem = d->f.plan.smem_request;
-	snprintf(k->grid[0], sizeof k->grid[0], "%d", d->hblocks);
+	snprintf(k->grid[0], sizeof k->grid[0], "%d*splits", d->hblocks);
 	snprintf(k->grid[1], sizeof k->grid[1], "s_q");
 	snprintf(k->grid[2], sizeof k->grid[2], "batch");
 	p = abi_add(k, ABI_PTR, "Q");
@@ -315,12 +472,22 @@ decode_abi(const DecodeCfg *d, const char *args, KernelAbi *k)
 		p->dtype = DT_F32;
 		snprintf(p->tensor, sizeof p->tensor, "sink[Hq]");
 	}
+	p = abi_add(k, ABI_PTR, "O_partial");
+	p->dtype = DT_BF16;
+	snprintf(p->tensor, sizeof p->tensor, "O_partial[batch,s_q,splits,Hq,%d]", d->f.dv);
+	p = abi_add(k, ABI_PTR, "LSE_partial");
+	p->dtype = DT_F32;
+	snprintf(p->tensor, sizeof p->tensor, "LSE_partial[batch,s_q,splits,Hq]");
+	p = abi_add(k, ABI_PTR, "counters");
+	p->dtype = DT_S32;
+	snprintf(p->tensor, sizeof p->tensor, "counters[batch,s_q,%d]", d->hblocks);
 	abi_add(k, ABI_U32, "batch");
 	abi_add(k, ABI_U32, "s_q");
 	abi_add(k, ABI_U32, "capacity");
 	if (d->nsrc > 1)
 		abi_add(k, ABI_U32, "capacity_extra");
 	abi_add(k, ABI_F32, "softmax_scale");
+	abi_add(k, ABI_U32, "splits");
 }
 
 static int
@@ -370,7 +537,8 @@ decode_plan(const void *params, Buf *text, KgErr *err)
 	buf_printf(text, "softmax         exp2(s*scale*log2(e) - m), scale a run-time argument%s; LSE natural log\n",
 	           d.sink ? ", sink exp(sink[h]) added to the denominator" : "");
 	d.f.t->fmha->describe(&d.f, text);
-	buf_printf(text, "grid            %d x s_q x batch\n", d.hblocks);
+	buf_printf(text, "grid            %d head block%s x splits (run time: split-KV parts, combined by the last) x s_q x batch\n",
+	           d.hblocks, d.hblocks > 1 ? "s" : "");
 	plan_print(&d.f.plan, text);
 	return 0;
 }

@@ -75,6 +75,9 @@ typedef struct FmhaCfg {
 	 * producer; NULL for fmha. */
 	int (*gather)(Emit *e, const struct FmhaCfg *f, const struct FmhaRegs *r, KgErr *err);
 	int producer_regs;         /* setmaxnreg of the producer warpgroup (0: the plan's) */
+	/* decode: run by both split-O consumer warpgroups (256 threads) after
+	 * their epilogue (the split-KV combine); NULL for fmha */
+	int (*finish)(Emit *e, const struct FmhaCfg *f, const struct FmhaRegs *r, KgErr *err);
 	int head_guard;            /* store only rows of heads < hq (a head block past hq) */
 	const void *ext;           /* the caller's configuration (decode: DecodeCfg) */
 	char name[120];
@@ -98,6 +101,9 @@ typedef struct FmhaRegs {
 	 * LSE index of head 0 (total_q then holds the head stride); per-head
 	 * sink logits (global address, f32 [Hq]) joining the denominator. */
 	Reg scale_log2, lse_q0, sink;
+	Reg sink_hq;               /* with sink: heads below it add their sink (0: none, split-KV parts) */
+	Reg qrow;                  /* decode: the query token's row of Q (qs may name a partial's row) */
+	Reg splits, split;         /* decode: split-KV parts of the row, this CTA's part */
 } FmhaRegs;
 
 typedef struct FmhaOps {

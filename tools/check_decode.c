@@ -3,7 +3,8 @@
  *
  * The configuration comes from the ABI's `//@args` line (heads, top-k and
  * page size of each source, topk-length, sink). The shape is batch x s_q
- * [x pages x pages_extra x full] (0 pages: 2·topk + 17 tokens' worth). Each case
+ * [x pages x pages_extra x full x splits] (0 pages: 2·topk + 17 tokens'
+ * worth; 0 splits: 1, no split-KV). Each case
  * builds real fp8-v4 caches with the reference quantizer from BF16 values
  * of mixed magnitudes, and index lists with -1 entries, indices outside
  * [0, capacity) (also skipped), duplicates, pages in random order, and
@@ -36,6 +37,7 @@ typedef struct Decode {
 	int nsrc, has_len, sink;
 	Src src[2];
 	int full;
+	uint32_t splits;
 	float scale;
 	uint16_t *q;
 	float *sinkv;
@@ -208,6 +210,7 @@ decode_prepare(CheckCase *c, KrtErr *err)
 	d->batch = (uint32_t)c->shape.d[0];
 	d->sq = (uint32_t)c->shape.d[1];
 	d->full = c->shape.d[4] != 0;
+	d->splits = c->shape.d[5] ? (uint32_t)c->shape.d[5] : 1;
 	if (!d->batch || !d->sq)
 		return check_fail(err, KRT_EINVAL, "decode: batch %u, s_q %u: both must be at least 1", d->batch,
 		                  d->sq);
@@ -254,12 +257,39 @@ decode_prepare(CheckCase *c, KrtErr *err)
 	uint32_t sbits;
 	memcpy(&sbits, &d->scale, 4);
 	static const char *const names[] = {"batch", "s_q", "Hq", "capacity", "capacity_extra", "pages",
-	                                    "pages_extra", "softmax_scale"};
+	                                    "pages_extra", "softmax_scale", "splits"};
 	uint64_t vals[] = {d->batch, d->sq, d->hq, d->src[0].capacity, d->src[1].capacity,
-	                   d->src[0].pages, d->src[1].pages, sbits};
+	                   d->src[0].pages, d->src[1].pages, sbits, d->splits};
 	for (int i = 0; i < COUNT(names) && !rc; i++)
 		rc = check_set_var(c, names[i], vals[i], err);
 	uint64_t no = (uint64_t)d->batch * d->sq * d->hq;
+	/* split-KV scratch (docs/ABI.md "decode"): the parts' O and LSE hold
+	 * garbage before the launch, the counters zeros (the kernel leaves
+	 * them zero) */
+	uint64_t np = no * d->splits, hb = (d->hq + 63) / 64;
+	uint16_t *opart = malloc(sizeof *opart * np * D_V + 1);
+	float *lpart = malloc(sizeof *lpart * np + 1);
+	int32_t *ctr = calloc(d->batch * (uint64_t)d->sq * hb + 1, sizeof *ctr);
+	if (!opart || !lpart || !ctr) {
+		free(opart);
+		free(lpart);
+		free(ctr);
+		return check_fail(err, KRT_ENOMEM, "decode: no host memory for the split-KV scratch");
+	}
+	memset(opart, 0x7b, sizeof *opart * np * D_V);
+	memset(lpart, 0x7b, sizeof *lpart * np);
+	if (!rc)
+		rc = check_add_input(c, "O_partial", NUM_BF16, np * D_V, opart, err);
+	else
+		free(opart);
+	if (!rc)
+		rc = check_add_input(c, "LSE_partial", NUM_F32, np, lpart, err);
+	else
+		free(lpart);
+	if (!rc)
+		rc = check_add_raw_input(c, "counters", "s32", 4, d->batch * (uint64_t)d->sq * hb, ctr, err);
+	else
+		free(ctr);
 	if (!rc)
 		rc = check_add_output(c, "O", NUM_BF16, no * D_V, 65536, err);
 	if (!rc)
@@ -438,7 +468,8 @@ decode_describe(const CheckCase *c, FILE *out)
 
 	if (!d || !d->q)
 		return;
-	fprintf(out, "  decode: fp8-v4, %u heads, scale %.9g%s%s", d->hq, (double)d->scale,
+	fprintf(out, "  decode: fp8-v4, %u heads, %u split%s, scale %.9g%s%s", d->hq, d->splits,
+	        d->splits > 1 ? "s" : "", (double)d->scale,
 	        d->sink ? ", sink" : "", d->has_len ? ", topk_length" : "");
 	for (int s = 0; s < d->nsrc; s++)
 		fprintf(out, "; source %d: top-k %d, page %d, %u pages", s, d->src[s].topk, d->src[s].ps,
@@ -453,18 +484,20 @@ static const CheckShape decode_shapes[] = {
 	{5, {2, 1, 3, 2, 0}},
 	{5, {5, 2, 0, 0, 0}},
 	{5, {4, 2, 0, 0, 1}},
+	{6, {3, 2, 0, 0, 0, 3}},
+	{6, {1, 1, 0, 0, 1, 4}},
 };
 
 const CheckFamily check_family_decode = {
 	.name = "decode",
-	.dims = "batch,s_q,pages,pages_extra,full",
-	.ndims = 5,
+	.dims = "batch,s_q,pages,pages_extra,full,splits",
+	.ndims = 6,
 	.nrequired = 2,
 	.shapes = decode_shapes,
 	.nshapes = COUNT(decode_shapes),
 	/* V4 decode step: 64 rows, pages to hold 128K main / 16K extra tokens
 	 * (76 MB + 9 MB at page 64 / 256: more than L2) */
-	.bench = {5, {64, 1, 2048, 64, 1}},
+	.bench = {6, {64, 1, 2048, 64, 1, 1}},
 	.prepare = decode_prepare,
 	.compare = decode_compare,
 	.flops = decode_flops,

@@ -10,7 +10,7 @@
 #include "tools/check.h"
 
 enum {
-	CHECK_MAX_BUFS = 12, /* decode: Q, O, LSE, sink, two caches with indices and lengths */
+	CHECK_MAX_BUFS = 16, /* decode: Q, O, LSE, sink, two caches with indices and lengths, split-KV scratch */
 	CHECK_MAX_VARS = 16,
 	CHECK_GUARD_BYTE = 0x99,  /* around outputs, as dav1d's checkasm does */
 	CHECK_POISON_BYTE = 0xff, /* inside outputs: 0xffff / 0xffffffff are

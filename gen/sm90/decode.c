@@ -15,9 +15,11 @@
 #include "../decode.h"
 #include "../ops.h"
 
-/* 38 data registers per pass (7 NoPE + 2 RoPE chunks of 16 bytes, 8 scale
- * bytes) beside addresses; the consumers keep (65536 - 128·96) / 256 = 208. */
-enum { GATHER_REGS = 96 };
+/* 38 data registers per half-tile (7 NoPE + 2 RoPE chunks of 16 bytes, 8
+ * scale bytes), two in flight, beside addresses and the dequantization's
+ * scratch; the consumers keep (168·384 - 128·104) / 256 = 200
+ * (plan_regs_split). */
+enum { GATHER_REGS = 104 };
 
 /* addr = addr ^ ((addr & mask) >> 3): the tile's swizzle at run time */
 static void
@@ -46,7 +48,7 @@ emit_q(Emit *e, const DecodeCfg *d, const FmhaRegs *r, Reg q0, Reg qbar)
 		reg_array(e, RC_B32, v[i], 4);
 	emitf(e, "\tand.b32 %s, %s, 63;\n\tshr.u32 %s, %s, 6;\n", ch.s, r->tid.s, row0.s, r->tid.s);
 	/* element ((qs·Hq + h + row0)·D + 8·ch) */
-	emitf(e, "\tmad.lo.u32 %s, %s, %d, %s;\n\tadd.u32 %s, %s, %s;\n", t.s, r->qs.s, d->hq, r->h.s, t.s, t.s,
+	emitf(e, "\tmad.lo.u32 %s, %s, %d, %s;\n\tadd.u32 %s, %s, %s;\n", t.s, r->qrow.s, d->hq, r->h.s, t.s, t.s,
 	      row0.s);
 	emitf(e, "\tmul.wide.u32 %s, %s, %d;\n", o.s, t.s, 2 * f->d);
 	emitf(e, "\tld.param.u64 %s, [p_Q];\n\tcvta.to.global.u64 %s, %s;\n\tadd.u64 %s, %s, %s;\n", src.s,
@@ -97,134 +99,192 @@ emit_dequant_word(Emit *e, Reg w, Reg sc, Reg out0, Reg out1, Reg h[4], Reg y[2]
 	      out1.s, x[3].s, x[2].s);
 }
 
+/* One half-tile of 32 keys in flight: the thread's token data. */
+typedef struct Pass {
+	Reg sw[2], nope[8][4], rope[4][4];
+} Pass;
+
+/* The producer's registers across the loop. */
+typedef struct Gather {
+	const DecodeCfg *d;
+	const FmhaRegs *r;
+	int nch, rch;              /* NoPE, RoPE 16-byte chunks per thread: 7, 2 */
+	Reg tq, q4, list, k0, kv[2];
+	Reg lim;                   /* keys past min(list length, this CTA's last tile) load nothing */
+	Reg ok, pos, ent, idx, page, off, t, ps, pbytes, srcp;
+	Reg pb, a, o;
+	Reg d0, d1, dr, sc[8], h[4], y[2], x[4], out[8];
+	Pass pass[2];
+} Gather;
+
+/* Issues the loads of keys 64j + 32·half + tid/4 of the list into
+ * g->pass[half]: the token's scale entry, NoPE chunks 4c + q4 (64 bytes
+ * apart, so the token's four threads read 64 contiguous bytes per c) and
+ * RoPE chunks q4 + 4c. A key past the list's end (also every key of tile
+ * n_total, which the pipeline asks for once) loads nothing: zeros, so its
+ * P·V adds 0 instead of 0·garbage. */
+static void
+emit_pass_load(Emit *e, Gather *g, Reg j, int half)
+{
+	const DecodeCfg *d = g->d;
+	const DecodeFormat *fmt = d->fmt;
+	Pass *ps = &g->pass[half];
+
+	emitf(e, "\tmad.lo.u32 %s, %s, %d, %s;\n\tadd.u32 %s, %s, %d;\n", g->pos.s, j.s, d->f.bn, g->tq.s,
+	      g->pos.s, g->pos.s, 32 * half);
+	emitf(e, "\tsetp.lt.u32 %s, %s, %s;\n\tmov.u32 %s, 0;\n", g->ok.s, g->pos.s, g->lim.s, g->ent.s);
+	emitf(e, "\tmad.lo.u32 %s, %s, 4, %s;\n\t@%s ld.shared.u32 %s, [%s];\n", g->t.s, g->pos.s, g->list.s,
+	      g->ok.s, g->ent.s, g->t.s);
+	emitf(e, "\tand.b32 %s, %s, 0x7fffffff;\n", g->idx.s, g->ent.s);
+	if (d->nsrc > 1) {
+		emitf(e, "\tsetp.lt.s32 %s, %s, 0;\n", g->srcp.s, g->ent.s);
+		emitf(e, "\tselp.u32 %s, %d, %d, %s;\n\tselp.u32 %s, %u, %u, %s;\n", g->ps.s, d->ps[1], d->ps[0],
+		      g->srcp.s, g->pbytes.s, d->page_bytes[1], d->page_bytes[0], g->srcp.s);
+		emitf(e, "\tselp.b64 %s, %s, %s, %s;\n", g->pb.s, g->kv[1].s, g->kv[0].s, g->srcp.s);
+		emitf(e, "\tdiv.u32 %s, %s, %s;\n", g->page.s, g->idx.s, g->ps.s);
+	} else {
+		emitf(e, "\tmov.u32 %s, %d;\n\tmov.u32 %s, %u;\n\tmov.b64 %s, %s;\n", g->ps.s, d->ps[0], g->pbytes.s,
+		      d->page_bytes[0], g->pb.s, g->kv[0].s);
+		emitf(e, "\tdiv.u32 %s, %s, %d;\n", g->page.s, g->idx.s, d->ps[0]);
+	}
+	/* token row: page·page_bytes + off·row_bytes; its scales:
+	 * page·page_bytes + ps·row_bytes + off·scale_bytes */
+	emitf(e, "\tmul.lo.u32 %s, %s, %s;\n\tsub.u32 %s, %s, %s;\n", g->t.s, g->page.s, g->ps.s, g->off.s,
+	      g->idx.s, g->t.s);
+	emitf(e, "\tmul.wide.u32 %s, %s, %s;\n\tadd.u64 %s, %s, %s;\n", g->o.s, g->page.s, g->pbytes.s, g->pb.s,
+	      g->pb.s, g->o.s);
+	emitf(e, "\tmul.lo.u32 %s, %s, %d;\n\tmad.lo.u32 %s, %s, %d, %s;\n", g->t.s, g->ps.s, fmt->row_bytes,
+	      g->t.s, g->off.s, fmt->scale_bytes, g->t.s);
+	emitf(e, "\tcvt.u64.u32 %s, %s;\n\tadd.u64 %s, %s, %s;\n", g->o.s, g->t.s, g->a.s, g->pb.s, g->o.s);
+	emitf(e, "\tmov.b32 %s, 0;\n\tmov.b32 %s, 0;\n", ps->sw[0].s, ps->sw[1].s);
+	emitf(e, "\t@%s ld.global.nc.v2.b32 {%s, %s}, [%s];\n", g->ok.s, ps->sw[0].s, ps->sw[1].s, g->a.s);
+	emitf(e, "\tmul.lo.u32 %s, %s, %d;\n\tmad.lo.u32 %s, %s, 16, %s;\n", g->t.s, g->off.s, fmt->row_bytes,
+	      g->t.s, g->q4.s, g->t.s);
+	emitf(e, "\tcvt.u64.u32 %s, %s;\n\tadd.u64 %s, %s, %s;\n", g->o.s, g->t.s, g->a.s, g->pb.s, g->o.s);
+	for (int c = 0; c < g->nch + g->rch; c++) {
+		const Reg *v = c < g->nch ? ps->nope[c] : ps->rope[c - g->nch];
+		int at = c < g->nch ? 64 * c : fmt->d_nope + 64 * (c - g->nch);
+		emitf(e, "\tmov.b32 %s, 0;\n\tmov.b32 %s, 0;\n\tmov.b32 %s, 0;\n\tmov.b32 %s, 0;\n", v[0].s, v[1].s,
+		      v[2].s, v[3].s);
+		emitf(e, "\t@%s ld.global.nc.v4.b32 {%s, %s, %s, %s}, [%s+%d];\n", g->ok.s, v[0].s, v[1].s, v[2].s,
+		      v[3].s, g->a.s, at);
+	}
+}
+
+/* Dequantizes g->pass[half] and stores it into rows 32·half + tid/4 of
+ * the K=V stage. */
+static void
+emit_pass_store(Emit *e, Gather *g, Reg stage, int half)
+{
+	const DecodeCfg *d = g->d;
+	const FmhaCfg *f = &d->f;
+	uint32_t mask = swizzle_mask(SWZ_128B), slice = f->lk.slice_bytes;
+	Pass *ps = &g->pass[half];
+
+	/* UE8M0 e is 2^(e-127): as an f32 its bits are e << 23 */
+	for (int c = 0; c < g->nch; c++)
+		emitf(e, "\tbfe.u32 %s, %s, %d, 8;\n\tshl.b32 %s, %s, 23;\n\tmov.b32 %s, %s;\n", g->t.s,
+		      ps->sw[c / 4].s, 8 * (c % 4), g->t.s, g->t.s, g->sc[c].s, g->t.s);
+	/* smem: stage + row·128 + chunk·16, swizzled; NoPE chunk 4c+q4
+	 * is columns 16(4c+q4).. = slice c, 16-byte chunks 2q4, 2q4+1 */
+	emitf(e, "\tmad.lo.u32 %s, %s, %u, %s;\n\tadd.u32 %s, %s, %d;\n", g->d0.s, stage.s, f->k_bytes,
+	      g->k0.s, g->d0.s, g->d0.s, 32 * 128 * half);
+	emitf(e, "\tmad.lo.u32 %s, %s, 128, %s;\n\tmov.u32 %s, %s;\n", g->d0.s, g->tq.s, g->d0.s, g->dr.s,
+	      g->d0.s);
+	emitf(e, "\tmad.lo.u32 %s, %s, 32, %s;\n\tadd.u32 %s, %s, 16;\n", g->d0.s, g->q4.s, g->d0.s, g->d1.s,
+	      g->d0.s);
+	emit_swizzle(e, g->d0, g->t, mask);
+	emit_swizzle(e, g->d1, g->t, mask);
+	for (int c = 0; c < g->nch; c++) {
+		for (int k = 0; k < 4; k++)
+			emit_dequant_word(e, ps->nope[c][k], g->sc[c], g->out[2 * k], g->out[2 * k + 1], g->h, g->y,
+			                  g->x);
+		emitf(e, "\tst.shared.v4.b32 [%s+%u], {%s, %s, %s, %s};\n", g->d0.s, (uint32_t)c * slice,
+		      g->out[0].s, g->out[1].s, g->out[2].s, g->out[3].s);
+		emitf(e, "\tst.shared.v4.b32 [%s+%u], {%s, %s, %s, %s};\n", g->d1.s, (uint32_t)c * slice,
+		      g->out[4].s, g->out[5].s, g->out[6].s, g->out[7].s);
+	}
+	/* RoPE chunk q4 + 4c: slice d_nope/64, 16-byte chunk q4 + 4c */
+	emitf(e, "\tmad.lo.u32 %s, %s, 16, %s;\n", g->dr.s, g->q4.s, g->dr.s);
+	for (int c = 0; c < g->rch; c++) {
+		emitf(e, "\tadd.u32 %s, %s, %d;\n", g->d0.s, g->dr.s, 64 * c);
+		emit_swizzle(e, g->d0, g->t, mask);
+		emitf(e, "\tst.shared.v4.b32 [%s+%u], {%s, %s, %s, %s};\n", g->d0.s,
+		      (uint32_t)(d->fmt->d_nope / 64) * slice, ps->rope[c][0].s, ps->rope[c][1].s,
+		      ps->rope[c][2].s, ps->rope[c][3].s);
+	}
+}
+
+/* The K=V tiles, software-pipelined by half-tiles so that one half's
+ * loads are always in flight while the other is dequantized: half 0 of
+ * tile j was issued in the previous iteration; issue half 1, wait for the
+ * slot, store half 0, issue half 0 of tile j+1, store half 1, publish. */
 static int
 emit_tiles(Emit *e, KgErr *err, const DecodeCfg *d, const FmhaRegs *r, Reg k0, Reg kbar0, Reg kfree0,
            Reg list)
 {
 	const FmhaCfg *f = &d->f;
-	const DecodeFormat *fmt = d->fmt;
-	uint32_t mask = swizzle_mask(SWZ_128B), slice = f->lk.slice_bytes;
-	int nch = fmt->d_nope / 16 / 4; /* NoPE chunks per thread: 7 */
-	int rch = fmt->d_rope * 2 / 16 / 4; /* RoPE chunks per thread: 2 */
+	Gather g = {.d = d, .r = r, .k0 = k0, .list = list};
 	Reg stage = reg_new(e, RC_B32), phase = reg_new(e, RC_B32), j = reg_new(e, RC_B32);
-	Reg bar = reg_new(e, RC_B32), par = reg_new(e, RC_B32), p = reg_new(e, RC_PRED);
-	Reg ok = reg_new(e, RC_PRED), tq = reg_new(e, RC_B32), q4 = reg_new(e, RC_B32);
-	Reg pos = reg_new(e, RC_B32), ent = reg_new(e, RC_B32), idx = reg_new(e, RC_B32);
-	Reg page = reg_new(e, RC_B32), off = reg_new(e, RC_B32), t = reg_new(e, RC_B32);
-	Reg pb = reg_new(e, RC_B64), a = reg_new(e, RC_B64), o = reg_new(e, RC_B64);
-	Reg kv[2], ps = reg_new(e, RC_B32), pbytes = reg_new(e, RC_B32), srcp = reg_new(e, RC_PRED);
-	Reg d0 = reg_new(e, RC_B32), d1 = reg_new(e, RC_B32), dr = reg_new(e, RC_B32);
-	Reg sw[2], sc[8], nope[8][4], rope[4][4], h[4], y[2], x[4], out[8];
+	Reg jn = reg_new(e, RC_B32), bar = reg_new(e, RC_B32), par = reg_new(e, RC_B32);
+	Reg p = reg_new(e, RC_PRED);
 	char loop[48], done[48];
 
-	for (int s = 0; s < d->nsrc; s++) {
-		kv[s] = reg_new(e, RC_B64);
-		emitf(e, "\tld.param.u64 %s, [p_KV%s];\n\tcvta.to.global.u64 %s, %s;\n", kv[s].s,
-		      s ? "_extra" : "", kv[s].s, kv[s].s);
+	g.nch = d->fmt->d_nope / 16 / 4;
+	g.rch = d->fmt->d_rope * 2 / 16 / 4;
+	g.lim = reg_new(e, RC_B32);
+	emitf(e, "\tmul.lo.u32 %s, %s, %d;\n\tmin.u32 %s, %s, %s;\n", g.lim.s, r->n_total.s, f->bn, g.lim.s,
+	      g.lim.s, r->sk.s);
+	g.tq = reg_new(e, RC_B32);
+	g.q4 = reg_new(e, RC_B32);
+	g.ok = reg_new(e, RC_PRED);
+	g.srcp = reg_new(e, RC_PRED);
+	reg_array(e, RC_B32, &g.pos, 8);
+	g.pb = reg_new(e, RC_B64);
+	g.a = reg_new(e, RC_B64);
+	g.o = reg_new(e, RC_B64);
+	reg_array(e, RC_B32, &g.d0, 3);
+	reg_array(e, RC_F32, g.sc, g.nch);
+	reg_array(e, RC_B16, g.h, 4);
+	reg_array(e, RC_B32, g.y, 2);
+	reg_array(e, RC_F32, g.x, 4);
+	reg_array(e, RC_B32, g.out, 8);
+	for (int hf = 0; hf < 2; hf++) {
+		reg_array(e, RC_B32, g.pass[hf].sw, 2);
+		for (int c = 0; c < g.nch; c++)
+			reg_array(e, RC_B32, g.pass[hf].nope[c], 4);
+		for (int c = 0; c < g.rch; c++)
+			reg_array(e, RC_B32, g.pass[hf].rope[c], 4);
 	}
-	reg_array(e, RC_B32, sw, 2);
-	reg_array(e, RC_F32, sc, nch);
-	for (int c = 0; c < nch; c++)
-		reg_array(e, RC_B32, nope[c], 4);
-	for (int c = 0; c < rch; c++)
-		reg_array(e, RC_B32, rope[c], 4);
-	reg_array(e, RC_B16, h, 4);
-	reg_array(e, RC_F32, x, 4);
-	reg_array(e, RC_B32, out, 8);
-	reg_array(e, RC_B32, y, 2);
-	/* four threads per token: q4 = tid % 4 takes NoPE chunks 4c + q4
-	 * (scale group c, smem slice c) and RoPE chunks q4 + 4c */
-	emitf(e, "\tand.b32 %s, %s, 3;\n\tshr.u32 %s, %s, 2;\n", q4.s, r->tid.s, tq.s, r->tid.s);
+	for (int s = 0; s < d->nsrc; s++) {
+		g.kv[s] = reg_new(e, RC_B64);
+		emitf(e, "\tld.param.u64 %s, [p_KV%s];\n\tcvta.to.global.u64 %s, %s;\n", g.kv[s].s,
+		      s ? "_extra" : "", g.kv[s].s, g.kv[s].s);
+	}
+	/* four threads per token: q4 = tid % 4 */
+	emitf(e, "\tand.b32 %s, %s, 3;\n\tshr.u32 %s, %s, 2;\n", g.q4.s, r->tid.s, g.tq.s, r->tid.s);
 	label_new(e, loop, sizeof loop, "gather");
 	label_new(e, done, sizeof done, "gather_done");
-	emitf(e, "\tmov.u32 %s, 0;\n\tmov.u32 %s, 0;\n\tmov.u32 %s, 0;\n", stage.s, phase.s, j.s);
+	emitf(e, "\tmov.u32 %s, 0;\n\tmov.u32 %s, 0;\n\tmov.u32 %s, %s;\n", stage.s, phase.s, j.s, r->j0.s);
 	emitf(e, "\tsetp.ge.u32 %s, %s, %s;\n\t@%s bra %s;\n", p.s, j.s, r->n_total.s, p.s, done);
+	emit_pass_load(e, &g, j, 0);
 	emit_label(e, loop);
 	emit_block(e, "sm90.decode_gather");
+	emit_pass_load(e, &g, j, 1);
 	emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n\txor.b32 %s, %s, 1;\n", bar.s, stage.s, kfree0.s, par.s,
 	      phase.s);
 	if (op_mbar_wait(e, err, bar, par.s) < 0)
 		return -1;
-	for (int pass = 0; pass < f->bn / 32; pass++) {
-		/* key pos = 64j + 32·pass + tid/4 of the list; past its end: zeros */
-		emitf(e, "\tmad.lo.u32 %s, %s, %d, %s;\n\tadd.u32 %s, %s, %d;\n", pos.s, j.s, f->bn, tq.s, pos.s,
-		      pos.s, 32 * pass);
-		emitf(e, "\tsetp.lt.u32 %s, %s, %s;\n\tmov.u32 %s, 0;\n", ok.s, pos.s, r->sk.s, ent.s);
-		emitf(e, "\tmad.lo.u32 %s, %s, 4, %s;\n\t@%s ld.shared.u32 %s, [%s];\n", t.s, pos.s, list.s, ok.s,
-		      ent.s, t.s);
-		emitf(e, "\tand.b32 %s, %s, 0x7fffffff;\n", idx.s, ent.s);
-		if (d->nsrc > 1) {
-			emitf(e, "\tsetp.lt.s32 %s, %s, 0;\n", srcp.s, ent.s);
-			emitf(e, "\tselp.u32 %s, %d, %d, %s;\n\tselp.u32 %s, %u, %u, %s;\n", ps.s, d->ps[1], d->ps[0],
-			      srcp.s, pbytes.s, d->page_bytes[1], d->page_bytes[0], srcp.s);
-			emitf(e, "\tselp.b64 %s, %s, %s, %s;\n", pb.s, kv[1].s, kv[0].s, srcp.s);
-			emitf(e, "\tdiv.u32 %s, %s, %s;\n", page.s, idx.s, ps.s);
-		} else {
-			emitf(e, "\tmov.u32 %s, %d;\n\tmov.u32 %s, %u;\n\tmov.b64 %s, %s;\n", ps.s, d->ps[0], pbytes.s,
-			      d->page_bytes[0], pb.s, kv[0].s);
-			emitf(e, "\tdiv.u32 %s, %s, %d;\n", page.s, idx.s, d->ps[0]);
-		}
-		/* token row: page·page_bytes + off·row_bytes; its scales:
-		 * page·page_bytes + ps·row_bytes + off·scale_bytes */
-		emitf(e, "\tmul.lo.u32 %s, %s, %s;\n\tsub.u32 %s, %s, %s;\n", t.s, page.s, ps.s, off.s, idx.s, t.s);
-		emitf(e, "\tmul.wide.u32 %s, %s, %s;\n\tadd.u64 %s, %s, %s;\n", o.s, page.s, pbytes.s, pb.s, pb.s,
-		      o.s);
-		emitf(e, "\tmul.lo.u32 %s, %s, %d;\n\tmad.lo.u32 %s, %s, %d, %s;\n", t.s, ps.s, fmt->row_bytes, t.s,
-		      off.s, fmt->scale_bytes, t.s);
-		emitf(e, "\tcvt.u64.u32 %s, %s;\n\tadd.u64 %s, %s, %s;\n", o.s, t.s, a.s, pb.s, o.s);
-		emitf(e, "\tmov.b32 %s, 0;\n\tmov.b32 %s, 0;\n", sw[0].s, sw[1].s);
-		emitf(e, "\t@%s ld.global.nc.v2.b32 {%s, %s}, [%s];\n", ok.s, sw[0].s, sw[1].s, a.s);
-		emitf(e, "\tmul.lo.u32 %s, %s, %d;\n\tmad.lo.u32 %s, %s, 16, %s;\n", t.s, off.s, fmt->row_bytes, t.s,
-		      q4.s, t.s);
-		emitf(e, "\tcvt.u64.u32 %s, %s;\n\tadd.u64 %s, %s, %s;\n", o.s, t.s, a.s, pb.s, o.s);
-		for (int c = 0; c < nch; c++) {
-			emitf(e, "\tmov.b32 %s, 0;\n\tmov.b32 %s, 0;\n\tmov.b32 %s, 0;\n\tmov.b32 %s, 0;\n", nope[c][0].s,
-			      nope[c][1].s, nope[c][2].s, nope[c][3].s);
-			emitf(e, "\t@%s ld.global.nc.v4.b32 {%s, %s, %s, %s}, [%s+%d];\n", ok.s, nope[c][0].s,
-			      nope[c][1].s, nope[c][2].s, nope[c][3].s, a.s, 64 * c);
-		}
-		for (int c = 0; c < rch; c++) {
-			emitf(e, "\tmov.b32 %s, 0;\n\tmov.b32 %s, 0;\n\tmov.b32 %s, 0;\n\tmov.b32 %s, 0;\n", rope[c][0].s,
-			      rope[c][1].s, rope[c][2].s, rope[c][3].s);
-			emitf(e, "\t@%s ld.global.nc.v4.b32 {%s, %s, %s, %s}, [%s+%d];\n", ok.s, rope[c][0].s,
-			      rope[c][1].s, rope[c][2].s, rope[c][3].s, a.s, fmt->d_nope + 64 * c);
-		}
-		/* UE8M0 e is 2^(e-127): as an f32 its bits are e << 23 */
-		for (int c = 0; c < nch; c++)
-			emitf(e, "\tbfe.u32 %s, %s, %d, 8;\n\tshl.b32 %s, %s, 23;\n\tmov.b32 %s, %s;\n", t.s,
-			      sw[c / 4].s, 8 * (c % 4), t.s, t.s, sc[c].s, t.s);
-		/* smem: stage + row·128 + chunk·16, swizzled; NoPE chunk 4c+q4
-		 * is columns 16(4c+q4).. = slice c, 16-byte chunks 2q4, 2q4+1 */
-		emitf(e, "\tmad.lo.u32 %s, %s, %u, %s;\n\tadd.u32 %s, %s, %d;\n", d0.s, stage.s, f->k_bytes, k0.s,
-		      d0.s, d0.s, 32 * 128 * pass);
-		emitf(e, "\tmad.lo.u32 %s, %s, 128, %s;\n\tmov.u32 %s, %s;\n", d0.s, tq.s, d0.s, dr.s, d0.s);
-		emitf(e, "\tmad.lo.u32 %s, %s, 32, %s;\n\tadd.u32 %s, %s, 16;\n", d0.s, q4.s, d0.s, d1.s, d0.s);
-		emit_swizzle(e, d0, t, mask);
-		emit_swizzle(e, d1, t, mask);
-		for (int c = 0; c < nch; c++) {
-			for (int k = 0; k < 4; k++)
-				emit_dequant_word(e, nope[c][k], sc[c], out[2 * k], out[2 * k + 1], h, y, x);
-			emitf(e, "\tst.shared.v4.b32 [%s+%u], {%s, %s, %s, %s};\n", d0.s, (uint32_t)c * slice,
-			      out[0].s, out[1].s, out[2].s, out[3].s);
-			emitf(e, "\tst.shared.v4.b32 [%s+%u], {%s, %s, %s, %s};\n", d1.s, (uint32_t)c * slice,
-			      out[4].s, out[5].s, out[6].s, out[7].s);
-		}
-		/* RoPE chunk q4 + 4c: slice d_nope/64, 16-byte chunk q4 + 4c */
-		emitf(e, "\tmad.lo.u32 %s, %s, 16, %s;\n", dr.s, q4.s, dr.s);
-		for (int c = 0; c < rch; c++) {
-			emitf(e, "\tadd.u32 %s, %s, %d;\n", d0.s, dr.s, 64 * c);
-			emit_swizzle(e, d0, t, mask);
-			emitf(e, "\tst.shared.v4.b32 [%s+%u], {%s, %s, %s, %s};\n", d0.s,
-			      (uint32_t)(fmt->d_nope / 64) * slice, rope[c][0].s, rope[c][1].s, rope[c][2].s,
-			      rope[c][3].s);
-		}
-	}
+	emit_pass_store(e, &g, stage, 0);
+	emitf(e, "\tadd.u32 %s, %s, 1;\n", jn.s, j.s);
+	emit_pass_load(e, &g, jn, 0);
+	emit_pass_store(e, &g, stage, 1);
 	/* the wgmma reads of this tile are async-proxy reads of generic stores */
 	emitf(e, "\tfence.proxy.async.shared::cta;\n");
 	emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n", bar.s, stage.s, kbar0.s);
 	op_mbar_arrive(e, bar, NULL);
 	op_ring_advance(e, stage, phase, f->stages, p);
-	emitf(e, "\tadd.u32 %s, %s, 1;\n\tsetp.lt.u32 %s, %s, %s;\n\t@%s bra %s;\n", j.s, j.s, p.s, j.s,
+	emitf(e, "\tmov.u32 %s, %s;\n\tsetp.lt.u32 %s, %s, %s;\n\t@%s bra %s;\n", j.s, jn.s, p.s, j.s,
 	      r->n_total.s, p.s, loop);
 	emit_label(e, done);
 	return 0;

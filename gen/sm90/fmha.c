@@ -391,13 +391,14 @@ emit_kv_tail(Emit *e, KgErr *err, const FmhaCfg *f, const FmhaRegs *r, Consumer 
 /* The attention sink (decode): exp(sink[head]) joins row r2's sum, in
  * the sum's units 2^(s·scale·log2e - ms): l += 2^(sink·log2e - ms). A row
  * that saw no key has ms = 0, so l = e^sink, O = 0 and LSE = sink. Rows
- * of heads past hq (head_guard) read no sink. */
+ * of heads from r->sink_hq on (past hq; every head of a split-KV part,
+ * whose combine adds the sink once) read no sink. */
 static void
 emit_sink(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Consumer *c, int r2, Reg x)
 {
 	Reg a = reg_new(e, RC_B64), ok = reg_new(e, RC_PRED);
 
-	emitf(e, "\tsetp.lt.u32 %s, %s, %d;\n", ok.s, c->hrow[r2].s, f->hq);
+	emitf(e, "\tsetp.lt.u32 %s, %s, %s;\n", ok.s, c->hrow[r2].s, r->sink_hq.s);
 	emitf(e, "\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n", a.s, c->hrow[r2].s, a.s, a.s, r->sink.s);
 	emitf(e, "\tmov.f32 %s, %s;\n\t@%s ld.global.nc.f32 %s, [%s];\n", x.s, NEG_INF, ok.s, x.s, a.s);
 	emitf(e, "\tmul.f32 %s, %s, 0f3FB8AA3B;\n\tsub.f32 %s, %s, %s;\n", x.s, x.s, x.s, x.s, c->ms[r2].s);

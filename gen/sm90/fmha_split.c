@@ -265,7 +265,7 @@ emit_scores_wg(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Reg zero, KgErr *er
 	split_release(e, f, &c, &s, s.ppb, c.pstage);
 	emit_label(e, none);
 	fmha90_epilogue(e, f, r, &c, err);
-	return 0;
+	return f->finish ? f->finish(e, f, r, err) : 0;
 }
 
 static int
@@ -316,7 +316,7 @@ emit_output_wg(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Reg zero, KgErr *er
 	emit_label(e, done);
 	(void)par;
 	fmha90_epilogue(e, f, r, &c, err);
-	return 0;
+	return f->finish ? f->finish(e, f, r, err) : 0;
 }
 
 int

@@ -505,9 +505,10 @@ done:
 }
 
 int
-et_decode(KrtDevice *dev, KrtModule *mod, uint32_t batch, uint32_t sq, uint64_t seed, EtFmha *res)
+et_decode(KrtDevice *dev, KrtModule *mod, uint32_t batch, uint32_t sq, uint32_t splits, uint64_t seed,
+          EtFmha *res)
 {
-	CheckShape shape = {5, {batch, sq, 0, 0, 0}};
+	CheckShape shape = {6, {batch, sq, 0, 0, 0, splits}};
 	CheckResult cr;
 	char *buf = NULL;
 	size_t blen = 0;

@@ -28,11 +28,12 @@ static const EtFmhaShape fmha_shapes[] = {
 	{1, {200}, {300}},
 };
 
-/* decode: batch x s_q (the checker draws the caches and indices; the first
+/* decode: batch x s_q x split-KV parts (the checker draws the caches and indices; the first
  * row skips every key) */
-static const uint32_t decode_shapes[][2] = {
-	{1, 1},
-	{2, 2},
+static const uint32_t decode_shapes[][3] = {
+	{1, 1, 1},
+	{2, 2, 1},
+	{2, 1, 3},
 };
 
 static double
@@ -93,8 +94,8 @@ run_file(const char *path)
 			maxerr = g.max_err, tol = g.tol, bad = g.bad, first = g.first_bad, msg = g.err.msg;
 		} else if (decode) {
 			const uint32_t *d = decode_shapes[i];
-			snprintf(shape, sizeof shape, "batch %u s_q %u", d[0], d[1]);
-			rc = et_decode(dev, mod, d[0], d[1], 3000 + i, &f);
+			snprintf(shape, sizeof shape, "batch %u s_q %u splits %u", d[0], d[1], d[2]);
+			rc = et_decode(dev, mod, d[0], d[1], d[2], 3000 + i, &f);
 			maxerr = f.max_err, tol = f.tol, bad = f.bad, first = f.first_bad, msg = f.err.msg;
 		} else {
 			const EtFmhaShape *f0 = &fmha_shapes[i];

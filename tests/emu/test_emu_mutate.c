@@ -128,6 +128,7 @@ pick_shape(const KrtAbi *abi, Shape *s)
 		 * key tiles than the 2 stages); the first skips everything */
 		s->decode = 1;
 		s->M = 2;
+		s->N = 2; /* split-KV parts: the combine's fence and barriers count too */
 		return;
 	}
 	if (strcmp(abi->family, "fmha") == 0) {
@@ -182,7 +183,7 @@ run_once(KrtDevice *dev, KrtModule *mod, const Shape *s, char *msg, size_t n)
 	EtFmha f;
 	int rc;
 	if (s->decode) {
-		rc = et_decode(dev, mod, 1, s->M, 7, &f);
+		rc = et_decode(dev, mod, 1, s->M, s->N, 7, &f);
 		snprintf(msg, n, "%.500s", rc < 0 ? f.err.msg : f.first_bad);
 		if (rc > 0)
 			snprintf(msg, n, "%llu bad, %.400s", (unsigned long long)f.bad, f.first_bad);

@@ -19,7 +19,7 @@ enum { EXIT_SKIP = 77 };
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
-/* batch x s_q x pages x pages_extra (0: 2·topk + 17 tokens' worth) */
+/* batch x s_q x pages x pages_extra x full x splits (tools/check_decode.c) */
 static const GpuCase cases[] = {
 	{{5, {1, 1, 0, 0}}, CHECK_FILL_NORMAL},
 	{{5, {3, 2, 0, 0}}, CHECK_FILL_NORMAL},
@@ -27,6 +27,10 @@ static const GpuCase cases[] = {
 	{{5, {7, 2, 0, 0}}, CHECK_FILL_NORMAL},
 	{{5, {33, 1, 0, 0}}, CHECK_FILL_NORMAL},
 	{{5, {16, 2, 0, 0, 1}}, CHECK_FILL_NORMAL},
+	/* split-KV: parts combined by the last to finish */
+	{{6, {3, 2, 0, 0, 0, 2}}, CHECK_FILL_NORMAL},
+	{{6, {1, 1, 0, 0, 1, 7}}, CHECK_FILL_NORMAL},
+	{{6, {4, 1, 0, 0, 0, 16}}, CHECK_FILL_NORMAL},
 };
 
 static const GpuSuite suite = {cases, COUNT(cases), 0};
