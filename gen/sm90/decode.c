@@ -33,7 +33,7 @@ emit_swizzle(Emit *e, Reg addr, Reg t, uint32_t mask)
  * tid takes 16-byte chunk tid%64 of rows tid/64 + 2i; heads past Hq are
  * zeros. */
 static int
-emit_q(Emit *e, const DecodeCfg *d, const FmhaRegs *r, Reg q0, Reg qbar)
+emit_q(Emit *e, const DecodeCfg *d, const FmhaRegs *r, Reg q0)
 {
 	const FmhaCfg *f = &d->f;
 	uint32_t mask = swizzle_mask(SWZ_128B);
@@ -78,8 +78,7 @@ emit_q(Emit *e, const DecodeCfg *d, const FmhaRegs *r, Reg q0, Reg qbar)
 			      v[i][2].s, v[i][3].s);
 		}
 	}
-	emitf(e, "\tfence.proxy.async.shared::cta;\n");
-	op_mbar_arrive(e, qbar, NULL);
+	/* published with the first K=V tile (gen/sm90/fmha_split.c, "Q full") */
 	return 0;
 }
 
@@ -294,16 +293,15 @@ int
 sm90_decode_gather(Emit *e, const FmhaCfg *f, const FmhaRegs *r, KgErr *err)
 {
 	const DecodeCfg *d = f->ext;
-	Reg q0, k0, qbar, kbar0, kfree0, list;
+	Reg q0, k0, kbar0, kfree0, list;
 
 	emit_block(e, "sm90.decode_producer");
 	q0 = op_plan_smem(e, &f->plan, r->base, f->r_q);
 	k0 = op_plan_smem(e, &f->plan, r->base, f->r_k);
-	qbar = op_plan_bar(e, &f->plan, r->base, f->b_q);
 	kbar0 = op_plan_bar(e, &f->plan, r->base, f->b_k);
 	kfree0 = op_plan_bar(e, &f->plan, r->base, f->b_kfree);
 	list = op_plan_smem(e, &f->plan, r->base, d->r_list);
-	if (emit_q(e, d, r, q0, qbar) < 0)
+	if (emit_q(e, d, r, q0) < 0)
 		return -1;
 	return emit_tiles(e, err, d, r, k0, kbar0, kfree0, list);
 }

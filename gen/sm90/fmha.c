@@ -552,7 +552,7 @@ fmha90_consumer_init(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Consumer *cp,
 	c.q0 = op_plan_smem(e, &f->plan, r->base, f->r_q);
 	c.k0 = op_plan_smem(e, &f->plan, r->base, f->r_k);
 	c.v0 = op_plan_smem(e, &f->plan, r->base, f->r_v);
-	qbar = op_plan_bar(e, &f->plan, r->base, f->b_q);
+	qbar = f->b_q >= 0 ? op_plan_bar(e, &f->plan, r->base, f->b_q) : (Reg){{0}};
 	c.kbar0 = op_plan_bar(e, &f->plan, r->base, f->b_k);
 	c.vbar0 = op_plan_bar(e, &f->plan, r->base, f->b_v);
 	c.kfree0 = op_plan_bar(e, &f->plan, r->base, f->b_kfree);

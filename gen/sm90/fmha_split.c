@@ -48,7 +48,10 @@ fmha90_split_plan(FmhaCfg *f, KgErr *err)
 	f->r_p = plan_smem(p, "P tiles", 64u * (uint32_t)f->bn * (uint32_t)f->esz, 1024, PBUFS);
 	f->r_corr = plan_smem(p, "rescale", 64 * 4, 16, PBUFS);
 	f->r_lsum = plan_smem(p, "row sums", 64 * 4, 16, 1);
-	f->b_q = plan_barrier(p, "Q full", 1, full_arrivals, f->gather ? 0 : f->q_bytes, filler);
+	/* A gathered Q needs no barrier of its own: the producer threads that
+	 * store it fence and arrive on K=V full after their first tile, which
+	 * every consumer waits for before its first read of Q. */
+	f->b_q = f->gather ? -1 : plan_barrier(p, "Q full", 1, 1, f->q_bytes, filler);
 	f->b_k = plan_barrier(p, f->kv_shared ? "K=V full" : "K full", f->stages, full_arrivals,
 	                      f->gather ? 0 : f->k_bytes, filler);
 	if (f->gather && !f->kv_shared)
@@ -224,7 +227,7 @@ emit_scores_wg(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Reg zero, KgErr *er
 	char none[48];
 
 	if (fmha90_consumer_init(e, f, r, &c, zero, zero, 0, f->dv / 2, err) < 0 ||
-	    op_mbar_wait(e, err, c.qbar, "0") < 0)
+	    (f->b_q >= 0 && op_mbar_wait(e, err, c.qbar, "0") < 0))
 		return -1;
 	c.l_to_smem = 1;
 	c.lsum0 = op_plan_smem(e, &f->plan, r->base, f->r_lsum);
