@@ -123,6 +123,8 @@ decode_configure(DecodeCfg *d, const DecodeParams *p, KgErr *err)
 	f->plan.regs_need_max = f->bn / 2 + f->dv / 4 + f->bn / 4 + 24;
 	d->r_list = plan_smem(&f->plan, "key list", 4u * (uint32_t)d->list_len, 16, 1);
 	d->r_count = plan_smem(&f->plan, "key count", 16, 16, 1);
+	d->r_chunks = plan_smem(&f->plan, "chunk counts", 4u * (uint32_t)((d->topk[0] + 31) / 32 + (d->topk[1] + 31) / 32),
+	                        16, 1);
 	snprintf(f->name, sizeof f->name, "decode_%s_h%d_k%dp%d", d->fmt->name, d->hq, d->topk[0], d->ps[0]);
 	for (char *c = f->name; *c; c++)
 		if (*c == '-')
@@ -141,67 +143,119 @@ decode_configure(DecodeCfg *d, const DecodeParams *p, KgErr *err)
 
 static const char *const src_sfx[2] = {"", "_extra"};
 
-/* Warp 0 compacts the valid entries of both sources' index lists for this
- * query row into one key list in shared memory (source in bit 31): an
- * entry is valid when its position is below the row's length and its
- * index is in [0, capacity) (anything else is -1, skipped). A ballot per
- * 32 entries keeps the order, so the result does not depend on timing. */
+/* Every warp of the CTA compacts 32-entry chunks of the two index lists
+ * (chunk c: source 0's chunks first) into one key list in shared memory
+ * (source in bit 31): an entry is valid when its position is below the
+ * row's length and its index is in [0, capacity) (anything else is -1,
+ * skipped). Phase 1 loads all of a warp's chunks at once and counts each
+ * chunk's valid entries (ballot); after a CTA barrier phase 2 places each
+ * at its chunk's offset (the counts before it) plus its rank in the
+ * chunk, so the list keeps index order whatever the timing. Warp 0 also
+ * stores the total. The caller's CTA barrier publishes the list. */
 static void
 emit_compact(Emit *e, const DecodeCfg *d, const FmhaRegs *r, Reg qrow)
 {
-	Reg n = reg_new(e, RC_B32), i = reg_new(e, RC_B32), len = reg_new(e, RC_B32);
-	Reg cap = reg_new(e, RC_B32), v = reg_new(e, RC_B32), t = reg_new(e, RC_B32);
-	Reg bal = reg_new(e, RC_B32), lt = reg_new(e, RC_B32), a = reg_new(e, RC_B64);
-	Reg o = reg_new(e, RC_B64), p = reg_new(e, RC_PRED), ok = reg_new(e, RC_PRED);
+	int nch0 = (d->topk[0] + 31) / 32, nch = nch0 + (d->topk[1] + 31) / 32;
+	int warps = d->f.plan.threads / 32, K = (nch + warps - 1) / warps, G = (nch + 31) / 32;
+	Reg len[2], cap[2], base[2], v[64], c = reg_new(e, RC_B32), t = reg_new(e, RC_B32);
+	Reg pos = reg_new(e, RC_B32), ln = reg_new(e, RC_B32), cp = reg_new(e, RC_B32);
+	Reg off = reg_new(e, RC_B32), bal = reg_new(e, RC_B32), lt = reg_new(e, RC_B32);
+	Reg a = reg_new(e, RC_B64), b = reg_new(e, RC_B64);
+	Reg p = reg_new(e, RC_PRED), s1 = reg_new(e, RC_PRED), ok = reg_new(e, RC_PRED);
 	Reg list = op_plan_smem(e, &d->f.plan, r->base, d->r_list);
 	Reg cnt = op_plan_smem(e, &d->f.plan, r->base, d->r_count);
-	char skip[48];
+	Reg counts = op_plan_smem(e, &d->f.plan, r->base, d->r_chunks);
 
 	emit_block(e, "decode.compact");
-	label_new(e, skip, sizeof skip, "compact_done");
-	emitf(e, "\tsetp.ne.u32 %s, %s, 0;\n\t@%s bra %s;\n", p.s, r->warp.s, p.s, skip);
-	emitf(e, "\tmov.u32 %s, 0;\n\tmov.u32 %s, %%lanemask_lt;\n", n.s, lt.s);
+	emitf(e, "\tmov.u32 %s, %%lanemask_lt;\n", lt.s);
 	for (int s = 0; s < d->nsrc; s++) {
-		char loop[48], done[48];
-
-		label_new(e, loop, sizeof loop, "compact");
-		label_new(e, done, sizeof done, "compact_src_done");
-		emitf(e, "\tmov.u32 %s, %d;\n", len.s, d->topk[s]);
+		len[s] = reg_new(e, RC_B32);
+		cap[s] = reg_new(e, RC_B32);
+		base[s] = reg_new(e, RC_B64);
+		emitf(e, "\tmov.u32 %s, %d;\n", len[s].s, d->topk[s]);
 		if (d->has_len) {
 			/* clamp the row's length to [0, topk] */
 			emitf(e, "\tld.param.u64 %s, [p_topk_length%s];\n\tcvta.to.global.u64 %s, %s;\n", a.s,
 			      src_sfx[s], a.s, a.s);
-			emitf(e, "\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n", o.s, qrow.s, a.s, a.s, o.s);
-			emitf(e, "\tld.global.nc.s32 %s, [%s];\n\tmax.s32 %s, %s, 0;\n\tmin.s32 %s, %s, %d;\n", len.s,
-			      a.s, len.s, len.s, len.s, len.s, d->topk[s]);
+			emitf(e, "\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n", b.s, qrow.s, a.s, a.s, b.s);
+			emitf(e, "\tld.global.nc.s32 %s, [%s];\n\tmax.s32 %s, %s, 0;\n\tmin.s32 %s, %s, %d;\n", len[s].s,
+			      a.s, len[s].s, len[s].s, len[s].s, len[s].s, d->topk[s]);
 		}
-		emitf(e, "\tld.param.u32 %s, [p_capacity%s];\n", cap.s, src_sfx[s]);
-		emitf(e, "\tld.param.u64 %s, [p_indices%s];\n\tcvta.to.global.u64 %s, %s;\n", a.s, src_sfx[s],
-		      a.s, a.s);
-		emitf(e, "\tmul.wide.u32 %s, %s, %d;\n\tadd.u64 %s, %s, %s;\n", o.s, qrow.s, 4 * d->topk[s], a.s,
-		      a.s, o.s);
-		emitf(e, "\tmov.u32 %s, 0;\n\tsetp.eq.u32 %s, %s, 0;\n\t@%s bra %s;\n", i.s, p.s, len.s, p.s, done);
-		emit_label(e, loop);
-		emitf(e, "\tadd.u32 %s, %s, %s;\n\tsetp.lt.u32 %s, %s, %s;\n\tmov.u32 %s, -1;\n", t.s, i.s,
-		      r->lane.s, p.s, t.s, len.s, v.s);
-		emitf(e, "\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n", o.s, t.s, o.s, a.s, o.s);
-		emitf(e, "\t@%s ld.global.nc.u32 %s, [%s];\n", p.s, v.s, o.s);
-		/* unsigned: -1 and every negative index fail */
-		emitf(e, "\tsetp.lt.u32 %s, %s, %s;\n", ok.s, v.s, cap.s);
-		emitf(e, "\tvote.sync.ballot.b32 %s, %s, 0xffffffff;\n", bal.s, ok.s);
-		emitf(e, "\tand.b32 %s, %s, %s;\n\tpopc.b32 %s, %s;\n\tadd.u32 %s, %s, %s;\n", t.s, bal.s, lt.s,
-		      t.s, t.s, t.s, t.s, n.s);
-		emitf(e, "\tmad.lo.u32 %s, %s, 4, %s;\n", t.s, t.s, list.s);
-		if (s)
-			emitf(e, "\tor.b32 %s, %s, 0x80000000;\n", v.s, v.s);
-		emitf(e, "\t@%s st.shared.u32 [%s], %s;\n", ok.s, t.s, v.s);
-		emitf(e, "\tpopc.b32 %s, %s;\n\tadd.u32 %s, %s, %s;\n", t.s, bal.s, n.s, n.s, t.s);
-		emitf(e, "\tadd.u32 %s, %s, 32;\n\tsetp.lt.u32 %s, %s, %s;\n\t@%s bra %s;\n", i.s, i.s, p.s, i.s,
-		      len.s, p.s, loop);
-		emit_label(e, done);
+		emitf(e, "\tld.param.u32 %s, [p_capacity%s];\n", cap[s].s, src_sfx[s]);
+		emitf(e, "\tld.param.u64 %s, [p_indices%s];\n\tcvta.to.global.u64 %s, %s;\n", base[s].s, src_sfx[s],
+		      base[s].s, base[s].s);
+		emitf(e, "\tmul.wide.u32 %s, %s, %d;\n\tadd.u64 %s, %s, %s;\n", b.s, qrow.s, 4 * d->topk[s],
+		      base[s].s, base[s].s, b.s);
 	}
-	emitf(e, "\tsetp.eq.u32 %s, %s, 0;\n\t@%s st.shared.u32 [%s], %s;\n", p.s, r->lane.s, p.s, cnt.s, n.s);
-	emit_label(e, skip);
+	/* phase 1: chunk warp + warps·k; v = the index, or -1 when skipped */
+	for (int k = 0; k < K; k++) {
+		v[k] = reg_new(e, RC_B32);
+		emitf(e, "\tadd.u32 %s, %s, %d;\n\tmov.u32 %s, -1;\n", c.s, r->warp.s, warps * k, v[k].s);
+		if (d->nsrc > 1) {
+			emitf(e, "\tsetp.ge.u32 %s, %s, %d;\n", s1.s, c.s, nch0);
+			emitf(e, "\tselp.u32 %s, %d, 0, %s;\n\tsub.u32 %s, %s, %s;\n", t.s, nch0, s1.s, pos.s, c.s, t.s);
+			emitf(e, "\tselp.u32 %s, %s, %s, %s;\n\tselp.b64 %s, %s, %s, %s;\n", ln.s, len[1].s, len[0].s,
+			      s1.s, a.s, base[1].s, base[0].s, s1.s);
+		} else {
+			emitf(e, "\tmov.u32 %s, %s;\n\tmov.u32 %s, %s;\n\tmov.b64 %s, %s;\n", pos.s, c.s, ln.s,
+			      len[0].s, a.s, base[0].s);
+		}
+		emitf(e, "\tmad.lo.u32 %s, %s, 32, %s;\n\tsetp.lt.u32 %s, %s, %s;\n", pos.s, pos.s, r->lane.s, p.s,
+		      pos.s, ln.s);
+		emitf(e, "\tsetp.lt.and.u32 %s, %s, %d, %s;\n", p.s, c.s, nch, p.s);
+		emitf(e, "\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n\t@%s ld.global.nc.u32 %s, [%s];\n", b.s,
+		      pos.s, a.s, a.s, b.s, p.s, v[k].s, a.s);
+	}
+	for (int k = 0; k < K; k++) {
+		/* unsigned: -1 and every negative index fail; the valid ones of
+		 * source 1 carry bit 31 */
+		emitf(e, "\tadd.u32 %s, %s, %d;\n", c.s, r->warp.s, warps * k);
+		if (d->nsrc > 1) {
+			emitf(e, "\tsetp.ge.u32 %s, %s, %d;\n\tselp.u32 %s, %s, %s, %s;\n", s1.s, c.s, nch0, cp.s,
+			      cap[1].s, cap[0].s, s1.s);
+			emitf(e, "\tsetp.lt.u32 %s, %s, %s;\n\t@%s or.b32 %s, %s, 0x80000000;\n", ok.s, v[k].s, cp.s,
+			      s1.s, v[k].s, v[k].s);
+		} else {
+			emitf(e, "\tsetp.lt.u32 %s, %s, %s;\n", ok.s, v[k].s, cap[0].s);
+		}
+		emitf(e, "\tselp.u32 %s, %s, -1, %s;\n", v[k].s, v[k].s, ok.s);
+		emitf(e, "\tvote.sync.ballot.b32 %s, %s, 0xffffffff;\n\tpopc.b32 %s, %s;\n", bal.s, ok.s, t.s, bal.s);
+		emitf(e, "\tsetp.lt.u32 %s, %s, %d;\n\tsetp.eq.and.u32 %s, %s, 0, %s;\n", p.s, c.s, nch, p.s,
+		      r->lane.s, p.s);
+		emitf(e, "\tmad.lo.u32 %s, %s, 4, %s;\n\t@%s st.shared.u32 [%s], %s;\n", off.s, c.s, counts.s, p.s,
+		      off.s, t.s);
+	}
+	op_bar_sync(e, 0, d->f.plan.threads);
+	/* phase 2: offset of chunk c = Σ counts[c' < c] (lane l adds chunks
+	 * l, l+32, .., then the warp's sum); warp 0 lane 0 also the total */
+	for (int k = 0; k <= K; k++) {
+		if (k < K)
+			emitf(e, "\tadd.u32 %s, %s, %d;\n", c.s, r->warp.s, warps * k);
+		else
+			emitf(e, "\tmov.u32 %s, %d;\n", c.s, nch);
+		emitf(e, "\tmov.u32 %s, 0;\n", off.s);
+		for (int g = 0; g < G; g++) {
+			emitf(e, "\tadd.u32 %s, %s, %d;\n\tsetp.lt.u32 %s, %s, %s;\n", pos.s, r->lane.s, 32 * g, p.s,
+			      pos.s, c.s);
+			emitf(e, "\tmad.lo.u32 %s, %s, 4, %s;\n\tmov.u32 %s, 0;\n\t@%s ld.shared.u32 %s, [%s];\n", pos.s,
+			      pos.s, counts.s, t.s, p.s, t.s, pos.s);
+			emitf(e, "\tadd.u32 %s, %s, %s;\n", off.s, off.s, t.s);
+		}
+		for (int x = 16; x >= 1; x /= 2)
+			emitf(e, "\tshfl.sync.bfly.b32 %s, %s, %d, 0x1f, 0xffffffff;\n\tadd.u32 %s, %s, %s;\n", t.s,
+			      off.s, x, off.s, off.s, t.s);
+		if (k == K) {
+			emitf(e, "\tor.b32 %s, %s, %s;\n\tsetp.eq.u32 %s, %s, 0;\n\t@%s st.shared.u32 [%s], %s;\n", t.s,
+			      r->warp.s, r->lane.s, p.s, t.s, p.s, cnt.s, off.s);
+			break;
+		}
+		emitf(e, "\tsetp.ne.u32 %s, %s, -1;\n\tvote.sync.ballot.b32 %s, %s, 0xffffffff;\n", ok.s, v[k].s,
+		      bal.s, ok.s);
+		emitf(e, "\tand.b32 %s, %s, %s;\n\tpopc.b32 %s, %s;\n\tadd.u32 %s, %s, %s;\n", t.s, bal.s, lt.s, t.s,
+		      t.s, t.s, t.s, off.s);
+		emitf(e, "\tmad.lo.u32 %s, %s, 4, %s;\n\t@%s st.shared.u32 [%s], %s;\n", t.s, t.s, list.s, ok.s, t.s,
+		      v[k].s);
+	}
 }
 
 static int
@@ -306,29 +360,42 @@ emit_prologue(Emit *e, const DecodeCfg *d, FmhaRegs *r, KgErr *err)
  * all parts and writes the row's O and LSE, the sink joining the
  * denominator once: LSE = ln(Σ_s e^LSE_s + e^sink), O = Σ_s e^(LSE_s -
  * LSE) O_s. It then resets the counter to 0 for the next launch. A part
- * with no key has LSE_s = -inf and weighs 0. Consumer thread c takes
- * columns 2c, 2c+1 of every head. */
+ * with no key has LSE_s = -inf and weighs 0. Warp w takes heads w, w+8,
+ * ..; lane l the parts l, l+32, .. of the LSE pass and columns 16l ..
+ * 16l+15 of O, whose parts it reads UNROLL at a time so their loads
+ * overlap. */
+enum { UNROLL = 4 };
+
 static int
 decode_finish(Emit *e, const FmhaCfg *f, const FmhaRegs *r, KgErr *err)
 {
 	const DecodeCfg *d = f->ext;
-	Reg c = reg_new(e, RC_B32), t = reg_new(e, RC_B32), hh = reg_new(e, RC_B32), s = reg_new(e, RC_B32);
-	Reg head = reg_new(e, RC_B32), row0 = reg_new(e, RC_B32), flag = reg_new(e, RC_B32);
+	Reg c = reg_new(e, RC_B32), w8 = reg_new(e, RC_B32), t = reg_new(e, RC_B32), hh = reg_new(e, RC_B32);
+	Reg s = reg_new(e, RC_B32), head = reg_new(e, RC_B32), row0 = reg_new(e, RC_B32), flag = reg_new(e, RC_B32);
+	Reg bq = reg_new(e, RC_B32), yq = reg_new(e, RC_B32), sl = reg_new(e, RC_B32);
 	Reg a = reg_new(e, RC_B64), cnt = reg_new(e, RC_B64), op = reg_new(e, RC_B64), lp = reg_new(e, RC_B64);
-	Reg sk = reg_new(e, RC_B64), o = reg_new(e, RC_B64), l = reg_new(e, RC_B64);
+	Reg sk = reg_new(e, RC_B64), o = reg_new(e, RC_B64), l = reg_new(e, RC_B64), tt = reg_new(e, RC_B64);
 	Reg m = reg_new(e, RC_F32), ls = reg_new(e, RC_F32), w = reg_new(e, RC_F32), L = reg_new(e, RC_F32);
-	Reg x0 = reg_new(e, RC_F32), x1 = reg_new(e, RC_F32), a0 = reg_new(e, RC_F32), a1 = reg_new(e, RC_F32);
-	Reg v = reg_new(e, RC_B32), h0 = reg_new(e, RC_B16), h1 = reg_new(e, RC_B16);
-	Reg bq = reg_new(e, RC_B32), yq = reg_new(e, RC_B32), tt = reg_new(e, RC_B64);
-	Reg p = reg_new(e, RC_PRED), pc = reg_new(e, RC_PRED), pe = reg_new(e, RC_PRED);
+	Reg x = reg_new(e, RC_F32), mo = reg_new(e, RC_F32);
+	Reg acc[16], v[UNROLL][8], ws[UNROLL], h[2], pk[8];
+	Reg p = reg_new(e, RC_PRED), pc = reg_new(e, RC_PRED), pe = reg_new(e, RC_PRED), pu[UNROLL];
 	Reg fl = op_plan_smem(e, &f->plan, r->base, d->r_count);
-	char done[48], hloop[48], s1[48], s2[48], out[48];
+	char done[48], hloop[48], s1[48], s1end[48], s2[48], out[48];
 
 	(void)err;
+	reg_array(e, RC_F32, acc, 16);
+	for (int u = 0; u < UNROLL; u++) {
+		reg_array(e, RC_B32, v[u], 8);
+		ws[u] = reg_new(e, RC_F32);
+		pu[u] = reg_new(e, RC_PRED);
+	}
+	reg_array(e, RC_B16, h, 2);
+	reg_array(e, RC_B32, pk, 8);
 	emit_block(e, "decode.finish");
 	label_new(e, done, sizeof done, "combine_done");
 	label_new(e, hloop, sizeof hloop, "combine_head");
 	label_new(e, s1, sizeof s1, "combine_max");
+	label_new(e, s1end, sizeof s1end, "combine_max_done");
 	label_new(e, s2, sizeof s2, "combine_sum");
 	label_new(e, out, sizeof out, "combine_store");
 	emitf(e, "\tsetp.le.u32 %s, %s, 1;\n\t@%s bra %s;\n", p.s, r->splits.s, p.s, done);
@@ -354,68 +421,98 @@ decode_finish(Emit *e, const FmhaCfg *f, const FmhaRegs *r, KgErr *err)
 	emitf(e, "\tld.param.u64 %s, [p_LSE];\n\tcvta.to.global.u64 %s, %s;\n", l.s, l.s, l.s);
 	if (d->sink)
 		emitf(e, "\tld.param.u64 %s, [p_sink];\n\tcvta.to.global.u64 %s, %s;\n", sk.s, sk.s, sk.s);
-	/* parts' rows qrow·splits + s */
-	emitf(e, "\tmul.lo.u32 %s, %s, %s;\n\tmov.u32 %s, 0;\n", row0.s, r->qrow.s, r->splits.s, hh.s);
+	/* parts' rows qrow·splits + s; this warp's first head */
+	emitf(e, "\tmul.lo.u32 %s, %s, %s;\n\tshr.u32 %s, %s, 5;\n\tmov.u32 %s, %s;\n", row0.s, r->qrow.s,
+	      r->splits.s, w8.s, c.s, hh.s, w8.s);
+	emitf(e, "\tld.param.u32 %s, [p_s_q];\n\tdiv.u32 %s, %s, %s;\n\trem.u32 %s, %s, %s;\n", t.s, bq.s,
+	      r->qrow.s, t.s, yq.s, r->qrow.s, t.s);
 	emit_label(e, hloop);
 	emitf(e, "\tadd.u32 %s, %s, %s;\n\tsetp.ge.u32 %s, %s, %d;\n\t@%s bra %s;\n", head.s, r->h.s, hh.s, p.s,
 	      head.s, d->hq, p.s, out);
+	/* m = max(sink, LSE_s): lanes over parts, then the warp */
 	if (d->sink) {
 		emitf(e, "\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n", a.s, head.s, a.s, a.s, sk.s);
-		emitf(e, "\tld.global.nc.f32 %s, [%s];\n", m.s, a.s);
+		emitf(e, "\tld.global.nc.f32 %s, [%s];\n", x.s, a.s);
 	} else {
-		emitf(e, "\tmov.f32 %s, 0fFF800000;\n", m.s);
+		emitf(e, "\tmov.f32 %s, 0fFF800000;\n", x.s);
 	}
-	emitf(e, "\tmov.f32 %s, %s;\n\tmov.u32 %s, 0;\n", x0.s, m.s, s.s);
+	emitf(e, "\tmov.f32 %s, %s;\n\tmov.u32 %s, %s;\n", m.s, x.s, s.s, r->lane.s);
+	emitf(e, "\tsetp.ge.u32 %s, %s, %s;\n\t@%s bra %s;\n", p.s, s.s, r->splits.s, p.s, s1end);
 	emit_label(e, s1);
 	emitf(e, "\tadd.u32 %s, %s, %s;\n\tmad.lo.u32 %s, %s, %d, %s;\n", t.s, row0.s, s.s, t.s, t.s, d->hq,
 	      head.s);
 	emitf(e, "\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n\tld.global.f32 %s, [%s];\n", a.s, t.s, a.s,
 	      a.s, lp.s, ls.s, a.s);
-	emitf(e, "\tmax.f32 %s, %s, %s;\n\tadd.u32 %s, %s, 1;\n\tsetp.lt.u32 %s, %s, %s;\n\t@%s bra %s;\n", m.s,
+	emitf(e, "\tmax.f32 %s, %s, %s;\n\tadd.u32 %s, %s, 32;\n\tsetp.lt.u32 %s, %s, %s;\n\t@%s bra %s;\n", m.s,
 	      m.s, ls.s, s.s, s.s, p.s, s.s, r->splits.s, p.s, s1);
+	emit_label(e, s1end);
+	for (int xx = 16; xx >= 1; xx /= 2)
+		emitf(e, "\tshfl.sync.bfly.b32 %s, %s, %d, 0x1f, 0xffffffff;\n\tmax.f32 %s, %s, %s;\n", ls.s, m.s, xx,
+		      m.s, m.s, ls.s);
 	/* m = -inf: nothing and no sink: O = 0, LSE = -inf (offset 0 keeps
-	 * -inf - -inf out) */
-	emitf(e, "\tsetp.eq.f32 %s, %s, 0fFF800000;\n\tselp.f32 %s, 0f00000000, %s, %s;\n", pe.s, m.s, w.s, m.s,
+	 * -inf - -inf out); L starts with the sink's e^(sink - m) */
+	emitf(e, "\tsetp.eq.f32 %s, %s, 0fFF800000;\n\tselp.f32 %s, 0f00000000, %s, %s;\n", pe.s, m.s, mo.s, m.s,
 	      pe.s);
-	emitf(e, "\tsub.f32 %s, %s, %s;\n\tmul.f32 %s, %s, 0f3FB8AA3B;\n\tex2.approx.f32 %s, %s;\n", L.s, x0.s,
-	      w.s, L.s, L.s, L.s, L.s);
-	emitf(e, "\tmov.f32 %s, 0f00000000;\n\tmov.f32 %s, 0f00000000;\n\tmov.u32 %s, 0;\n", a0.s, a1.s, s.s);
+	emitf(e, "\tsub.f32 %s, %s, %s;\n\tmul.f32 %s, %s, 0f3FB8AA3B;\n\tex2.approx.f32 %s, %s;\n", L.s, x.s,
+	      mo.s, L.s, L.s, L.s, L.s);
+	for (int i = 0; i < 16; i++)
+		emitf(e, "\tmov.f32 %s, 0f00000000;\n", acc[i].s);
+	emitf(e, "\tmov.u32 %s, 0;\n", s.s);
 	emit_label(e, s2);
-	emitf(e, "\tadd.u32 %s, %s, %s;\n\tmad.lo.u32 %s, %s, %d, %s;\n", t.s, row0.s, s.s, t.s, t.s, d->hq,
-	      head.s);
-	emitf(e, "\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n\tld.global.f32 %s, [%s];\n", a.s, t.s, a.s,
-	      a.s, lp.s, ls.s, a.s);
-	emitf(e, "\tsub.f32 %s, %s, %s;\n\tmul.f32 %s, %s, 0f3FB8AA3B;\n\tex2.approx.f32 %s, %s;\n\tadd.f32 %s, %s, %s;\n",
-	      ls.s, ls.s, w.s, ls.s, ls.s, ls.s, ls.s, L.s, L.s, ls.s);
-	emitf(e, "\tmul.wide.u32 %s, %s, %d;\n\tadd.u64 %s, %s, %s;\n", a.s, t.s, 2 * f->dv, a.s, a.s, op.s);
-	emitf(e, "\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n\tld.global.b32 %s, [%s];\n", tt.s, c.s,
-	      a.s, a.s, tt.s, v.s, a.s);
-	emitf(e, "\tmov.b32 {%s, %s}, %s;\n\tcvt.f32.bf16 %s, %s;\n\tcvt.f32.bf16 %s, %s;\n", h0.s, h1.s, v.s,
-	      x0.s, h0.s, x1.s, h1.s);
-	emitf(e, "\tfma.rn.f32 %s, %s, %s, %s;\n\tfma.rn.f32 %s, %s, %s, %s;\n", a0.s, ls.s, x0.s, a0.s, a1.s,
-	      ls.s, x1.s, a1.s);
-	emitf(e, "\tadd.u32 %s, %s, 1;\n\tsetp.lt.u32 %s, %s, %s;\n\t@%s bra %s;\n", s.s, s.s, p.s, s.s,
+	for (int u = 0; u < UNROLL; u++) {
+		/* part s+u: weight e^(LSE - m) (0 past the last part), its 16 columns */
+		emitf(e, "\tadd.u32 %s, %s, %d;\n\tsetp.lt.u32 %s, %s, %s;\n", sl.s, s.s, u, pu[u].s, sl.s,
+		      r->splits.s);
+		emitf(e, "\tadd.u32 %s, %s, %s;\n\tmad.lo.u32 %s, %s, %d, %s;\n", t.s, row0.s, sl.s, t.s, t.s, d->hq,
+		      head.s);
+		emitf(e, "\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n\tmov.f32 %s, 0fFF800000;\n", a.s, t.s,
+		      a.s, a.s, lp.s, ws[u].s);
+		emitf(e, "\t@%s ld.global.f32 %s, [%s];\n", pu[u].s, ws[u].s, a.s);
+		emitf(e, "\tmul.wide.u32 %s, %s, %d;\n\tadd.u64 %s, %s, %s;\n", a.s, t.s, 2 * f->dv, a.s, a.s, op.s);
+		emitf(e, "\tmul.wide.u32 %s, %s, 32;\n\tadd.u64 %s, %s, %s;\n", tt.s, r->lane.s, a.s, a.s, tt.s);
+		/* past the last part: zeros, never 0·garbage */
+		for (int i = 0; i < 8; i++)
+			emitf(e, "\tmov.b32 %s, 0;\n", v[u][i].s);
+		for (int q = 0; q < 2; q++)
+			emitf(e, "\t@%s ld.global.v4.b32 {%s, %s, %s, %s}, [%s+%d];\n", pu[u].s, v[u][4 * q].s,
+			      v[u][4 * q + 1].s, v[u][4 * q + 2].s, v[u][4 * q + 3].s, a.s, 16 * q);
+	}
+	for (int u = 0; u < UNROLL; u++) {
+		emitf(e, "\tsub.f32 %s, %s, %s;\n\tmul.f32 %s, %s, 0f3FB8AA3B;\n\tex2.approx.f32 %s, %s;\n", ws[u].s,
+		      ws[u].s, mo.s, ws[u].s, ws[u].s, ws[u].s, ws[u].s);
+		emitf(e, "\tselp.f32 %s, %s, 0f00000000, %s;\n\tadd.f32 %s, %s, %s;\n", ws[u].s, ws[u].s, pu[u].s,
+		      L.s, L.s, ws[u].s);
+		for (int i = 0; i < 8; i++) {
+			emitf(e, "\tmov.b32 {%s, %s}, %s;\n", h[0].s, h[1].s, v[u][i].s);
+			for (int k = 0; k < 2; k++)
+				emitf(e, "\tcvt.f32.bf16 %s, %s;\n\tfma.rn.f32 %s, %s, %s, %s;\n", x.s, h[k].s,
+				      acc[2 * i + k].s, ws[u].s, x.s, acc[2 * i + k].s);
+		}
+	}
+	emitf(e, "\tadd.u32 %s, %s, %d;\n\tsetp.lt.u32 %s, %s, %s;\n\t@%s bra %s;\n", s.s, s.s, UNROLL, p.s, s.s,
 	      r->splits.s, p.s, s2);
 	/* O = acc / L (0 when L = 0), LSE = m + ln L */
 	emitf(e, "\tsetp.gt.f32 %s, %s, 0f00000000;\n\trcp.rn.f32 %s, %s;\n\tselp.f32 %s, %s, 0f00000000, %s;\n",
-	      p.s, L.s, x0.s, L.s, x0.s, x0.s, p.s);
-	emitf(e, "\tmul.f32 %s, %s, %s;\n\tmul.f32 %s, %s, %s;\n\tcvt.rn.bf16x2.f32 %s, %s, %s;\n", a0.s, a0.s,
-	      x0.s, a1.s, a1.s, x0.s, v.s, a1.s, a0.s);
+	      p.s, L.s, w.s, L.s, w.s, w.s, p.s);
+	for (int i = 0; i < 8; i++)
+		emitf(e, "\tmul.f32 %s, %s, %s;\n\tmul.f32 %s, %s, %s;\n\tcvt.rn.bf16x2.f32 %s, %s, %s;\n",
+		      acc[2 * i].s, acc[2 * i].s, w.s, acc[2 * i + 1].s, acc[2 * i + 1].s, w.s, pk[i].s,
+		      acc[2 * i + 1].s, acc[2 * i].s);
 	emitf(e, "\tmad.lo.u32 %s, %s, %d, %s;\n\tmul.wide.u32 %s, %s, %d;\n\tadd.u64 %s, %s, %s;\n", t.s,
 	      r->qrow.s, d->hq, head.s, a.s, t.s, 2 * f->dv, a.s, a.s, o.s);
-	emitf(e, "\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n\tst.global.b32 [%s], %s;\n", tt.s, c.s, a.s,
-	      a.s, tt.s, a.s, v.s);
+	emitf(e, "\tmul.wide.u32 %s, %s, 32;\n\tadd.u64 %s, %s, %s;\n", tt.s, r->lane.s, a.s, a.s, tt.s);
+	for (int q = 0; q < 2; q++)
+		emitf(e, "\tst.global.v4.b32 [%s+%d], {%s, %s, %s, %s};\n", a.s, 16 * q, pk[4 * q].s, pk[4 * q + 1].s,
+		      pk[4 * q + 2].s, pk[4 * q + 3].s);
 	emitf(e, "\tlg2.approx.f32 %s, %s;\n\tmul.f32 %s, %s, 0f3F317218;\n\tadd.f32 %s, %s, %s;\n", L.s, L.s,
-	      L.s, L.s, L.s, L.s, m.s);
-	/* LSE[b, head, y] = lse_q0 of the unsplit layout: (b·Hq + head)·s_q + y */
-	emitf(e, "\tld.param.u32 %s, [p_s_q];\n\tdiv.u32 %s, %s, %s;\n\trem.u32 %s, %s, %s;\n", t.s, bq.s,
-	      r->qrow.s, t.s, yq.s, r->qrow.s, t.s);
-	emitf(e, "\tmad.lo.u32 %s, %s, %d, %s;\n\tmad.lo.u32 %s, %s, %s, %s;\n", bq.s, bq.s, d->hq, head.s, bq.s,
-	      bq.s, t.s, yq.s);
-	emitf(e, "\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n", a.s, bq.s, a.s, a.s, l.s);
-	emitf(e, "\tselp.f32 %s, 0fFF800000, %s, %s;\n\t@%s st.global.f32 [%s], %s;\n", L.s, L.s, pe.s, pc.s,
-	      a.s, L.s);
-	emitf(e, "\tadd.u32 %s, %s, 1;\n\tsetp.lt.u32 %s, %s, 64;\n\t@%s bra %s;\n", hh.s, hh.s, p.s, hh.s, p.s,
+	      L.s, L.s, L.s, L.s, mo.s);
+	/* LSE[b, head, y] = (b·Hq + head)·s_q + y */
+	emitf(e, "\tld.param.u32 %s, [p_s_q];\n\tmad.lo.u32 %s, %s, %d, %s;\n\tmad.lo.u32 %s, %s, %s, %s;\n", t.s,
+	      flag.s, bq.s, d->hq, head.s, flag.s, flag.s, t.s, yq.s);
+	emitf(e, "\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n", a.s, flag.s, a.s, a.s, l.s);
+	emitf(e, "\tselp.f32 %s, 0fFF800000, %s, %s;\n\tsetp.eq.u32 %s, %s, 0;\n\t@%s st.global.f32 [%s], %s;\n",
+	      L.s, L.s, pe.s, p.s, r->lane.s, p.s, a.s, L.s);
+	emitf(e, "\tadd.u32 %s, %s, 8;\n\tsetp.lt.u32 %s, %s, 64;\n\t@%s bra %s;\n", hh.s, hh.s, p.s, hh.s, p.s,
 	      hloop);
 	emit_label(e, out);
 	/* every part has counted: reset for the next launch */

@@ -44,6 +44,7 @@ typedef struct DecodeCfg {
 	uint32_t page_bytes[2];    /* per source: bytes from one page to the next */
 	int has_len, sink;
 	int r_list, r_count;       /* smem: the compacted key list and its length */
+	int r_chunks;              /* smem: valid entries per 32-entry chunk of the index lists */
 	int list_len;              /* entries: topk[0] + topk[1] */
 } DecodeCfg;
 
