@@ -8,7 +8,9 @@ static const struct {
 	const char *word;
 	const char *decl;
 } abi_kinds[] = {
-	[ABI_TMAP] = {"tmap", ".param .align 128 .b8 %s[128]"}, /* as nvcc 13 lowers a __grid_constant__ CUtensorMap, hardware-facts §5.2 */
+	/* as nvcc 13 lowers a __grid_constant__ CUtensorMap (docs/hardware.md,
+	 * "Tensor map parameter") */
+	[ABI_TMAP] = {"tmap", ".param .align 128 .b8 %s[128]"},
 	[ABI_PTR] = {"ptr", ".param .u64 %s"},
 	[ABI_U32] = {"u32", ".param .u32 %s"},
 	[ABI_S32] = {"s32", ".param .s32 %s"},

@@ -44,7 +44,7 @@ gemm_configure(GemmCfg *g, const GemmParams *p, KgErr *err)
 	g->group_m = 8;
 	g->r_slot = g->b_acc = -1;
 
-	/* One MMA consumes 32 bytes of K (hardware-facts §1.5); a stage holds
+	/* One MMA consumes 32 bytes of K (docs/hardware.md, "Advancing along K"); a stage holds
 	 * whole swizzle rows so TMA boxes and descriptors tile it exactly. */
 	if (g->tk * g->esz_in % g->span)
 		return kg_fail(err, "--tile-k=%d with --swizzle=%s: tile-k x %d bytes must be a multiple of the %d-byte swizzle span",
@@ -56,7 +56,8 @@ gemm_configure(GemmCfg *g, const GemmParams *p, KgErr *err)
 	g->stage_bytes = g->la.bytes + g->lb.bytes;
 
 	plan_init(&g->plan, g->t);
-	/* TMA destinations need 128 B, swizzled tiles their period (§1.3). */
+	/* TMA destinations need 128 B, swizzled tiles their period (docs/hardware.md,
+	 * "Base offset and alignment"). */
 	uint32_t align = (uint32_t)swizzle_period(g->swz) > 128 ? (uint32_t)swizzle_period(g->swz) : 128;
 	g->r_a = plan_smem(&g->plan, "A stages", g->la.bytes, align, g->stages);
 	g->r_b = plan_smem(&g->plan, "B stages", g->lb.bytes, align, g->stages);
@@ -109,14 +110,15 @@ gemm_emit_producer(Emit *e, const GemmCfg *g, const GemmRegs *r, KgErr *err)
 	emitf(e, "\tsetp.eq.u32 %s, %s, 0;\n\t@%s bra %s;\n", p.s, r->nk.s, p.s, done);
 	emit_label(e, loop);
 	/* Empty barriers start in phase 0 with nothing consumed: waiting on
-	 * parity phase^1 passes at once the first round (hardware-facts §5.4). */
+	 * parity phase^1 passes at once the first round (docs/hardware.md, "mbarrier"). */
 	emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n", empty.s, stage.s, empty0.s);
 	emitf(e, "\txor.b32 %s, %s, 1;\n", par.s, phase.s);
 	if (op_mbar_wait(e, err, empty, par.s) < 0)
 		return -1;
 	emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n", full.s, stage.s, full0.s);
 	/* Every byte of every box of the stage, out-of-bounds fill included
-	 * (seed-lessons: a missing count deadlocks). */
+	 * (a missing count deadlocks: docs/lessons.md,
+	 * "Size and budget bugs"). */
 	op_mbar_arrive_expect_tx(e, full, g->stage_bytes);
 	emitf(e, "\tmad.lo.u32 %s, %s, %u, %s;\n", adst.s, stage.s, g->la.bytes, a0.s);
 	emitf(e, "\tmad.lo.u32 %s, %s, %u, %s;\n", bdst.s, stage.s, g->lb.bytes, b0.s);
@@ -192,7 +194,7 @@ emit_prologue(Emit *e, const GemmCfg *g, GemmRegs *r, KgErr *err)
 	emitf(e, "\tshr.u32 %s, %s, 5;\n", r->warp.s, r->tid.s);
 	emitf(e, "\tand.b32 %s, %s, 31;\n", r->lane.s, r->tid.s);
 	/* Round the dynamic base up to the largest alignment any region needs;
-	 * the plan requested the slack (hardware-facts §1.3, pitfall 3). */
+	 * the plan requested the slack (docs/hardware.md, "Base offset and alignment"). */
 	emitf(e, "\tmov.u32 %s, kg_smem;\n", raw.s);
 	emitf(e, "\tadd.u32 %s, %s, %u;\n", r->base.s, raw.s, g->plan.smem_align - 1);
 	emitf(e, "\tand.b32 %s, %s, %d;\n", r->base.s, r->base.s, -(int)g->plan.smem_align);

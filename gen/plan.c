@@ -146,8 +146,8 @@ plan_check(Plan *p, KgErr *err)
 	}
 	p->smem_bytes = off;
 	/* The dynamic base is only guaranteed 16-byte aligned; round it up at run
-	 * time and request the slack (seed-lessons: swizzled tiles need their
-	 * period, hardware-facts §1.3). */
+	 * time and request the slack (docs/lessons.md, "Size and budget
+	 * bugs"; docs/hardware.md, "Base offset and alignment"). */
 	p->smem_request = p->smem_bytes + (p->smem_align > 16 ? p->smem_align : 0);
 	if (p->smem_request > t->smem_max)
 		return kg_fail(err, "plan needs %u bytes (%.1f KiB) of shared memory, %s allows %u (%.1f KiB)",

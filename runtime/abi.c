@@ -18,7 +18,7 @@
 
 /* Columns: ABI name (gen/dtype.c spelling), bytes per element, the
  * CUtensorMapDataType TMA moves it as. FP8/FP6/integer-8 and scale types go
- * as UINT8, as CUTLASS does (hardware-facts §5.3, copy_sm90_desc.hpp
+ * as UINT8, as CUTLASS does (docs/hardware.md, "Tensor map encoding", copy_sm90_desc.hpp
  * to_CUtensorMapDataType); TMA copies bits, the MMA interprets them.
  * e2m1 (FP4) is packed two per byte: the runtime counts it as 1 byte per
  * packed pair, so tensor dims and strides for e2m1 are given in bytes
@@ -85,8 +85,8 @@ krt_target_check(const KrtAbi *abi, int dev_cc, const char *dev_name, KrtErr *er
 		return krt_errf(err, KRT_EABI, "kernel %s: target '%s' is not a target name",
 		                abi->kernel, abi->target);
 	/* `a` targets run on that exact CC only, `f` targets on the same family
-	 * at or above it, plain targets on it and later (toolchain-practices
-	 * §5.7; PTX ISA "Target Directives"). */
+	 * at or above it, plain targets on it and later (docs/hardware.md,
+	 * "Targets and PTX versions"; PTX ISA "Target Directives"). */
 	int ok;
 	char rule[160];
 	if (suf == 'a') {
@@ -427,7 +427,7 @@ static int
 f_rank(Parser *p, const char *v, KrtAbiParam *q)
 {
 	uint64_t r;
-	/* cuTensorMapEncodeTiled takes rank 1..5 (hardware-facts §5.3). */
+	/* cuTensorMapEncodeTiled takes rank 1..5 (docs/hardware.md, "Tensor map encoding"). */
 	if (parse_uint(v, KRT_MAX_RANK, &r) != 0 || r == 0)
 		return bad(p, "param %s: rank must be 1..%d, got '%s'", q->name, KRT_MAX_RANK, v);
 	q->rank = (int)r;
@@ -447,7 +447,7 @@ f_box(Parser *p, const char *v, KrtAbiParam *q)
 		if (c)
 			*c = 0;
 		uint64_t b;
-		/* boxDim[i] in 1..256 (hardware-facts §5.3). */
+		/* boxDim[i] in 1..256 (docs/hardware.md, "Tensor map encoding"). */
 		if (n == KRT_MAX_RANK || parse_uint(s, 256, &b) != 0 || b == 0)
 			return bad(p,
 			           "param %s: box must be %d comma-separated sizes 1..256 "
@@ -789,7 +789,7 @@ krt_jit_log_explain(const char *ptx, size_t len, const char *log, char *out, siz
 	if (!log || !n)
 		return 0;
 	/* ptxas writes "ptxas application ptx input, line 7; error : ..."
-	 * (toolchain-practices §5.2): PTX line numbers of the whole file. */
+	 * (docs/hardware.md, "Driver JIT logs"): PTX line numbers of the whole file. */
 	for (const char *s = log; (s = strstr(s, "line ")) != NULL; s += 5) {
 		if (s > log && (isalnum((unsigned char)s[-1]) || s[-1] == '_'))
 			continue;

@@ -107,7 +107,7 @@ typedef struct KrtTmapArgs {
 } KrtTmapArgs;
 
 /* Builds the encode arguments from ABI param `index` and the caller's tensor
- * and checks every cuTensorMapEncodeTiled rule (hardware-facts §5.3). On a
+ * and checks every cuTensorMapEncodeTiled rule (docs/hardware.md, "Tensor map encoding"). On a
  * violation: KRT_EINVAL naming the param and the rule, with all arguments. */
 int krt_tmap_prepare(const KrtAbi *abi, int index, const KrtTensor *t, KrtTmapArgs *out,
                      KrtErr *err);

@@ -436,7 +436,7 @@ prepare(KrtModule *m, const KrtArg *args, int nargs, KrtTmapArgs *tm, KrtLaunch 
 	for (int i = 0; i < 3; i++) {
 		l->cluster[i] = (uint32_t)a->cluster[i];
 		/* The driver's grid counts CTAs; it must tile into whole clusters
-		 * (toolchain-practices §5.5). */
+		 * (docs/hardware.md, "Limits and peak rates"). */
 		if (l->grid[i] % l->cluster[i])
 			return krt_errf(err, KRT_EINVAL,
 			                "kernel %s: grid %c = %s = %u is not a multiple of the cluster "

@@ -140,7 +140,8 @@ emit_pv_issue(Emit *e, const FmhaCfg *f, Consumer *c)
 	emitf(e, "\tmad.lo.u32 %s, %s, %u, %s;\n\tshr.u32 %s, %s, 4;\n", c->vlo.s, c->pstage.s,
 	      f->kv_shared ? f->k_bytes : f->v_bytes, c->v0.s, c->vlo.s, c->vlo.s);
 	for (int kk = 0; kk < f->bn / 16; kk++) {
-		/* 16 keys = two 8-row groups of the N-major V atoms: +2*SBO (§1.5) */
+		/* 16 keys = two 8-row groups of the N-major V atoms: +2*SBO
+		 * (docs/hardware.md, "Advancing along K") */
 		emitf(e, "\tadd.u32 %s, %s, %u;\n\tmov.b64 %s, {%s, %s};\n", c->lo.s, c->vlo.s,
 		      ((uint32_t)(kk * 2048) >> 4) + c->dv_lo, c->bd.s, c->lo.s, c->vhi.s);
 		sm90_wgmma(e, f->dv, f->in, c->O, NULL, &c->P[4 * kk], c->bd, 1, 1);
@@ -178,7 +179,8 @@ fmha90_softmax_exp(Emit *e, const FmhaCfg *f, Consumer *c)
 		emitf(e, "\tmax.f32 %s, %s, %s;\n", c->mx[row_of(i)].s, c->mx[row_of(i)].s, c->S[i].s);
 	for (int r = 0; r < 2; r++)
 		for (int x = 1; x <= 2; x *= 2) {
-			/* the 4 lanes of a quad hold the same two rows (§4.2) */
+			/* the 4 lanes of a quad hold the same two rows
+			 * (docs/hardware.md, "wgmma accumulator fragment") */
 			emitf(e, "\tshfl.sync.bfly.b32 %s, %s, %d, 0x1f, 0xffffffff;\n", c->t.s, c->mx[r].s, x);
 			emitf(e, "\tmov.b32 %s, %s;\n", c->nms[r].s, c->t.s);
 			emitf(e, "\tmax.f32 %s, %s, %s;\n", c->mx[r].s, c->mx[r].s, c->nms[r].s);
@@ -204,7 +206,7 @@ fmha90_softmax_exp(Emit *e, const FmhaCfg *f, Consumer *c)
  * convert P to the RS A fragment. l stays a per-thread partial sum (corr
  * is the same for the quad; the epilogue adds the quad's partials). The S
  * accumulator of columns 16kk.. is, pair by pair, the A fragment of k-chunk
- * kk (hardware-facts §4.2 and §4.3). */
+ * kk (docs/hardware.md, "wgmma accumulator fragment" and "wgmma A fragment"). */
 void
 fmha90_softmax_rescale(Emit *e, const FmhaCfg *f, Consumer *c, int pack)
 {
@@ -477,7 +479,8 @@ fmha90_consumer_init(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Consumer *cp,
 		return -1;
 	/* V as B of P·V: N (head dim) contiguous in 128-byte swizzled rows, K
 	 * (keys) across rows. MN-major SW128: SBO = 1024 between 8-key groups,
-	 * LBO = the next 64 columns' slice (hardware-facts §1.4, §5.6). */
+	 * LBO = the next 64 columns' slice (docs/hardware.md,
+	 * "Canonical layouts, LBO and SBO" and "TMA swizzle"). */
 	vd.lbo = f->lv.slice_bytes;
 	vd.sbo = 1024;
 	vd.swz = SWZ_128B;

@@ -1,6 +1,7 @@
 /* Building blocks of the sm_90a FMHA consumers, shared by the plan of one
  * to three warpgroups taking MMA turns in a ring (fmha.c) and the split-O
- * plan for head-dim 512 (fmha_split.c). Register fragment maps: hardware-facts §4.2, §4.3. */
+ * plan for head-dim 512 (fmha_split.c). Register fragment maps: docs/hardware.md,
+ * "wgmma accumulator fragment" and "wgmma A fragment". */
 #ifndef KGEN_SM90_FMHA_INT_H
 #define KGEN_SM90_FMHA_INT_H
 

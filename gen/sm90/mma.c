@@ -4,7 +4,7 @@ void
 sm90_wgmma_fence(Emit *e)
 {
 	/* Required before a wgmma whose accumulator registers were written by
-	 * other instructions (hardware-facts §4.1). */
+	 * other instructions (docs/hardware.md, "wgmma syntax and fences"). */
 	emitf(e, "\twgmma.fence.sync.aligned;\n");
 }
 

@@ -511,7 +511,7 @@ test_blocks(void)
 	EXPECT(krt_ptx_block_at(ptx, len, 29, block, 5, text, 4) == 1);
 	EXPECT(strcmp(block, "sm90") == 0 && strcmp(text, "\tad") == 0);
 
-	/* A JIT log, as the driver writes it (toolchain-practices §5.2). */
+	/* A JIT log, as the driver writes it (docs/hardware.md, "Driver JIT logs"). */
 	const char *log = "ptxas application ptx input, line 29; error   : Unknown symbol '%r5'\n"
 	                  "ptxas application ptx input, line 29; error   : again\n"
 	                  "ptxas application ptx input, line 20; warning : something\n"
