@@ -17,7 +17,7 @@
 #define KRT_PRINTF(f, a)
 #endif
 
-/* ---- errors (krt.c) ----------------------------------------------------- */
+/* ---- errors (err.c) ----------------------------------------------------- */
 
 /* Sets err->code and err->msg; returns code. */
 int krt_errf(KrtErr *err, int code, const char *fmt, ...) KRT_PRINTF(3, 4);
@@ -114,9 +114,9 @@ int krt_tmap_prepare(const KrtAbi *abi, int index, const KrtTensor *t, KrtTmapAr
 /* "dtype=bf16 (BFLOAT16) rank=2 address=0x... dims={..} ..." into buf. */
 void krt_tmap_describe(const KrtTmapArgs *a, char *buf, size_t n);
 
-/* ---- launch arguments (krt.c) ------------------------------------------- */
+/* ---- launch arguments (argkind.c, krt.c) -------------------------------- */
 
-const char *krt_arg_kind_name(KrtArgKind k); /* "tmap", "u32", ... or "?" */
+const char *krt_arg_kind_name(KrtArgKind k); /* "tmap", "u32", ... or "?" (argkind.c) */
 /* nargs and each kind against the ABI; tensor maps through krt_tmap_prepare
  * into tm[i] (tm may be NULL to validate only). */
 int krt_args_check(const KrtAbi *abi, const KrtArg *args, int nargs, KrtTmapArgs *tm,
