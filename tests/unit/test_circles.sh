@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # The files of gen/ and runtime/ form no circle: neither in the graph of
 # #include "..." lines nor in the cross-file call graph, where file A points
-# at file B when an object of A leaves undefined a function that B's object
-# defines (nm over the objects listed in compile_commands.json). Tables of
-# function pointers are data, not calls: gen/target.c's table names each
-# target's family ops, which call back into the shared family code, by
-# design. A circle is reported with every file on it.
+# at file B when the code of A's object refers to a function that B's
+# object defines (nm and readelf -r over the objects listed in
+# compile_commands.json). Tables of function pointers are data, not calls:
+# gen/target.c's table of each target's family ops and the emulator's opcode
+# table (runtime/emu/optab.c) name functions that call back into the code
+# that looks them up, by design. A circle is reported with every file on it.
 # Usage: tests/unit/test_circles.sh SOURCE_ROOT BUILD_DIR
 set -u
 exec python3 - "$1" "$2" <<'PY'
@@ -77,12 +78,28 @@ for e in db:
     if out.returncode:
         print("FAIL: nm %s: %s" % (obj, out.stderr.strip()))
         sys.exit(1)
+    und = set()
     for line in out.stdout.splitlines():
         parts = line.split()
         if len(parts) == 2 and parts[0] == "U":
-            undefs.setdefault(f, set()).add(parts[1])
+            und.add(parts[1])
         elif len(parts) == 3 and parts[1] == "T":
             defs.setdefault(parts[2], set()).add(f)
+    # Only references from code sections count.
+    relocs = subprocess.run(["readelf", "-rW", obj], capture_output=True, text=True)
+    if relocs.returncode:
+        print("FAIL: readelf %s: %s" % (obj, relocs.stderr.strip()))
+        sys.exit(1)
+    code, used = False, set()
+    for line in relocs.stdout.splitlines():
+        m = re.match(r"Relocation section '([^']+)'", line)
+        if m:
+            code = m.group(1).startswith(".rela.text") or m.group(1).startswith(".rel.text")
+            continue
+        parts = line.split()
+        if code and len(parts) >= 5 and parts[4] in und:
+            used.add(parts[4])
+    undefs[f] = used
 calls = {}
 for f, syms in undefs.items():
     for s in syms:
