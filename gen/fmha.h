@@ -13,6 +13,7 @@
 #include "target.h"
 
 enum { MASK_NONE, MASK_CAUSAL, MASK_WINDOW };
+#define FMHA_MASKS "none,causal,window" /* the MASK_* in order, as --mask spells them */
 
 typedef struct FmhaParams {
 	int target;

@@ -12,16 +12,16 @@
 /* See family.h for the columns. */
 static const ParamSpec gemm_params[] = {
 	{"target", PK_TARGET, P(target), "sm_90a,sm_100a", 0, 0, 0, "sm_90a",
-	 "sm_90a: wgmma consumers; sm_100a: tcgen05 + TMEM"},
+	 "sm_90a: wgmma consumers; sm_100a: tcgen05 + TMEM", NULL},
 	{"tile-m", PK_INT, P(tile_m), "64,128,192,256", 0, 0, 0, "128",
-	 "C rows per CTA (sm_90a: 64 per consumer warpgroup; sm_100a: 128)"},
-	{"tile-n", PK_INT, P(tile_n), NULL, 16, 256, 16, "256", "C columns per CTA = MMA N"},
-	{"tile-k", PK_INT, P(tile_k), "16,32,64,128", 0, 0, 0, "64", "K elements per pipeline stage"},
-	{"stages", PK_INT, P(stages), NULL, 2, 8, 1, "4", "TMA ring depth (full/empty mbarrier pairs)"},
+	 "C rows per CTA (sm_90a: 64 per consumer warpgroup; sm_100a: 128)", NULL},
+	{"tile-n", PK_INT, P(tile_n), NULL, 16, 256, 16, "256", "C columns per CTA = MMA N", NULL},
+	{"tile-k", PK_INT, P(tile_k), "16,32,64,128", 0, 0, 0, "64", "K elements per pipeline stage", NULL},
+	{"stages", PK_INT, P(stages), NULL, 2, 8, 1, "4", "TMA ring depth (full/empty mbarrier pairs)", NULL},
 	{"swizzle", PK_SWIZZLE, P(swizzle), "none,32,64,128", 0, 0, 0, "128",
-	 "smem swizzle of the A/B tiles (TMA and MMA agree)"},
-	{"dtype", PK_DTYPE, P(dtype), "bf16,fp16", 0, 0, 0, "bf16", "A and B element type"},
-	{"out-dtype", PK_DTYPE, P(out_dtype), "bf16,f32", 0, 0, 0, "bf16", "C element type"},
+	 "smem swizzle of the A/B tiles (TMA and MMA agree)", NULL},
+	{"dtype", PK_DTYPE, P(dtype), "bf16,fp16", 0, 0, 0, "bf16", "A and B element type", NULL},
+	{"out-dtype", PK_DTYPE, P(out_dtype), "bf16,f32", 0, 0, 0, "bf16", "C element type", NULL},
 };
 
 /* Validates the parameter combination and builds the plan. Every rule that
@@ -249,6 +249,9 @@ gemm_abi(const GemmCfg *g, const char *args, KernelAbi *k)
 	abi_add(k, ABI_U32, "M");
 	abi_add(k, ABI_U32, "N");
 	abi_add(k, ABI_U32, "K");
+	/* A and B rows are K elements: their byte stride must be a multiple of
+	 * 16 (docs/hardware.md, "Tensor map encoding") */
+	abi_shape(k, "kmult", "%d", 16 / g->esz_in);
 }
 
 static int

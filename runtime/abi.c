@@ -335,6 +335,33 @@ h_args(Parser *p, char *v, KrtAbi *a)
 	return copy_field(p, a->args, sizeof a->args, v, "args");
 }
 
+/* "NAME=VALUE NAME=VALUE ...": names of letters, digits, '-' and '_',
+ * values without spaces, each name once. */
+static int
+h_shape(Parser *p, char *v, KrtAbi *a)
+{
+	char *save = NULL;
+	for (char *f = strtok_r(v, " ", &save); f; f = strtok_r(NULL, " ", &save)) {
+		char *eq = strchr(f, '=');
+		if (!eq || eq == f || !eq[1])
+			return bad(p, "shape field '%s': expected NAME=VALUE", f);
+		*eq = 0;
+		if (strspn(f, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_") !=
+		    strlen(f))
+			return bad(p, "shape field name '%s': expected letters, digits, '-' or '_'", f);
+		if (krt_abi_shape(a, f))
+			return bad(p, "shape field '%s' given twice", f);
+		if (a->nshape == KRT_MAX_SHAPE)
+			return bad(p, "more than %d shape fields", KRT_MAX_SHAPE);
+		KrtShapeField *s = &a->shape[a->nshape];
+		if (copy_field(p, s->name, sizeof s->name, f, "shape field name") ||
+		    copy_field(p, s->value, sizeof s->value, eq + 1, "shape field value"))
+			return p->err->code;
+		a->nshape++;
+	}
+	return 0;
+}
+
 static int
 h_threads(Parser *p, char *v, KrtAbi *a)
 {
@@ -384,22 +411,24 @@ h_grid(Parser *p, char *v, KrtAbi *a)
 	return 0; /* names are checked once the params are known */
 }
 
-/* The fixed keys, in their order. */
+/* The fixed keys, in their order; an optional one may be left out. */
 static const struct {
 	const char *key;
 	const char *form; /* what its value looks like, for messages */
 	int (*parse)(Parser *p, char *v, KrtAbi *a);
+	int optional;
 } header_keys[] = {
-	{"kgen-abi", "1", h_version},
-	{"kernel", "NAME", h_kernel},
-	{"family", "NAME", h_family},
-	{"target", "sm_90a|sm_100a", h_target},
-	{"ptx", "MAJOR.MINOR", h_ptx},
-	{"args", "KGEN-ARGUMENTS", h_args},
-	{"threads", "N", h_threads},
-	{"cluster", "X Y Z", h_cluster},
-	{"smem", "BYTES", h_smem},
-	{"grid", "EXPR-X EXPR-Y EXPR-Z", h_grid},
+	{"kgen-abi", "1", h_version, 0},
+	{"kernel", "NAME", h_kernel, 0},
+	{"family", "NAME", h_family, 0},
+	{"target", "sm_90a|sm_100a", h_target, 0},
+	{"ptx", "MAJOR.MINOR", h_ptx, 0},
+	{"args", "KGEN-ARGUMENTS", h_args, 0},
+	{"shape", "NAME=VALUE ...", h_shape, 1},
+	{"threads", "N", h_threads, 0},
+	{"cluster", "X Y Z", h_cluster, 0},
+	{"smem", "BYTES", h_smem, 0},
+	{"grid", "EXPR-X EXPR-Y EXPR-Z", h_grid, 0},
 };
 
 enum { NKEYS = sizeof header_keys / sizeof header_keys[0] };
@@ -640,12 +669,19 @@ krt_abi_parse(const char *ptx, size_t len, KrtAbi *out, KrtErr *err)
 	for (int k = 0; k < NKEYS; k++) {
 		char *key = NULL, *val = NULL, want[64];
 		snprintf(want, sizeof want, "'//@%s %s'", header_keys[k].key, header_keys[k].form);
+		const char *at = p.cur;
+		int lineno = p.lineno;
 		int r = next_line(&p);
 		if (expect_key(&p, r, want))
 			return err->code;
 		r = split_line(&p, &key, &val);
 		if (r < 0)
 			return err->code;
+		if (header_keys[k].optional && (r == 1 || strcmp(key, header_keys[k].key) != 0)) {
+			p.cur = at; /* read that line again as the next key */
+			p.lineno = lineno;
+			continue;
+		}
 		if (r == 1 || strcmp(key, header_keys[k].key) != 0)
 			return key_mismatch(&p, r == 0, key, want);
 		if (!val)
@@ -686,6 +722,17 @@ krt_abi_parse(const char *ptx, size_t len, KrtAbi *out, KrtErr *err)
 			                grid_line, "xyz"[i], e.msg);
 	}
 	return KRT_OK;
+}
+
+const char *
+krt_abi_shape(const KrtAbi *abi, const char *name)
+{
+	if (!abi || !name)
+		return NULL;
+	for (int i = 0; i < abi->nshape; i++)
+		if (strcmp(abi->shape[i].name, name) == 0)
+			return abi->shape[i].value;
+	return NULL;
 }
 
 const KrtAbiParam *

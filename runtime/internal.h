@@ -117,8 +117,12 @@ void krt_tmap_describe(const KrtTmapArgs *a, char *buf, size_t n);
 /* ---- launch arguments (argkind.c, krt.c) -------------------------------- */
 
 const char *krt_arg_kind_name(KrtArgKind k); /* "tmap", "u32", ... or "?" (argkind.c) */
-/* nargs and each kind against the ABI; tensor maps through krt_tmap_prepare
- * into tm[i] (tm may be NULL to validate only). */
+/* The caller's tensor dimensions and scalars against the //@shape fields
+ * (shape.c); KRT_EINVAL naming the argument, its value and the field. */
+int krt_shape_check(const KrtAbi *abi, const KrtArg *args, int nargs, KrtErr *err);
+/* nargs and each kind against the ABI, then the shapes (krt_shape_check);
+ * tensor maps through krt_tmap_prepare into tm[i] (tm may be NULL to
+ * validate only). */
 int krt_args_check(const KrtAbi *abi, const KrtArg *args, int nargs, KrtTmapArgs *tm,
                    KrtErr *err);
 

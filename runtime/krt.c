@@ -60,7 +60,7 @@ krt_args_check(const KrtAbi *abi, const KrtArg *args, int nargs, KrtTmapArgs *tm
 				return krt_err_prefix(err, "kernel %s: ", abi->kernel);
 		}
 	}
-	return KRT_OK;
+	return krt_shape_check(abi, args, nargs, err);
 }
 
 /* ---- devices ------------------------------------------------------------- */

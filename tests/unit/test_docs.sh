@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Every document the code cites lives in this repository: no file outside
 # docs/ names the notes the project was started from, every docs/ file a file
-# cites exists, and every section title cited as (docs/FILE.md, "Title") or
-# (docs/FILE.md, "A", "B" and "C") is a heading of that file.
+# cites exists, and every section title cited as (docs/<name>.md, "Title") or
+# (docs/<name>.md, "A", "B" and "C") is a heading of that file. An example
+# ABI header in docs/ABI.md is the header of the emitted file it names.
 # Usage: tests/unit/test_docs.sh [SOURCE_ROOT]
 set -u
 root=${1:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -65,6 +66,24 @@ for f in files:
             if c not in t:
                 print("FAIL: %s cites %s, \"%s\": no such section" % (f, doc, c))
                 fails += 1
+abi = open(os.path.join(root, "docs/ABI.md"), encoding="utf-8").read()
+for m in re.finditer(r"```\n(//@kgen-abi .*?//@end\n)```", abi, re.S):
+    doc = m.group(1)
+    kernel = re.search(r"^//@kernel (\S+)$", doc, re.M).group(1)
+    target = re.search(r"^//@target (\S+)$", doc, re.M).group(1)
+    path = os.path.join(root, "emitted", target, kernel + ".ptx")
+    if not os.path.isfile(path):
+        print("FAIL: docs/ABI.md shows the header of %s, which emitted/ does not hold" % kernel)
+        fails += 1
+        continue
+    ptx = open(path, encoding="utf-8").read()
+    real = ptx[:ptx.index("//@end\n") + 7]
+    if real != doc:
+        print("FAIL: docs/ABI.md's example header differs from emitted/%s/%s.ptx:" % (target, kernel))
+        for a, b in zip(doc.splitlines(), real.splitlines() + [""] * 99):
+            if a != b:
+                print("  docs:    %s\n  emitted: %s" % (a, b))
+        fails += 1
 print("%d file(s) checked, %d failure(s)" % (len(files), fails))
 sys.exit(1 if fails else 0)
 PY
