@@ -32,7 +32,8 @@ typedef struct TcWord {
 /* 1 if m is in words (aux set), 0 if not, -1 on a conflicting repeat. */
 int emu_tc_word(EmuInsn *in, const char *m, EmuParse *p, const TcWord *words, int n);
 
-/* Every tcgen05 instruction of a kernel must use one cta_group (§3.2). */
+/* Every tcgen05 instruction of a kernel must use one cta_group (docs/hardware.md,
+ * "TMEM allocation"). */
 int emu_tc_group_check(EmuCta *c, EmuThread *t, const EmuInsn *in);
 /* The thread's issue pipe (an async-queue agent), -1 after an error. */
 int emu_tc_agent(EmuCta *c, EmuThread *t, const EmuInsn *in);
