@@ -64,7 +64,8 @@ int emu_tc_push(EmuCta *c, EmuThread *t, const EmuInsn *in, EmuAsyncKind kind, i
  * .b8x16 decompression writes and an f8f6f4-family A in TMEM holds. */
 uint8_t emu_tc_container(int bits, uint8_t code);
 
-/* completions (EmuAsync.done = emu_tc_complete -> these) */
+/* completions (EmuAsync.done = emu_tc_complete, tc_done.c -> these) */
+int emu_tc_commit_complete(EmuCta *c, EmuAsync *q);
 int emu_tc_mma_complete(EmuCta *c, EmuAsync *q);
 int emu_tc_cp_complete(EmuCta *c, EmuAsync *q);
 int emu_tc_shift_complete(EmuCta *c, EmuAsync *q);

@@ -849,8 +849,8 @@ emu_op_tc_commit(EmuCta *c, EmuThread *t, const EmuInsn *in)
 
 /* ---- completion --------------------------------------------------------------------------- */
 
-static int
-commit_complete(EmuCta *c, EmuAsync *q)
+int
+emu_tc_commit_complete(EmuCta *c, EmuAsync *q)
 {
 	CommitOp *op = q->data;
 	EmuThread *t = &c->t[q->tid];
@@ -870,15 +870,4 @@ commit_complete(EmuCta *c, EmuAsync *q)
 		q->vc[slot] = op->seq;
 	emu_mbar_arrive(c, m, 1, q->vc);
 	return 0;
-}
-
-int
-emu_tc_complete(EmuCta *c, EmuAsync *q)
-{
-	switch (q->kind) {
-	case AS_TC_MMA: return emu_tc_mma_complete(c, q);
-	case AS_TC_CP: return emu_tc_cp_complete(c, q);
-	case AS_TC_SHIFT: return emu_tc_shift_complete(c, q);
-	default: return commit_complete(c, q);
-	}
 }
