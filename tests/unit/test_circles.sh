@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # The files of gen/ and runtime/ form no circle: neither in the graph of
 # #include "..." lines nor in the cross-file call graph, where file A points
-# at file B when the code of A's object refers to a function that B's
-# object defines (nm and readelf -r over the objects listed in
-# compile_commands.json). Tables of function pointers are data, not calls:
-# gen/target.c's table of each target's family ops and the emulator's opcode
-# table (runtime/emu/optab.c) name functions that call back into the code
-# that looks them up, by design. A circle is reported with every file on it.
+# at file B when the code of A's object calls a function that B's object
+# defines (nm and the call relocations of readelf -r over the objects listed
+# in compile_commands.json). Taking a function's address is not a call:
+# gen/target.c's table of each target's family ops, the emulator's opcode
+# table (runtime/emu/optab.c) and its completion callbacks name functions
+# that call back into the code that stores them, by design. A circle is
+# reported with every file on it.
 # Usage: tests/unit/test_circles.sh SOURCE_ROOT BUILD_DIR
 set -u
 exec python3 - "$1" "$2" <<'PY'
@@ -85,7 +86,8 @@ for e in db:
             und.add(parts[1])
         elif len(parts) == 3 and parts[1] == "T":
             defs.setdefault(parts[2], set()).add(f)
-    # Only references from code sections count.
+    # Only calls from code count: the relocation of a call or jump
+    # instruction (x86-64 PLT32, AArch64 CALL26/JUMP26).
     relocs = subprocess.run(["readelf", "-rW", obj], capture_output=True, text=True)
     if relocs.returncode:
         print("FAIL: readelf %s: %s" % (obj, relocs.stderr.strip()))
@@ -97,7 +99,7 @@ for e in db:
             code = m.group(1).startswith(".rela.text") or m.group(1).startswith(".rel.text")
             continue
         parts = line.split()
-        if code and len(parts) >= 5 and parts[4] in und:
+        if code and len(parts) >= 5 and parts[4] in und and re.search(r"PLT32|CALL26|JUMP26", parts[2]):
             used.add(parts[4])
     undefs[f] = used
 calls = {}
