@@ -1,3 +1,6 @@
+/* The `kgen desc` and `kgen idesc` calculators (cli.h): read a tile or the
+ * fields of a descriptor from the command line, encode or decode it through
+ * desc.c, and print the word with one row per field. */
 #include <ctype.h>
 #include <errno.h>
 #include <stddef.h>

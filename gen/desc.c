@@ -1,3 +1,6 @@
+/* Shared-memory matrix descriptors (sm_90a and sm_100a) and tcgen05
+ * instruction descriptors: encoders, decoders and field tables (desc.h).
+ * Every descriptor bit the generator emits is built here. */
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>

@@ -1,3 +1,6 @@
+/* The family table and the ParamSpec-driven parts of the CLI (family.h):
+ * finding a family, parsing `--name value` against its table, the canonical
+ * `args` line and `kgen list`. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,3 +1,7 @@
+/* The FMHA family's shared half (fmha.h): the parameter table, the
+ * configuration every target starts from, the shared-memory plan of Q/K/V,
+ * the kernel name, the ABI, the prologue and the TMA producer. The target's
+ * FmhaOps choose tiles, finish the plan and emit the consumers. */
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>

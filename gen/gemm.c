@@ -1,3 +1,7 @@
+/* The GEMM family's shared half (gemm.h): the parameter table, the
+ * configuration and plan every target starts from, the kernel name, the
+ * ABI, the prologue and the TMA producer. The target's GemmOps emit the
+ * MMA and epilogue. */
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>

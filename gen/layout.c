@@ -1,3 +1,6 @@
+/* Address functions of shared-memory tiles (layout.h): swizzle modes, the
+ * canonical K-major and MN-major layouts with their LBO/SBO, and the byte
+ * offset of an element. */
 #include <string.h>
 
 #include "layout.h"

@@ -1,3 +1,6 @@
+/* Instruction idioms both targets emit (ops.h): mbarrier init, arrive,
+ * expect-tx and wait, TMA loads, elect, named barriers, setmaxnreg, ring
+ * advance, the parameter address, and the softmax exponentials. */
 #include <stdio.h>
 #include <string.h>
 

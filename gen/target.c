@@ -1,3 +1,5 @@
+/* The table of targets (target.h): the one place that names an sm, its
+ * limits and its family building blocks. */
 #include <string.h>
 
 #include "target.h"

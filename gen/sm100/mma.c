@@ -1,3 +1,6 @@
+/* tcgen05 building blocks on sm_100a (mma.h): TMEM allocation and release,
+ * instruction descriptors, MMA issue and commit, TMEM loads and stores, and
+ * the fences around thread synchronization. */
 #include <stdio.h>
 
 #include "../desc.h"

@@ -1,3 +1,5 @@
+/* wgmma issue, fence, commit and wait on sm_90a (mma.h), and the
+ * accumulator fragment map. */
 #include "mma.h"
 
 void
