@@ -65,6 +65,10 @@ typedef struct Plan {
 } Plan;
 
 void plan_init(Plan *p, const Target *t);
+/* The plan_smem/barrier/tmem/role functions return the new entry's index,
+ * always valid: the tables are sized for every family, so running out of
+ * entries (or aliasing a region that does not exist) is a bug in kgen and
+ * stops with kg_bug rather than returning an index nobody may use. */
 /* Appends a region of count*bytes aligned to align; returns its index. */
 int plan_smem(Plan *p, const char *name, uint32_t bytes, uint32_t align, int count);
 /* Appends count mbarriers (8 bytes each) expecting `arrivals` arrivals and
