@@ -480,7 +480,6 @@ emit_mma(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Reg tmem, KgErr *err)
 	Reg qbar, ofinal;
 	uint64_t dq, dk, dv;
 	uint32_t ids, ido;
-	SmemDesc vd = {0};
 	char head[48], done[48], nolook[48];
 	int la = lookahead(f);
 
@@ -489,13 +488,8 @@ emit_mma(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Reg tmem, KgErr *err)
 	    desc_for_tile(&dk, f->t->desc, &f->lk, 0, err) < 0)
 		return -1;
 	/* V as B of P·V: N (head dim) contiguous in 128-byte swizzled rows, K
-	 * (keys) across rows. MN-major SW128: LBO = the next 64 columns'
-	 * slice, SBO = 1024 between 8-key groups (docs/hardware.md,
-	 * "Canonical layouts, LBO and SBO"). */
-	vd.lbo = (f->kv_shared ? f->lk : f->lv).slice_bytes;
-	vd.sbo = 1024;
-	vd.swz = SWZ_128B;
-	if (desc_encode(&dv, f->t->desc, &vd, err) < 0)
+	 * (keys) across rows */
+	if (desc_for_tile_mn(&dv, f->t->desc, f->kv_shared ? &f->lk : &f->lv, 0, err) < 0)
 		return -1;
 	if (sm100_idesc_f16(f->in, 128, f->bn, 0, &ids, err) < 0 ||
 	    sm100_idesc_f16(f->in, 128, f->dvc, 1, &ido, err) < 0)
@@ -599,10 +593,8 @@ emit_correction(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Reg tmem, KgErr *e
 		odone0 = op_plan_bar(e, &f->plan, r->base, f->b_odone);
 	/* warp w%4 reaches TMEM lanes 32(w%4).. (docs/hardware.md, "Lane quarters"):
 	 * row 32(w%4)+lane */
-	emitf(e, "\tand.b32 %s, %s, 3;\n\tshl.b32 %s, %s, 21;\n\tadd.u32 %s, %s, %s;\n", tl.s, r->warp.s, tl.s,
-	      tl.s, tl.s, tl.s, tmem.s);
-	emitf(e, "\tand.b32 %s, %s, 3;\n\tshl.b32 %s, %s, 5;\n\tadd.u32 %s, %s, %s;\n", ca.s, r->warp.s, ca.s,
-	      ca.s, ca.s, ca.s, r->lane.s);
+	sm100_quarter_taddr(e, tl, r->warp, tmem, 1);
+	sm100_quarter_row(e, ca, r->warp, r->lane, 1);
 	emitf(e, "\tmad.lo.u32 %s, %s, 4, %s;\n", ca.s, ca.s, corr0.s);
 	emit_loop_begin(e, r, j, p, head, done, "correct_tile");
 	emitf(e, "\tsub.u32 %s, %s, %s;\n", t.s, j.s, r->j0.s);
@@ -867,10 +859,8 @@ emit_softmax(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Reg tmem, KgErr *err)
 		/* Q tile q = warp/4; row 32(warp%4) + lane is TMEM lane row,
 		 * reached from the warp's quarter base (docs/hardware.md, "Lane quarters") */
 		emitf(e, "\tshr.u32 %s, %s, 2;\n", s.q.s, r->warp.s);
-		emitf(e, "\tand.b32 %s, %s, 3;\n\tshl.b32 %s, %s, 21;\n\tadd.u32 %s, %s, %s;\n", s.tl.s, r->warp.s,
-		      s.tl.s, s.tl.s, s.tl.s, s.tl.s, tmem.s);
-		emitf(e, "\tand.b32 %s, %s, 3;\n\tshl.b32 %s, %s, 5;\n\tadd.u32 %s, %s, %s;\n", s.row.s, r->warp.s,
-		      s.row.s, s.row.s, s.row.s, s.row.s, r->lane.s);
+		sm100_quarter_taddr(e, s.tl, r->warp, tmem, 1);
+		sm100_quarter_row(e, s.row, r->warp, r->lane, 1);
 		emitf(e, "\tmad.lo.u32 %s, %s, 128, %s;\n\tmad.lo.u32 %s, %s, 4, %s;\n", s.ca.s, s.q.s, s.row.s,
 		      s.ca.s, s.ca.s, corr0.s);
 	}

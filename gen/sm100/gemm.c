@@ -128,8 +128,8 @@ emit_epilogue(Emit *e, const GemmCfg *g, const GemmRegs *r, Reg tmem, KgErr *err
 		return -1;
 	sm100_fence_after(e);
 	/* lane quarter of this warp: lanes 32w..32w+31 (docs/hardware.md, "Lane quarters") */
-	emitf(e, "\tshl.b32 %s, %s, 21;\n\tadd.u32 %s, %s, %s;\n", tw.s, r->warp.s, tw.s, tw.s, tmem.s);
-	emitf(e, "\tshl.b32 %s, %s, 5;\n\tadd.u32 %s, %s, %s;\n", row.s, r->warp.s, row.s, row.s, r->lane.s);
+	sm100_quarter_taddr(e, tw, r->warp, tmem, 0);
+	sm100_quarter_row(e, row, r->warp, r->lane, 0);
 	emitf(e, "\tadd.u32 %s, %s, %s;\n", row.s, row.s, r->m0.s);
 	emitf(e, "\tsetp.lt.u32 %s, %s, %s;\n", prow.s, row.s, r->M.s);
 	emitf(e, "\tand.b32 %s, %s, %d;\n\tsetp.eq.u32 %s, %s, 0;\n", t.s, r->N.s, 16 / esz - 1, vec.s, t.s);

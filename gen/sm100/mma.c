@@ -143,3 +143,27 @@ sm100_setup_tmem(Emit *e, KgErr *err, const char *block, Reg warp, int warp_allo
 	sm100_fence_before(e);
 	return 0;
 }
+
+/* dst = ((warp [mod 4]) << shift) + add */
+static void
+quarter(Emit *e, Reg dst, Reg warp, int shift, Reg add, int any_warp)
+{
+	if (any_warp)
+		emitf(e, "\tand.b32 %s, %s, %d;\n\tshl.b32 %s, %s, %d;\n", dst.s, warp.s, 4 - 1, dst.s,
+		      dst.s, shift);
+	else
+		emitf(e, "\tshl.b32 %s, %s, %d;\n", dst.s, warp.s, shift);
+	emitf(e, "\tadd.u32 %s, %s, %s;\n", dst.s, dst.s, add.s);
+}
+
+void
+sm100_quarter_taddr(Emit *e, Reg dst, Reg warp, Reg base, int any_warp)
+{
+	quarter(e, dst, warp, tmem_quarter_addr_shift(), base, any_warp);
+}
+
+void
+sm100_quarter_row(Emit *e, Reg dst, Reg warp, Reg lane, int any_warp)
+{
+	quarter(e, dst, warp, tmem_quarter_lane_shift(), lane, any_warp);
+}

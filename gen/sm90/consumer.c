@@ -38,7 +38,7 @@ fmha90_mask(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Consumer *c)
 	emitf(e, "\tand.b32 %s, %s, 3;\n\tshl.b32 %s, %s, 1;\n", c->t.s, r->lane.s, c->t.s, c->t.s);
 	emitf(e, "\tmad.lo.u32 %s, %s, %d, %s;\n", c->colb.s, c->j.s, f->bn, c->t.s);
 	for (int i = 0; i < f->bn / 2; i++) {
-		emitf(e, "\tadd.s32 %s, %s, %d;\n", c->t.s, c->colb.s, (i % 2) + 8 * (i / 4));
+		emitf(e, "\tadd.s32 %s, %s, %d;\n", c->t.s, c->colb.s, col_of(i));
 		emitf(e, "\tsetp.ge.s32 %s, %s, %s;\n", c->p.s, c->t.s, c->lim[row_of(i)].s);
 		if (f->mask == MASK_WINDOW)
 			emitf(e, "\tsetp.lt.or.s32 %s, %s, %s, %s;\n", c->p.s, c->t.s, c->klo_row[row_of(i)].s, c->p.s);
@@ -221,7 +221,7 @@ fmha90_epilogue(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Consumer *c, KgErr
 	if (c->l_to_smem)
 		op_mbar_arrive(e, c->lbar, NULL);
 	for (int i = 0; i < c->ocols / 2; i += 2) {
-		int rr = row_of(i), off = 8 * (i / 4) * esz;
+		int rr = row_of(i), off = col_of(i) * esz;
 		emitf(e, "\tmul.f32 %s, %s, %s;\n\tmul.f32 %s, %s, %s;\n", c->O[i].s, c->O[i].s, inv[rr].s,
 		      c->O[i + 1].s, c->O[i + 1].s, inv[rr].s);
 		emitf(e, "\tcvt.rn.%s.f32 %s, %s, %s;\n", f->in == DT_BF16 ? "bf16x2" : "f16x2", pk.s,
@@ -237,7 +237,6 @@ fmha90_consumer_init(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Consumer *cp,
 	Consumer c;
 	Reg qbar;
 	uint64_t dq, dv;
-	SmemDesc vd = {0};
 
 	memset(&c, 0, sizeof c);
 	c.ocol0 = ocol0;
@@ -245,13 +244,8 @@ fmha90_consumer_init(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Consumer *cp,
 	if (desc_for_tile(&dq, f->t->desc, &f->lq, 0, err) < 0)
 		return -1;
 	/* V as B of P·V: N (head dim) contiguous in 128-byte swizzled rows, K
-	 * (keys) across rows. MN-major SW128: SBO = 1024 between 8-key groups,
-	 * LBO = the next 64 columns' slice (docs/hardware.md,
-	 * "Canonical layouts, LBO and SBO" and "TMA swizzle"). */
-	vd.lbo = f->lv.slice_bytes;
-	vd.sbo = 1024;
-	vd.swz = SWZ_128B;
-	if (desc_encode(&dv, f->t->desc, &vd, err) < 0)
+	 * (keys) across rows */
+	if (desc_for_tile_mn(&dv, f->t->desc, &f->lv, 0, err) < 0)
 		return -1;
 	reg_array(e, RC_F32, c.S, f->bn / 2);
 	reg_array(e, RC_F32, c.O, ocols / 2);

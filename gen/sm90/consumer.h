@@ -39,7 +39,20 @@ typedef struct Consumer {
 static inline int
 row_of(int i)
 {
-	return (i / 2) % 2;
+	int drow, dcol;
+
+	wgmma_acc_reg(i, &drow, &dcol);
+	return drow / 8;
+}
+
+/* The column of accumulator register i past the thread's first column. */
+static inline int
+col_of(int i)
+{
+	int drow, dcol;
+
+	wgmma_acc_reg(i, &drow, &dcol);
+	return dcol;
 }
 
 /* Allocates the consumer's registers, descriptors and row bookkeeping

@@ -1,5 +1,6 @@
 /* wgmma issue, fence, commit and wait on sm_90a (mma.h), and the
  * accumulator fragment map. */
+#include "../layout.h"
 #include "mma.h"
 
 void
@@ -49,8 +50,9 @@ sm90_wgmma_ss(Emit *e, int n, DType in, const Reg *acc, Reg adesc, Reg bdesc)
 void
 sm90_acc_coord(int t, int i, int *row, int *col)
 {
-	int w = t / 32, l = t % 32;
+	int drow, dcol;
 
-	*row = 16 * w + l / 4 + 8 * ((i / 2) % 2);
-	*col = 2 * (l % 4) + (i % 2) + 8 * (i / 4);
+	wgmma_acc_reg(i, &drow, &dcol);
+	*row = wgmma_acc_row(t) + drow;
+	*col = wgmma_acc_col(t) + dcol;
 }
