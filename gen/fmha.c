@@ -46,6 +46,26 @@ static const ParamSpec fmha_params[] = {
 	 "scale of Q·K^T (0: 1/sqrt(head-dim))", NULL},
 };
 
+int
+fmha_plan_kernel(FmhaCfg *f, KgErr *err)
+{
+	/* Q, K, V land as 128-byte swizzled rows of 64 elements (one TMA box
+	 * per 64 columns), read by K-major (Q, K) and MN-major (V) descriptors. */
+	if (layout_canonical(&f->lq, MAJOR_K, SWZ_128B, 8 * f->esz, f->q_rows, f->d, err) < 0 ||
+	    layout_canonical(&f->lk, MAJOR_K, SWZ_128B, 8 * f->esz, f->bn, f->d, err) < 0 ||
+	    layout_canonical(&f->lv, MAJOR_K, SWZ_128B, 8 * f->esz, f->bn, f->dvc, err) < 0)
+		return -1;
+	f->q_bytes = f->lq.bytes * (uint32_t)f->qblocks;
+	f->k_bytes = f->lk.bytes;
+	f->v_bytes = f->lv.bytes;
+
+	plan_init(&f->plan, f->t);
+	f->r_q = plan_smem(&f->plan, "Q", f->q_bytes, 1024, 1);
+	f->r_k = plan_smem(&f->plan, f->kv_shared ? "K=V stages" : "K stages", f->k_bytes, 1024, f->stages);
+	f->r_v = f->kv_shared ? f->r_k : plan_smem(&f->plan, "V stages", f->v_bytes, 1024, f->stages);
+	return f->t->fmha->plan(f, err);
+}
+
 static int
 fmha_configure(FmhaCfg *f, const FmhaParams *p, KgErr *err)
 {
@@ -88,21 +108,7 @@ fmha_configure(FmhaCfg *f, const FmhaParams *p, KgErr *err)
 	f->esz = dtype_bits(f->in) / 8;
 	f->scale = p->softmax_scale > 0 ? p->softmax_scale : (float)(1.0 / sqrt((double)f->d));
 	f->scale_log2 = (float)((double)f->scale * 1.4426950408889634);
-	/* Q, K, V land as 128-byte swizzled rows of 64 elements (one TMA box
-	 * per 64 columns), read by K-major (Q, K) and MN-major (V) descriptors. */
-	if (layout_canonical(&f->lq, MAJOR_K, SWZ_128B, 8 * f->esz, f->q_rows, f->d, err) < 0 ||
-	    layout_canonical(&f->lk, MAJOR_K, SWZ_128B, 8 * f->esz, f->bn, f->d, err) < 0 ||
-	    layout_canonical(&f->lv, MAJOR_K, SWZ_128B, 8 * f->esz, f->bn, f->dvc, err) < 0)
-		return -1;
-	f->q_bytes = f->lq.bytes * (uint32_t)f->qblocks;
-	f->k_bytes = f->lk.bytes;
-	f->v_bytes = f->lv.bytes;
-
-	plan_init(&f->plan, f->t);
-	f->r_q = plan_smem(&f->plan, "Q", f->q_bytes, 1024, 1);
-	f->r_k = plan_smem(&f->plan, f->kv_shared ? "K=V stages" : "K stages", f->k_bytes, 1024, f->stages);
-	f->r_v = f->kv_shared ? f->r_k : plan_smem(&f->plan, "V stages", f->v_bytes, 1024, f->stages);
-	if (f->t->fmha->plan(f, err) < 0)
+	if (fmha_plan_kernel(f, err) < 0)
 		return -1;
 	{
 		Buf n = {0};

@@ -120,6 +120,11 @@ typedef struct FmhaOps {
 
 extern const FmhaOps fmha_sm90, fmha_sm100;
 
+/* Lays out Q, K and V for the tiles in f and plans the kernel: the shared
+ * Q/K/V regions, then the target's FmhaOps.plan (plan_check is left to
+ * the caller). A target's tiles function calls it on a copy of f to learn
+ * what a candidate really needs, so no budget is modelled twice. */
+int fmha_plan_kernel(FmhaCfg *f, KgErr *err);
 /* Whether any KV tile can be visible to every row of a CTA: a window
  * narrower than bm + bn - 1 keys never covers a whole tile for all rows,
  * so no unmasked loop is emitted (it would be dead code). */

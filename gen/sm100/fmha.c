@@ -22,7 +22,9 @@
  * after_thread_sync before touching TMEM (docs/hardware.md, "tcgen05 ordering"). No
  * synchronization is emitted that another already implies: the mutation test removes each
  * one and requires the emulator to notice. */
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../desc.h"
@@ -94,14 +96,26 @@ softmax_regs(const Plan *p, int qt)
 	return r > 240 ? 240 : r;
 }
 
+/* The shared memory the plan of these tiles requests: the kernel's own plan
+ * (fmha_plan_kernel, then sm100_fmha_plan) on a copy; UINT32_MAX if it
+ * cannot be planned at all. */
 static uint32_t
 smem_need(const FmhaCfg *f, int qt, int bn, int stages)
 {
-	uint32_t q = (uint32_t)(qt * 128 * f->d * f->esz);
-	uint32_t kv = (uint32_t)(bn * f->d * f->esz) + (f->kv_shared ? 0u : (uint32_t)(bn * f->dvc * f->esz));
-	/* + barriers, the TMEM address, rescale factors and the 1 KiB the base
-	 * may need to reach its alignment */
-	return q + (uint32_t)stages * kv + 512 + (uint32_t)qt * 512 + 1024;
+	FmhaCfg *g = malloc(sizeof *g);
+	KgErr err;
+	uint32_t need = UINT32_MAX;
+
+	if (!g)
+		return need;
+	*g = *f;
+	g->qblocks = qt;
+	g->bn = bn;
+	g->stages = stages;
+	if (fmha_plan_kernel(g, &err) == 0)
+		need = plan_smem_total(&g->plan);
+	free(g);
+	return need;
 }
 
 
