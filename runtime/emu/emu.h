@@ -297,7 +297,7 @@ typedef struct EmuTag {
 	int32_t tid;     /* thread that issued it */
 } EmuTag;
 
-/* ---- async operations (exec.c queue; tma.c, tcgen05.c) ------------------ */
+/* ---- async operations (async.c queue; tma.c, tcgen05.c) ----------------- */
 
 typedef enum EmuAsyncKind {
 	AS_TMA_LOAD,
@@ -319,6 +319,8 @@ typedef struct EmuAsync {
 	int group;          /* bulk_group number for stores */
 	EmuClock *vc;       /* issuer's clock at issue (commit payload) */
 	void *data;         /* kind-specific record, freed on completion */
+	/* completes it (set by the issuing unit: tma.c, tcgen05.c) */
+	int (*done)(EmuCta *c, struct EmuAsync *a);
 } EmuAsync;
 
 /* ---- mbarriers (mbar.c) ------------------------------------------------- */
@@ -531,15 +533,19 @@ enum {
 /* ---- execution (exec.c) -------------------------------------------------- */
 
 int emu_run_launch(EmuLaunchCtx *lc, KrtErr *err);
+
+/* ---- reports (report.c), the random stream (rng.c) ------------------------ */
+
 /* Records the first error/hazard of the CTA and returns EMU_STOP. */
 int emu_hazard(EmuCta *c, const EmuThread *t, const EmuInsn *in, const char *cls,
                const char *fmt, ...) KRT_PRINTF(5, 6);
 int emu_fault(EmuCta *c, const EmuThread *t, const EmuInsn *in, const char *fmt, ...)
 	KRT_PRINTF(4, 5);
-void emu_async_push(EmuCta *c, const EmuAsync *a);
 uint64_t emu_rand(EmuCta *c);
 
-/* Operand access (exec.c). Values are raw bits; reads check register hazards. */
+/* ---- operands (operand.c) ------------------------------------------------- */
+
+/* Operand access. Values are raw bits; reads check register hazards. */
 const EmuOperand *emu_opnd(const EmuCta *c, const EmuInsn *in, int i);
 const EmuOperand *emu_sub(const EmuCta *c, const EmuOperand *o, int i);
 int emu_get(EmuCta *c, EmuThread *t, const EmuInsn *in, const EmuOperand *o, uint64_t *v);
@@ -552,16 +558,29 @@ int emu_addr(EmuCta *c, EmuThread *t, const EmuInsn *in, const EmuOperand *o, ui
  * gets the window address when it is shared memory (else UINT32_MAX). */
 int emu_resolve(EmuCta *c, EmuThread *t, const EmuInsn *in, EmuSpace space, uint64_t addr,
                 uint32_t bytes, int write, uint8_t **host, uint32_t *shared_addr);
-void emu_wake_mbar(EmuCta *c, uint32_t addr);
+/* Reports register reg of t as used while an in-flight tcgen05.ld or wgmma
+ * holds it. */
+int emu_reg_hazard(EmuCta *c, EmuThread *t, const EmuInsn *in, int reg, int write);
 /* Operand i must be warp-uniform over lanes; its value (an address for MEM). */
 int emu_uniform(EmuCta *c, EmuWarp *w, const EmuInsn *in, uint32_t lanes, int i, uint64_t *v);
+/* Address operand i as a shared-window address (generic converted). */
+int emu_shared_addr(EmuCta *c, EmuThread *t, const EmuInsn *in, int i, uint32_t *out);
+
+/* ---- the async queue (async.c) ---------------------------------------------- */
+
+void emu_async_push(EmuCta *c, const EmuAsync *a);
+/* Completes one queued op: the oldest ready one, or a random ready one. */
+int emu_async_complete_one(EmuCta *c);
 /* Completes queued ops of thread tid (-1: any) whose kind bit is in kinds and
  * whose group is <= maxgroup, in issue order. */
 int emu_async_drain(EmuCta *c, int tid, unsigned kinds, int maxgroup);
+
+/* ---- named barriers (bar.c) ------------------------------------------------- */
+
 /* Arrival at named barrier id; count < 0: all threads. wait: bar.sync. */
 int emu_bar_arrive(EmuCta *c, EmuThread *t, const EmuInsn *in, int id, int count, int wait);
-/* Address operand i as a shared-window address (generic converted). */
-int emu_shared_addr(EmuCta *c, EmuThread *t, const EmuInsn *in, int i, uint32_t *out);
+/* Completes barrier id if every expected thread arrived (waiters go on). */
+int emu_bar_try_complete(EmuCta *c, int id);
 
 /* ---- memory-model helpers (hb.c) ---------------------------------------- */
 

@@ -60,6 +60,16 @@ emu_mbar_describe(const EmuCta *c, const EmuMbar *m, char *buf, size_t n)
 }
 
 static void
+wake(EmuCta *c, uint32_t addr)
+{
+	for (int i = 0; i < c->nthreads; i++) {
+		EmuThread *t = &c->t[i];
+		if (t->state == TS_MBAR && t->wait_addr == addr)
+			t->state = TS_READY;
+	}
+}
+
+static void
 complete_phase(EmuCta *c, EmuMbar *m)
 {
 	m->phases++;
@@ -70,7 +80,7 @@ complete_phase(EmuCta *c, EmuMbar *m)
 	emu_vc_join(c, m->done_vc, m->pend_vc);
 	memset(m->pend_vc, 0, (size_t)c->nslots * sizeof *m->pend_vc);
 	c->gen++;
-	emu_wake_mbar(c, m->addr);
+	wake(c, m->addr);
 }
 
 void

@@ -63,7 +63,7 @@ int emu_tc_push(EmuCta *c, EmuThread *t, const EmuInsn *in, EmuAsyncKind kind, i
  * .b8x16 decompression writes and an f8f6f4-family A in TMEM holds. */
 uint8_t emu_tc_container(int bits, uint8_t code);
 
-/* completions (exec.c -> emu_tc_complete -> these) */
+/* completions (EmuAsync.done = emu_tc_complete -> these) */
 int emu_tc_mma_complete(EmuCta *c, EmuAsync *q);
 int emu_tc_cp_complete(EmuCta *c, EmuAsync *q);
 int emu_tc_shift_complete(EmuCta *c, EmuAsync *q);

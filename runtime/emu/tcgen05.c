@@ -344,6 +344,7 @@ emu_tc_push(EmuCta *c, EmuThread *t, const EmuInsn *in, EmuAsyncKind kind, int a
 	q.in = in;
 	q.agent = agent;
 	q.data = data;
+	q.done = emu_tc_complete;
 	emu_async_push(c, &q);
 	return c->failed ? EMU_STOP : EMU_NEXT;
 }
@@ -840,6 +841,7 @@ emu_op_tc_commit(EmuCta *c, EmuThread *t, const EmuInsn *in)
 	q.agent = a;
 	q.vc = vc;
 	q.data = d;
+	q.done = emu_tc_complete;
 	emu_async_push(c, &q);
 	return c->failed ? EMU_STOP : EMU_NEXT;
 }

@@ -260,6 +260,7 @@ push(EmuCta *c, EmuThread *t, const EmuInsn *in, EmuAsyncKind kind, TmaOp *op)
 	a.agent = -1;
 	a.group = op->load ? 0 : t->bulk_groups;
 	a.data = d;
+	a.done = emu_tma_complete;
 	if (!op->load)
 		t->bulk_open++;
 	emu_async_push(c, &a);
