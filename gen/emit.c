@@ -476,7 +476,8 @@ placeholder(const char *p, const char *end, int *cls, int *id, const Emit *e)
 	return (int)(q - p);
 }
 
-/* Names every placeholder by the block it first appears in (emit.h). */
+/* Names every placeholder by the block it first appears in, numbered in
+ * allocation order there (emit.h). */
 static int
 name_pass(const Emit *e, Names *n)
 {
@@ -508,12 +509,16 @@ name_pass(const Emit *e, Names *n)
 		len = placeholder(p, end, &cls, &id, e);
 		if (!len)
 			continue;
-		if (n->scope[cls][id] < 0) {
+		if (n->scope[cls][id] < 0)
 			n->scope[cls][id] = scope;
-			n->num[cls][id] = n->count[scope * (RC_COUNT + 1) + cls]++;
-		}
 		p += len - 1;
 	}
+	/* numbered in allocation order: one made later in the generator (a
+	 * new one, typically) renames none of its block's older ones */
+	for (int c = 0; c <= RC_COUNT; c++)
+		for (int i = 0, k = c == RC_COUNT ? e->nlabel : e->nreg[c]; i < k; i++)
+			if (n->scope[c][i] >= 0)
+				n->num[c][i] = n->count[n->scope[c][i] * (RC_COUNT + 1) + c]++;
 	return 0;
 }
 

@@ -7,14 +7,14 @@
  * emitted/ (README, "Working on generated code"): each emit_block NAME opens
  * (or re-enters) a scope with a short prefix. Every register and label is
  * named after the block its first appearance in the text falls in, and
- * numbered there in order of first appearance:
+ * numbered there in the order the generator made them (reg_new, label_new):
  *   register  %<prefix>_<class><n>     e.g. %soft_f3, %cons_rd0
  *   label     $L_<prefix>_<stem>_<n>   e.g. $L_cons_wait_2
  *   declared  .reg .f32 %soft_f<4>;    one line per (prefix, class)
  * Registers count from 0, labels from 1. So a block that uses one more
- * register or label renames only its own later ones and changes only its
- * own declaration line; where a generator function allocates does not
- * matter. A block emitted several times (helpers, per-warpgroup copies)
+ * register or label changes only its own declaration line and renames at
+ * most its own registers made after the new one (none, when the new one is
+ * made last); which block's code allocates a register does not matter. A block emitted several times (helpers, per-warpgroup copies)
  * keeps counting in its one scope across its copies; other blocks' names
  * stay put. Text before the first block takes the prefix "k". The names
  * are given when the kernel is written out (emit_body_text).

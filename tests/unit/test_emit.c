@@ -79,14 +79,15 @@ test_regs_and_labels(void)
 	emit_block(&e, "sm9.fam_tile_first");
 	emitf(&e, "%s:\n", l1);
 	t = text_of(&e);
-	/* first appearance decides: a is used first before the block, b and
-	 * f in the prologue; l2 is defined before l1 is branched to */
+	/* first appearance decides the block: a is used first before any
+	 * block, b and f in the prologue, both labels there too; allocation
+	 * order the number (l1 before l2) */
 	CHECK(strstr(t, "\tmov.u32 %k_r0, 1;\n") != NULL, "pre-block prefix k: %s", t);
-	CHECK(strstr(t, "$L_prol_loop_1:\n\tadd.u32 %prol_r0, %k_r0, %k_r0;\n") != NULL,
-	      "one word: its first 4 letters; labels per block from 1: %s", t);
-	CHECK(strstr(t, "mov.b32 {%prol_f0, %prol_f1, %prol_f2}, 0;\n\tbra $L_prol_loop_2;") != NULL,
+	CHECK(strstr(t, "$L_prol_loop_2:\n\tadd.u32 %prol_r0, %k_r0, %k_r0;\n") != NULL,
+	      "one word: its first 4 letters; numbered in allocation order from 1: %s", t);
+	CHECK(strstr(t, "mov.b32 {%prol_f0, %prol_f1, %prol_f2}, 0;\n\tbra $L_prol_loop_1;") != NULL,
 	      "reg_vec; registers count from 0: %s", t);
-	CHECK(strstr(t, "// @block sm9.fam_tile_first\n$L_prol_loop_2:\n") != NULL,
+	CHECK(strstr(t, "// @block sm9.fam_tile_first\n$L_prol_loop_1:\n") != NULL,
 	      "a label keeps the name of its first appearance: %s", t);
 	CHECK(strstr(t, "\t.reg .b32 %k_r<1>;\n\t.reg .b32 %prol_r<1>;\n\t.reg .f32 %prol_f<3>;\n") == t,
 	      "one declaration per (prefix, class), in block order: %s", t);
@@ -140,8 +141,9 @@ test_prefixes(void)
 	emit_free(&e);
 }
 
-/* Builds blocks A, B, A again, C; `extra` adds one register and one label
- * in the first A. Returns the final text. */
+/* Builds blocks A, B, A again, C; `extra` 1 adds one register and one label
+ * in the first A, 2 one register at the top of B, made after B's others.
+ * Returns the final text. */
 static char *
 three_blocks(int extra)
 {
@@ -154,7 +156,7 @@ three_blocks(int extra)
 	emit_block(&e, "fam.alpha");
 	t = reg_new(&e, RC_B32);
 	emitf(&e, "\tmov.u32 %s, 0;\n", t.s);
-	if (extra) {
+	if (extra == 1) {
 		Reg x = reg_new(&e, RC_B32);
 		label_new(&e, l, sizeof l, "extra");
 		emitf(&e, "%s:\n\tadd.u32 %s, %s, 1;\n", l, x.s, t.s);
@@ -162,6 +164,8 @@ three_blocks(int extra)
 	label_new(&e, l, sizeof l, "wait");
 	emitf(&e, "%s:\n\tmov.u32 %s, %s;\n", l, reg_new(&e, RC_B32).s, t.s);
 	emit_block(&e, "fam.beta");
+	if (extra == 2) /* made after acc, used before it */
+		emitf(&e, "\tmov.f32 %s, 0f3F800000;\n", reg_new(&e, RC_F32).s);
 	for (int i = 0; i < 4; i++)
 		emitf(&e, "\tmov.f32 %s, 0f00000000;\n", acc[i].s);
 	label_new(&e, l, sizeof l, "wait");
@@ -222,6 +226,16 @@ test_locality(void)
 	CHECK(strstr(b, "mov.u32 %alph_r3, 2;"), "alpha's second copy continues the numbering: %s", b);
 	CHECK(strstr(a, ".reg .f32 %beta_f<4>;") && strstr(a, ".reg .f32 %gamm_f<1>;"),
 	      "registers are named where first used, not where allocated: %s", a);
+	free(b);
+	/* a register made after the block's others (the usual new one) renames
+	 * none of them, wherever it is used first */
+	b = three_blocks(2);
+	{
+		const char *at = strstr(b, "// @block fam.beta\n\tmov.f32 %beta_f4, 0f3F800000;\n");
+		const char *orig = strstr(a, "// @block fam.beta\n");
+		CHECK(at && orig && strcmp(strchr(strchr(at, '\n') + 1, '\n') + 1, strchr(orig, '\n') + 1) == 0,
+		      "a register made after its block's others renames none of them:\n%s", b);
+	}
 	free(a);
 	free(b);
 }
