@@ -227,14 +227,14 @@ static void
 emit_turn_wait(Emit *e, const FmhaCfg *f, Consumer *c)
 {
 	if (f->wgs > 1)
-		emitf(e, "\tbar.sync %s, 256;\n", c->myturn.s);
+		emitf(e, "\tbar.sync %s, 256; // bar 1+w: this warpgroup's MMA turn\n", c->myturn.s);
 }
 
 static void
 emit_turn_pass(Emit *e, const FmhaCfg *f, Consumer *c)
 {
 	if (f->wgs > 1)
-		emitf(e, "\tbar.arrive %s, 256;\n", c->otherturn.s);
+		emitf(e, "\tbar.arrive %s, 256; // bar 1+w': pass the MMA turn on\n", c->otherturn.s);
 }
 
 /* V (or K=V) of the previous tile: its P·V has completed */
@@ -382,7 +382,7 @@ emit_kv_tail(Emit *e, KgErr *err, const FmhaCfg *f, const FmhaRegs *r, Consumer 
 		char not0[48];
 		label_new(e, not0, sizeof not0, "turns_balanced");
 		emitf(e, "\tsetp.ne.u32 %s, %s, 1;\n\t@%s bra %s;\n", c->p.s, c->myturn.s, c->p.s, not0);
-		emitf(e, "\tbar.sync 1, 256;\n");
+		op_bar_sync_why(e, 1, 256, "closes the MMA-turn ring");
 		emit_label(e, not0);
 	}
 	return 0;
@@ -537,8 +537,8 @@ fmha90_consumer_init(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Consumer *cp,
 	emitf(e, "\tmad.lo.u32 %s, %s, %u, %s;\n\tshr.u32 %s, %s, 4;\n", c.qlo.s, row_block.s, f->lq.bytes,
 	      c.q0.s, c.qlo.s, c.qlo.s);
 	emitf(e, "\tadd.u32 %s, %s, %u;\n", c.qlo.s, c.qlo.s, (uint32_t)dq);
-	emitf(e, "\tmov.u32 %s, %u;\n\tmov.u32 %s, %u;\n", c.dhi.s, (uint32_t)(dq >> 32), c.vhi.s,
-	      (uint32_t)(dv >> 32));
+	op_desc_hi(e, c.dhi, f->t->desc, dq, "Q and K");
+	op_desc_hi(e, c.vhi, f->t->desc, dv, "V, MN-major");
 	/* rows g = 64*block + 16*(warp%4) + lane/4 and g + 8 of the CTA's tile */
 	emitf(e, "\tand.b32 %s, %s, 3;\n\tshl.b32 %s, %s, 4;\n", c.t.s, r->warp.s, c.t.s, c.t.s);
 	emitf(e, "\tmad.lo.u32 %s, %s, 64, %s;\n", c.trow[0].s, row_block.s, c.t.s);

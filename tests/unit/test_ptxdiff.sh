@@ -26,6 +26,14 @@ out=$("$pd" "$fx/a.ptx" "$fx/a.ptx"); rc=$?
 [ "$rc" = 0 ] && [ "$out" = "0 changed, 0 added, 0 removed, 7 unchanged blocks; +0 -0 lines" ] ||
 	fail "a file against itself: rc $rc, $out"
 
+# -c: a changed comment is a change, but not in code-only mode
+tmp=$(mktemp); trap 'rm -f "$tmp"' EXIT
+sed 's|^\tret;$|\tret; // end|' "$fx/a.ptx" >"$tmp"
+"$pd" "$fx/a.ptx" "$tmp" >/dev/null; rc=$?
+[ "$rc" = 1 ] || fail "a comment change must count without -c, got $rc"
+"$pd" -c "$fx/a.ptx" "$tmp" >/dev/null; rc=$?
+[ "$rc" = 0 ] || fail "-c must ignore comments, got $rc"
+
 "$pd" "$fx/a.ptx" >/dev/null 2>&1; rc=$?
 [ "$rc" = 2 ] || fail "one argument must exit 2, got $rc"
 "$pd" "$fx/a.ptx" "$fx/no-such.ptx" >/dev/null 2>&1; rc=$?
