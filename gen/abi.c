@@ -119,5 +119,7 @@ abi_module(const KernelAbi *k, const Emit *e, Buf *o)
 		buf_printf(o, ".minnctapersm %d\n", k->min_ctas);
 	buf_printf(o, "{\n");
 	emit_reg_decls(e, o);
-	buf_printf(o, "\n%s}\n", e->body.p ? e->body.p : "");
+	buf_printf(o, "\n");
+	emit_body_text(e, o);
+	buf_printf(o, "}\n");
 }

@@ -901,3 +901,84 @@ idesc_fields(DescField *out, int max, IdescKind kind, uint32_t v)
 		return -1;
 	return fill(out, max, kinds[kind].fields, kinds[kind].nfields, kind, v);
 }
+
+int
+desc_text(char *out, size_t n, DescArch arch, uint64_t v)
+{
+	static const char *const swz[SWZ_COUNT] = {
+		[SWZ_NONE] = "swnone", [SWZ_32B] = "sw32", [SWZ_64B] = "sw64", [SWZ_128B] = "sw128",
+	};
+	SmemDesc d;
+	KgErr err;
+	int k;
+
+	if (desc_decode(&d, arch, v, &err) < 0)
+		return snprintf(out, n, "INVALID: %s", err.msg);
+	k = snprintf(out, n, "%s%s lbo=%u sbo=%u", swz[d.swz], d.base32b ? " base32b" : "", d.lbo,
+	             d.sbo);
+	if (d.addr && k >= 0 && (size_t)k < n)
+		k += snprintf(out + k, n - (size_t)k, " start=0x%x", d.addr);
+	if (d.base_offset && k >= 0 && (size_t)k < n)
+		k += snprintf(out + k, n - (size_t)k, " base-offset=%d", d.base_offset);
+	if (d.lbo_mode && k >= 0 && (size_t)k < n)
+		k += snprintf(out + k, n - (size_t)k, " lbo-absolute");
+	return k;
+}
+
+int
+idesc_text(char *out, size_t n, IdescKind kind, uint32_t v)
+{
+	/* Types and shape first, in this order, then every set flag. */
+	static const FieldKind lead[] = {FK_ATYPE, FK_BTYPE, FK_DTYPE, FK_SCALE, FK_M4, FK_M7, FK_N};
+	char m[64];
+	size_t k = 0;
+
+	if ((unsigned)kind >= IK_COUNT)
+		return snprintf(out, n, "INVALID: kind %d", (int)kind);
+#define PUT(...)                                                                 \
+	do {                                                                     \
+		int w_ = snprintf(out + k, n > k ? n - k : 0, __VA_ARGS__);      \
+		k += w_ > 0 ? (size_t)w_ : 0;                                    \
+		if (k >= n)                                                      \
+			k = n ? n - 1 : 0;                                       \
+	} while (0)
+	out[0] = 0;
+	PUT("kind::%s", kinds[kind].name);
+	for (size_t l = 0; l < sizeof lead / sizeof lead[0]; l++)
+		for (int i = 0; i < kinds[kind].nfields; i++) {
+			const FieldSpec *f = &kinds[kind].fields[i];
+			if (f->kind != lead[l])
+				continue;
+			meaning(m, sizeof m, f->kind, kind, field(v, f->lo, f->hi));
+			if (f->kind == FK_M4 || f->kind == FK_M7 || f->kind == FK_N)
+				PUT(" %s", m);
+			else
+				PUT(" %s=%s", f->name, m);
+		}
+	for (int i = 0; i < kinds[kind].nfields; i++) {
+		const FieldSpec *f = &kinds[kind].fields[i];
+		uint64_t raw = field(v, f->lo, f->hi);
+
+		if (!raw)
+			continue;
+		switch (f->kind) {
+		case FK_MAJOR:
+			PUT(" %c=MN-major", f->name[0]);
+			break;
+		case FK_BOOL:
+			PUT(" %s", f->name);
+			break;
+		case FK_NUM:
+		case FK_SHIFT:
+		case FK_K96:
+		case FK_ZERO:
+			meaning(m, sizeof m, f->kind, kind, raw);
+			PUT(" %s=%s", f->name, m);
+			break;
+		default:
+			break;
+		}
+	}
+#undef PUT
+	return (int)k;
+}

@@ -10,6 +10,7 @@
 #ifndef KGEN_DESC_H
 #define KGEN_DESC_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include "dtype.h"
 #include "err.h"
@@ -83,5 +84,13 @@ typedef struct DescField {
 
 int desc_fields(DescField *out, int max, DescArch arch, uint64_t v);
 int idesc_fields(DescField *out, int max, IdescKind kind, uint32_t v);
+
+/* One-line decodings for comments beside emitted constants, e.g.
+ * "sw128 lbo=16 sbo=1024" (fields at their defaults are left out: start 0,
+ * base offset 0, relative LBO) and "kind::f16 a=bf16 b=bf16 d=f32 M=128
+ * N=128 b=MN-major" (flags only when set). A value the decoder refuses
+ * reads "INVALID: <reason>". Return the length written (snprintf). */
+int desc_text(char *out, size_t n, DescArch arch, uint64_t v);
+int idesc_text(char *out, size_t n, IdescKind kind, uint32_t v);
 
 #endif

@@ -391,7 +391,7 @@ emit_prologue(Emit *e, const FmhaCfg *f, FmhaRegs *r, KgErr *err)
 	op_init_barriers(e, &f->plan, r->base, r->tid, "fmha.barrier_init");
 	if (f->t->fmha->setup && f->t->fmha->setup(e, f, r, err) < 0)
 		return -1;
-	op_bar_sync(e, 0, f->plan.threads);
+	op_bar_sync_why(e, 0, f->plan.threads, "CTA: mbarrier inits and setup visible");
 	return 0;
 }
 

@@ -212,7 +212,7 @@ emit_prologue(Emit *e, const GemmCfg *g, GemmRegs *r, KgErr *err)
 	op_init_barriers(e, &g->plan, r->base, r->tid, "gemm.barrier_init");
 	if (g->t->gemm->setup && g->t->gemm->setup(e, g, r, err) < 0)
 		return -1;
-	op_bar_sync(e, 0, g->plan.threads);
+	op_bar_sync_why(e, 0, g->plan.threads, "CTA: mbarrier inits and setup visible");
 	return 0;
 }
 

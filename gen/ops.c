@@ -35,7 +35,9 @@ op_plan_bar(Emit *e, const Plan *plan, Reg base, int bar)
 {
 	Reg a = reg_new(e, RC_B32);
 
-	emitf(e, "\tadd.u32 %s, %s, %u;\n", a.s, base.s, plan->bars[bar].offset);
+	/* slot s of the ring is 8*s further (one .b64 mbarrier each) */
+	emitf(e, "\tadd.u32 %s, %s, %u; // mbar %s[0]\n", a.s, base.s, plan->bars[bar].offset,
+	      plan->bars[bar].name);
 	return a;
 }
 
@@ -119,6 +121,30 @@ void
 op_bar_sync(Emit *e, int id, int threads)
 {
 	emitf(e, "\tbar.sync %d, %d;\n", id, threads);
+}
+
+void
+op_bar_sync_why(Emit *e, int id, int threads, const char *why)
+{
+	emitf(e, "\tbar.sync %d, %d; // bar %d: %s\n", id, threads, id, why);
+}
+
+void
+op_desc_hi(Emit *e, Reg dst, DescArch arch, uint64_t desc, const char *what)
+{
+	char t[160];
+
+	desc_text(t, sizeof t, arch, desc);
+	emitf(e, "\tmov.u32 %s, %u; // desc %s: %s\n", dst.s, (uint32_t)(desc >> 32), what, t);
+}
+
+void
+op_idesc(Emit *e, Reg dst, IdescKind kind, uint32_t idesc, const char *what)
+{
+	char t[160];
+
+	idesc_text(t, sizeof t, kind, idesc);
+	emitf(e, "\tmov.u32 %s, 0x%08X; // idesc %s: %s\n", dst.s, idesc, what, t);
 }
 
 void

@@ -540,12 +540,11 @@ emit_mma(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Reg tmem, KgErr *err)
 	m.p = reg_new(e, RC_PRED);
 	m.acc = reg_new(e, RC_PRED);
 	emitf(e, "\tshr.u32 %s, %s, 4;\n", m.q0.s, m.q0.s);
-	emitf(e, "\tmov.u32 %s, 0x%08X; // idesc kind::f16 %s->f32 M=128 N=%d, K-major A and B (S = Q*K^T)\n",
-	      m.id_s.s, ids, dtype_name(f->in), f->bn);
-	emitf(e, "\tmov.u32 %s, 0x%08X; // idesc kind::f16 %s->f32 M=128 N=%d, B N-major (O += P*V)\n",
-	      m.id_o.s, ido, dtype_name(f->in), f->dvc);
-	emitf(e, "\tmov.u32 %s, %u;\n\tmov.u32 %s, %u;\n\tmov.u32 %s, %u;\n", m.qhi.s, (uint32_t)(dq >> 32),
-	      m.khi.s, (uint32_t)(dk >> 32), m.vhi.s, (uint32_t)(dv >> 32));
+	op_idesc(e, m.id_s, IK_F16, ids, "S = Q*K^T");
+	op_idesc(e, m.id_o, IK_F16, ido, "O += P*V");
+	op_desc_hi(e, m.qhi, f->t->desc, dq, "Q");
+	op_desc_hi(e, m.khi, f->t->desc, dk, "K");
+	op_desc_hi(e, m.vhi, f->t->desc, dv, "V, MN-major");
 	/* with K=V, this CTA's V columns start vcol/64 slices into the tile
 	 * (a V tile holds only this CTA's columns) */
 	if (f->ohalves > 1 && f->kv_shared)
@@ -951,7 +950,7 @@ sm100_fmha_body(Emit *e, const FmhaCfg *f, const FmhaRegs *r, KgErr *err)
 	 * (docs/hardware.md, "Order of a warp-specialized GEMM" step 6): the
 	 * epilogue waited for the last MMA's commit, the loads and stores for
 	 * wait::ld/st, so the CTA barrier needs no fence::before_thread_sync */
-	op_bar_sync(e, 0, f->plan.threads);
+	op_bar_sync_why(e, 0, f->plan.threads, "CTA: TMEM no longer accessed");
 	sm100_fence_after(e);
 	emitf(e, "\tsetp.ne.u32 %s, %s, %d;\n\t@%s bra %s;\n", p.s, r->warp.s, w_mma(f), p.s, out);
 	if (sm100_tmem_dealloc(e, err, tmem, f->plan.tmem_alloc) < 0)

@@ -70,9 +70,9 @@ emit_mma(Emit *e, const GemmCfg *g, const GemmRegs *r, Reg tmem, KgErr *err)
 	accbar = op_plan_bar(e, &g->plan, r->base, g->b_acc);
 	a0 = op_plan_smem(e, &g->plan, r->base, g->r_a);
 	b0 = op_plan_smem(e, &g->plan, r->base, g->r_b);
-	emitf(e, "\tmov.u32 %s, 0x%08X; // idesc kind::f16 %s->f32 M=%d N=%d K-major\n", idr.s, idesc,
-	      dtype_name(g->in), g->tm, g->tn);
-	emitf(e, "\tmov.u32 %s, %u;\n\tmov.u32 %s, %u;\n", ahr.s, ahi, bhr.s, bhi);
+	op_idesc(e, idr, IK_F16, idesc, "D = A*B");
+	op_desc_hi(e, ahr, g->t->desc, (uint64_t)ahi << 32 | alo, "A");
+	op_desc_hi(e, bhr, g->t->desc, (uint64_t)bhi << 32 | blo, "B");
 	emitf(e, "\tmov.u32 %s, 0;\n\tmov.u32 %s, 0;\n\tmov.u32 %s, 0;\n", stage.s, phase.s, kt.s);
 	label_new(e, loop, sizeof loop, "mma");
 	label_new(e, done, sizeof done, "mma_done");
@@ -218,7 +218,7 @@ sm100_body(Emit *e, const GemmCfg *g, const GemmRegs *r, KgErr *err)
 	 * (docs/hardware.md, "Order of a warp-specialized GEMM" step 6): the epilogue
 	 * waited for the last MMA's commit and its loads with wait::ld, so the CTA barrier needs no
 	 * fence::before_thread_sync */
-	op_bar_sync(e, 0, g->plan.threads);
+	op_bar_sync_why(e, 0, g->plan.threads, "CTA: TMEM no longer accessed");
 	sm100_fence_after(e);
 	emitf(e, "\tsetp.ne.u32 %s, %s, %d;\n\t@%s bra %s;\n", p.s, r->warp.s, WARP_MMA, p.s, out);
 	if (sm100_tmem_dealloc(e, err, tmem, g->plan.tmem_alloc) < 0)

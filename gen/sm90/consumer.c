@@ -301,8 +301,8 @@ fmha90_consumer_init(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Consumer *cp,
 	emitf(e, "\tmad.lo.u32 %s, %s, %u, %s;\n\tshr.u32 %s, %s, 4;\n", c.qlo.s, row_block.s, f->lq.bytes,
 	      c.q0.s, c.qlo.s, c.qlo.s);
 	emitf(e, "\tadd.u32 %s, %s, %u;\n", c.qlo.s, c.qlo.s, (uint32_t)dq);
-	emitf(e, "\tmov.u32 %s, %u;\n\tmov.u32 %s, %u;\n", c.dhi.s, (uint32_t)(dq >> 32), c.vhi.s,
-	      (uint32_t)(dv >> 32));
+	op_desc_hi(e, c.dhi, f->t->desc, dq, "Q and K");
+	op_desc_hi(e, c.vhi, f->t->desc, dv, "V, MN-major");
 	/* rows g = 64*block + 16*(warp%4) + lane/4 and g + 8 of the CTA's tile */
 	emitf(e, "\tand.b32 %s, %s, 3;\n\tshl.b32 %s, %s, 4;\n", c.t.s, r->warp.s, c.t.s, c.t.s);
 	emitf(e, "\tmad.lo.u32 %s, %s, 64, %s;\n", c.trow[0].s, row_block.s, c.t.s);

@@ -140,14 +140,14 @@ static void
 emit_turn_wait(Emit *e, const FmhaCfg *f, Consumer *c)
 {
 	if (f->wgs > 1)
-		emitf(e, "\tbar.sync %s, 256;\n", c->myturn.s);
+		emitf(e, "\tbar.sync %s, 256; // bar 1+w: this warpgroup's MMA turn\n", c->myturn.s);
 }
 
 static void
 emit_turn_pass(Emit *e, const FmhaCfg *f, Consumer *c)
 {
 	if (f->wgs > 1)
-		emitf(e, "\tbar.arrive %s, 256;\n", c->otherturn.s);
+		emitf(e, "\tbar.arrive %s, 256; // bar 1+w': pass the MMA turn on\n", c->otherturn.s);
 }
 
 /* V (or K=V) of the previous tile: its P·V has completed */
@@ -241,7 +241,7 @@ emit_kv_tail(Emit *e, KgErr *err, const FmhaCfg *f, const FmhaRegs *r, Consumer 
 		char not0[48];
 		label_new(e, not0, sizeof not0, "turns_balanced");
 		emitf(e, "\tsetp.ne.u32 %s, %s, 1;\n\t@%s bra %s;\n", c->p.s, c->myturn.s, c->p.s, not0);
-		emitf(e, "\tbar.sync 1, 256;\n");
+		op_bar_sync_why(e, 1, 256, "closes the MMA-turn ring");
 		emit_label(e, not0);
 	}
 	return 0;

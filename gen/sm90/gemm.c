@@ -128,7 +128,8 @@ emit_consumer(Emit *e, const GemmCfg *g, const GemmRegs *r, KgErr *err)
 	b0 = op_plan_smem(e, &g->plan, r->base, g->r_b);
 	/* this warpgroup's 64 rows: where the layout puts row 64 of each slice */
 	emitf(e, "\tmad.lo.u32 %s, %s, %u, %s;\n", a0.s, wgc.s, layout_offset(&g->la, 64, 0), a0.s);
-	emitf(e, "\tmov.u32 %s, %u;\n\tmov.u32 %s, %u;\n", ahr.s, ahi, bhr.s, bhi);
+	op_desc_hi(e, ahr, g->t->desc, (uint64_t)ahi << 32 | alo, "A");
+	op_desc_hi(e, bhr, g->t->desc, (uint64_t)bhi << 32 | blo, "B");
 	for (int i = 0; i < nacc; i++)
 		emitf(e, "\tmov.f32 %s, 0f00000000;\n", acc[i].s);
 	emitf(e, "\tmov.u32 %s, 0;\n\tmov.u32 %s, 0;\n\tmov.u32 %s, 0;\n", stage.s, phase.s, kt.s);

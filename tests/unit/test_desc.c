@@ -915,6 +915,69 @@ test_tile_mn(void)
 	EQ(desc_for_tile_mn(&d, DESC_SM100, &t, 0, &err), (uint64_t)-1, "no swizzle");
 }
 
+/* desc_text / idesc_text on values built bit by bit (PTX ISA §9.7.15.5.1.2.2
+ * wgmma descriptor, §9.7.16.4.1 tcgen05 descriptor, the instruction
+ * descriptor table of kind::f16; gen/desc.c field tables): fields in 16-byte units, the
+ * swizzle code, the type codes bf16 = 1 and f32 = 1, N >> 3, M >> 4. */
+static void
+text_is(int line, const char *got, const char *want)
+{
+	if (strcmp(got, want) != 0) {
+		printf("FAIL test_desc.c:%d: text \"%s\", want \"%s\"\n", line, got, want);
+		fails++;
+	}
+}
+
+static void
+test_text(void)
+{
+	char t[160];
+	/* lbo 16 -> 1 at bit 16, sbo 1024 -> 64 at bit 32 */
+	uint64_t lbo_sbo = (1ull << 16) | (64ull << 32);
+	uint32_t id = (1u << 4) | (1u << 7) | (1u << 10) | ((128u >> 3) << 17) | ((128u >> 4) << 24);
+	Idesc d = {0};
+	uint32_t enc = 0;
+	KgErr err = {{0}};
+
+	desc_text(t, sizeof t, DESC_SM90, (1ull << 62) | lbo_sbo); /* sm90 128B = code 1 at 62 */
+	text_is(__LINE__, t, "sw128 lbo=16 sbo=1024");
+	desc_text(t, sizeof t, DESC_SM90, (3ull << 62) | lbo_sbo | (0x400 >> 4) | (2ull << 49));
+	text_is(__LINE__, t, "sw32 lbo=16 sbo=1024 start=0x400 base-offset=2");
+	/* sm100: version 0b001 at 46, 128B = code 2 at 61, 128B_BASE32B = 1 */
+	desc_text(t, sizeof t, DESC_SM100, (1ull << 46) | (2ull << 61) | lbo_sbo);
+	text_is(__LINE__, t, "sw128 lbo=16 sbo=1024");
+	desc_text(t, sizeof t, DESC_SM100, (1ull << 46) | (1ull << 61) | lbo_sbo);
+	text_is(__LINE__, t, "sw128 base32b lbo=16 sbo=1024");
+	desc_text(t, sizeof t, DESC_SM100, (1ull << 46) | lbo_sbo); /* layout 0: no swizzle */
+	text_is(__LINE__, t, "swnone lbo=16 sbo=1024");
+	desc_text(t, sizeof t, DESC_SM100, (2ull << 61) | lbo_sbo);
+	if (strncmp(t, "INVALID: bits 46-48 (version)=0", 31) != 0) {
+		printf("FAIL test_desc.c:%d: missing version must read INVALID: %s\n", __LINE__, t);
+		fails++;
+	}
+
+	idesc_text(t, sizeof t, IK_F16, id);
+	text_is(__LINE__, t, "kind::f16 a=bf16 b=bf16 d=f32 M=128 N=128");
+	idesc_text(t, sizeof t, IK_F16, id | (1u << 16) | (1u << 13));
+	text_is(__LINE__, t, "kind::f16 a=bf16 b=bf16 d=f32 M=128 N=128 neg-a b=MN-major");
+	/* the encoder and the text agree on what the generator asks for */
+	d.kind = IK_F16;
+	d.a = d.b = DT_BF16;
+	d.d = DT_F32;
+	d.m = 128;
+	d.n = 64;
+	d.cta_group = 1;
+	d.b_major_mn = 1;
+	if (idesc_encode(&enc, &d, &err) < 0) {
+		printf("FAIL test_desc.c:%d: %s\n", __LINE__, err.msg);
+		fails++;
+	}
+	idesc_text(t, sizeof t, IK_F16, enc);
+	text_is(__LINE__, t, "kind::f16 a=bf16 b=bf16 d=f32 M=128 N=64 b=MN-major");
+	idesc_text(t, 12, IK_F16, id);
+	text_is(__LINE__, t, "kind::f16 a");
+}
+
 int
 main(void)
 {
@@ -931,6 +994,7 @@ main(void)
 	test_idesc_fields();
 	test_names();
 	test_tile_mn();
+	test_text();
 	if (fails) {
 		printf("test_desc: %d failure(s)\n", fails);
 		return 1;
