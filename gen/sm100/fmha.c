@@ -904,7 +904,7 @@ emit_softmax(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Reg tmem, KgErr *err)
 static int
 sm100_fmha_body(Emit *e, const FmhaCfg *f, const FmhaRegs *r, KgErr *err)
 {
-	Reg tmem = reg_new(e, RC_B32), p = reg_new(e, RC_PRED), el = reg_new(e, RC_PRED), slot;
+	Reg tmem = reg_new(e, RC_B32), p = reg_new(e, RC_PRED), el = reg_new(e, RC_PRED);
 	char corr[48], other[48], mma[48], join[48], out[48];
 	int soft = f->plan.roles[0].regs;
 
@@ -914,11 +914,7 @@ sm100_fmha_body(Emit *e, const FmhaCfg *f, const FmhaRegs *r, KgErr *err)
 	label_new(e, join, sizeof join, "join");
 	label_new(e, out, sizeof out, "exit");
 	emit_block(e, "sm100.fmha_roles");
-	/* the barrier published the TMEM address; order later tcgen05 ops
-	 * (docs/hardware.md, "TMEM allocation") */
-	sm100_fence_after(e);
-	slot = op_plan_smem(e, &f->plan, r->base, f->r_tslot);
-	emitf(e, "\tld.shared.u32 %s, [%s];\n", tmem.s, slot.s);
+	sm100_read_taddr(e, tmem, &f->plan, r->base, f->r_tslot);
 	emitf(e, "\tsetp.ge.u32 %s, %s, %d;\n\t@%s bra %s;\n", p.s, r->warp.s, w_load(f), p.s, other);
 	emitf(e, "\tsetp.ge.u32 %s, %s, %d;\n\t@%s bra %s;\n", p.s, r->warp.s, w_corr(f), p.s, corr);
 	op_setmaxnreg(e, 1, soft);

@@ -183,7 +183,7 @@ emit_epilogue(Emit *e, const GemmCfg *g, const GemmRegs *r, Reg tmem, KgErr *err
 static int
 sm100_body(Emit *e, const GemmCfg *g, const GemmRegs *r, KgErr *err)
 {
-	Reg tmem = reg_new(e, RC_B32), p = reg_new(e, RC_PRED), el = reg_new(e, RC_PRED), slot;
+	Reg tmem = reg_new(e, RC_B32), p = reg_new(e, RC_PRED), el = reg_new(e, RC_PRED);
 	char mma[48], epi[48], join[48], out[48];
 
 	label_new(e, mma, sizeof mma, "role_mma");
@@ -191,11 +191,7 @@ sm100_body(Emit *e, const GemmCfg *g, const GemmRegs *r, KgErr *err)
 	label_new(e, join, sizeof join, "join");
 	label_new(e, out, sizeof out, "exit");
 	emit_block(e, "sm100.gemm_roles");
-	/* the barrier published the TMEM address; order later tcgen05 ops
-	 * (docs/hardware.md, "TMEM allocation") */
-	sm100_fence_after(e);
-	slot = op_plan_smem(e, &g->plan, r->base, g->r_slot);
-	emitf(e, "\tld.shared.u32 %s, [%s];\n", tmem.s, slot.s);
+	sm100_read_taddr(e, tmem, &g->plan, r->base, g->r_slot);
 	emitf(e, "\tsetp.lt.u32 %s, %s, %d;\n\t@%s bra %s;\n", p.s, r->warp.s, WARP_PRODUCER, p.s, epi);
 	emitf(e, "\tsetp.eq.u32 %s, %s, %d;\n\t@%s bra %s;\n", p.s, r->warp.s, WARP_MMA, p.s, mma);
 	op_elect_one(e, el);

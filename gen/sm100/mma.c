@@ -167,3 +167,13 @@ sm100_quarter_row(Emit *e, Reg dst, Reg warp, Reg lane, int any_warp)
 {
 	quarter(e, dst, warp, tmem_quarter_lane_shift(), lane, any_warp);
 }
+
+void
+sm100_read_taddr(Emit *e, Reg dst, const Plan *plan, Reg base, int slot)
+{
+	Reg addr;
+
+	sm100_fence_after(e);
+	addr = op_plan_smem(e, plan, base, slot);
+	emitf(e, "\tld.shared.u32 %s, [%s];\n", dst.s, addr.s);
+}
