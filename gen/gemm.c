@@ -89,6 +89,19 @@ gemm_desc_words(const GemmCfg *g, const TileLayout *l, uint32_t *lo0, uint32_t *
 }
 
 int
+gemm_mma_loop_head(Emit *e, KgErr *err, const GemmRegs *r, Reg stage, Reg phase, Reg kt,
+                   Reg full0, Reg full, Reg p, char *loop, char *done, size_t n)
+{
+	emitf(e, "\tmov.u32 %s, 0;\n\tmov.u32 %s, 0;\n\tmov.u32 %s, 0;\n", stage.s, phase.s, kt.s);
+	label_new(e, loop, n, "mma");
+	label_new(e, done, n, "mma_done");
+	emitf(e, "\tsetp.eq.u32 %s, %s, 0;\n\t@%s bra %s;\n", p.s, r->nk.s, p.s, done);
+	emit_label(e, loop);
+	emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n", full.s, stage.s, full0.s);
+	return op_mbar_wait(e, err, full, phase.s);
+}
+
+int
 gemm_emit_producer(Emit *e, const GemmCfg *g, const GemmRegs *r, KgErr *err)
 {
 	Reg stage = reg_new(e, RC_B32), phase = reg_new(e, RC_B32), kt = reg_new(e, RC_B32);

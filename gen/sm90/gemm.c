@@ -132,13 +132,7 @@ emit_consumer(Emit *e, const GemmCfg *g, const GemmRegs *r, KgErr *err)
 	op_desc_hi(e, bhr, g->t->desc, (uint64_t)bhi << 32 | blo, "B");
 	for (int i = 0; i < nacc; i++)
 		emitf(e, "\tmov.f32 %s, 0f00000000;\n", acc[i].s);
-	emitf(e, "\tmov.u32 %s, 0;\n\tmov.u32 %s, 0;\n\tmov.u32 %s, 0;\n", stage.s, phase.s, kt.s);
-	label_new(e, loop, sizeof loop, "mma");
-	label_new(e, done, sizeof done, "mma_done");
-	emitf(e, "\tsetp.eq.u32 %s, %s, 0;\n\t@%s bra %s;\n", p.s, r->nk.s, p.s, done);
-	emit_label(e, loop);
-	emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n", full.s, stage.s, full0.s);
-	if (op_mbar_wait(e, err, full, phase.s) < 0)
+	if (gemm_mma_loop_head(e, err, r, stage, phase, kt, full0, full, p, loop, done, sizeof loop) < 0)
 		return -1;
 	emitf(e, "\tmad.lo.u32 %s, %s, %u, %s;\n", as.s, stage.s, g->la.bytes, a0.s);
 	emitf(e, "\tmad.lo.u32 %s, %s, %u, %s;\n", bs.s, stage.s, g->lb.bytes, b0.s);
