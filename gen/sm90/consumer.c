@@ -35,7 +35,7 @@ void
 fmha90_mask(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Consumer *c)
 {
 	emit_block(e, "sm90.fmha_mask");
-	emitf(e, "\tand.b32 %s, %s, 3;\n\tshl.b32 %s, %s, 1;\n", c->t.s, r->lane.s, c->t.s, c->t.s);
+	sm90_acc_col0(e, c->t, r->lane);
 	emitf(e, "\tmad.lo.u32 %s, %s, %d, %s;\n", c->colb.s, c->j.s, f->bn, c->t.s);
 	for (int i = 0; i < f->bn / 2; i++) {
 		emitf(e, "\tadd.s32 %s, %s, %d;\n", c->t.s, c->colb.s, col_of(i));
@@ -304,10 +304,7 @@ fmha90_consumer_init(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Consumer *cp,
 	op_desc_hi(e, c.dhi, f->t->desc, dq, "Q and K");
 	op_desc_hi(e, c.vhi, f->t->desc, dv, "V, MN-major");
 	/* rows g = 64*block + 16*(warp%4) + lane/4 and g + 8 of the CTA's tile */
-	emitf(e, "\tand.b32 %s, %s, 3;\n\tshl.b32 %s, %s, 4;\n", c.t.s, r->warp.s, c.t.s, c.t.s);
-	emitf(e, "\tmad.lo.u32 %s, %s, 64, %s;\n", c.trow[0].s, row_block.s, c.t.s);
-	emitf(e, "\tshr.u32 %s, %s, 2;\n\tadd.u32 %s, %s, %s;\n", c.t.s, r->lane.s, c.trow[0].s,
-	      c.trow[0].s, c.t.s);
+	sm90_acc_row0(e, c.trow[0], row_block, r->warp, r->lane, c.t);
 	emitf(e, "\tadd.u32 %s, %s, 8;\n", c.trow[1].s, c.trow[0].s);
 	for (int r2 = 0; r2 < 2; r2++)
 		c.hrow[r2] = fmha_emit_row_head(e, f, r, c.trow[r2], c.rowq[r2]);

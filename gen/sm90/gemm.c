@@ -51,11 +51,9 @@ emit_store_fragment(Emit *e, const GemmCfg *g, const GemmRegs *r, Reg wgc, const
 
 	emit_block(e, "sm90.gemm_epilogue");
 	/* row = m0 + 64*wgc + 16*(warp%4) + lane/4; col = n0 + 2*(lane%4) */
-	emitf(e, "\tand.b32 %s, %s, 3;\n\tshl.b32 %s, %s, 4;\n", t.s, r->warp.s, t.s, t.s);
-	emitf(e, "\tmad.lo.u32 %s, %s, 64, %s;\n", row.s, wgc.s, t.s);
-	emitf(e, "\tshr.u32 %s, %s, 2;\n\tadd.u32 %s, %s, %s;\n", t.s, r->lane.s, row.s, row.s, t.s);
+	sm90_acc_row0(e, row, wgc, r->warp, r->lane, t);
 	emitf(e, "\tadd.u32 %s, %s, %s;\n", row.s, row.s, r->m0.s);
-	emitf(e, "\tand.b32 %s, %s, 3;\n\tshl.b32 %s, %s, 1;\n", t.s, r->lane.s, t.s, t.s);
+	sm90_acc_col0(e, t, r->lane);
 	emitf(e, "\tadd.u32 %s, %s, %s;\n", col.s, t.s, r->n0.s);
 	emitf(e, "\tand.b32 %s, %s, 1;\n\tsetp.eq.u32 %s, %s, 0;\n", t.s, r->N.s, neven.s, t.s);
 	for (int h8 = 0; h8 < 2; h8++) {
