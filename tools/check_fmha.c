@@ -235,6 +235,31 @@ read_config(const CheckCase *c, Fmha *f, KrtErr *err)
 	if (f->lse != have_lse)
 		return check_fail(err, KRT_EABI, "%s: --lse %d but the ABI %s an LSE parameter", k,
 		                  f->lse, have_lse ? "has" : "lacks");
+	/* The header's //@shape (docs/ABI.md, "Shape fields") states the same
+	 * numbers for libkrt; a header whose two lines disagree is malformed. */
+	const struct {
+		const char *field;
+		int64_t v;
+	} shape[] = {
+		{"Hq", f->hq}, {"Hkv", f->hkv}, {"D", f->d}, {"Dv", f->dv},
+		{"lse", f->lse}, {"kv-shared", f->kv_shared},
+	};
+	for (size_t i = 0; i < sizeof shape / sizeof shape[0]; i++) {
+		const char *v = krt_abi_shape(c->abi, shape[i].field);
+		if (v && strtoll(v, NULL, 10) != shape[i].v)
+			return check_fail(err, KRT_EABI, "%s: //@shape %s=%s but //@args give %lld", k,
+			                  shape[i].field, v, (long long)shape[i].v);
+	}
+	const char *sm = krt_abi_shape(c->abi, "mask"), *sw = krt_abi_shape(c->abi, "window");
+	FmhaMask m;
+	long long wl, wr;
+	if (sm && (fmha_mask_parse(sm, &m) != 0 || m != f->mask))
+		return check_fail(err, KRT_EABI, "%s: //@shape mask=%s but //@args give another mask",
+		                  k, sm);
+	if (sw && (sscanf(sw, "%lld,%lld", &wl, &wr) != 2 || wl != f->window_left ||
+	           wr != f->window_right))
+		return check_fail(err, KRT_EABI, "%s: //@shape window=%s but //@args give %lld,%lld", k,
+		                  sw, (long long)f->window_left, (long long)f->window_right);
 	if (!f->d || !f->hq || !f->hkv || f->hq % f->hkv)
 		return check_fail(err, KRT_EABI, "%s: head-dim %u, heads-q %u, heads-kv %u: want "
 		                  "nonzero, heads-q a multiple of heads-kv", k, f->d, f->hq, f->hkv);
