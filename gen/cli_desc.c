@@ -132,6 +132,7 @@ opt_dtype(const Opt *o, DType *out, KgErr *err)
 static int
 opt_major(const Opt *o, int *mn, KgErr *err)
 {
+	*mn = 0;
 	if (strcasecmp(o->val, "K") == 0)
 		*mn = 0;
 	else if (strcasecmp(o->val, "MN") == 0)

@@ -377,6 +377,15 @@ ready(const EmuCta *c, int i)
 	return 1;
 }
 
+/* An op's record, completed or still queued when a launch stops. */
+static void
+async_free(EmuAsync *a)
+{
+	emu_tc_drop(a);
+	free(a->vc);
+	free(a->data);
+}
+
 static int
 complete(EmuCta *c, int i)
 {
@@ -395,8 +404,7 @@ complete(EmuCta *c, int i)
 		rc = emu_tc_complete(c, &a);
 		break;
 	}
-	free(a.vc);
-	free(a.data);
+	async_free(&a);
 	return rc;
 }
 
@@ -807,10 +815,8 @@ cta_free(EmuCta *c)
 		free(w->single_first);
 		free(w->single_cap);
 	}
-	for (int i = 0; i < c->naq; i++) {
-		free(c->aq[i].vc);
-		free(c->aq[i].data);
-	}
+	for (int i = 0; i < c->naq; i++)
+		async_free(&c->aq[i]);
 	free(c->aq);
 	free(c->t);
 	free(c->w);
@@ -943,10 +949,8 @@ cta_reset(EmuCta *c, const uint32_t ctaid[3])
 	memset(c->clocks, 0, (size_t)(2 * c->nthreads + 2 * EMU_MAX_MBAR + 16) * (size_t)c->nslots *
 	                         sizeof *c->clocks);
 	c->nagents = 0;
-	for (int i = 0; i < c->naq; i++) {
-		free(c->aq[i].vc);
-		free(c->aq[i].data);
-	}
+	for (int i = 0; i < c->naq; i++)
+		async_free(&c->aq[i]);
 	c->naq = 0;
 	for (int i = 0; i < c->nthreads; i++) {
 		EmuThread *t = &c->t[i];
