@@ -462,6 +462,8 @@ typedef struct EmuLaunchCtx {
 	uint32_t smem_base;  /* window address of the first shared variable */
 	uint32_t smem_misalign; /* bytes added to the dynamic array's address */
 	uint64_t max_steps;
+	uint64_t max_launch_steps; /* all CTAs together (KRT_EMU_MAX_LAUNCH_STEPS) */
+	uint64_t launch_steps;     /* of the CTAs finished so far */
 	int trace;           /* thread id + 1 to trace in CTA 0, 0 off */
 } EmuLaunchCtx;
 

@@ -1136,6 +1136,10 @@ run_cta(EmuCta *c)
 			return emu_fault(c, NULL, NULL, "more than %" PRIu64 " instructions executed in one "
 			                 "CTA (set KRT_EMU_MAX_STEPS to raise the limit): a livelock?",
 			                 c->lc->max_steps);
+		if (c->lc->launch_steps + c->steps > c->lc->max_launch_steps)
+			return emu_fault(c, NULL, NULL, "more than %" PRIu64 " instructions executed in one "
+			                 "launch (KRT_EMU_MAX_LAUNCH_STEPS; runtime/emu/README.md): emulate "
+			                 "a smaller shape", c->lc->max_launch_steps);
 		if (!c->live)
 			return cta_finish(c);
 		if (progressed)
@@ -1203,6 +1207,7 @@ emu_run_launch(EmuLaunchCtx *lc, KrtErr *err)
 				cta_reset(c, id);
 				if (run_cta(c) == EMU_STOP || c->failed)
 					rc = err->code ? err->code : KRT_ECUDA;
+				lc->launch_steps += c->steps;
 			}
 	cta_free(c);
 	return rc;
