@@ -52,6 +52,11 @@ const Family *family_find(const char *name);
 int family_parse(const Family *f, void *params, int nargs, const char *const *args, KgErr *err);
 /* "--target sm_90a --tile-m 128 ..." for every parameter, in table order. */
 void family_format_args(const Family *f, const void *params, Buf *out);
+/* Every family's parameters (`kgen list`), or one family's (`kgen FAMILY
+ * --help`): name, allowed values, default, help. */
 void family_list(Buf *out);
+void family_help(const Family *f, Buf *out);
+/* "gemm, fmha": the family names, for messages. */
+void family_names(Buf *out);
 
 #endif
