@@ -292,7 +292,7 @@ check_first(const Args *a, KrtDevice *dev, KrtModule *mod, CheckCase *c)
 		rc = check_case_verify(c, &o, &r, &err);
 	if (rc) {
 		printf("kbench: check: %s\n", err.msg);
-		return 1;
+		return check_exit_of(rc);
 	}
 	printf("kbench: check %s: max rel err %.2e (tol %.0e)", r.pass ? "PASS" : "FAIL", r.max_err,
 	       r.tol);
@@ -321,7 +321,7 @@ time_sets(const Args *a, KrtModule *mod, CheckCase **sets, int nsets, float *ms)
 	}
 	if (rc)
 		printf("kbench: timing: %s\n", err.msg);
-	return rc ? 1 : 0;
+	return rc ? check_exit_of(rc) : 0;
 }
 
 static int
@@ -345,8 +345,9 @@ bench_ours(const Args *a, KrtDevice *dev, KrtModule *mod, Timing *t, char *peer_
 		rc = CHECK_EXIT_INPUT;
 		goto out;
 	}
-	if (!a->no_check && check_first(a, dev, mod, sets[0]))
+	if (!a->no_check && (rc = check_first(a, dev, mod, sets[0])))
 		goto out;
+	rc = 1;
 	nsets = set_count(check_case_bytes(sets[0]), a->l2_mb);
 	/* Every set from the same seed: the same values at other addresses
 	 * is what keeps the cache from serving them, and a varlen shape then
@@ -359,7 +360,7 @@ bench_ours(const Args *a, KrtDevice *dev, KrtModule *mod, Timing *t, char *peer_
 	printf("kbench: %d input set%s of %llu bytes (L2 taken as %g MiB), %d warmup, %d timed "
 	       "launches\n", nsets, nsets > 1 ? "s" : "",
 	       (unsigned long long)check_case_bytes(sets[0]), a->l2_mb, a->warmup, a->iters);
-	if (time_sets(a, mod, sets, nsets, ms))
+	if ((rc = time_sets(a, mod, sets, nsets, ms)))
 		goto out;
 	t->sets = nsets;
 	t->flops = check_case_flops(sets[0]);
