@@ -25,7 +25,7 @@ static const char usage[] =
 	"       kgen FAMILY --help | kgen desc --help | ...     one subcommand's options\n"
 	"       kgen desc --target T --major K|MN --swizzle S --dtype D --rows R --cols C [--addr A]\n"
 	"       kgen idesc --kind K --a T --b T --d T --m M --n N [...]\n"
-	"exit: 0 done, 2 bad input, 74 output lost (a write failed)\n";
+	"exit: 0 done, 2 bad input, 74 output lost (a write failed), 70 internal error (a bug)\n";
 
 enum { EXIT_INPUT = 2, EXIT_IO = 74 };
 
