@@ -43,7 +43,7 @@ static const ParamSpec fmha_params[] = {
 	 "of every 8 softmax exponentials, how many an FMA-pipe polynomial computes instead of MUFU ex2 (-1: by target and head-dim)", NULL},
 	{"dtype", PK_DTYPE, P(dtype), "bf16,fp16", 0, 0, 0, "bf16", "Q, K, V, O element type", NULL},
 	{"softmax-scale", PK_FLOAT, P(softmax_scale), NULL, 0, 1000, 0, "0",
-	 "scale of Q·K^T (0: 1/sqrt(head-dim))", NULL},
+	 "scale of Q·K^T (left out: 1/sqrt(head-dim), written 0 in //@args)", NULL},
 };
 
 int

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "num.h"
+#include "gen/numarg.h"
 #include "tools/check_internal.h"
 
 #define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
@@ -878,12 +879,43 @@ check_seed_from_time(void)
 	return num_mix((uint64_t)ts.tv_sec, (uint64_t)ts.tv_nsec, (uint64_t)getpid(), 0) >> 11;
 }
 
+void
+check_device_str(KrtDevice *dev, const KrtAbi *abi, char *buf, size_t n)
+{
+	if (strcmp(krt_device_kind(dev), "emu") == 0 && abi)
+		snprintf(buf, n, "%s, running %s (%s-class)", krt_device_name(dev), abi->target,
+		         abi->target_cc >= 100 ? "B200" : "H100");
+	else
+		snprintf(buf, n, "%s (sm_%d)", krt_device_name(dev), krt_device_cc(dev));
+}
+
+int
+check_exit_of(int code)
+{
+	switch (code) {
+	case KRT_OK: return 0;
+	case KRT_ENODEV:
+	case KRT_EMISMATCH: return CHECK_EXIT_NODEV;
+	case KRT_EINVAL:
+	case KRT_EABI:
+	case KRT_ERESOURCE: return CHECK_EXIT_INPUT;
+	default: return CHECK_EXIT_FAIL;
+	}
+}
+
 uint64_t
 check_seed_from_env(void)
 {
 	const char *env = getenv("KGEN_TEST_SEED");
+	uint64_t seed;
+	KgErr err = {{0}};
 
-	return env && *env ? strtoull(env, NULL, 0) : check_seed_from_time();
+	if (!env || !*env)
+		return check_seed_from_time();
+	if (kg_parse_u64("KGEN_TEST_SEED", env, UINT64_MAX, &seed, &err) == 0)
+		return seed;
+	fprintf(stderr, "%s; using a seed from the clock\n", err.msg);
+	return check_seed_from_time();
 }
 
 int

@@ -310,9 +310,11 @@ draw_lengths(CheckCase *c, Fmha *f, KrtErr *err)
 		                  "seqlen_k must be >= 1 and varlen 0..%d", (unsigned long long)B,
 		                  (unsigned long long)SQ, (unsigned long long)SK, f->varlen,
 		                  COUNT(varlen_modes) - 1);
-	if (B > (1u << 20) || B * SQ > INT32_MAX || B * SK > INT32_MAX)
-		return check_fail(err, KRT_EINVAL, "fmha %llux%llux%llu: batch up to 2^20 and "
-		                  "batch·seqlen below 2^31 (cu_seqlens are s32)",
+	/* refused here, before any buffer: grid z is the batch (docs/ABI.md) */
+	if (B > 65535 || B * SQ > INT32_MAX || B * SK > INT32_MAX)
+		return check_fail(err, KRT_EINVAL, "fmha %llux%llux%llu: batch up to 65535 (grid z "
+		                  "is the batch; CUDA's grid z limit) and batch·seqlen below 2^31 "
+		                  "(cu_seqlens are s32)",
 		                  (unsigned long long)B, (unsigned long long)SQ,
 		                  (unsigned long long)SK);
 	f->batch = (uint32_t)B;

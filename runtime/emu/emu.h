@@ -321,6 +321,8 @@ typedef struct EmuAsync {
 	void *data;         /* kind-specific record, freed on completion */
 	/* completes it (set by the issuing unit: tma.c, tcgen05.c) */
 	int (*done)(EmuCta *c, struct EmuAsync *a);
+	/* frees what it holds besides data, completed or not (NULL: nothing) */
+	void (*drop)(struct EmuAsync *a);
 } EmuAsync;
 
 /* ---- mbarriers (mbar.c) ------------------------------------------------- */
@@ -465,6 +467,8 @@ typedef struct EmuLaunchCtx {
 	uint32_t smem_base;  /* window address of the first shared variable */
 	uint32_t smem_misalign; /* bytes added to the dynamic array's address */
 	uint64_t max_steps;
+	uint64_t max_launch_steps; /* all CTAs together (KRT_EMU_MAX_LAUNCH_STEPS) */
+	uint64_t launch_steps;     /* of the CTAs finished so far */
 	int trace;           /* thread id + 1 to trace in CTA 0, 0 off */
 } EmuLaunchCtx;
 
@@ -570,6 +574,9 @@ int emu_shared_addr(EmuCta *c, EmuThread *t, const EmuInsn *in, int i, uint32_t 
 /* ---- the async queue (async.c) ---------------------------------------------- */
 
 void emu_async_push(EmuCta *c, const EmuAsync *a);
+/* Frees a dequeued or still queued op's records (a launch may stop with
+ * ops queued). */
+void emu_async_free(EmuAsync *a);
 /* Completes one queued op: the oldest ready one, or a random ready one. */
 int emu_async_complete_one(EmuCta *c);
 /* Completes queued ops of thread tid (-1: any) whose kind bit is in kinds and

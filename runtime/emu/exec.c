@@ -273,10 +273,8 @@ cta_free(EmuCta *c)
 		free(w->single_first);
 		free(w->single_cap);
 	}
-	for (int i = 0; i < c->naq; i++) {
-		free(c->aq[i].vc);
-		free(c->aq[i].data);
-	}
+	for (int i = 0; i < c->naq; i++)
+		emu_async_free(&c->aq[i]);
 	free(c->aq);
 	free(c->t);
 	free(c->w);
@@ -410,10 +408,8 @@ cta_reset(EmuCta *c, const uint32_t ctaid[3])
 	memset(c->clocks, 0, (size_t)(2 * c->nthreads + 2 * EMU_MAX_MBAR + 16) * (size_t)c->nslots *
 	                         sizeof *c->clocks);
 	c->nagents = 0;
-	for (int i = 0; i < c->naq; i++) {
-		free(c->aq[i].vc);
-		free(c->aq[i].data);
-	}
+	for (int i = 0; i < c->naq; i++)
+		emu_async_free(&c->aq[i]);
 	c->naq = 0;
 	for (int i = 0; i < c->nthreads; i++) {
 		EmuThread *t = &c->t[i];
@@ -599,6 +595,10 @@ run_cta(EmuCta *c)
 			return emu_fault(c, NULL, NULL, "more than %" PRIu64 " instructions executed in one "
 			                 "CTA (set KRT_EMU_MAX_STEPS to raise the limit): a livelock?",
 			                 c->lc->max_steps);
+		if (c->lc->launch_steps + c->steps > c->lc->max_launch_steps)
+			return emu_fault(c, NULL, NULL, "more than %" PRIu64 " instructions executed in one "
+			                 "launch (KRT_EMU_MAX_LAUNCH_STEPS; runtime/emu/README.md): emulate "
+			                 "a smaller shape", c->lc->max_launch_steps);
 		if (!c->live)
 			return cta_finish(c);
 		if (progressed)
@@ -666,6 +666,7 @@ emu_run_launch(EmuLaunchCtx *lc, KrtErr *err)
 				cta_reset(c, id);
 				if (run_cta(c) == EMU_STOP || c->failed)
 					rc = err->code ? err->code : KRT_ECUDA;
+				lc->launch_steps += c->steps;
 			}
 	cta_free(c);
 	return rc;

@@ -120,6 +120,7 @@ emu_mbar_visible(EmuCta *c, EmuThread *t, const EmuInsn *in, const EmuMbar *m)
 static int
 lookup(EmuCta *c, EmuThread *t, const EmuInsn *in, int i, EmuMbar **out)
 {
+	*out = NULL;
 	uint32_t a;
 	if (emu_shared_addr(c, t, in, i, &a))
 		return EMU_STOP;

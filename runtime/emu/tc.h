@@ -69,5 +69,9 @@ int emu_tc_commit_complete(EmuCta *c, EmuAsync *q);
 int emu_tc_mma_complete(EmuCta *c, EmuAsync *q);
 int emu_tc_cp_complete(EmuCta *c, EmuAsync *q);
 int emu_tc_shift_complete(EmuCta *c, EmuAsync *q);
+/* what a queued op holds besides its data, for a launch that stops with it
+ * still queued (emu_tc_drop) */
+void emu_tc_mma_drop(EmuAsync *q);
+void emu_tc_cp_drop(EmuAsync *q);
 
 #endif

@@ -193,6 +193,16 @@ cp_chunk(uint32_t fmt, const uint8_t *src, uint8_t *dst)
 	}
 }
 
+void
+emu_tc_cp_drop(EmuAsync *q)
+{
+	CpOp *op = q->data;
+	if (op) {
+		free(op->chunks);
+		op->chunks = NULL;
+	}
+}
+
 int
 emu_tc_cp_complete(EmuCta *c, EmuAsync *q)
 {

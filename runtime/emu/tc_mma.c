@@ -774,6 +774,16 @@ scaled_row(const EmuCta *c, const MmaOp *op, uint32_t r, uint32_t q, uint32_t *r
 	}
 }
 
+void
+emu_tc_mma_drop(EmuAsync *q)
+{
+	MmaOp *op = q->data;
+	if (op) {
+		free(op->chunks);
+		op->chunks = NULL;
+	}
+}
+
 int
 emu_tc_mma_complete(EmuCta *c, EmuAsync *q)
 {

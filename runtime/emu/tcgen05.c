@@ -346,6 +346,7 @@ emu_tc_push(EmuCta *c, EmuThread *t, const EmuInsn *in, EmuAsyncKind kind, int a
 	q.agent = agent;
 	q.data = data;
 	q.done = emu_tc_complete;
+	q.drop = emu_tc_drop;
 	emu_async_push(c, &q);
 	return c->failed ? EMU_STOP : EMU_NEXT;
 }
@@ -843,6 +844,7 @@ emu_op_tc_commit(EmuCta *c, EmuThread *t, const EmuInsn *in)
 	q.vc = vc;
 	q.data = d;
 	q.done = emu_tc_complete;
+	q.drop = emu_tc_drop;
 	emu_async_push(c, &q);
 	return c->failed ? EMU_STOP : EMU_NEXT;
 }

@@ -231,6 +231,7 @@ claim_dst(EmuCta *c, EmuThread *t, const EmuInsn *in, uint32_t smem, uint32_t by
 static int
 mbar_of(EmuCta *c, EmuThread *t, const EmuInsn *in, int i, EmuMbar **out)
 {
+	*out = NULL;
 	uint32_t a;
 	if (emu_shared_addr(c, t, in, i, &a))
 		return EMU_STOP;

@@ -75,8 +75,8 @@ run_file(const char *path)
 		double maxerr, tol;
 		uint64_t bad;
 		const char *first, *msg;
-		EtGemm g;
-		EtFmha f;
+		EtGemm g = {.keep = 0};
+		EtFmha f = {.keep = 0};
 		if (gemm) {
 			const uint32_t *d = gemm_shapes[i];
 			snprintf(shape, sizeof shape, "%ux%ux%u", d[0], d[1], d[2]);

@@ -171,8 +171,8 @@ pick_shape(const KrtAbi *abi, Shape *s)
 static int
 run_once(KrtDevice *dev, KrtModule *mod, const Shape *s, char *msg, size_t n)
 {
-	EtGemm g;
-	EtFmha f;
+	EtGemm g = {.keep = 0};
+	EtFmha f = {.keep = 0};
 	int rc;
 	if (s->fmha) {
 		rc = et_fmha(dev, mod, &s->f, 7, &f);
