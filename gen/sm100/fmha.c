@@ -280,7 +280,11 @@ sm100_fmha_plan(FmhaCfg *f, KgErr *err)
 	p->regs_need_max = softmax_regs_need(f->bn);
 	snprintf(p->regs_need_who, sizeof p->regs_need_who, "softmax0");
 	f->r_tslot = plan_smem(p, "TMEM address", 4, 16, 1);
-	f->r_corr = plan_smem(p, "rescale", 128 * 4, 16, qt);
+	/* with the next item's S issued before this item's P·V, the softmax
+	 * writes item t+1's factor before anything orders the correction's
+	 * read of item t's: one factor slot per S slot (item t in slot t&1,
+	 * reused once the slot's P·V, which waits for that read, is done) */
+	f->r_corr = plan_smem(p, "rescale", 128 * 4, 16, lookahead(f) ? SLOTS : qt);
 
 	f->b_q = plan_barrier(p, "Q full", 1, 1, f->q_bytes, "producer: expect_tx + TMA");
 	f->b_k = plan_barrier(p, f->kv_shared ? "K=V full" : "K full", f->stages, 1, f->k_bytes,
@@ -609,7 +613,12 @@ emit_correction(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Reg tmem, KgErr *e
 		emitf(e, "\tand.b32 %s, %s, 1;\n", par.s, t.s);
 		if (wait_bar(e, err, cfull0, q, NULL, bar, par.s) < 0)
 			return -1;
-		emitf(e, "\tld.shared.f32 %s, [%s+%d];\n", corr.s, ca.s, 512 * q);
+		if (lookahead(f)) {
+			emitf(e, "\tmad.lo.u32 %s, %s, 512, %s;\n", bar.s, par.s, ca.s);
+			emitf(e, "\tld.shared.f32 %s, [%s];\n", corr.s, bar.s);
+		} else {
+			emitf(e, "\tld.shared.f32 %s, [%s+%d];\n", corr.s, ca.s, 512 * q);
+		}
 		/* the first P·V overwrites O: nothing to rescale. Later, the
 		 * previous P·V into O_q must be complete. With two Q tiles it
 		 * is: the softmax arrived on "rescale full" after waiting for
@@ -719,7 +728,12 @@ emit_softmax_tile(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Soft *s, KgErr *
 	      s->nms.s, s->corr.s, s->corr.s);
 	emitf(e, "\tmov.f32 %s, %s;\n", s->m.s, s->mx.s);
 	/* the correction warpgroup rescales O with it while P is computed */
-	emitf(e, "\tst.shared.f32 [%s], %s;\n", s->ca.s, s->corr.s);
+	if (lookahead(f)) {
+		emitf(e, "\tmad.lo.u32 %s, %s, 512, %s;\n", s->bar.s, s->slot.s, s->ca.s);
+		emitf(e, "\tst.shared.f32 [%s], %s;\n", s->bar.s, s->corr.s);
+	} else {
+		emitf(e, "\tst.shared.f32 [%s], %s;\n", s->ca.s, s->corr.s);
+	}
 	emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n", s->bar.s, s->q.s, s->cfull0.s);
 	op_mbar_arrive(e, s->bar, NULL);
 	for (int k = 0; k < 4; k++)
