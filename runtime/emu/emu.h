@@ -297,6 +297,23 @@ typedef struct EmuTag {
 	int32_t tid;     /* thread that issued it */
 } EmuTag;
 
+/* ---- data races (race.c) ------------------------------------------------ */
+
+enum { EMU_RACE_READERS = 3 };
+
+/* The generic access history of one 4-byte word. */
+typedef struct EmuRaceWord {
+	uint64_t key;       /* global: the word's address / 4 */
+	uint32_t gen;       /* EmuCta.race_gen when written; another value: empty */
+	uint32_t wclk;      /* last write: thread wtid at its own clock wclk */
+	int32_t wline;
+	uint16_t wtid;
+	uint8_t nr;         /* unordered reads since that write */
+	uint16_t rtid[EMU_RACE_READERS];
+	uint32_t rclk[EMU_RACE_READERS];
+	int32_t rline[EMU_RACE_READERS];
+} EmuRaceWord;
+
 /* ---- async operations (async.c queue; tma.c, tcgen05.c) ----------------- */
 
 typedef enum EmuAsyncKind {
@@ -516,6 +533,12 @@ struct EmuCta {
 	EmuAsync *aq;
 	int naq, capaq;
 	uint64_t aseq;
+	/* data-race shadows (race.c) */
+	EmuRaceWord *race;   /* per smem word */
+	uint32_t nrace;
+	uint32_t race_gen;
+	EmuRaceWord *gr;     /* global words, open addressing */
+	uint32_t gr_cap, gr_used;
 	/* scheduling */
 	uint64_t gen;        /* bumps on anything that may unblock a thread */
 	uint64_t steps;
@@ -609,6 +632,19 @@ void emu_tc_before_sync(EmuCta *c, EmuThread *t);
 void emu_tcpend_add(EmuCta *c, EmuThread *t, uint32_t cell);
 /* Describes a tag's origin: "TMA write at PTX line 140 (thread 128)". */
 void emu_tag_describe(const EmuCta *c, const EmuTag *tag, char *buf, size_t n);
+
+/* ---- data races (race.c) -------------------------------------------------- */
+
+/* A generic access by t: a [data-race] unless ordered after the conflicting
+ * accesses of other threads. */
+int emu_race_smem(EmuCta *c, EmuThread *t, const EmuInsn *in, uint32_t addr, uint32_t bytes,
+                  int write);
+int emu_race_global(EmuCta *c, EmuThread *t, const EmuInsn *in, uint64_t addr, uint32_t bytes,
+                    int write);
+/* An async write issued by t over smem [addr, addr+bytes). */
+int emu_race_async_write(EmuCta *c, EmuThread *t, const EmuInsn *in, uint32_t addr,
+                         uint32_t bytes);
+void emu_race_reset(EmuCta *c);
 
 /* ---- mbarrier (mbar.c) ---------------------------------------------------- */
 

@@ -295,6 +295,8 @@ cta_free(EmuCta *c)
 	free(c->twtag);
 	free(c->trtag);
 	free(c->clocks);
+	free(c->race);
+	free(c->gr);
 	free(c);
 }
 
@@ -333,6 +335,8 @@ cta_new(EmuLaunchCtx *lc, KrtErr *err)
 	c->sstamp = calloc(c->nchunks, sizeof *c->sstamp);
 	c->swriter = malloc((size_t)c->nchunks * sizeof *c->swriter);
 	c->swline = malloc((size_t)c->nchunks * sizeof *c->swline);
+	c->nrace = c->smem_end / 4 + 1;
+	c->race = calloc(c->nrace, sizeof *c->race);
 	if (lc->cc >= 100) {
 		c->tmem = malloc((size_t)EMU_TMEM_LANES * EMU_TMEM_COLS * sizeof *c->tmem);
 		c->twtag = malloc(4 * EMU_TMEM_COLS * sizeof *c->twtag);
@@ -340,7 +344,7 @@ cta_new(EmuLaunchCtx *lc, KrtErr *err)
 	}
 	int bad = !c->t || !c->w || !c->regs || !c->pend || !c->smem || !c->swtag || !c->srtag ||
 	          !c->sstamp ||
-	          !c->sinflight || !c->sinflight_line || !c->sflags || !c->swriter || !c->swline ||
+	          !c->sinflight || !c->sinflight_line || !c->sflags || !c->swriter || !c->swline || !c->race ||
 	          (lc->cc >= 100 && (!c->tmem || !c->twtag || !c->trtag));
 	for (int i = 0; !bad && i < c->nthreads; i++) {
 		EmuThread *t = &c->t[i];
@@ -388,6 +392,7 @@ cta_reset(EmuCta *c, const uint32_t ctaid[3])
 	memset(c->sinflight, 0, (size_t)c->nchunks * sizeof *c->sinflight);
 	memset(c->sflags, 0, c->nchunks);
 	memset(c->swriter, 0, (size_t)c->nchunks * sizeof *c->swriter);
+	emu_race_reset(c);
 	if (c->tmem) {
 		/* TMEM before an MMA writes it: a NaN pattern */
 		for (size_t i = 0; i < (size_t)EMU_TMEM_LANES * EMU_TMEM_COLS; i++)
