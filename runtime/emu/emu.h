@@ -143,6 +143,7 @@ enum {
 	EMU_JUMP = 1,  /* the function set pc */
 	EMU_BLOCK = 2, /* not done: run the same instruction again when woken */
 	EMU_EXIT = 3,
+	EMU_YIELD = 4, /* run_thread: gave way at a scheduling point (seeded runs) */
 	EMU_STOP = -1, /* error or hazard recorded in the CTA */
 };
 
@@ -158,6 +159,8 @@ enum {
 	OPF_MEMBERMASK = 1 << 2,/* collective over a membermask operand (elect, shfl, vote) */
 	OPF_BRANCH = 1 << 3,
 	OPF_FIMM = 1 << 4,      /* immediates take the instruction's (float) type */
+	OPF_SCHED = 1 << 5,     /* publishes to other threads: with KRT_EMU_SEED the
+	                         * scheduler may switch warps right after it */
 };
 
 typedef struct EmuParse EmuParse;
@@ -556,6 +559,13 @@ enum {
 /* ---- execution (exec.c) -------------------------------------------------- */
 
 int emu_run_launch(EmuLaunchCtx *lc, KrtErr *err);
+
+/* ---- schedule exploration (schedules.c) ----------------------------------- */
+
+enum { EMU_MAX_SEEDS = 64, EMU_MAX_SEED_IMAGE = 256 << 20 };
+/* Runs the launch under nseeds schedules (seeds lc->seed or 1, then +1, ...)
+ * from the same device memory; differing results are a hazard. */
+int emu_run_seeds(EmuLaunchCtx *lc, uint64_t nseeds, KrtErr *err);
 
 /* ---- reports (report.c), the random stream (rng.c) ------------------------ */
 

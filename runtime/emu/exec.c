@@ -7,7 +7,11 @@
  * that is the latest point the PTX memory model allows, so a consumer that
  * forgot to wait reads stale data or trips a hazard check instead of
  * passing by luck. With KRT_EMU_SEED set, completions are picked at random
- * among the legal ones and may also happen early, between thread slices.
+ * among the legal ones and may also happen early, between thread slices;
+ * a thread runs a random number of instructions, and after each scheduling
+ * point (a store, an arrive, a commit, a TMA issue: OPF_SCHED) it may give
+ * way to a randomly chosen thread, so a consumer can run between a
+ * producer's publishing step and the writes that should have preceded it.
  *
  * When nothing can run and nothing is queued, threads spinning in
  * mbarrier.try_wait get one timeout (try_wait returns false, as the hardware
@@ -200,6 +204,7 @@ run_thread(EmuCta *c, EmuThread *t, int budget)
 			fprintf(stderr, "[emu] thread %d line %d: %s\n", t->tid, c->prog->insn[t->pc].line,
 			        text);
 		}
+		const EmuInsn *in = &c->prog->insn[t->pc];
 		int rc = step(c, t);
 		switch (rc) {
 		case EMU_NEXT:
@@ -218,6 +223,10 @@ run_thread(EmuCta *c, EmuThread *t, int budget)
 		default:
 			return EMU_STOP;
 		}
+		/* a scheduling point: what it published may be seen (or missed)
+		 * by any other warp before this thread goes on */
+		if (c->lc->seed && (in->def->flags & OPF_SCHED) && emu_rand(c) % 2)
+			return EMU_YIELD;
 	}
 	return EMU_NEXT;
 }
@@ -589,6 +598,8 @@ run_cta(EmuCta *c)
 			if (t->state != TS_READY)
 				continue;
 			uint64_t s0 = t->steps;
+			if (c->lc->seed)
+				quantum = 1 + (int)(emu_rand(c) % 2048);
 			int rc = run_thread(c, t, quantum);
 			if (rc == EMU_STOP || c->failed)
 				return EMU_STOP;
@@ -596,6 +607,8 @@ run_cta(EmuCta *c)
 				progressed = 1;
 			if (c->lc->seed && c->naq && emu_rand(c) % 8 == 0 && emu_async_complete_one(c))
 				return EMU_STOP;
+			if (rc == EMU_YIELD)
+				break; /* the next thread to run: a random one */
 		}
 		if (c->failed)
 			return EMU_STOP;
