@@ -317,6 +317,13 @@ typedef struct EmuRaceWord {
 	int32_t rline[EMU_RACE_READERS];
 } EmuRaceWord;
 
+/* A tcgen05 pipe's A collector (.collector::a::fill/use/lastuse). */
+typedef struct EmuCollector {
+	int line;           /* the filling MMA's PTX line; 0: empty */
+	int ts;             /* A from TMEM */
+	uint64_t a;         /* its A descriptor or TMEM address */
+} EmuCollector;
+
 /* ---- async operations (async.c queue; tma.c, tcgen05.c) ----------------- */
 
 typedef enum EmuAsyncKind {
@@ -516,6 +523,7 @@ struct EmuCta {
 	uint32_t *tmem;      /* [lane][col] */
 	EmuTag *twtag;       /* [quarter][col] */
 	EmuTag *trtag;
+	uint32_t *tacc;      /* [quarter][col]: accumulator key of the MMA in twtag */
 	EmuTmemAlloc talloc[EMU_MAX_TMEM_ALLOCS];
 	int relinquished;
 	int cta_group;       /* first cta_group used by a tcgen05 op, 0 none */
@@ -531,6 +539,7 @@ struct EmuCta {
 	int agent_tid[EMU_MAX_AGENTS];
 	uint64_t agent_commits[EMU_MAX_AGENTS]; /* commits issued */
 	uint64_t agent_done[EMU_MAX_AGENTS];    /* commits completed */
+	EmuCollector coll[EMU_MAX_AGENTS];      /* each pipe's A collector */
 	int nagents;
 	/* async queue */
 	EmuAsync *aq;

@@ -303,6 +303,7 @@ cta_free(EmuCta *c)
 	free(c->tmem);
 	free(c->twtag);
 	free(c->trtag);
+	free(c->tacc);
 	free(c->clocks);
 	free(c->race);
 	free(c->gr);
@@ -350,11 +351,12 @@ cta_new(EmuLaunchCtx *lc, KrtErr *err)
 		c->tmem = malloc((size_t)EMU_TMEM_LANES * EMU_TMEM_COLS * sizeof *c->tmem);
 		c->twtag = malloc(4 * EMU_TMEM_COLS * sizeof *c->twtag);
 		c->trtag = malloc(4 * EMU_TMEM_COLS * sizeof *c->trtag);
+		c->tacc = calloc(4 * EMU_TMEM_COLS, sizeof *c->tacc);
 	}
 	int bad = !c->t || !c->w || !c->regs || !c->pend || !c->smem || !c->swtag || !c->srtag ||
 	          !c->sstamp ||
 	          !c->sinflight || !c->sinflight_line || !c->sflags || !c->swriter || !c->swline || !c->race ||
-	          (lc->cc >= 100 && (!c->tmem || !c->twtag || !c->trtag));
+	          (lc->cc >= 100 && (!c->tmem || !c->twtag || !c->trtag || !c->tacc));
 	for (int i = 0; !bad && i < c->nthreads; i++) {
 		EmuThread *t = &c->t[i];
 		t->tid = i;
@@ -408,6 +410,7 @@ cta_reset(EmuCta *c, const uint32_t ctaid[3])
 			c->tmem[i] = 0x7fc0dead;
 		memset(c->twtag, 0, 4 * EMU_TMEM_COLS * sizeof *c->twtag);
 		memset(c->trtag, 0, 4 * EMU_TMEM_COLS * sizeof *c->trtag);
+		memset(c->tacc, 0, 4 * EMU_TMEM_COLS * sizeof *c->tacc);
 	}
 	memset(c->talloc, 0, sizeof c->talloc);
 	c->relinquished = 0;
@@ -423,6 +426,7 @@ cta_reset(EmuCta *c, const uint32_t ctaid[3])
 	memset(c->clocks, 0, (size_t)(2 * c->nthreads + 2 * EMU_MAX_MBAR + 16) * (size_t)c->nslots *
 	                         sizeof *c->clocks);
 	c->nagents = 0;
+	memset(c->coll, 0, sizeof c->coll);
 	for (int i = 0; i < c->naq; i++) {
 		free(c->aq[i].vc);
 		free(c->aq[i].data);
