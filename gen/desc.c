@@ -715,6 +715,11 @@ check_shape(const Idesc *d, KgErr *err)
 		               "%s (docs/hardware.md, \"MMA shapes\")", d->n, kn,
 		               cls == SH_WS ? ".ws" : "", sp, d->cta_group,
 		               list_n(list, sizeof list, r, d->sparse));
+	/* M = 128 on one CTA takes N in steps of 16 (PTX ISA §9.7.16.10.1,
+	 * valid shapes; runtime/emu/tc_idesc.c holds the same rule) */
+	if (cls == SH_FLOAT && d->cta_group == 1 && d->m == 128 && d->n % 16)
+		return kg_fail(err, "n=%d: kind::%s with cta_group::1 and M=128 needs N in "
+		               "16..256 step 16 (docs/emu-idesc.md)", d->n, kn);
 	/* PTX Table 50: 8-bit transposed B narrows N. */
 	if (d->b_major_mn && dtype_bits(d->b) == 8
 	    && d->n % (16 * d->cta_group))

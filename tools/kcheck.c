@@ -64,6 +64,8 @@ usage(FILE *f)
 	        "  --shape MxNxK            one shape, all dimensions at once (fmha: BxSQxSK[xV])\n"
 	        "  --full-limit W           compare every row while the reference costs at most\n"
 	        "                           W multiply-adds (gemm M*N*K; default 2^33)\n"
+	        "  --schedules N            emulator: run each launch under N seeded schedules\n"
+	        "                           (KRT_EMU_SEEDS=N; differing results fail)\n"
 	        "exit: 0 pass, 1 fail, 2 bad input, 74 output lost, 77 no device can run it\n");
 }
 
@@ -82,7 +84,7 @@ static int
 known(const char *opt)
 {
 	static const char *const names[] = {
-		"--device", "--seed", "--fill", "--shape", "--full-limit", "--gen",
+		"--device", "--seed", "--fill", "--shape", "--full-limit", "--gen", "--schedules",
 	};
 	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
 		if (!strcmp(opt, names[i]))
@@ -137,6 +139,16 @@ parse_args(int argc, char **argv, Args *a)
 		} else if (!strcmp(s, "--full-limit")) {
 			if (parse_u64("--full-limit", v, &a->full_limit))
 				return 2;
+		} else if (!strcmp(s, "--schedules")) {
+			uint64_t n;
+			if (parse_u64("--schedules", v, &n))
+				return 2;
+			if (n < 1 || n > 64) {
+				fprintf(stderr, "kcheck: --schedules %s: a count from 1 to 64\n", v);
+				return 2;
+			}
+			/* read by the emulator at each launch (runtime/emu/README.md) */
+			setenv("KRT_EMU_SEEDS", v, 1);
 		} else if (!strcmp(s, "--gen"))
 			a->gen = v;
 		else {

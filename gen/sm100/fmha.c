@@ -268,6 +268,20 @@ lookahead(const FmhaCfg *f)
 	return qtiles(f) == 1 && (!f->kv_shared || f->stages >= 2);
 }
 
+/* With one Q tile, item t+1's S needs only the P·V of item t-1, so the
+ * softmax can store item t+1's rescale factor and complete its "rescale
+ * full" phase before the correction warpgroup has read item t's (a data
+ * race) or even waited for it (a phase it can no longer tell from item
+ * t+2's: parity aliasing). Factor and barrier then alternate with the S
+ * slot: item t+2 reuses slot t&1 only after its P·V, which waits for the
+ * correction of item t. With two Q tiles, item t+1's S of a Q tile waits
+ * for that tile's P·V of item t, which orders both. */
+static int
+corr_ring(const FmhaCfg *f)
+{
+	return qtiles(f) == 1;
+}
+
 static int
 sm100_fmha_plan(FmhaCfg *f, KgErr *err)
 {
@@ -295,7 +309,7 @@ sm100_fmha_plan(FmhaCfg *f, KgErr *err)
 	p->regs_need_max = softmax_regs_need(f->bn);
 	snprintf(p->regs_need_who, sizeof p->regs_need_who, "softmax0");
 	f->r_tslot = plan_smem(p, "TMEM address", 4, 16, 1);
-	f->r_corr = plan_smem(p, "rescale", 128 * 4, 16, qt);
+	f->r_corr = plan_smem(p, "rescale", 128 * 4, 16, corr_ring(f) ? SLOTS : qt);
 
 	f->b_q = plan_barrier(p, "Q full", 1, 1, f->q_bytes, "producer: expect_tx + TMA");
 	f->b_k = plan_barrier(p, f->kv_shared ? "K=V full" : "K full", f->stages, 1, f->k_bytes,
@@ -311,7 +325,7 @@ sm100_fmha_plan(FmhaCfg *f, KgErr *err)
 	}
 	f->b_sfull = plan_barrier(p, "S full", SLOTS, 1, 0, "tcgen05.commit after S=QK^T into the slot");
 	f->b_pfull = plan_barrier(p, "P full", SLOTS, 128, 0, "softmax threads: tcgen05.st P, wait::st");
-	f->b_cfull = plan_barrier(p, "rescale full", qt, 128, 0, "softmax threads after storing row rescale factors");
+	f->b_cfull = plan_barrier(p, "rescale full", corr_ring(f) ? SLOTS : qt, 128, 0, "softmax threads after storing row rescale factors");
 	f->b_oready = plan_barrier(p, "O ready", qt, 128, 0, "correction threads once O is rescaled");
 	f->b_pvdone = plan_barrier(p, "slot free", SLOTS, 1, 0, "tcgen05.commit after the P·V that read the slot's P");
 	if (lookahead(f))
@@ -615,10 +629,16 @@ emit_correction(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Reg tmem, KgErr *e
 		char skip[48], same[48];
 		label_new(e, skip, sizeof skip, "correct_first");
 		label_new(e, same, sizeof same, "correct_same");
-		emitf(e, "\tand.b32 %s, %s, 1;\n", par.s, t.s);
-		if (wait_bar(e, err, cfull0, q, NULL, bar, par.s) < 0)
-			return -1;
-		emitf(e, "\tld.shared.f32 %s, [%s+%d];\n", corr.s, ca.s, 512 * q);
+		if (corr_ring(f)) {
+			emitf(e, "\tand.b32 %s, %s, 1;\n\tshr.u32 %s, %s, 1;\n\tand.b32 %s, %s, 1;\n", ta.s,
+			      t.s, par.s, t.s, par.s, par.s);
+			if (wait_bar(e, err, cfull0, 0, &ta, bar, par.s) < 0)
+				return -1;
+		} else {
+			emitf(e, "\tand.b32 %s, %s, 1;\n", par.s, t.s);
+			if (wait_bar(e, err, cfull0, q, NULL, bar, par.s) < 0)
+				return -1;
+		}
 		/* the first P·V overwrites O: nothing to rescale. Later, the
 		 * previous P·V into O_q must be complete. With two Q tiles it
 		 * is: the softmax arrived on "rescale full" after waiting for
@@ -627,6 +647,12 @@ emit_correction(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Reg tmem, KgErr *e
 		 * first Q tile's fence covers the second's. With the S of the next item issued
 		 * first (one Q tile), it waits for the P·V's own commit. */
 		emitf(e, "\tsetp.eq.u32 %s, %s, 0;\n\t@%s bra %s;\n", p.s, t.s, p.s, skip);
+		if (corr_ring(f)) {
+			emitf(e, "\tmad.lo.u32 %s, %s, 512, %s;\n", bar.s, ta.s, ca.s);
+			emitf(e, "\tld.shared.f32 %s, [%s];\n", corr.s, bar.s);
+		} else {
+			emitf(e, "\tld.shared.f32 %s, [%s+%d];\n", corr.s, ca.s, 512 * q);
+		}
 		if (lookahead(f)) {
 			emitf(e, "\tsub.u32 %s, %s, 1;\n\tand.b32 %s, %s, 1;\n", par.s, t.s, par.s, par.s);
 			if (wait_bar(e, err, odone0, 0, NULL, bar, par.s) < 0)
@@ -729,8 +755,13 @@ emit_softmax_tile(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Soft *s, KgErr *
 	      s->nms.s, s->corr.s, s->corr.s);
 	emitf(e, "\tmov.f32 %s, %s;\n", s->m.s, s->mx.s);
 	/* the correction warpgroup rescales O with it while P is computed */
-	emitf(e, "\tst.shared.f32 [%s], %s;\n", s->ca.s, s->corr.s);
-	emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n", s->bar.s, s->q.s, s->cfull0.s);
+	if (corr_ring(f)) {
+		emitf(e, "\tmad.lo.u32 %s, %s, 512, %s;\n", s->bar.s, s->slot.s, s->ca.s);
+		emitf(e, "\tst.shared.f32 [%s], %s;\n", s->bar.s, s->corr.s);
+	} else {
+		emitf(e, "\tst.shared.f32 [%s], %s;\n", s->ca.s, s->corr.s);
+	}
+	emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n", s->bar.s, corr_ring(f) ? s->slot.s : s->q.s, s->cfull0.s);
 	op_mbar_arrive(e, s->bar, NULL);
 	for (int k = 0; k < 4; k++)
 		emitf(e, "\tmov.f32 %s, 0f00000000;\n", s->sum[k].s);

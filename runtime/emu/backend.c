@@ -311,8 +311,9 @@ launch(KrtModule *m, const KrtLaunch *l, KrtErr *err)
 	const EmuProgram *p = m->impl;
 	EmuLaunchCtx lc;
 	memset(&lc, 0, sizeof lc);
-	uint64_t seed, base, mis, steps, trace, max_threads, launch_steps;
-	if (env_u64("KRT_EMU_SEED", 0, &seed, err) || env_u64("KRT_EMU_SMEM_BASE", 0x400, &base, err) ||
+	uint64_t seed, seeds, base, mis, steps, trace, max_threads, launch_steps;
+	if (env_u64("KRT_EMU_SEED", 0, &seed, err) || env_u64("KRT_EMU_SEEDS", 1, &seeds, err) ||
+	     env_u64("KRT_EMU_SMEM_BASE", 0x400, &base, err) ||
 	    env_u64("KRT_EMU_TRACE", UINT64_MAX, &trace, err) ||
 	    env_u64("KRT_EMU_SMEM_MISALIGN", 16, &mis, err) ||
 	    env_u64("KRT_EMU_MAX_STEPS", UINT64_C(2000000000), &steps, err) ||
@@ -350,7 +351,7 @@ launch(KrtModule *m, const KrtLaunch *l, KrtErr *err)
 	if (!lc.params)
 		return krt_errf(err, KRT_ENOMEM, "emu: out of host memory");
 	params(p, l, lc.params);
-	int rc = emu_run_launch(&lc, err);
+	int rc = emu_run_seeds(&lc, seeds, err);
 	free(lc.params);
 	if (rc && !strstr(err->msg, "grid ("))
 		krt_err_append(err, " [launch grid (%u,%u,%u) block (%u,%u,%u) dynamic smem %u%s%s]",

@@ -7,7 +7,11 @@
  * that is the latest point the PTX memory model allows, so a consumer that
  * forgot to wait reads stale data or trips a hazard check instead of
  * passing by luck. With KRT_EMU_SEED set, completions are picked at random
- * among the legal ones and may also happen early, between thread slices.
+ * among the legal ones and may also happen early, between thread slices;
+ * a thread runs a random number of instructions, and after each scheduling
+ * point (a store, an arrive, a commit, a TMA issue: OPF_SCHED) it may give
+ * way to a randomly chosen thread, so a consumer can run between a
+ * producer's publishing step and the writes that should have preceded it.
  *
  * When nothing can run and nothing is queued, threads spinning in
  * mbarrier.try_wait get one timeout (try_wait returns false, as the hardware
@@ -200,6 +204,7 @@ run_thread(EmuCta *c, EmuThread *t, int budget)
 			fprintf(stderr, "[emu] thread %d line %d: %s\n", t->tid, c->prog->insn[t->pc].line,
 			        text);
 		}
+		const EmuInsn *in = &c->prog->insn[t->pc];
 		int rc = step(c, t);
 		switch (rc) {
 		case EMU_NEXT:
@@ -218,6 +223,10 @@ run_thread(EmuCta *c, EmuThread *t, int budget)
 		default:
 			return EMU_STOP;
 		}
+		/* a scheduling point: what it published may be seen (or missed)
+		 * by any other warp before this thread goes on */
+		if (c->lc->seed && (in->def->flags & OPF_SCHED) && emu_rand(c) % 2)
+			return EMU_YIELD;
 	}
 	return EMU_NEXT;
 }
@@ -292,7 +301,10 @@ cta_free(EmuCta *c)
 	free(c->tmem);
 	free(c->twtag);
 	free(c->trtag);
+	free(c->tacc);
 	free(c->clocks);
+	free(c->race);
+	free(c->gr);
 	free(c);
 }
 
@@ -331,15 +343,18 @@ cta_new(EmuLaunchCtx *lc, KrtErr *err)
 	c->sstamp = calloc(c->nchunks, sizeof *c->sstamp);
 	c->swriter = malloc((size_t)c->nchunks * sizeof *c->swriter);
 	c->swline = malloc((size_t)c->nchunks * sizeof *c->swline);
+	c->nrace = c->smem_end / 4 + 1;
+	c->race = calloc(c->nrace, sizeof *c->race);
 	if (lc->cc >= 100) {
 		c->tmem = malloc((size_t)EMU_TMEM_LANES * EMU_TMEM_COLS * sizeof *c->tmem);
 		c->twtag = malloc(4 * EMU_TMEM_COLS * sizeof *c->twtag);
 		c->trtag = malloc(4 * EMU_TMEM_COLS * sizeof *c->trtag);
+		c->tacc = calloc(4 * EMU_TMEM_COLS, sizeof *c->tacc);
 	}
 	int bad = !c->t || !c->w || !c->regs || !c->pend || !c->smem || !c->swtag || !c->srtag ||
 	          !c->sstamp ||
-	          !c->sinflight || !c->sinflight_line || !c->sflags || !c->swriter || !c->swline ||
-	          (lc->cc >= 100 && (!c->tmem || !c->twtag || !c->trtag));
+	          !c->sinflight || !c->sinflight_line || !c->sflags || !c->swriter || !c->swline || !c->race ||
+	          (lc->cc >= 100 && (!c->tmem || !c->twtag || !c->trtag || !c->tacc));
 	for (int i = 0; !bad && i < c->nthreads; i++) {
 		EmuThread *t = &c->t[i];
 		t->tid = i;
@@ -387,12 +402,14 @@ cta_reset(EmuCta *c, const uint32_t ctaid[3])
 	memset(c->sinflight, 0, (size_t)c->nchunks * sizeof *c->sinflight);
 	memset(c->sflags, 0, c->nchunks);
 	memset(c->swriter, 0, (size_t)c->nchunks * sizeof *c->swriter);
+	emu_race_reset(c);
 	if (c->tmem) {
 		/* TMEM before an MMA writes it: a NaN pattern */
 		for (size_t i = 0; i < (size_t)EMU_TMEM_LANES * EMU_TMEM_COLS; i++)
 			c->tmem[i] = 0x7fc0dead;
 		memset(c->twtag, 0, 4 * EMU_TMEM_COLS * sizeof *c->twtag);
 		memset(c->trtag, 0, 4 * EMU_TMEM_COLS * sizeof *c->trtag);
+		memset(c->tacc, 0, 4 * EMU_TMEM_COLS * sizeof *c->tacc);
 	}
 	memset(c->talloc, 0, sizeof c->talloc);
 	c->relinquished = 0;
@@ -408,6 +425,7 @@ cta_reset(EmuCta *c, const uint32_t ctaid[3])
 	memset(c->clocks, 0, (size_t)(2 * c->nthreads + 2 * EMU_MAX_MBAR + 16) * (size_t)c->nslots *
 	                         sizeof *c->clocks);
 	c->nagents = 0;
+	memset(c->coll, 0, sizeof c->coll);
 	for (int i = 0; i < c->naq; i++)
 		emu_async_free(&c->aq[i]);
 	c->naq = 0;
@@ -581,6 +599,8 @@ run_cta(EmuCta *c)
 			if (t->state != TS_READY)
 				continue;
 			uint64_t s0 = t->steps;
+			if (c->lc->seed)
+				quantum = 1 + (int)(emu_rand(c) % 2048);
 			int rc = run_thread(c, t, quantum);
 			if (rc == EMU_STOP || c->failed)
 				return EMU_STOP;
@@ -588,6 +608,8 @@ run_cta(EmuCta *c)
 				progressed = 1;
 			if (c->lc->seed && c->naq && emu_rand(c) % 8 == 0 && emu_async_complete_one(c))
 				return EMU_STOP;
+			if (rc == EMU_YIELD)
+				break; /* the next thread to run: a random one */
 		}
 		if (c->failed)
 			return EMU_STOP;

@@ -162,6 +162,10 @@ emu_op_tc_cp(EmuCta *c, EmuThread *t, const EmuInsn *in)
 	}
 	CpOp *d = NULL;
 	if (emu_tc_smem_issue(c, t, in, op.chunks, op.nchunks, TAGK_TCCP, slot, j, "tcgen05.cp reads") ||
+	    emu_tc_pipe_check(c, t, in, qmask, col0, s->bytes / 4, slot, TAGK_TCCP, 0,
+	                      "tcgen05.cp writes") ||
+	    emu_tc_pipe_check(c, t, in, qmask, col0, s->bytes / 4, slot, TAGK_TC, 0,
+	                      "tcgen05.cp writes") ||
 	    emu_tc_cells_check(c, t, in, qmask, col0, s->bytes / 4, slot, 1, "tcgen05.cp writes") ||
 	    !(d = malloc(sizeof *d))) {
 		free(op.chunks);

@@ -409,11 +409,28 @@ mma_operands(EmuCta *c, EmuThread *t, const EmuInsn *in, MmaOp *op, uint32_t *id
 }
 
 static int
+idesc_decode(uint32_t v, int kind, int vec, int ts, Idesc *d, char *why, size_t n)
+{
+	int rc = vec ? idesc_scaled(v, kind, vec, d, why, n) : idesc_dense(v, kind, d, why, n);
+	if (rc)
+		return rc;
+	EmuIdescFields f = {d->afmt, d->bfmt, d->dfmt, d->nega, d->negb, d->ta, d->M, d->N};
+	return emu_tc_idesc_rules(kind, ts, &f, why, n);
+}
+
+int
+emu_tc_idesc_check(uint32_t v, int kind, int vec, int ts, char *why, size_t n)
+{
+	Idesc d;
+	memset(&d, 0, sizeof d);
+	return idesc_decode(v, kind, vec, ts, &d, why, n);
+}
+
+static int
 mma_idesc(EmuCta *c, EmuThread *t, const EmuInsn *in, MmaOp *op, uint32_t v)
 {
 	char why[320];
-	int rc = op->vec ? idesc_scaled(v, op->kind, op->vec, &op->id, why, sizeof why)
-	                 : idesc_dense(v, op->kind, &op->id, why, sizeof why);
+	int rc = idesc_decode(v, op->kind, op->vec, op->ts, &op->id, why, sizeof why);
 	if (rc)
 		return emu_hazard(c, t, in, "descriptor", "%s instruction descriptor 0x%08x: %s "
 		                  "(docs/hardware.md, \"Instruction descriptor\".%d; the idesc is its own 32-bit operand, pitfall 4)",
@@ -552,6 +569,12 @@ static int
 mma_tmem_order(EmuCta *c, EmuThread *t, const EmuInsn *in, const MmaOp *op, int slot)
 {
 	uint32_t dcol = op->dt & 0xffff;
+	uint32_t acc = emu_tc_acc_key(dcol, op->id.N, op->id.M);
+	if (emu_tc_pipe_check(c, t, in, 0xf, dcol, op->id.N, slot, TAGK_TC, acc,
+	                      "tcgen05.mma accumulates into") ||
+	    (op->ts && emu_tc_pipe_check(c, t, in, 0xf, op->at & 0xffff, a_cols(op), slot, TAGK_TC, 0,
+	                                 "tcgen05.mma reads A from")))
+		return EMU_STOP;
 	if (mma_overwrites_a(c, t, in, op, slot) ||
 	    emu_tc_cells_check(c, t, in, 0xf, dcol, op->id.N, slot, 1, "tcgen05.mma writes") ||
 	    (op->ts && emu_tc_cells_check(c, t, in, 0xf, op->at & 0xffff, a_cols(op), slot, 0,
@@ -570,12 +593,55 @@ static void
 mma_tmem_tag(EmuCta *c, const EmuInsn *in, int tid, const MmaOp *op, int slot, EmuClock j)
 {
 	emu_tc_cells_tag(c, in, tid, 0xf, op->dt & 0xffff, op->id.N, TAGK_TC, slot, j, 1);
+	uint32_t acc = emu_tc_acc_key(op->dt & 0xffff, op->id.N, op->id.M);
+	for (uint32_t q = 0; q < 4; q++)
+		for (uint32_t k = op->dt & 0xffff; k < (op->dt & 0xffff) + op->id.N; k++)
+			c->tacc[q * EMU_TMEM_COLS + k] = acc;
 	if (op->ts)
 		emu_tc_cells_tag(c, in, tid, 0xf, op->at & 0xffff, a_cols(op), TAGK_TC, slot, j, 0);
 	if (op->vec) {
 		emu_tc_cells_tag(c, in, tid, 0xf, op->sfa & 0xffff, sf_cols(op->id.M), TAGK_TC, slot, j, 0);
 		emu_tc_cells_tag(c, in, tid, 0xf, op->sfb & 0xffff, sf_cols(op->id.N), TAGK_TC, slot, j, 0);
 	}
+}
+
+/* The A collector of a pipe (PTX ISA, tcgen05.mma .collector_usage): ::fill
+ * keeps this MMA's A for later ones, ::use and ::lastuse take A from it (so
+ * their A operand must be the one filled, and the buffer must still hold
+ * it), ::lastuse and ::discard (the default) leave it empty. */
+static int
+mma_collector(EmuCta *c, EmuThread *t, const EmuInsn *in, const MmaOp *op, int a)
+{
+	EmuCollector *k = &c->coll[a];
+	uint32_t use = in->aux[TC_COLL];
+	uint64_t av = op->ts ? op->at : op->adesc;
+	if (use == TC_COLL_USE || use == TC_COLL_LASTUSE) {
+		if (!k->line)
+			return emu_hazard(c, t, in, "collector",
+			                  "tcgen05.mma .collector::a::%s, but the A collector holds nothing: "
+			                  "no earlier MMA of this thread filled it (::fill), or a ::lastuse / "
+			                  "::discard / unqualified MMA emptied it", use == TC_COLL_USE ? "use"
+			                  : "lastuse");
+		if (k->ts != op->ts || k->a != av) {
+			char text[200];
+			emu_line_text(c->prog, k->line, text, sizeof text);
+			return emu_hazard(c, t, in, "collector",
+			                  "tcgen05.mma .collector::a::%s names A %s 0x%llx, but the collector "
+			                  "holds the A of the MMA at PTX line %d `%s` (%s 0x%llx): the MMA "
+			                  "would use that A, not this one",
+			                  use == TC_COLL_USE ? "use" : "lastuse",
+			                  op->ts ? "at TMEM" : "descriptor", (unsigned long long)av, k->line,
+			                  text, k->ts ? "TMEM" : "descriptor", (unsigned long long)k->a);
+		}
+	}
+	if (use == TC_COLL_FILL || use == TC_COLL_USE) {
+		k->ts = op->ts;
+		k->a = av;
+		k->line = in->line;
+	} else {
+		k->line = 0;
+	}
+	return 0;
 }
 
 int
@@ -597,6 +663,8 @@ emu_op_tc_mma(EmuCta *c, EmuThread *t, const EmuInsn *in)
 		return EMU_STOP;
 	int slot = emu_tc_agent_slot(c, a);
 	EmuClock j = (EmuClock)(c->agent_commits[a] + 1);
+	if (mma_collector(c, t, in, &op, a))
+		return EMU_STOP;
 	MmaOp *d = NULL;
 	if (mma_smem(c, t, in, &op, &da, &db, slot, j) || mma_tmem_order(c, t, in, &op, slot) ||
 	    !(d = malloc(sizeof *d))) {
