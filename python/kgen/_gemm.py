@@ -24,6 +24,12 @@ def plan(a, b, out_dtype=None, out=None, target=None):
         if len(v.shape) != 2:
             _fail(ValueError, v.name + ".shape", list(v.shape),
                   "want [M, K] for a and [N, K] for b")
+    (m, k), (n, kb) = av.shape, bv.shape
+    if kb != k:
+        _fail(ValueError, "b.shape", list(bv.shape), "b's K must be a's, %d" % k)
+    if k < 8 or k % 8:
+        _fail(ValueError, "a.shape[1]", k, "K is a positive multiple of 8")
+    for v in (av, bv):
         if v.shape[1] > 1 and v.strides[1] != 1:
             _fail(ValueError, v.name + ".stride()", list(v.strides), "K must be contiguous (stride 1)")
         if v.shape[0] > 1 and (v.strides[0] * 2) % 16:
@@ -32,11 +38,6 @@ def plan(a, b, out_dtype=None, out=None, target=None):
                   % (v.strides[0] * 2))
         if v.ptr % 16:
             _fail(ValueError, v.name + ".data_ptr()", hex(v.ptr), "must be 16-byte aligned")
-    (m, k), (n, kb) = av.shape, bv.shape
-    if kb != k:
-        _fail(ValueError, "b.shape", list(bv.shape), "b's K must be a's, %d" % k)
-    if k < 8 or k % 8:
-        _fail(ValueError, "a.shape[1]", k, "K is a positive multiple of 8")
     if m < 1 or n < 1:
         _fail(ValueError, "a.shape" if m < 1 else "b.shape", [m, n], "M and N are at least 1")
     if m * k > ELEMS_MAX or n * k > ELEMS_MAX or m * n > ELEMS_MAX:
