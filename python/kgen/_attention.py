@@ -357,6 +357,53 @@ def _run_cuda(c, out, lse):
         ptrs["LSE"] = lse.data_ptr()
     stream = torch._C._cuda_getCurrentRawStream(c.dev.ordinal)
     m.launch(_values(c, m, ptrs, c.strides), stream)
+    if not c.varlen and c.out is None and not torch.cuda.is_current_stream_capturing():
+        c.fast = Fast(c, m, ptrs)
+
+
+class Fast:
+    """A repeat of a checked batched CUDA call: the same shapes, strides,
+    dtypes, devices and options, so only the addresses change. Everything
+    else (the rules, the kernel, the packed arguments) comes from the first
+    call; the addresses are re-checked for alignment and K=V sharing."""
+
+    def __init__(self, c, m, ptrs):
+        torch = torch_module()
+        self.m, self.stream_dev = m, c.dev.ordinal
+        self.oshape, self.shared = c.oshape, c.shared
+        self.dtype, self.device = c.q.dtype, c.q.device
+        self.lse = (c.hq, c.tq) if c.lse else None
+        self.lse_view = (c.hq, c.qv.shape[0], c.qv.shape[1])
+        self.f32 = torch.float32
+        self.cu = (ptrs["cq"], ptrs["ck"])
+        # the flat struct values; an address is the value after its kind
+        self.flat = list(m.struct.unpack(_values(c, m, ptrs, c.strides)))
+        self.slots, at = {}, 0
+        for is_tmap, name in zip(m._tmap, m.names):
+            self.slots[name] = at + 1
+            at += 2 + (2 * _native.MAX_RANK + 1 if is_tmap else 0)
+        self.pack = m.struct.pack
+        self.launch = m.launch
+
+    def __call__(self, q, k, v):
+        torch = torch_module()
+        qp, kp, vp = q.data_ptr(), k.data_ptr(), v.data_ptr()
+        if (qp | kp | vp) & 15 or (kp == vp) != self.shared:
+            return None
+        out = torch.empty(self.oshape, dtype=self.dtype, device=self.device)
+        flat = self.flat[:]
+        sl = self.slots
+        flat[sl["Q"]], flat[sl["K"]], flat[sl["O"]] = qp, kp, out.data_ptr()
+        if "V" in sl:
+            flat[sl["V"]] = vp
+        lse = None
+        if self.lse is not None:
+            lse = torch.empty(self.lse, dtype=self.f32, device=self.device)
+            flat[sl["LSE"]] = lse.data_ptr()
+        self.launch(self.pack(*flat), torch._C._cuda_getCurrentRawStream(self.stream_dev))
+        if lse is not None:
+            lse = lse.view(self.lse_view).permute(1, 0, 2)
+        return out, lse
 
 
 def _run_emu(c, out, lse):
