@@ -4,8 +4,12 @@
  * their error structs into caller-owned message buffers and report the
  * struct sizes that the Python side lays out by hand. The Python module
  * init is empty: the library is an extension module only to be importable
- * wherever the package is installed. */
+ * wherever the package is installed (KGP_NO_PYTHON builds it without: a
+ * plain shared library for KGEN_NATIVE). */
+#ifndef KGP_NO_PYTHON
 #include <Python.h>
+#endif
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -47,6 +51,7 @@ kgp_sizeof_err(void)
 	return sizeof(KrtErr);
 }
 
+#ifndef KGP_NO_PYTHON
 static struct PyModuleDef knative_module = {
 	PyModuleDef_HEAD_INIT, "_knative",
 	"kgen's generator and libkrt, called through ctypes (kgen._native)", -1, NULL,
@@ -60,3 +65,4 @@ PyInit__knative(void)
 {
 	return PyModule_Create(&knative_module);
 }
+#endif

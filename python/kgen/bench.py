@@ -43,7 +43,11 @@ print(json.dumps({"s": time.perf_counter() - t0}))
 
 
 def _first(which, shape, env):
-    r = subprocess.run([sys.executable, "-c", _FIRST, which, json.dumps(shape)], env=env,
+    # a file, not -c: Triton reads the kernel's source
+    script = os.path.join(env["KGEN_CACHE_DIR"] + "-first.py")
+    with open(script, "w") as f:
+        f.write(_FIRST)
+    r = subprocess.run([sys.executable, script, which, json.dumps(shape)], env=env,
                        capture_output=True, text=True, timeout=600)
     if r.returncode:
         return None, r.stderr.strip().splitlines()[-1:] or ["failed"]
