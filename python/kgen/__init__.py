@@ -10,14 +10,18 @@ from ._cache import cache_dir, stats as cache_stats
 from ._native import KrtError, gpu_present
 from ._tensors import is_torch, torch_module
 
+if torch_module() is not None:
+    from . import _ops
+
+    _ops.register()
+
 __version__ = _cache.VERSION
 __all__ = ["attention", "gemm", "sparse_decode", "cache_dir", "cache_stats", "KrtError",
            "gpu_present"]
 
 
 def _compiling():
-    torch = torch_module()
-    return torch is not None and torch.compiler.is_compiling()
+    return torch_module().compiler.is_compiling()
 
 
 def attention(q, k, v, *, causal=False, window=None, softmax_scale=None, sink=None,

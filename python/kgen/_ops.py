@@ -1,27 +1,26 @@
 """The PyTorch operators kgen::attention and kgen::gemm
 (torch.library.custom_op) with fake implementations, so torch.compile
-(fullgraph=True) traces calls and CUDA graphs capture them. Registered on
-first use with torch tensors; kgen never imports torch itself.
+(fullgraph=True) traces calls and CUDA graphs capture them. Registered when
+kgen is imported with torch installed (registration inside a traced
+function would break the graph).
 
 A new family adds its operator here beside these two (its eager function
 in its own module, a custom_op wrapping it, a fake that allocates the
 outputs from the shapes alone)."""
 
-import threading
-
 from . import _attention, _gemm
 
 _ops = None
-_lock = threading.Lock()
 
 
 def ops():
+    return _ops
+
+
+def register():
     global _ops
     if _ops is None:
-        with _lock:
-            if _ops is None:
-                _ops = _register()
-    return _ops
+        _ops = _register()
 
 
 def _register():

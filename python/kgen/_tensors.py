@@ -2,22 +2,24 @@
 arrays alike: element type, shape, strides (elements), device, address;
 and how to make outputs and bring CPU data to the emulator."""
 
-import sys
-
 _TORCH_DT = {}
 _NP_DT = {"float16": "fp16", "bfloat16": "bf16", "float32": "f32", "int32": "s32",
           "float64": "f64"}
 ESIZE = {"bf16": 2, "fp16": 2, "f32": 4, "s32": 4, "f64": 8}
 
 
+try:  # optional: NumPy arrays run on the emulator without it
+    import torch as _torch
+except Exception:  # absent, or installed without its libraries
+    _torch = None
+
+
 def torch_module():
-    """torch if it is already imported (kgen never imports it itself)."""
-    return sys.modules.get("torch")
+    return _torch
 
 
 def is_torch(x):
-    t = torch_module()
-    return t is not None and isinstance(x, t.Tensor)
+    return _torch is not None and isinstance(x, _torch.Tensor)
 
 
 def _torch_dtypes(torch):

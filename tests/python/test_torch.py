@@ -151,3 +151,18 @@ def test_gpu_cuda_graph_capture(gen):
         g.replay()
         torch.cuda.synchronize()
         check(out, q, k, v, causal=True)
+
+
+def test_cpu_torch_compile_fullgraph_traces_the_operators(gen):
+    # aot_eager: dynamo + the fake implementations, no C++ compiler needed
+    q = randn(gen, 1, 20, 2, 64)
+    a = randn(gen, 16, 64)
+
+    @torch.compile(fullgraph=True, backend="aot_eager")
+    def f(q, k, v, a):
+        o, lse = kgen.attention(q * 2, k, v, causal=True, softmax_scale=0.0625, return_lse=True)
+        return o + 1, lse, kgen.gemm(a, a) * 2
+
+    o, lse, c = f(q, q, q, a)
+    wo, wl = kgen.attention(q * 2, q, q, causal=True, softmax_scale=0.0625, return_lse=True)
+    assert torch.equal(o, wo + 1) and torch.equal(lse, wl) and torch.equal(c, kgen.gemm(a, a) * 2)
