@@ -14,6 +14,7 @@ if torch_module() is not None:
     from . import _ops
 
     _ops.register()
+    _is_compiling = torch_module().compiler.is_compiling
 
 __version__ = _cache.VERSION
 __all__ = ["attention", "gemm", "sparse_decode", "cache_dir", "cache_stats", "KrtError",
@@ -41,14 +42,14 @@ def attention(q, k, v, *, causal=False, window=None, softmax_scale=None, sink=No
     varlen), the natural-log logsumexp of the scaled scores."""
     if (out is None and cu_seqlens_q is None and cu_seqlens_k is None and sink is None and
             is_torch(q) and q.is_cuda):
-        if torch_module().compiler.is_compiling():
+        if _is_compiling():
             return _traced_attention(q, k, v, None, dict(
                 causal=causal, window=window, softmax_scale=softmax_scale, sink=None,
                 cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=max_seqlen_q,
                 max_seqlen_k=max_seqlen_k, return_lse=return_lse, target=target))
         # a repeat of an earlier call: only the addresses are new
         key = (q.shape, q.stride(), k.shape, k.stride(), v.shape, v.stride(), q.dtype, k.dtype,
-               v.dtype, q.device, k.device, v.device, k is v, causal,
+               v.dtype, q.get_device(), k.get_device(), v.get_device(), k is v, causal,
                tuple(window) if isinstance(window, list) else window, softmax_scale,
                return_lse, target)
         try:

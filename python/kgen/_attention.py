@@ -384,13 +384,14 @@ class Fast:
             at += 2 + (2 * _native.MAX_RANK + 1 if is_tmap else 0)
         self.pack = m.struct.pack
         self.launch = m.launch
+        self.empty = torch.empty
+        self.stream = torch._C._cuda_getCurrentRawStream
 
     def __call__(self, q, k, v):
-        torch = torch_module()
         qp, kp, vp = q.data_ptr(), k.data_ptr(), v.data_ptr()
         if (qp | kp | vp) & 15 or (kp == vp) != self.shared:
             return None
-        out = torch.empty(self.oshape, dtype=self.dtype, device=self.device)
+        out = self.empty(self.oshape, dtype=self.dtype, device=self.device)
         flat = self.flat[:]
         sl = self.slots
         flat[sl["Q"]], flat[sl["K"]], flat[sl["O"]] = qp, kp, out.data_ptr()
@@ -398,9 +399,9 @@ class Fast:
             flat[sl["V"]] = vp
         lse = None
         if self.lse is not None:
-            lse = torch.empty(self.lse, dtype=self.f32, device=self.device)
+            lse = self.empty(self.lse, dtype=self.f32, device=self.device)
             flat[sl["LSE"]] = lse.data_ptr()
-        self.launch(self.pack(*flat), torch._C._cuda_getCurrentRawStream(self.stream_dev))
+        self.launch(self.pack(*flat), self.stream(self.stream_dev))
         if lse is not None:
             lse = lse.view(self.lse_view).permute(1, 0, 2)
         return out, lse
