@@ -1,7 +1,7 @@
 """kgen.attention with flash-attn's conventions over the fmha family
-(docs/ABI.md, "fmha"): every rule is checked here, before anything is
-generated or launched, and a violation raises ValueError/TypeError naming
-the argument, its value and the rule."""
+(docs/ABI.md, "fmha (attention forward)"): every rule is checked here,
+before anything is generated or launched, and a violation raises
+ValueError/TypeError naming the argument, its value and the rule."""
 
 import array
 import math

@@ -1,5 +1,5 @@
 """kgen.gemm: C[M,N] = A[M,K]·B[N,K]^T (DeepGEMM's "NT", F.linear without
-bias) over the gemm family (docs/ABI.md, "gemm")."""
+bias) over the gemm family (docs/ABI.md, the header format)."""
 
 from . import _cache
 from ._attention import ELEMS_MAX, device_and_target

@@ -31,7 +31,7 @@ enum {
 	EMU_MAX_THREADS = 1024,
 	EMU_MAX_MBAR = 128,   /* live mbarrier objects per CTA */
 	EMU_MAX_AGENTS = 16,  /* threads that issue tcgen05.mma/cp/shift per CTA */
-	EMU_TMEM_LANES = 128, /* hardware-facts §3.1 */
+	EMU_TMEM_LANES = 128, /* docs/hardware.md, "TMEM addressing" */
 	EMU_TMEM_COLS = 512,
 	EMU_MAX_TMEM_ALLOCS = 16,
 };
@@ -297,7 +297,7 @@ typedef struct EmuTag {
 	int32_t tid;     /* thread that issued it */
 } EmuTag;
 
-/* ---- async operations (exec.c queue; tma.c, tcgen05.c) ------------------ */
+/* ---- async operations (async.c queue; tma.c, tcgen05.c) ----------------- */
 
 typedef enum EmuAsyncKind {
 	AS_TMA_LOAD,
@@ -319,6 +319,8 @@ typedef struct EmuAsync {
 	int group;          /* bulk_group number for stores */
 	EmuClock *vc;       /* issuer's clock at issue (commit payload) */
 	void *data;         /* kind-specific record, freed on completion */
+	/* completes it (set by the issuing unit: tma.c, tcgen05.c) */
+	int (*done)(EmuCta *c, struct EmuAsync *a);
 } EmuAsync;
 
 /* ---- mbarriers (mbar.c) ------------------------------------------------- */
@@ -429,7 +431,8 @@ struct EmuThread {
 	int npend;           /* registers with a PEND_* flag */
 	EmuClock *vc;        /* generic knowledge */
 	EmuClock *vc_tc;     /* knowledge tcgen05 ops may use: vc at the last
-	                      * tcgen05.fence::after_thread_sync (§3.8) */
+	                      * tcgen05.fence::after_thread_sync (docs/hardware.md,
+	                      * "tcgen05 ordering") */
 	int synced_line;     /* line of the last thread sync not yet fenced for tcgen05 */
 	int agent;           /* tcgen05 issue pipe, -1 until first mma/cp */
 	uint32_t *single_n;  /* executions of each OPF_SINGLE instruction */
@@ -531,15 +534,19 @@ enum {
 /* ---- execution (exec.c) -------------------------------------------------- */
 
 int emu_run_launch(EmuLaunchCtx *lc, KrtErr *err);
+
+/* ---- reports (report.c), the random stream (rng.c) ------------------------ */
+
 /* Records the first error/hazard of the CTA and returns EMU_STOP. */
 int emu_hazard(EmuCta *c, const EmuThread *t, const EmuInsn *in, const char *cls,
                const char *fmt, ...) KRT_PRINTF(5, 6);
 int emu_fault(EmuCta *c, const EmuThread *t, const EmuInsn *in, const char *fmt, ...)
 	KRT_PRINTF(4, 5);
-void emu_async_push(EmuCta *c, const EmuAsync *a);
 uint64_t emu_rand(EmuCta *c);
 
-/* Operand access (exec.c). Values are raw bits; reads check register hazards. */
+/* ---- operands (operand.c) ------------------------------------------------- */
+
+/* Operand access. Values are raw bits; reads check register hazards. */
 const EmuOperand *emu_opnd(const EmuCta *c, const EmuInsn *in, int i);
 const EmuOperand *emu_sub(const EmuCta *c, const EmuOperand *o, int i);
 int emu_get(EmuCta *c, EmuThread *t, const EmuInsn *in, const EmuOperand *o, uint64_t *v);
@@ -552,16 +559,29 @@ int emu_addr(EmuCta *c, EmuThread *t, const EmuInsn *in, const EmuOperand *o, ui
  * gets the window address when it is shared memory (else UINT32_MAX). */
 int emu_resolve(EmuCta *c, EmuThread *t, const EmuInsn *in, EmuSpace space, uint64_t addr,
                 uint32_t bytes, int write, uint8_t **host, uint32_t *shared_addr);
-void emu_wake_mbar(EmuCta *c, uint32_t addr);
+/* Reports register reg of t as used while an in-flight tcgen05.ld or wgmma
+ * holds it. */
+int emu_reg_hazard(EmuCta *c, EmuThread *t, const EmuInsn *in, int reg, int write);
 /* Operand i must be warp-uniform over lanes; its value (an address for MEM). */
 int emu_uniform(EmuCta *c, EmuWarp *w, const EmuInsn *in, uint32_t lanes, int i, uint64_t *v);
+/* Address operand i as a shared-window address (generic converted). */
+int emu_shared_addr(EmuCta *c, EmuThread *t, const EmuInsn *in, int i, uint32_t *out);
+
+/* ---- the async queue (async.c) ---------------------------------------------- */
+
+void emu_async_push(EmuCta *c, const EmuAsync *a);
+/* Completes one queued op: the oldest ready one, or a random ready one. */
+int emu_async_complete_one(EmuCta *c);
 /* Completes queued ops of thread tid (-1: any) whose kind bit is in kinds and
  * whose group is <= maxgroup, in issue order. */
 int emu_async_drain(EmuCta *c, int tid, unsigned kinds, int maxgroup);
+
+/* ---- named barriers (bar.c) ------------------------------------------------- */
+
 /* Arrival at named barrier id; count < 0: all threads. wait: bar.sync. */
 int emu_bar_arrive(EmuCta *c, EmuThread *t, const EmuInsn *in, int id, int count, int wait);
-/* Address operand i as a shared-window address (generic converted). */
-int emu_shared_addr(EmuCta *c, EmuThread *t, const EmuInsn *in, int i, uint32_t *out);
+/* Completes barrier id if every expected thread arrived (waiters go on). */
+int emu_bar_try_complete(EmuCta *c, int id);
 
 /* ---- memory-model helpers (hb.c) ---------------------------------------- */
 
@@ -584,7 +604,7 @@ int emu_smem_write(EmuCta *c, EmuThread *t, const EmuInsn *in, uint32_t addr, ui
 int emu_smem_async_read_check(EmuCta *c, EmuThread *t, const EmuInsn *in, uint32_t chunk,
                               const EmuClock *vc, const char *what);
 void emu_proxy_fence(EmuCta *c, EmuThread *t);
-/* The tcgen05 fences (§3.8). */
+/* The tcgen05 fences (docs/hardware.md, "tcgen05 ordering"). */
 void emu_tc_after_sync(EmuCta *c, EmuThread *t);
 void emu_tc_before_sync(EmuCta *c, EmuThread *t);
 void emu_tcpend_add(EmuCta *c, EmuThread *t, uint32_t cell);
@@ -619,10 +639,12 @@ typedef struct EmuSmemDesc {
 } EmuSmemDesc;
 
 enum { ARCH_SM90, ARCH_SM100 };
-/* Decodes and validates (hardware-facts §1.1, §1.6); why gets the reason. */
+/* Decodes and validates (docs/hardware.md, "Shared-memory descriptor (sm_100)" and
+ * "Shared-memory descriptor (sm_90)"); why gets the reason. */
 int emu_desc_decode(uint64_t v, int arch, EmuSmemDesc *d, char *why, size_t n);
 /* Byte address (swizzle applied) of element (mn, k) of a canonical operand
- * (hardware-facts §1.4): kmajor 1 for K-major, ebytes the element size. */
+ * (docs/hardware.md, "Canonical layouts, LBO and SBO"): kmajor 1 for K-major, ebytes
+ * the element size. */
 uint32_t emu_desc_addr(const EmuSmemDesc *d, int kmajor, int ebytes, uint32_t mn, uint32_t k);
 uint32_t emu_swizzle(uint32_t addr, int swizzle_bytes);
 /* Appends the distinct smem chunks of rows [mn0, mn0+nmn) x k [0, nk) of an
@@ -634,7 +656,7 @@ int emu_desc_chunks(EmuCta *c, const EmuSmemDesc *d, int kmajor, int eb, uint32_
 void emu_desc_gather(const EmuCta *c, const EmuSmemDesc *d, int kmajor, EmuType ty, int eb,
                      uint32_t mn0, uint32_t nmn, uint32_t nk, float scale, float *out);
 /* The swizzled tile behind a descriptor must start on its swizzle period
- * (base_offset 0, hardware-facts §1.3): 0 if so. */
+ * (base_offset 0, docs/hardware.md, "Base offset and alignment"): 0 if so. */
 int emu_desc_aligned(const EmuSmemDesc *d);
 
 /* ---- numbers (num.c) ------------------------------------------------------ */
@@ -653,7 +675,7 @@ float emu_e5m2_to_f32(uint8_t v);
 float emu_e2m3_to_f32(uint8_t v);
 float emu_e3m2_to_f32(uint8_t v);
 float emu_e2m1_to_f32(uint8_t v);
-/* block-scale factors (hardware-facts §7.2, §7.3) */
+/* block-scale factors (docs/hardware.md, "Number formats") */
 float emu_ue8m0_to_f32(uint8_t v);
 float emu_ue4m3_to_f32(uint8_t v);
 uint8_t emu_f32_to_e4m3(float f, int satfinite);
