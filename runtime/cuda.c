@@ -283,25 +283,9 @@ cuda_sync(KrtDevice *d, KrtErr *err)
 
 /* ---- modules ------------------------------------------------------------- */
 
-/* The fields cuTensorMapEncodeTiled reads, in a zeroed struct so that
- * memcmp compares them: a launch whose tensor map arguments equal the last
- * launch's (the same buffer again, as in a serving loop or a benchmark)
- * reuses the encoded map instead of encoding it again. */
-typedef struct TmapKey {
-	uint64_t address, dims[KRT_MAX_RANK], strides[KRT_MAX_RANK - 1];
-	uint32_t box[KRT_MAX_RANK], estrides[KRT_MAX_RANK];
-	int data_type, rank, interleave, swizzle, l2_promotion, oob_fill;
-} TmapKey;
-
 typedef struct CuMod {
 	CUmodule mod;
 	CUfunction fn;
-	pthread_mutex_t mu; /* guards tmc: launches may come from several threads */
-	struct {
-		int have;
-		TmapKey key;
-		unsigned char map[sizeof(CUtensorMap)]; /* bytes: calloc does not align to 128 */
-	} tmc[KRT_MAX_PARAMS];
 } CuMod;
 
 enum {
@@ -355,8 +339,6 @@ cuda_module_load(KrtModule *m, const char *ptx, size_t len, KrtErr *err)
 		return krt_err_prefix(err, "kernel %s: ", a->kernel);
 	CuMod *cm = calloc(1, sizeof *cm);
 	char *elog = calloc(1, ERROR_LOG), *ilog = calloc(1, INFO_LOG);
-	if (cm)
-		pthread_mutex_init(&cm->mu, NULL);
 	if (!cm || !elog || !ilog) {
 		free(cm);
 		free(elog);
@@ -437,7 +419,6 @@ cuda_module_unload(KrtModule *m)
 	/* Unload in the context that owns the module; nothing to report. */
 	if (cu.cuCtxSetCurrent(cd_of(m->dev)->ctx) == CUDA_SUCCESS)
 		(void)cu.cuModuleUnload(cm->mod);
-	pthread_mutex_destroy(&cm->mu);
 	free(cm);
 	m->impl = NULL;
 }
@@ -466,28 +447,8 @@ typedef struct CuPack {
 _Static_assert(sizeof(CUtensorMap) == 128, "CUtensorMap is 16 qwords");
 
 static int
-encode(CuPack *pk, CuMod *cm, int i, const KrtTmapArgs *t, KrtErr *err)
+encode(CuPack *pk, int i, const KrtTmapArgs *t, KrtErr *err)
 {
-	TmapKey k;
-	memset(&k, 0, sizeof k);
-	k.address = t->address;
-	memcpy(k.dims, t->dims, sizeof k.dims);
-	memcpy(k.strides, t->strides, sizeof k.strides);
-	memcpy(k.box, t->box, sizeof k.box);
-	memcpy(k.estrides, t->estrides, sizeof k.estrides);
-	k.data_type = t->data_type;
-	k.rank = (int)t->rank;
-	k.interleave = t->interleave;
-	k.swizzle = t->swizzle;
-	k.l2_promotion = t->l2_promotion;
-	k.oob_fill = t->oob_fill;
-	pthread_mutex_lock(&cm->mu);
-	int hit = cm->tmc[i].have && memcmp(&k, &cm->tmc[i].key, sizeof k) == 0;
-	if (hit)
-		memcpy(&pk->tm[i].map, cm->tmc[i].map, sizeof(CUtensorMap));
-	pthread_mutex_unlock(&cm->mu);
-	if (hit)
-		return KRT_OK;
 	CUresult r = cu.cuTensorMapEncodeTiled(
 		&pk->tm[i].map, (CUtensorMapDataType)t->data_type, t->rank,
 		(void *)(uintptr_t)t->address, t->dims, t->strides, t->box, t->estrides,
@@ -499,11 +460,6 @@ encode(CuPack *pk, CuMod *cm, int i, const KrtTmapArgs *t, KrtErr *err)
 		krt_err_prefix(err, "tensor map arg %d (%s, tensor %s): ", i, t->param, t->tensor);
 		return krt_err_append(err, "\n  cuTensorMapEncodeTiled arguments: %s", args);
 	}
-	pthread_mutex_lock(&cm->mu);
-	cm->tmc[i].have = 1;
-	cm->tmc[i].key = k;
-	memcpy(cm->tmc[i].map, &pk->tm[i].map, sizeof(CUtensorMap));
-	pthread_mutex_unlock(&cm->mu);
 	return KRT_OK;
 }
 
@@ -514,7 +470,7 @@ pack(KrtModule *m, const KrtLaunch *l, void *stream, CuPack *pk, KrtErr *err)
 		const KrtArg *a = &l->args[i];
 		switch (a->kind) {
 		case KRT_ARG_TMAP:
-			if (encode(pk, m->impl, i, &l->tmaps[i], err))
+			if (encode(pk, i, &l->tmaps[i], err))
 				return krt_err_prefix(err, "kernel %s: ", m->abi.kernel);
 			pk->params[i] = &pk->tm[i].map;
 			continue;
