@@ -1,3 +1,6 @@
+/* The decode family (gen/decode.h): parameters, cache formats, the
+ * configuration that reuses fmha's sm_90a split-O consumers, the prologue
+ * (index compaction, split-KV ranges), the split-KV combine, ABI and plan. */
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -29,19 +32,20 @@ decode_page_bytes(const DecodeFormat *fmt, int ps)
 /* See family.h for the columns. */
 static const ParamSpec decode_params[] = {
 	{"target", PK_TARGET, P(target), "sm_90a,sm_100a", 0, 0, 0, "sm_90a",
-	 "sm_90a: a producer warpgroup gathers and dequantizes K=V tiles to bf16 in smem; fmha's split-O consumers"},
-	{"format", PK_ENUM, P(format), "fp8-v4", 0, 0, 0, "fp8-v4",
-	 "KV cache format (docs/ABI.md \"decode\")"},
-	{"heads-q", PK_INT, P(heads_q), NULL, 1, 128, 1, "64", "query heads sharing the one KV head"},
-	{"topk", PK_INT, P(topk), NULL, 1, 4096, 1, "512", "main source: indices per query row"},
-	{"page-size", PK_INT, P(page_size), NULL, 1, 4096, 1, "64", "main source: tokens per page"},
+	 "sm_90a: a producer warpgroup gathers and dequantizes K=V tiles to bf16 in smem; fmha's split-O consumers",
+	 NULL},
+	{"format", PK_ENUM, P(format), "fp8-v4", 0, 0, 0, "fp8-v4", "KV cache format (docs/ABI.md \"decode\")",
+	 NULL},
+	{"heads-q", PK_INT, P(heads_q), NULL, 1, 128, 1, "64", "query heads sharing the one KV head", NULL},
+	{"topk", PK_INT, P(topk), NULL, 1, 4096, 1, "512", "main source: indices per query row", NULL},
+	{"page-size", PK_INT, P(page_size), NULL, 1, 4096, 1, "64", "main source: tokens per page", NULL},
 	{"topk-extra", PK_INT, P(topk_extra), NULL, 0, 4096, 1, "0",
-	 "extra source (SWA window): indices per query row (0: no extra source)"},
-	{"page-size-extra", PK_INT, P(page_size_extra), NULL, 1, 4096, 1, "256",
-	 "extra source: tokens per page"},
+	 "extra source (SWA window): indices per query row (0: no extra source)", NULL},
+	{"page-size-extra", PK_INT, P(page_size_extra), NULL, 1, 4096, 1, "256", "extra source: tokens per page",
+	 NULL},
 	{"topk-length", PK_INT, P(topk_length), "0,1", 0, 0, 0, "0",
-	 "per-row valid lengths of the index lists (topk_length tensors)"},
-	{"sink", PK_INT, P(sink), "0,1", 0, 0, 0, "0", "per-head attention-sink logits join the denominator"},
+	 "per-row valid lengths of the index lists (topk_length tensors)", NULL},
+	{"sink", PK_INT, P(sink), "0,1", 0, 0, 0, "0", "per-head attention-sink logits join the denominator", NULL},
 };
 
 static int decode_finish(Emit *e, const FmhaCfg *f, const FmhaRegs *r, KgErr *err);
@@ -262,7 +266,7 @@ static int
 emit_prologue(Emit *e, const DecodeCfg *d, FmhaRegs *r, KgErr *err)
 {
 	const FmhaCfg *f = &d->f;
-	Reg raw = reg_new(e, RC_B32), y = reg_new(e, RC_B32), sc = reg_new(e, RC_F32);
+	Reg raw = reg_new(e, RC_B32), y = reg_new(e, RC_B32);
 	Reg t = reg_new(e, RC_B32), tiles = reg_new(e, RC_B32), ps = reg_new(e, RC_PRED);
 	Reg cnt;
 
@@ -283,7 +287,6 @@ emit_prologue(Emit *e, const DecodeCfg *d, FmhaRegs *r, KgErr *err)
 	r->n_total = reg_new(e, RC_B32);
 	r->o = reg_new(e, RC_B64);
 	r->lse = reg_new(e, RC_B64);
-	r->scale_log2 = reg_new(e, RC_F32);
 	r->lse_q0 = reg_new(e, RC_B32);
 	r->splits = reg_new(e, RC_B32);
 	r->split = reg_new(e, RC_B32);
@@ -311,8 +314,6 @@ emit_prologue(Emit *e, const DecodeCfg *d, FmhaRegs *r, KgErr *err)
 	      r->lse_q0.s, r->lse_q0.s, r->total_q.s, y.s);
 	emitf(e, "\tmad.lo.u32 %s, %s, %s, %s;\n\tmov.u32 %s, %s;\n", r->qrow.s, r->b.s, r->total_q.s, y.s,
 	      r->qs.s, r->qrow.s);
-	emitf(e, "\tld.param.f32 %s, [p_softmax_scale];\n\tmul.f32 %s, %s, 0f3FB8AA3B;\n", sc.s,
-	      r->scale_log2.s, sc.s);
 	emitf(e, "\tmov.u32 %s, kg_smem;\n\tadd.u32 %s, %s, 1023;\n\tand.b32 %s, %s, -1024;\n", raw.s,
 	      r->base.s, raw.s, r->base.s, r->base.s);
 	emitf(e, "\tld.param.u64 %s, [p_O];\n\tcvta.to.global.u64 %s, %s;\n", r->o.s, r->o.s, r->o.s);

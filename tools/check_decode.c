@@ -254,14 +254,14 @@ decode_prepare(CheckCase *c, KrtErr *err)
 	}
 	/* the scale is a run-time argument: a fresh one per case */
 	d->scale = (float)((0.5 + num_rng_uniform(&c->rng)) / sqrt((double)D_QK));
-	uint32_t sbits;
-	memcpy(&sbits, &d->scale, 4);
 	static const char *const names[] = {"batch", "s_q", "Hq", "capacity", "capacity_extra", "pages",
-	                                    "pages_extra", "softmax_scale", "splits"};
+	                                    "pages_extra", "splits"};
 	uint64_t vals[] = {d->batch, d->sq, d->hq, d->src[0].capacity, d->src[1].capacity,
-	                   d->src[0].pages, d->src[1].pages, sbits, d->splits};
+	                   d->src[0].pages, d->src[1].pages, d->splits};
 	for (int i = 0; i < COUNT(names) && !rc; i++)
 		rc = check_set_var(c, names[i], vals[i], err);
+	if (!rc)
+		rc = check_set_f32(c, "softmax_scale", d->scale, err);
 	uint64_t no = (uint64_t)d->batch * d->sq * d->hq;
 	/* split-KV scratch (docs/ABI.md "decode"): the parts' O and LSE hold
 	 * garbage before the launch, the counters zeros (the kernel leaves

@@ -14,7 +14,8 @@
 #include "../desc.h"
 #include "../fmha.h"
 #include "../ops.h"
-#include "fmha_int.h"
+#include "consumer.h"
+#include "fmha_split.h"
 #include "mma.h"
 
 enum { PRODUCER_REGS = 40, PBUFS = 2 };
@@ -172,7 +173,7 @@ split_publish(Emit *e, KgErr *err, const FmhaCfg *f, Consumer *c, Split *s)
 		      base[k].s, base[k].s, s->c4.s, base[k].s);
 	}
 	for (int i = 0; i < f->bn / 2; i += 2) {
-		int q = i / 4;
+		int q = col_of(i) / 8; /* 16-byte chunk of the P row */
 		emitf(e, "\tcvt.rn.%s.f32 %s, %s, %s;\n", f->in == DT_BF16 ? "bf16x2" : "f16x2", pk.s,
 		      c->S[i + 1].s, c->S[i].s);
 		emitf(e, "\txor.b32 %s, %s, %d;\n\tadd.u32 %s, %s, %s;\n", a.s, s->x16.s, q << 4, a.s, a.s,

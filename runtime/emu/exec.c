@@ -7,444 +7,23 @@
  * that is the latest point the PTX memory model allows, so a consumer that
  * forgot to wait reads stale data or trips a hazard check instead of
  * passing by luck. With KRT_EMU_SEED set, completions are picked at random
- * among the legal ones and may also happen early, between thread slices.
+ * among the legal ones and may also happen early, between thread slices;
+ * a thread runs a random number of instructions, and after each scheduling
+ * point (a store, an arrive, a commit, a TMA issue: OPF_SCHED) it may give
+ * way to a randomly chosen thread, so a consumer can run between a
+ * producer's publishing step and the writes that should have preceded it.
  *
  * When nothing can run and nothing is queued, threads spinning in
  * mbarrier.try_wait get one timeout (try_wait returns false, as the hardware
  * may); if they come back to the same waits without changing any state, the
  * launch is a deadlock and the report says who waits on what. */
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "emu.h"
 #include "ops.h"
-
-/* ---- reports ---------------------------------------------------------------- */
-
-static void
-where(const EmuCta *c, const EmuThread *t, const EmuInsn *in, char *buf, size_t n)
-{
-	char text[200] = "";
-	if (in)
-		emu_line_text(c->prog, in->line, text, sizeof text);
-	int at = snprintf(buf, n, "kernel %s, CTA (%u,%u,%u)", c->prog->entry, c->ctaid[0],
-	                  c->ctaid[1], c->ctaid[2]);
-	if (t && at >= 0 && (size_t)at < n)
-		at += snprintf(buf + at, n - (size_t)at, ", thread %d (warp %d, lane %d)", t->tid,
-		               t->tid / 32, t->lane);
-	if (in && at >= 0 && (size_t)at < n)
-		snprintf(buf + at, n - (size_t)at, ", PTX line %d `%s`", in->line, text);
-}
-
-int
-emu_hazard(EmuCta *c, const EmuThread *t, const EmuInsn *in, const char *cls, const char *fmt,
-           ...)
-{
-	if (c->failed)
-		return EMU_STOP;
-	c->failed = 1;
-	char loc[512], why[4096];
-	where(c, t, in, loc, sizeof loc);
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(why, sizeof why, fmt, ap);
-	va_end(ap);
-	krt_errf(c->err, EMU_EHAZARD, "emu hazard [%s]: %s: %s", cls, loc, why);
-	return EMU_STOP;
-}
-
-int
-emu_fault(EmuCta *c, const EmuThread *t, const EmuInsn *in, const char *fmt, ...)
-{
-	if (c->failed)
-		return EMU_STOP;
-	c->failed = 1;
-	char loc[512], why[4096];
-	where(c, t, in, loc, sizeof loc);
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(why, sizeof why, fmt, ap);
-	va_end(ap);
-	krt_errf(c->err, KRT_ECUDA, "emu fault: %s: %s", loc, why);
-	return EMU_STOP;
-}
-
-uint64_t
-emu_rand(EmuCta *c)
-{
-	/* xorshift64*: deterministic per seed */
-	uint64_t x = c->rng;
-	x ^= x >> 12;
-	x ^= x << 25;
-	x ^= x >> 27;
-	c->rng = x;
-	return x * UINT64_C(0x2545F4914F6CDD1D);
-}
-
-/* ---- operands ------------------------------------------------------------- */
-
-const EmuOperand *
-emu_opnd(const EmuCta *c, const EmuInsn *in, int i)
-{
-	return &c->prog->ops[in->op + i];
-}
-
-const EmuOperand *
-emu_sub(const EmuCta *c, const EmuOperand *o, int i)
-{
-	return &c->prog->ops[o->sub + i];
-}
-
-/* Which in-flight operation holds register `reg` of thread t. */
-static int
-reg_hazard(EmuCta *c, EmuThread *t, const EmuInsn *in, int reg, int write)
-{
-	uint8_t f = t->pend[reg];
-	const char *name = c->prog->reg[reg].name;
-	const char *acc = write ? "written" : "read";
-	int line = 0;
-	EmuWarp *w = t->w;
-	if (f & PEND_TCLD) {
-		for (int i = 0; i < w->npld && !line; i++) {
-			const EmuInsn *li = w->pld[i].in;
-			const EmuOperand *v = emu_opnd(c, li, 0);
-			for (int k = 0; v->kind == OPK_VEC && k < v->nsub; k++)
-				if (emu_sub(c, v, k)->reg == reg)
-					line = li->line;
-		}
-		return emu_hazard(c, t, in, "tcgen05.ld-before-wait",
-		                  "register %s is %s before tcgen05.wait::ld: it is a destination of "
-		                  "tcgen05.ld at PTX line %d, whose values are undefined until the wait "
-		                  "(hardware-facts §3.8, pitfall 9)", name, acc, line);
-	}
-	const EmuWgGroup *gs[65];
-	int ng = 0;
-	gs[ng++] = &w->open;
-	for (int i = 0; i < w->ngroups && ng < 65; i++)
-		gs[ng++] = &w->groups[i];
-	for (int g = 0; g < ng && !line; g++)
-		for (int i = 0; i < gs[g]->n && !line; i++)
-			line = gs[g]->op[i].in->line;
-	if (f & PEND_WGSRC)
-		return emu_hazard(c, t, in, "wgmma-acc-in-flight",
-		                  "register %s is written while the wgmma.mma_async at PTX line %d "
-		                  "that reads it as its A fragment has not completed (wgmma.wait_group)",
-		                  name, line);
-	return emu_hazard(c, t, in, "wgmma-acc-in-flight",
-	                  "register %s is %s between wgmma.mma_async (PTX line %d) and the "
-	                  "wgmma.wait_group that completes it: accumulators are undefined while the "
-	                  "MMA is in flight (PTX ISA §9.7.15.6)", name, acc, line);
-}
-
-static uint64_t
-special(EmuCta *c, EmuThread *t, int id)
-{
-	const KrtLaunch *l = c->lc->l;
-	uint32_t bx = l->block[0], by = l->block[1];
-	uint32_t tid = (uint32_t)t->tid;
-	uint32_t lane = (uint32_t)t->lane;
-	switch ((EmuSpecial)id) {
-	case SP_TID_X: return tid % bx;
-	case SP_TID_Y: return tid / bx % by;
-	case SP_TID_Z: return tid / (bx * by);
-	case SP_NTID_X: return bx;
-	case SP_NTID_Y: return by;
-	case SP_NTID_Z: return l->block[2];
-	case SP_CTAID_X: case SP_CLUSTERID_X: return c->ctaid[0];
-	case SP_CTAID_Y: case SP_CLUSTERID_Y: return c->ctaid[1];
-	case SP_CTAID_Z: case SP_CLUSTERID_Z: return c->ctaid[2];
-	case SP_NCTAID_X: case SP_NCLUSTERID_X: return l->grid[0];
-	case SP_NCTAID_Y: case SP_NCLUSTERID_Y: return l->grid[1];
-	case SP_NCTAID_Z: case SP_NCLUSTERID_Z: return l->grid[2];
-	case SP_LANEID: return lane;
-	case SP_WARPID: return tid / 32;
-	case SP_NWARPID: return 64;
-	case SP_SMID: return 0;
-	case SP_NSMID: return 1;
-	case SP_CLOCK: return (uint32_t)c->steps;
-	case SP_CLOCK64: case SP_GLOBALTIMER: return c->steps;
-	case SP_LANEMASK_EQ: return 1u << lane;
-	case SP_LANEMASK_LT: return (1u << lane) - 1;
-	case SP_LANEMASK_LE: return lane == 31 ? 0xffffffffu : (2u << lane) - 1;
-	case SP_LANEMASK_GT: return lane == 31 ? 0 : ~((2u << lane) - 1);
-	case SP_LANEMASK_GE: return ~((1u << lane) - 1);
-	case SP_CLUSTER_CTARANK: return 0;
-	case SP_CLUSTER_NCTARANK: return 1;
-	case SP_IS_EXPLICIT_CLUSTER: return 0;
-	case SP_CLUSTER_CTAID_X: case SP_CLUSTER_CTAID_Y: case SP_CLUSTER_CTAID_Z: return 0;
-	case SP_CLUSTER_NCTAID_X: case SP_CLUSTER_NCTAID_Y: case SP_CLUSTER_NCTAID_Z: return 1;
-	case SP_DYN_SMEM: return l->smem;
-	case SP_TOTAL_SMEM: return c->smem_end - c->lc->smem_base;
-	default: return 0;
-	}
-}
-
-static uint32_t
-sym_addr(const EmuCta *c, int s)
-{
-	const EmuSym *y = &c->prog->sym[s];
-	if (y->space == SPACE_SHARED)
-		return y->dynamic ? c->dyn_addr : c->lc->smem_base + y->addr;
-	return y->addr;
-}
-
-int
-emu_get(EmuCta *c, EmuThread *t, const EmuInsn *in, const EmuOperand *o, uint64_t *v)
-{
-	switch (o->kind) {
-	case OPK_REG:
-		if (t->npend && (t->pend[o->reg] & PEND_HAZARD) &&
-		    (t->pend[o->reg] & (PEND_TCLD | PEND_WGMMA)))
-			return reg_hazard(c, t, in, o->reg, 0);
-		*v = t->r[o->reg];
-		if (o->neg)
-			*v = !(*v & 1);
-		return 0;
-	case OPK_IMM:
-		*v = (uint64_t)o->imm;
-		return 0;
-	case OPK_SPECIAL:
-		*v = special(c, t, o->reg);
-		return 0;
-	case OPK_SYM:
-		*v = sym_addr(c, o->reg);
-		return 0;
-	default:
-		return emu_fault(c, t, in, "operand of kind %d where a value is expected", o->kind);
-	}
-}
-
-int
-emu_set(EmuCta *c, EmuThread *t, const EmuInsn *in, const EmuOperand *o, uint64_t v)
-{
-	if (o->kind == OPK_SINK)
-		return 0;
-	if (o->kind != OPK_REG)
-		return emu_fault(c, t, in, "destination is not a register");
-	int r = o->reg;
-	if (t->npend && t->pend[r]) {
-		uint8_t f = t->pend[r];
-		if (f & PEND_HAZARD)
-			return reg_hazard(c, t, in, r, 1);
-		if (f & PEND_WATCH)
-			t->pend[r] = f | PEND_DIRTY;
-	}
-	EmuType ty = c->prog->reg[r].type;
-	int bits = emu_types[ty].bits;
-	if (ty == T_PRED)
-		v &= 1;
-	else if (bits < 64)
-		v &= (UINT64_C(1) << bits) - 1;
-	t->r[r] = v;
-	return 0;
-}
-
-int
-emu_geti(EmuCta *c, EmuThread *t, const EmuInsn *in, int i, uint64_t *v)
-{
-	return emu_get(c, t, in, emu_opnd(c, in, i), v);
-}
-
-int
-emu_addr(EmuCta *c, EmuThread *t, const EmuInsn *in, const EmuOperand *o, uint64_t *a)
-{
-	if (o->kind != OPK_MEM)
-		return emu_fault(c, t, in, "expected an address operand [..]");
-	uint64_t base = 0;
-	if (o->reg >= 0) {
-		EmuOperand r = {0};
-		r.kind = OPK_REG;
-		r.reg = o->reg;
-		if (emu_get(c, t, in, &r, &base))
-			return EMU_STOP;
-	} else if (o->sym >= 0) {
-		base = sym_addr(c, o->sym);
-	}
-	*a = base + (uint64_t)o->imm;
-	return 0;
-}
-
-int
-emu_resolve(EmuCta *c, EmuThread *t, const EmuInsn *in, EmuSpace space, uint64_t addr,
-            uint32_t bytes, int write, uint8_t **host, uint32_t *shared_addr)
-{
-	*shared_addr = UINT32_MAX;
-	if (space == SPACE_GENERIC) {
-		if (addr >= EMU_GENERIC_SHARED && addr - EMU_GENERIC_SHARED < EMU_WINDOW_SIZE) {
-			space = SPACE_SHARED;
-			addr -= EMU_GENERIC_SHARED;
-		} else if (addr >= EMU_GENERIC_PARAM && addr - EMU_GENERIC_PARAM < EMU_WINDOW_SIZE) {
-			space = SPACE_PARAM;
-			addr -= EMU_GENERIC_PARAM;
-		} else {
-			space = SPACE_GLOBAL;
-		}
-	}
-	uint32_t align = bytes > 16 ? 16 : bytes;
-	if (align && (addr & (align - 1)))
-		return emu_fault(c, t, in, "misaligned %u-byte access at 0x%" PRIx64, bytes, addr);
-	switch (space) {
-	case SPACE_SHARED:
-	case SPACE_CLUSTER:
-		if (addr < c->smem_lo || addr + bytes > c->smem_end || addr + bytes < addr)
-			return emu_fault(c, t, in,
-			                 "shared memory access of %u bytes at 0x%" PRIx64 " is outside the "
-			                 "CTA's shared memory [0x%x, 0x%x) (dynamic smem starts at 0x%x)",
-			                 bytes, addr, c->smem_lo, c->smem_end, c->dyn_addr);
-		*host = c->smem + addr;
-		*shared_addr = (uint32_t)addr;
-		return 0;
-	case SPACE_PARAM:
-		if (write)
-			return emu_fault(c, t, in, "store to kernel parameter space");
-		if (addr + bytes > c->prog->param_bytes)
-			return emu_fault(c, t, in, "param access of %u bytes at offset %" PRIu64 " is past the "
-			                 "%u bytes of kernel parameters", bytes, addr, c->prog->param_bytes);
-		*host = c->lc->params + addr;
-		return 0;
-	case SPACE_GLOBAL: {
-		uint8_t *h = emu_mem_at(c->lc->dev, addr, bytes);
-		if (!h) {
-			char why[256];
-			emu_mem_explain(c->lc->dev, addr, bytes, why, sizeof why);
-			return emu_fault(c, t, in, "out-of-bounds global %s of %u bytes: %s",
-			                 write ? "store" : "load", bytes, why);
-		}
-		*host = h;
-		return 0;
-	}
-	default:
-		return emu_fault(c, t, in, "the %s state space is not supported by the emulator",
-		                 space == SPACE_LOCAL ? "local" : "const");
-	}
-}
-
-int
-emu_shared_addr(EmuCta *c, EmuThread *t, const EmuInsn *in, int i, uint32_t *out)
-{
-	uint64_t a;
-	if (emu_addr(c, t, in, emu_opnd(c, in, i), &a))
-		return EMU_STOP;
-	if (in->space == SPACE_GENERIC) {
-		if (a < EMU_GENERIC_SHARED || a - EMU_GENERIC_SHARED >= EMU_WINDOW_SIZE)
-			return emu_fault(c, t, in, "generic address 0x%" PRIx64 " is not in the shared "
-			                 "window (%s needs shared memory)", a, in->def->name);
-		a -= EMU_GENERIC_SHARED;
-	}
-	if (a < c->smem_lo || a >= c->smem_end)
-		return emu_fault(c, t, in, "shared address 0x%" PRIx64 " is outside the CTA's shared "
-		                 "memory [0x%x, 0x%x)", a, c->smem_lo, c->smem_end);
-	*out = (uint32_t)a;
-	return 0;
-}
-
-/* ---- the async queue --------------------------------------------------------- */
-
-void
-emu_async_push(EmuCta *c, const EmuAsync *a)
-{
-	if (c->naq == c->capaq) {
-		int nc = c->capaq ? c->capaq * 2 : 64;
-		EmuAsync *nq = realloc(c->aq, (size_t)nc * sizeof *nq);
-		if (!nq) {
-			emu_fault(c, NULL, a->in, "out of host memory");
-			return;
-		}
-		c->aq = nq;
-		c->capaq = nc;
-	}
-	c->aq[c->naq] = *a;
-	c->aq[c->naq].seq = c->aseq++;
-	c->naq++;
-	c->gen++;
-}
-
-/* A queued op may complete now if nothing it follows is still queued:
- * tcgen05 ops of one issue pipe complete in order (PTX ISA §9.7.16.6.2:
- * mma->mma and mma->commit are pipelined). */
-static int
-ready(const EmuCta *c, int i)
-{
-	const EmuAsync *a = &c->aq[i];
-	if (a->agent < 0)
-		return 1;
-	for (int k = 0; k < i; k++)
-		if (c->aq[k].agent == a->agent)
-			return 0;
-	return 1;
-}
-
-static int
-complete(EmuCta *c, int i)
-{
-	EmuAsync a = c->aq[i];
-	memmove(&c->aq[i], &c->aq[i + 1], (size_t)(c->naq - i - 1) * sizeof *c->aq);
-	c->naq--;
-	c->gen++;
-	int rc;
-	switch (a.kind) {
-	case AS_TMA_LOAD:
-	case AS_TMA_STORE:
-	case AS_BULK_COPY:
-		rc = emu_tma_complete(c, &a);
-		break;
-	default:
-		rc = emu_tc_complete(c, &a);
-		break;
-	}
-	free(a.vc);
-	free(a.data);
-	return rc;
-}
-
-/* Completes one queued op: the oldest ready one, or a random ready one. */
-static int
-complete_one(EmuCta *c)
-{
-	int pick = -1, nready = 0;
-	for (int i = 0; i < c->naq; i++) {
-		if (!ready(c, i))
-			continue;
-		nready++;
-		if (pick < 0)
-			pick = i;
-		else if (c->lc->seed && emu_rand(c) % (uint64_t)nready == 0)
-			pick = i;
-	}
-	if (pick < 0)
-		return emu_fault(c, NULL, NULL, "async queue stuck (emulator bug)");
-	return complete(c, pick);
-}
-
-int
-emu_async_drain(EmuCta *c, int tid, unsigned kinds, int maxgroup)
-{
-	for (int i = 0; i < c->naq;) {
-		EmuAsync *a = &c->aq[i];
-		if ((tid < 0 || a->tid == tid) && (kinds >> a->kind & 1) && a->group <= maxgroup) {
-			if (complete(c, i))
-				return EMU_STOP;
-			continue;
-		}
-		i++;
-	}
-	return 0;
-}
-
-/* ---- waking ------------------------------------------------------------------ */
-
-void
-emu_wake_mbar(EmuCta *c, uint32_t addr)
-{
-	for (int i = 0; i < c->nthreads; i++) {
-		EmuThread *t = &c->t[i];
-		if (t->state == TS_MBAR && t->wait_addr == addr)
-			t->state = TS_READY;
-	}
-}
 
 /* ---- warp collectives ---------------------------------------------------------- */
 
@@ -532,7 +111,7 @@ arrive(EmuCta *c, EmuThread *t, const EmuInsn *in)
 		                  "warp %d diverges at a collective: lanes %s wait at PTX line %d `%s`, "
 		                  "lane %d reached this one. .sync.aligned instructions must be executed "
 		                  "by all threads of the warp at the same instruction (PTX ISA §9.7.16.5; "
-		                  "seed-lessons: a partial-warp tcgen05.ld hung the GPU)",
+		                  "a partial-warp tcgen05.ld hung the GPU: docs/lessons.md, \"Concurrency bugs\")",
 		                  w->id, here, o->line, text, t->lane);
 	}
 	if (w->coll_pc < 0) {
@@ -551,43 +130,11 @@ arrive(EmuCta *c, EmuThread *t, const EmuInsn *in)
 	return EMU_BLOCK;
 }
 
-/* Operand i must be the same in every lane (.sync.aligned, PTX ISA §9.7.16.5). */
-int
-emu_uniform(EmuCta *c, EmuWarp *w, const EmuInsn *in, uint32_t lanes, int i, uint64_t *v)
-{
-	EmuThread *base = &c->t[w->id * 32];
-	int first = -1;
-	uint64_t v0 = 0;
-	const EmuOperand *o = emu_opnd(c, in, i);
-	for (int l = 0; l < 32; l++) {
-		if (!(lanes >> l & 1))
-			continue;
-		uint64_t x;
-		if (o->kind == OPK_MEM) {
-			if (emu_addr(c, &base[l], in, o, &x))
-				return EMU_STOP;
-		} else if (emu_get(c, &base[l], in, o, &x)) {
-			return EMU_STOP;
-		}
-		if (first < 0) {
-			first = l;
-			v0 = x;
-		} else if (x != v0) {
-			return emu_hazard(c, &base[l], in, "non-uniform-sync-aligned",
-			                  "operand %d of %s differs across the warp: lane %d has 0x%" PRIx64
-			                  ", lane %d has 0x%" PRIx64 "; it must be warp-uniform",
-			                  i + 1, in->def->name, first, v0, l, x);
-		}
-	}
-	*v = v0;
-	return 0;
-}
-
 /* ---- running threads -------------------------------------------------------------- */
 
 /* Single-thread-issue instructions (tcgen05.mma/cp/shift/commit): the n-th
  * execution of one by two lanes of a warp is two issues of one converged
- * instruction, i.e. the whole warp issuing (hardware-facts pitfall 5). */
+ * instruction, i.e. the whole warp issuing (docs/hardware.md, "tcgen05.mma"). */
 static int
 check_single(EmuCta *c, EmuThread *t, const EmuInsn *in)
 {
@@ -616,7 +163,7 @@ check_single(EmuCta *c, EmuThread *t, const EmuInsn *in)
 		return emu_hazard(c, t, in, "multi-thread-issue",
 		                  "%s has single-thread semantics, but lanes %d and %d of warp %d both "
 		                  "execute it (instance %u): each executing thread issues its own "
-		                  "operation. Pick one thread with elect.sync (hardware-facts pitfall 5)",
+		                  "operation. Pick one thread with elect.sync (docs/hardware.md, \"tcgen05.mma\")",
 		                  in->def->name, first, t->lane, w->id, n + 1);
 	return 0;
 }
@@ -629,7 +176,7 @@ step(EmuCta *c, EmuThread *t)
 	const EmuInsn *in = &c->prog->insn[t->pc];
 	if (in->guard >= 0) {
 		if (t->npend && (t->pend[in->guard] & (PEND_TCLD | PEND_WGMMA)))
-			return reg_hazard(c, t, in, in->guard, 0);
+			return emu_reg_hazard(c, t, in, in->guard, 0);
 		if (((int)(t->r[in->guard] & 1) ^ in->guard_neg) == 0) {
 			t->pc++;
 			return EMU_JUMP;
@@ -657,6 +204,7 @@ run_thread(EmuCta *c, EmuThread *t, int budget)
 			fprintf(stderr, "[emu] thread %d line %d: %s\n", t->tid, c->prog->insn[t->pc].line,
 			        text);
 		}
+		const EmuInsn *in = &c->prog->insn[t->pc];
 		int rc = step(c, t);
 		switch (rc) {
 		case EMU_NEXT:
@@ -675,11 +223,13 @@ run_thread(EmuCta *c, EmuThread *t, int budget)
 		default:
 			return EMU_STOP;
 		}
+		/* a scheduling point: what it published may be seen (or missed)
+		 * by any other warp before this thread goes on */
+		if (c->lc->seed && (in->def->flags & OPF_SCHED) && emu_rand(c) % 2)
+			return EMU_YIELD;
 	}
 	return EMU_NEXT;
 }
-
-static int try_bar_complete(EmuCta *c, int id);
 
 static int
 thread_exit(EmuCta *c, EmuThread *t)
@@ -697,7 +247,7 @@ thread_exit(EmuCta *c, EmuThread *t)
 	}
 	/* barriers without a thread count wait for every live thread */
 	for (int i = 0; i < 16; i++)
-		if (c->bar[i].expected < 0 && try_bar_complete(c, i))
+		if (c->bar[i].expected < 0 && emu_bar_try_complete(c, i))
 			return EMU_STOP;
 	if (w->coll_pc >= 0 && w->arrived && w->arrived == (w->need & w->live)) {
 		int rc = rendezvous_fire(c, w);
@@ -705,81 +255,6 @@ thread_exit(EmuCta *c, EmuThread *t)
 			return EMU_STOP;
 	}
 	return EMU_EXIT;
-}
-
-/* ---- named barriers (bar.sync, barrier.sync, bar.arrive) ------------------------ */
-
-static EmuClock *
-bar_vc(EmuCta *c, int id)
-{
-	return c->clocks + (size_t)(2 * c->nthreads + 2 * EMU_MAX_MBAR + id) * (size_t)c->nslots;
-}
-
-static int
-try_bar_complete(EmuCta *c, int id)
-{
-	EmuBar *b = &c->bar[id];
-	int expected = b->expected < 0 ? c->live : b->expected;
-	if (b->expected == 0 || b->arrived < expected)
-		return 0;
-	EmuClock *vc = bar_vc(c, id);
-	for (int i = 0; i < c->nthreads; i++) {
-		EmuThread *t = &c->t[i];
-		if (t->state == TS_BAR && t->wait_bar == id) {
-			emu_acquire(c, t, vc);
-			t->synced_line = b->line;
-			t->state = TS_READY;
-			t->pc++;
-		}
-	}
-	memset(vc, 0, (size_t)c->nslots * sizeof *vc);
-	b->expected = 0;
-	b->arrived = 0;
-	c->gen++;
-	return 0;
-}
-
-/* Arrival at barrier id; count < 0 when the instruction names no count
- * (all threads of the CTA). wait: bar.sync vs bar.arrive. */
-int
-emu_bar_arrive(EmuCta *c, EmuThread *t, const EmuInsn *in, int id, int count, int wait)
-{
-	if (id < 0 || id > 15)
-		return emu_fault(c, t, in, "barrier %d: named barriers are 0..15", id);
-	EmuBar *b = &c->bar[id];
-	int want = count < 0 ? -1 : count;
-	if (count >= 0 && (count % 32 || count == 0 || count > c->nthreads))
-		return emu_hazard(c, t, in, "barrier",
-		                  "barrier %d: thread count %d must be a positive multiple of 32 and at "
-		                  "most the CTA's %d threads (PTX ISA §9.7.13.1)", id, count, c->nthreads);
-	if (b->expected == 0) {
-		b->expected = want;
-		b->line = in->line;
-	} else if (b->expected != want) {
-		return emu_hazard(c, t, in, "barrier",
-		                  "barrier %d: this arrival expects %d threads, an earlier one at PTX line "
-		                  "%d expects %d", id, count, b->line, b->expected);
-	}
-	b->arrived++;
-	emu_release(c, t, bar_vc(c, id));
-	c->gen++;
-	if (wait) {
-		t->state = TS_BAR;
-		t->wait_bar = id;
-		t->wait_line = in->line;
-	}
-	int expected = b->expected < 0 ? c->live : b->expected;
-	if (b->arrived >= expected) {
-		if (try_bar_complete(c, id))
-			return EMU_STOP;
-		if (!wait)
-			t->pc++; /* waiters were advanced by the completion */
-		return EMU_JUMP;
-	}
-	if (wait)
-		return EMU_BLOCK;
-	t->pc++;
-	return EMU_JUMP;
 }
 
 /* ---- CTA setup ------------------------------------------------------------------ */
@@ -807,10 +282,8 @@ cta_free(EmuCta *c)
 		free(w->single_first);
 		free(w->single_cap);
 	}
-	for (int i = 0; i < c->naq; i++) {
-		free(c->aq[i].vc);
-		free(c->aq[i].data);
-	}
+	for (int i = 0; i < c->naq; i++)
+		emu_async_free(&c->aq[i]);
 	free(c->aq);
 	free(c->t);
 	free(c->w);
@@ -828,7 +301,10 @@ cta_free(EmuCta *c)
 	free(c->tmem);
 	free(c->twtag);
 	free(c->trtag);
+	free(c->tacc);
 	free(c->clocks);
+	free(c->race);
+	free(c->gr);
 	free(c);
 }
 
@@ -867,15 +343,18 @@ cta_new(EmuLaunchCtx *lc, KrtErr *err)
 	c->sstamp = calloc(c->nchunks, sizeof *c->sstamp);
 	c->swriter = malloc((size_t)c->nchunks * sizeof *c->swriter);
 	c->swline = malloc((size_t)c->nchunks * sizeof *c->swline);
+	c->nrace = c->smem_end / 4 + 1;
+	c->race = calloc(c->nrace, sizeof *c->race);
 	if (lc->cc >= 100) {
 		c->tmem = malloc((size_t)EMU_TMEM_LANES * EMU_TMEM_COLS * sizeof *c->tmem);
 		c->twtag = malloc(4 * EMU_TMEM_COLS * sizeof *c->twtag);
 		c->trtag = malloc(4 * EMU_TMEM_COLS * sizeof *c->trtag);
+		c->tacc = calloc(4 * EMU_TMEM_COLS, sizeof *c->tacc);
 	}
 	int bad = !c->t || !c->w || !c->regs || !c->pend || !c->smem || !c->swtag || !c->srtag ||
 	          !c->sstamp ||
-	          !c->sinflight || !c->sinflight_line || !c->sflags || !c->swriter || !c->swline ||
-	          (lc->cc >= 100 && (!c->tmem || !c->twtag || !c->trtag));
+	          !c->sinflight || !c->sinflight_line || !c->sflags || !c->swriter || !c->swline || !c->race ||
+	          (lc->cc >= 100 && (!c->tmem || !c->twtag || !c->trtag || !c->tacc));
 	for (int i = 0; !bad && i < c->nthreads; i++) {
 		EmuThread *t = &c->t[i];
 		t->tid = i;
@@ -914,7 +393,8 @@ cta_reset(EmuCta *c, const uint32_t ctaid[3])
 	for (size_t i = 0; i < nr; i++)
 		c->regs[i] = UINT64_C(0x7fb1dead7fb1dead) & 0xffffffffu;
 	/* with wgmma, every register write is tracked so an MMA that reads a
-	 * register written after the last wgmma.fence is caught (§4.1) */
+	 * register written after the last wgmma.fence is caught (docs/hardware.md,
+	 * "wgmma syntax and fences") */
 	memset(c->pend, p->has_wgmma ? PEND_WATCH | PEND_DIRTY : 0, nr);
 	memset(c->smem, 0xdb, (size_t)c->nchunks * 16);
 	memset(c->swtag, 0, (size_t)c->nchunks * sizeof *c->swtag);
@@ -922,12 +402,14 @@ cta_reset(EmuCta *c, const uint32_t ctaid[3])
 	memset(c->sinflight, 0, (size_t)c->nchunks * sizeof *c->sinflight);
 	memset(c->sflags, 0, c->nchunks);
 	memset(c->swriter, 0, (size_t)c->nchunks * sizeof *c->swriter);
+	emu_race_reset(c);
 	if (c->tmem) {
 		/* TMEM before an MMA writes it: a NaN pattern */
 		for (size_t i = 0; i < (size_t)EMU_TMEM_LANES * EMU_TMEM_COLS; i++)
 			c->tmem[i] = 0x7fc0dead;
 		memset(c->twtag, 0, 4 * EMU_TMEM_COLS * sizeof *c->twtag);
 		memset(c->trtag, 0, 4 * EMU_TMEM_COLS * sizeof *c->trtag);
+		memset(c->tacc, 0, 4 * EMU_TMEM_COLS * sizeof *c->tacc);
 	}
 	memset(c->talloc, 0, sizeof c->talloc);
 	c->relinquished = 0;
@@ -943,10 +425,9 @@ cta_reset(EmuCta *c, const uint32_t ctaid[3])
 	memset(c->clocks, 0, (size_t)(2 * c->nthreads + 2 * EMU_MAX_MBAR + 16) * (size_t)c->nslots *
 	                         sizeof *c->clocks);
 	c->nagents = 0;
-	for (int i = 0; i < c->naq; i++) {
-		free(c->aq[i].vc);
-		free(c->aq[i].data);
-	}
+	memset(c->coll, 0, sizeof c->coll);
+	for (int i = 0; i < c->naq; i++)
+		emu_async_free(&c->aq[i]);
 	c->naq = 0;
 	for (int i = 0; i < c->nthreads; i++) {
 		EmuThread *t = &c->t[i];
@@ -1073,7 +554,7 @@ cta_finish(EmuCta *c)
 	/* async work still queued when every thread exited (bulk stores,
 	 * commits): it completes, the kernel is not done before it */
 	while (c->naq && !c->failed)
-		if (complete_one(c))
+		if (emu_async_complete_one(c))
 			return EMU_STOP;
 	if (c->failed)
 		return EMU_STOP;
@@ -1118,13 +599,17 @@ run_cta(EmuCta *c)
 			if (t->state != TS_READY)
 				continue;
 			uint64_t s0 = t->steps;
+			if (c->lc->seed)
+				quantum = 1 + (int)(emu_rand(c) % 2048);
 			int rc = run_thread(c, t, quantum);
 			if (rc == EMU_STOP || c->failed)
 				return EMU_STOP;
 			if (t->steps != s0)
 				progressed = 1;
-			if (c->lc->seed && c->naq && emu_rand(c) % 8 == 0 && complete_one(c))
+			if (c->lc->seed && c->naq && emu_rand(c) % 8 == 0 && emu_async_complete_one(c))
 				return EMU_STOP;
+			if (rc == EMU_YIELD)
+				break; /* the next thread to run: a random one */
 		}
 		if (c->failed)
 			return EMU_STOP;
@@ -1132,6 +617,10 @@ run_cta(EmuCta *c)
 			return emu_fault(c, NULL, NULL, "more than %" PRIu64 " instructions executed in one "
 			                 "CTA (set KRT_EMU_MAX_STEPS to raise the limit): a livelock?",
 			                 c->lc->max_steps);
+		if (c->lc->launch_steps + c->steps > c->lc->max_launch_steps)
+			return emu_fault(c, NULL, NULL, "more than %" PRIu64 " instructions executed in one "
+			                 "launch (KRT_EMU_MAX_LAUNCH_STEPS; runtime/emu/README.md): emulate "
+			                 "a smaller shape", c->lc->max_launch_steps);
 		if (!c->live)
 			return cta_finish(c);
 		if (progressed)
@@ -1152,7 +641,7 @@ run_cta(EmuCta *c)
 		if (retried)
 			continue;
 		if (c->naq) {
-			if (complete_one(c))
+			if (emu_async_complete_one(c))
 				return EMU_STOP;
 			continue;
 		}
@@ -1199,6 +688,7 @@ emu_run_launch(EmuLaunchCtx *lc, KrtErr *err)
 				cta_reset(c, id);
 				if (run_cta(c) == EMU_STOP || c->failed)
 					rc = err->code ? err->code : KRT_ECUDA;
+				lc->launch_steps += c->steps;
 			}
 	cta_free(c);
 	return rc;

@@ -102,7 +102,7 @@ int emu_op_bulk_wait(EmuCta *c, EmuThread *t, const EmuInsn *in);
 int emu_mod_tma(EmuInsn *in, const char *m, EmuParse *p);
 int emu_chk_tma(EmuInsn *in, EmuParse *p);
 int emu_chk_bulk_copy(EmuInsn *in, EmuParse *p);
-/* completion of a queued TMA / bulk copy (exec.c calls it) */
+/* completion of a queued TMA / bulk copy (its EmuAsync.done) */
 int emu_tma_complete(EmuCta *c, EmuAsync *a);
 
 /* wgmma.c */
@@ -140,6 +140,9 @@ int emu_chk_tc_alloc(EmuInsn *in, EmuParse *p);
 int emu_chk_tc_cp(EmuInsn *in, EmuParse *p);
 int emu_chk_tc_shift(EmuInsn *in, EmuParse *p);
 int emu_tc_complete(EmuCta *c, EmuAsync *a);
+/* Frees what a tcgen05 op holds besides a->data (completed or not); other
+ * kinds hold nothing more. */
+void emu_tc_drop(EmuAsync *a);
 /* tcgen05.ld/st in flight when a thread exits or waits */
 int emu_tc_land(EmuCta *c, EmuWarp *w, int st_only);
 
