@@ -627,11 +627,14 @@ decode_plan(const void *params, Buf *text, KgErr *err)
 	for (int s = 0; s < d.nsrc; s++)
 		buf_printf(text, "source %d        %s: top-k %d, page %d tokens, %u bytes per page\n", s,
 		           s ? "extra" : "main", d.topk[s], d.ps[s], d.page_bytes[s]);
-	buf_printf(text, "heads           %d query heads over one KV head; %d head block%s of 64 (rows of heads >= %d not stored)\n",
-	           d.hq, d.hblocks, d.hblocks > 1 ? "s" : "", d.hq);
+	buf_printf(text, "heads           %d query heads over one KV head; %d head block%s of 64", d.hq, d.hblocks,
+	           d.hblocks > 1 ? "s" : "");
+	if (d.f.head_guard)
+		buf_printf(text, " (rows of heads >= %d not stored)", d.hq);
+	buf_printf(text, "\n");
 	buf_printf(text, "dequant         %s\n", d.f.t->decode->how);
-	buf_printf(text, "keys            warp 0 compacts the valid indices of %s into one list (%d entries at most); all sources share one softmax\n",
-	           d.nsrc > 1 ? "both sources" : "the source", d.list_len);
+	buf_printf(text, "keys            every warp compacts 32-entry chunks of %s into one list in index order (%d entries at most); all sources share one softmax\n",
+	           d.nsrc > 1 ? "both index lists" : "the index list", d.list_len);
 	buf_printf(text, "softmax         exp2(s*scale*log2(e) - m), scale a run-time argument%s; LSE natural log\n",
 	           d.sink ? ", sink exp(sink[h]) added to the denominator" : "");
 	d.f.t->fmha->describe(&d.f, text);
