@@ -324,13 +324,8 @@ fmha90_split_body(Emit *e, const FmhaCfg *f, const FmhaRegs *r, KgErr *err)
 	emitf(e, "\tshr.u32 %s, %s, 7;\n\tmov.u32 %s, 0;\n", wg.s, r->tid.s, zero.s);
 	emitf(e, "\tsetp.eq.u32 %s, %s, 1;\n\t@%s bra %s;\n", p.s, wg.s, p.s, scores);
 	emitf(e, "\tsetp.eq.u32 %s, %s, 2;\n\t@%s bra %s;\n", p.s, wg.s, p.s, output);
-	op_setmaxnreg(e, 0, f->plan.roles[0].regs);
-	emitf(e, "\tsetp.ne.u32 %s, %s, 0;\n\t@%s bra %s;\n", p.s, r->warp.s, p.s, out);
-	op_elect_one(e, el);
-	emitf(e, "\t@!%s bra %s;\n", el.s, out);
-	if (fmha_emit_producer(e, f, r, err) < 0)
+	if (fmha90_producer_role(e, f, r, p, el, out, err) < 0)
 		return -1;
-	emitf(e, "\tbra %s;\n", out);
 	emit_label(e, scores);
 	op_setmaxnreg(e, 1, f->plan.roles[1].regs);
 	if (emit_scores_wg(e, f, r, zero, err) < 0)
