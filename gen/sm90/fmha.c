@@ -98,11 +98,6 @@ sm90_fmha_plan(FmhaCfg *f, KgErr *err)
 	 * and tests/ptxas.sh holds every emitted kernel to no spills). */
 	p->regs_need_max = f->bn / 2 + f->dv / 2 + f->bn / 4 + 32;
 	snprintf(p->regs_need_who, sizeof p->regs_need_who, "consumer");
-	f->b_q = plan_barrier(p, "Q full", 1, 1, f->q_bytes, "producer: expect_tx + TMA");
-	f->b_k = plan_barrier(p, f->kv_shared ? "K=V full" : "K full", f->stages, 1, f->k_bytes,
-	                      "producer: expect_tx + TMA");
-	f->b_v = f->kv_shared ? f->b_k
-	                      : plan_barrier(p, "V full", f->stages, 1, f->v_bytes, "producer: expect_tx + TMA");
 	snprintf(does, sizeof does, "lane 0 of each of the %d consumer warps after S=QK^T", 4 * f->wgs);
 	if (f->kv_shared) {
 		snprintf(does, sizeof does, "lane 0 of each of the %d consumer warps after O+=PV", 4 * f->wgs);
