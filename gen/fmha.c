@@ -2,7 +2,6 @@
  * configuration every target starts from, the shared-memory plan of Q/K/V,
  * the kernel name, the ABI, the prologue and the TMA producer. The target's
  * FmhaOps choose tiles, finish the plan and emit the consumers. */
-#include <math.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
@@ -42,8 +41,6 @@ static const ParamSpec fmha_params[] = {
 	{"exp2-fma", PK_INT, P(exp2_fma), NULL, -1, 8, 1, "-1",
 	 "of every 8 softmax exponentials, how many an FMA-pipe polynomial computes instead of MUFU ex2 (-1: by target and head-dim)", NULL},
 	{"dtype", PK_DTYPE, P(dtype), "bf16,fp16", 0, 0, 0, "bf16", "Q, K, V, O element type", NULL},
-	{"softmax-scale", PK_FLOAT, P(softmax_scale), NULL, 0, 1000, 0, "0",
-	 "scale of Q·K^T (left out: 1/sqrt(head-dim), written 0 in //@args)", NULL},
 };
 
 int
@@ -114,8 +111,6 @@ fmha_configure(FmhaCfg *f, const FmhaParams *p, KgErr *err)
 		return kg_fail(err, "--pack-heads=%d with %d Q tile%s per CTA: the CTA's %d query heads must share one KV head, so %d must divide the group of %d (heads-q/heads-kv)",
 		               f->pack, f->qblocks, f->qblocks > 1 ? "s" : "", f->hcta, f->hcta, f->group);
 	f->esz = dtype_bits(f->in) / 8;
-	f->scale = p->softmax_scale > 0 ? p->softmax_scale : (float)(1.0 / sqrt((double)f->d));
-	f->scale_log2 = (float)((double)f->scale * 1.4426950408889634);
 	if (fmha_plan_kernel(f, err) < 0)
 		return -1;
 	{
@@ -241,6 +236,16 @@ log2_exact(int v)
 	while ((1 << n) < v)
 		n++;
 	return n;
+}
+
+Reg
+fmha_emit_scale_log2(Emit *e)
+{
+	Reg sc = reg_new(e, RC_F32);
+
+	/* 0f3FB8AA3B: log2(e) rounded to f32 */
+	emitf(e, "\tld.param.f32 %s, [p_softmax_scale];\n\tmul.f32 %s, %s, 0f3FB8AA3B;\n", sc.s, sc.s, sc.s);
+	return sc;
 }
 
 Reg
@@ -450,6 +455,7 @@ fmha_abi(const FmhaCfg *f, const char *args, KernelAbi *k)
 	snprintf(p->tensor, sizeof p->tensor, "cu_seqlens_k[batch+1]");
 	abi_add(k, ABI_U32, "max_seqlen_q");
 	abi_add(k, ABI_U32, "batch");
+	abi_add(k, ABI_F32, "softmax_scale");
 	abi_shape(k, "Hq", "%d", f->hq);
 	abi_shape(k, "Hkv", "%d", f->hkv);
 	abi_shape(k, "D", "%d", f->d);
@@ -492,11 +498,9 @@ static int
 fmha_plan(const void *params, Buf *text, KgErr *err)
 {
 	FmhaCfg f;
-	char sc[12];
 
 	if (fmha_configure(&f, params, err) < 0)
 		return -1;
-	fimm(sc, f.scale_log2);
 	buf_printf(text, "kernel          %s\n", f.name);
 	buf_printf(text, "attention       D=%d Dv=%d, %d query heads over %d KV heads (group %d)%s, mask %s%s\n",
 	           f.d, f.dv, f.hq, f.hkv, f.group, f.kv_shared ? ", K=V one tensor" : "",
@@ -505,8 +509,7 @@ fmha_plan(const void *params, Buf *text, KgErr *err)
 	if (f.mask == MASK_WINDOW)
 		buf_printf(text, "window          query i sees keys i+Sk-Sq-%d .. i+Sk-Sq+%d\n", f.wl, f.wr);
 	f.t->fmha->describe(&f, text);
-	buf_printf(text, "softmax         exp2(s*%.9g - m), scale %.9g folded with log2(e) (%s)",
-	           (double)f.scale_log2, (double)f.scale, sc);
+	buf_printf(text, "softmax         exp2(s*c - m), c = softmax_scale*log2(e) from the run-time argument");
 	if (f.e2f)
 		buf_printf(text, "; %d of every 8 exp2 by a degree-3 polynomial on the FMA pipe, the rest MUFU ex2", f.e2f);
 	buf_printf(text, "\n");

@@ -44,7 +44,6 @@ typedef struct FmhaParams {
 	int pack_heads;            /* query heads per Q tile (1: one head per CTA) */
 	int exp2_fma;              /* of every 8 exponentials, how many op_exp2_fma computes (-1: by target) */
 	int dtype;
-	float softmax_scale;       /* 0: 1/sqrt(head_dim) */
 } FmhaParams;
 
 typedef struct FmhaCfg {
@@ -71,8 +70,6 @@ typedef struct FmhaCfg {
 	int hcta;                  /* query heads per CTA: pack·htiles (grid y = hq/hcta) */
 	DType in;
 	int esz;
-	float scale;               /* softmax scale */
-	float scale_log2;          /* scale·log2(e): scores go through ex2 */
 	TileLayout lq, lk, lv;     /* one warpgroup's Q, one K stage, one V stage */
 	uint32_t q_bytes, k_bytes, v_bytes;
 	Plan plan;
@@ -134,6 +131,10 @@ int fmha_emit_producer(Emit *e, const FmhaCfg *f, const FmhaRegs *r, KgErr *err)
 /* The query row within the sequence (into rowq) and the head of CTA-tile
  * row trow = q_rows·w + t (Q tile w, tile row t). Returns r->h unpacked,
  * else a new register. */
+/* Loads the run-time softmax_scale parameter and returns it times log2(e)
+ * in a new f32 register: the softmax computes exp2(s·scale·log2(e) - m)
+ * (docs/ABI.md, "fmha (attention forward)"). */
+Reg fmha_emit_scale_log2(Emit *e);
 Reg fmha_emit_row_head(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Reg trow, Reg rowq);
 
 #endif

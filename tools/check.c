@@ -104,8 +104,32 @@ check_set_var(CheckCase *c, const char *name, uint64_t value, KrtErr *err)
 		return check_fail(err, KRT_EINVAL, "check: no room for value %s", name);
 	snprintf(c->vars[i].name, sizeof c->vars[i].name, "%s", name);
 	c->vars[i].value = value;
+	c->vars[i].is_f32 = 0;
 	c->nvars += i == c->nvars;
 	return 0;
+}
+
+int
+check_set_f32(CheckCase *c, const char *name, float value, KrtErr *err)
+{
+	int rc = check_set_var(c, name, 0, err);
+
+	for (int i = 0; !rc && i < c->nvars; i++)
+		if (strcmp(c->vars[i].name, name) == 0) {
+			c->vars[i].is_f32 = 1;
+			c->vars[i].f32 = value;
+		}
+	return rc;
+}
+
+/* The f32 value set for name, or NULL. */
+static const CheckVar *
+f32_var(const CheckCase *c, const char *name)
+{
+	for (int i = 0; i < c->nvars; i++)
+		if (c->vars[i].is_f32 && strcmp(c->vars[i].name, name) == 0)
+			return &c->vars[i];
+	return NULL;
 }
 
 static CheckBuf *
@@ -250,6 +274,14 @@ bind_scalar(CheckCase *c, const KrtAbiParam *p, KrtArg *a, KrtErr *err)
 {
 	uint64_t v;
 
+	if (p->kind == KRT_ARG_F32) {
+		const CheckVar *fv = f32_var(c, p->name);
+		if (!fv)
+			return check_fail(err, KRT_EABI, "%s: f32 %s: family %s has no value for it",
+			                  c->abi->kernel, p->name, c->fam->name);
+		a->v.f32 = fv->f32;
+		return 0;
+	}
 	if (dim_value(c, p->name, strlen(p->name), &v))
 		return check_fail(err, KRT_EABI, "%s: scalar %s: family %s has no value for it (dims %s)",
 		                  c->abi->kernel, p->name, c->fam->name, c->fam->dims);

@@ -43,7 +43,6 @@ enum {
 	ARG_HEADS_Q,
 	ARG_HEADS_KV,
 	ARG_MASK,
-	ARG_SCALE,
 	ARG_KV_SHARED,
 	ARG_LSE,
 	ARG_WINDOW_LEFT,
@@ -55,7 +54,6 @@ typedef enum ArgKind {
 	AK_COUNT,  /* 0 .. 65536 */
 	AK_FLAG,   /* 0 or 1 */
 	AK_MASK,   /* a mask name (fmha_ref.h), or its index */
-	AK_REAL,   /* a number >= 0 */
 	AK_WINDOW, /* -1 (none) or a count */
 	NKINDS
 } ArgKind;
@@ -68,7 +66,6 @@ static const struct {
 	[AK_COUNT] = {0, 65536, 1},
 	[AK_FLAG] = {0, 1, 1},
 	[AK_MASK] = {0, FMHA_NMASKS - 1, 1},
-	[AK_REAL] = {0, DBL_MAX, 0},
 	[AK_WINDOW] = {-1, 1 << 30, 1},
 };
 
@@ -86,7 +83,6 @@ static const struct {
 	[ARG_HEADS_Q] = {"heads-q", AK_COUNT, 1},
 	[ARG_HEADS_KV] = {"heads-kv", AK_COUNT, 0},     /* absent: heads-q */
 	[ARG_MASK] = {"mask", AK_MASK, 0},              /* absent: none */
-	[ARG_SCALE] = {"softmax-scale", AK_REAL, 0},    /* 0 or absent: 1/sqrt(D) */
 	[ARG_KV_SHARED] = {"kv-shared", AK_FLAG, 0},    /* absent: no V parameter */
 	[ARG_LSE] = {"lse", AK_FLAG, 0},                /* absent: an LSE parameter */
 	[ARG_WINDOW_LEFT] = {"window-left", AK_WINDOW, 0},
@@ -223,12 +219,11 @@ read_config(const CheckCase *c, Fmha *f, KrtErr *err)
 	                         ? (int64_t)av.v[ARG_WINDOW_LEFT] : -1;
 	f->window_right = f->mask == FMHA_MASK_WINDOW && av.given[ARG_WINDOW_RIGHT]
 	                          ? (int64_t)av.v[ARG_WINDOW_RIGHT] : -1;
-	/* The generator keeps the scale as a float (--softmax-scale is an f32
-	 * field, 1/sqrt(D) is rounded to one), and the kernel can apply only
-	 * that float: the reference uses the same number, so the comparison
-	 * measures the kernel's arithmetic and not a rounding of its input. */
-	double s = av.v[ARG_SCALE] > 0 ? av.v[ARG_SCALE] : 1.0 / sqrt((double)f->d);
-	f->scale = (double)(float)s;
+	/* The kernel takes the scale as an f32 argument (softmax_scale,
+	 * docs/ABI.md); 1/sqrt(D) rounded to one is what it gets here, and the
+	 * reference uses the same number, so the comparison measures the
+	 * kernel's arithmetic and not a rounding of its input. */
+	f->scale = (double)(float)(1.0 / sqrt((double)f->d));
 	if (f->kv_shared == have_v)
 		return check_fail(err, KRT_EABI, "%s: --kv-shared %d but the ABI %s a V parameter", k,
 		                  f->kv_shared, have_v ? "has" : "lacks");
@@ -405,6 +400,8 @@ fmha_prepare(CheckCase *c, KrtErr *err)
 	uint64_t vals[] = {f->max_q, f->total_q, f->total_k, f->hq, f->hkv, f->d, f->dv};
 	for (int i = 0; i < COUNT(names) && !rc; i++)
 		rc = check_set_var(c, names[i], vals[i], err);
+	if (!rc)
+		rc = check_set_f32(c, "softmax_scale", (float)f->scale, err);
 	if (rc)
 		return rc;
 	/* TMA refuses zero-sized dimensions; a batch of only empty sequences

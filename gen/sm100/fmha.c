@@ -688,7 +688,7 @@ typedef struct Soft {
 	Reg m, l, mx, mx2, ms, nms, corr, sum[4], ca;
 	Reg p, pm;
 	Reg sfull0, pfull0, cfull0;
-	char sc[12];
+	Reg sc;                    /* softmax_scale·log2(e) */
 } Soft;
 
 static void
@@ -743,10 +743,10 @@ emit_softmax_tile(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Soft *s, KgErr *
 		      s->S[c].s);
 	emitf(e, "\tmax.f32 %s, %s, %s;\n", s->mx.s, s->mx.s, s->mx2.s);
 	emitf(e, "\tsetp.eq.f32 %s, %s, %s;\n", s->p.s, s->mx.s, NEG_INF);
-	emitf(e, "\tmul.f32 %s, %s, %s;\n\tselp.f32 %s, 0f00000000, %s, %s;\n", s->ms.s, s->mx.s, s->sc, s->ms.s,
+	emitf(e, "\tmul.f32 %s, %s, %s;\n\tselp.f32 %s, 0f00000000, %s, %s;\n", s->ms.s, s->mx.s, s->sc.s, s->ms.s,
 	      s->ms.s, s->p.s);
 	emitf(e, "\tneg.f32 %s, %s;\n", s->nms.s, s->ms.s);
-	emitf(e, "\tfma.rn.f32 %s, %s, %s, %s;\n\tex2.approx.ftz.f32 %s, %s;\n", s->corr.s, s->m.s, s->sc,
+	emitf(e, "\tfma.rn.f32 %s, %s, %s, %s;\n\tex2.approx.ftz.f32 %s, %s;\n", s->corr.s, s->m.s, s->sc.s,
 	      s->nms.s, s->corr.s, s->corr.s);
 	emitf(e, "\tmov.f32 %s, %s;\n", s->m.s, s->mx.s);
 	/* the correction warpgroup rescales O with it while P is computed */
@@ -761,7 +761,7 @@ emit_softmax_tile(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Soft *s, KgErr *
 	for (int k = 0; k < 4; k++)
 		emitf(e, "\tmov.f32 %s, 0f00000000;\n", s->sum[k].s);
 	for (int c = 0; c < bn; c++) {
-		emitf(e, "\tfma.rn.f32 %s, %s, %s, %s;\n", s->S[c].s, s->S[c].s, s->sc, s->nms.s);
+		emitf(e, "\tfma.rn.f32 %s, %s, %s, %s;\n", s->S[c].s, s->S[c].s, s->sc.s, s->nms.s);
 		op_exp2_mix(e, &s->ex, c, s->S[c]);
 		emitf(e, "\tadd.f32 %s, %s, %s;\n", s->sum[c & 3].s, s->sum[c & 3].s, s->S[c].s);
 		if (c & 1)
@@ -888,7 +888,7 @@ emit_softmax(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Reg tmem, KgErr *err)
 	s.p = reg_new(e, RC_PRED);
 	s.pm = reg_new(e, RC_PRED);
 	exp2_mix_init(e, &s.ex, f->e2f);
-	fimm(s.sc, f->scale_log2);
+	s.sc = fmha_emit_scale_log2(e);
 	emit_block(e, "sm100.fmha_softmax_init");
 	s.sfull0 = op_plan_bar(e, &f->plan, r->base, f->b_sfull);
 	s.pfull0 = op_plan_bar(e, &f->plan, r->base, f->b_pfull);

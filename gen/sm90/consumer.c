@@ -69,16 +69,16 @@ fmha90_softmax_exp(Emit *e, const FmhaCfg *f, Consumer *c)
 		}
 	for (int r = 0; r < 2; r++) {
 		emitf(e, "\tsetp.eq.f32 %s, %s, %s;\n", c->p.s, c->mx[r].s, NEG_INF);
-		emitf(e, "\tmul.f32 %s, %s, %s;\n", c->ms[r].s, c->mx[r].s, c->sc);
+		emitf(e, "\tmul.f32 %s, %s, %s;\n", c->ms[r].s, c->mx[r].s, c->sc.s);
 		emitf(e, "\tselp.f32 %s, 0f00000000, %s, %s;\n", c->ms[r].s, c->ms[r].s, c->p.s);
 		emitf(e, "\tneg.f32 %s, %s;\n", c->nms[r].s, c->ms[r].s);
-		emitf(e, "\tfma.rn.f32 %s, %s, %s, %s;\n", c->corr[r].s, c->m[r].s, c->sc, c->nms[r].s);
+		emitf(e, "\tfma.rn.f32 %s, %s, %s, %s;\n", c->corr[r].s, c->m[r].s, c->sc.s, c->nms[r].s);
 		emitf(e, "\tex2.approx.ftz.f32 %s, %s;\n", c->corr[r].s, c->corr[r].s);
 		emitf(e, "\tmov.f32 %s, %s;\n", c->m[r].s, c->mx[r].s);
 	}
 	emitf(e, "\tmov.f32 %s, 0f00000000;\n\tmov.f32 %s, 0f00000000;\n", c->mx[0].s, c->mx[1].s);
 	for (int i = 0; i < f->bn / 2; i++) {
-		emitf(e, "\tfma.rn.f32 %s, %s, %s, %s;\n", c->S[i].s, c->S[i].s, c->sc, c->nms[row_of(i)].s);
+		emitf(e, "\tfma.rn.f32 %s, %s, %s, %s;\n", c->S[i].s, c->S[i].s, c->sc.s, c->nms[row_of(i)].s);
 		op_exp2_mix(e, &c->ex, i, c->S[i]);
 		emitf(e, "\tadd.f32 %s, %s, %s;\n", c->mx[row_of(i)].s, c->mx[row_of(i)].s, c->S[i].s);
 	}
@@ -282,7 +282,7 @@ fmha90_consumer_init(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Consumer *cp,
 	c.t = reg_new(e, RC_B32);
 	c.p = reg_new(e, RC_PRED);
 	c.lane0 = reg_new(e, RC_PRED);
-	fimm(c.sc, f->scale_log2);
+	c.sc = fmha_emit_scale_log2(e);
 	snprintf(c.guard0, sizeof c.guard0, "@%s ", c.lane0.s);
 	/* K tiles have Q's layout (K-major, SW128): one constant serves both */
 	c.dq_lo = (uint32_t)dq;

@@ -30,7 +30,7 @@ typedef struct Consumer {
 	int l_from_smem;   /* split O: row sums come from the other warpgroup */
 	int l_to_smem;     /* split O: publish row sums for the other warpgroup */
 	Reg lsum0, lbar;   /* shared address of the row sums and their barrier */
-	char sc[12];
+	Reg sc;           /* softmax_scale·log2(e) (fmha_emit_scale_log2) */
 	char guard0[16];  /* "@%p ": lane 0 of the warp */
 	uint32_t dq_lo, dv_lo; /* descriptor low words at address 0 (LBO field) */
 } Consumer;
