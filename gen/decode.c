@@ -116,6 +116,12 @@ decode_configure(DecodeCfg *d, const DecodeParams *p, KgErr *err)
 	plan_init(&f->plan, f->t);
 	f->r_q = plan_smem(&f->plan, "Q", f->q_bytes, 1024, 1);
 	f->r_k = f->r_v = plan_smem(&f->plan, "K=V stages (bf16)", f->k_bytes, 1024, f->stages);
+	/* Q needs no barrier of its own: the producer threads that store it
+	 * fence and arrive on K=V full after their first tile, which every
+	 * consumer waits for before its first read of Q */
+	f->b_q = -1;
+	f->b_k = f->b_v = plan_barrier(&f->plan, "K=V full", f->stages, 128, 0,
+	                               "every producer thread after its stores and proxy fence");
 	if (f->t->fmha->plan(f, err) < 0)
 		return -1;
 	/* The split plan's estimate keeps 56 registers of row state beside S,

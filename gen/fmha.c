@@ -60,6 +60,14 @@ fmha_plan_kernel(FmhaCfg *f, KgErr *err)
 	f->r_q = plan_smem(&f->plan, "Q", f->q_bytes, 1024, 1);
 	f->r_k = plan_smem(&f->plan, f->kv_shared ? "K=V stages" : "K stages", f->k_bytes, 1024, f->stages);
 	f->r_v = f->kv_shared ? f->r_k : plan_smem(&f->plan, "V stages", f->v_bytes, 1024, f->stages);
+	/* the barriers the shared producer (fmha_emit_producer) completes, the
+	 * first of every target's barriers */
+	f->b_q = plan_barrier(&f->plan, "Q full", 1, 1, f->q_bytes, "producer: expect_tx + TMA");
+	f->b_k = plan_barrier(&f->plan, f->kv_shared ? "K=V full" : "K full", f->stages, 1, f->k_bytes,
+	                      "producer: expect_tx + TMA");
+	f->b_v = f->kv_shared ? f->b_k
+	                      : plan_barrier(&f->plan, "V full", f->stages, 1, f->v_bytes,
+	                                     "producer: expect_tx + TMA");
 	return f->t->fmha->plan(f, err);
 }
 

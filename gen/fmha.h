@@ -138,7 +138,8 @@ typedef struct FmhaOps {
 extern const FmhaOps fmha_sm90, fmha_sm100;
 
 /* Lays out Q, K and V for the tiles in f and plans the kernel: the shared
- * Q/K/V regions, then the target's FmhaOps.plan (plan_check is left to
+ * Q/K/V regions and the barriers the shared producer fills, then the
+ * target's FmhaOps.plan (plan_check is left to
  * the caller). A target's tiles function calls it on a copy of f to learn
  * what a candidate really needs, so no budget is modelled twice. */
 int fmha_plan_kernel(FmhaCfg *f, KgErr *err);

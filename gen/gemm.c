@@ -246,20 +246,16 @@ gemm_abi(const GemmCfg *g, const char *args, KernelAbi *k)
 	snprintf(k->grid[0], sizeof k->grid[0], "cdiv(M,%d)*cdiv(N,%d)", g->tm, g->tn);
 	snprintf(k->grid[1], sizeof k->grid[1], "1");
 	snprintf(k->grid[2], sizeof k->grid[2], "1");
-	p = abi_add(k, ABI_TMAP, "A");
-	p->dtype = g->in;
-	p->rank = 2;
-	p->box[0] = g->span / g->esz_in;
-	p->box[1] = g->tm;
-	p->swz = g->swz;
-	snprintf(p->tensor, sizeof p->tensor, "A[M,K]");
-	p = abi_add(k, ABI_TMAP, "B");
-	p->dtype = g->in;
-	p->rank = 2;
-	p->box[0] = g->span / g->esz_in;
-	p->box[1] = g->tn;
-	p->swz = g->swz;
-	snprintf(p->tensor, sizeof p->tensor, "B[N,K]");
+	/* A and B: K-major, one swizzle span of K by the tile's rows per box */
+	for (int i = 0; i < 2; i++) {
+		p = abi_add(k, ABI_TMAP, i ? "B" : "A");
+		p->dtype = g->in;
+		p->rank = 2;
+		p->box[0] = g->span / g->esz_in;
+		p->box[1] = i ? g->tn : g->tm;
+		p->swz = g->swz;
+		snprintf(p->tensor, sizeof p->tensor, "%s", i ? "B[N,K]" : "A[M,K]");
+	}
 	p = abi_add(k, ABI_PTR, "C");
 	p->dtype = g->out;
 	snprintf(p->tensor, sizeof p->tensor, "C[M,N]");

@@ -311,15 +311,10 @@ sm100_fmha_plan(FmhaCfg *f, KgErr *err)
 	f->r_tslot = plan_smem(p, "TMEM address", 4, 16, 1);
 	f->r_corr = plan_smem(p, "rescale", 128 * 4, 16, corr_ring(f) ? SLOTS : qt);
 
-	f->b_q = plan_barrier(p, "Q full", 1, 1, f->q_bytes, "producer: expect_tx + TMA");
-	f->b_k = plan_barrier(p, f->kv_shared ? "K=V full" : "K full", f->stages, 1, f->k_bytes,
-	                      "producer: expect_tx + TMA");
 	if (f->kv_shared) {
-		f->b_v = f->b_k;
 		f->b_kfree = f->b_vfree = plan_barrier(p, "K=V free", f->stages, 1, 0,
 		                                       "tcgen05.commit after the tile's P·V");
 	} else {
-		f->b_v = plan_barrier(p, "V full", f->stages, 1, f->v_bytes, "producer: expect_tx + TMA");
 		f->b_kfree = plan_barrier(p, "K free", f->stages, 1, 0, "tcgen05.commit after the tile's S MMAs");
 		f->b_vfree = plan_barrier(p, "V free", f->stages, 1, 0, "tcgen05.commit after the tile's P·V");
 	}

@@ -353,3 +353,17 @@ fmha90_consumer_init(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Consumer *cp,
 	*cp = c;
 	return 0;
 }
+
+int
+fmha90_producer_role(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Reg p, Reg el,
+                     const char *out, KgErr *err)
+{
+	op_setmaxnreg(e, 0, f->plan.roles[0].regs);
+	emitf(e, "\tsetp.ne.u32 %s, %s, 0;\n\t@%s bra %s;\n", p.s, r->warp.s, p.s, out);
+	op_elect_one(e, el);
+	emitf(e, "\t@!%s bra %s;\n", el.s, out);
+	if (fmha_emit_producer(e, f, r, err) < 0)
+		return -1;
+	emitf(e, "\tbra %s;\n", out);
+	return 0;
+}

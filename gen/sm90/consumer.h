@@ -67,6 +67,13 @@ void fmha90_release_k(Emit *e, const FmhaCfg *f, Consumer *c);
 void fmha90_advance(Emit *e, const FmhaCfg *f, Consumer *c);
 void fmha90_epilogue(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Consumer *c, KgErr *err);
 
+/* Warpgroup 0, the producer, in both plans: gives registers back (role 0
+ * of the plan), lets one elected lane of warp 0 issue the TMA loads
+ * (fmha_emit_producer) and sends everyone else to `out`; p and el are
+ * scratch predicates. */
+int fmha90_producer_role(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Reg p, Reg el,
+                         const char *out, KgErr *err);
+
 /* A KV loop's labels and bound (fmha90_loop_head / fmha90_loop_foot). */
 typedef struct FmhaLoop {
 	char loop[48], done[48];

@@ -28,10 +28,6 @@ fmha90_split_plan(FmhaCfg *f, KgErr *err)
 	int regs;
 
 	int preg = f->producer_regs ? f->producer_regs : PRODUCER_REGS;
-	/* full barriers: one TMA expect_tx, or every gathering thread */
-	int full_arrivals = f->gather ? 128 : 1;
-	const char *filler = f->gather ? "every producer thread after its stores and proxy fence"
-	                               : "producer: expect_tx + TMA";
 
 	p->threads = 384;
 	regs = plan_regs_split(p, 256, 128, preg);
@@ -49,20 +45,12 @@ fmha90_split_plan(FmhaCfg *f, KgErr *err)
 	f->r_p = plan_smem(p, "P tiles", 64u * (uint32_t)f->bn * (uint32_t)f->esz, 1024, PBUFS);
 	f->r_corr = plan_smem(p, "rescale", 64 * 4, 16, PBUFS);
 	f->r_lsum = plan_smem(p, "row sums", 64 * 4, 16, 1);
-	/* A gathered Q needs no barrier of its own: the producer threads that
-	 * store it fence and arrive on K=V full after their first tile, which
-	 * every consumer waits for before its first read of Q. */
-	f->b_q = f->gather ? -1 : plan_barrier(p, "Q full", 1, 1, f->q_bytes, filler);
-	f->b_k = plan_barrier(p, f->kv_shared ? "K=V full" : "K full", f->stages, full_arrivals,
-	                      f->gather ? 0 : f->k_bytes, filler);
 	if (f->gather && !f->kv_shared)
 		return kg_fail(err, "a gathered K=V tile serves both operands: kv-shared is required");
 	if (f->kv_shared) {
-		f->b_v = f->b_k;
 		f->b_kfree = f->b_vfree = plan_barrier(p, "K=V free", f->stages, 8, 0,
 		                                       "lane 0 of the 8 consumer warps after their P·V");
 	} else {
-		f->b_v = plan_barrier(p, "V full", f->stages, 1, f->v_bytes, "producer: expect_tx + TMA");
 		f->b_kfree = plan_barrier(p, "K free", f->stages, 4, 0, "lane 0 of the 4 scores warps after S");
 		f->b_vfree = plan_barrier(p, "V free", f->stages, 8, 0,
 		                          "lane 0 of the 8 consumer warps after their P·V");
@@ -337,18 +325,15 @@ fmha90_split_body(Emit *e, const FmhaCfg *f, const FmhaRegs *r, KgErr *err)
 	emitf(e, "\tshr.u32 %s, %s, 7;\n\tmov.u32 %s, 0;\n", wg.s, r->tid.s, zero.s);
 	emitf(e, "\tsetp.eq.u32 %s, %s, 1;\n\t@%s bra %s;\n", p.s, wg.s, p.s, scores);
 	emitf(e, "\tsetp.eq.u32 %s, %s, 2;\n\t@%s bra %s;\n", p.s, wg.s, p.s, output);
-	op_setmaxnreg(e, 0, f->plan.roles[0].regs);
 	if (f->gather) {
+		/* decode: the whole warpgroup gathers (gen/decode.h) */
+		op_setmaxnreg(e, 0, f->plan.roles[0].regs);
 		if (f->gather(e, f, r, err) < 0)
 			return -1;
-	} else {
-		emitf(e, "\tsetp.ne.u32 %s, %s, 0;\n\t@%s bra %s;\n", p.s, r->warp.s, p.s, out);
-		op_elect_one(e, el);
-		emitf(e, "\t@!%s bra %s;\n", el.s, out);
-		if (fmha_emit_producer(e, f, r, err) < 0)
-			return -1;
+		emitf(e, "\tbra %s;\n", out);
+	} else if (fmha90_producer_role(e, f, r, p, el, out, err) < 0) {
+		return -1;
 	}
-	emitf(e, "\tbra %s;\n", out);
 	emit_label(e, scores);
 	op_setmaxnreg(e, 1, f->plan.roles[1].regs);
 	if (emit_scores_wg(e, f, r, zero, err) < 0)
