@@ -1,8 +1,11 @@
 /* The one place where descriptor bits are built:
- *  - shared-memory matrix descriptors for wgmma (sm_90a, hardware-facts §1.6)
- *    and tcgen05 (sm_100a, §1.1);
- *  - tcgen05 instruction descriptors (§2.1, §2.2) with every field range-checked
- *    against the shape table §2.3 and transpose rules §2.4.
+ *  - shared-memory matrix descriptors for wgmma (sm_90a) and tcgen05
+ *    (sm_100a) (docs/hardware.md, "Shared-memory descriptor (sm_90)" and
+ *    "Shared-memory descriptor (sm_100)");
+ *  - tcgen05 instruction descriptors with every field range-checked against
+ *    the shape and transpose rules (docs/hardware.md, "Instruction
+ *    descriptor", "Block-scaled instruction descriptor", "MMA shapes" and
+ *    "Operand major-ness").
  * Each encoder fails with a message naming the field, the value and the rule. */
 #ifndef KGEN_DESC_H
 #define KGEN_DESC_H
@@ -31,6 +34,12 @@ int desc_encode(uint64_t *out, DescArch arch, const SmemDesc *d, KgErr *err);
 /* Inverse, for the calculator's field table and for tests. */
 int desc_decode(SmemDesc *out, DescArch arch, uint64_t v, KgErr *err);
 /* Descriptor for a canonical tile (layout.h) at addr. */
+/* The descriptor of a K-major swizzled tile read as an MN-major operand,
+ * as P·V reads V: the tile's rows (keys) become K and its columns (head
+ * dim) N; its 8-row groups are the 8-K-row groups (SBO = the tile's SBO)
+ * and its span-wide column slices the MN atoms (LBO = the slice distance)
+ * (docs/hardware.md, "Canonical layouts, LBO and SBO" and "TMA swizzle"). */
+int desc_for_tile_mn(uint64_t *out, DescArch arch, const TileLayout *t, uint32_t addr, KgErr *err);
 int desc_for_tile(uint64_t *out, DescArch arch, const TileLayout *t, uint32_t addr, KgErr *err);
 
 typedef enum IdescKind {
@@ -53,7 +62,7 @@ typedef struct Idesc {
 	DType d;           /* accumulator: DT_F32, DT_F16 or DT_S32 (ignored for block-scaled) */
 	DType scale;       /* block-scaled only: DT_UE8M0 or DT_UE4M3 */
 	int m, n;
-	int cta_group;     /* 1 or 2 (selects the legal M/N set, §2.3) */
+	int cta_group;     /* 1 or 2 (selects the legal M/N set, docs/hardware.md, "MMA shapes") */
 	int a_major_mn, b_major_mn; /* transpose bits 15/16 */
 	int neg_a, neg_b;
 	int sparse, sparse_sel, saturate;

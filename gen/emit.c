@@ -1,3 +1,6 @@
+/* The PTX text buffer of one kernel (emit.h): emitf, virtual registers and
+ * their declarations, labels, provenance blocks, templates, exact float
+ * literals. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,4 +1,7 @@
-#include <math.h>
+/* The FMHA family's shared half (fmha.h): the parameter table, the
+ * configuration every target starts from, the shared-memory plan of Q/K/V,
+ * the kernel name, the ABI, the prologue and the TMA producer. The target's
+ * FmhaOps choose tiles, finish the plan and emit the consumers. */
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
@@ -12,35 +15,61 @@
 /* See family.h for the columns. */
 static const ParamSpec fmha_params[] = {
 	{"target", PK_TARGET, P(target), "sm_90a,sm_100a", 0, 0, 0, "sm_90a",
-	 "sm_90a: wgmma SS for Q·K^T, RS for P·V (P in registers); sm_100a: tcgen05 S in TMEM, P·V with P in TMEM"},
-	{"head-dim", PK_INT, P(head_dim), "64,128,256,512", 0, 0, 0, "128", "D of Q and K"},
+	 "sm_90a: wgmma SS for Q·K^T, RS for P·V (P in registers); sm_100a: tcgen05 S in TMEM, P·V with P in TMEM", NULL},
+	{"head-dim", PK_INT, P(head_dim), "64,128,256,512", 0, 0, 0, "128", "D of Q and K", NULL},
 	{"head-dim-v", PK_INT, P(head_dim_v), "0,64,128,256,512", 0, 0, 0, "0",
-	 "D of V and O (0: same as head-dim)"},
-	{"heads-q", PK_INT, P(heads_q), NULL, 1, 256, 1, "16", "query heads (grid y: heads-q / heads per CTA)"},
+	 "D of V and O (0: same as head-dim)", NULL},
+	{"heads-q", PK_INT, P(heads_q), NULL, 1, 256, 1, "16", "query heads (grid y: heads-q / heads per CTA)", NULL},
 	{"heads-kv", PK_INT, P(heads_kv), NULL, 1, 256, 1, "16",
-	 "key/value heads; heads-q/heads-kv query heads share one (GQA, MQA)"},
+	 "key/value heads; heads-q/heads-kv query heads share one (GQA, MQA)", NULL},
 	{"kv-shared", PK_INT, P(kv_shared), "0,1", 0, 0, 0, "0",
-	 "K and V are one tensor: one TMA load feeds both operands"},
-	{"mask", PK_ENUM, P(mask), "none,causal,window", 0, 0, 0, "none",
-	 "causal: query i sees keys j <= i + Sk - Sq (bottom-right); window: sliding"},
+	 "K and V are one tensor: one TMA load feeds both operands", NULL},
+	{"mask", PK_ENUM, P(mask), FMHA_MASKS, 0, 0, 0, "none",
+	 "causal: query i sees keys j <= i + Sk - Sq (bottom-right); window: sliding", NULL},
 	{"window-left", PK_INT, P(window_left), NULL, 0, 1 << 20, 1, "128",
-	 "window: keys j >= i + Sk - Sq - window-left"},
+	 "window: keys j >= i + Sk - Sq - window-left", "mask=window"},
 	{"window-right", PK_INT, P(window_right), NULL, 0, 1 << 20, 1, "0",
-	 "window: keys j <= i + Sk - Sq + window-right"},
-	{"lse", PK_INT, P(lse), "0,1", 0, 0, 0, "0", "also write LSE (natural log, f32)"},
+	 "window: keys j <= i + Sk - Sq + window-right", "mask=window"},
+	{"lse", PK_INT, P(lse), "0,1", 0, 0, 0, "0", "also write LSE (natural log, f32)", NULL},
 	{"tile-m", PK_INT, P(tile_m), "0,64,128,192,256", 0, 0, 0, "0",
-	 "Q-tile rows per CTA, query rows x packed heads (0: by target and head-dim; sm_90a 64/128/192, sm_100a 128/256)"},
-	{"tile-n", PK_INT, P(tile_n), NULL, 0, 256, 16, "0", "keys per KV tile (0: by target and head-dim)"},
+	 "Q-tile rows per CTA, query rows x packed heads (0: by target and head-dim; sm_90a 64/128/192, sm_100a 128/256)", NULL},
+	{"tile-n", PK_INT, P(tile_n), NULL, 0, 256, 16, "0", "keys per KV tile (0: by target and head-dim)", NULL},
 	{"stages", PK_INT, P(stages), "0,1,2,3,4", 0, 0, 0, "0",
-	 "KV ring depth (0: by target; sm_90a 3 with kv-shared, else 2, split O 2/1; sm_100a as many as fit)"},
+	 "KV ring depth (0: by target; sm_90a 3 with kv-shared, else 2, split O 2/1; sm_100a as many as fit)", NULL},
 	{"pack-heads", PK_INT, P(pack_heads), "1,2,4,8,16,32,64,128", 0, 0, 0, "1",
-	 "query heads of one KV head packed into a Q tile's rows (decode, MQA: fills the tile when seqlen-q is short)"},
+	 "query heads of one KV head packed into a Q tile's rows (decode, MQA: fills the tile when seqlen-q is short)", NULL},
 	{"exp2-fma", PK_INT, P(exp2_fma), NULL, -1, 8, 1, "-1",
-	 "of every 8 softmax exponentials, how many an FMA-pipe polynomial computes instead of MUFU ex2 (-1: by target and head-dim)"},
-	{"dtype", PK_DTYPE, P(dtype), "bf16,fp16", 0, 0, 0, "bf16", "Q, K, V, O element type"},
-	{"softmax-scale", PK_FLOAT, P(softmax_scale), NULL, 0, 1000, 0, "0",
-	 "scale of Q·K^T (0: 1/sqrt(head-dim))"},
+	 "of every 8 softmax exponentials, how many an FMA-pipe polynomial computes instead of MUFU ex2 (-1: by target and head-dim)", NULL},
+	{"dtype", PK_DTYPE, P(dtype), "bf16,fp16", 0, 0, 0, "bf16", "Q, K, V, O element type", NULL},
 };
+
+int
+fmha_plan_kernel(FmhaCfg *f, KgErr *err)
+{
+	/* Q, K, V land as 128-byte swizzled rows of 64 elements (one TMA box
+	 * per 64 columns), read by K-major (Q, K) and MN-major (V) descriptors. */
+	if (layout_canonical(&f->lq, MAJOR_K, SWZ_128B, 8 * f->esz, f->q_rows, f->d, err) < 0 ||
+	    layout_canonical(&f->lk, MAJOR_K, SWZ_128B, 8 * f->esz, f->bn, f->d, err) < 0 ||
+	    layout_canonical(&f->lv, MAJOR_K, SWZ_128B, 8 * f->esz, f->bn, f->dvc, err) < 0)
+		return -1;
+	f->q_bytes = f->lq.bytes * (uint32_t)f->qblocks;
+	f->k_bytes = f->lk.bytes;
+	f->v_bytes = f->lv.bytes;
+
+	plan_init(&f->plan, f->t);
+	f->r_q = plan_smem(&f->plan, "Q", f->q_bytes, 1024, 1);
+	f->r_k = plan_smem(&f->plan, f->kv_shared ? "K=V stages" : "K stages", f->k_bytes, 1024, f->stages);
+	f->r_v = f->kv_shared ? f->r_k : plan_smem(&f->plan, "V stages", f->v_bytes, 1024, f->stages);
+	/* the barriers the shared producer (fmha_emit_producer) completes, the
+	 * first of every target's barriers */
+	f->b_q = plan_barrier(&f->plan, "Q full", 1, 1, f->q_bytes, "producer: expect_tx + TMA");
+	f->b_k = plan_barrier(&f->plan, f->kv_shared ? "K=V full" : "K full", f->stages, 1, f->k_bytes,
+	                      "producer: expect_tx + TMA");
+	f->b_v = f->kv_shared ? f->b_k
+	                      : plan_barrier(&f->plan, "V full", f->stages, 1, f->v_bytes,
+	                                     "producer: expect_tx + TMA");
+	return f->t->fmha->plan(f, err);
+}
 
 static int
 fmha_configure(FmhaCfg *f, const FmhaParams *p, KgErr *err)
@@ -82,23 +111,7 @@ fmha_configure(FmhaCfg *f, const FmhaParams *p, KgErr *err)
 		return kg_fail(err, "--pack-heads=%d with %d Q tile%s per CTA: the CTA's %d query heads must share one KV head, so %d must divide the group of %d (heads-q/heads-kv)",
 		               f->pack, f->qblocks, f->qblocks > 1 ? "s" : "", f->hcta, f->hcta, f->group);
 	f->esz = dtype_bits(f->in) / 8;
-	f->scale = p->softmax_scale > 0 ? p->softmax_scale : (float)(1.0 / sqrt((double)f->d));
-	f->scale_log2 = (float)((double)f->scale * 1.4426950408889634);
-	/* Q, K, V land as 128-byte swizzled rows of 64 elements (one TMA box
-	 * per 64 columns), read by K-major (Q, K) and MN-major (V) descriptors. */
-	if (layout_canonical(&f->lq, MAJOR_K, SWZ_128B, 8 * f->esz, f->q_rows, f->d, err) < 0 ||
-	    layout_canonical(&f->lk, MAJOR_K, SWZ_128B, 8 * f->esz, f->bn, f->d, err) < 0 ||
-	    layout_canonical(&f->lv, MAJOR_K, SWZ_128B, 8 * f->esz, f->bn, f->dvc, err) < 0)
-		return -1;
-	f->q_bytes = f->lq.bytes * (uint32_t)f->qblocks;
-	f->k_bytes = f->lk.bytes;
-	f->v_bytes = f->lv.bytes;
-
-	plan_init(&f->plan, f->t);
-	f->r_q = plan_smem(&f->plan, "Q", f->q_bytes, 1024, 1);
-	f->r_k = plan_smem(&f->plan, f->kv_shared ? "K=V stages" : "K stages", f->k_bytes, 1024, f->stages);
-	f->r_v = f->kv_shared ? f->r_k : plan_smem(&f->plan, "V stages", f->v_bytes, 1024, f->stages);
-	if (f->t->fmha->plan(f, err) < 0)
+	if (fmha_plan_kernel(f, err) < 0)
 		return -1;
 	{
 		Buf n = {0};
@@ -224,6 +237,16 @@ log2_exact(int v)
 	while ((1 << n) < v)
 		n++;
 	return n;
+}
+
+Reg
+fmha_emit_scale_log2(Emit *e)
+{
+	Reg sc = reg_new(e, RC_F32);
+
+	/* 0f3FB8AA3B: log2(e) rounded to f32 */
+	emitf(e, "\tld.param.f32 %s, [p_softmax_scale];\n\tmul.f32 %s, %s, 0f3FB8AA3B;\n", sc.s, sc.s, sc.s);
+	return sc;
 }
 
 Reg
@@ -390,6 +413,7 @@ static void
 fmha_abi(const FmhaCfg *f, const char *args, KernelAbi *k)
 {
 	AbiParam *p;
+	char mask[16];
 	static const char *const names[3] = {"Q", "K", "V"};
 
 	memset(k, 0, sizeof *k);
@@ -432,6 +456,18 @@ fmha_abi(const FmhaCfg *f, const char *args, KernelAbi *k)
 	snprintf(p->tensor, sizeof p->tensor, "cu_seqlens_k[batch+1]");
 	abi_add(k, ABI_U32, "max_seqlen_q");
 	abi_add(k, ABI_U32, "batch");
+	abi_add(k, ABI_F32, "softmax_scale");
+	abi_shape(k, "Hq", "%d", f->hq);
+	abi_shape(k, "Hkv", "%d", f->hkv);
+	abi_shape(k, "D", "%d", f->d);
+	abi_shape(k, "Dv", "%d", f->dv);
+	family_list_word(FMHA_MASKS, f->mask, mask, sizeof mask);
+	abi_shape(k, "mask", "%s", mask);
+	if (f->mask == MASK_WINDOW)
+		abi_shape(k, "window", "%d,%d", f->wl, f->wr);
+	abi_shape(k, "lse", "%d", f->lse);
+	abi_shape(k, "pack", "%d", f->pack);
+	abi_shape(k, "kv-shared", "%d", f->kv_shared);
 }
 
 static int
@@ -463,11 +499,9 @@ static int
 fmha_plan(const void *params, Buf *text, KgErr *err)
 {
 	FmhaCfg f;
-	char sc[12];
 
 	if (fmha_configure(&f, params, err) < 0)
 		return -1;
-	fimm(sc, f.scale_log2);
 	buf_printf(text, "kernel          %s\n", f.name);
 	buf_printf(text, "attention       D=%d Dv=%d, %d query heads over %d KV heads (group %d)%s, mask %s%s\n",
 	           f.d, f.dv, f.hq, f.hkv, f.group, f.kv_shared ? ", K=V one tensor" : "",
@@ -476,8 +510,7 @@ fmha_plan(const void *params, Buf *text, KgErr *err)
 	if (f.mask == MASK_WINDOW)
 		buf_printf(text, "window          query i sees keys i+Sk-Sq-%d .. i+Sk-Sq+%d\n", f.wl, f.wr);
 	f.t->fmha->describe(&f, text);
-	buf_printf(text, "softmax         exp2(s*%.9g - m), scale %.9g folded with log2(e) (%s)",
-	           (double)f.scale_log2, (double)f.scale, sc);
+	buf_printf(text, "softmax         exp2(s*c - m), c = softmax_scale*log2(e) from the run-time argument");
 	if (f.e2f)
 		buf_printf(text, "; %d of every 8 exp2 by a degree-3 polynomial on the FMA pipe, the rest MUFU ex2", f.e2f);
 	buf_printf(text, "\n");

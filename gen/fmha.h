@@ -1,7 +1,24 @@
 /* FMHA forward family: O = softmax(scale·Q·K^T + mask)·V per (sequence,
  * query head), packed varlen sequences, MHA/GQA/MQA, optional LSE
- * (docs/ABI.md "fmha"). Shared parts (parameters, plan, prologue, TMA
- * producer) live in fmha.c; each target supplies FmhaOps. */
+ * (docs/ABI.md, "fmha (attention forward)"). Shared parts (parameters, plan,
+ * prologue, TMA producer) live in fmha.c; each target supplies FmhaOps.
+ *
+ * The order a parameter travels, e.g. --head-dim:
+ *   1. CLI: family_parse (family.c) reads `--head-dim 128` against the row
+ *      of fmha_params (fmha.c), which names its field, range and default;
+ *   2. family table: the value lands in FmhaParams.head_dim;
+ *   3. config: fmha_configure copies and derives what every target uses
+ *      (FmhaCfg: d, dv, group, element size, the mask's wl/wr);
+ *   4. tiles: the target's FmhaOps.tiles picks tile rows, keys per tile,
+ *      stages and warpgroups for it;
+ *   5. layout: layout_canonical lays out the Q, K and V tiles (lq/lk/lv);
+ *   6. plan: the shared-memory regions of Q/K/V, then FmhaOps.plan adds
+ *      barriers, TMEM and roles, and plan_check holds it to the limits;
+ *   7. name: the kernel name records it (fmha_bf16_d128_...);
+ *   8. prologue: emit_prologue loads the parameters, inits the barriers and
+ *      computes the CTA's rows and tiles;
+ *   9. body: FmhaOps.body emits the producer and consumers from the config
+ *      and plan, never from the parameter itself. */
 #ifndef KGEN_FMHA_H
 #define KGEN_FMHA_H
 
@@ -13,6 +30,7 @@
 #include "target.h"
 
 enum { MASK_NONE, MASK_CAUSAL, MASK_WINDOW };
+#define FMHA_MASKS "none,causal,window" /* the MASK_* in order, as --mask spells them */
 
 typedef struct FmhaParams {
 	int target;
@@ -26,7 +44,6 @@ typedef struct FmhaParams {
 	int pack_heads;            /* query heads per Q tile (1: one head per CTA) */
 	int exp2_fma;              /* of every 8 exponentials, how many op_exp2_fma computes (-1: by target) */
 	int dtype;
-	float softmax_scale;       /* 0: 1/sqrt(head_dim) */
 } FmhaParams;
 
 typedef struct FmhaCfg {
@@ -53,8 +70,6 @@ typedef struct FmhaCfg {
 	int hcta;                  /* query heads per CTA: pack·htiles (grid y = hq/hcta) */
 	DType in;
 	int esz;
-	float scale;               /* softmax scale */
-	float scale_log2;          /* scale·log2(e): scores go through ex2 */
 	TileLayout lq, lk, lv;     /* one warpgroup's Q, one K stage, one V stage */
 	uint32_t q_bytes, k_bytes, v_bytes;
 	Plan plan;
@@ -102,6 +117,12 @@ typedef struct FmhaOps {
 
 extern const FmhaOps fmha_sm90, fmha_sm100;
 
+/* Lays out Q, K and V for the tiles in f and plans the kernel: the shared
+ * Q/K/V regions and the barriers the shared producer fills, then the
+ * target's FmhaOps.plan (plan_check is left to
+ * the caller). A target's tiles function calls it on a copy of f to learn
+ * what a candidate really needs, so no budget is modelled twice. */
+int fmha_plan_kernel(FmhaCfg *f, KgErr *err);
 /* Whether any KV tile can be visible to every row of a CTA: a window
  * narrower than bm + bn - 1 keys never covers a whole tile for all rows,
  * so no unmasked loop is emitted (it would be dead code). */
@@ -110,6 +131,10 @@ int fmha_emit_producer(Emit *e, const FmhaCfg *f, const FmhaRegs *r, KgErr *err)
 /* The query row within the sequence (into rowq) and the head of CTA-tile
  * row trow = q_rows·w + t (Q tile w, tile row t). Returns r->h unpacked,
  * else a new register. */
+/* Loads the run-time softmax_scale parameter and returns it times log2(e)
+ * in a new f32 register: the softmax computes exp2(s·scale·log2(e) - m)
+ * (docs/ABI.md, "fmha (attention forward)"). */
+Reg fmha_emit_scale_log2(Emit *e);
 Reg fmha_emit_row_head(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Reg trow, Reg rowq);
 
 #endif

@@ -1,3 +1,7 @@
+/* The GEMM family's shared half (gemm.h): the parameter table, the
+ * configuration and plan every target starts from, the kernel name, the
+ * ABI, the prologue and the TMA producer. The target's GemmOps emit the
+ * MMA and epilogue. */
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
@@ -12,16 +16,16 @@
 /* See family.h for the columns. */
 static const ParamSpec gemm_params[] = {
 	{"target", PK_TARGET, P(target), "sm_90a,sm_100a", 0, 0, 0, "sm_90a",
-	 "sm_90a: wgmma consumers; sm_100a: tcgen05 + TMEM"},
+	 "sm_90a: wgmma consumers; sm_100a: tcgen05 + TMEM", NULL},
 	{"tile-m", PK_INT, P(tile_m), "64,128,192,256", 0, 0, 0, "128",
-	 "C rows per CTA (sm_90a: 64 per consumer warpgroup; sm_100a: 128)"},
-	{"tile-n", PK_INT, P(tile_n), NULL, 16, 256, 16, "256", "C columns per CTA = MMA N"},
-	{"tile-k", PK_INT, P(tile_k), "16,32,64,128", 0, 0, 0, "64", "K elements per pipeline stage"},
-	{"stages", PK_INT, P(stages), NULL, 2, 8, 1, "4", "TMA ring depth (full/empty mbarrier pairs)"},
+	 "C rows per CTA (sm_90a: 64 per consumer warpgroup; sm_100a: 128)", NULL},
+	{"tile-n", PK_INT, P(tile_n), NULL, 16, 256, 16, "256", "C columns per CTA = MMA N", NULL},
+	{"tile-k", PK_INT, P(tile_k), "16,32,64,128", 0, 0, 0, "64", "K elements per pipeline stage", NULL},
+	{"stages", PK_INT, P(stages), NULL, 2, 8, 1, "4", "TMA ring depth (full/empty mbarrier pairs)", NULL},
 	{"swizzle", PK_SWIZZLE, P(swizzle), "none,32,64,128", 0, 0, 0, "128",
-	 "smem swizzle of the A/B tiles (TMA and MMA agree)"},
-	{"dtype", PK_DTYPE, P(dtype), "bf16,fp16", 0, 0, 0, "bf16", "A and B element type"},
-	{"out-dtype", PK_DTYPE, P(out_dtype), "bf16,f32", 0, 0, 0, "bf16", "C element type"},
+	 "smem swizzle of the A/B tiles (TMA and MMA agree)", NULL},
+	{"dtype", PK_DTYPE, P(dtype), "bf16,fp16", 0, 0, 0, "bf16", "A and B element type", NULL},
+	{"out-dtype", PK_DTYPE, P(out_dtype), "bf16,f32", 0, 0, 0, "bf16", "C element type", NULL},
 };
 
 /* Validates the parameter combination and builds the plan. Every rule that
@@ -44,7 +48,7 @@ gemm_configure(GemmCfg *g, const GemmParams *p, KgErr *err)
 	g->group_m = 8;
 	g->r_slot = g->b_acc = -1;
 
-	/* One MMA consumes 32 bytes of K (hardware-facts §1.5); a stage holds
+	/* One MMA consumes 32 bytes of K (docs/hardware.md, "Advancing along K"); a stage holds
 	 * whole swizzle rows so TMA boxes and descriptors tile it exactly. */
 	if (g->tk * g->esz_in % g->span)
 		return kg_fail(err, "--tile-k=%d with --swizzle=%s: tile-k x %d bytes must be a multiple of the %d-byte swizzle span",
@@ -56,7 +60,8 @@ gemm_configure(GemmCfg *g, const GemmParams *p, KgErr *err)
 	g->stage_bytes = g->la.bytes + g->lb.bytes;
 
 	plan_init(&g->plan, g->t);
-	/* TMA destinations need 128 B, swizzled tiles their period (§1.3). */
+	/* TMA destinations need 128 B, swizzled tiles their period (docs/hardware.md,
+	 * "Base offset and alignment"). */
 	uint32_t align = (uint32_t)swizzle_period(g->swz) > 128 ? (uint32_t)swizzle_period(g->swz) : 128;
 	g->r_a = plan_smem(&g->plan, "A stages", g->la.bytes, align, g->stages);
 	g->r_b = plan_smem(&g->plan, "B stages", g->lb.bytes, align, g->stages);
@@ -81,6 +86,19 @@ gemm_desc_words(const GemmCfg *g, const TileLayout *l, uint32_t *lo0, uint32_t *
 	*lo0 = (uint32_t)d;
 	*hi = (uint32_t)(d >> 32);
 	return 0;
+}
+
+int
+gemm_mma_loop_head(Emit *e, KgErr *err, const GemmRegs *r, Reg stage, Reg phase, Reg kt,
+                   Reg full0, Reg full, Reg p, char *loop, char *done, size_t n)
+{
+	emitf(e, "\tmov.u32 %s, 0;\n\tmov.u32 %s, 0;\n\tmov.u32 %s, 0;\n", stage.s, phase.s, kt.s);
+	label_new(e, loop, n, "mma");
+	label_new(e, done, n, "mma_done");
+	emitf(e, "\tsetp.eq.u32 %s, %s, 0;\n\t@%s bra %s;\n", p.s, r->nk.s, p.s, done);
+	emit_label(e, loop);
+	emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n", full.s, stage.s, full0.s);
+	return op_mbar_wait(e, err, full, phase.s);
 }
 
 int
@@ -109,7 +127,7 @@ gemm_emit_producer(Emit *e, const GemmCfg *g, const GemmRegs *r, KgErr *err)
 	emitf(e, "\tsetp.eq.u32 %s, %s, 0;\n\t@%s bra %s;\n", p.s, r->nk.s, p.s, done);
 	emit_label(e, loop);
 	/* Empty barriers start in phase 0 with nothing consumed: waiting on
-	 * parity phase^1 passes at once the first round (hardware-facts §5.4). */
+	 * parity phase^1 passes at once the first round (docs/hardware.md, "mbarrier"). */
 	emitf(e, "\tmad.lo.u32 %s, %s, 8, %s; // mbar %s[stage]\n", empty.s, stage.s, empty0.s,
 	      g->plan.bars[g->b_empty].name);
 	emitf(e, "\txor.b32 %s, %s, 1;\n", par.s, phase.s);
@@ -118,7 +136,8 @@ gemm_emit_producer(Emit *e, const GemmCfg *g, const GemmRegs *r, KgErr *err)
 	emitf(e, "\tmad.lo.u32 %s, %s, 8, %s; // mbar %s[stage]\n", full.s, stage.s, full0.s,
 	      g->plan.bars[g->b_full].name);
 	/* Every byte of every box of the stage, out-of-bounds fill included
-	 * (seed-lessons: a missing count deadlocks). */
+	 * (a missing count deadlocks: docs/lessons.md,
+	 * "Size and budget bugs"). */
 	op_mbar_arrive_expect_tx(e, full, g->stage_bytes);
 	emitf(e, "\tmad.lo.u32 %s, %s, %u, %s;\n", adst.s, stage.s, g->la.bytes, a0.s);
 	emitf(e, "\tmad.lo.u32 %s, %s, %u, %s;\n", bdst.s, stage.s, g->lb.bytes, b0.s);
@@ -194,7 +213,7 @@ emit_prologue(Emit *e, const GemmCfg *g, GemmRegs *r, KgErr *err)
 	emitf(e, "\tshr.u32 %s, %s, 5;\n", r->warp.s, r->tid.s);
 	emitf(e, "\tand.b32 %s, %s, 31;\n", r->lane.s, r->tid.s);
 	/* Round the dynamic base up to the largest alignment any region needs;
-	 * the plan requested the slack (hardware-facts §1.3, pitfall 3). */
+	 * the plan requested the slack (docs/hardware.md, "Base offset and alignment"). */
 	emitf(e, "\tmov.u32 %s, kg_smem;\n", raw.s);
 	emitf(e, "\tadd.u32 %s, %s, %u;\n", r->base.s, raw.s, g->plan.smem_align - 1);
 	emitf(e, "\tand.b32 %s, %s, %d;\n", r->base.s, r->base.s, -(int)g->plan.smem_align);
@@ -229,26 +248,25 @@ gemm_abi(const GemmCfg *g, const char *args, KernelAbi *k)
 	snprintf(k->grid[0], sizeof k->grid[0], "cdiv(M,%d)*cdiv(N,%d)", g->tm, g->tn);
 	snprintf(k->grid[1], sizeof k->grid[1], "1");
 	snprintf(k->grid[2], sizeof k->grid[2], "1");
-	p = abi_add(k, ABI_TMAP, "A");
-	p->dtype = g->in;
-	p->rank = 2;
-	p->box[0] = g->span / g->esz_in;
-	p->box[1] = g->tm;
-	p->swz = g->swz;
-	snprintf(p->tensor, sizeof p->tensor, "A[M,K]");
-	p = abi_add(k, ABI_TMAP, "B");
-	p->dtype = g->in;
-	p->rank = 2;
-	p->box[0] = g->span / g->esz_in;
-	p->box[1] = g->tn;
-	p->swz = g->swz;
-	snprintf(p->tensor, sizeof p->tensor, "B[N,K]");
+	/* A and B: K-major, one swizzle span of K by the tile's rows per box */
+	for (int i = 0; i < 2; i++) {
+		p = abi_add(k, ABI_TMAP, i ? "B" : "A");
+		p->dtype = g->in;
+		p->rank = 2;
+		p->box[0] = g->span / g->esz_in;
+		p->box[1] = i ? g->tn : g->tm;
+		p->swz = g->swz;
+		snprintf(p->tensor, sizeof p->tensor, "%s", i ? "B[N,K]" : "A[M,K]");
+	}
 	p = abi_add(k, ABI_PTR, "C");
 	p->dtype = g->out;
 	snprintf(p->tensor, sizeof p->tensor, "C[M,N]");
 	abi_add(k, ABI_U32, "M");
 	abi_add(k, ABI_U32, "N");
 	abi_add(k, ABI_U32, "K");
+	/* A and B rows are K elements: their byte stride must be a multiple of
+	 * 16 (docs/hardware.md, "Tensor map encoding") */
+	abi_shape(k, "kmult", "%d", 16 / g->esz_in);
 }
 
 static int

@@ -1,7 +1,7 @@
 /* Shared-memory tile geometry: swizzle address functions and the canonical
- * core-matrix layouts that TMA writes and the MMA descriptors describe.
- * hardware-facts.md §1.2 (swizzle functions), §1.3 (alignment), §1.4
- * (canonical layouts, LBO/SBO), §5.6 (TMA writes the same pattern). */
+ * core-matrix layouts that TMA writes and the MMA descriptors describe
+ * (docs/hardware.md, "Swizzle modes", "Base offset and alignment",
+ * "Canonical layouts, LBO and SBO" and "TMA swizzle"). */
 #ifndef KGEN_LAYOUT_H
 #define KGEN_LAYOUT_H
 
@@ -25,7 +25,8 @@ int swizzle_parse(const char *s, Swizzle *out); /* "none","32","64","128" (also 
 const char *swizzle_name(Swizzle s);            /* "none","32B","64B","128B" */
 int swizzle_span(Swizzle s);   /* bytes of one swizzled row: 16 (none), 32, 64, 128 */
 int swizzle_period(Swizzle s); /* alignment for base_offset 0: 16, 256, 512, 1024 */
-/* Apply the swizzle to an absolute shared-memory byte address (§1.2). */
+/* Apply the swizzle to an absolute shared-memory byte address (docs/hardware.md,
+ * "Swizzle modes"). */
 uint32_t swizzle_addr(Swizzle s, uint32_t addr);
 
 /* A densely packed tile of `mn` rows (along M or N) by `k` elements, laid
@@ -35,8 +36,8 @@ uint32_t swizzle_addr(Swizzle s, uint32_t addr);
  *    after all MN rows (slice stride = mn*span). LBO = 16 (field 1).
  *  - K-major none: 8x16B core matrices, stacked along MN first
  *    (SBO = 128), then along K (LBO = mn/8*128).
- *  - MN-major: per §1.4 (LBO/SBO swap between none and swizzled).
- * Fails, naming the parameter, when mn/k do not tile the atom. */
+ *  - MN-major: per docs/hardware.md, "Canonical layouts, LBO and SBO" (LBO/SBO swap
+ * between none and swizzled). Fails, naming the parameter, when mn/k do not tile the atom. */
 typedef struct TileLayout {
 	Major major;
 	Swizzle swz;
@@ -46,6 +47,32 @@ typedef struct TileLayout {
 	uint32_t bytes;     /* total footprint */
 	uint32_t slice_bytes; /* K-major swizzled: bytes of one span-wide K slice (mn*span); else 0 */
 } TileLayout;
+
+/* Bytes of the shared-memory window the descriptors address: start, LBO
+ * and SBO keep address bits 17..4 (docs/hardware.md, "Shared-memory
+ * descriptor (sm_100)"), so 256 KiB. */
+uint32_t smem_desc_window(void);
+
+/* The TMEM address of lane `lane`, column `col`: lane in bits 31-16, column
+ * in bits 15-0 (docs/hardware.md, "TMEM addressing"). */
+uint32_t tmem_addr(uint32_t lane, uint32_t col);
+/* Lanes of one quarter (32) and the shifts that turn a quarter index
+ * (warp % 4) into its first lane (<< tmem_quarter_lane_shift(), 5) and into
+ * the TMEM address of that lane (<< tmem_quarter_addr_shift(), 21)
+ * (docs/hardware.md, "Lane quarters"). */
+int tmem_quarter_lanes(void);
+int tmem_quarter_lane_shift(void);
+int tmem_quarter_addr_shift(void);
+
+/* The wgmma f32 accumulator fragment of m64nNk16/k32 (docs/hardware.md,
+ * "wgmma accumulator fragment"): thread t of the warpgroup holds, in
+ * register i, row wgmma_acc_row(t) + drow and column wgmma_acc_col(t) + dcol
+ * with wgmma_acc_reg(i, &drow, &dcol). drow is 0 or 8: the thread's two
+ * rows g and g+8, which the A fragment of the RS form shares
+ * (docs/hardware.md, "wgmma A fragment"). */
+int wgmma_acc_row(int t);  /* 16*(t/32 % 4) + (t%32)/4 */
+int wgmma_acc_col(int t);  /* 2*(t%4) */
+void wgmma_acc_reg(int i, int *drow, int *dcol); /* 8*((i/2)%2), (i%2) + 8*(i/4) */
 
 int layout_canonical(TileLayout *out, Major major, Swizzle swz, int elem_bits,
                      int mn, int k, KgErr *err);

@@ -1,3 +1,6 @@
+/* Instruction idioms both targets emit (ops.h): mbarrier init, arrive,
+ * expect-tx and wait, TMA loads, elect, named barriers, setmaxnreg, ring
+ * advance, the parameter address, and the softmax exponentials. */
 #include <stdio.h>
 #include <string.h>
 
@@ -13,7 +16,7 @@ void
 op_fence_mbar_init(Emit *e)
 {
 	/* Makes the inits visible to the async proxy (TMA complete_tx) and to
-	 * other threads before they use the barriers (hardware-facts §5.4). */
+	 * other threads before they use the barriers (docs/hardware.md, "mbarrier"). */
 	emitf(e, "\tfence.mbarrier_init.release.cluster;\n");
 	emit_need_ptx(e, 80);
 }
@@ -109,7 +112,7 @@ void
 op_elect_one(Emit *e, Reg pred)
 {
 	/* elect.sync rather than lane == 0: correct whichever lanes are active
-	 * (hardware-facts §3.12). */
+	 * (docs/hardware.md, "elect.sync"). */
 	emitf(e, "\telect.sync _|%s, 0xffffffff;\n", pred.s);
 	emit_need_ptx(e, 80);
 }
@@ -148,7 +151,7 @@ void
 op_param_addr(Emit *e, Reg dst, const char *sym)
 {
 	/* The tensor map stays in param space; its generic address is the TMA
-	 * operand (hardware-facts §5.2; cvta.param needs PTX 7.7). */
+	 * operand (docs/hardware.md, "Tensor map parameter"; cvta.param needs PTX 7.7). */
 	emitf(e, "\tmov.b64 %s, %s;\n", dst.s, sym);
 	emitf(e, "\tcvta.param.u64 %s, %s;\n", dst.s, dst.s);
 	emit_need_ptx(e, 77);

@@ -18,7 +18,8 @@ Reg op_plan_bar(Emit *e, const Plan *plan, Reg base, int bar);
 /* stage = (stage + 1) % stages, flipping phase on wrap; p is scratch. */
 void op_ring_advance(Emit *e, Reg stage, Reg phase, int stages, Reg p);
 /* Thread 0 initializes every mbarrier of the plan (arrival counts from the
- * plan, never constants: seed-lessons) and fences the inits; `block` names
+ * plan, never constants: docs/lessons.md,
+ * "Concurrency bugs") and fences the inits; `block` names
  * the provenance block. The caller's CTA barrier publishes them. */
 void op_init_barriers(Emit *e, const Plan *plan, Reg base, Reg tid, const char *block);
 /* Loops on try_wait until the phase of parity `parity` (a register or an

@@ -1,7 +1,7 @@
 /* Tensor-map arguments: from an ABI `tmap` param (dtype, rank, box,
  * swizzle) and the caller's KrtTensor (address, dims, byte strides) to the
  * twelve arguments of cuTensorMapEncodeTiled, with every rule of
- * hardware-facts §5.3 checked here first, so a bad tensor is reported with
+ * docs/hardware.md, "Tensor map encoding" checked here first, so a bad tensor is reported with
  * the rule and all arguments instead of a bare CUDA_ERROR_INVALID_VALUE.
  * Pure: the driver call itself is in cuda.c. cuda.h for the enums only. */
 #include <inttypes.h>
@@ -15,7 +15,7 @@
 #include "krt.h"
 
 /* Swizzle bytes of the ABI -> CUtensorMapSwizzle. The span is the largest
- * boxDim[0]*elemsize each mode allows (hardware-facts §5.3). */
+ * boxDim[0]*elemsize each mode allows (docs/hardware.md, "Tensor map encoding"). */
 static const struct {
 	int bytes;
 	CUtensorMapSwizzle mode;
@@ -67,22 +67,6 @@ list_u32(char *buf, size_t n, size_t *at, const uint32_t *v, int count)
 	}
 }
 
-static void
-put(char *buf, size_t n, size_t *at, const char *fmt, ...) KRT_PRINTF(4, 5);
-
-static void
-put(char *buf, size_t n, size_t *at, const char *fmt, ...)
-{
-	if (*at >= n)
-		return;
-	va_list ap;
-	va_start(ap, fmt);
-	int w = vsnprintf(buf + *at, n - *at, fmt, ap);
-	va_end(ap);
-	if (w > 0)
-		*at += (size_t)w;
-}
-
 void
 krt_tmap_describe(const KrtTmapArgs *a, char *buf, size_t n)
 {
@@ -94,18 +78,18 @@ krt_tmap_describe(const KrtTmapArgs *a, char *buf, size_t n)
 		if ((int)swizzles[i].mode == a->swizzle)
 			sw = swizzles[i].name;
 	buf[0] = 0;
-	put(buf, n, &at, "dtype=%s (CU_TENSOR_MAP_DATA_TYPE_%s, %d bytes) rank=%" PRIu32
+	krt_appendf(buf, n, &at, "dtype=%s (CU_TENSOR_MAP_DATA_TYPE_%s, %d bytes) rank=%" PRIu32
 	                 " address=0x%" PRIx64 " dims={",
 	    a->dtype, name_of(data_type_names, 16, a->data_type), a->elem_bytes, a->rank,
 	    a->address);
 	list_u64(buf, n, &at, a->dims, r);
-	put(buf, n, &at, "} globalStrides={");
+	krt_appendf(buf, n, &at, "} globalStrides={");
 	list_u64(buf, n, &at, a->strides, r > 0 ? r - 1 : 0);
-	put(buf, n, &at, "} box={");
+	krt_appendf(buf, n, &at, "} box={");
 	list_u32(buf, n, &at, a->box, r);
-	put(buf, n, &at, "} elementStrides={");
+	krt_appendf(buf, n, &at, "} elementStrides={");
 	list_u32(buf, n, &at, a->estrides, r);
-	put(buf, n, &at, "} interleave=NONE swizzle=%s l2Promotion=%s oobFill=NONE", sw,
+	krt_appendf(buf, n, &at, "} interleave=NONE swizzle=%s l2Promotion=%s oobFill=NONE", sw,
 	    name_of(l2_names, 4, a->l2_promotion));
 	if (at >= n && n > 4)
 		strcpy(buf + n - 4, "...");
@@ -182,7 +166,7 @@ krt_tmap_prepare(const KrtAbi *abi, int index, const KrtTensor *t, KrtTmapArgs *
 	if (a->swizzle < 0)
 		return reject(a, err, "swizzle %d is not none, 32, 64 or 128", p->swizzle);
 	/* Every rule below is from cuTensorMapEncodeTiled's documentation, as
-	 * listed in hardware-facts §5.3. */
+	 * listed in docs/hardware.md, "Tensor map encoding". */
 	if (t->rank < 1 || t->rank > KRT_MAX_RANK)
 		return reject(a, err, "rank %d: cuTensorMapEncodeTiled takes rank 1..%d", t->rank,
 		              KRT_MAX_RANK);
@@ -234,6 +218,6 @@ krt_tmap_prepare(const KrtAbi *abi, int index, const KrtTensor *t, KrtTmapArgs *
 		              "(the inner box must fit one swizzle row)",
 		              inner, p->swizzle);
 	/* Not required: box <= dims. TMA zero-fills out-of-bounds elements, so a
-	 * tile may overhang the tensor (hardware-facts §5.1). */
+	 * tile may overhang the tensor (docs/hardware.md, "TMA copies"). */
 	return KRT_OK;
 }

@@ -3,7 +3,8 @@
  * One CTA owns qt Q tiles of 128 rows (qt = 2 where TMEM holds two O
  * accumulators, else 1). Warpgroups, in warp order:
  *   softmax q (qt of them)  thread t of warp w owns row 32(w%4)+t of Q tile
- *                           q = its TMEM lane (§3.7): tcgen05.ld of S, the
+ *                           q = its TMEM lane (docs/hardware.md, "Lane
+ *                           quarters"): tcgen05.ld of S, the
  *                           online softmax with exp2, P written back over
  *                           S with tcgen05.st, the epilogue (O/l, LSE);
  *   correction              rescales O_q in TMEM when a row max moved;
@@ -15,13 +16,15 @@
  * Two S slots alternate between work items (a Q tile against a KV tile).
  * P is written over its slot's S once S is read, so the MMA that next
  * writes S into a slot waits for the P·V that read the slot's P (its
- * commit), never relying on tensor-core issue order (§3.8).
+ * commit), never relying on tensor-core issue order (docs/hardware.md, "tcgen05 ordering").
  * Each hand-off is an mbarrier: MMA -> others by tcgen05.commit, others
  * -> MMA by arrive after tcgen05.wait::st; every waiter fences
- * after_thread_sync before touching TMEM (§3.8). No synchronization is
- * emitted that another already implies: the mutation test removes each
+ * after_thread_sync before touching TMEM (docs/hardware.md, "tcgen05 ordering"). No
+ * synchronization is emitted that another already implies: the mutation test removes each
  * one and requires the emulator to notice. */
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../desc.h"
@@ -42,8 +45,8 @@ enum {
 	REGS_LOADMMA_1Q = 168,
 };
 
-/* B200 rates per SM and clock (anchors.md §1: 2.25 PFLOP/s dense bf16 on
- * 148 SMs at ~1.85 GHz; 16 ex2/clk MUFU; 128 B/clk shared memory; four
+/* B200 rates per SM and clock (docs/hardware.md, "Limits and peak rates": 2.25 PFLOP/s
+ * dense bf16 on 148 SMs at ~1.85 GHz; 16 ex2/clk MUFU; 128 B/clk shared memory; four
  * schedulers issuing one warp instruction each, 128 thread-instructions). */
 enum { B200_MMA_FLOP_CLK = 8192, B200_EX2_CLK = 16, B200_SMEM_B_CLK = 128, B200_ISSUE_CLK = 128 };
 
@@ -93,14 +96,26 @@ softmax_regs(const Plan *p, int qt)
 	return r > 240 ? 240 : r;
 }
 
+/* The shared memory the plan of these tiles requests: the kernel's own plan
+ * (fmha_plan_kernel, then sm100_fmha_plan) on a copy; UINT32_MAX if it
+ * cannot be planned at all. */
 static uint32_t
 smem_need(const FmhaCfg *f, int qt, int bn, int stages)
 {
-	uint32_t q = (uint32_t)(qt * 128 * f->d * f->esz);
-	uint32_t kv = (uint32_t)(bn * f->d * f->esz) + (f->kv_shared ? 0u : (uint32_t)(bn * f->dvc * f->esz));
-	/* + barriers, the TMEM address, rescale factors and the 1 KiB the base
-	 * may need to reach its alignment */
-	return q + (uint32_t)stages * kv + 512 + (uint32_t)qt * 512 + 1024;
+	FmhaCfg *g = malloc(sizeof *g);
+	KgErr err;
+	uint32_t need = UINT32_MAX;
+
+	if (!g)
+		return need;
+	*g = *f;
+	g->qblocks = qt;
+	g->bn = bn;
+	g->stages = stages;
+	if (fmha_plan_kernel(g, &err) == 0)
+		need = plan_smem_total(&g->plan);
+	free(g);
+	return need;
 }
 
 
@@ -253,6 +268,20 @@ lookahead(const FmhaCfg *f)
 	return qtiles(f) == 1 && (!f->kv_shared || f->stages >= 2);
 }
 
+/* With one Q tile, item t+1's S needs only the P·V of item t-1, so the
+ * softmax can store item t+1's rescale factor and complete its "rescale
+ * full" phase before the correction warpgroup has read item t's (a data
+ * race) or even waited for it (a phase it can no longer tell from item
+ * t+2's: parity aliasing). Factor and barrier then alternate with the S
+ * slot: item t+2 reuses slot t&1 only after its P·V, which waits for the
+ * correction of item t. With two Q tiles, item t+1's S of a Q tile waits
+ * for that tile's P·V of item t, which orders both. */
+static int
+corr_ring(const FmhaCfg *f)
+{
+	return qtiles(f) == 1;
+}
+
 static int
 sm100_fmha_plan(FmhaCfg *f, KgErr *err)
 {
@@ -280,23 +309,18 @@ sm100_fmha_plan(FmhaCfg *f, KgErr *err)
 	p->regs_need_max = softmax_regs_need(f->bn);
 	snprintf(p->regs_need_who, sizeof p->regs_need_who, "softmax0");
 	f->r_tslot = plan_smem(p, "TMEM address", 4, 16, 1);
-	f->r_corr = plan_smem(p, "rescale", 128 * 4, 16, qt);
+	f->r_corr = plan_smem(p, "rescale", 128 * 4, 16, corr_ring(f) ? SLOTS : qt);
 
-	f->b_q = plan_barrier(p, "Q full", 1, 1, f->q_bytes, "producer: expect_tx + TMA");
-	f->b_k = plan_barrier(p, f->kv_shared ? "K=V full" : "K full", f->stages, 1, f->k_bytes,
-	                      "producer: expect_tx + TMA");
 	if (f->kv_shared) {
-		f->b_v = f->b_k;
 		f->b_kfree = f->b_vfree = plan_barrier(p, "K=V free", f->stages, 1, 0,
 		                                       "tcgen05.commit after the tile's P·V");
 	} else {
-		f->b_v = plan_barrier(p, "V full", f->stages, 1, f->v_bytes, "producer: expect_tx + TMA");
 		f->b_kfree = plan_barrier(p, "K free", f->stages, 1, 0, "tcgen05.commit after the tile's S MMAs");
 		f->b_vfree = plan_barrier(p, "V free", f->stages, 1, 0, "tcgen05.commit after the tile's P·V");
 	}
 	f->b_sfull = plan_barrier(p, "S full", SLOTS, 1, 0, "tcgen05.commit after S=QK^T into the slot");
 	f->b_pfull = plan_barrier(p, "P full", SLOTS, 128, 0, "softmax threads: tcgen05.st P, wait::st");
-	f->b_cfull = plan_barrier(p, "rescale full", qt, 128, 0, "softmax threads after storing row rescale factors");
+	f->b_cfull = plan_barrier(p, "rescale full", corr_ring(f) ? SLOTS : qt, 128, 0, "softmax threads after storing row rescale factors");
 	f->b_oready = plan_barrier(p, "O ready", qt, 128, 0, "correction threads once O is rescaled");
 	f->b_pvdone = plan_barrier(p, "slot free", SLOTS, 1, 0, "tcgen05.commit after the P·V that read the slot's P");
 	if (lookahead(f))
@@ -390,7 +414,7 @@ emit_s_phase(Emit *e, const FmhaCfg *f, Mma *m, int first, KgErr *err)
 	for (int q = 0; q < qtiles(f); q++) {
 		/* slot = si & 1; its previous P·V is completion (si>>1)-1 of
 		 * "slot free": parity ((si>>1)&1)^1, which a fresh barrier
-		 * passes at once (§5.4) */
+		 * passes at once (docs/hardware.md, "mbarrier") */
 		emitf(e, "\tand.b32 %s, %s, 1;\n\tshr.u32 %s, %s, 1;\n\tand.b32 %s, %s, 1;\n\txor.b32 %s, %s, 1;\n",
 		      m->slot.s, m->si.s, m->par.s, m->si.s, m->par.s, m->par.s, m->par.s, m->par.s);
 		/* the first tile's one S uses a fresh slot: nothing to wait for */
@@ -448,8 +472,9 @@ emit_pv_phase(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Mma *m, KgErr *err)
 		emitf(e, "\tmad.lo.u32 %s, %s, %d, %s;\n", m->at.s, m->slot.s, f->bn, m->tmem.s);
 		emitf(e, "\tadd.u32 %s, %s, %d;\n", m->dt.s, m->tmem.s, col_o(f, q));
 		for (int kk = 0; kk < f->bn / 16; kk++) {
-			/* 16 keys: 8 TMEM columns of packed P (§3.11), two 8-key
-			 * groups of V (+2 SBO, §1.5) */
+			/* 16 keys: 8 TMEM columns of packed P (docs/hardware.md,
+			 * "A operand in TMEM"), two 8-key groups of V (+2 SBO,
+			 * docs/hardware.md, "Advancing along K") */
 			uint32_t va = layout_offset(f->kv_shared ? &f->lk : &f->lv, 16 * kk, 0) >> 4;
 			Reg a = m->at;
 			if (kk) {
@@ -478,7 +503,6 @@ emit_mma(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Reg tmem, KgErr *err)
 	Reg qbar, ofinal;
 	uint64_t dq, dk, dv;
 	uint32_t ids, ido;
-	SmemDesc vd = {0};
 	char head[48], done[48], nolook[48];
 	int la = lookahead(f);
 
@@ -487,12 +511,8 @@ emit_mma(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Reg tmem, KgErr *err)
 	    desc_for_tile(&dk, f->t->desc, &f->lk, 0, err) < 0)
 		return -1;
 	/* V as B of P·V: N (head dim) contiguous in 128-byte swizzled rows, K
-	 * (keys) across rows. MN-major SW128: LBO = the next 64 columns'
-	 * slice, SBO = 1024 between 8-key groups (§1.4). */
-	vd.lbo = (f->kv_shared ? f->lk : f->lv).slice_bytes;
-	vd.sbo = 1024;
-	vd.swz = SWZ_128B;
-	if (desc_encode(&dv, f->t->desc, &vd, err) < 0)
+	 * (keys) across rows */
+	if (desc_for_tile_mn(&dv, f->t->desc, f->kv_shared ? &f->lk : &f->lv, 0, err) < 0)
 		return -1;
 	if (sm100_idesc_f16(f->in, 128, f->bn, 0, &ids, err) < 0 ||
 	    sm100_idesc_f16(f->in, 128, f->dvc, 1, &ido, err) < 0)
@@ -593,11 +613,10 @@ emit_correction(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Reg tmem, KgErr *e
 	oready0 = op_plan_bar(e, &f->plan, r->base, f->b_oready);
 	if (lookahead(f))
 		odone0 = op_plan_bar(e, &f->plan, r->base, f->b_odone);
-	/* warp w%4 reaches TMEM lanes 32(w%4).. (§3.7): row 32(w%4)+lane */
-	emitf(e, "\tand.b32 %s, %s, 3;\n\tshl.b32 %s, %s, 21;\n\tadd.u32 %s, %s, %s;\n", tl.s, r->warp.s, tl.s,
-	      tl.s, tl.s, tl.s, tmem.s);
-	emitf(e, "\tand.b32 %s, %s, 3;\n\tshl.b32 %s, %s, 5;\n\tadd.u32 %s, %s, %s;\n", ca.s, r->warp.s, ca.s,
-	      ca.s, ca.s, ca.s, r->lane.s);
+	/* warp w%4 reaches TMEM lanes 32(w%4).. (docs/hardware.md, "Lane quarters"):
+	 * row 32(w%4)+lane */
+	sm100_quarter_taddr(e, tl, r->warp, tmem, 1);
+	sm100_quarter_row(e, ca, r->warp, r->lane, 1);
 	emitf(e, "\tmad.lo.u32 %s, %s, 4, %s;\n", ca.s, ca.s, corr0.s);
 	emit_loop_begin(e, r, j, p, head, done, "correct_tile");
 	emitf(e, "\tsub.u32 %s, %s, %s;\n", t.s, j.s, r->j0.s);
@@ -605,18 +624,30 @@ emit_correction(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Reg tmem, KgErr *e
 		char skip[48], same[48];
 		label_new(e, skip, sizeof skip, "correct_first");
 		label_new(e, same, sizeof same, "correct_same");
-		emitf(e, "\tand.b32 %s, %s, 1;\n", par.s, t.s);
-		if (wait_bar(e, err, cfull0, q, NULL, bar, par.s) < 0)
-			return -1;
-		emitf(e, "\tld.shared.f32 %s, [%s+%d];\n", corr.s, ca.s, 512 * q);
+		if (corr_ring(f)) {
+			emitf(e, "\tand.b32 %s, %s, 1;\n\tshr.u32 %s, %s, 1;\n\tand.b32 %s, %s, 1;\n", ta.s,
+			      t.s, par.s, t.s, par.s, par.s);
+			if (wait_bar(e, err, cfull0, 0, &ta, bar, par.s) < 0)
+				return -1;
+		} else {
+			emitf(e, "\tand.b32 %s, %s, 1;\n", par.s, t.s);
+			if (wait_bar(e, err, cfull0, q, NULL, bar, par.s) < 0)
+				return -1;
+		}
 		/* the first P·V overwrites O: nothing to rescale. Later, the
 		 * previous P·V into O_q must be complete. With two Q tiles it
 		 * is: the softmax arrived on "rescale full" after waiting for
 		 * this item's S, whose commit tracks every earlier MMA of the
-		 * issuer, that P·V included (§3.5); the first Q tile's fence
-		 * covers the second's. With the S of the next item issued
+		 * issuer, that P·V included (docs/hardware.md, "tcgen05.commit"); the
+		 * first Q tile's fence covers the second's. With the S of the next item issued
 		 * first (one Q tile), it waits for the P·V's own commit. */
 		emitf(e, "\tsetp.eq.u32 %s, %s, 0;\n\t@%s bra %s;\n", p.s, t.s, p.s, skip);
+		if (corr_ring(f)) {
+			emitf(e, "\tmad.lo.u32 %s, %s, 512, %s;\n", bar.s, ta.s, ca.s);
+			emitf(e, "\tld.shared.f32 %s, [%s];\n", corr.s, bar.s);
+		} else {
+			emitf(e, "\tld.shared.f32 %s, [%s+%d];\n", corr.s, ca.s, 512 * q);
+		}
 		if (lookahead(f)) {
 			emitf(e, "\tsub.u32 %s, %s, 1;\n\tand.b32 %s, %s, 1;\n", par.s, t.s, par.s, par.s);
 			if (wait_bar(e, err, odone0, 0, NULL, bar, par.s) < 0)
@@ -635,7 +666,8 @@ emit_correction(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Reg tmem, KgErr *e
 				emitf(e, "\tmul.f32 %s, %s, %s;\n", v[i].s, v[i].s, corr.s);
 			sm100_st_32x32b(e, v, CORR_CHUNK, ta);
 		}
-		/* wait::st completes the stores before the arrive (§3.8) */
+		/* wait::st completes the stores before the arrive (docs/hardware.md,
+		 * "tcgen05 ordering") */
 		sm100_wait_st(e);
 		emit_label(e, same);
 		emit_label(e, skip);
@@ -656,7 +688,7 @@ typedef struct Soft {
 	Reg m, l, mx, mx2, ms, nms, corr, sum[4], ca;
 	Reg p, pm;
 	Reg sfull0, pfull0, cfull0;
-	char sc[12];
+	Reg sc;                    /* softmax_scale·log2(e) */
 } Soft;
 
 static void
@@ -711,20 +743,25 @@ emit_softmax_tile(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Soft *s, KgErr *
 		      s->S[c].s);
 	emitf(e, "\tmax.f32 %s, %s, %s;\n", s->mx.s, s->mx.s, s->mx2.s);
 	emitf(e, "\tsetp.eq.f32 %s, %s, %s;\n", s->p.s, s->mx.s, NEG_INF);
-	emitf(e, "\tmul.f32 %s, %s, %s;\n\tselp.f32 %s, 0f00000000, %s, %s;\n", s->ms.s, s->mx.s, s->sc, s->ms.s,
+	emitf(e, "\tmul.f32 %s, %s, %s;\n\tselp.f32 %s, 0f00000000, %s, %s;\n", s->ms.s, s->mx.s, s->sc.s, s->ms.s,
 	      s->ms.s, s->p.s);
 	emitf(e, "\tneg.f32 %s, %s;\n", s->nms.s, s->ms.s);
-	emitf(e, "\tfma.rn.f32 %s, %s, %s, %s;\n\tex2.approx.ftz.f32 %s, %s;\n", s->corr.s, s->m.s, s->sc,
+	emitf(e, "\tfma.rn.f32 %s, %s, %s, %s;\n\tex2.approx.ftz.f32 %s, %s;\n", s->corr.s, s->m.s, s->sc.s,
 	      s->nms.s, s->corr.s, s->corr.s);
 	emitf(e, "\tmov.f32 %s, %s;\n", s->m.s, s->mx.s);
 	/* the correction warpgroup rescales O with it while P is computed */
-	emitf(e, "\tst.shared.f32 [%s], %s;\n", s->ca.s, s->corr.s);
-	emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n", s->bar.s, s->q.s, s->cfull0.s);
+	if (corr_ring(f)) {
+		emitf(e, "\tmad.lo.u32 %s, %s, 512, %s;\n", s->bar.s, s->slot.s, s->ca.s);
+		emitf(e, "\tst.shared.f32 [%s], %s;\n", s->bar.s, s->corr.s);
+	} else {
+		emitf(e, "\tst.shared.f32 [%s], %s;\n", s->ca.s, s->corr.s);
+	}
+	emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n", s->bar.s, corr_ring(f) ? s->slot.s : s->q.s, s->cfull0.s);
 	op_mbar_arrive(e, s->bar, NULL);
 	for (int k = 0; k < 4; k++)
 		emitf(e, "\tmov.f32 %s, 0f00000000;\n", s->sum[k].s);
 	for (int c = 0; c < bn; c++) {
-		emitf(e, "\tfma.rn.f32 %s, %s, %s, %s;\n", s->S[c].s, s->S[c].s, s->sc, s->nms.s);
+		emitf(e, "\tfma.rn.f32 %s, %s, %s, %s;\n", s->S[c].s, s->S[c].s, s->sc.s, s->nms.s);
 		op_exp2_mix(e, &s->ex, c, s->S[c]);
 		emitf(e, "\tadd.f32 %s, %s, %s;\n", s->sum[c & 3].s, s->sum[c & 3].s, s->S[c].s);
 		if (c & 1)
@@ -734,10 +771,11 @@ emit_softmax_tile(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Soft *s, KgErr *
 	emitf(e, "\tadd.f32 %s, %s, %s;\n\tadd.f32 %s, %s, %s;\n\tadd.f32 %s, %s, %s;\n", s->sum[0].s, s->sum[0].s,
 	      s->sum[1].s, s->sum[2].s, s->sum[2].s, s->sum[3].s, s->sum[0].s, s->sum[0].s, s->sum[2].s);
 	emitf(e, "\tfma.rn.f32 %s, %s, %s, %s;\n", s->l.s, s->l.s, s->corr.s, s->sum[0].s);
-	/* P over the slot's first bn/2 columns: 16-bit pairs along K (§3.11);
-	 * 48 columns (96 keys) go as 32 + 16 */
+	/* P over the slot's first bn/2 columns: 16-bit pairs along K (docs/hardware.md,
+	 * "A operand in TMEM"); 48 columns (96 keys) go as 32 + 16 */
 	sm100_ldst_32x32b_cols(e, 1, s->P, bn / 2, 128, s->ta, s->tt);
-	/* complete before the arrive that hands P to the MMA issuer (§3.8) */
+	/* complete before the arrive that hands P to the MMA issuer (docs/hardware.md,
+	 * "tcgen05 ordering") */
 	sm100_wait_st(e);
 	emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n", s->bar.s, s->slot.s, s->pfull0.s);
 	op_mbar_arrive(e, s->bar, NULL);
@@ -850,7 +888,7 @@ emit_softmax(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Reg tmem, KgErr *err)
 	s.p = reg_new(e, RC_PRED);
 	s.pm = reg_new(e, RC_PRED);
 	exp2_mix_init(e, &s.ex, f->e2f);
-	fimm(s.sc, f->scale_log2);
+	s.sc = fmha_emit_scale_log2(e);
 	emit_block(e, "sm100.fmha_softmax_init");
 	s.sfull0 = op_plan_bar(e, &f->plan, r->base, f->b_sfull);
 	s.pfull0 = op_plan_bar(e, &f->plan, r->base, f->b_pfull);
@@ -858,12 +896,10 @@ emit_softmax(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Reg tmem, KgErr *err)
 	{
 		Reg corr0 = op_plan_smem(e, &f->plan, r->base, f->r_corr);
 		/* Q tile q = warp/4; row 32(warp%4) + lane is TMEM lane row,
-		 * reached from the warp's quarter base (§3.7) */
+		 * reached from the warp's quarter base (docs/hardware.md, "Lane quarters") */
 		emitf(e, "\tshr.u32 %s, %s, 2;\n", s.q.s, r->warp.s);
-		emitf(e, "\tand.b32 %s, %s, 3;\n\tshl.b32 %s, %s, 21;\n\tadd.u32 %s, %s, %s;\n", s.tl.s, r->warp.s,
-		      s.tl.s, s.tl.s, s.tl.s, s.tl.s, tmem.s);
-		emitf(e, "\tand.b32 %s, %s, 3;\n\tshl.b32 %s, %s, 5;\n\tadd.u32 %s, %s, %s;\n", s.row.s, r->warp.s,
-		      s.row.s, s.row.s, s.row.s, s.row.s, r->lane.s);
+		sm100_quarter_taddr(e, s.tl, r->warp, tmem, 1);
+		sm100_quarter_row(e, s.row, r->warp, r->lane, 1);
 		emitf(e, "\tmad.lo.u32 %s, %s, 128, %s;\n\tmad.lo.u32 %s, %s, 4, %s;\n", s.ca.s, s.q.s, s.row.s,
 		      s.ca.s, s.ca.s, corr0.s);
 	}
@@ -894,7 +930,7 @@ emit_softmax(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Reg tmem, KgErr *err)
 static int
 sm100_fmha_body(Emit *e, const FmhaCfg *f, const FmhaRegs *r, KgErr *err)
 {
-	Reg tmem = reg_new(e, RC_B32), p = reg_new(e, RC_PRED), el = reg_new(e, RC_PRED), slot;
+	Reg tmem = reg_new(e, RC_B32), p = reg_new(e, RC_PRED), el = reg_new(e, RC_PRED);
 	char corr[48], other[48], mma[48], join[48], out[48];
 	int soft = f->plan.roles[0].regs;
 
@@ -904,10 +940,7 @@ sm100_fmha_body(Emit *e, const FmhaCfg *f, const FmhaRegs *r, KgErr *err)
 	label_new(e, join, sizeof join, "join");
 	label_new(e, out, sizeof out, "exit");
 	emit_block(e, "sm100.fmha_roles");
-	/* the barrier published the TMEM address; order later tcgen05 ops (§3.2) */
-	sm100_fence_after(e);
-	slot = op_plan_smem(e, &f->plan, r->base, f->r_tslot);
-	emitf(e, "\tld.shared.u32 %s, [%s];\n", tmem.s, slot.s);
+	sm100_read_taddr(e, tmem, &f->plan, r->base, f->r_tslot);
 	emitf(e, "\tsetp.ge.u32 %s, %s, %d;\n\t@%s bra %s;\n", p.s, r->warp.s, w_load(f), p.s, other);
 	emitf(e, "\tsetp.ge.u32 %s, %s, %d;\n\t@%s bra %s;\n", p.s, r->warp.s, w_corr(f), p.s, corr);
 	op_setmaxnreg(e, 1, soft);
@@ -936,9 +969,9 @@ sm100_fmha_body(Emit *e, const FmhaCfg *f, const FmhaRegs *r, KgErr *err)
 	emit_label(e, join);
 	emit_block(e, "sm100.fmha_teardown");
 	/* every TMEM access is complete before the allocating warp frees it
-	 * (§3.13 step 6): the epilogue waited for the last MMA's commit, the
-	 * loads and stores for wait::ld/st, so the CTA barrier needs no
-	 * fence::before_thread_sync */
+	 * (docs/hardware.md, "Order of a warp-specialized GEMM" step 6): the
+	 * epilogue waited for the last MMA's commit, the loads and stores for
+	 * wait::ld/st, so the CTA barrier needs no fence::before_thread_sync */
 	op_bar_sync_why(e, 0, f->plan.threads, "CTA: TMEM no longer accessed");
 	sm100_fence_after(e);
 	emitf(e, "\tsetp.ne.u32 %s, %s, %d;\n\t@%s bra %s;\n", p.s, r->warp.s, w_mma(f), p.s, out);

@@ -1,5 +1,5 @@
-/* GEMM on sm_100a (hardware-facts §3.13): warp 4 produces (TMA), warp 5
- * allocates TMEM and one elected lane issues tcgen05.mma (M=128, N=tile-n)
+/* GEMM on sm_100a (docs/hardware.md, "Order of a warp-specialized GEMM"): warp 4
+ * produces (TMA), warp 5 allocates TMEM and one elected lane issues tcgen05.mma (M=128, N=tile-n)
  * into it, committing each stage to its empty barrier and the last to the
  * accumulator barrier; warps 0-3 (one warpgroup, so warp w owns TMEM lanes
  * 32w..32w+31) read the accumulator with tcgen05.ld and store C. */
@@ -73,16 +73,10 @@ emit_mma(Emit *e, const GemmCfg *g, const GemmRegs *r, Reg tmem, KgErr *err)
 	op_idesc(e, idr, IK_F16, idesc, "D = A*B");
 	op_desc_hi(e, ahr, g->t->desc, (uint64_t)ahi << 32 | alo, "A");
 	op_desc_hi(e, bhr, g->t->desc, (uint64_t)bhi << 32 | blo, "B");
-	emitf(e, "\tmov.u32 %s, 0;\n\tmov.u32 %s, 0;\n\tmov.u32 %s, 0;\n", stage.s, phase.s, kt.s);
-	label_new(e, loop, sizeof loop, "mma");
-	label_new(e, done, sizeof done, "mma_done");
-	emitf(e, "\tsetp.eq.u32 %s, %s, 0;\n\t@%s bra %s;\n", p.s, r->nk.s, p.s, done);
-	emit_label(e, loop);
-	emitf(e, "\tmad.lo.u32 %s, %s, 8, %s; // mbar %s[stage]\n", full.s, stage.s, full0.s,
-	      g->plan.bars[g->b_full].name);
-	if (op_mbar_wait(e, err, full, phase.s) < 0)
+	if (gemm_mma_loop_head(e, err, r, stage, phase, kt, full0, full, p, loop, done, sizeof loop) < 0)
 		return -1;
-	/* orders the MMAs after the wait that saw the TMA data (§3.8) */
+	/* orders the MMAs after the wait that saw the TMA data (docs/hardware.md,
+	 * "tcgen05 ordering") */
 	sm100_fence_after(e);
 	emitf(e, "\tmad.lo.u32 %s, %s, %u, %s;\n", as.s, stage.s, g->la.bytes, a0.s);
 	emitf(e, "\tmad.lo.u32 %s, %s, %u, %s;\n", bs.s, stage.s, g->lb.bytes, b0.s);
@@ -128,9 +122,9 @@ emit_epilogue(Emit *e, const GemmCfg *g, const GemmRegs *r, Reg tmem, KgErr *err
 	if (op_mbar_wait(e, err, accbar, "0") < 0)
 		return -1;
 	sm100_fence_after(e);
-	/* lane quarter of this warp: lanes 32w..32w+31 (§3.7) */
-	emitf(e, "\tshl.b32 %s, %s, 21;\n\tadd.u32 %s, %s, %s;\n", tw.s, r->warp.s, tw.s, tw.s, tmem.s);
-	emitf(e, "\tshl.b32 %s, %s, 5;\n\tadd.u32 %s, %s, %s;\n", row.s, r->warp.s, row.s, row.s, r->lane.s);
+	/* lane quarter of this warp: lanes 32w..32w+31 (docs/hardware.md, "Lane quarters") */
+	sm100_quarter_taddr(e, tw, r->warp, tmem, 0);
+	sm100_quarter_row(e, row, r->warp, r->lane, 0);
 	emitf(e, "\tadd.u32 %s, %s, %s;\n", row.s, row.s, r->m0.s);
 	emitf(e, "\tsetp.lt.u32 %s, %s, %s;\n", prow.s, row.s, r->M.s);
 	emitf(e, "\tand.b32 %s, %s, %d;\n\tsetp.eq.u32 %s, %s, 0;\n", t.s, r->N.s, 16 / esz - 1, vec.s, t.s);
@@ -184,7 +178,7 @@ emit_epilogue(Emit *e, const GemmCfg *g, const GemmRegs *r, Reg tmem, KgErr *err
 static int
 sm100_body(Emit *e, const GemmCfg *g, const GemmRegs *r, KgErr *err)
 {
-	Reg tmem = reg_new(e, RC_B32), p = reg_new(e, RC_PRED), el = reg_new(e, RC_PRED), slot;
+	Reg tmem = reg_new(e, RC_B32), p = reg_new(e, RC_PRED), el = reg_new(e, RC_PRED);
 	char mma[48], epi[48], join[48], out[48];
 
 	label_new(e, mma, sizeof mma, "role_mma");
@@ -192,10 +186,7 @@ sm100_body(Emit *e, const GemmCfg *g, const GemmRegs *r, KgErr *err)
 	label_new(e, join, sizeof join, "join");
 	label_new(e, out, sizeof out, "exit");
 	emit_block(e, "sm100.gemm_roles");
-	/* the barrier published the TMEM address; order later tcgen05 ops (§3.2) */
-	sm100_fence_after(e);
-	slot = op_plan_smem(e, &g->plan, r->base, g->r_slot);
-	emitf(e, "\tld.shared.u32 %s, [%s];\n", tmem.s, slot.s);
+	sm100_read_taddr(e, tmem, &g->plan, r->base, g->r_slot);
 	emitf(e, "\tsetp.lt.u32 %s, %s, %d;\n\t@%s bra %s;\n", p.s, r->warp.s, WARP_PRODUCER, p.s, epi);
 	emitf(e, "\tsetp.eq.u32 %s, %s, %d;\n\t@%s bra %s;\n", p.s, r->warp.s, WARP_MMA, p.s, mma);
 	op_elect_one(e, el);
@@ -215,8 +206,8 @@ sm100_body(Emit *e, const GemmCfg *g, const GemmRegs *r, KgErr *err)
 	emit_label(e, join);
 	emit_block(e, "sm100.gemm_teardown");
 	/* every TMEM access is complete before the allocating warp frees it
-	 * (§3.13 step 6): the epilogue waited for the last MMA's commit and
-	 * its loads with wait::ld, so the CTA barrier needs no
+	 * (docs/hardware.md, "Order of a warp-specialized GEMM" step 6): the epilogue
+	 * waited for the last MMA's commit and its loads with wait::ld, so the CTA barrier needs no
 	 * fence::before_thread_sync */
 	op_bar_sync_why(e, 0, g->plan.threads, "CTA: TMEM no longer accessed");
 	sm100_fence_after(e);

@@ -1,3 +1,6 @@
+/* tcgen05 building blocks on sm_100a (mma.h): TMEM allocation and release,
+ * instruction descriptors, MMA issue and commit, TMEM loads and stores, and
+ * the fences around thread synchronization. */
 #include <stdio.h>
 
 #include "../desc.h"
@@ -59,7 +62,7 @@ void
 sm100_commit(Emit *e, Reg bar)
 {
 	/* The CTA-local shared address is valid in the cluster window
-	 * (hardware-facts §3.5); commit is implicitly ordered after the MMAs. */
+	 * (docs/hardware.md, "tcgen05.commit"); commit is implicitly ordered after the MMAs. */
 	emitf(e, "\ttcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.b64 [%s];\n", bar.s);
 }
 
@@ -73,7 +76,7 @@ void
 sm100_wait_ld(Emit *e)
 {
 	/* tcgen05.ld is asynchronous: its registers are undefined until this
-	 * (hardware-facts §3.8, pitfall 9). */
+	 * (docs/hardware.md, "tcgen05 ordering"). */
 	emitf(e, "\ttcgen05.wait::ld.sync.aligned;\n");
 }
 
@@ -105,7 +108,8 @@ void
 sm100_wait_st(Emit *e)
 {
 	/* tcgen05.st is asynchronous: TMEM holds the values only after this,
-	 * and an MMA may read them only after it and a fenced sync (§3.8). */
+	 * and an MMA may read them only after it and a fenced sync (docs/hardware.md,
+	 * "tcgen05 ordering"). */
 	emitf(e, "\ttcgen05.wait::st.sync.aligned;\n");
 }
 
@@ -138,4 +142,38 @@ sm100_setup_tmem(Emit *e, KgErr *err, const char *block, Reg warp, int warp_allo
 	/* orders the allocation before the CTA barrier that publishes it */
 	sm100_fence_before(e);
 	return 0;
+}
+
+/* dst = ((warp [mod 4]) << shift) + add */
+static void
+quarter(Emit *e, Reg dst, Reg warp, int shift, Reg add, int any_warp)
+{
+	if (any_warp)
+		emitf(e, "\tand.b32 %s, %s, %d;\n\tshl.b32 %s, %s, %d;\n", dst.s, warp.s, 4 - 1, dst.s,
+		      dst.s, shift);
+	else
+		emitf(e, "\tshl.b32 %s, %s, %d;\n", dst.s, warp.s, shift);
+	emitf(e, "\tadd.u32 %s, %s, %s;\n", dst.s, dst.s, add.s);
+}
+
+void
+sm100_quarter_taddr(Emit *e, Reg dst, Reg warp, Reg base, int any_warp)
+{
+	quarter(e, dst, warp, tmem_quarter_addr_shift(), base, any_warp);
+}
+
+void
+sm100_quarter_row(Emit *e, Reg dst, Reg warp, Reg lane, int any_warp)
+{
+	quarter(e, dst, warp, tmem_quarter_lane_shift(), lane, any_warp);
+}
+
+void
+sm100_read_taddr(Emit *e, Reg dst, const Plan *plan, Reg base, int slot)
+{
+	Reg addr;
+
+	sm100_fence_after(e);
+	addr = op_plan_smem(e, plan, base, slot);
+	emitf(e, "\tld.shared.u32 %s, [%s];\n", dst.s, addr.s);
 }

@@ -14,7 +14,8 @@
 #include "../desc.h"
 #include "../fmha.h"
 #include "../ops.h"
-#include "fmha_int.h"
+#include "consumer.h"
+#include "fmha_split.h"
 #include "mma.h"
 
 enum { PRODUCER_REGS = 40, PBUFS = 2 };
@@ -40,15 +41,10 @@ fmha90_split_plan(FmhaCfg *f, KgErr *err)
 	f->r_p = plan_smem(p, "P tiles", 64u * (uint32_t)f->bn * (uint32_t)f->esz, 1024, PBUFS);
 	f->r_corr = plan_smem(p, "rescale", 64 * 4, 16, PBUFS);
 	f->r_lsum = plan_smem(p, "row sums", 64 * 4, 16, 1);
-	f->b_q = plan_barrier(p, "Q full", 1, 1, f->q_bytes, "producer: expect_tx + TMA");
-	f->b_k = plan_barrier(p, f->kv_shared ? "K=V full" : "K full", f->stages, 1, f->k_bytes,
-	                      "producer: expect_tx + TMA");
 	if (f->kv_shared) {
-		f->b_v = f->b_k;
 		f->b_kfree = f->b_vfree = plan_barrier(p, "K=V free", f->stages, 8, 0,
 		                                       "lane 0 of the 8 consumer warps after their P·V");
 	} else {
-		f->b_v = plan_barrier(p, "V full", f->stages, 1, f->v_bytes, "producer: expect_tx + TMA");
 		f->b_kfree = plan_barrier(p, "K free", f->stages, 4, 0, "lane 0 of the 4 scores warps after S");
 		f->b_vfree = plan_barrier(p, "V free", f->stages, 8, 0,
 		                          "lane 0 of the 8 consumer warps after their P·V");
@@ -159,7 +155,7 @@ split_publish(Emit *e, KgErr *err, const FmhaCfg *f, Consumer *c, Split *s)
 		      base[k].s, base[k].s, s->c4.s, base[k].s);
 	}
 	for (int i = 0; i < f->bn / 2; i += 2) {
-		int q = i / 4;
+		int q = col_of(i) / 8; /* 16-byte chunk of the P row */
 		emitf(e, "\tcvt.rn.%s.f32 %s, %s, %s;\n", f->in == DT_BF16 ? "bf16x2" : "f16x2", pk.s,
 		      c->S[i + 1].s, c->S[i].s);
 		emitf(e, "\txor.b32 %s, %s, %d;\n\tadd.u32 %s, %s, %s;\n", a.s, s->x16.s, q << 4, a.s, a.s,
@@ -323,13 +319,8 @@ fmha90_split_body(Emit *e, const FmhaCfg *f, const FmhaRegs *r, KgErr *err)
 	emitf(e, "\tshr.u32 %s, %s, 7;\n\tmov.u32 %s, 0;\n", wg.s, r->tid.s, zero.s);
 	emitf(e, "\tsetp.eq.u32 %s, %s, 1;\n\t@%s bra %s;\n", p.s, wg.s, p.s, scores);
 	emitf(e, "\tsetp.eq.u32 %s, %s, 2;\n\t@%s bra %s;\n", p.s, wg.s, p.s, output);
-	op_setmaxnreg(e, 0, f->plan.roles[0].regs);
-	emitf(e, "\tsetp.ne.u32 %s, %s, 0;\n\t@%s bra %s;\n", p.s, r->warp.s, p.s, out);
-	op_elect_one(e, el);
-	emitf(e, "\t@!%s bra %s;\n", el.s, out);
-	if (fmha_emit_producer(e, f, r, err) < 0)
+	if (fmha90_producer_role(e, f, r, p, el, out, err) < 0)
 		return -1;
-	emitf(e, "\tbra %s;\n", out);
 	emit_label(e, scores);
 	op_setmaxnreg(e, 1, f->plan.roles[1].regs);
 	if (emit_scores_wg(e, f, r, zero, err) < 0)

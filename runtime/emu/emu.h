@@ -31,7 +31,7 @@ enum {
 	EMU_MAX_THREADS = 1024,
 	EMU_MAX_MBAR = 128,   /* live mbarrier objects per CTA */
 	EMU_MAX_AGENTS = 16,  /* threads that issue tcgen05.mma/cp/shift per CTA */
-	EMU_TMEM_LANES = 128, /* hardware-facts §3.1 */
+	EMU_TMEM_LANES = 128, /* docs/hardware.md, "TMEM addressing" */
 	EMU_TMEM_COLS = 512,
 	EMU_MAX_TMEM_ALLOCS = 16,
 };
@@ -143,6 +143,7 @@ enum {
 	EMU_JUMP = 1,  /* the function set pc */
 	EMU_BLOCK = 2, /* not done: run the same instruction again when woken */
 	EMU_EXIT = 3,
+	EMU_YIELD = 4, /* run_thread: gave way at a scheduling point (seeded runs) */
 	EMU_STOP = -1, /* error or hazard recorded in the CTA */
 };
 
@@ -158,6 +159,8 @@ enum {
 	OPF_MEMBERMASK = 1 << 2,/* collective over a membermask operand (elect, shfl, vote) */
 	OPF_BRANCH = 1 << 3,
 	OPF_FIMM = 1 << 4,      /* immediates take the instruction's (float) type */
+	OPF_SCHED = 1 << 5,     /* publishes to other threads: with KRT_EMU_SEED the
+	                         * scheduler may switch warps right after it */
 };
 
 typedef struct EmuParse EmuParse;
@@ -297,6 +300,30 @@ typedef struct EmuTag {
 	int32_t tid;     /* thread that issued it */
 } EmuTag;
 
+/* ---- data races (race.c) ------------------------------------------------ */
+
+enum { EMU_RACE_READERS = 3 };
+
+/* The generic access history of one 4-byte word. */
+typedef struct EmuRaceWord {
+	uint64_t key;       /* global: the word's address / 4 */
+	uint32_t gen;       /* EmuCta.race_gen when written; another value: empty */
+	uint32_t wclk;      /* last write: thread wtid at its own clock wclk */
+	int32_t wline;
+	uint16_t wtid;
+	uint8_t nr;         /* unordered reads since that write */
+	uint16_t rtid[EMU_RACE_READERS];
+	uint32_t rclk[EMU_RACE_READERS];
+	int32_t rline[EMU_RACE_READERS];
+} EmuRaceWord;
+
+/* A tcgen05 pipe's A collector (.collector::a::fill/use/lastuse). */
+typedef struct EmuCollector {
+	int line;           /* the filling MMA's PTX line; 0: empty */
+	int ts;             /* A from TMEM */
+	uint64_t a;         /* its A descriptor or TMEM address */
+} EmuCollector;
+
 /* ---- async operations (async.c queue; tma.c, tcgen05.c) ----------------- */
 
 typedef enum EmuAsyncKind {
@@ -321,6 +348,8 @@ typedef struct EmuAsync {
 	void *data;         /* kind-specific record, freed on completion */
 	/* completes it (set by the issuing unit: tma.c, tcgen05.c) */
 	int (*done)(EmuCta *c, struct EmuAsync *a);
+	/* frees what it holds besides data, completed or not (NULL: nothing) */
+	void (*drop)(struct EmuAsync *a);
 } EmuAsync;
 
 /* ---- mbarriers (mbar.c) ------------------------------------------------- */
@@ -431,7 +460,8 @@ struct EmuThread {
 	int npend;           /* registers with a PEND_* flag */
 	EmuClock *vc;        /* generic knowledge */
 	EmuClock *vc_tc;     /* knowledge tcgen05 ops may use: vc at the last
-	                      * tcgen05.fence::after_thread_sync (§3.8) */
+	                      * tcgen05.fence::after_thread_sync (docs/hardware.md,
+	                      * "tcgen05 ordering") */
 	int synced_line;     /* line of the last thread sync not yet fenced for tcgen05 */
 	int agent;           /* tcgen05 issue pipe, -1 until first mma/cp */
 	uint32_t *single_n;  /* executions of each OPF_SINGLE instruction */
@@ -464,6 +494,8 @@ typedef struct EmuLaunchCtx {
 	uint32_t smem_base;  /* window address of the first shared variable */
 	uint32_t smem_misalign; /* bytes added to the dynamic array's address */
 	uint64_t max_steps;
+	uint64_t max_launch_steps; /* all CTAs together (KRT_EMU_MAX_LAUNCH_STEPS) */
+	uint64_t launch_steps;     /* of the CTAs finished so far */
 	int trace;           /* thread id + 1 to trace in CTA 0, 0 off */
 } EmuLaunchCtx;
 
@@ -496,6 +528,7 @@ struct EmuCta {
 	uint32_t *tmem;      /* [lane][col] */
 	EmuTag *twtag;       /* [quarter][col] */
 	EmuTag *trtag;
+	uint32_t *tacc;      /* [quarter][col]: accumulator key of the MMA in twtag */
 	EmuTmemAlloc talloc[EMU_MAX_TMEM_ALLOCS];
 	int relinquished;
 	int cta_group;       /* first cta_group used by a tcgen05 op, 0 none */
@@ -511,11 +544,18 @@ struct EmuCta {
 	int agent_tid[EMU_MAX_AGENTS];
 	uint64_t agent_commits[EMU_MAX_AGENTS]; /* commits issued */
 	uint64_t agent_done[EMU_MAX_AGENTS];    /* commits completed */
+	EmuCollector coll[EMU_MAX_AGENTS];      /* each pipe's A collector */
 	int nagents;
 	/* async queue */
 	EmuAsync *aq;
 	int naq, capaq;
 	uint64_t aseq;
+	/* data-race shadows (race.c) */
+	EmuRaceWord *race;   /* per smem word */
+	uint32_t nrace;
+	uint32_t race_gen;
+	EmuRaceWord *gr;     /* global words, open addressing */
+	uint32_t gr_cap, gr_used;
 	/* scheduling */
 	uint64_t gen;        /* bumps on anything that may unblock a thread */
 	uint64_t steps;
@@ -533,6 +573,13 @@ enum {
 /* ---- execution (exec.c) -------------------------------------------------- */
 
 int emu_run_launch(EmuLaunchCtx *lc, KrtErr *err);
+
+/* ---- schedule exploration (schedules.c) ----------------------------------- */
+
+enum { EMU_MAX_SEEDS = 64, EMU_MAX_SEED_IMAGE = 256 << 20 };
+/* Runs the launch under nseeds schedules (seeds lc->seed or 1, then +1, ...)
+ * from the same device memory; differing results are a hazard. */
+int emu_run_seeds(EmuLaunchCtx *lc, uint64_t nseeds, KrtErr *err);
 
 /* ---- reports (report.c), the random stream (rng.c) ------------------------ */
 
@@ -569,6 +616,9 @@ int emu_shared_addr(EmuCta *c, EmuThread *t, const EmuInsn *in, int i, uint32_t 
 /* ---- the async queue (async.c) ---------------------------------------------- */
 
 void emu_async_push(EmuCta *c, const EmuAsync *a);
+/* Frees a dequeued or still queued op's records (a launch may stop with
+ * ops queued). */
+void emu_async_free(EmuAsync *a);
 /* Completes one queued op: the oldest ready one, or a random ready one. */
 int emu_async_complete_one(EmuCta *c);
 /* Completes queued ops of thread tid (-1: any) whose kind bit is in kinds and
@@ -603,12 +653,25 @@ int emu_smem_write(EmuCta *c, EmuThread *t, const EmuInsn *in, uint32_t addr, ui
 int emu_smem_async_read_check(EmuCta *c, EmuThread *t, const EmuInsn *in, uint32_t chunk,
                               const EmuClock *vc, const char *what);
 void emu_proxy_fence(EmuCta *c, EmuThread *t);
-/* The tcgen05 fences (§3.8). */
+/* The tcgen05 fences (docs/hardware.md, "tcgen05 ordering"). */
 void emu_tc_after_sync(EmuCta *c, EmuThread *t);
 void emu_tc_before_sync(EmuCta *c, EmuThread *t);
 void emu_tcpend_add(EmuCta *c, EmuThread *t, uint32_t cell);
 /* Describes a tag's origin: "TMA write at PTX line 140 (thread 128)". */
 void emu_tag_describe(const EmuCta *c, const EmuTag *tag, char *buf, size_t n);
+
+/* ---- data races (race.c) -------------------------------------------------- */
+
+/* A generic access by t: a [data-race] unless ordered after the conflicting
+ * accesses of other threads. */
+int emu_race_smem(EmuCta *c, EmuThread *t, const EmuInsn *in, uint32_t addr, uint32_t bytes,
+                  int write);
+int emu_race_global(EmuCta *c, EmuThread *t, const EmuInsn *in, uint64_t addr, uint32_t bytes,
+                    int write);
+/* An async write issued by t over smem [addr, addr+bytes). */
+int emu_race_async_write(EmuCta *c, EmuThread *t, const EmuInsn *in, uint32_t addr,
+                         uint32_t bytes);
+void emu_race_reset(EmuCta *c);
 
 /* ---- mbarrier (mbar.c) ---------------------------------------------------- */
 
@@ -638,10 +701,12 @@ typedef struct EmuSmemDesc {
 } EmuSmemDesc;
 
 enum { ARCH_SM90, ARCH_SM100 };
-/* Decodes and validates (hardware-facts §1.1, §1.6); why gets the reason. */
+/* Decodes and validates (docs/hardware.md, "Shared-memory descriptor (sm_100)" and
+ * "Shared-memory descriptor (sm_90)"); why gets the reason. */
 int emu_desc_decode(uint64_t v, int arch, EmuSmemDesc *d, char *why, size_t n);
 /* Byte address (swizzle applied) of element (mn, k) of a canonical operand
- * (hardware-facts §1.4): kmajor 1 for K-major, ebytes the element size. */
+ * (docs/hardware.md, "Canonical layouts, LBO and SBO"): kmajor 1 for K-major, ebytes
+ * the element size. */
 uint32_t emu_desc_addr(const EmuSmemDesc *d, int kmajor, int ebytes, uint32_t mn, uint32_t k);
 uint32_t emu_swizzle(uint32_t addr, int swizzle_bytes);
 /* Appends the distinct smem chunks of rows [mn0, mn0+nmn) x k [0, nk) of an
@@ -653,7 +718,7 @@ int emu_desc_chunks(EmuCta *c, const EmuSmemDesc *d, int kmajor, int eb, uint32_
 void emu_desc_gather(const EmuCta *c, const EmuSmemDesc *d, int kmajor, EmuType ty, int eb,
                      uint32_t mn0, uint32_t nmn, uint32_t nk, float scale, float *out);
 /* The swizzled tile behind a descriptor must start on its swizzle period
- * (base_offset 0, hardware-facts §1.3): 0 if so. */
+ * (base_offset 0, docs/hardware.md, "Base offset and alignment"): 0 if so. */
 int emu_desc_aligned(const EmuSmemDesc *d);
 
 /* ---- numbers (num.c) ------------------------------------------------------ */
@@ -672,7 +737,7 @@ float emu_e5m2_to_f32(uint8_t v);
 float emu_e2m3_to_f32(uint8_t v);
 float emu_e3m2_to_f32(uint8_t v);
 float emu_e2m1_to_f32(uint8_t v);
-/* block-scale factors (hardware-facts §7.2, §7.3) */
+/* block-scale factors (docs/hardware.md, "Number formats") */
 float emu_ue8m0_to_f32(uint8_t v);
 float emu_ue4m3_to_f32(uint8_t v);
 uint8_t emu_f32_to_e4m3(float f, int satfinite);

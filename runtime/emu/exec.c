@@ -7,7 +7,11 @@
  * that is the latest point the PTX memory model allows, so a consumer that
  * forgot to wait reads stale data or trips a hazard check instead of
  * passing by luck. With KRT_EMU_SEED set, completions are picked at random
- * among the legal ones and may also happen early, between thread slices.
+ * among the legal ones and may also happen early, between thread slices;
+ * a thread runs a random number of instructions, and after each scheduling
+ * point (a store, an arrive, a commit, a TMA issue: OPF_SCHED) it may give
+ * way to a randomly chosen thread, so a consumer can run between a
+ * producer's publishing step and the writes that should have preceded it.
  *
  * When nothing can run and nothing is queued, threads spinning in
  * mbarrier.try_wait get one timeout (try_wait returns false, as the hardware
@@ -107,7 +111,7 @@ arrive(EmuCta *c, EmuThread *t, const EmuInsn *in)
 		                  "warp %d diverges at a collective: lanes %s wait at PTX line %d `%s`, "
 		                  "lane %d reached this one. .sync.aligned instructions must be executed "
 		                  "by all threads of the warp at the same instruction (PTX ISA §9.7.16.5; "
-		                  "seed-lessons: a partial-warp tcgen05.ld hung the GPU)",
+		                  "a partial-warp tcgen05.ld hung the GPU: docs/lessons.md, \"Concurrency bugs\")",
 		                  w->id, here, o->line, text, t->lane);
 	}
 	if (w->coll_pc < 0) {
@@ -130,7 +134,7 @@ arrive(EmuCta *c, EmuThread *t, const EmuInsn *in)
 
 /* Single-thread-issue instructions (tcgen05.mma/cp/shift/commit): the n-th
  * execution of one by two lanes of a warp is two issues of one converged
- * instruction, i.e. the whole warp issuing (hardware-facts pitfall 5). */
+ * instruction, i.e. the whole warp issuing (docs/hardware.md, "tcgen05.mma"). */
 static int
 check_single(EmuCta *c, EmuThread *t, const EmuInsn *in)
 {
@@ -159,7 +163,7 @@ check_single(EmuCta *c, EmuThread *t, const EmuInsn *in)
 		return emu_hazard(c, t, in, "multi-thread-issue",
 		                  "%s has single-thread semantics, but lanes %d and %d of warp %d both "
 		                  "execute it (instance %u): each executing thread issues its own "
-		                  "operation. Pick one thread with elect.sync (hardware-facts pitfall 5)",
+		                  "operation. Pick one thread with elect.sync (docs/hardware.md, \"tcgen05.mma\")",
 		                  in->def->name, first, t->lane, w->id, n + 1);
 	return 0;
 }
@@ -200,6 +204,7 @@ run_thread(EmuCta *c, EmuThread *t, int budget)
 			fprintf(stderr, "[emu] thread %d line %d: %s\n", t->tid, c->prog->insn[t->pc].line,
 			        text);
 		}
+		const EmuInsn *in = &c->prog->insn[t->pc];
 		int rc = step(c, t);
 		switch (rc) {
 		case EMU_NEXT:
@@ -218,6 +223,10 @@ run_thread(EmuCta *c, EmuThread *t, int budget)
 		default:
 			return EMU_STOP;
 		}
+		/* a scheduling point: what it published may be seen (or missed)
+		 * by any other warp before this thread goes on */
+		if (c->lc->seed && (in->def->flags & OPF_SCHED) && emu_rand(c) % 2)
+			return EMU_YIELD;
 	}
 	return EMU_NEXT;
 }
@@ -273,10 +282,8 @@ cta_free(EmuCta *c)
 		free(w->single_first);
 		free(w->single_cap);
 	}
-	for (int i = 0; i < c->naq; i++) {
-		free(c->aq[i].vc);
-		free(c->aq[i].data);
-	}
+	for (int i = 0; i < c->naq; i++)
+		emu_async_free(&c->aq[i]);
 	free(c->aq);
 	free(c->t);
 	free(c->w);
@@ -294,7 +301,10 @@ cta_free(EmuCta *c)
 	free(c->tmem);
 	free(c->twtag);
 	free(c->trtag);
+	free(c->tacc);
 	free(c->clocks);
+	free(c->race);
+	free(c->gr);
 	free(c);
 }
 
@@ -333,15 +343,18 @@ cta_new(EmuLaunchCtx *lc, KrtErr *err)
 	c->sstamp = calloc(c->nchunks, sizeof *c->sstamp);
 	c->swriter = malloc((size_t)c->nchunks * sizeof *c->swriter);
 	c->swline = malloc((size_t)c->nchunks * sizeof *c->swline);
+	c->nrace = c->smem_end / 4 + 1;
+	c->race = calloc(c->nrace, sizeof *c->race);
 	if (lc->cc >= 100) {
 		c->tmem = malloc((size_t)EMU_TMEM_LANES * EMU_TMEM_COLS * sizeof *c->tmem);
 		c->twtag = malloc(4 * EMU_TMEM_COLS * sizeof *c->twtag);
 		c->trtag = malloc(4 * EMU_TMEM_COLS * sizeof *c->trtag);
+		c->tacc = calloc(4 * EMU_TMEM_COLS, sizeof *c->tacc);
 	}
 	int bad = !c->t || !c->w || !c->regs || !c->pend || !c->smem || !c->swtag || !c->srtag ||
 	          !c->sstamp ||
-	          !c->sinflight || !c->sinflight_line || !c->sflags || !c->swriter || !c->swline ||
-	          (lc->cc >= 100 && (!c->tmem || !c->twtag || !c->trtag));
+	          !c->sinflight || !c->sinflight_line || !c->sflags || !c->swriter || !c->swline || !c->race ||
+	          (lc->cc >= 100 && (!c->tmem || !c->twtag || !c->trtag || !c->tacc));
 	for (int i = 0; !bad && i < c->nthreads; i++) {
 		EmuThread *t = &c->t[i];
 		t->tid = i;
@@ -380,7 +393,8 @@ cta_reset(EmuCta *c, const uint32_t ctaid[3])
 	for (size_t i = 0; i < nr; i++)
 		c->regs[i] = UINT64_C(0x7fb1dead7fb1dead) & 0xffffffffu;
 	/* with wgmma, every register write is tracked so an MMA that reads a
-	 * register written after the last wgmma.fence is caught (§4.1) */
+	 * register written after the last wgmma.fence is caught (docs/hardware.md,
+	 * "wgmma syntax and fences") */
 	memset(c->pend, p->has_wgmma ? PEND_WATCH | PEND_DIRTY : 0, nr);
 	memset(c->smem, 0xdb, (size_t)c->nchunks * 16);
 	memset(c->swtag, 0, (size_t)c->nchunks * sizeof *c->swtag);
@@ -388,12 +402,14 @@ cta_reset(EmuCta *c, const uint32_t ctaid[3])
 	memset(c->sinflight, 0, (size_t)c->nchunks * sizeof *c->sinflight);
 	memset(c->sflags, 0, c->nchunks);
 	memset(c->swriter, 0, (size_t)c->nchunks * sizeof *c->swriter);
+	emu_race_reset(c);
 	if (c->tmem) {
 		/* TMEM before an MMA writes it: a NaN pattern */
 		for (size_t i = 0; i < (size_t)EMU_TMEM_LANES * EMU_TMEM_COLS; i++)
 			c->tmem[i] = 0x7fc0dead;
 		memset(c->twtag, 0, 4 * EMU_TMEM_COLS * sizeof *c->twtag);
 		memset(c->trtag, 0, 4 * EMU_TMEM_COLS * sizeof *c->trtag);
+		memset(c->tacc, 0, 4 * EMU_TMEM_COLS * sizeof *c->tacc);
 	}
 	memset(c->talloc, 0, sizeof c->talloc);
 	c->relinquished = 0;
@@ -409,10 +425,9 @@ cta_reset(EmuCta *c, const uint32_t ctaid[3])
 	memset(c->clocks, 0, (size_t)(2 * c->nthreads + 2 * EMU_MAX_MBAR + 16) * (size_t)c->nslots *
 	                         sizeof *c->clocks);
 	c->nagents = 0;
-	for (int i = 0; i < c->naq; i++) {
-		free(c->aq[i].vc);
-		free(c->aq[i].data);
-	}
+	memset(c->coll, 0, sizeof c->coll);
+	for (int i = 0; i < c->naq; i++)
+		emu_async_free(&c->aq[i]);
 	c->naq = 0;
 	for (int i = 0; i < c->nthreads; i++) {
 		EmuThread *t = &c->t[i];
@@ -584,6 +599,8 @@ run_cta(EmuCta *c)
 			if (t->state != TS_READY)
 				continue;
 			uint64_t s0 = t->steps;
+			if (c->lc->seed)
+				quantum = 1 + (int)(emu_rand(c) % 2048);
 			int rc = run_thread(c, t, quantum);
 			if (rc == EMU_STOP || c->failed)
 				return EMU_STOP;
@@ -591,6 +608,8 @@ run_cta(EmuCta *c)
 				progressed = 1;
 			if (c->lc->seed && c->naq && emu_rand(c) % 8 == 0 && emu_async_complete_one(c))
 				return EMU_STOP;
+			if (rc == EMU_YIELD)
+				break; /* the next thread to run: a random one */
 		}
 		if (c->failed)
 			return EMU_STOP;
@@ -598,6 +617,10 @@ run_cta(EmuCta *c)
 			return emu_fault(c, NULL, NULL, "more than %" PRIu64 " instructions executed in one "
 			                 "CTA (set KRT_EMU_MAX_STEPS to raise the limit): a livelock?",
 			                 c->lc->max_steps);
+		if (c->lc->launch_steps + c->steps > c->lc->max_launch_steps)
+			return emu_fault(c, NULL, NULL, "more than %" PRIu64 " instructions executed in one "
+			                 "launch (KRT_EMU_MAX_LAUNCH_STEPS; runtime/emu/README.md): emulate "
+			                 "a smaller shape", c->lc->max_launch_steps);
 		if (!c->live)
 			return cta_finish(c);
 		if (progressed)
@@ -665,6 +688,7 @@ emu_run_launch(EmuLaunchCtx *lc, KrtErr *err)
 				cta_reset(c, id);
 				if (run_cta(c) == EMU_STOP || c->failed)
 					rc = err->code ? err->code : KRT_ECUDA;
+				lc->launch_steps += c->steps;
 			}
 	cta_free(c);
 	return rc;

@@ -38,7 +38,7 @@ emu_reg_hazard(EmuCta *c, EmuThread *t, const EmuInsn *in, int reg, int write)
 		return emu_hazard(c, t, in, "tcgen05.ld-before-wait",
 		                  "register %s is %s before tcgen05.wait::ld: it is a destination of "
 		                  "tcgen05.ld at PTX line %d, whose values are undefined until the wait "
-		                  "(hardware-facts §3.8, pitfall 9)", name, acc, line);
+		                  "(docs/hardware.md, \"tcgen05 ordering\")", name, acc, line);
 	}
 	const EmuWgGroup *gs[65];
 	int ng = 0;

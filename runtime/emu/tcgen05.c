@@ -1,13 +1,13 @@
-/* Blackwell tcgen05 (PTX ISA §9.7.16; hardware-facts §2, §3): modifiers of
- * every tcgen05 row, the helpers tc_mma.c and tc_cp.c share (tc.h),
- * alloc/dealloc/relinquish, ld/st, wait, fence and commit.
+/* Blackwell tcgen05 (PTX ISA §9.7.16; docs/hardware.md, "Instruction descriptor" and
+ * "TMEM addressing"): modifiers of every tcgen05 row, the helpers tc_mma.c and tc_cp.c
+ * share (tc.h), alloc/dealloc/relinquish, ld/st, wait, fence and commit.
  *
  * alloc/dealloc/relinquish, ld/st and wait::ld/st are warp collectives.
  * mma, cp, shift and commit have single-thread semantics: the issuing
  * thread's operations go into its issue pipe (an "agent" of the async
  * queue) and complete in order; their TMEM results land at completion, and
  * a commit arrives on its mbarrier once every earlier op of the pipe
- * completed (§3.5). tcgen05.ld values land in registers at wait::ld,
+ * completed (docs/hardware.md, "tcgen05.commit"). tcgen05.ld values land in registers at wait::ld,
  * tcgen05.st values in TMEM at wait::st: the latest legal points. */
 #include <inttypes.h>
 #include <stdio.h>
@@ -105,8 +105,18 @@ emu_mod_tc_mma(EmuInsn *in, const char *m, EmuParse *p)
 	r = WORDS(in, m, p, mma_words);
 	if (r)
 		return r;
-	if (strncmp(m, "collector::a::", 14) == 0)
-		return 1; /* operand reuse: no effect on results */
+	static const char *const coll[] = {[TC_COLL_FILL] = "fill", [TC_COLL_USE] = "use",
+	                                   [TC_COLL_LASTUSE] = "lastuse",
+	                                   [TC_COLL_DISCARD] = "discard"};
+	if (strncmp(m, "collector::a::", 14) == 0) {
+		for (uint32_t i = TC_COLL_FILL; i <= TC_COLL_DISCARD; i++)
+			if (strcmp(m + 14, coll[i]) == 0) {
+				in->aux[TC_COLL] = i;
+				return 1;
+			}
+		return emu_parse_fail(p, "%s.%s: the A collector usage is fill, use, lastuse or "
+		                      "discard (PTX ISA, tcgen05.mma .collector_usage)", in->def->name, m);
+	}
 	if (strncmp(m, "kind::", 6) == 0 || strcmp(m, "ws") == 0 || strcmp(m, "ashift") == 0 ||
 	    strcmp(m, "sp") == 0 || strncmp(m, "collector::b", 12) == 0)
 		return emu_parse_fail(p, "%s.%s is not supported by the emulator yet", in->def->name, m);
@@ -149,7 +159,8 @@ emu_mod_tc_shift(EmuInsn *in, const char *m, EmuParse *p)
 
 /* ---- operand checks at load ---------------------------------------------------------------- */
 
-/* registers per thread for one repetition of a shape (§3.6 Table 49) */
+/* registers per thread for one repetition of a shape (docs/hardware.md,
+ * "tcgen05.ld and tcgen05.st" Table 49) */
 static int
 shape_regs(uint32_t shape)
 {
@@ -172,7 +183,7 @@ emu_chk_tc_ldst(EmuInsn *in, EmuParse *p)
 		return emu_parse_fail(p, "%s needs .b32", in->def->name);
 	int nregs = shape_regs(in->aux[0]) * (int)in->aux[1];
 	if (nregs > 128)
-		return emu_parse_fail(p, "%s: %d registers per thread exceed 128 (§3.6)", in->def->name,
+		return emu_parse_fail(p, "%s: %d registers per thread exceed 128 (docs/hardware.md, \"tcgen05.ld and tcgen05.st\")", in->def->name,
 		                      nregs);
 	int split = in->aux[0] == SH_16x32bx2;
 	if (in->nop != 2 + split)
@@ -241,7 +252,7 @@ emu_tc_tag_check(EmuCta *c, EmuThread *t, const EmuInsn *in, const EmuTag *tag, 
 		return emu_hazard(c, t, in, "missing-fence-after-thread-sync",
 		                  "%s TMEM lane %u column %u: the %s was observed through a thread sync "
 		                  "(PTX line %d) but no tcgen05.fence::after_thread_sync followed it "
-		                  "before this tcgen05 operation (hardware-facts §3.8, pitfall 10)",
+		                  "before this tcgen05 operation (docs/hardware.md, \"tcgen05 ordering\")",
 		                  what, lane, col, d, t->synced_line);
 	return emu_hazard(c, t, in, "unordered-async",
 	                  "%s TMEM lane %u column %u, which the %s writes or reads, without waiting "
@@ -266,6 +277,37 @@ emu_tc_cells_check(EmuCta *c, EmuThread *t, const EmuInsn *in, unsigned qmask, u
 	return 0;
 }
 
+uint32_t
+emu_tc_acc_key(uint32_t dcol, uint32_t n, uint32_t m)
+{
+	return 1 + (dcol | n << 10 | m << 19);
+}
+
+int
+emu_tc_pipe_check(EmuCta *c, EmuThread *t, const EmuInsn *in, unsigned qmask, uint32_t col0,
+                  uint32_t n, int slot, int kind, uint32_t acc, const char *what)
+{
+	static const char *const names[] = {[TAGK_TC] = "tcgen05.mma", [TAGK_TCCP] = "tcgen05.cp"};
+	for (uint32_t q = 0; q < 4; q++)
+		for (uint32_t k = col0; (qmask >> q & 1) && k < col0 + n; k++) {
+			uint32_t cell = q * EMU_TMEM_COLS + k;
+			const EmuTag *tag = &c->twtag[cell];
+			if (tag->kind != kind || tag->slot != slot || (acc && c->tacc[cell] == acc) ||
+			    emu_vc_covers(c, t->vc_tc, -1, tag))
+				continue;
+			char text[200];
+			emu_line_text(c->prog, tag->line, text, sizeof text);
+			return emu_hazard(c, t, in, "tcgen05-unpipelined",
+			                  "%s TMEM lane %u column %u, which the %s at PTX line %d `%s` "
+			                  "writes and which has not completed: the PTX ISA orders one "
+			                  "thread's tcgen05 ops implicitly only for mma->mma on the same "
+			                  "accumulator and shape, cp->mma, shift->mma, shift->cp.4x256b and "
+			                  "mma->shift (§9.7.16.6.2); commit and wait for the earlier op first",
+			                  what, q * 32, k, names[kind], tag->line, text);
+		}
+	return 0;
+}
+
 static void
 tag_set(EmuTag *tag, const EmuInsn *in, int tid, int kind, int slot, EmuClock val, int pending)
 {
@@ -282,9 +324,12 @@ emu_tc_cells_tag(EmuCta *c, const EmuInsn *in, int tid, unsigned qmask, uint32_t
                  int kind, int slot, EmuClock val, int write)
 {
 	for (uint32_t q = 0; q < 4; q++)
-		for (uint32_t k = col0; (qmask >> q & 1) && k < col0 + n; k++)
+		for (uint32_t k = col0; (qmask >> q & 1) && k < col0 + n; k++) {
 			tag_set(write ? &c->twtag[q * EMU_TMEM_COLS + k] : &c->trtag[q * EMU_TMEM_COLS + k],
 			        in, tid, kind, slot, val, 0);
+			if (write)
+				c->tacc[q * EMU_TMEM_COLS + k] = 0;
+		}
 }
 
 int
@@ -345,6 +390,7 @@ emu_tc_push(EmuCta *c, EmuThread *t, const EmuInsn *in, EmuAsyncKind kind, int a
 	q.agent = agent;
 	q.data = data;
 	q.done = emu_tc_complete;
+	q.drop = emu_tc_drop;
 	emu_async_push(c, &q);
 	return c->failed ? EMU_STOP : EMU_NEXT;
 }
@@ -364,10 +410,10 @@ emu_wop_tc_alloc(EmuCta *c, EmuWarp *w, const EmuInsn *in, uint32_t lanes)
 	if (n < 32 || n > 512 || (n & (n - 1)))
 		return emu_hazard(c, t0, in, "tmem-alloc",
 		                  "tcgen05.alloc of %" PRIu64 " columns: the count must be a power of two "
-		                  "in [32, 512] (hardware-facts §3.1)", n);
+		                  "in [32, 512] (docs/hardware.md, \"TMEM addressing\")", n);
 	if (c->relinquished)
 		return emu_hazard(c, t0, in, "tmem-alloc",
-		                  "tcgen05.alloc after tcgen05.relinquish_alloc_permit (§3.2)");
+		                  "tcgen05.alloc after tcgen05.relinquish_alloc_permit (docs/hardware.md, \"TMEM allocation\")");
 	uint32_t sa;
 	if (emu_shared_addr(c, t0, in, 0, &sa))
 		return EMU_STOP;
@@ -386,7 +432,7 @@ emu_wop_tc_alloc(EmuCta *c, EmuWarp *w, const EmuInsn *in, uint32_t lanes)
 			col = s;
 	}
 	if (col == UINT32_MAX)
-		return EMU_BLOCK; /* waits until columns are freed (§3.2) */
+		return EMU_BLOCK; /* waits until columns are freed (docs/hardware.md, "TMEM allocation") */
 	int slot = -1;
 	for (int i = 0; i < EMU_MAX_TMEM_ALLOCS && slot < 0; i++)
 		if (!c->talloc[i].live)
@@ -471,10 +517,10 @@ emu_wop_tc_dealloc(EmuCta *c, EmuWarp *w, const EmuInsn *in, uint32_t lanes)
 
 /* ---- ld / st ---------------------------------------------------------------------------- */
 
-/* (lane, column) offsets of register v of thread t (§3.6 table). With
- * .pack::16b / .unpack::16b a register holds the low 16 bits of two adjacent
- * columns, the lower column in its low half (PTX ISA §9.7.16.8.2): each
- * 32-bit position of the pattern spans two columns; 16x32bx2's immediate
+/* (lane, column) offsets of register v of thread t (docs/hardware.md,
+ * "tcgen05.ld and tcgen05.st" table). With .pack::16b / .unpack::16b a register holds
+ * the low 16 bits of two adjacent columns, the lower column in its low half (PTX ISA
+ * §9.7.16.8.2): each 32-bit position of the pattern spans two columns; 16x32bx2's immediate
  * split stays a column offset. */
 static void
 ldst_map(const EmuInsn *in, int t, int v, uint32_t split, uint32_t *lane, uint32_t *col)
@@ -546,7 +592,7 @@ ldst_common(EmuCta *c, EmuWarp *w, const EmuInsn *in, uint32_t lanes, int st, ui
 		return emu_hazard(c, t0, in, "tmem-lane-quarter",
 		                  "warp %d (warp %u of its warpgroup) accesses TMEM lanes %u..%u, but it "
 		                  "may only reach lanes %u..%u (warp %% 4 selects the 32-lane quarter, "
-		                  "hardware-facts §3.7, pitfall 8)",
+		                  "docs/hardware.md, \"Lane quarters\")",
 		                  w->id, q, lane, lane + nl - 1, 32 * q, 32 * q + 31);
 	return emu_tmem_check(c, t0, in, lane, nl, col, ldst_cols(in, *split));
 }
@@ -842,14 +888,15 @@ emu_op_tc_commit(EmuCta *c, EmuThread *t, const EmuInsn *in)
 	q.vc = vc;
 	q.data = d;
 	q.done = emu_tc_complete;
+	q.drop = emu_tc_drop;
 	emu_async_push(c, &q);
 	return c->failed ? EMU_STOP : EMU_NEXT;
 }
 
 /* ---- completion --------------------------------------------------------------------------- */
 
-static int
-commit_complete(EmuCta *c, EmuAsync *q)
+int
+emu_tc_commit_complete(EmuCta *c, EmuAsync *q)
 {
 	CommitOp *op = q->data;
 	EmuThread *t = &c->t[q->tid];
@@ -869,15 +916,4 @@ commit_complete(EmuCta *c, EmuAsync *q)
 		q->vc[slot] = op->seq;
 	emu_mbar_arrive(c, m, 1, q->vc);
 	return 0;
-}
-
-int
-emu_tc_complete(EmuCta *c, EmuAsync *q)
-{
-	switch (q->kind) {
-	case AS_TC_MMA: return emu_tc_mma_complete(c, q);
-	case AS_TC_CP: return emu_tc_cp_complete(c, q);
-	case AS_TC_SHIFT: return emu_tc_shift_complete(c, q);
-	default: return commit_complete(c, q);
-	}
 }

@@ -1,5 +1,9 @@
 /* Every emitted kernel (emitted/TARGET/NAME.ptx) on the emulator at small
- * shapes with tails, against a float64 reference, with no hazard. One
+ * shapes with tails, against a float64 reference, with no hazard. The three
+ * small shapes run under the schedules KRT_EMU_SEED=1, 2 and 3; a fourth,
+ * long shape (K, or the keys, span every pipeline stage twice and a tail:
+ * each ring wraps twice) runs under the default schedule, in which async
+ * work completes as late as the PTX memory model allows. One
  * runner per kernel family (gemm, fmha); a family without one fails, so a
  * new family cannot slip past the emulator unnoticed.
  *
@@ -27,6 +31,23 @@ static const EtFmhaShape fmha_shapes[] = {
 	{2, {70, 130}, {100, 77}},
 	{1, {200}, {300}},
 };
+
+/* Tile and stage counts from the kernel name (..._m128n96_s4_... for fmha,
+ * ..._m128n112k64_s3_... for gemm). */
+static int
+name_tiles(const char *kernel, int gemm, unsigned *n, unsigned *k, unsigned *s)
+{
+	const char *m = strstr(kernel, "_m");
+	unsigned mm;
+	*k = 0;
+	for (; m; m = strstr(m + 1, "_m")) {
+		if (gemm && sscanf(m, "_m%un%uk%u_s%u", &mm, n, k, s) == 4)
+			return 0;
+		if (!gemm && sscanf(m, "_m%un%u_s%u", &mm, n, s) == 3)
+			return 0;
+	}
+	return -1;
+}
 
 static double
 now(void)
@@ -68,22 +89,34 @@ run_file(const char *path)
 	free(ptx);
 	size_t nshapes = gemm ? sizeof gemm_shapes / sizeof gemm_shapes[0]
 	                      : sizeof fmha_shapes / sizeof fmha_shapes[0];
-	for (size_t i = 0; i < nshapes; i++) {
+	unsigned tn, tk, ts;
+	if (name_tiles(abi.kernel, gemm, &tn, &tk, &ts)) {
+		printf("FAIL %s: no _mMnN[kK]_sS tile and stage counts in the kernel name\n", abi.kernel);
+		krt_module_unload(mod);
+		krt_device_close(dev);
+		return 1;
+	}
+	uint32_t long_gemm[3] = {70, 40, 2 * ts * tk + 8};
+	EtFmhaShape long_fmha = {1, {64}, {2 * ts * tn + 17}};
+	for (size_t i = 0; i <= nshapes; i++) {
 		char shape[64];
+		char seed[8];
+		snprintf(seed, sizeof seed, "%zu", i < nshapes ? i + 1 : 0);
+		setenv("KRT_EMU_SEED", seed, 1);
 		double t0 = now();
 		int rc;
 		double maxerr, tol;
 		uint64_t bad;
 		const char *first, *msg;
-		EtGemm g;
-		EtFmha f;
+		EtGemm g = {.keep = 0};
+		EtFmha f = {.keep = 0};
 		if (gemm) {
-			const uint32_t *d = gemm_shapes[i];
+			const uint32_t *d = i < nshapes ? gemm_shapes[i] : long_gemm;
 			snprintf(shape, sizeof shape, "%ux%ux%u", d[0], d[1], d[2]);
 			rc = et_gemm(dev, mod, d[0], d[1], d[2], 1000 + i, &g);
 			maxerr = g.max_err, tol = g.tol, bad = g.bad, first = g.first_bad, msg = g.err.msg;
 		} else {
-			const EtFmhaShape *f0 = &fmha_shapes[i];
+			const EtFmhaShape *f0 = i < nshapes ? &fmha_shapes[i] : &long_fmha;
 			size_t at = (size_t)snprintf(shape, sizeof shape, "batch %u:", f0->batch);
 			for (uint32_t b = 0; b < f0->batch && at < sizeof shape; b++)
 				at += (size_t)snprintf(shape + at, sizeof shape - at, " %ux%u", f0->sq[b], f0->sk[b]);
@@ -92,15 +125,15 @@ run_file(const char *path)
 		}
 		double dt = now() - t0;
 		if (rc < 0) {
-			printf("FAIL %s %s: %s\n", abi.kernel, shape, msg);
+			printf("FAIL %s %s, seed %s: %s\n", abi.kernel, shape, seed, msg);
 			fails++;
 		} else if (rc > 0) {
-			printf("FAIL %s %s: %llu elements over tolerance %.0e, max rel err %.3g; first: %s\n",
-			       abi.kernel, shape, (unsigned long long)bad, tol, maxerr, first);
+			printf("FAIL %s %s, seed %s: %llu elements over tolerance %.0e, max rel err %.3g; "
+			       "first: %s\n", abi.kernel, shape, seed, (unsigned long long)bad, tol, maxerr, first);
 			fails++;
 		} else {
-			printf("ok   %s %s: max rel err %.3g (tol %.0e)%s %.2fs\n", abi.kernel, shape,
-			       maxerr, tol, fmha && f.lse_err > 0 ? ", LSE ok" : "", dt);
+			printf("ok   %s %s, seed %s: max rel err %.3g (tol %.0e)%s %.2fs\n", abi.kernel,
+			       shape, seed, maxerr, tol, fmha && f.lse_err > 0 ? ", LSE ok" : "", dt);
 		}
 		fflush(stdout);
 	}

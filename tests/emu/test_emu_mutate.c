@@ -5,7 +5,12 @@
  * and its branch back), fence.proxy.async, wgmma.fence,
  * wgmma.wait_group, bar.sync and bar.arrive is removed in turn
  * (the line becomes a comment, so line numbers stay), and the mutant must
- * either report a hazard or compute a wrong result. The shape has more K
+ * either report a hazard or compute a wrong result. Two more mutants per
+ * site: a st.shared that precedes the mbarrier.arrive publishing it (within
+ * three lines) moves after the arrive, and an mbarrier.init expecting N > 1
+ * arrivals expects one arrival fewer, or one warp fewer when N counts whole
+ * warps (a lane's arrival after its warp's .sync.aligned tcgen05.st/wait
+ * orders nothing its warp did not already order). The shape has more K
  * tiles than pipeline stages, so every stage is refilled at least once.
  *
  *   test_emu_mutate SRC_ROOT [FILE.ptx ...]
@@ -73,6 +78,72 @@ mutate(const Line *lines, int n, int a, int b, size_t *len)
 		else {
 			memcpy(out + at, lines[i].s, lines[i].n);
 			at += lines[i].n;
+			out[at++] = '\n';
+		}
+	}
+	if (out)
+		out[at] = 0;
+	*len = at;
+	return out;
+}
+
+/* The text with line `from` moved after line `to` (from < to). */
+static char *
+mutate_move(const Line *lines, int n, int from, int to, size_t *len)
+{
+	size_t cap = 64;
+	for (int i = 0; i < n; i++)
+		cap += lines[i].n + 32;
+	char *out = malloc(cap);
+	size_t at = 0;
+	for (int i = 0; out && i < n; i++) {
+		if (i == from)
+			continue;
+		memcpy(out + at, lines[i].s, lines[i].n);
+		at += lines[i].n;
+		out[at++] = '\n';
+		if (i == to) {
+			memcpy(out + at, lines[from].s, lines[from].n);
+			at += lines[from].n;
+			out[at++] = '\n';
+		}
+	}
+	if (out)
+		out[at] = 0;
+	*len = at;
+	return out;
+}
+
+/* The text with the arrival count of the mbarrier.init on line i one short
+ * (a warp short for a multiple of 32 above 32); NULL when the line has no
+ * count above 1. */
+static char *
+mutate_count(const Line *lines, int n, int i, size_t *len)
+{
+	const Line *l = &lines[i];
+	size_t e = l->n;
+	while (e > 0 && l->s[e - 1] != ';')
+		e--;
+	size_t b = e ? e - 1 : 0;
+	while (b > 0 && l->s[b - 1] >= '0' && l->s[b - 1] <= '9')
+		b--;
+	if (!e || b == e - 1 || b == 0 || l->s[b - 1] != ' ')
+		return NULL;
+	long count = strtol(l->s + b, NULL, 10);
+	if (count < 2)
+		return NULL;
+	size_t cap = 64;
+	for (int k = 0; k < n; k++)
+		cap += lines[k].n + 32;
+	char *out = malloc(cap);
+	size_t at = 0;
+	for (int k = 0; out && k < n; k++) {
+		if (k == i)
+			at += (size_t)snprintf(out + at, cap - at, "%.*s%ld;\n", (int)b, l->s,
+			                       count > 32 && count % 32 == 0 ? count - 32 : count - 1);
+		else {
+			memcpy(out + at, lines[k].s, lines[k].n);
+			at += lines[k].n;
 			out[at++] = '\n';
 		}
 	}
@@ -171,8 +242,8 @@ pick_shape(const KrtAbi *abi, Shape *s)
 static int
 run_once(KrtDevice *dev, KrtModule *mod, const Shape *s, char *msg, size_t n)
 {
-	EtGemm g;
-	EtFmha f;
+	EtGemm g = {.keep = 0};
+	EtFmha f = {.keep = 0};
 	int rc;
 	if (s->fmha) {
 		rc = et_fmha(dev, mod, &s->f, 7, &f);
@@ -224,14 +295,39 @@ run_file(const char *path, int *mutants, int *missed)
 		return 1;
 	}
 	krt_module_unload(mod);
-	for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++)
+	size_t nkinds = sizeof kinds / sizeof kinds[0];
+	for (size_t k = 0; k < nkinds + 2; k++)
 		for (int i = 0; i < n; i++) {
-			if (!has(&lines[i], kinds[k].what) || lines[i].s[strspn(lines[i].s, " \t")] == '/' ||
-			    (kinds[k].unless && has(&lines[i], kinds[k].unless)))
-				continue;
-			int last = i + kinds[k].with_next;
 			size_t ml;
-			char *m = mutate(lines, n, i, last, &ml);
+			char *m = NULL;
+			const char *what;
+			if (k == nkinds) { /* a published store after its arrive */
+				what = "st.shared moved after mbarrier.arrive";
+				int to = -1;
+				if (!has(&lines[i], "st.shared"))
+					continue;
+				for (int j = i + 1; j < n && j <= i + 3 && to < 0; j++)
+					if (has(&lines[j], "mbarrier.arrive"))
+						to = j;
+					else if (has(&lines[j], "st.shared") || has(&lines[j], "bra") ||
+					         has(&lines[j], ":"))
+						break;
+				if (to < 0)
+					continue;
+				m = mutate_move(lines, n, i, to, &ml);
+			} else if (k == nkinds + 1) { /* an expected count one short */
+				what = "mbarrier.init count one arrival/warp short";
+				if (!has(&lines[i], "mbarrier.init") ||
+				    !(m = mutate_count(lines, n, i, &ml)))
+					continue;
+			} else {
+				what = kinds[k].what;
+				if (!has(&lines[i], kinds[k].what) ||
+				    lines[i].s[strspn(lines[i].s, " \t")] == '/' ||
+				    (kinds[k].unless && has(&lines[i], kinds[k].unless)))
+					continue;
+				m = mutate(lines, n, i, i + kinds[k].with_next, &ml);
+			}
 			if (!m) {
 				fails++;
 				continue;
@@ -258,8 +354,8 @@ run_file(const char *path, int *mutants, int *missed)
 					fails++;
 				}
 			}
-			printf("%-14s %s line %d (%s removed): %s\n", verdict, abi.kernel, i + 1,
-			       kinds[k].what, detail);
+			printf("%-14s %s line %d (%s%s): %s\n", verdict, abi.kernel, i + 1, what,
+			       k < nkinds ? " removed" : "", detail);
 			free(m);
 		}
 	free(lines);
