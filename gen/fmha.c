@@ -199,22 +199,23 @@ fmha_emit_producer(Emit *e, const FmhaCfg *f, const FmhaRegs *r, KgErr *err)
 	/* K and V have their own free barriers: K_j's slot frees once S_j is
 	 * done, V_j's once P_j·V_j is, a tile later (the consumers overlap
 	 * S_{j+1} with P_j·V_j) */
-	emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n\txor.b32 %s, %s, 1;\n", bar.s, stage.s, kfree0.s, par.s,
-	      phase.s);
+	emitf(e, "\tmad.lo.u32 %s, %s, 8, %s; // mbar %s[stage]\n\txor.b32 %s, %s, 1;\n", bar.s, stage.s, kfree0.s,
+	      f->plan.bars[f->b_kfree].name, par.s, phase.s);
 	if (op_mbar_wait(e, err, bar, par.s) < 0)
 		return -1;
 	emitf(e, "\tmad.lo.u32 %s, %s, %d, %s;\n", row.s, j.s, f->bn, r->ks.s);
-	emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n", bar.s, stage.s, kbar0.s);
+	emitf(e, "\tmad.lo.u32 %s, %s, 8, %s; // mbar %s[stage]\n", bar.s, stage.s, kbar0.s, f->plan.bars[f->b_k].name);
 	emitf(e, "\tmad.lo.u32 %s, %s, %u, %s;\n", kd.s, stage.s, f->k_bytes, k0.s);
 	/* K first, on its own barrier, so Q·K^T can start before V lands */
 	op_mbar_arrive_expect_tx(e, bar, f->k_bytes);
 	if (emit_tile_loads(e, err, &f->lk, f->d, kd, r->tk, r->hk, row, bar, NULL) < 0)
 		return -1;
 	if (!f->kv_shared) {
-		emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n", bar.s, stage.s, vfree0.s);
+		emitf(e, "\tmad.lo.u32 %s, %s, 8, %s; // mbar %s[stage]\n", bar.s, stage.s, vfree0.s,
+		      f->plan.bars[f->b_vfree].name);
 		if (op_mbar_wait(e, err, bar, par.s) < 0)
 			return -1;
-		emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n", bar.s, stage.s, vbar0.s);
+		emitf(e, "\tmad.lo.u32 %s, %s, 8, %s; // mbar %s[stage]\n", bar.s, stage.s, vbar0.s, f->plan.bars[f->b_v].name);
 		emitf(e, "\tmad.lo.u32 %s, %s, %u, %s;\n", vd.s, stage.s, f->v_bytes, v0.s);
 		op_mbar_arrive_expect_tx(e, bar, f->v_bytes);
 		if (emit_tile_loads(e, err, &f->lv, f->dvc, vd, r->tv, r->hk, row, bar,

@@ -128,11 +128,13 @@ gemm_emit_producer(Emit *e, const GemmCfg *g, const GemmRegs *r, KgErr *err)
 	emit_label(e, loop);
 	/* Empty barriers start in phase 0 with nothing consumed: waiting on
 	 * parity phase^1 passes at once the first round (docs/hardware.md, "mbarrier"). */
-	emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n", empty.s, stage.s, empty0.s);
+	emitf(e, "\tmad.lo.u32 %s, %s, 8, %s; // mbar %s[stage]\n", empty.s, stage.s, empty0.s,
+	      g->plan.bars[g->b_empty].name);
 	emitf(e, "\txor.b32 %s, %s, 1;\n", par.s, phase.s);
 	if (op_mbar_wait(e, err, empty, par.s) < 0)
 		return -1;
-	emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n", full.s, stage.s, full0.s);
+	emitf(e, "\tmad.lo.u32 %s, %s, 8, %s; // mbar %s[stage]\n", full.s, stage.s, full0.s,
+	      g->plan.bars[g->b_full].name);
 	/* Every byte of every box of the stage, out-of-bounds fill included
 	 * (a missing count deadlocks: docs/lessons.md,
 	 * "Size and budget bugs"). */

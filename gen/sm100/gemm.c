@@ -90,7 +90,8 @@ emit_mma(Emit *e, const GemmCfg *g, const GemmRegs *r, Reg tmem, KgErr *err)
 		emitf(e, "\tadd.u32 %s, %s, %u;\n\tmov.b64 %s, {%s, %s};\n", lo.s, bs.s, blo + db, bd.s, lo.s, bhr.s);
 		sm100_mma_f16_ss(e, tmem, ad, bd, idr, k16 ? "1" : acc.s);
 	}
-	emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n", empty.s, stage.s, empty0.s);
+	emitf(e, "\tmad.lo.u32 %s, %s, 8, %s; // mbar %s[stage]\n", empty.s, stage.s, empty0.s,
+	      g->plan.bars[g->b_empty].name);
 	sm100_commit(e, empty);
 	op_ring_advance(e, stage, phase, g->stages, reg_new(e, RC_PRED));
 	emitf(e, "\tadd.u32 %s, %s, 1;\n", kt.s, kt.s);

@@ -152,7 +152,8 @@ emit_consumer(Emit *e, const GemmCfg *g, const GemmRegs *r, KgErr *err)
 	emitf(e, "\tsetp.ne.and.u32 %s, %s, 0, %s;\n", rel.s, kt.s, lane0.s);
 	snprintf(guard, sizeof guard, "@%s ", rel.s);
 	op_mbar_arrive(e, prev, guard);
-	emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n", prev.s, stage.s, empty0.s);
+	emitf(e, "\tmad.lo.u32 %s, %s, 8, %s; // mbar %s[stage]\n", prev.s, stage.s, empty0.s,
+	      g->plan.bars[g->b_empty].name);
 	op_ring_advance(e, stage, phase, g->stages, reg_new(e, RC_PRED));
 	emitf(e, "\tadd.u32 %s, %s, 1;\n", kt.s, kt.s);
 	emitf(e, "\tsetp.lt.u32 %s, %s, %s;\n\t@%s bra %s;\n", p.s, kt.s, r->nk.s, p.s, loop);
