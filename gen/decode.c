@@ -598,7 +598,7 @@ static int
 decode_generate(const void *params, const char *args, Buf *out, KgErr *err)
 {
 	DecodeCfg d;
-	FmhaRegs r;
+	FmhaRegs r = {0};
 	KernelAbi k;
 	Emit e;
 	int rc;

@@ -474,7 +474,7 @@ static int
 fmha_generate(const void *params, const char *args, Buf *out, KgErr *err)
 {
 	FmhaCfg f;
-	FmhaRegs r;
+	FmhaRegs r = {0};
 	KernelAbi k;
 	Emit e;
 	int rc;
