@@ -300,6 +300,8 @@ typedef struct EmuTag {
 	int32_t tid;     /* thread that issued it */
 } EmuTag;
 
+enum { EMU_SREADERS = 16 }; /* async readers remembered per smem chunk */
+
 /* ---- data races (race.c) ------------------------------------------------ */
 
 enum { EMU_RACE_READERS = 3 };
@@ -515,7 +517,8 @@ struct EmuCta {
 	uint32_t smem_lo, smem_end; /* valid: [smem_lo, smem_end) */
 	uint32_t dyn_addr;          /* the extern array */
 	EmuTag *swtag;       /* per 16-B chunk: last write */
-	EmuTag *srtag;       /* per 16-B chunk: last async read */
+	EmuTag *srtag;       /* per 16-B chunk: EMU_SREADERS async-read tags (hb.c) */
+	uint8_t *snr;        /* per 16-B chunk: how many of them are in use */
 	uint16_t *sinflight; /* per chunk: in-flight async reads */
 	int32_t *sinflight_line;
 	uint8_t *sflags;     /* per chunk: SF_* */
@@ -652,6 +655,16 @@ int emu_smem_write(EmuCta *c, EmuThread *t, const EmuInsn *in, uint32_t addr, ui
  * writes. vc is the clock to check with (vc_tc for tcgen05). */
 int emu_smem_async_read_check(EmuCta *c, EmuThread *t, const EmuInsn *in, uint32_t chunk,
                               const EmuClock *vc, const char *what);
+/* The completed async reads of a chunk, one tag per reader slot (a warp's
+ * wgmma, a tcgen05 pipe, a TMA store's thread): a later write must be
+ * ordered after every one of them, not only the last (several consumer
+ * warps read one stage, and the empty barrier must wait for each).
+ * Beyond EMU_SREADERS slots the oldest is dropped (runtime/emu/README.md,
+ * known gaps). */
+void emu_sread_note(EmuCta *c, uint32_t ch, const EmuTag *tag);
+/* The first read tag of chunk ch that vc (thread self's) does not cover, or
+ * NULL. */
+const EmuTag *emu_sread_unordered(const EmuCta *c, const EmuClock *vc, int self, uint32_t ch);
 void emu_proxy_fence(EmuCta *c, EmuThread *t);
 /* The tcgen05 fences (docs/hardware.md, "tcgen05 ordering"). */
 void emu_tc_after_sync(EmuCta *c, EmuThread *t);

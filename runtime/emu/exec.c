@@ -292,6 +292,7 @@ cta_free(EmuCta *c)
 	free(c->smem);
 	free(c->swtag);
 	free(c->srtag);
+	free(c->snr);
 	free(c->sinflight);
 	free(c->sinflight_line);
 	free(c->sflags);
@@ -336,7 +337,8 @@ cta_new(EmuLaunchCtx *lc, KrtErr *err)
 	c->nchunks = (c->smem_end + 15) / 16 + 1;
 	c->smem = malloc((size_t)c->nchunks * 16);
 	c->swtag = malloc((size_t)c->nchunks * sizeof *c->swtag);
-	c->srtag = malloc((size_t)c->nchunks * sizeof *c->srtag);
+	c->srtag = malloc((size_t)c->nchunks * EMU_SREADERS * sizeof *c->srtag);
+	c->snr = malloc(c->nchunks);
 	c->sinflight = malloc((size_t)c->nchunks * sizeof *c->sinflight);
 	c->sinflight_line = malloc((size_t)c->nchunks * sizeof *c->sinflight_line);
 	c->sflags = malloc(c->nchunks);
@@ -351,7 +353,7 @@ cta_new(EmuLaunchCtx *lc, KrtErr *err)
 		c->trtag = malloc(4 * EMU_TMEM_COLS * sizeof *c->trtag);
 		c->tacc = calloc(4 * EMU_TMEM_COLS, sizeof *c->tacc);
 	}
-	int bad = !c->t || !c->w || !c->regs || !c->pend || !c->smem || !c->swtag || !c->srtag ||
+	int bad = !c->t || !c->w || !c->regs || !c->pend || !c->smem || !c->swtag || !c->srtag || !c->snr ||
 	          !c->sstamp ||
 	          !c->sinflight || !c->sinflight_line || !c->sflags || !c->swriter || !c->swline || !c->race ||
 	          (lc->cc >= 100 && (!c->tmem || !c->twtag || !c->trtag || !c->tacc));
@@ -398,7 +400,7 @@ cta_reset(EmuCta *c, const uint32_t ctaid[3])
 	memset(c->pend, p->has_wgmma ? PEND_WATCH | PEND_DIRTY : 0, nr);
 	memset(c->smem, 0xdb, (size_t)c->nchunks * 16);
 	memset(c->swtag, 0, (size_t)c->nchunks * sizeof *c->swtag);
-	memset(c->srtag, 0, (size_t)c->nchunks * sizeof *c->srtag);
+	memset(c->snr, 0, c->nchunks);
 	memset(c->sinflight, 0, (size_t)c->nchunks * sizeof *c->sinflight);
 	memset(c->sflags, 0, c->nchunks);
 	memset(c->swriter, 0, (size_t)c->nchunks * sizeof *c->swriter);
@@ -574,6 +576,21 @@ cta_finish(EmuCta *c)
 	}
 	for (int i = 0; i < c->nmbar; i++) {
 		EmuMbar *m = &c->mbar[i];
+		/* arrivals that completed no phase: the init's count does not
+		 * match the arrivals the kernel makes (one short shifts every
+		 * later phase by one arrival and leaves the rest mid-phase), so
+		 * some wait completed before all the work it stands for */
+		if (m->live && m->pending > 0 && (uint32_t)m->pending < m->expected) {
+			char text[200];
+			emu_line_text(c->prog, m->init_line, text, sizeof text);
+			return emu_hazard(c, NULL, NULL, "mbarrier",
+			                  "at exit mbarrier 0x%x holds %u arrival%s of the %u its init (PTX "
+			                  "line %d `%s`) expects per phase, after %" PRIu64 " completed "
+			                  "phase%s: the init's count and the arrivals do not match",
+			                  m->addr, m->expected - (uint32_t)m->pending,
+			                  m->expected - (uint32_t)m->pending > 1 ? "s" : "", m->expected,
+			                  m->init_line, text, m->phases, m->phases == 1 ? "" : "s");
+		}
 		if (m->live && m->tx > 0) {
 			char text[200];
 			emu_line_text(c->prog, m->tx_line, text, sizeof text);

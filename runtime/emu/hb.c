@@ -78,6 +78,35 @@ emu_vc_covers(const EmuCta *c, const EmuClock *vc, int self, const EmuTag *tag)
 }
 
 void
+emu_sread_note(EmuCta *c, uint32_t ch, const EmuTag *tag)
+{
+	EmuTag *set = &c->srtag[(size_t)ch * EMU_SREADERS];
+	int n = c->snr[ch];
+	/* one slot's clock only grows: its newest read covers its older ones */
+	for (int i = 0; i < n; i++)
+		if (set[i].slot == tag->slot) {
+			set[i] = *tag;
+			return;
+		}
+	if (n == EMU_SREADERS) {
+		memmove(set, set + 1, (EMU_SREADERS - 1) * sizeof *set);
+		n--;
+	}
+	set[n] = *tag;
+	c->snr[ch] = (uint8_t)(n + 1);
+}
+
+const EmuTag *
+emu_sread_unordered(const EmuCta *c, const EmuClock *vc, int self, uint32_t ch)
+{
+	const EmuTag *set = &c->srtag[(size_t)ch * EMU_SREADERS];
+	for (int i = 0; i < c->snr[ch]; i++)
+		if (!emu_vc_covers(c, vc, self, &set[i]))
+			return &set[i];
+	return NULL;
+}
+
+void
 emu_release(EmuCta *c, EmuThread *t, EmuClock *into)
 {
 	if (into)
@@ -276,8 +305,8 @@ emu_smem_write(EmuCta *c, EmuThread *t, const EmuInsn *in, uint32_t addr, uint32
 			return tma_in_flight(c, t, in, ch, "writes");
 		if (c->sinflight[ch])
 			return in_flight_reader(c, t, in, ch, "writes");
-		EmuTag *r = &c->srtag[ch];
-		if (r->kind != TAGK_NONE && !emu_vc_covers(c, t->vc, t->tid, r))
+		const EmuTag *r = emu_sread_unordered(c, t->vc, t->tid, ch);
+		if (r)
 			return unordered(c, t, in, r, ch * 16, "overwrites smem (an async read's source)", 0);
 		EmuTag *w = &c->swtag[ch];
 		if ((w->kind == TAGK_TMA || w->kind == TAGK_ALLOC) && !emu_vc_covers(c, t->vc, t->tid, w))

@@ -343,7 +343,9 @@ emu_tc_smem_issue(EmuCta *c, EmuThread *t, const EmuInsn *in, const uint32_t *ch
 		uint32_t ch = chunks[k];
 		c->sinflight[ch]++;
 		c->sinflight_line[ch] = in->line;
-		tag_set(&c->srtag[ch], in, t->tid, kind, slot, val, 0);
+		EmuTag r;
+		tag_set(&r, in, t->tid, kind, slot, val, 0);
+		emu_sread_note(c, ch, &r);
 	}
 	return 0;
 }

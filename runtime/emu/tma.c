@@ -205,8 +205,8 @@ claim_dst(EmuCta *c, EmuThread *t, const EmuInsn *in, uint32_t smem, uint32_t by
 			                  "`%s` still reads (wait for its completion / the empty barrier)",
 			                  ch * 16, c->sinflight_line[ch], text);
 		}
-		EmuTag *r = &c->srtag[ch];
-		if (!emu_vc_covers(c, t->vc, t->tid, r)) {
+		const EmuTag *r = emu_sread_unordered(c, t->vc, t->tid, ch);
+		if (r) {
 			char d[320];
 			emu_tag_describe(c, r, d, sizeof d);
 			return emu_hazard(c, t, in, "unordered-async",
@@ -418,13 +418,8 @@ release_src(EmuCta *c, const EmuAsync *a, uint32_t smem, uint32_t bytes)
 	for (uint32_t ch = smem >> 4; ch <= (smem + bytes - 1) >> 4; ch++) {
 		if (c->sinflight[ch])
 			c->sinflight[ch]--;
-		EmuTag *r = &c->srtag[ch];
-		r->kind = TAGK_TMA;
-		r->pending = 0;
-		r->slot = (uint16_t)t->tid;
-		r->val = t->vc[t->tid];
-		r->line = a->line;
-		r->tid = a->tid;
+		EmuTag r = {(uint16_t)t->tid, TAGK_TMA, 0, t->vc[t->tid], a->line, a->tid};
+		emu_sread_note(c, ch, &r);
 	}
 }
 

@@ -10,8 +10,8 @@
  * three lines) moves after the arrive, and an mbarrier.init expecting N > 1
  * arrivals expects one arrival fewer, or one warp fewer when N counts whole
  * warps (a lane's arrival after its warp's .sync.aligned tcgen05.st/wait
- * orders nothing its warp did not already order). The shape has more K
- * tiles than pipeline stages, so every stage is refilled at least once.
+ * orders nothing its warp did not already order). The shape has at least
+ * twice as many K tiles as pipeline stages, so every stage is refilled.
  *
  *   test_emu_mutate SRC_ROOT [FILE.ptx ...]
  *
@@ -244,7 +244,7 @@ pick_shape(const KrtAbi *abi, Shape *s)
 	uint32_t tn = (uint32_t)et_arg(abi, "tile-n", 128), tk = (uint32_t)et_arg(abi, "tile-k", 64);
 	s->M = tm + 2;
 	s->N = tn + 40;
-	s->K = tk * (st + 2) + 8;
+	s->K = tk * 2 * st + 8; /* 2·st tiles and a tail: every stage refilled */
 }
 
 static int
