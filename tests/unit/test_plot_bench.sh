@@ -46,7 +46,8 @@ want("decode panels", panels, ["fp8-v4, 64 heads, top-k 512 + 128 extra, s_q 1",
                                 "hd512 causal 128/1 heads K=V pack 64, seqlen_q 1"])
 # GB/s = bytes / median: 134217728 B / 0.25 ms = 536.9; 268435456 / 0.4 ms = 671.1;
 # the peer's time from its TFLOP/s: 17179869184 / 1.5e12 s = 11.45 ms -> 11.7 GB/s.
-# The decode family: 2e7 B / 0.05 ms = 400; 8e7 B / 0.1 ms = 800; its naive
+# The decode family: traffic 2e7 B / 0.05 ms = 400 (its input set of 9e7 B
+# is not what it must read); 8e7 B (no traffic field) / 0.1 ms = 800; its naive
 # peer 1e9 flop / 0.1e12 flop/s = 10 ms -> 2 GB/s (batch 64's peer did not run)
 want("decode points", points, sorted([
     "ours (kgen): 16 536.9", "ours (kgen): 32 671.1", "sdpa-efficient+kvrep: 16 11.7",
