@@ -448,8 +448,8 @@ release_op(EmuCta *c, EmuWarp *w, EmuWgOp *op, int completed)
 			EmuTag *r = &c->srtag[ch];
 			r->kind = TAGK_TC;
 			r->pending = 0;
-			r->slot = (uint16_t)t0->tid;
-			r->val = t0->vc[t0->tid];
+			r->slot = (uint16_t)t0->slot;
+			r->val = t0->vc[t0->slot];
 			r->line = op->in->line;
 			r->tid = t0->tid;
 		}
