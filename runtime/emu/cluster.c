@@ -47,6 +47,13 @@ emu_cluster_resolve(EmuCta *c, EmuThread *t, const EmuInsn *in, uint64_t a, EmuC
 		o = c->cl->cta[r];
 		local = EMU_DSMEM_LOCAL(local);
 	}
+	if (o != c && !t->cbar_synced)
+		return emu_hazard(c, t, in, "cluster",
+		                  "%s accesses the shared memory of CTA rank %d (0x%x) before this thread "
+		                  "completed a barrier.cluster.wait: a CTA of the cluster may not have "
+		                  "started, and its barrier inits are not visible, until every CTA "
+		                  "arrived at a cluster barrier (PTX ISA §9.7.13.2, docs/cta-pair.md)",
+		                  in->def->name, o->rank, local);
 	if (o != c && o->finished)
 		return emu_hazard(c, t, in, "cluster",
 		                  "%s accesses the shared memory of CTA rank %d (0x%x) after that CTA "
@@ -155,6 +162,7 @@ emu_op_cluster_wait(EmuCta *c, EmuThread *t, const EmuInsn *in)
 		return EMU_BLOCK;
 	}
 	t->cbar_pending = 0;
+	t->cbar_synced = 1;
 	t->state = TS_READY;
 	emu_acquire(c, t, c->cl->bar_done_vc);
 	return EMU_NEXT;

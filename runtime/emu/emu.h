@@ -457,6 +457,7 @@ struct EmuThread {
 	int ntcpend, captcpend;
 	int cbar_pending;    /* barrier.cluster.arrive without its wait yet */
 	uint64_t cbar_phase; /* the cluster barrier phase it arrived in */
+	int cbar_synced;     /* it completed a barrier.cluster.wait */
 	int bulk_groups;     /* cp.async.bulk commit groups issued */
 	int bulk_open;       /* ops since the last commit_group */
 	uint64_t steps;

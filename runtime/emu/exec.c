@@ -428,6 +428,7 @@ cta_reset(EmuCta *c, const uint32_t ctaid[3])
 		t->state = TS_READY;
 		t->timeout = 0;
 		t->cbar_pending = 0;
+		t->cbar_synced = 0;
 		t->npend = p->has_wgmma;
 		t->vc[t->slot] = 1;
 		t->synced_line = 0;

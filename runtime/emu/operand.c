@@ -216,6 +216,22 @@ emu_resolve(EmuCta *c, EmuThread *t, const EmuInsn *in, EmuSpace space, uint64_t
 	uint32_t align = bytes > 16 ? 16 : bytes;
 	if (align && (addr & (align - 1)))
 		return emu_fault(c, t, in, "misaligned %u-byte access at 0x%" PRIx64, bytes, addr);
+	if (space == SPACE_CLUSTER && (addr & EMU_DSMEM_BIT)) {
+		/* another CTA's shared memory (mapa): its generic accesses are not
+		 * race-checked against that CTA's threads (runtime/emu/README.md) */
+		EmuCta *o;
+		uint32_t local;
+		if (emu_cluster_resolve(c, t, in, addr, &o, &local))
+			return EMU_STOP;
+		if (local + bytes > o->smem_end)
+			return emu_fault(c, t, in, "shared::cluster access of %u bytes at 0x%x runs past the "
+			                 "shared memory of CTA rank %d", bytes, local, o->rank);
+		if (o != c) {
+			*host = o->smem + local;
+			return 0;
+		}
+		addr = local;
+	}
 	switch (space) {
 	case SPACE_SHARED:
 	case SPACE_CLUSTER:
