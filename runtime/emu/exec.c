@@ -572,6 +572,16 @@ cta_finish(EmuCta *c)
 	}
 	for (int i = 0; i < c->nmbar; i++) {
 		EmuMbar *m = &c->mbar[i];
+		if (m->live && m->tx < 0) {
+			char text[200];
+			emu_line_text(c->prog, m->init_line, text, sizeof text);
+			return emu_hazard(c, NULL, NULL, "mbarrier-tx",
+			                  "at exit mbarrier 0x%x (initialized at PTX line %d `%s`) received "
+			                  "%" PRId64 " transaction bytes that no expect_tx announced: an async "
+			                  "copy completed on a phase nobody waited for (a missing expect_tx, "
+			                  "e.g. for a multicast destination)", m->addr, m->init_line, text,
+			                  -m->tx);
+		}
 		if (m->live && m->tx > 0) {
 			char text[200];
 			emu_line_text(c->prog, m->tx_line, text, sizeof text);

@@ -471,6 +471,11 @@ static int
 land(EmuCta *c, const EmuAsync *a, const TmaOp *op, EmuCta *d, EmuCta *mc)
 {
 	EmuThread *t = &c->t[a->tid];
+	if (d->finished || mc->finished)
+		return emu_hazard(c, t, a->in, "cluster",
+		                  "the TMA issued here lands in CTA rank %d after it exited: a CTA must "
+		                  "wait for every copy into its shared memory (PTX ISA §9.7.9.26)",
+		                  d->finished ? d->rank : mc->rank);
 	EmuMbar *m = emu_mbar_find(mc, op->mbar);
 	if (!m)
 		return emu_hazard(c, t, a->in, "mbarrier",
