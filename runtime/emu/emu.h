@@ -538,6 +538,10 @@ struct EmuCta {
 	EmuTmemAlloc talloc[EMU_MAX_TMEM_ALLOCS];
 	int relinquished;
 	int cta_group;       /* first cta_group used by a tcgen05 op, 0 none */
+	/* tcgen05.alloc.cta_group::2 (tcgen05.c pair_alloc): 1 waits for the
+	 * peer with palloc_n columns, 2 granted palloc_col */
+	int palloc_state;
+	uint32_t palloc_n, palloc_col;
 	/* mbarriers */
 	EmuMbar mbar[EMU_MAX_MBAR];
 	int nmbar;

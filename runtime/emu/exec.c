@@ -406,6 +406,7 @@ cta_reset(EmuCta *c, const uint32_t ctaid[3])
 	memset(c->talloc, 0, sizeof c->talloc);
 	c->relinquished = 0;
 	c->cta_group = 0;
+	c->palloc_state = 0;
 	for (int i = 0; i < EMU_MAX_MBAR; i++) {
 		EmuClock *pv = c->mbar[i].pend_vc, *dv = c->mbar[i].done_vc;
 		memset(&c->mbar[i], 0, sizeof c->mbar[i]);
@@ -511,7 +512,9 @@ deadlock(EmuCta *c)
 			lanes_str(t->w->need & t->w->live & ~t->w->arrived, miss, sizeof miss);
 			snprintf(obj, sizeof obj, "wait at a warp collective for lanes %s of warp %d "
 			         "(lanes %s arrived)%s", miss, t->w->id, here,
-			         t->w->coll_retry ? "; it waits for TMEM columns to be freed" : "");
+			         t->w->coll_retry ? (c->palloc_state == 1 ? "; its tcgen05.alloc.cta_group::2 "
+			                             "waits for the peer CTA's warp to allocate too"
+			                             : "; it waits for TMEM columns to be freed") : "");
 		}
 		char who[96];
 		if (n == 1)

@@ -359,6 +359,61 @@ emu_tc_push(EmuCta *c, EmuThread *t, const EmuInsn *in, EmuAsyncKind kind, int a
 
 /* ---- alloc / dealloc / relinquish ------------------------------------------------------ */
 
+/* First fit of n columns aligned to n (a buddy allocator's placement),
+ * free in c and, for a pair's allocation, in its peer too. */
+static uint32_t
+free_cols(const EmuCta *c, const EmuCta *peer, uint32_t n)
+{
+	for (uint32_t s = 0; s + n <= EMU_TMEM_COLS; s += n) {
+		int clash = 0;
+		for (int k = 0; k < 2; k++) {
+			const EmuCta *x = k ? peer : c;
+			for (int i = 0; x && i < EMU_MAX_TMEM_ALLOCS; i++) {
+				const EmuTmemAlloc *a = &x->talloc[i];
+				if (a->live && s < a->col + a->ncols && a->col < s + n)
+					clash = 1;
+			}
+		}
+		if (!clash)
+			return s;
+	}
+	return UINT32_MAX;
+}
+
+/* tcgen05.alloc.cta_group::2: one warp of each CTA of the pair allocates
+ * together (PTX ISA §9.7.16.7.1, docs/cta-pair.md): the first to arrive
+ * waits for the peer; the second picks columns free in both and grants
+ * them to the first. Returns the column, or UINT32_MAX to wait. */
+static int
+pair_alloc(EmuCta *c, EmuThread *t0, const EmuInsn *in, uint32_t n, uint32_t *col)
+{
+	EmuCta *pc = c->cl->cta[c->rank ^ 1];
+	*col = UINT32_MAX;
+	if (c->palloc_state == 2) {
+		*col = c->palloc_col;
+		c->palloc_state = 0;
+		return 0;
+	}
+	if (pc->palloc_state != 1) {
+		c->palloc_state = 1;
+		c->palloc_n = n;
+		return 0;
+	}
+	if (pc->palloc_n != n)
+		return emu_hazard(c, t0, in, "tmem-alloc",
+		                  "tcgen05.alloc.cta_group::2 of %u columns here but %u in the peer CTA "
+		                  "(rank %d): the pair's warps allocate the same columns together "
+		                  "(docs/cta-pair.md, \"The tcgen05 CTA pair\")", n, pc->palloc_n,
+		                  pc->rank);
+	*col = free_cols(c, pc, n);
+	if (*col == UINT32_MAX)
+		return 0;
+	pc->palloc_state = 2;
+	pc->palloc_col = *col;
+	pc->gen++;
+	return 0;
+}
+
 int
 emu_wop_tc_alloc(EmuCta *c, EmuWarp *w, const EmuInsn *in, uint32_t lanes)
 {
@@ -386,20 +441,15 @@ emu_wop_tc_alloc(EmuCta *c, EmuWarp *w, const EmuInsn *in, uint32_t lanes)
 		return EMU_STOP;
 	if (sa & 3)
 		return emu_fault(c, t0, in, "tcgen05.alloc destination smem 0x%x is not 4-byte aligned", sa);
-	/* first fit, aligned to the count (a buddy allocator's placement) */
-	uint32_t col = UINT32_MAX;
-	for (uint32_t s = 0; s + n <= EMU_TMEM_COLS && col == UINT32_MAX; s += (uint32_t)n) {
-		int clash = 0;
-		for (int i = 0; i < EMU_MAX_TMEM_ALLOCS; i++) {
-			EmuTmemAlloc *a = &c->talloc[i];
-			if (a->live && s < a->col + a->ncols && a->col < s + n)
-				clash = 1;
-		}
-		if (!clash)
-			col = s;
+	uint32_t col;
+	if (in->aux[TC_GROUP] == 2) {
+		if (pair_alloc(c, t0, in, (uint32_t)n, &col))
+			return EMU_STOP;
+	} else {
+		col = free_cols(c, NULL, (uint32_t)n);
 	}
 	if (col == UINT32_MAX)
-		return EMU_BLOCK; /* waits until columns are freed (§3.2) */
+		return EMU_BLOCK; /* waits until columns are freed (§3.2) or the peer allocates */
 	int slot = -1;
 	for (int i = 0; i < EMU_MAX_TMEM_ALLOCS && slot < 0; i++)
 		if (!c->talloc[i].live)
