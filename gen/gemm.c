@@ -48,10 +48,8 @@ gemm_configure(GemmCfg *g, const GemmParams *p, KgErr *err)
 	g->pair = p->cta_pair;
 	g->tile_rows = g->tm * (1 + g->pair);
 	/* a pair's MMA reads half of B's N rows from each CTA (docs/cta-pair.md);
-	 * a half is whole 8-row core-matrix groups */
-	if (g->pair && g->tn % 16)
-		return kg_fail(err, "--tile-n=%d with --cta-pair=1: each CTA holds tile-n/2 rows of B, "
-		               "so tile-n must be a multiple of 16", g->tn);
+	 * tile-n steps by 16, so a half is whole 8-row core-matrix groups and
+	 * N is the multiple of 16 that M = 256 needs */
 	g->tn_cta = g->tn / (1 + g->pair);
 
 	/* One MMA consumes 32 bytes of K (hardware-facts §1.5); a stage holds

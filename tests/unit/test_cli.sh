@@ -44,6 +44,14 @@ expect_error "--tile-n: missing value" gemm --tile-n
 expect_error "shared memory" gemm --tile-k 128 --stages 8
 expect_error "family=nope" nope
 expect_error "--tile-m=64" plan gemm --target sm_100a --tile-m 64
+expect_error "--cta-pair=1: sm_90a has no CTA-pair MMA" gemm --target sm_90a --cta-pair 1
+# the CTA pair (docs/cta-pair.md): clusters of 2, one M = 256 MMA, half of B per CTA
+"$kgen" plan gemm --target sm_100a --cta-pair 1 >"$tmp/pair" || fail "plan gemm --cta-pair 1"
+grep -q 'tcgen05.mma.cta_group::2 M=256 N=256; each CTA holds 128 rows of A, 128 of B and D' "$tmp/pair" ||
+	fail "pair plan: $(grep 'cta pair' "$tmp/pair")"
+"$kgen" gemm --target sm_100a --cta-pair 1 --tile-n 112 -o "$tmp/pair.ptx" || fail "gemm --cta-pair 1"
+grep -q '^//@cluster 2 1 1$' "$tmp/pair.ptx" || fail "pair gemm: no //@cluster 2 1 1"
+grep -q 'box=64,56 ' "$tmp/pair.ptx" || fail "pair gemm: B box is not tile-n/2 = 56 rows"
 expect_error "n=" idesc --kind f16 --a bf16 --b bf16 --d f32 --m 128 --n 100
 expect_error "swizzle" desc --target sm_100a --major K --swizzle 96 --dtype bf16 --rows 128 --cols 64
 
