@@ -465,21 +465,22 @@ cta_reset(EmuCta *c, const uint32_t ctaid[3])
 
 /* ---- deadlock report ---------------------------------------------------------------- */
 
+/* Appends who waits on what in CTA x. */
 static void
-deadlock(EmuCta *c)
+deadlock_threads(EmuCta *x, char *msg, size_t cap, size_t *at)
 {
-	char msg[6144];
-	size_t at = 0;
-	msg[0] = 0;
 	/* group threads waiting at the same instruction on the same object */
-	uint8_t *done = calloc((size_t)c->nthreads, 1);
-	for (int i = 0; i < c->nthreads && at + 256 < sizeof msg; i++) {
-		EmuThread *t = &c->t[i];
+	char rank[32] = "";
+	if (x->cl->n > 1)
+		snprintf(rank, sizeof rank, "CTA rank %d: ", x->rank);
+	uint8_t *done = calloc((size_t)x->nthreads, 1);
+	for (int i = 0; i < x->nthreads && *at + 256 < cap; i++) {
+		EmuThread *t = &x->t[i];
 		if (t->state == TS_EXITED || (done && done[i]))
 			continue;
 		int n = 0, lo = i, hi = i;
-		for (int k = i; k < c->nthreads; k++) {
-			EmuThread *u = &c->t[k];
+		for (int k = i; k < x->nthreads; k++) {
+			EmuThread *u = &x->t[k];
 			if (u->state == t->state && u->pc == t->pc && u->wait_addr == t->wait_addr &&
 			    u->wait_parity == t->wait_parity && u->wait_bar == t->wait_bar) {
 				if (done)
@@ -489,30 +490,30 @@ deadlock(EmuCta *c)
 			}
 		}
 		char text[200], obj[512] = "";
-		const EmuInsn *in = &c->prog->insn[t->pc < (uint32_t)c->prog->ninsn ? t->pc : 0];
-		emu_line_text(c->prog, in->line, text, sizeof text);
+		const EmuInsn *in = &x->prog->insn[t->pc < (uint32_t)x->prog->ninsn ? t->pc : 0];
+		emu_line_text(x->prog, in->line, text, sizeof text);
 		if (t->state == TS_MBAR) {
-			EmuMbar *m = emu_mbar_find(c, t->wait_addr);
+			EmuMbar *m = emu_mbar_find(x, t->wait_addr);
 			char st[256] = "not initialized";
 			if (m)
-				emu_mbar_describe(c, m, st, sizeof st);
+				emu_mbar_describe(x, m, st, sizeof st);
 			snprintf(obj, sizeof obj, "wait on mbarrier 0x%x (kg_smem%+d) for the phase with "
-			         "parity %u; %s", t->wait_addr, (int)(t->wait_addr - c->dyn_addr),
+			         "parity %u; %s", t->wait_addr, (int)(t->wait_addr - x->dyn_addr),
 			         t->wait_parity, st);
 		} else if (t->state == TS_BAR) {
-			EmuBar *b = &c->bar[t->wait_bar];
+			EmuBar *b = &x->bar[t->wait_bar];
 			snprintf(obj, sizeof obj, "wait at barrier %d: %d of %d threads arrived",
-			         t->wait_bar, b->arrived, b->expected < 0 ? c->live : b->expected);
+			         t->wait_bar, b->arrived, b->expected < 0 ? x->live : b->expected);
 		} else if (t->state == TS_CBAR) {
 			snprintf(obj, sizeof obj, "wait at barrier.cluster (phase %" PRIu64 ") for threads of "
-			         "the cluster that never arrive", c->cl->bar_phase);
+			         "the cluster that never arrive", x->cl->bar_phase);
 		} else if (t->state == TS_COLL) {
 			char here[128], miss[128];
 			lanes_str(t->w->arrived, here, sizeof here);
 			lanes_str(t->w->need & t->w->live & ~t->w->arrived, miss, sizeof miss);
 			snprintf(obj, sizeof obj, "wait at a warp collective for lanes %s of warp %d "
 			         "(lanes %s arrived)%s", miss, t->w->id, here,
-			         t->w->coll_retry ? (c->palloc_state == 1 ? "; its tcgen05.alloc.cta_group::2 "
+			         t->w->coll_retry ? (x->palloc_state == 1 ? "; its tcgen05.alloc.cta_group::2 "
 			                             "waits for the peer CTA's warp to allocate too"
 			                             : "; it waits for TMEM columns to be freed") : "");
 		}
@@ -522,16 +523,29 @@ deadlock(EmuCta *c)
 		else
 			snprintf(who, sizeof who, "threads %d-%d (%d threads, warps %d-%d)", lo, hi, n,
 			         lo / 32, hi / 32);
-		int w = snprintf(msg + at, sizeof msg - at, "\n  %s at PTX line %d `%s`: %s", who,
+		int w = snprintf(msg + *at, cap - *at, "\n  %s%s at PTX line %d `%s`: %s", rank, who,
 		                 in->line, text, obj);
 		if (w > 0)
-			at += (size_t)w;
+			*at += (size_t)w;
 	}
 	free(done);
+}
+
+static void
+deadlock(EmuCta *c)
+{
+	char msg[6144];
+	size_t at = 0;
+	msg[0] = 0;
+	/* every CTA of the cluster: one may wait on another */
+	for (int r = 0; r < c->cl->n; r++)
+		if (c->cl->cta[r]->live)
+			deadlock_threads(c->cl->cta[r], msg, sizeof msg, &at);
 	/* barriers still expecting transaction bytes */
 	const char *cls = "deadlock";
-	for (int i = 0; i < c->nmbar && at + 256 < sizeof msg; i++) {
-		EmuMbar *m = &c->mbar[i];
+	for (int r = 0; r < c->cl->n; r++)
+	for (int i = 0; i < c->cl->cta[r]->nmbar && at + 256 < sizeof msg; i++) {
+		EmuMbar *m = &c->cl->cta[r]->mbar[i];
 		if (!m->live || m->tx <= 0)
 			continue;
 		cls = "mbarrier-tx";
