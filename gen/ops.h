@@ -33,6 +33,11 @@ int op_tma_load(Emit *e, KgErr *err, Reg dst, Reg tmap, const Reg *c, int n, Reg
  * docs/cta-pair.md); cta_group 1 is op_tma_load. */
 int op_tma_load_group(Emit *e, KgErr *err, Reg dst, Reg tmap, const Reg *c, int n, Reg bar,
                       int cta_group);
+/* cta_group 2 with .multicast::cluster: the box lands at dst in every CTA
+ * of the 16-bit mask, each completing on its pair leader's barrier (the
+ * pair CTA with bar's rank parity, docs/cta-pair.md). */
+int op_tma_load_multicast(Emit *e, KgErr *err, Reg dst, Reg tmap, const Reg *c, int n, Reg bar,
+                          Reg mask);
 /* barrier.cluster arrive (release) + wait (acquire): every thread of the
  * cluster, its shared-memory writes and barrier inits published to all. */
 void op_cluster_sync(Emit *e);

@@ -46,8 +46,11 @@ sm100_plan(GemmCfg *g, KgErr *err)
 	g->b_full = plan_barrier(p, "full", g->stages, 1 + g->pair, g->stage_bytes * (1 + g->pair),
 	                         g->pair ? "both producers: arrive.expect_tx on rank 0's, TMA complete_tx"
 	                                 : "producer: arrive.expect_tx, then TMA complete_tx");
-	g->b_empty = plan_barrier(p, "empty", g->stages, 1, 0, g->pair
-	                          ? "rank 0's tcgen05.commit multicast after the stage's MMAs"
+	/* cn = 2: a CTA's A stage also feeds the other pair: both leaders'
+	 * commits free it */
+	g->b_empty = plan_barrier(p, "empty", g->stages, g->cn, 0, g->cn > 1
+	                          ? "both leaders' tcgen05.commit multicast after the stage's MMAs"
+	                          : g->pair ? "rank 0's tcgen05.commit multicast after the stage's MMAs"
 	                          : "tcgen05.commit after the stage's MMAs");
 	g->b_acc = plan_barrier(p, "accumulator", 1, 1, 0, "tcgen05.commit after the last MMA");
 	return 0;
@@ -68,7 +71,7 @@ emit_mma(Emit *e, const GemmCfg *g, const GemmRegs *r, Reg tmem, KgErr *err)
 	Reg full = reg_new(e, RC_B32), empty = reg_new(e, RC_B32), as = reg_new(e, RC_B32);
 	Reg bs = reg_new(e, RC_B32), lo = reg_new(e, RC_B32), ad = reg_new(e, RC_B64);
 	Reg bd = reg_new(e, RC_B64), p = reg_new(e, RC_PRED), acc = reg_new(e, RC_PRED);
-	Reg full0, empty0, a0, b0, accbar, both = {0};
+	Reg full0, empty0, a0, b0, accbar, both = {0}, all = {0};
 	uint32_t idesc, alo, ahi, blo, bhi;
 	char loop[48], done[48];
 
@@ -89,6 +92,15 @@ emit_mma(Emit *e, const GemmCfg *g, const GemmRegs *r, Reg tmem, KgErr *err)
 	if (g->pair) {
 		both = reg_new(e, RC_B16);
 		emitf(e, "\tmov.b16 %s, 3;\n", both.s);
+		all = both;
+	}
+	if (g->cn > 1) {
+		/* empties of every CTA (their A went to both pairs), the
+		 * accumulators of this pair only (ranks rank, rank + 1) */
+		Reg t = reg_new(e, RC_B32);
+		all = reg_new(e, RC_B16);
+		emitf(e, "\tmov.b16 %s, %d;\n", all.s, (1 << (2 * g->cn)) - 1);
+		emitf(e, "\tshl.b32 %s, 3, %s;\n\tcvt.u16.u32 %s, %s;\n", t.s, r->rank.s, both.s, t.s);
 	}
 	label_new(e, loop, sizeof loop, "mma");
 	label_new(e, done, sizeof done, "mma_done");
@@ -116,7 +128,7 @@ emit_mma(Emit *e, const GemmCfg *g, const GemmRegs *r, Reg tmem, KgErr *err)
 	}
 	emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n", empty.s, stage.s, empty0.s);
 	if (g->pair)
-		sm100_commit_pair(e, empty, both);
+		sm100_commit_pair(e, empty, all);
 	else
 		sm100_commit(e, empty);
 	op_ring_advance(e, stage, phase, g->stages, reg_new(e, RC_PRED));
@@ -230,8 +242,8 @@ sm100_body(Emit *e, const GemmCfg *g, const GemmRegs *r, KgErr *err)
 	op_elect_one(e, el);
 	emitf(e, "\t@!%s bra %s;\n", el.s, join);
 	if (g->pair)
-		/* the pair's MMAs are issued by rank 0 alone */
-		emitf(e, "\tsetp.ne.u32 %s, %s, 0;\n\t@%s bra %s;\n", p.s, r->rank.s, p.s, join);
+		/* the pair's MMAs are issued by its first CTA alone */
+		emitf(e, "\tsetp.ne.u32 %s, %s, 0;\n\t@%s bra %s;\n", p.s, r->prank.s, p.s, join);
 	if (emit_mma(e, g, r, tmem, err) < 0)
 		return -1;
 	emitf(e, "\tbra %s;\n", join);
