@@ -1,3 +1,7 @@
+/* The kernel ABI header (docs/ABI.md) and the module around a body: the
+ * header's lines, .version/.target, the .entry's parameter list, launch
+ * bounds and register declarations. */
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -8,7 +12,9 @@ static const struct {
 	const char *word;
 	const char *decl;
 } abi_kinds[] = {
-	[ABI_TMAP] = {"tmap", ".param .align 128 .b8 %s[128]"}, /* as nvcc 13 lowers a __grid_constant__ CUtensorMap, hardware-facts §5.2 */
+	/* as nvcc 13 lowers a __grid_constant__ CUtensorMap (docs/hardware.md,
+	 * "Tensor map parameter") */
+	[ABI_TMAP] = {"tmap", ".param .align 128 .b8 %s[128]"},
 	[ABI_PTR] = {"ptr", ".param .u64 %s"},
 	[ABI_U32] = {"u32", ".param .u32 %s"},
 	[ABI_S32] = {"s32", ".param .s32 %s"},
@@ -19,12 +25,34 @@ static const struct {
 AbiParam *
 abi_add(KernelAbi *k, AbiKind kind, const char *name)
 {
-	AbiParam *p = &k->params[k->nparams++];
+	AbiParam *p;
 
+	if (k->nparams >= (int)(sizeof k->params / sizeof k->params[0]))
+		kg_bug("kernel %s: more than %zu parameters", k->kernel,
+		       sizeof k->params / sizeof k->params[0]);
+	p = &k->params[k->nparams++];
 	memset(p, 0, sizeof *p);
 	p->kind = kind;
 	snprintf(p->name, sizeof p->name, "%s", name);
 	return p;
+}
+
+void
+abi_shape(KernelAbi *k, const char *name, const char *fmt, ...)
+{
+	size_t at = strlen(k->shape);
+	int w;
+	va_list ap;
+
+	w = snprintf(k->shape + at, sizeof k->shape - at, "%s%s=", at ? " " : "", name);
+	if (w < 0 || (size_t)w >= sizeof k->shape - at)
+		kg_bug("kernel %s: //@shape longer than %zu bytes", k->kernel, sizeof k->shape);
+	at += (size_t)w;
+	va_start(ap, fmt);
+	w = vsnprintf(k->shape + at, sizeof k->shape - at, fmt, ap);
+	va_end(ap);
+	if (w < 0 || (size_t)w >= sizeof k->shape - at)
+		kg_bug("kernel %s: //@shape longer than %zu bytes", k->kernel, sizeof k->shape);
 }
 
 void
@@ -42,6 +70,8 @@ write_header(const KernelAbi *k, int ptx, Buf *o)
 	buf_printf(o, "//@target %s\n", k->target->name);
 	buf_printf(o, "//@ptx %d.%d\n", ptx / 10, ptx % 10);
 	buf_printf(o, "//@args %s\n", k->args);
+	if (k->shape[0])
+		buf_printf(o, "//@shape %s\n", k->shape);
 	buf_printf(o, "//@threads %d\n", k->threads);
 	buf_printf(o, "//@cluster %d %d %d\n", k->cluster[0], k->cluster[1], k->cluster[2]);
 	buf_printf(o, "//@smem %u\n", k->smem);
@@ -89,5 +119,7 @@ abi_module(const KernelAbi *k, const Emit *e, Buf *o)
 		buf_printf(o, ".minnctapersm %d\n", k->min_ctas);
 	buf_printf(o, "{\n");
 	emit_reg_decls(e, o);
-	buf_printf(o, "\n%s}\n", e->body.p ? e->body.p : "");
+	buf_printf(o, "\n");
+	emit_body_text(e, o);
+	buf_printf(o, "}\n");
 }

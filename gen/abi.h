@@ -27,6 +27,7 @@ typedef struct KernelAbi {
 	const char *family;
 	const Target *target;
 	char args[1024];
+	char shape[256];  /* "Hq=16 Hkv=2 D=128 ...": see abi_shape */
 	int threads;
 	int min_ctas;     /* .minnctapersm; 0 = none */
 	int cluster[3];
@@ -36,7 +37,13 @@ typedef struct KernelAbi {
 	int nparams;
 } KernelAbi;
 
+/* The next parameter (kg_bug beyond the capacity of params[]). */
 AbiParam *abi_add(KernelAbi *k, AbiKind kind, const char *name);
+/* Appends NAME=VALUE to the //@shape line: a shape parameter of the family
+ * that the caller's tensors and scalars must agree with (docs/ABI.md,
+ * "Shape fields"); kg_bug if the line overflows. */
+void abi_shape(KernelAbi *k, const char *name, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 /* "p_NAME": the .param symbol of a parameter inside the entry. */
 void abi_param_sym(char *out, size_t size, const char *name);
 /* Assembles the module text from the ABI and the finished body. */

@@ -1,3 +1,6 @@
+/* The `kgen desc` and `kgen idesc` calculators (cli.h): read a tile or the
+ * fields of a descriptor from the command line, encode or decode it through
+ * desc.c, and print the word with one row per field. */
 #include <ctype.h>
 #include <errno.h>
 #include <stddef.h>
@@ -12,7 +15,8 @@
 #include "layout.h"
 
 /* `kgen desc` and `kgen idesc`: calculators over desc.c, printing the value
- * on the first line and one row per field after it (hardware-facts §1, §2). */
+ * on the first line and one row per field after it (docs/hardware.md,
+ * "Shared-memory descriptor (sm_100)" and "Instruction descriptor"). */
 
 typedef struct Opt {
 	const char *name;
@@ -398,7 +402,8 @@ cli_idesc(int argc, char **argv, FILE *out, KgErr *err)
 	    || required(&o[I_N], "N of the MMA", err)
 	    || opt_dtype(&o[I_A], &d.a, err) || opt_dtype(&o[I_B], &d.b, err))
 		return -1;
-	/* Block-scaled kinds have no D field: they accumulate in f32 (§2.2). */
+	/* Block-scaled kinds have no D field: they accumulate in f32 (docs/hardware.md,
+	 * "Block-scaled instruction descriptor"). */
 	d.d = DT_F32;
 	if (!block && required(&o[I_D], "accumulator type", err))
 		return -1;
@@ -406,7 +411,7 @@ cli_idesc(int argc, char **argv, FILE *out, KgErr *err)
 		return -1;
 	if (block && d.d != DT_F32)
 		return kg_fail(err, "--d=%s: block-scaled kinds accumulate in f32 "
-		               "(hardware-facts §2.2)", o[I_D].val);
+		               "(docs/hardware.md, \"Block-scaled instruction descriptor\")", o[I_D].val);
 	if (!block && o[I_SCALE].val)
 		return kg_fail(err, "--scale=%s: only block-scaled kinds take a scale "
 		               "type", o[I_SCALE].val);

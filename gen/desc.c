@@ -1,3 +1,6 @@
+/* Shared-memory matrix descriptors (sm_90a and sm_100a) and tcgen05
+ * instruction descriptors: encoders, decoders and field tables (desc.h).
+ * Every descriptor bit the generator emits is built here. */
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
@@ -5,13 +8,14 @@
 #include "desc.h"
 
 /* Descriptor byte fields hold (x & 0x3FFFF) >> 4: 16-byte units below
- * 256 KiB (hardware-facts §1.1, PTX §9.7.16.4.1). */
+ * 256 KiB (docs/hardware.md, "Shared-memory descriptor (sm_100)", PTX §9.7.16.4.1). */
 #define WINDOW (1u << 18)
 
 /* Layout field codes. Columns: tcgen05 3-bit code at bits 61-63
- * (hardware-facts §1.1), wgmma 2-bit code at bits 62-63 (§1.6). The sm100
- * code is the sm90 code shifted left once inside a field that starts one
- * bit lower, so both put the same bits at 61-63. */
+ * (docs/hardware.md, "Shared-memory descriptor (sm_100)"), wgmma 2-bit code at
+ * bits 62-63 (docs/hardware.md, "Shared-memory descriptor (sm_90)"). The sm100
+ * code is the sm90 code shifted left once inside a field that starts one bit
+ * lower, so both put the same bits at 61-63. */
 static const struct {
 	int sm100, sm90;
 } swz_code[SWZ_COUNT] = {
@@ -51,7 +55,7 @@ typedef struct FieldSpec {
 	FieldKind kind;
 } FieldSpec;
 
-/* hardware-facts §1.1 (PTX §9.7.16.4.1 Table 40). */
+/* docs/hardware.md, "Shared-memory descriptor (sm_100)" (PTX §9.7.16.4.1 Table 40). */
 static const FieldSpec sm100_fields[] = {
 	{0, 13, "start", FK_ADDR},
 	{14, 15, "reserved", FK_ZERO},
@@ -65,7 +69,7 @@ static const FieldSpec sm100_fields[] = {
 	{61, 63, "layout", FK_LAYOUT100},
 };
 
-/* hardware-facts §1.6 (PTX §9.7.15.5.1.2.2). */
+/* docs/hardware.md, "Shared-memory descriptor (sm_90)" (PTX §9.7.15.5.1.2.2). */
 static const FieldSpec sm90_fields[] = {
 	{0, 13, "start", FK_ADDR},
 	{14, 15, "reserved", FK_ZERO},
@@ -78,7 +82,8 @@ static const FieldSpec sm90_fields[] = {
 	{62, 63, "swizzle", FK_SWZ90},
 };
 
-/* Bits 61-63 of a tcgen05 descriptor; 3, 5 and 7 are undefined (§1.1). */
+/* Bits 61-63 of a tcgen05 descriptor; 3, 5 and 7 are undefined (docs/hardware.md,
+ * "Shared-memory descriptor (sm_100)"). */
 static const char *const layout100_name[8] = {
 	"no swizzle", "128B swizzle, 32B atoms", "128B swizzle", NULL,
 	"64B swizzle", NULL, "32B swizzle", NULL,
@@ -112,10 +117,10 @@ check_offset(const char *name, uint32_t x, KgErr *err)
 {
 	if (x % 16)
 		return kg_fail(err, "%s=0x%x: must be 16-byte aligned (the descriptor "
-		               "stores %s >> 4, hardware-facts §1.1)", name, x, name);
+		               "stores %s >> 4, docs/hardware.md, \"Shared-memory descriptor (sm_100)\")", name, x, name);
 	if (x >= WINDOW)
 		return kg_fail(err, "%s=0x%x: must be below 256 KiB (14-bit field of "
-		               "%s >> 4, hardware-facts §1.1)", name, x, name);
+		               "%s >> 4, docs/hardware.md, \"Shared-memory descriptor (sm_100)\")", name, x, name);
 	return 0;
 }
 
@@ -130,29 +135,29 @@ check_smem(DescArch arch, const SmemDesc *d, KgErr *err)
 		               "(none, 32B, 64B, 128B)", (int)d->swz);
 	if (d->base_offset < 0 || d->base_offset > 7)
 		return kg_fail(err, "base-offset=%d: must be 0..7 (3-bit field, "
-		               "hardware-facts §1.3)", d->base_offset);
+		               "docs/hardware.md, \"Base offset and alignment\")", d->base_offset);
 	/* "valid for all swizzle modes except none" (PTX §9.7.15.5.1.2.2):
 	 * with no pattern there is nothing to offset, so a value is a bug. */
 	if (d->base_offset && d->swz == SWZ_NONE)
 		return kg_fail(err, "base-offset=%d: needs a swizzle pattern to "
-		               "offset; swizzle=none (hardware-facts §1.3)",
+		               "offset; swizzle=none (docs/hardware.md, \"Base offset and alignment\")",
 		               d->base_offset);
 	if (d->lbo_mode && arch == DESC_SM90)
 		return kg_fail(err, "lbo-mode=%d: sm_90a descriptors have no LBO "
-		               "mode bit (hardware-facts §1.6)", d->lbo_mode);
+		               "mode bit (docs/hardware.md, \"Shared-memory descriptor (sm_90)\")", d->lbo_mode);
 	if (d->lbo_mode == 1)
 		return kg_fail(err, "lbo-mode=1: absolute LBO is sm_103a only "
-		               "(hardware-facts §1.1, PTX §9.7.16.4.1.1)");
+		               "(docs/hardware.md, \"Shared-memory descriptor (sm_100)\", PTX §9.7.16.4.1.1)");
 	if (d->lbo_mode)
 		return kg_fail(err, "lbo-mode=%d: must be 0 (relative LBO)", d->lbo_mode);
 	if (d->base32b && arch == DESC_SM90)
 		return kg_fail(err, "base32b=%d: 128B_BASE32B is a tcgen05 layout; "
-		               "sm_90a has none (hardware-facts §1.6)", d->base32b);
+		               "sm_90a has none (docs/hardware.md, \"Shared-memory descriptor (sm_90)\")", d->base32b);
 	if (d->base32b && d->base32b != 1)
 		return kg_fail(err, "base32b=%d: must be 0 or 1", d->base32b);
 	if (d->base32b && d->swz != SWZ_128B)
 		return kg_fail(err, "base32b=1: is a 128B swizzle variant; "
-		               "swizzle=%s (hardware-facts §1.1)", swizzle_name(d->swz));
+		               "swizzle=%s (docs/hardware.md, \"Shared-memory descriptor (sm_100)\")", swizzle_name(d->swz));
 	return 0;
 }
 
@@ -204,12 +209,13 @@ desc_decode(SmemDesc *out, DescArch arch, uint64_t v, KgErr *err)
 
 		if (f[i].kind == FK_ZERO && raw)
 			return kg_fail(err, "bits %d-%d (%s)=0x%llx: must be 0 "
-			               "(hardware-facts %s)", f[i].lo, f[i].hi,
-			               f[i].name, (unsigned long long)raw,
-			               arch == DESC_SM100 ? "§1.1" : "§1.6");
+			               "%s", f[i].lo, f[i].hi, f[i].name,
+			               (unsigned long long)raw, arch == DESC_SM100
+			               ? "(docs/hardware.md, \"Shared-memory descriptor (sm_100)\")"
+			               : "(docs/hardware.md, \"Shared-memory descriptor (sm_90)\")");
 		if (f[i].kind == FK_VERSION && raw != 1)
 			return kg_fail(err, "bits 46-48 (version)=%llu: must be 0b001 "
-			               "on sm_100a (hardware-facts §1.1)",
+			               "on sm_100a (docs/hardware.md, \"Shared-memory descriptor (sm_100)\")",
 			               (unsigned long long)raw);
 	}
 	d.addr = (uint32_t)field(v, 0, 13) << 4;
@@ -239,7 +245,7 @@ desc_decode(SmemDesc *out, DescArch arch, uint64_t v, KgErr *err)
 			return 0;
 		}
 	return kg_fail(err, "bits 61-63 (layout)=%d: undefined layout code "
-	               "(0, 1, 2, 4, 6 are defined, hardware-facts §1.1)", code);
+	               "(0, 1, 2, 4, 6 are defined, docs/hardware.md, \"Shared-memory descriptor (sm_100)\")", code);
 }
 
 int
@@ -252,16 +258,17 @@ desc_for_tile(uint64_t *out, DescArch arch, const TileLayout *t, uint32_t addr,
 	if ((unsigned)t->swz >= SWZ_COUNT)
 		return kg_fail(err, "swizzle=%d: not a swizzle mode", (int)t->swz);
 	/* A tile is a whole number of pattern periods from its first byte, so
-	 * base_offset 0 needs the tile on a period boundary (§1.3); to start
-	 * inside a tile (K steps, §1.5) use desc_encode. */
+	 * base_offset 0 needs the tile on a period boundary (docs/hardware.md,
+	 * "Base offset and alignment"); to start inside a tile (K steps,
+	 * docs/hardware.md, "Advancing along K") use desc_encode. */
 	period = (uint32_t)swizzle_period(t->swz);
 	if (addr % period)
 		return kg_fail(err, "addr=0x%x: a %s-swizzled tile must start on a "
-		               "%u-byte boundary (hardware-facts §1.3)", addr,
+		               "%u-byte boundary (docs/hardware.md, \"Base offset and alignment\")", addr,
 		               swizzle_name(t->swz), period);
 	if ((uint64_t)addr + t->bytes > WINDOW)
 		return kg_fail(err, "addr=0x%x: the %u-byte tile ends past 256 KiB "
-		               "(hardware-facts §1.1)", addr, t->bytes);
+		               "(docs/hardware.md, \"Shared-memory descriptor (sm_100)\")", addr, t->bytes);
 	d.addr = addr;
 	d.lbo = t->lbo;
 	d.sbo = t->sbo;
@@ -269,7 +276,7 @@ desc_for_tile(uint64_t *out, DescArch arch, const TileLayout *t, uint32_t addr,
 	return desc_encode(out, arch, &d, err);
 }
 
-/* ---- instruction descriptor (hardware-facts §2) ---- */
+/* ---- instruction descriptor (docs/hardware.md, "Instruction descriptor") ---- */
 
 typedef struct Code {
 	DType t;
@@ -278,7 +285,8 @@ typedef struct Code {
 
 #define CODE_END {DT_COUNT, -1}
 
-/* Field codes of PTX Tables 42-44 (hardware-facts §2.1, §2.2). */
+/* Field codes of PTX Tables 42-44 (docs/hardware.md, "Instruction descriptor" and
+ * "Block-scaled instruction descriptor"). */
 static const Code f16_ab[] = {{DT_F16, 0}, {DT_BF16, 1}, CODE_END};
 static const Code tf32_ab[] = {{DT_TF32, 2}, CODE_END};
 static const Code f8_ab[] = {{DT_E4M3, 0}, {DT_E5M2, 1}, {DT_E2M3, 3},
@@ -291,7 +299,7 @@ static const Code d_s32[] = {{DT_S32, 2}, CODE_END};
 static const Code sc_ue8m0[] = {{DT_UE8M0, 1}, CODE_END};
 static const Code sc_both[] = {{DT_UE8M0, 1}, {DT_UE4M3, 0}, CODE_END};
 
-/* Shape classes of hardware-facts §2.3 (= PTX §9.7.16.2.1 Table 39). */
+/* Shape classes of docs/hardware.md, "MMA shapes" (= PTX §9.7.16.2.1 Table 39). */
 enum { SH_FLOAT, SH_I8, SH_BLOCK, SH_WS, SH_COUNT };
 
 /* Legal M as a bit set: bit i = M of 32 << i. */
@@ -336,7 +344,7 @@ static const struct ShapeRule {
 	},
 };
 
-/* hardware-facts §2.1 (PTX Table 42). */
+/* docs/hardware.md, "Instruction descriptor" (PTX Table 42). */
 static const FieldSpec idesc_dense_fields[] = {
 	{0, 1, "sparse-sel", FK_NUM},
 	{2, 2, "sparse", FK_BOOL},
@@ -356,7 +364,7 @@ static const FieldSpec idesc_dense_fields[] = {
 	{30, 31, "max-shift", FK_SHIFT},
 };
 
-/* hardware-facts §2.2 (PTX Table 43). */
+/* docs/hardware.md, "Block-scaled instruction descriptor" (PTX Table 43). */
 static const FieldSpec idesc_mxf8_fields[] = {
 	{0, 1, "reserved", FK_ZERO},
 	{2, 2, "sparse", FK_BOOL},
@@ -377,7 +385,8 @@ static const FieldSpec idesc_mxf8_fields[] = {
 	{31, 31, "reserved", FK_ZERO},
 };
 
-/* hardware-facts §2.2 (PTX Table 44): B type is 2 bits, bit 31 is K. */
+/* docs/hardware.md, "Block-scaled instruction descriptor" (PTX Table 44): B type is 2
+ * bits, bit 31 is K. */
 static const FieldSpec idesc_mxf4_fields[] = {
 	{0, 1, "reserved", FK_ZERO},
 	{2, 2, "sparse", FK_BOOL},
@@ -401,11 +410,13 @@ static const FieldSpec idesc_mxf4_fields[] = {
 
 /* One row per kind. Columns:
  *  ab, d, scale  legal operand / accumulator / scale-factor types with
- *                their codes; d == NULL: block-scaled, always f32 (§2.2)
+ *                their codes; d == NULL: block-scaled, always f32 (docs/hardware.md,
+ * "Block-scaled instruction descriptor")
  *  shape         row of shapes[]
- *  transpose     bits 15/16 may be set (§2.4, PTX Table 49)
+ *  transpose     bits 15/16 may be set (docs/hardware.md, "Operand major-ness", PTX Table 49)
  *  negate        bits 13/14 may be set (PTX Table 49: not i8)
- *  sf_step       SF ids are 0..3 in this step: 1X data 1, 2X/4X data 2 (§2.2)
+ *  sf_step       SF ids are 0..3 in this step: 1X data 1, 2X/4X data 2
+ * (docs/hardware.md, "Block-scaled instruction descriptor")
  *  same_ab       A and B must be one type (f16/bf16 and tf32 pairs; e2m1 x e2m1)
  *  has_k96       bit 31 is the K = 96 switch (PTX Table 44)
  *  fields        the kind's bit layout, for idesc_fields */
@@ -585,12 +596,12 @@ check_types(const Idesc *d, int *ac, int *bc, int *dc, int *sc, KgErr *err)
 	*ac = code_of(kinds[d->kind].ab, d->a);
 	*bc = code_of(kinds[d->kind].ab, d->b);
 	if (*ac < 0)
-		return kg_fail(err, "a=%s: kind::%s takes A of %s (hardware-facts §2.1, "
-		               "§2.2)", dtype_name(d->a), kn,
+		return kg_fail(err, "a=%s: kind::%s takes A of %s (docs/hardware.md, \"Instruction descriptor\" "
+		               "and \"Block-scaled instruction descriptor\")", dtype_name(d->a), kn,
 		               list_types(list, sizeof list, kinds[d->kind].ab));
 	if (*bc < 0)
-		return kg_fail(err, "b=%s: kind::%s takes B of %s (hardware-facts §2.1, "
-		               "§2.2)", dtype_name(d->b), kn,
+		return kg_fail(err, "b=%s: kind::%s takes B of %s (docs/hardware.md, \"Instruction descriptor\" "
+		               "and \"Block-scaled instruction descriptor\")", dtype_name(d->b), kn,
 		               list_types(list, sizeof list, kinds[d->kind].ab));
 	if (kinds[d->kind].same_ab && d->a != d->b)
 		return kg_fail(err, "b=%s: kind::%s needs B of the same type as A (a=%s)",
@@ -600,7 +611,7 @@ check_types(const Idesc *d, int *ac, int *bc, int *dc, int *sc, KgErr *err)
 		*dc = code_of(kinds[d->kind].d, d->d);
 		if (*dc < 0)
 			return kg_fail(err, "d=%s: kind::%s accumulates in %s "
-			               "(hardware-facts §2.1)", dtype_name(d->d), kn,
+			               "(docs/hardware.md, \"Instruction descriptor\")", dtype_name(d->d), kn,
 			               list_types(list, sizeof list, kinds[d->kind].d));
 		/* Table 39 pairs D f16 with f16 operands only. */
 		if (d->kind == IK_F16 && d->d == DT_F16 && d->a == DT_BF16)
@@ -611,7 +622,7 @@ check_types(const Idesc *d, int *ac, int *bc, int *dc, int *sc, KgErr *err)
 		*sc = code_of(kinds[d->kind].scale, d->scale);
 		if (*sc < 0)
 			return kg_fail(err, "scale=%s: kind::%s takes scale factors of %s "
-			               "(hardware-facts §2.2)", dtype_name(d->scale), kn,
+			               "(docs/hardware.md, \"Block-scaled instruction descriptor\")", dtype_name(d->scale), kn,
 			               list_types(list, sizeof list, kinds[d->kind].scale));
 	}
 	return 0;
@@ -626,7 +637,7 @@ check_format_fields(const Idesc *d, KgErr *err)
 	if (kinds[d->kind].scale) {
 		if (d->sparse_sel)
 			return kg_fail(err, "sparse-sel=%d: kind::%s has no sparsity "
-			               "selector (bits 0-1 reserved, hardware-facts §2.2)",
+			               "selector (bits 0-1 reserved, docs/hardware.md, \"Block-scaled instruction descriptor\")",
 			               d->sparse_sel, kn);
 		if (d->saturate)
 			return kg_fail(err, "saturate=%d: only kind::i8 saturates",
@@ -636,13 +647,13 @@ check_format_fields(const Idesc *d, KgErr *err)
 			               "variant (PTX Table 39)", d->max_shift);
 		if (d->sfa_id % kinds[d->kind].sf_step)
 			return kg_fail(err, "sfa-id=%d: kind::%s takes 0 or 2 "
-			               "(hardware-facts §2.2)", d->sfa_id, kn);
+			               "(docs/hardware.md, \"Block-scaled instruction descriptor\")", d->sfa_id, kn);
 		if (d->sfb_id % kinds[d->kind].sf_step)
 			return kg_fail(err, "sfb-id=%d: kind::%s takes 0 or 2 "
-			               "(hardware-facts §2.2)", d->sfb_id, kn);
+			               "(docs/hardware.md, \"Block-scaled instruction descriptor\")", d->sfb_id, kn);
 		if (d->k96 && !kinds[d->kind].has_k96)
 			return kg_fail(err, "k96=%d: only kind::mxf4 and kind::mxf4nvf4 "
-			               "have a K = 96 form (hardware-facts §2.2)", d->k96);
+			               "have a K = 96 form (docs/hardware.md, \"Block-scaled instruction descriptor\")", d->k96);
 		return 0;
 	}
 	if (d->sfa_id)
@@ -653,10 +664,10 @@ check_format_fields(const Idesc *d, KgErr *err)
 		               "scale-factor ids", d->sfb_id);
 	if (d->k96)
 		return kg_fail(err, "k96=%d: only kind::mxf4 and kind::mxf4nvf4 have a "
-		               "K = 96 form (hardware-facts §2.2)", d->k96);
+		               "K = 96 form (docs/hardware.md, \"Block-scaled instruction descriptor\")", d->k96);
 	if (d->saturate && d->kind != IK_I8)
 		return kg_fail(err, "saturate=%d: only kind::i8 saturates "
-		               "(hardware-facts §2.1)", d->saturate);
+		               "(docs/hardware.md, \"Instruction descriptor\")", d->saturate);
 	if (d->sparse_sel && !d->sparse)
 		return kg_fail(err, "sparse-sel=%d: selects metadata of a sparse MMA; "
 		               "sparse=0", d->sparse_sel);
@@ -682,12 +693,12 @@ check_shape(const Idesc *d, KgErr *err)
 		               d->max_shift);
 	if (!m_legal(d->sparse ? r->m_sp : r->m, d->m))
 		return kg_fail(err, "m=%d: kind::%s%s%s with cta_group::%d needs M in "
-		               "{%s} (hardware-facts §2.3)", d->m, kn,
+		               "{%s} (docs/hardware.md, \"MMA shapes\")", d->m, kn,
 		               cls == SH_WS ? ".ws" : "", sp, d->cta_group,
 		               list_m(list, sizeof list, d->sparse ? r->m_sp : r->m));
 	if (!n_legal(r, d->n, d->sparse))
 		return kg_fail(err, "n=%d: kind::%s%s%s with cta_group::%d needs N in "
-		               "%s (hardware-facts §2.3)", d->n, kn,
+		               "%s (docs/hardware.md, \"MMA shapes\")", d->n, kn,
 		               cls == SH_WS ? ".ws" : "", sp, d->cta_group,
 		               list_n(list, sizeof list, r, d->sparse));
 	/* PTX Table 50: 8-bit transposed B narrows N. */
@@ -702,8 +713,8 @@ check_shape(const Idesc *d, KgErr *err)
 	return 0;
 }
 
-/* §2.4 (PTX Tables 49, 52). tf32 transposes only through 128B_BASE32B and
- * every other kind never through it; that pairs idesc with the smem
+/* docs/hardware.md, "Operand major-ness" (PTX Tables 49, 52). tf32 transposes only
+ * through 128B_BASE32B and every other kind never through it; that pairs idesc with the smem
  * descriptor, so it is the caller's check. */
 static int
 check_major_negate(const Idesc *d, KgErr *err)
@@ -712,17 +723,17 @@ check_major_negate(const Idesc *d, KgErr *err)
 
 	if (!kinds[d->kind].transpose && d->a_major_mn)
 		return kg_fail(err, "a-major=MN: kind::%s reads K-major operands only "
-		               "(hardware-facts §2.4)", kn);
+		               "(docs/hardware.md, \"Operand major-ness\")", kn);
 	if (!kinds[d->kind].transpose && d->b_major_mn)
 		return kg_fail(err, "b-major=MN: kind::%s reads K-major operands only "
-		               "(hardware-facts §2.4)", kn);
+		               "(docs/hardware.md, \"Operand major-ness\")", kn);
 	if (d->a_major_mn && dtype_bits(d->a) < 8)
 		return kg_fail(err, "a-major=MN: %d-bit A (%s) must be K-major "
-		               "(hardware-facts §2.4)", dtype_bits(d->a),
+		               "(docs/hardware.md, \"Operand major-ness\")", dtype_bits(d->a),
 		               dtype_name(d->a));
 	if (d->b_major_mn && dtype_bits(d->b) < 8)
 		return kg_fail(err, "b-major=MN: %d-bit B (%s) must be K-major "
-		               "(hardware-facts §2.4)", dtype_bits(d->b),
+		               "(docs/hardware.md, \"Operand major-ness\")", dtype_bits(d->b),
 		               dtype_name(d->b));
 	if (!kinds[d->kind].negate && d->neg_a)
 		return kg_fail(err, "neg-a=1: kind::%s cannot negate (PTX Table 49)", kn);
@@ -747,11 +758,11 @@ idesc_encode(uint32_t *out, const Idesc *d, KgErr *err)
 	    | (uint32_t)d->neg_a << 13 | (uint32_t)d->neg_b << 14
 	    | (uint32_t)d->a_major_mn << 15 | (uint32_t)d->b_major_mn << 16
 	    | (uint32_t)(d->n >> 3) << 17;
-	if (kinds[d->kind].scale)  /* §2.2 */
+	if (kinds[d->kind].scale)  /* docs/hardware.md, "Block-scaled instruction descriptor" */
 		v |= (uint32_t)d->sfb_id << 4 | (uint32_t)sc << 23
 		     | (uint32_t)(d->m >> 7) << 27 | (uint32_t)d->sfa_id << 29
 		     | (uint32_t)d->k96 << 31;
-	else                       /* §2.1 */
+	else                       /* docs/hardware.md, "Instruction descriptor" */
 		v |= (uint32_t)d->sparse_sel | (uint32_t)d->saturate << 3
 		     | (uint32_t)dc << 4 | (uint32_t)(d->m >> 4) << 24
 		     | (uint32_t)d->max_shift << 30;
@@ -875,4 +886,85 @@ idesc_fields(DescField *out, int max, IdescKind kind, uint32_t v)
 	if ((unsigned)kind >= IK_COUNT)
 		return -1;
 	return fill(out, max, kinds[kind].fields, kinds[kind].nfields, kind, v);
+}
+
+int
+desc_text(char *out, size_t n, DescArch arch, uint64_t v)
+{
+	static const char *const swz[SWZ_COUNT] = {
+		[SWZ_NONE] = "swnone", [SWZ_32B] = "sw32", [SWZ_64B] = "sw64", [SWZ_128B] = "sw128",
+	};
+	SmemDesc d;
+	KgErr err;
+	int k;
+
+	if (desc_decode(&d, arch, v, &err) < 0)
+		return snprintf(out, n, "INVALID: %s", err.msg);
+	k = snprintf(out, n, "%s%s lbo=%u sbo=%u", swz[d.swz], d.base32b ? " base32b" : "", d.lbo,
+	             d.sbo);
+	if (d.addr && k >= 0 && (size_t)k < n)
+		k += snprintf(out + k, n - (size_t)k, " start=0x%x", d.addr);
+	if (d.base_offset && k >= 0 && (size_t)k < n)
+		k += snprintf(out + k, n - (size_t)k, " base-offset=%d", d.base_offset);
+	if (d.lbo_mode && k >= 0 && (size_t)k < n)
+		k += snprintf(out + k, n - (size_t)k, " lbo-absolute");
+	return k;
+}
+
+int
+idesc_text(char *out, size_t n, IdescKind kind, uint32_t v)
+{
+	/* Types and shape first, in this order, then every set flag. */
+	static const FieldKind lead[] = {FK_ATYPE, FK_BTYPE, FK_DTYPE, FK_SCALE, FK_M4, FK_M7, FK_N};
+	char m[64];
+	size_t k = 0;
+
+	if ((unsigned)kind >= IK_COUNT)
+		return snprintf(out, n, "INVALID: kind %d", (int)kind);
+#define PUT(...)                                                                 \
+	do {                                                                     \
+		int w_ = snprintf(out + k, n > k ? n - k : 0, __VA_ARGS__);      \
+		k += w_ > 0 ? (size_t)w_ : 0;                                    \
+		if (k >= n)                                                      \
+			k = n ? n - 1 : 0;                                       \
+	} while (0)
+	out[0] = 0;
+	PUT("kind::%s", kinds[kind].name);
+	for (size_t l = 0; l < sizeof lead / sizeof lead[0]; l++)
+		for (int i = 0; i < kinds[kind].nfields; i++) {
+			const FieldSpec *f = &kinds[kind].fields[i];
+			if (f->kind != lead[l])
+				continue;
+			meaning(m, sizeof m, f->kind, kind, field(v, f->lo, f->hi));
+			if (f->kind == FK_M4 || f->kind == FK_M7 || f->kind == FK_N)
+				PUT(" %s", m);
+			else
+				PUT(" %s=%s", f->name, m);
+		}
+	for (int i = 0; i < kinds[kind].nfields; i++) {
+		const FieldSpec *f = &kinds[kind].fields[i];
+		uint64_t raw = field(v, f->lo, f->hi);
+
+		if (!raw)
+			continue;
+		switch (f->kind) {
+		case FK_MAJOR:
+			PUT(" %c=MN-major", f->name[0]);
+			break;
+		case FK_BOOL:
+			PUT(" %s", f->name);
+			break;
+		case FK_NUM:
+		case FK_SHIFT:
+		case FK_K96:
+		case FK_ZERO:
+			meaning(m, sizeof m, f->kind, kind, raw);
+			PUT(" %s=%s", f->name, m);
+			break;
+		default:
+			break;
+		}
+	}
+#undef PUT
+	return (int)k;
 }

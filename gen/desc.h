@@ -1,12 +1,16 @@
 /* The one place where descriptor bits are built:
- *  - shared-memory matrix descriptors for wgmma (sm_90a, hardware-facts §1.6)
- *    and tcgen05 (sm_100a, §1.1);
- *  - tcgen05 instruction descriptors (§2.1, §2.2) with every field range-checked
- *    against the shape table §2.3 and transpose rules §2.4.
+ *  - shared-memory matrix descriptors for wgmma (sm_90a) and tcgen05
+ *    (sm_100a) (docs/hardware.md, "Shared-memory descriptor (sm_90)" and
+ *    "Shared-memory descriptor (sm_100)");
+ *  - tcgen05 instruction descriptors with every field range-checked against
+ *    the shape and transpose rules (docs/hardware.md, "Instruction
+ *    descriptor", "Block-scaled instruction descriptor", "MMA shapes" and
+ *    "Operand major-ness").
  * Each encoder fails with a message naming the field, the value and the rule. */
 #ifndef KGEN_DESC_H
 #define KGEN_DESC_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include "dtype.h"
 #include "err.h"
@@ -52,7 +56,7 @@ typedef struct Idesc {
 	DType d;           /* accumulator: DT_F32, DT_F16 or DT_S32 (ignored for block-scaled) */
 	DType scale;       /* block-scaled only: DT_UE8M0 or DT_UE4M3 */
 	int m, n;
-	int cta_group;     /* 1 or 2 (selects the legal M/N set, §2.3) */
+	int cta_group;     /* 1 or 2 (selects the legal M/N set, docs/hardware.md, "MMA shapes") */
 	int a_major_mn, b_major_mn; /* transpose bits 15/16 */
 	int neg_a, neg_b;
 	int sparse, sparse_sel, saturate;
@@ -74,5 +78,13 @@ typedef struct DescField {
 
 int desc_fields(DescField *out, int max, DescArch arch, uint64_t v);
 int idesc_fields(DescField *out, int max, IdescKind kind, uint32_t v);
+
+/* One-line decodings for comments beside emitted constants, e.g.
+ * "sw128 lbo=16 sbo=1024" (fields at their defaults are left out: start 0,
+ * base offset 0, relative LBO) and "kind::f16 a=bf16 b=bf16 d=f32 M=128
+ * N=128 b=MN-major" (flags only when set). A value the decoder refuses
+ * reads "INVALID: <reason>". Return the length written (snprintf). */
+int desc_text(char *out, size_t n, DescArch arch, uint64_t v);
+int idesc_text(char *out, size_t n, IdescKind kind, uint32_t v);
 
 #endif

@@ -1,3 +1,4 @@
+/* The element-type table (dtype.h): names, widths and parsing. */
 #include <string.h>
 
 #include "dtype.h"

@@ -1,3 +1,6 @@
+/* The family table and the ParamSpec-driven parts of the CLI (family.h):
+ * finding a family, parsing `--name value` against its table, the canonical
+ * `args` line and `kgen list`. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -135,40 +138,81 @@ family_parse(const Family *f, void *params, int nargs, const char *const *args, 
 }
 
 void
+family_list_word(const char *list, int v, char *out, size_t n)
+{
+	const char *p = list;
+
+	for (int k = 0; k < v && p; k++)
+		p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL;
+	if (v < 0 || !p)
+		snprintf(out, n, "?");
+	else
+		snprintf(out, n, "%.*s", (int)strcspn(p, ","), p);
+}
+
+/* The value of parameter s as the command line spells it. */
+static void
+value_text(const ParamSpec *s, const void *params, char *out, size_t n)
+{
+	int v = *field((void *)params, s);
+
+	switch (s->kind) {
+	case PK_INT:
+		snprintf(out, n, "%d", v);
+		break;
+	case PK_TARGET:
+		snprintf(out, n, "%s", targets[v].name);
+		break;
+	case PK_DTYPE:
+		snprintf(out, n, "%s", dtype_name((DType)v));
+		break;
+	case PK_FLOAT:
+		snprintf(out, n, "%.9g", (double)*(const float *)field((void *)params, s));
+		break;
+	case PK_ENUM:
+		family_list_word(s->allowed, v, out, n);
+		break;
+	case PK_SWIZZLE:
+		if (v == SWZ_NONE)
+			snprintf(out, n, "none");
+		else
+			snprintf(out, n, "%d", swizzle_span((Swizzle)v));
+		break;
+	}
+}
+
+/* Whether s means something for these values (ParamSpec.when). */
+static int
+meaningful(const Family *f, const void *params, const ParamSpec *s)
+{
+	size_t n;
+	char v[64];
+
+	if (!s->when)
+		return 1;
+	n = strcspn(s->when, "=");
+	for (int i = 0; i < f->nparams; i++)
+		if (strlen(f->params[i].name) == n && strncmp(f->params[i].name, s->when, n) == 0) {
+			value_text(&f->params[i], params, v, sizeof v);
+			return strcmp(v, s->when + n + 1) == 0;
+		}
+	return 1;
+}
+
+void
 family_format_args(const Family *f, const void *params, Buf *out)
 {
+	const char *sep = "";
+	char v[64];
+
 	for (int i = 0; i < f->nparams; i++) {
 		const ParamSpec *s = &f->params[i];
-		int v = *field((void *)params, s);
-		const char *sep = i ? " " : "";
 
-		switch (s->kind) {
-		case PK_INT:
-			buf_printf(out, "%s--%s %d", sep, s->name, v);
-			break;
-		case PK_TARGET:
-			buf_printf(out, "%s--%s %s", sep, s->name, targets[v].name);
-			break;
-		case PK_DTYPE:
-			buf_printf(out, "%s--%s %s", sep, s->name, dtype_name((DType)v));
-			break;
-		case PK_FLOAT:
-			buf_printf(out, "%s--%s %.9g", sep, s->name, (double)*(const float *)field((void *)params, s));
-			break;
-		case PK_ENUM: {
-			const char *p = s->allowed;
-			for (int k = 0; k < v && p; k++)
-				p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL;
-			buf_printf(out, "%s--%s %.*s", sep, s->name, p ? (int)strcspn(p, ",") : 1, p ? p : "?");
-			break;
-		}
-		case PK_SWIZZLE:
-			if (v == SWZ_NONE)
-				buf_printf(out, "%s--%s none", sep, s->name);
-			else
-				buf_printf(out, "%s--%s %d", sep, s->name, swizzle_span((Swizzle)v));
-			break;
-		}
+		if (!meaningful(f, params, s))
+			continue;
+		value_text(s, params, v, sizeof v);
+		buf_printf(out, "%s--%s %s", sep, s->name, v);
+		sep = " ";
 	}
 }
 

@@ -21,7 +21,10 @@ typedef enum ParamKind {
 /* Columns: CLI name (without --), kind, offset of the int field in the
  * family's parameter struct (a float for PK_FLOAT), allowed values (comma list, NULL = range),
  * range lo, hi and step for PK_INT without a list, default (as typed on the
- * command line), help. */
+ * command line), help, and `when`: "NAME=VALUE" if the parameter means
+ * something only while parameter NAME has that value (NULL: always); the
+ * `args` line leaves it out otherwise, so it shows no value that does
+ * nothing. */
 typedef struct ParamSpec {
 	const char *name;
 	ParamKind kind;
@@ -30,6 +33,7 @@ typedef struct ParamSpec {
 	int lo, hi, step;
 	const char *def;
 	const char *help;
+	const char *when;
 } ParamSpec;
 
 typedef struct Family {
@@ -50,8 +54,12 @@ const Family *family_find(const char *name);
 /* Defaults, then each `--name value` / `--name=value`; errors name the
  * parameter, the value and the allowed set. */
 int family_parse(const Family *f, void *params, int nargs, const char *const *args, KgErr *err);
-/* "--target sm_90a --tile-m 128 ..." for every parameter, in table order. */
+/* "--target sm_90a --tile-m 128 ..." for every parameter that means
+ * something (see ParamSpec.when), in table order. */
 void family_format_args(const Family *f, const void *params, Buf *out);
+/* Word v (0-based) of a comma list such as a PK_ENUM's `allowed`, "?" if
+ * there is none. */
+void family_list_word(const char *list, int v, char *out, size_t n);
 void family_list(Buf *out);
 
 #endif

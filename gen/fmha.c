@@ -1,3 +1,7 @@
+/* The FMHA family's shared half (fmha.h): the parameter table, the
+ * configuration every target starts from, the shared-memory plan of Q/K/V,
+ * the kernel name, the ABI, the prologue and the TMA producer. The target's
+ * FmhaOps choose tiles, finish the plan and emit the consumers. */
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -12,34 +16,34 @@
 /* See family.h for the columns. */
 static const ParamSpec fmha_params[] = {
 	{"target", PK_TARGET, P(target), "sm_90a,sm_100a", 0, 0, 0, "sm_90a",
-	 "sm_90a: wgmma SS for Q·K^T, RS for P·V (P in registers); sm_100a: tcgen05 S in TMEM, P·V with P in TMEM"},
-	{"head-dim", PK_INT, P(head_dim), "64,128,256,512", 0, 0, 0, "128", "D of Q and K"},
+	 "sm_90a: wgmma SS for Q·K^T, RS for P·V (P in registers); sm_100a: tcgen05 S in TMEM, P·V with P in TMEM", NULL},
+	{"head-dim", PK_INT, P(head_dim), "64,128,256,512", 0, 0, 0, "128", "D of Q and K", NULL},
 	{"head-dim-v", PK_INT, P(head_dim_v), "0,64,128,256,512", 0, 0, 0, "0",
-	 "D of V and O (0: same as head-dim)"},
-	{"heads-q", PK_INT, P(heads_q), NULL, 1, 256, 1, "16", "query heads (grid y: heads-q / heads per CTA)"},
+	 "D of V and O (0: same as head-dim)", NULL},
+	{"heads-q", PK_INT, P(heads_q), NULL, 1, 256, 1, "16", "query heads (grid y: heads-q / heads per CTA)", NULL},
 	{"heads-kv", PK_INT, P(heads_kv), NULL, 1, 256, 1, "16",
-	 "key/value heads; heads-q/heads-kv query heads share one (GQA, MQA)"},
+	 "key/value heads; heads-q/heads-kv query heads share one (GQA, MQA)", NULL},
 	{"kv-shared", PK_INT, P(kv_shared), "0,1", 0, 0, 0, "0",
-	 "K and V are one tensor: one TMA load feeds both operands"},
-	{"mask", PK_ENUM, P(mask), "none,causal,window", 0, 0, 0, "none",
-	 "causal: query i sees keys j <= i + Sk - Sq (bottom-right); window: sliding"},
+	 "K and V are one tensor: one TMA load feeds both operands", NULL},
+	{"mask", PK_ENUM, P(mask), FMHA_MASKS, 0, 0, 0, "none",
+	 "causal: query i sees keys j <= i + Sk - Sq (bottom-right); window: sliding", NULL},
 	{"window-left", PK_INT, P(window_left), NULL, 0, 1 << 20, 1, "128",
-	 "window: keys j >= i + Sk - Sq - window-left"},
+	 "window: keys j >= i + Sk - Sq - window-left", "mask=window"},
 	{"window-right", PK_INT, P(window_right), NULL, 0, 1 << 20, 1, "0",
-	 "window: keys j <= i + Sk - Sq + window-right"},
-	{"lse", PK_INT, P(lse), "0,1", 0, 0, 0, "0", "also write LSE (natural log, f32)"},
+	 "window: keys j <= i + Sk - Sq + window-right", "mask=window"},
+	{"lse", PK_INT, P(lse), "0,1", 0, 0, 0, "0", "also write LSE (natural log, f32)", NULL},
 	{"tile-m", PK_INT, P(tile_m), "0,64,128,192,256", 0, 0, 0, "0",
-	 "Q-tile rows per CTA, query rows x packed heads (0: by target and head-dim; sm_90a 64/128/192, sm_100a 128/256)"},
-	{"tile-n", PK_INT, P(tile_n), NULL, 0, 256, 16, "0", "keys per KV tile (0: by target and head-dim)"},
+	 "Q-tile rows per CTA, query rows x packed heads (0: by target and head-dim; sm_90a 64/128/192, sm_100a 128/256)", NULL},
+	{"tile-n", PK_INT, P(tile_n), NULL, 0, 256, 16, "0", "keys per KV tile (0: by target and head-dim)", NULL},
 	{"stages", PK_INT, P(stages), "0,1,2,3,4", 0, 0, 0, "0",
-	 "KV ring depth (0: by target; sm_90a 3 with kv-shared, else 2, split O 2/1; sm_100a as many as fit)"},
+	 "KV ring depth (0: by target; sm_90a 3 with kv-shared, else 2, split O 2/1; sm_100a as many as fit)", NULL},
 	{"pack-heads", PK_INT, P(pack_heads), "1,2,4,8,16,32,64,128", 0, 0, 0, "1",
-	 "query heads of one KV head packed into a Q tile's rows (decode, MQA: fills the tile when seqlen-q is short)"},
+	 "query heads of one KV head packed into a Q tile's rows (decode, MQA: fills the tile when seqlen-q is short)", NULL},
 	{"exp2-fma", PK_INT, P(exp2_fma), NULL, -1, 8, 1, "-1",
-	 "of every 8 softmax exponentials, how many an FMA-pipe polynomial computes instead of MUFU ex2 (-1: by target and head-dim)"},
-	{"dtype", PK_DTYPE, P(dtype), "bf16,fp16", 0, 0, 0, "bf16", "Q, K, V, O element type"},
+	 "of every 8 softmax exponentials, how many an FMA-pipe polynomial computes instead of MUFU ex2 (-1: by target and head-dim)", NULL},
+	{"dtype", PK_DTYPE, P(dtype), "bf16,fp16", 0, 0, 0, "bf16", "Q, K, V, O element type", NULL},
 	{"softmax-scale", PK_FLOAT, P(softmax_scale), NULL, 0, 1000, 0, "0",
-	 "scale of Q·K^T (0: 1/sqrt(head-dim))"},
+	 "scale of Q·K^T (0: 1/sqrt(head-dim))", NULL},
 };
 
 static int
@@ -381,7 +385,7 @@ emit_prologue(Emit *e, const FmhaCfg *f, FmhaRegs *r, KgErr *err)
 	op_init_barriers(e, &f->plan, r->base, r->tid, "fmha.barrier_init");
 	if (f->t->fmha->setup && f->t->fmha->setup(e, f, r, err) < 0)
 		return -1;
-	op_bar_sync(e, 0, f->plan.threads);
+	op_bar_sync_why(e, 0, f->plan.threads, "CTA: mbarrier inits and setup visible");
 	return 0;
 }
 
@@ -389,6 +393,7 @@ static void
 fmha_abi(const FmhaCfg *f, const char *args, KernelAbi *k)
 {
 	AbiParam *p;
+	char mask[16];
 	static const char *const names[3] = {"Q", "K", "V"};
 
 	memset(k, 0, sizeof *k);
@@ -431,6 +436,17 @@ fmha_abi(const FmhaCfg *f, const char *args, KernelAbi *k)
 	snprintf(p->tensor, sizeof p->tensor, "cu_seqlens_k[batch+1]");
 	abi_add(k, ABI_U32, "max_seqlen_q");
 	abi_add(k, ABI_U32, "batch");
+	abi_shape(k, "Hq", "%d", f->hq);
+	abi_shape(k, "Hkv", "%d", f->hkv);
+	abi_shape(k, "D", "%d", f->d);
+	abi_shape(k, "Dv", "%d", f->dv);
+	family_list_word(FMHA_MASKS, f->mask, mask, sizeof mask);
+	abi_shape(k, "mask", "%s", mask);
+	if (f->mask == MASK_WINDOW)
+		abi_shape(k, "window", "%d,%d", f->wl, f->wr);
+	abi_shape(k, "lse", "%d", f->lse);
+	abi_shape(k, "pack", "%d", f->pack);
+	abi_shape(k, "kv-shared", "%d", f->kv_shared);
 }
 
 static int

@@ -1,7 +1,24 @@
 /* FMHA forward family: O = softmax(scale·Q·K^T + mask)·V per (sequence,
  * query head), packed varlen sequences, MHA/GQA/MQA, optional LSE
- * (docs/ABI.md "fmha"). Shared parts (parameters, plan, prologue, TMA
- * producer) live in fmha.c; each target supplies FmhaOps. */
+ * (docs/ABI.md, "fmha (attention forward)"). Shared parts (parameters, plan,
+ * prologue, TMA producer) live in fmha.c; each target supplies FmhaOps.
+ *
+ * The order a parameter travels, e.g. --head-dim:
+ *   1. CLI: family_parse (family.c) reads `--head-dim 128` against the row
+ *      of fmha_params (fmha.c), which names its field, range and default;
+ *   2. family table: the value lands in FmhaParams.head_dim;
+ *   3. config: fmha_configure copies and derives what every target uses
+ *      (FmhaCfg: d, dv, group, element size, the mask's wl/wr);
+ *   4. tiles: the target's FmhaOps.tiles picks tile rows, keys per tile,
+ *      stages and warpgroups for it;
+ *   5. layout: layout_canonical lays out the Q, K and V tiles (lq/lk/lv);
+ *   6. plan: the shared-memory regions of Q/K/V, then FmhaOps.plan adds
+ *      barriers, TMEM and roles, and plan_check holds it to the limits;
+ *   7. name: the kernel name records it (fmha_bf16_d128_...);
+ *   8. prologue: emit_prologue loads the parameters, inits the barriers and
+ *      computes the CTA's rows and tiles;
+ *   9. body: FmhaOps.body emits the producer and consumers from the config
+ *      and plan, never from the parameter itself. */
 #ifndef KGEN_FMHA_H
 #define KGEN_FMHA_H
 
@@ -13,6 +30,7 @@
 #include "target.h"
 
 enum { MASK_NONE, MASK_CAUSAL, MASK_WINDOW };
+#define FMHA_MASKS "none,causal,window" /* the MASK_* in order, as --mask spells them */
 
 typedef struct FmhaParams {
 	int target;

@@ -1,3 +1,7 @@
+/* The GEMM family's shared half (gemm.h): the parameter table, the
+ * configuration and plan every target starts from, the kernel name, the
+ * ABI, the prologue and the TMA producer. The target's GemmOps emit the
+ * MMA and epilogue. */
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
@@ -12,20 +16,20 @@
 /* See family.h for the columns. */
 static const ParamSpec gemm_params[] = {
 	{"target", PK_TARGET, P(target), "sm_90a,sm_100a", 0, 0, 0, "sm_90a",
-	 "sm_90a: wgmma consumers; sm_100a: tcgen05 + TMEM"},
+	 "sm_90a: wgmma consumers; sm_100a: tcgen05 + TMEM", NULL},
 	{"tile-m", PK_INT, P(tile_m), "64,128,192,256", 0, 0, 0, "128",
-	 "C rows per CTA (sm_90a: 64 per consumer warpgroup; sm_100a: 128)"},
-	{"tile-n", PK_INT, P(tile_n), NULL, 16, 256, 16, "256", "C columns per CTA = MMA N"},
-	{"tile-k", PK_INT, P(tile_k), "16,32,64,128", 0, 0, 0, "64", "K elements per pipeline stage"},
-	{"stages", PK_INT, P(stages), NULL, 2, 8, 1, "4", "TMA ring depth (full/empty mbarrier pairs)"},
+	 "C rows per CTA (sm_90a: 64 per consumer warpgroup; sm_100a: 128)", NULL},
+	{"tile-n", PK_INT, P(tile_n), NULL, 16, 256, 16, "256", "C columns per CTA = MMA N", NULL},
+	{"tile-k", PK_INT, P(tile_k), "16,32,64,128", 0, 0, 0, "64", "K elements per pipeline stage", NULL},
+	{"stages", PK_INT, P(stages), NULL, 2, 8, 1, "4", "TMA ring depth (full/empty mbarrier pairs)", NULL},
 	{"swizzle", PK_SWIZZLE, P(swizzle), "none,32,64,128", 0, 0, 0, "128",
-	 "smem swizzle of the A/B tiles (TMA and MMA agree)"},
-	{"dtype", PK_DTYPE, P(dtype), "bf16,fp16", 0, 0, 0, "bf16", "A and B element type"},
-	{"out-dtype", PK_DTYPE, P(out_dtype), "bf16,f32", 0, 0, 0, "bf16", "C element type"},
+	 "smem swizzle of the A/B tiles (TMA and MMA agree)", NULL},
+	{"dtype", PK_DTYPE, P(dtype), "bf16,fp16", 0, 0, 0, "bf16", "A and B element type", NULL},
+	{"out-dtype", PK_DTYPE, P(out_dtype), "bf16,f32", 0, 0, 0, "bf16", "C element type", NULL},
 	{"cta-pair", PK_INT, P(cta_pair), "0,1", 0, 0, 0, "0",
-	 "1: clusters of 2 CTAs, one cta_group::2 MMA of M = 2*tile-m per pair (sm_100a)"},
+	 "1: clusters of 2 CTAs, one cta_group::2 MMA of M = 2*tile-m per pair", "target=sm_100a"},
 	{"cluster-n", PK_INT, P(cluster_n), "1,2", 0, 0, 0, "1",
-	 "with --cta-pair 1: pairs per cluster along N; 2 multicasts each A tile to both pairs"},
+	 "pairs per cluster along N; 2 multicasts each A tile to both pairs", "cta-pair=1"},
 };
 
 /* Validates the parameter combination and builds the plan. Every rule that
@@ -58,7 +62,7 @@ gemm_configure(GemmCfg *g, const GemmParams *p, KgErr *err)
 		return kg_fail(err, "--cluster-n=%d: clusters along N are pairs sharing A; it needs "
 		               "--cta-pair 1", g->cn);
 
-	/* One MMA consumes 32 bytes of K (hardware-facts §1.5); a stage holds
+	/* One MMA consumes 32 bytes of K (docs/hardware.md, "Advancing along K"); a stage holds
 	 * whole swizzle rows so TMA boxes and descriptors tile it exactly. */
 	if (g->tk * g->esz_in % g->span)
 		return kg_fail(err, "--tile-k=%d with --swizzle=%s: tile-k x %d bytes must be a multiple of the %d-byte swizzle span",
@@ -70,7 +74,8 @@ gemm_configure(GemmCfg *g, const GemmParams *p, KgErr *err)
 	g->stage_bytes = g->la.bytes + g->lb.bytes;
 
 	plan_init(&g->plan, g->t);
-	/* TMA destinations need 128 B, swizzled tiles their period (§1.3). */
+	/* TMA destinations need 128 B, swizzled tiles their period (docs/hardware.md,
+	 * "Base offset and alignment"). */
 	uint32_t align = (uint32_t)swizzle_period(g->swz) > 128 ? (uint32_t)swizzle_period(g->swz) : 128;
 	g->r_a = plan_smem(&g->plan, "A stages", g->la.bytes, align, g->stages);
 	g->r_b = plan_smem(&g->plan, "B stages", g->lb.bytes, align, g->stages);
@@ -155,14 +160,15 @@ gemm_emit_producer(Emit *e, const GemmCfg *g, const GemmRegs *r, KgErr *err)
 	emitf(e, "\tsetp.eq.u32 %s, %s, 0;\n\t@%s bra %s;\n", p.s, r->nk.s, p.s, done);
 	emit_label(e, loop);
 	/* Empty barriers start in phase 0 with nothing consumed: waiting on
-	 * parity phase^1 passes at once the first round (hardware-facts §5.4). */
+	 * parity phase^1 passes at once the first round (docs/hardware.md, "mbarrier"). */
 	emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n", empty.s, stage.s, empty0.s);
 	emitf(e, "\txor.b32 %s, %s, 1;\n", par.s, phase.s);
 	if (op_mbar_wait(e, err, empty, par.s) < 0)
 		return -1;
 	emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n", full.s, stage.s, full0.s);
 	/* Every byte of every box of the stage, out-of-bounds fill included
-	 * (seed-lessons: a missing count deadlocks). */
+	 * (a missing count deadlocks: docs/lessons.md,
+	 * "Size and budget bugs"). */
 	if (g->pair)
 		op_mbar_arrive_expect_tx_cluster(e, full, g->stage_bytes);
 	else
@@ -262,7 +268,7 @@ emit_prologue(Emit *e, const GemmCfg *g, GemmRegs *r, KgErr *err)
 	emitf(e, "\tshr.u32 %s, %s, 5;\n", r->warp.s, r->tid.s);
 	emitf(e, "\tand.b32 %s, %s, 31;\n", r->lane.s, r->tid.s);
 	/* Round the dynamic base up to the largest alignment any region needs;
-	 * the plan requested the slack (hardware-facts §1.3, pitfall 3). */
+	 * the plan requested the slack (docs/hardware.md, "Base offset and alignment"). */
 	emitf(e, "\tmov.u32 %s, kg_smem;\n", raw.s);
 	emitf(e, "\tadd.u32 %s, %s, %u;\n", r->base.s, raw.s, g->plan.smem_align - 1);
 	emitf(e, "\tand.b32 %s, %s, %d;\n", r->base.s, r->base.s, -(int)g->plan.smem_align);
@@ -290,7 +296,7 @@ emit_prologue(Emit *e, const GemmCfg *g, GemmRegs *r, KgErr *err)
 		 * allocation are published cluster-wide (PTX ISA §9.7.13.2) */
 		op_cluster_sync(e);
 	else
-		op_bar_sync(e, 0, g->plan.threads);
+		op_bar_sync_why(e, 0, g->plan.threads, "CTA: mbarrier inits and setup visible");
 	return 0;
 }
 
@@ -336,6 +342,9 @@ gemm_abi(const GemmCfg *g, const char *args, KernelAbi *k)
 	abi_add(k, ABI_U32, "M");
 	abi_add(k, ABI_U32, "N");
 	abi_add(k, ABI_U32, "K");
+	/* A and B rows are K elements: their byte stride must be a multiple of
+	 * 16 (docs/hardware.md, "Tensor map encoding") */
+	abi_shape(k, "kmult", "%d", 16 / g->esz_in);
 }
 
 static int

@@ -1,3 +1,5 @@
+/* The library entry points (kgen.h): a family name and its arguments to a
+ * PTX module or a human-readable plan. */
 #include <stdlib.h>
 #include <string.h>
 

@@ -1,16 +1,21 @@
+/* Address functions of shared-memory tiles (layout.h): swizzle modes, the
+ * canonical K-major and MN-major layouts with their LBO/SBO, and the byte
+ * offset of an element. */
 #include <string.h>
 
 #include "layout.h"
 
 /* Columns:
  *  name, alias  CLI spellings accepted by swizzle_parse
- *  span         bytes of one swizzled row: the atom width of §1.4
- *               (K-major atom = 8 rows x span; none = one 16-byte core-matrix row)
+ *  span         bytes of one swizzled row: the atom width (docs/hardware.md,
+ *               "Canonical layouts, LBO and SBO"; K-major atom = 8 rows x
+ *               span; none = one 16-byte core-matrix row)
  *  period       bytes after which the XOR pattern repeats; the alignment a
- *               tile needs for base_offset 0 (hardware-facts §1.2, §1.3;
- *               PTX §9.7.16.4.1 Table 41)
+ *               tile needs for base_offset 0 (docs/hardware.md, "Swizzle
+ *               modes" and "Base offset and alignment"; PTX §9.7.16.4.1
+ *               Table 41)
  *  xor_bits     B of CuTe Swizzle<B,4,3>: address bits [7+B-1:7] are XOR-ed
- *               into bits [4+B-1:4] (hardware-facts §1.2)
+ *               into bits [4+B-1:4] (docs/hardware.md, "Swizzle modes")
  * The descriptor field codes live in desc.c next to the bit positions. */
 static const struct {
 	const char *name;
@@ -26,7 +31,7 @@ static const struct {
 };
 
 /* No tile may exceed the 14-bit (addr >> 4) window of the descriptors
- * (hardware-facts §1.1): 256 KiB. */
+ * (docs/hardware.md, "Shared-memory descriptor (sm_100)"): 256 KiB. */
 #define SMEM_WINDOW (1u << 18)
 
 int
@@ -61,7 +66,7 @@ swizzle_period(Swizzle s)
 
 /* CuTe Swizzle<B,4,3>: o ^ ((o & (((1<<B)-1) << 7)) >> 3), applied to the
  * absolute address because that is what TMA writes and the MMA reads
- * (hardware-facts §1.2, §5.6). An unknown mode is the identity. */
+ * (docs/hardware.md, "Swizzle modes" and "TMA swizzle"). An unknown mode is the identity. */
 uint32_t
 swizzle_addr(Swizzle s, uint32_t addr)
 {
@@ -76,9 +81,9 @@ swizzle_addr(Swizzle s, uint32_t addr)
 /* Bits one element occupies in shared memory. 6-bit types live in the
  * 16-element/16-byte b6x16_p32 container that kind::f8f6f4/mxf8f6f4 read,
  * so they tile like 8-bit data: one MMA consumes 32 bytes of K and K = 32
- * for fp6 (hardware-facts §1.5 "fp8/fp6/fp4-in-8-bit K=32"). 4-bit is the
- * packed form of kind::mxf4/mxf4nvf4 (T = 32, §1.4); padded fp4 for
- * kind::f8f6f4 is passed as 8. */
+ * for fp6 (K=32 for 8-bit containers, docs/hardware.md, "Advancing along K"). 4-bit is the
+ * packed form of kind::mxf4/mxf4nvf4 (T = 32, docs/hardware.md,
+ * "Canonical layouts, LBO and SBO"); padded fp4 for kind::f8f6f4 is passed as 8. */
 static int
 container_bits(int elem_bits)
 {
@@ -109,24 +114,25 @@ check_dims(Major major, int elem_bits, int mn, int k, KgErr *err)
 		        * (uint64_t)container_bits(elem_bits) / 8;
 	if (bytes > SMEM_WINDOW)
 		return kg_fail(err, "rows=%d, cols=%d: tile exceeds the 256 KiB "
-		               "descriptor address window (hardware-facts §1.1)", mn, k);
-	/* Transposed (MN-major) sub-byte operands do not exist (§2.4, PTX
-	 * Table 49/52); tf32 MN-major needs 128B_BASE32B, which this type
+		               "descriptor address window (docs/hardware.md, \"Shared-memory descriptor (sm_100)\")", mn, k);
+	/* Transposed (MN-major) sub-byte operands do not exist (docs/hardware.md,
+	 * "Operand major-ness", PTX Table 49/52); tf32 MN-major needs 128B_BASE32B, which this type
 	 * does not model. */
 	if (major == MAJOR_MN && elem_bits < 8)
 		return kg_fail(err, "major=MN: %d-bit elements must be K-major "
-		               "(hardware-facts §2.4)", elem_bits);
+		               "(docs/hardware.md, \"Operand major-ness\")", elem_bits);
 	if (major == MAJOR_MN && elem_bits == 32)
 		return kg_fail(err, "major=MN: 32-bit (tf32) MN-major operands need "
-		               "the 128B_BASE32B layout (hardware-facts §2.4), "
+		               "the 128B_BASE32B layout (docs/hardware.md, \"Operand major-ness\"), "
 		               "which canonical tiles do not model");
 	return 0;
 }
 
-/* K-major (§1.4 rows K|none..128B): a row of the tile is k*bits/8 bytes,
- * cut into span-wide slices. Within a slice the rows are span bytes apart
- * and 8-row groups 8*span apart (SBO); slices follow one another after all
- * mn rows (mn*span). With no swizzle span = 16: a slice is a column of
+/* K-major (docs/hardware.md, "Canonical layouts, LBO and SBO" rows
+ * K|none..128B): a row of the tile is k*bits/8 bytes, cut into span-wide
+ * slices. Within a slice the rows are span bytes apart and 8-row groups 8*span
+ * apart (SBO); slices follow one another after all mn rows (mn*span). With no
+ * swizzle span = 16: a slice is a column of
  * core matrices stacked along MN (SBO = 128) and the next column is LBO =
  * mn*16 = (mn/8)*128 away, reproducing TV3 (128x16: LBO 2048, SBO 128).
  * Swizzled K-major ignores LBO ("assumed 1"); CUTLASS and TK write 16. */
@@ -138,10 +144,10 @@ kmajor(TileLayout *t, int cbits, KgErr *err)
 
 	if (t->mn % 8)
 		return kg_fail(err, "rows=%d: must be a multiple of 8 "
-		               "(core-matrix height, hardware-facts §1.4)", t->mn);
+		               "(core-matrix height, docs/hardware.md, \"Canonical layouts, LBO and SBO\")", t->mn);
 	if (row_bits % (8u * (unsigned)span))
 		return kg_fail(err, "cols=%d: a K-major %s row of %d-bit elements "
-		               "must be a multiple of %d bytes (%s, hardware-facts §1.4)",
+		               "must be a multiple of %d bytes (%s, docs/hardware.md, \"Canonical layouts, LBO and SBO\")",
 		               t->k, swz_tab[t->swz].name, t->elem_bits, span,
 		               t->swz == SWZ_NONE ? "core-matrix width"
 		                                  : "swizzle span");
@@ -156,14 +162,15 @@ kmajor(TileLayout *t, int cbits, KgErr *err)
 	return 0;
 }
 
-/* MN-major (§1.4 rows MN|none..128B): an atom is span bytes along MN by 8
- * K-rows (8*span bytes). Atoms are stacked along MN first, then along K,
- * the order CuTe's tile_to_shape uses: the MN neighbour is 8*span away and
- * the next 8-K-row group mn*bits bytes ((mn bytes/span) atoms * 8*span).
- * Which field holds which distance swaps with the swizzle (§1.4 note;
- * CUTLASS make_umma_desc): none -> SBO = MN, LBO = K; swizzled -> LBO = MN,
- * SBO = K. TV3 (MN=128 x K=64 bf16, SW128): 256 B along MN = 2 atoms,
- * LBO = 1024, SBO = 2048. */
+/* MN-major (docs/hardware.md, "Canonical layouts, LBO and SBO" rows
+ * MN|none..128B): an atom is span bytes along MN by 8 K-rows (8*span bytes).
+ * Atoms are stacked along MN first, then along K, the order CuTe's
+ * tile_to_shape uses: the MN neighbour is 8*span away and the next 8-K-row
+ * group mn*bits bytes ((mn bytes/span) atoms * 8*span). Which field holds which
+ * distance swaps with the swizzle (docs/hardware.md, "Canonical layouts, LBO
+ * and SBO" note; CUTLASS make_umma_desc): none -> SBO = MN, LBO = K; swizzled
+ * -> LBO = MN, SBO = K. TV3 (MN=128 x K=64 bf16, SW128): 256 B along MN = 2
+ * atoms, LBO = 1024, SBO = 2048. */
 static int
 mnmajor(TileLayout *t, int cbits, KgErr *err)
 {
@@ -173,11 +180,11 @@ mnmajor(TileLayout *t, int cbits, KgErr *err)
 
 	if (t->k % 8)
 		return kg_fail(err, "cols=%d: must be a multiple of 8 "
-		               "(MN-major core-matrix depth, hardware-facts §1.4)", t->k);
+		               "(MN-major core-matrix depth, docs/hardware.md, \"Canonical layouts, LBO and SBO\")", t->k);
 	if (col_bits % (8u * (unsigned)span))
 		return kg_fail(err, "rows=%d: an MN-major %s column of %d-bit "
 		               "elements must be a multiple of %d bytes (%s, "
-		               "hardware-facts §1.4)", t->mn, swz_tab[t->swz].name,
+		               "docs/hardware.md, \"Canonical layouts, LBO and SBO\")", t->mn, swz_tab[t->swz].name,
 		               t->elem_bits, span,
 		               t->swz == SWZ_NONE ? "core-matrix width"
 		                                  : "swizzle span");

@@ -1,7 +1,7 @@
 /* Shared-memory tile geometry: swizzle address functions and the canonical
- * core-matrix layouts that TMA writes and the MMA descriptors describe.
- * hardware-facts.md §1.2 (swizzle functions), §1.3 (alignment), §1.4
- * (canonical layouts, LBO/SBO), §5.6 (TMA writes the same pattern). */
+ * core-matrix layouts that TMA writes and the MMA descriptors describe
+ * (docs/hardware.md, "Swizzle modes", "Base offset and alignment",
+ * "Canonical layouts, LBO and SBO" and "TMA swizzle"). */
 #ifndef KGEN_LAYOUT_H
 #define KGEN_LAYOUT_H
 
@@ -25,7 +25,8 @@ int swizzle_parse(const char *s, Swizzle *out); /* "none","32","64","128" (also 
 const char *swizzle_name(Swizzle s);            /* "none","32B","64B","128B" */
 int swizzle_span(Swizzle s);   /* bytes of one swizzled row: 16 (none), 32, 64, 128 */
 int swizzle_period(Swizzle s); /* alignment for base_offset 0: 16, 256, 512, 1024 */
-/* Apply the swizzle to an absolute shared-memory byte address (§1.2). */
+/* Apply the swizzle to an absolute shared-memory byte address (docs/hardware.md,
+ * "Swizzle modes"). */
 uint32_t swizzle_addr(Swizzle s, uint32_t addr);
 
 /* A densely packed tile of `mn` rows (along M or N) by `k` elements, laid
@@ -35,8 +36,8 @@ uint32_t swizzle_addr(Swizzle s, uint32_t addr);
  *    after all MN rows (slice stride = mn*span). LBO = 16 (field 1).
  *  - K-major none: 8x16B core matrices, stacked along MN first
  *    (SBO = 128), then along K (LBO = mn/8*128).
- *  - MN-major: per §1.4 (LBO/SBO swap between none and swizzled).
- * Fails, naming the parameter, when mn/k do not tile the atom. */
+ *  - MN-major: per docs/hardware.md, "Canonical layouts, LBO and SBO" (LBO/SBO swap
+ * between none and swizzled). Fails, naming the parameter, when mn/k do not tile the atom. */
 typedef struct TileLayout {
 	Major major;
 	Swizzle swz;

@@ -1,3 +1,6 @@
+/* Instruction idioms both targets emit (ops.h): mbarrier init, arrive,
+ * expect-tx and wait, TMA loads, elect, named barriers, setmaxnreg, ring
+ * advance, the parameter address, and the softmax exponentials. */
 #include <stdio.h>
 #include <string.h>
 
@@ -13,7 +16,7 @@ void
 op_fence_mbar_init(Emit *e)
 {
 	/* Makes the inits visible to the async proxy (TMA complete_tx) and to
-	 * other threads before they use the barriers (hardware-facts §5.4). */
+	 * other threads before they use the barriers (docs/hardware.md, "mbarrier"). */
 	emitf(e, "\tfence.mbarrier_init.release.cluster;\n");
 	emit_need_ptx(e, 80);
 }
@@ -32,7 +35,9 @@ op_plan_bar(Emit *e, const Plan *plan, Reg base, int bar)
 {
 	Reg a = reg_new(e, RC_B32);
 
-	emitf(e, "\tadd.u32 %s, %s, %u;\n", a.s, base.s, plan->bars[bar].offset);
+	/* slot s of the ring is 8*s further (one .b64 mbarrier each) */
+	emitf(e, "\tadd.u32 %s, %s, %u; // mbar %s[0]\n", a.s, base.s, plan->bars[bar].offset,
+	      plan->bars[bar].name);
 	return a;
 }
 
@@ -155,7 +160,7 @@ void
 op_elect_one(Emit *e, Reg pred)
 {
 	/* elect.sync rather than lane == 0: correct whichever lanes are active
-	 * (hardware-facts §3.12). */
+	 * (docs/hardware.md, "elect.sync"). */
 	emitf(e, "\telect.sync _|%s, 0xffffffff;\n", pred.s);
 	emit_need_ptx(e, 80);
 }
@@ -167,10 +172,34 @@ op_bar_sync(Emit *e, int id, int threads)
 }
 
 void
+op_bar_sync_why(Emit *e, int id, int threads, const char *why)
+{
+	emitf(e, "\tbar.sync %d, %d; // bar %d: %s\n", id, threads, id, why);
+}
+
+void
+op_desc_hi(Emit *e, Reg dst, DescArch arch, uint64_t desc, const char *what)
+{
+	char t[160];
+
+	desc_text(t, sizeof t, arch, desc);
+	emitf(e, "\tmov.u32 %s, %u; // desc %s: %s\n", dst.s, (uint32_t)(desc >> 32), what, t);
+}
+
+void
+op_idesc(Emit *e, Reg dst, IdescKind kind, uint32_t idesc, const char *what)
+{
+	char t[160];
+
+	idesc_text(t, sizeof t, kind, idesc);
+	emitf(e, "\tmov.u32 %s, 0x%08X; // idesc %s: %s\n", dst.s, idesc, what, t);
+}
+
+void
 op_param_addr(Emit *e, Reg dst, const char *sym)
 {
 	/* The tensor map stays in param space; its generic address is the TMA
-	 * operand (hardware-facts §5.2; cvta.param needs PTX 7.7). */
+	 * operand (docs/hardware.md, "Tensor map parameter"; cvta.param needs PTX 7.7). */
 	emitf(e, "\tmov.b64 %s, %s;\n", dst.s, sym);
 	emitf(e, "\tcvta.param.u64 %s, %s;\n", dst.s, dst.s);
 	emit_need_ptx(e, 77);

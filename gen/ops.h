@@ -4,6 +4,7 @@
 #define KGEN_OPS_H
 
 #include <stdint.h>
+#include "desc.h"
 #include "emit.h"
 #include "err.h"
 #include "plan.h"
@@ -17,7 +18,8 @@ Reg op_plan_bar(Emit *e, const Plan *plan, Reg base, int bar);
 /* stage = (stage + 1) % stages, flipping phase on wrap; p is scratch. */
 void op_ring_advance(Emit *e, Reg stage, Reg phase, int stages, Reg p);
 /* Thread 0 initializes every mbarrier of the plan (arrival counts from the
- * plan, never constants: seed-lessons) and fences the inits; `block` names
+ * plan, never constants: docs/lessons.md,
+ * "Concurrency bugs") and fences the inits; `block` names
  * the provenance block. The caller's CTA barrier publishes them. */
 void op_init_barriers(Emit *e, const Plan *plan, Reg base, Reg tid, const char *block);
 /* Loops on try_wait until the phase of parity `parity` (a register or an
@@ -43,7 +45,14 @@ int op_tma_load_multicast(Emit *e, KgErr *err, Reg dst, Reg tmap, const Reg *c, 
 void op_cluster_sync(Emit *e);
 /* pred = true in exactly one active lane of the (converged) warp. */
 void op_elect_one(Emit *e, Reg pred);
+/* bar.sync id, threads with `why` (the barrier's role) in a comment. */
 void op_bar_sync(Emit *e, int id, int threads);
+void op_bar_sync_why(Emit *e, int id, int threads, const char *why);
+/* dst = the high word of shared-memory descriptor `desc` / dst = the
+ * instruction descriptor `idesc`, each with its decoding (gen/desc) and
+ * `what` in a comment, so a changed field reads in the diff. */
+void op_desc_hi(Emit *e, Reg dst, DescArch arch, uint64_t desc, const char *what);
+void op_idesc(Emit *e, Reg dst, IdescKind kind, uint32_t idesc, const char *what);
 /* dst = addr of .param symbol `sym` in the generic space (tensor maps). */
 void op_param_addr(Emit *e, Reg dst, const char *sym);
 

@@ -1,6 +1,10 @@
+/* Budgets (plan.h): shared-memory regions, TMEM columns, mbarriers, warp
+ * roles and registers are recorded here, checked against the target's
+ * limits by plan_check, and printed by plan_print. */
 #include <stdio.h>
 #include <string.h>
 
+#include "err.h"
 #include "plan.h"
 
 void
@@ -23,7 +27,7 @@ plan_smem(Plan *p, const char *name, uint32_t bytes, uint32_t align, int count)
 	SmemRegion *r;
 
 	if (p->nsmem == PLAN_MAX_REGIONS)
-		return -1;
+		kg_bug("plan: more than %d shared-memory regions (%s)", PLAN_MAX_REGIONS, name);
 	r = &p->smem[p->nsmem];
 	snprintf(r->name, sizeof r->name, "%s", name);
 	r->bytes = bytes;
@@ -43,7 +47,7 @@ plan_barrier(Plan *p, const char *name, int count, int arrivals, uint32_t tx_byt
 	Barrier *b;
 
 	if (p->nbars == PLAN_MAX_BARS)
-		return -1;
+		kg_bug("plan: more than %d mbarriers (%s)", PLAN_MAX_BARS, name);
 	b = &p->bars[p->nbars];
 	snprintf(b->name, sizeof b->name, "%s", name);
 	snprintf(b->who, sizeof b->who, "%s", who);
@@ -59,7 +63,7 @@ plan_tmem(Plan *p, const char *name, int col, int cols, int lanes)
 	TmemRegion *r;
 
 	if (p->ntmem == PLAN_MAX_TMEM)
-		return -1;
+		kg_bug("plan: more than %d TMEM regions (%s)", PLAN_MAX_TMEM, name);
 	r = &p->tmem[p->ntmem];
 	snprintf(r->name, sizeof r->name, "%s", name);
 	r->col = col;
@@ -75,12 +79,10 @@ plan_tmem_alias(Plan *p, const char *name, int parent, int col_off, int cols, co
 	int i;
 
 	if (parent < 0 || parent >= p->ntmem)
-		return -1;
+		kg_bug("plan: TMEM alias %s of region %d, which does not exist", name, parent);
 	i = plan_tmem(p, name, p->tmem[parent].col + col_off, cols, p->tmem[parent].lanes);
-	if (i >= 0) {
-		p->tmem[i].alias_of = parent;
-		snprintf(p->tmem[i].why, sizeof p->tmem[i].why, "%s", why);
-	}
+	p->tmem[i].alias_of = parent;
+	snprintf(p->tmem[i].why, sizeof p->tmem[i].why, "%s", why);
 	return i;
 }
 
@@ -90,7 +92,7 @@ plan_role(Plan *p, const char *name, int warp0, int nwarps, int regs, const char
 	Role *r;
 
 	if (p->nroles == PLAN_MAX_ROLES)
-		return -1;
+		kg_bug("plan: more than %d warp roles (%s)", PLAN_MAX_ROLES, name);
 	r = &p->roles[p->nroles];
 	snprintf(r->name, sizeof r->name, "%s", name);
 	snprintf(r->does, sizeof r->does, "%s", does);
@@ -146,8 +148,8 @@ plan_check(Plan *p, KgErr *err)
 	}
 	p->smem_bytes = off;
 	/* The dynamic base is only guaranteed 16-byte aligned; round it up at run
-	 * time and request the slack (seed-lessons: swizzled tiles need their
-	 * period, hardware-facts §1.3). */
+	 * time and request the slack (docs/lessons.md, "Size and budget
+	 * bugs"; docs/hardware.md, "Base offset and alignment"). */
 	p->smem_request = p->smem_bytes + (p->smem_align > 16 ? p->smem_align : 0);
 	if (p->smem_request > t->smem_max)
 		return kg_fail(err, "plan needs %u bytes (%.1f KiB) of shared memory, %s allows %u (%.1f KiB)",

@@ -65,6 +65,10 @@ typedef struct Plan {
 } Plan;
 
 void plan_init(Plan *p, const Target *t);
+/* The plan_smem/barrier/tmem/role functions return the new entry's index,
+ * always valid: the tables are sized for every family, so running out of
+ * entries (or aliasing a region that does not exist) is a bug in kgen and
+ * stops with kg_bug rather than returning an index nobody may use. */
 /* Appends a region of count*bytes aligned to align; returns its index. */
 int plan_smem(Plan *p, const char *name, uint32_t bytes, uint32_t align, int count);
 /* Appends count mbarriers (8 bytes each) expecting `arrivals` arrivals and
@@ -77,8 +81,8 @@ int plan_tmem(Plan *p, const char *name, int col, int cols, int lanes);
  * exactly this overlap and prints `why`. */
 int plan_tmem_alias(Plan *p, const char *name, int parent, int col_off, int cols, const char *why);
 int plan_role(Plan *p, const char *name, int warp0, int nwarps, int regs, const char *does);
-/* Smallest power of two >= cols and >= 32 (tcgen05.alloc rule, hardware-facts
- * §3.1); -1 if cols > 512. */
+/* Smallest power of two >= cols and >= 32 (tcgen05.alloc rule,
+ * docs/hardware.md, "TMEM allocation"); -1 if cols > 512. */
 int plan_tmem_columns(int cols);
 /* Largest setmaxnreg value (multiple of 8, <= 240... 256) the consumers can
  * take when the other warpgroups keep `other_regs` each. */

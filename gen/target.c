@@ -1,3 +1,5 @@
+/* The table of targets (target.h): the one place that names an sm, its
+ * limits and its family building blocks. */
 #include <string.h>
 
 #include "target.h"
@@ -5,10 +7,10 @@
 #include "gemm.h"
 
 /* Columns: name, tag used in kernel names, compute capability, lowest PTX ISA with the target (PTX ISA
- * release notes: sm_90a in 8.0, sm_100a in 8.6; hardware-facts §3.14),
- * features, opt-in smem per block (227 KiB on both), TMEM columns (§3.1),
- * threads per block, registers per SM and per thread, descriptor format
- * (§1.6), family building blocks (gemm, fmha). */
+ * release notes: sm_90a in 8.0, sm_100a in 8.6; docs/hardware.md, "Targets and PTX versions"),
+ * features, opt-in smem per block (227 KiB on both), TMEM columns (docs/hardware.md,
+ * "TMEM addressing"), threads per block, registers per SM and per thread, descriptor format
+ * (docs/hardware.md, "Shared-memory descriptor (sm_90)"), family building blocks (gemm, fmha). */
 const Target targets[] = {
 	{"sm_90a", "sm90a", 90, 80, FEAT_WGMMA | FEAT_SETMAXNREG | FEAT_TMA, 232448, 0, 1024, 65536, 255,
 	 DESC_SM90, &gemm_sm90, &fmha_sm90},

@@ -18,7 +18,7 @@
 
 /* Columns: ABI name (gen/dtype.c spelling), bytes per element, the
  * CUtensorMapDataType TMA moves it as. FP8/FP6/integer-8 and scale types go
- * as UINT8, as CUTLASS does (hardware-facts §5.3, copy_sm90_desc.hpp
+ * as UINT8, as CUTLASS does (docs/hardware.md, "Tensor map encoding", copy_sm90_desc.hpp
  * to_CUtensorMapDataType); TMA copies bits, the MMA interprets them.
  * e2m1 (FP4) is packed two per byte: the runtime counts it as 1 byte per
  * packed pair, so tensor dims and strides for e2m1 are given in bytes
@@ -85,8 +85,8 @@ krt_target_check(const KrtAbi *abi, int dev_cc, const char *dev_name, KrtErr *er
 		return krt_errf(err, KRT_EABI, "kernel %s: target '%s' is not a target name",
 		                abi->kernel, abi->target);
 	/* `a` targets run on that exact CC only, `f` targets on the same family
-	 * at or above it, plain targets on it and later (toolchain-practices
-	 * §5.7; PTX ISA "Target Directives"). */
+	 * at or above it, plain targets on it and later (docs/hardware.md,
+	 * "Targets and PTX versions"; PTX ISA "Target Directives"). */
 	int ok;
 	char rule[160];
 	if (suf == 'a') {
@@ -335,6 +335,33 @@ h_args(Parser *p, char *v, KrtAbi *a)
 	return copy_field(p, a->args, sizeof a->args, v, "args");
 }
 
+/* "NAME=VALUE NAME=VALUE ...": names of letters, digits, '-' and '_',
+ * values without spaces, each name once. */
+static int
+h_shape(Parser *p, char *v, KrtAbi *a)
+{
+	char *save = NULL;
+	for (char *f = strtok_r(v, " ", &save); f; f = strtok_r(NULL, " ", &save)) {
+		char *eq = strchr(f, '=');
+		if (!eq || eq == f || !eq[1])
+			return bad(p, "shape field '%s': expected NAME=VALUE", f);
+		*eq = 0;
+		if (strspn(f, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_") !=
+		    strlen(f))
+			return bad(p, "shape field name '%s': expected letters, digits, '-' or '_'", f);
+		if (krt_abi_shape(a, f))
+			return bad(p, "shape field '%s' given twice", f);
+		if (a->nshape == KRT_MAX_SHAPE)
+			return bad(p, "more than %d shape fields", KRT_MAX_SHAPE);
+		KrtShapeField *s = &a->shape[a->nshape];
+		if (copy_field(p, s->name, sizeof s->name, f, "shape field name") ||
+		    copy_field(p, s->value, sizeof s->value, eq + 1, "shape field value"))
+			return p->err->code;
+		a->nshape++;
+	}
+	return 0;
+}
+
 static int
 h_threads(Parser *p, char *v, KrtAbi *a)
 {
@@ -384,22 +411,24 @@ h_grid(Parser *p, char *v, KrtAbi *a)
 	return 0; /* names are checked once the params are known */
 }
 
-/* The fixed keys, in their order. */
+/* The fixed keys, in their order; an optional one may be left out. */
 static const struct {
 	const char *key;
 	const char *form; /* what its value looks like, for messages */
 	int (*parse)(Parser *p, char *v, KrtAbi *a);
+	int optional;
 } header_keys[] = {
-	{"kgen-abi", "1", h_version},
-	{"kernel", "NAME", h_kernel},
-	{"family", "NAME", h_family},
-	{"target", "sm_90a|sm_100a", h_target},
-	{"ptx", "MAJOR.MINOR", h_ptx},
-	{"args", "KGEN-ARGUMENTS", h_args},
-	{"threads", "N", h_threads},
-	{"cluster", "X Y Z", h_cluster},
-	{"smem", "BYTES", h_smem},
-	{"grid", "EXPR-X EXPR-Y EXPR-Z", h_grid},
+	{"kgen-abi", "1", h_version, 0},
+	{"kernel", "NAME", h_kernel, 0},
+	{"family", "NAME", h_family, 0},
+	{"target", "sm_90a|sm_100a", h_target, 0},
+	{"ptx", "MAJOR.MINOR", h_ptx, 0},
+	{"args", "KGEN-ARGUMENTS", h_args, 0},
+	{"shape", "NAME=VALUE ...", h_shape, 1},
+	{"threads", "N", h_threads, 0},
+	{"cluster", "X Y Z", h_cluster, 0},
+	{"smem", "BYTES", h_smem, 0},
+	{"grid", "EXPR-X EXPR-Y EXPR-Z", h_grid, 0},
 };
 
 enum { NKEYS = sizeof header_keys / sizeof header_keys[0] };
@@ -427,7 +456,7 @@ static int
 f_rank(Parser *p, const char *v, KrtAbiParam *q)
 {
 	uint64_t r;
-	/* cuTensorMapEncodeTiled takes rank 1..5 (hardware-facts §5.3). */
+	/* cuTensorMapEncodeTiled takes rank 1..5 (docs/hardware.md, "Tensor map encoding"). */
 	if (parse_uint(v, KRT_MAX_RANK, &r) != 0 || r == 0)
 		return bad(p, "param %s: rank must be 1..%d, got '%s'", q->name, KRT_MAX_RANK, v);
 	q->rank = (int)r;
@@ -447,7 +476,7 @@ f_box(Parser *p, const char *v, KrtAbiParam *q)
 		if (c)
 			*c = 0;
 		uint64_t b;
-		/* boxDim[i] in 1..256 (hardware-facts §5.3). */
+		/* boxDim[i] in 1..256 (docs/hardware.md, "Tensor map encoding"). */
 		if (n == KRT_MAX_RANK || parse_uint(s, 256, &b) != 0 || b == 0)
 			return bad(p,
 			           "param %s: box must be %d comma-separated sizes 1..256 "
@@ -640,12 +669,19 @@ krt_abi_parse(const char *ptx, size_t len, KrtAbi *out, KrtErr *err)
 	for (int k = 0; k < NKEYS; k++) {
 		char *key = NULL, *val = NULL, want[64];
 		snprintf(want, sizeof want, "'//@%s %s'", header_keys[k].key, header_keys[k].form);
+		const char *at = p.cur;
+		int lineno = p.lineno;
 		int r = next_line(&p);
 		if (expect_key(&p, r, want))
 			return err->code;
 		r = split_line(&p, &key, &val);
 		if (r < 0)
 			return err->code;
+		if (header_keys[k].optional && (r == 1 || strcmp(key, header_keys[k].key) != 0)) {
+			p.cur = at; /* read that line again as the next key */
+			p.lineno = lineno;
+			continue;
+		}
 		if (r == 1 || strcmp(key, header_keys[k].key) != 0)
 			return key_mismatch(&p, r == 0, key, want);
 		if (!val)
@@ -686,6 +722,17 @@ krt_abi_parse(const char *ptx, size_t len, KrtAbi *out, KrtErr *err)
 			                grid_line, "xyz"[i], e.msg);
 	}
 	return KRT_OK;
+}
+
+const char *
+krt_abi_shape(const KrtAbi *abi, const char *name)
+{
+	if (!abi || !name)
+		return NULL;
+	for (int i = 0; i < abi->nshape; i++)
+		if (strcmp(abi->shape[i].name, name) == 0)
+			return abi->shape[i].value;
+	return NULL;
 }
 
 const KrtAbiParam *
@@ -789,7 +836,7 @@ krt_jit_log_explain(const char *ptx, size_t len, const char *log, char *out, siz
 	if (!log || !n)
 		return 0;
 	/* ptxas writes "ptxas application ptx input, line 7; error : ..."
-	 * (toolchain-practices §5.2): PTX line numbers of the whole file. */
+	 * (docs/hardware.md, "Driver JIT logs"): PTX line numbers of the whole file. */
 	for (const char *s = log; (s = strstr(s, "line ")) != NULL; s += 5) {
 		if (s > log && (isalnum((unsigned char)s[-1]) || s[-1] == '_'))
 			continue;

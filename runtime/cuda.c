@@ -345,7 +345,7 @@ cuda_module_load(KrtModule *m, const char *ptx, size_t len, KrtErr *err)
 		free(ilog);
 		return krt_errf(err, KRT_ENOMEM, "kernel %s: out of host memory", a->kernel);
 	}
-	/* Log buffers and verbose ptxas report (toolchain-practices §5.1). */
+	/* Log buffers and verbose ptxas report (docs/hardware.md, "Driver JIT logs"). */
 	CUjit_option opt[] = {
 		CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
 		CU_JIT_INFO_LOG_BUFFER,  CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES,
@@ -373,7 +373,7 @@ cuda_module_load(KrtModule *m, const char *ptx, size_t len, KrtErr *err)
 		goto fail_unload;
 	}
 	/* Static + dynamic smem must fit the opt-in limit (227 KiB on sm_90,
-	 * toolchain-practices §5.5; Triton uses optin - static). */
+	 * docs/hardware.md, "Limits and peak rates"; Triton uses optin - static). */
 	if ((uint64_t)a->smem + (uint64_t)m->static_smem > (uint64_t)d->smem_optin) {
 		krt_errf(err, KRT_EMISMATCH,
 		         "kernel %s: %u bytes of dynamic shared memory (//@smem) + %d static = %llu "
@@ -384,7 +384,7 @@ cuda_module_load(KrtModule *m, const char *ptx, size_t len, KrtErr *err)
 		         d->smem_optin);
 		goto fail_unload;
 	}
-	/* Above 48 KiB the kernel must opt in (toolchain-practices §5.5). */
+	/* Above 48 KiB the kernel must opt in (docs/hardware.md, "Limits and peak rates"). */
 	if (a->smem > DEFAULT_SMEM &&
 	    CHECK(err, cuFuncSetAttribute,
 	          (cm->fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)a->smem))) {
@@ -427,7 +427,7 @@ cuda_module_unload(KrtModule *m)
 
 /* Everything cuLaunchKernelEx points into; built once per krt_launch or
  * krt_time. Tensor maps are passed by value as `.param .align 128 .b8
- * NAME[128]` (hardware-facts §5.2); the driver requires the host copy be
+ * NAME[128]` (docs/hardware.md, "Tensor map parameter"); the driver requires the host copy be
  * 64-byte aligned, CUDA 13 declares it alignas(128). */
 typedef struct CuPack {
 	struct {

@@ -17,7 +17,7 @@
 #define KRT_PRINTF(f, a)
 #endif
 
-/* ---- errors (krt.c) ----------------------------------------------------- */
+/* ---- errors (err.c) ----------------------------------------------------- */
 
 /* Sets err->code and err->msg; returns code. */
 int krt_errf(KrtErr *err, int code, const char *fmt, ...) KRT_PRINTF(3, 4);
@@ -107,18 +107,22 @@ typedef struct KrtTmapArgs {
 } KrtTmapArgs;
 
 /* Builds the encode arguments from ABI param `index` and the caller's tensor
- * and checks every cuTensorMapEncodeTiled rule (hardware-facts §5.3). On a
+ * and checks every cuTensorMapEncodeTiled rule (docs/hardware.md, "Tensor map encoding"). On a
  * violation: KRT_EINVAL naming the param and the rule, with all arguments. */
 int krt_tmap_prepare(const KrtAbi *abi, int index, const KrtTensor *t, KrtTmapArgs *out,
                      KrtErr *err);
 /* "dtype=bf16 (BFLOAT16) rank=2 address=0x... dims={..} ..." into buf. */
 void krt_tmap_describe(const KrtTmapArgs *a, char *buf, size_t n);
 
-/* ---- launch arguments (krt.c) ------------------------------------------- */
+/* ---- launch arguments (argkind.c, krt.c) -------------------------------- */
 
-const char *krt_arg_kind_name(KrtArgKind k); /* "tmap", "u32", ... or "?" */
-/* nargs and each kind against the ABI; tensor maps through krt_tmap_prepare
- * into tm[i] (tm may be NULL to validate only). */
+const char *krt_arg_kind_name(KrtArgKind k); /* "tmap", "u32", ... or "?" (argkind.c) */
+/* The caller's tensor dimensions and scalars against the //@shape fields
+ * (shape.c); KRT_EINVAL naming the argument, its value and the field. */
+int krt_shape_check(const KrtAbi *abi, const KrtArg *args, int nargs, KrtErr *err);
+/* nargs and each kind against the ABI, then the shapes (krt_shape_check);
+ * tensor maps through krt_tmap_prepare into tm[i] (tm may be NULL to
+ * validate only). */
 int krt_args_check(const KrtAbi *abi, const KrtArg *args, int nargs, KrtTmapArgs *tm,
                    KrtErr *err);
 

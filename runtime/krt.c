@@ -1,4 +1,4 @@
-/* The public API of libkrt (krt.h): errors, device selection, and the
+/* The public API of libkrt (krt.h): device selection, and the
  * device-independent half of module load and launch (ABI, target and
  * version checks, argument and tensor-map validation, grid evaluation).
  * Backends (backend.h) do the rest. Nothing here exits. */
@@ -11,85 +11,7 @@
 #include "internal.h"
 #include "krt.h"
 
-/* ---- errors ---------------------------------------------------------------- */
-
-int
-krt_errf(KrtErr *err, int code, const char *fmt, ...)
-{
-	if (!err)
-		return code;
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(err->msg, sizeof err->msg, fmt, ap);
-	va_end(ap);
-	err->code = code;
-	return code;
-}
-
-int
-krt_err_append(KrtErr *err, const char *fmt, ...)
-{
-	if (!err)
-		return KRT_OK;
-	size_t at = strlen(err->msg);
-	if (at + 1 < sizeof err->msg) {
-		va_list ap;
-		va_start(ap, fmt);
-		vsnprintf(err->msg + at, sizeof err->msg - at, fmt, ap);
-		va_end(ap);
-	}
-	return err->code;
-}
-
-int
-krt_err_prefix(KrtErr *err, const char *fmt, ...)
-{
-	if (!err)
-		return KRT_OK;
-	char old[sizeof err->msg];
-	memcpy(old, err->msg, sizeof old);
-	va_list ap;
-	va_start(ap, fmt);
-	int w = vsnprintf(err->msg, sizeof err->msg, fmt, ap);
-	va_end(ap);
-	if (w >= 0 && (size_t)w < sizeof err->msg)
-		snprintf(err->msg + w, sizeof err->msg - (size_t)w, "%s", old);
-	return err->code;
-}
-
-void
-krt_err_clear(KrtErr *err)
-{
-	if (err) {
-		err->code = KRT_OK;
-		err->msg[0] = 0;
-	}
-}
-
-const char *
-krt_site(const char *file)
-{
-	const char *r = NULL;
-	for (const char *s = file; (s = strstr(s, "runtime/")) != NULL; s++)
-		r = s;
-	if (r)
-		return r;
-	const char *slash = strrchr(file, '/');
-	return slash ? slash + 1 : file;
-}
-
 /* ---- launch arguments ----------------------------------------------------- */
-
-static const char *const kind_names[] = {
-	[KRT_ARG_TMAP] = "tmap", [KRT_ARG_PTR] = "ptr", [KRT_ARG_U32] = "u32",
-	[KRT_ARG_S32] = "s32",   [KRT_ARG_U64] = "u64", [KRT_ARG_F32] = "f32",
-};
-
-const char *
-krt_arg_kind_name(KrtArgKind k)
-{
-	return (unsigned)k < sizeof kind_names / sizeof kind_names[0] ? kind_names[k] : "?";
-}
 
 /* "A:tmap B:tmap C:ptr M:u32", the signature for count mismatches. */
 static void
@@ -124,13 +46,13 @@ krt_args_check(const KrtAbi *abi, const KrtArg *args, int nargs, KrtTmapArgs *tm
 			if (p->kind == KRT_ARG_TMAP || p->kind == KRT_ARG_PTR)
 				snprintf(detail, sizeof detail, " (dtype=%s tensor=%s)", p->dtype, p->tensor);
 			char given[32];
-			if ((unsigned)a->kind < sizeof kind_names / sizeof kind_names[0])
-				snprintf(given, sizeof given, "%s", kind_names[a->kind]);
+			if (strcmp(krt_arg_kind_name(a->kind), "?"))
+				snprintf(given, sizeof given, "%s", krt_arg_kind_name(a->kind));
 			else
 				snprintf(given, sizeof given, "%d (not a KrtArgKind)", (int)a->kind);
 			return krt_errf(err, KRT_EINVAL,
 			                "kernel %s: arg %d (%s): expected kind %s%s, given kind %s",
-			                abi->kernel, i, p->name, kind_names[p->kind], detail, given);
+			                abi->kernel, i, p->name, krt_arg_kind_name(p->kind), detail, given);
 		}
 		if (a->kind == KRT_ARG_TMAP) {
 			KrtTmapArgs scratch;
@@ -138,7 +60,7 @@ krt_args_check(const KrtAbi *abi, const KrtArg *args, int nargs, KrtTmapArgs *tm
 				return krt_err_prefix(err, "kernel %s: ", abi->kernel);
 		}
 	}
-	return KRT_OK;
+	return krt_shape_check(abi, args, nargs, err);
 }
 
 /* ---- devices ------------------------------------------------------------- */
@@ -436,7 +358,7 @@ prepare(KrtModule *m, const KrtArg *args, int nargs, KrtTmapArgs *tm, KrtLaunch 
 	for (int i = 0; i < 3; i++) {
 		l->cluster[i] = (uint32_t)a->cluster[i];
 		/* The driver's grid counts CTAs; it must tile into whole clusters
-		 * (toolchain-practices §5.5). */
+		 * (docs/hardware.md, "Limits and peak rates"). */
 		if (l->grid[i] % l->cluster[i])
 			return krt_errf(err, KRT_EINVAL,
 			                "kernel %s: grid %c = %s = %u is not a multiple of the cluster "

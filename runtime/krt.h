@@ -47,7 +47,7 @@ int krt_sync(KrtDevice *dev, KrtErr *err);
 
 /* ---- the ABI header (docs/ABI.md) -------------------------------------- */
 
-enum { KRT_MAX_PARAMS = 24, KRT_MAX_RANK = 5 };
+enum { KRT_MAX_PARAMS = 24, KRT_MAX_RANK = 5, KRT_MAX_SHAPE = 16 };
 
 typedef enum KrtArgKind {
 	KRT_ARG_TMAP,
@@ -69,6 +69,12 @@ typedef struct KrtAbiParam {
 	char tensor[64]; /* description, e.g. "A[M,K]" */
 } KrtAbiParam;
 
+/* One NAME=VALUE field of //@shape (docs/ABI.md, "Shape fields"). */
+typedef struct KrtShapeField {
+	char name[16];
+	char value[32];
+} KrtShapeField;
+
 typedef struct KrtAbi {
 	char kernel[128];
 	char family[32];
@@ -76,6 +82,8 @@ typedef struct KrtAbi {
 	int target_cc;      /* 90, 100 */
 	int ptx_major, ptx_minor;
 	char args[1024];
+	int nshape;         /* 0: the header has no //@shape */
+	KrtShapeField shape[KRT_MAX_SHAPE];
 	int threads;
 	int cluster[3];
 	uint32_t smem;
@@ -86,6 +94,8 @@ typedef struct KrtAbi {
 
 int krt_abi_parse(const char *ptx, size_t len, KrtAbi *out, KrtErr *err);
 const KrtAbiParam *krt_abi_find(const KrtAbi *abi, const char *name);
+/* The value of //@shape field `name`, NULL if the header has none. */
+const char *krt_abi_shape(const KrtAbi *abi, const char *name);
 
 /* ---- modules and launches --------------------------------------------- */
 

@@ -1,7 +1,7 @@
 /* Tensor-map arguments: from an ABI `tmap` param (dtype, rank, box,
  * swizzle) and the caller's KrtTensor (address, dims, byte strides) to the
  * twelve arguments of cuTensorMapEncodeTiled, with every rule of
- * hardware-facts §5.3 checked here first, so a bad tensor is reported with
+ * docs/hardware.md, "Tensor map encoding" checked here first, so a bad tensor is reported with
  * the rule and all arguments instead of a bare CUDA_ERROR_INVALID_VALUE.
  * Pure: the driver call itself is in cuda.c. cuda.h for the enums only. */
 #include <inttypes.h>
@@ -15,7 +15,7 @@
 #include "krt.h"
 
 /* Swizzle bytes of the ABI -> CUtensorMapSwizzle. The span is the largest
- * boxDim[0]*elemsize each mode allows (hardware-facts §5.3). */
+ * boxDim[0]*elemsize each mode allows (docs/hardware.md, "Tensor map encoding"). */
 static const struct {
 	int bytes;
 	CUtensorMapSwizzle mode;
@@ -182,7 +182,7 @@ krt_tmap_prepare(const KrtAbi *abi, int index, const KrtTensor *t, KrtTmapArgs *
 	if (a->swizzle < 0)
 		return reject(a, err, "swizzle %d is not none, 32, 64 or 128", p->swizzle);
 	/* Every rule below is from cuTensorMapEncodeTiled's documentation, as
-	 * listed in hardware-facts §5.3. */
+	 * listed in docs/hardware.md, "Tensor map encoding". */
 	if (t->rank < 1 || t->rank > KRT_MAX_RANK)
 		return reject(a, err, "rank %d: cuTensorMapEncodeTiled takes rank 1..%d", t->rank,
 		              KRT_MAX_RANK);
@@ -234,6 +234,6 @@ krt_tmap_prepare(const KrtAbi *abi, int index, const KrtTensor *t, KrtTmapArgs *
 		              "(the inner box must fit one swizzle row)",
 		              inner, p->swizzle);
 	/* Not required: box <= dims. TMA zero-fills out-of-bounds elements, so a
-	 * tile may overhang the tensor (hardware-facts §5.1). */
+	 * tile may overhang the tensor (docs/hardware.md, "TMA copies"). */
 	return KRT_OK;
 }

@@ -217,8 +217,8 @@ read_config(const CheckCase *c, Fmha *f, KrtErr *err)
 	f->mask = (FmhaMask)av.v[ARG_MASK];
 	f->kv_shared = av.given[ARG_KV_SHARED] ? (int)av.v[ARG_KV_SHARED] : !have_v;
 	f->lse = av.given[ARG_LSE] ? (int)av.v[ARG_LSE] : have_lse;
-	/* kgen prints every parameter in //@args, the window extents included;
-	 * they mean something only with --mask window */
+	/* kgen prints the window extents in //@args only with --mask window,
+	 * where they mean something */
 	f->window_left = f->mask == FMHA_MASK_WINDOW && av.given[ARG_WINDOW_LEFT]
 	                         ? (int64_t)av.v[ARG_WINDOW_LEFT] : -1;
 	f->window_right = f->mask == FMHA_MASK_WINDOW && av.given[ARG_WINDOW_RIGHT]

@@ -3,7 +3,8 @@
  * One CTA owns qt Q tiles of 128 rows (qt = 2 where TMEM holds two O
  * accumulators, else 1). Warpgroups, in warp order:
  *   softmax q (qt of them)  thread t of warp w owns row 32(w%4)+t of Q tile
- *                           q = its TMEM lane (§3.7): tcgen05.ld of S, the
+ *                           q = its TMEM lane (docs/hardware.md, "Lane
+ *                           quarters"): tcgen05.ld of S, the
  *                           online softmax with exp2, P written back over
  *                           S with tcgen05.st, the epilogue (O/l, LSE);
  *   correction              rescales O_q in TMEM when a row max moved;
@@ -15,11 +16,11 @@
  * Two S slots alternate between work items (a Q tile against a KV tile).
  * P is written over its slot's S once S is read, so the MMA that next
  * writes S into a slot waits for the P·V that read the slot's P (its
- * commit), never relying on tensor-core issue order (§3.8).
+ * commit), never relying on tensor-core issue order (docs/hardware.md, "tcgen05 ordering").
  * Each hand-off is an mbarrier: MMA -> others by tcgen05.commit, others
  * -> MMA by arrive after tcgen05.wait::st; every waiter fences
- * after_thread_sync before touching TMEM (§3.8). No synchronization is
- * emitted that another already implies: the mutation test removes each
+ * after_thread_sync before touching TMEM (docs/hardware.md, "tcgen05 ordering"). No
+ * synchronization is emitted that another already implies: the mutation test removes each
  * one and requires the emulator to notice. */
 #include <stdio.h>
 #include <string.h>
@@ -42,8 +43,8 @@ enum {
 	REGS_LOADMMA_1Q = 168,
 };
 
-/* B200 rates per SM and clock (anchors.md §1: 2.25 PFLOP/s dense bf16 on
- * 148 SMs at ~1.85 GHz; 16 ex2/clk MUFU; 128 B/clk shared memory; four
+/* B200 rates per SM and clock (docs/hardware.md, "Limits and peak rates": 2.25 PFLOP/s
+ * dense bf16 on 148 SMs at ~1.85 GHz; 16 ex2/clk MUFU; 128 B/clk shared memory; four
  * schedulers issuing one warp instruction each, 128 thread-instructions). */
 enum { B200_MMA_FLOP_CLK = 8192, B200_EX2_CLK = 16, B200_SMEM_B_CLK = 128, B200_ISSUE_CLK = 128 };
 
@@ -390,7 +391,7 @@ emit_s_phase(Emit *e, const FmhaCfg *f, Mma *m, int first, KgErr *err)
 	for (int q = 0; q < qtiles(f); q++) {
 		/* slot = si & 1; its previous P·V is completion (si>>1)-1 of
 		 * "slot free": parity ((si>>1)&1)^1, which a fresh barrier
-		 * passes at once (§5.4) */
+		 * passes at once (docs/hardware.md, "mbarrier") */
 		emitf(e, "\tand.b32 %s, %s, 1;\n\tshr.u32 %s, %s, 1;\n\tand.b32 %s, %s, 1;\n\txor.b32 %s, %s, 1;\n",
 		      m->slot.s, m->si.s, m->par.s, m->si.s, m->par.s, m->par.s, m->par.s, m->par.s);
 		/* the first tile's one S uses a fresh slot: nothing to wait for */
@@ -448,8 +449,9 @@ emit_pv_phase(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Mma *m, KgErr *err)
 		emitf(e, "\tmad.lo.u32 %s, %s, %d, %s;\n", m->at.s, m->slot.s, f->bn, m->tmem.s);
 		emitf(e, "\tadd.u32 %s, %s, %d;\n", m->dt.s, m->tmem.s, col_o(f, q));
 		for (int kk = 0; kk < f->bn / 16; kk++) {
-			/* 16 keys: 8 TMEM columns of packed P (§3.11), two 8-key
-			 * groups of V (+2 SBO, §1.5) */
+			/* 16 keys: 8 TMEM columns of packed P (docs/hardware.md,
+			 * "A operand in TMEM"), two 8-key groups of V (+2 SBO,
+			 * docs/hardware.md, "Advancing along K") */
 			uint32_t va = layout_offset(f->kv_shared ? &f->lk : &f->lv, 16 * kk, 0) >> 4;
 			Reg a = m->at;
 			if (kk) {
@@ -488,7 +490,8 @@ emit_mma(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Reg tmem, KgErr *err)
 		return -1;
 	/* V as B of P·V: N (head dim) contiguous in 128-byte swizzled rows, K
 	 * (keys) across rows. MN-major SW128: LBO = the next 64 columns'
-	 * slice, SBO = 1024 between 8-key groups (§1.4). */
+	 * slice, SBO = 1024 between 8-key groups (docs/hardware.md,
+	 * "Canonical layouts, LBO and SBO"). */
 	vd.lbo = (f->kv_shared ? f->lk : f->lv).slice_bytes;
 	vd.sbo = 1024;
 	vd.swz = SWZ_128B;
@@ -529,12 +532,11 @@ emit_mma(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Reg tmem, KgErr *err)
 	m.p = reg_new(e, RC_PRED);
 	m.acc = reg_new(e, RC_PRED);
 	emitf(e, "\tshr.u32 %s, %s, 4;\n", m.q0.s, m.q0.s);
-	emitf(e, "\tmov.u32 %s, 0x%08X; // idesc kind::f16 %s->f32 M=128 N=%d, K-major A and B (S = Q*K^T)\n",
-	      m.id_s.s, ids, dtype_name(f->in), f->bn);
-	emitf(e, "\tmov.u32 %s, 0x%08X; // idesc kind::f16 %s->f32 M=128 N=%d, B N-major (O += P*V)\n",
-	      m.id_o.s, ido, dtype_name(f->in), f->dvc);
-	emitf(e, "\tmov.u32 %s, %u;\n\tmov.u32 %s, %u;\n\tmov.u32 %s, %u;\n", m.qhi.s, (uint32_t)(dq >> 32),
-	      m.khi.s, (uint32_t)(dk >> 32), m.vhi.s, (uint32_t)(dv >> 32));
+	op_idesc(e, m.id_s, IK_F16, ids, "S = Q*K^T");
+	op_idesc(e, m.id_o, IK_F16, ido, "O += P*V");
+	op_desc_hi(e, m.qhi, f->t->desc, dq, "Q");
+	op_desc_hi(e, m.khi, f->t->desc, dk, "K");
+	op_desc_hi(e, m.vhi, f->t->desc, dv, "V, MN-major");
 	/* with K=V, this CTA's V columns start vcol/64 slices into the tile
 	 * (a V tile holds only this CTA's columns) */
 	if (f->ohalves > 1 && f->kv_shared)
@@ -594,7 +596,8 @@ emit_correction(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Reg tmem, KgErr *e
 	oready0 = op_plan_bar(e, &f->plan, r->base, f->b_oready);
 	if (lookahead(f))
 		odone0 = op_plan_bar(e, &f->plan, r->base, f->b_odone);
-	/* warp w%4 reaches TMEM lanes 32(w%4).. (§3.7): row 32(w%4)+lane */
+	/* warp w%4 reaches TMEM lanes 32(w%4).. (docs/hardware.md, "Lane quarters"):
+	 * row 32(w%4)+lane */
 	emitf(e, "\tand.b32 %s, %s, 3;\n\tshl.b32 %s, %s, 21;\n\tadd.u32 %s, %s, %s;\n", tl.s, r->warp.s, tl.s,
 	      tl.s, tl.s, tl.s, tmem.s);
 	emitf(e, "\tand.b32 %s, %s, 3;\n\tshl.b32 %s, %s, 5;\n\tadd.u32 %s, %s, %s;\n", ca.s, r->warp.s, ca.s,
@@ -614,8 +617,8 @@ emit_correction(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Reg tmem, KgErr *e
 		 * previous P·V into O_q must be complete. With two Q tiles it
 		 * is: the softmax arrived on "rescale full" after waiting for
 		 * this item's S, whose commit tracks every earlier MMA of the
-		 * issuer, that P·V included (§3.5); the first Q tile's fence
-		 * covers the second's. With the S of the next item issued
+		 * issuer, that P·V included (docs/hardware.md, "tcgen05.commit"); the
+		 * first Q tile's fence covers the second's. With the S of the next item issued
 		 * first (one Q tile), it waits for the P·V's own commit. */
 		emitf(e, "\tsetp.eq.u32 %s, %s, 0;\n\t@%s bra %s;\n", p.s, t.s, p.s, skip);
 		if (lookahead(f)) {
@@ -636,7 +639,8 @@ emit_correction(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Reg tmem, KgErr *e
 				emitf(e, "\tmul.f32 %s, %s, %s;\n", v[i].s, v[i].s, corr.s);
 			sm100_st_32x32b(e, v, CORR_CHUNK, ta);
 		}
-		/* wait::st completes the stores before the arrive (§3.8) */
+		/* wait::st completes the stores before the arrive (docs/hardware.md,
+		 * "tcgen05 ordering") */
 		sm100_wait_st(e);
 		emit_label(e, same);
 		emit_label(e, skip);
@@ -735,10 +739,11 @@ emit_softmax_tile(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Soft *s, KgErr *
 	emitf(e, "\tadd.f32 %s, %s, %s;\n\tadd.f32 %s, %s, %s;\n\tadd.f32 %s, %s, %s;\n", s->sum[0].s, s->sum[0].s,
 	      s->sum[1].s, s->sum[2].s, s->sum[2].s, s->sum[3].s, s->sum[0].s, s->sum[0].s, s->sum[2].s);
 	emitf(e, "\tfma.rn.f32 %s, %s, %s, %s;\n", s->l.s, s->l.s, s->corr.s, s->sum[0].s);
-	/* P over the slot's first bn/2 columns: 16-bit pairs along K (§3.11);
-	 * 48 columns (96 keys) go as 32 + 16 */
+	/* P over the slot's first bn/2 columns: 16-bit pairs along K (docs/hardware.md,
+	 * "A operand in TMEM"); 48 columns (96 keys) go as 32 + 16 */
 	sm100_ldst_32x32b_cols(e, 1, s->P, bn / 2, 128, s->ta, s->tt);
-	/* complete before the arrive that hands P to the MMA issuer (§3.8) */
+	/* complete before the arrive that hands P to the MMA issuer (docs/hardware.md,
+	 * "tcgen05 ordering") */
 	sm100_wait_st(e);
 	emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n", s->bar.s, s->slot.s, s->pfull0.s);
 	op_mbar_arrive(e, s->bar, NULL);
@@ -859,7 +864,7 @@ emit_softmax(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Reg tmem, KgErr *err)
 	{
 		Reg corr0 = op_plan_smem(e, &f->plan, r->base, f->r_corr);
 		/* Q tile q = warp/4; row 32(warp%4) + lane is TMEM lane row,
-		 * reached from the warp's quarter base (§3.7) */
+		 * reached from the warp's quarter base (docs/hardware.md, "Lane quarters") */
 		emitf(e, "\tshr.u32 %s, %s, 2;\n", s.q.s, r->warp.s);
 		emitf(e, "\tand.b32 %s, %s, 3;\n\tshl.b32 %s, %s, 21;\n\tadd.u32 %s, %s, %s;\n", s.tl.s, r->warp.s,
 		      s.tl.s, s.tl.s, s.tl.s, s.tl.s, tmem.s);
@@ -905,7 +910,8 @@ sm100_fmha_body(Emit *e, const FmhaCfg *f, const FmhaRegs *r, KgErr *err)
 	label_new(e, join, sizeof join, "join");
 	label_new(e, out, sizeof out, "exit");
 	emit_block(e, "sm100.fmha_roles");
-	/* the barrier published the TMEM address; order later tcgen05 ops (§3.2) */
+	/* the barrier published the TMEM address; order later tcgen05 ops
+	 * (docs/hardware.md, "TMEM allocation") */
 	sm100_fence_after(e);
 	slot = op_plan_smem(e, &f->plan, r->base, f->r_tslot);
 	emitf(e, "\tld.shared.u32 %s, [%s];\n", tmem.s, slot.s);
@@ -937,10 +943,10 @@ sm100_fmha_body(Emit *e, const FmhaCfg *f, const FmhaRegs *r, KgErr *err)
 	emit_label(e, join);
 	emit_block(e, "sm100.fmha_teardown");
 	/* every TMEM access is complete before the allocating warp frees it
-	 * (§3.13 step 6): the epilogue waited for the last MMA's commit, the
-	 * loads and stores for wait::ld/st, so the CTA barrier needs no
-	 * fence::before_thread_sync */
-	op_bar_sync(e, 0, f->plan.threads);
+	 * (docs/hardware.md, "Order of a warp-specialized GEMM" step 6): the
+	 * epilogue waited for the last MMA's commit, the loads and stores for
+	 * wait::ld/st, so the CTA barrier needs no fence::before_thread_sync */
+	op_bar_sync_why(e, 0, f->plan.threads, "CTA: TMEM no longer accessed");
 	sm100_fence_after(e);
 	emitf(e, "\tsetp.ne.u32 %s, %s, %d;\n\t@%s bra %s;\n", p.s, r->warp.s, w_mma(f), p.s, out);
 	if (sm100_tmem_dealloc(e, err, tmem, f->plan.tmem_alloc) < 0)

@@ -1,5 +1,5 @@
-/* GEMM on sm_100a (hardware-facts §3.13): warp 4 produces (TMA), warp 5
- * allocates TMEM and one elected lane issues tcgen05.mma (M=128, N=tile-n)
+/* GEMM on sm_100a (docs/hardware.md, "Order of a warp-specialized GEMM"): warp 4
+ * produces (TMA), warp 5 allocates TMEM and one elected lane issues tcgen05.mma (M=128, N=tile-n)
  * into it, committing each stage to its empty barrier and the last to the
  * accumulator barrier; warps 0-3 (one warpgroup, so warp w owns TMEM lanes
  * 32w..32w+31) read the accumulator with tcgen05.ld and store C.
@@ -85,9 +85,9 @@ emit_mma(Emit *e, const GemmCfg *g, const GemmRegs *r, Reg tmem, KgErr *err)
 	accbar = op_plan_bar(e, &g->plan, r->base, g->b_acc);
 	a0 = op_plan_smem(e, &g->plan, r->base, g->r_a);
 	b0 = op_plan_smem(e, &g->plan, r->base, g->r_b);
-	emitf(e, "\tmov.u32 %s, 0x%08X; // idesc kind::f16 %s->f32 M=%d N=%d K-major\n", idr.s, idesc,
-	      dtype_name(g->in), g->tile_rows, g->tn);
-	emitf(e, "\tmov.u32 %s, %u;\n\tmov.u32 %s, %u;\n", ahr.s, ahi, bhr.s, bhi);
+	op_idesc(e, idr, IK_F16, idesc, "D = A*B");
+	op_desc_hi(e, ahr, g->t->desc, (uint64_t)ahi << 32 | alo, "A");
+	op_desc_hi(e, bhr, g->t->desc, (uint64_t)bhi << 32 | blo, "B");
 	emitf(e, "\tmov.u32 %s, 0;\n\tmov.u32 %s, 0;\n\tmov.u32 %s, 0;\n", stage.s, phase.s, kt.s);
 	if (g->pair) {
 		both = reg_new(e, RC_B16);
@@ -109,7 +109,8 @@ emit_mma(Emit *e, const GemmCfg *g, const GemmRegs *r, Reg tmem, KgErr *err)
 	emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n", full.s, stage.s, full0.s);
 	if (op_mbar_wait(e, err, full, phase.s) < 0)
 		return -1;
-	/* orders the MMAs after the wait that saw the TMA data (§3.8) */
+	/* orders the MMAs after the wait that saw the TMA data (docs/hardware.md,
+	 * "tcgen05 ordering") */
 	sm100_fence_after(e);
 	emitf(e, "\tmad.lo.u32 %s, %s, %u, %s;\n", as.s, stage.s, g->la.bytes, a0.s);
 	emitf(e, "\tmad.lo.u32 %s, %s, %u, %s;\n", bs.s, stage.s, g->lb.bytes, b0.s);
@@ -163,7 +164,7 @@ emit_epilogue(Emit *e, const GemmCfg *g, const GemmRegs *r, Reg tmem, KgErr *err
 	if (op_mbar_wait(e, err, accbar, "0") < 0)
 		return -1;
 	sm100_fence_after(e);
-	/* lane quarter of this warp: lanes 32w..32w+31 (§3.7) */
+	/* lane quarter of this warp: lanes 32w..32w+31 (docs/hardware.md, "Lane quarters") */
 	emitf(e, "\tshl.b32 %s, %s, 21;\n\tadd.u32 %s, %s, %s;\n", tw.s, r->warp.s, tw.s, tw.s, tmem.s);
 	emitf(e, "\tshl.b32 %s, %s, 5;\n\tadd.u32 %s, %s, %s;\n", row.s, r->warp.s, row.s, row.s, r->lane.s);
 	emitf(e, "\tadd.u32 %s, %s, %s;\n", row.s, row.s, r->m0.s);
@@ -227,7 +228,8 @@ sm100_body(Emit *e, const GemmCfg *g, const GemmRegs *r, KgErr *err)
 	label_new(e, join, sizeof join, "join");
 	label_new(e, out, sizeof out, "exit");
 	emit_block(e, "sm100.gemm_roles");
-	/* the barrier published the TMEM address; order later tcgen05 ops (§3.2) */
+	/* the barrier published the TMEM address; order later tcgen05 ops
+	 * (docs/hardware.md, "TMEM allocation") */
 	sm100_fence_after(e);
 	slot = op_plan_smem(e, &g->plan, r->base, g->r_slot);
 	emitf(e, "\tld.shared.u32 %s, [%s];\n", tmem.s, slot.s);
@@ -253,15 +255,15 @@ sm100_body(Emit *e, const GemmCfg *g, const GemmRegs *r, KgErr *err)
 	emit_label(e, join);
 	emit_block(e, "sm100.gemm_teardown");
 	/* every TMEM access is complete before the allocating warp frees it
-	 * (§3.13 step 6): the epilogue waited for the last MMA's commit and
-	 * its loads with wait::ld, so the CTA barrier needs no
+	 * (docs/hardware.md, "Order of a warp-specialized GEMM" step 6): the epilogue
+	 * waited for the last MMA's commit and its loads with wait::ld, so the CTA barrier needs no
 	 * fence::before_thread_sync */
 	if (g->pair)
 		/* the peer's TMEM and barriers are in use until rank 0's last
 		 * commit landed; both CTAs free their columns together */
 		op_cluster_sync(e);
 	else
-		op_bar_sync(e, 0, g->plan.threads);
+		op_bar_sync_why(e, 0, g->plan.threads, "CTA: TMEM no longer accessed");
 	sm100_fence_after(e);
 	emitf(e, "\tsetp.ne.u32 %s, %s, %d;\n\t@%s bra %s;\n", p.s, r->warp.s, WARP_MMA, p.s, out);
 	if (sm100_tmem_dealloc_group(e, err, tmem, g->plan.tmem_alloc, 1 + g->pair) < 0)

@@ -1,3 +1,6 @@
+/* tcgen05 building blocks on sm_100a (mma.h): TMEM allocation and release,
+ * instruction descriptors, MMA issue and commit, TMEM loads and stores, and
+ * the fences around thread synchronization. */
 #include <stdio.h>
 
 #include "../desc.h"
@@ -90,7 +93,7 @@ void
 sm100_commit(Emit *e, Reg bar)
 {
 	/* The CTA-local shared address is valid in the cluster window
-	 * (hardware-facts §3.5); commit is implicitly ordered after the MMAs. */
+	 * (docs/hardware.md, "tcgen05.commit"); commit is implicitly ordered after the MMAs. */
 	emitf(e, "\ttcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.b64 [%s];\n", bar.s);
 }
 
@@ -114,7 +117,7 @@ void
 sm100_wait_ld(Emit *e)
 {
 	/* tcgen05.ld is asynchronous: its registers are undefined until this
-	 * (hardware-facts §3.8, pitfall 9). */
+	 * (docs/hardware.md, "tcgen05 ordering"). */
 	emitf(e, "\ttcgen05.wait::ld.sync.aligned;\n");
 }
 
@@ -146,7 +149,8 @@ void
 sm100_wait_st(Emit *e)
 {
 	/* tcgen05.st is asynchronous: TMEM holds the values only after this,
-	 * and an MMA may read them only after it and a fenced sync (§3.8). */
+	 * and an MMA may read them only after it and a fenced sync (docs/hardware.md,
+	 * "tcgen05 ordering"). */
 	emitf(e, "\ttcgen05.wait::st.sync.aligned;\n");
 }
 

@@ -1,4 +1,4 @@
-/* tcgen05 building blocks (PTX §9.7.16; hardware-facts §3): TMEM
+/* tcgen05 building blocks (PTX §9.7.16; docs/hardware.md, "TMEM addressing"): TMEM
  * allocation, single-thread MMA issue and commit, warp-collective TMEM
  * loads, and the fences that order them around thread synchronization. */
 #ifndef KGEN_SM100_MMA_H
@@ -25,7 +25,7 @@ int sm100_setup_tmem_group(Emit *e, KgErr *err, const char *block, Reg warp, int
                            const Plan *plan, Reg base, int slot_region, int cta_group);
 /* Instruction descriptor of a cta_group::1 kind::f16 MMA: `in` operands
  * (bf16/fp16), f32 accumulator, M x N, A K-major, B MN-major when b_mn
- * (hardware-facts §2.1; built by desc.c's idesc_encode). */
+ * (docs/hardware.md, "Instruction descriptor"; built by desc.c's idesc_encode). */
 int sm100_idesc_f16(DType in, int m, int n, int b_mn, uint32_t *out, KgErr *err);
 /* The same for cta_group 1 or 2 (a pair: M = 256). */
 int sm100_idesc_f16_group(DType in, int m, int n, int b_mn, int cta_group, uint32_t *out,
@@ -38,20 +38,21 @@ void sm100_commit_pair(Emit *e, Reg bar, Reg mask);
 /* D[tmem] (+)= A(desc)·B(desc)^T, kind::f16; enable_d: predicate text or "1". */
 void sm100_mma_f16_ss(Emit *e, Reg d, Reg adesc, Reg bdesc, Reg idesc, const char *enable_d);
 /* D[tmem] (+)= A[tmem]·B(desc)^T, kind::f16 TS form: A read from TMEM
- * (K-major, same lanes as D; hardware-facts §3.11). */
+ * (K-major, same lanes as D; docs/hardware.md, "A operand in TMEM"). */
 void sm100_mma_f16_ts(Emit *e, Reg d, Reg a, Reg bdesc, Reg idesc, const char *enable_d);
 /* Arrive on `bar` once all prior async tcgen05 ops of this thread complete. */
 void sm100_commit(Emit *e, Reg bar);
 /* 32 lanes x n columns starting at taddr into v[0..n-1] (32x32b.xN):
- * thread t gets lane (taddr.lane + t), register j = column + j (§3.6). */
+ * thread t gets lane (taddr.lane + t), register j = column + j (docs/hardware.md,
+ * "tcgen05.ld and tcgen05.st"). */
 void sm100_ld_32x32b(Emit *e, const Reg *v, int n, Reg taddr);
 void sm100_wait_ld(Emit *e);
 /* v[0..n-1] into 32 lanes x n columns at taddr (32x32b.xN, same map). */
 void sm100_st_32x32b(Emit *e, const Reg *v, int n, Reg taddr);
 /* n columns of v loaded (st 0) or stored (st 1) from taddr on, as pieces
  * of at most `max` columns, each the largest power of two that fits (.num
- * is .x1 .. .x128, §3.6); a piece after the first addresses taddr plus its
- * column through `scratch`. */
+ * is .x1 .. .x128, docs/hardware.md, "tcgen05.ld and tcgen05.st"); a piece after the
+ * first addresses taddr plus its column through `scratch`. */
 void sm100_ldst_32x32b_cols(Emit *e, int st, const Reg *v, int n, int max, Reg taddr, Reg scratch);
 void sm100_wait_st(Emit *e);
 void sm100_fence_before(Emit *e);

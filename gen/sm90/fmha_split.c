@@ -14,7 +14,8 @@
 #include "../desc.h"
 #include "../fmha.h"
 #include "../ops.h"
-#include "fmha_int.h"
+#include "consumer.h"
+#include "fmha_split.h"
 #include "mma.h"
 
 enum { PRODUCER_REGS = 40, PBUFS = 2 };

@@ -39,8 +39,8 @@ sm90_plan(GemmCfg *g, KgErr *err)
 }
 
 /* Stores a consumer's accumulator fragment. Pair i, i+1 of a thread are
- * adjacent columns (hardware-facts §4.2), so they go out as one 2-element
- * store where the row exists, both columns are inside N and N is even
+ * adjacent columns (docs/hardware.md, "wgmma accumulator fragment"), so they go out as
+ * one 2-element store where the row exists, both columns are inside N and N is even
  * (alignment); otherwise each column alone where it is inside N. */
 static void
 emit_store_fragment(Emit *e, const GemmCfg *g, const GemmRegs *r, Reg wgc, const Reg *acc)
@@ -131,7 +131,8 @@ emit_consumer(Emit *e, const GemmCfg *g, const GemmRegs *r, KgErr *err)
 	b0 = op_plan_smem(e, &g->plan, r->base, g->r_b);
 	/* this warpgroup's 64 rows: where the layout puts row 64 of each slice */
 	emitf(e, "\tmad.lo.u32 %s, %s, %u, %s;\n", a0.s, wgc.s, layout_offset(&g->la, 64, 0), a0.s);
-	emitf(e, "\tmov.u32 %s, %u;\n\tmov.u32 %s, %u;\n", ahr.s, ahi, bhr.s, bhi);
+	op_desc_hi(e, ahr, g->t->desc, (uint64_t)ahi << 32 | alo, "A");
+	op_desc_hi(e, bhr, g->t->desc, (uint64_t)bhi << 32 | blo, "B");
 	for (int i = 0; i < nacc; i++)
 		emitf(e, "\tmov.f32 %s, 0f00000000;\n", acc[i].s);
 	emitf(e, "\tmov.u32 %s, 0;\n\tmov.u32 %s, 0;\n\tmov.u32 %s, 0;\n", stage.s, phase.s, kt.s);
@@ -148,7 +149,7 @@ emit_consumer(Emit *e, const GemmCfg *g, const GemmRegs *r, KgErr *err)
 	sm90_wgmma_fence(e);
 	for (int k16 = 0; k16 < g->tk / 16; k16++) {
 		/* 32 bytes of K per MMA: slice j, offset inside the swizzled row
-		 * moves only the start address (hardware-facts §1.5). */
+		 * moves only the start address (docs/hardware.md, "Advancing along K"). */
 		uint32_t da = layout_offset(&g->la, 0, 16 * k16) >> 4;
 		uint32_t db = layout_offset(&g->lb, 0, 16 * k16) >> 4;
 		emitf(e, "\tadd.u32 %s, %s, %u;\n\tmov.b64 %s, {%s, %s};\n", lo.s, as.s, alo + da, ad.s, lo.s, ahr.s);

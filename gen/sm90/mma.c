@@ -1,10 +1,12 @@
+/* wgmma issue, fence, commit and wait on sm_90a (mma.h), and the
+ * accumulator fragment map. */
 #include "mma.h"
 
 void
 sm90_wgmma_fence(Emit *e)
 {
 	/* Required before a wgmma whose accumulator registers were written by
-	 * other instructions (hardware-facts §4.1). */
+	 * other instructions (docs/hardware.md, "wgmma syntax and fences"). */
 	emitf(e, "\twgmma.fence.sync.aligned;\n");
 }
 

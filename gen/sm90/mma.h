@@ -1,4 +1,4 @@
-/* wgmma building blocks (PTX §9.7.15; hardware-facts §4): issue, fences,
+/* wgmma building blocks (PTX §9.7.15; docs/hardware.md, "wgmma syntax and fences"): issue, fences,
  * groups, and the accumulator fragment map. */
 #ifndef KGEN_SM90_MMA_H
 #define KGEN_SM90_MMA_H
@@ -12,12 +12,12 @@ void sm90_wgmma_wait(Emit *e, int pending);
 /* D(64xN, f32) += A(64x16 via desc) · B(Nx16 via desc)^T, both K-major. */
 void sm90_wgmma_ss(Emit *e, int n, DType in, const Reg *acc, Reg adesc, Reg bdesc);
 /* The general form: A from a descriptor (SS) or, when `afrag` is non-NULL,
- * from four registers of 16-bit pairs (RS, hardware-facts §4.3); scale_d 0
+ * from four registers of 16-bit pairs (RS, docs/hardware.md, "wgmma A fragment"); scale_d 0
  * overwrites D; trans_b 1 reads B N-major (MN-major descriptor). */
 void sm90_wgmma(Emit *e, int n, DType in, const Reg *acc, const Reg *adesc, const Reg *afrag,
                 Reg bdesc, int scale_d, int trans_b);
 /* Row and column inside the 64xN tile of accumulator register i of thread
- * t of the warpgroup (hardware-facts §4.2, H200-checked). */
+ * t of the warpgroup (docs/hardware.md, "wgmma accumulator fragment", H200-checked). */
 void sm90_acc_coord(int t, int i, int *row, int *col);
 
 #endif

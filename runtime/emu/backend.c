@@ -10,7 +10,7 @@
  *                           variable (default 0x400: the sm_90 reserved KiB)
  *   KRT_EMU_SMEM_MISALIGN=B bytes added to the dynamic array's address
  *                           (default 16: only 16-byte alignment is promised,
- *                           hardware-facts pitfall 3)
+ *                           docs/hardware.md, "Base offset and alignment")
  *   KRT_EMU_MAX_STEPS=N     instruction limit per CTA (default 2e9)
  *   KRT_EMU_TRACE=T         print each instruction thread T of CTA 0 executes */
 #include <inttypes.h>
@@ -179,7 +179,7 @@ check_params(KrtModule *m, const EmuProgram *p, KrtErr *err)
 }
 
 /* Instructions of the other architecture are load errors, as for ptxas
- * (hardware-facts §3.14: no wgmma on sm_100a; tcgen05 needs sm_100a). */
+ * (docs/hardware.md, "Targets and PTX versions": no wgmma on sm_100a; tcgen05 needs sm_100a). */
 static int
 check_arch(KrtModule *m, const EmuProgram *p, KrtErr *err)
 {

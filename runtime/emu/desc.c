@@ -1,7 +1,7 @@
 /* Shared-memory matrix descriptors and the canonical operand layouts they
- * describe (hardware-facts §1: PTX ISA §9.7.16.4.1 tcgen05 and
- * §9.7.15.5.1.2.2 wgmma descriptor formats, canonical layouts §1.4,
- * swizzle functions §1.2). */
+ * describe (docs/hardware.md, "Shared-memory descriptor (sm_100)": PTX ISA §9.7.16.4.1 tcgen05 and
+ * §9.7.15.5.1.2.2 wgmma descriptor formats, canonical layouts docs/hardware.md,
+ * "Canonical layouts, LBO and SBO", swizzle functions docs/hardware.md, "Swizzle modes"). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,16 +18,18 @@ emu_desc_decode(uint64_t v, int arch, EmuSmemDesc *d, char *why, size_t n)
 	d->lbo_mode = (int)(v >> 52 & 1);
 	d->version = (int)(v >> 46 & 7);
 	if (arch == ARCH_SM90) {
-		/* bits 62-63: 0 none, 1 128B, 2 64B, 3 32B (§1.6) */
+		/* bits 62-63: 0 none, 1 128B, 2 64B, 3 32B (docs/hardware.md,
+		 * "Shared-memory descriptor (sm_90)") */
 		static const int sw[4] = {0, 128, 64, 32};
 		d->layout = (int)(v >> 62);
 		d->swizzle = sw[d->layout];
 	} else {
-		/* bits 61-63: 0 none, 1 128B_BASE32B, 2 128B, 4 64B, 6 32B (§1.1) */
+		/* bits 61-63: 0 none, 1 128B_BASE32B, 2 128B, 4 64B, 6 32B
+		 * (docs/hardware.md, "Shared-memory descriptor (sm_100)") */
 		d->layout = (int)(v >> 61);
 		if (d->version != 1) {
 			snprintf(why, n, "bits 46-48 are 0b%d%d%d, tcgen05 descriptors need the fixed "
-			         "constant 0b001 (hardware-facts §1.1, pitfall 1)", d->version >> 2 & 1,
+			         "constant 0b001 (docs/hardware.md, \"Shared-memory descriptor (sm_100)\")", d->version >> 2 & 1,
 			         d->version >> 1 & 1, d->version & 1);
 			return -1;
 		}
@@ -55,7 +57,7 @@ emu_desc_decode(uint64_t v, int arch, EmuSmemDesc *d, char *why, size_t n)
 	}
 	if (d->base_offset) {
 		snprintf(why, n, "base offset %d: the emulator models base_offset 0 only (tiles aligned "
-		         "to the swizzle period, hardware-facts §1.3)", d->base_offset);
+		         "to the swizzle period, docs/hardware.md, \"Base offset and alignment\")", d->base_offset);
 		return -1;
 	}
 	return 0;
@@ -72,8 +74,8 @@ emu_swizzle(uint32_t a, int sw)
 	}
 }
 
-/* Canonical layouts in bytes (§1.4). T = 16/ebytes elements per 16 bytes;
- * W = swizzle width in bytes.
+/* Canonical layouts in bytes (docs/hardware.md, "Canonical layouts, LBO and SBO"). T =
+ * 16/ebytes elements per 16 bytes; W = swizzle width in bytes.
  *   K-major, none: core matrices of 8 rows x 16 B; rows 16 B apart, SBO
  *     between 8-row groups, LBO between K core-matrix columns.
  *   K-major, W: rows W bytes apart inside an 8-row atom, SBO between atoms,
@@ -112,7 +114,8 @@ emu_desc_aligned(const EmuSmemDesc *d)
 		return 0;
 	uint32_t period = (uint32_t)d->swizzle * 8;
 	/* inside the period only the K offset of a K-major atom row may move
-	 * the start (+32 B per MMA, §1.5): the row bits must be zero */
+	 * the start (+32 B per MMA, docs/hardware.md, "Advancing along K"): the row
+	 * bits must be zero */
 	return (d->start & (period - 1)) >= (uint32_t)d->swizzle ? -1 : 0;
 }
 

@@ -31,7 +31,7 @@ enum {
 	EMU_MAX_THREADS = 1024,
 	EMU_MAX_MBAR = 128,   /* live mbarrier objects per CTA */
 	EMU_MAX_AGENTS = 16,  /* threads that issue tcgen05.mma/cp/shift per CTA */
-	EMU_TMEM_LANES = 128, /* hardware-facts §3.1 */
+	EMU_TMEM_LANES = 128, /* docs/hardware.md, "TMEM addressing" */
 	EMU_TMEM_COLS = 512,
 	EMU_MAX_TMEM_ALLOCS = 16,
 	EMU_MAX_CLUSTER = 16, /* CTAs per cluster (16 with the non-portable size) */
@@ -445,7 +445,8 @@ struct EmuThread {
 	int npend;           /* registers with a PEND_* flag */
 	EmuClock *vc;        /* generic knowledge */
 	EmuClock *vc_tc;     /* knowledge tcgen05 ops may use: vc at the last
-	                      * tcgen05.fence::after_thread_sync (§3.8) */
+	                      * tcgen05.fence::after_thread_sync (docs/hardware.md,
+	                      * "tcgen05 ordering") */
 	int synced_line;     /* line of the last thread sync not yet fenced for tcgen05 */
 	int agent;           /* tcgen05 issue pipe, -1 until first mma/cp */
 	uint32_t *single_n;  /* executions of each OPF_SINGLE instruction */
@@ -609,14 +610,16 @@ int emu_uniform(EmuCta *c, EmuWarp *w, const EmuInsn *in, uint32_t lanes, int i,
 /* Address operand i as a shared-window address (generic converted). */
 int emu_shared_addr(EmuCta *c, EmuThread *t, const EmuInsn *in, int i, uint32_t *out);
 /* Address operand i of a .shared::cluster instruction: the CTA whose shared
- * memory it names (*owner) and the window address there (cluster.c). */
+ * memory it names (*owner) and the window address there. A CTA's shared
+ * memory used by another before that thread completed a barrier.cluster.wait,
+ * or after the owner exited, is a hazard [cluster] (PTX ISA §9.7.13.2). */
 int emu_cluster_addr(EmuCta *c, EmuThread *t, const EmuInsn *in, int i, EmuCta **owner,
                      uint32_t *out);
 /* The same for an address value a. */
 int emu_cluster_resolve(EmuCta *c, EmuThread *t, const EmuInsn *in, uint64_t a, EmuCta **owner,
                         uint32_t *out);
 /* The CTA of the cluster that owns clock slot `slot`. */
-EmuCta *emu_slot_cta(const EmuCta *c, int slot);
+#define EMU_SLOT_CTA(c, slot) ((c)->cl->cta[(slot) / (c)->cl->per])
 /* Completes the barrier.cluster phase once every live thread arrived. */
 int emu_cluster_bar_try(EmuCluster *cl);
 
@@ -657,7 +660,7 @@ int emu_smem_write(EmuCta *c, EmuThread *t, const EmuInsn *in, uint32_t addr, ui
 int emu_smem_async_read_check(EmuCta *c, EmuThread *t, const EmuInsn *in, uint32_t chunk,
                               const EmuClock *vc, const char *what);
 void emu_proxy_fence(EmuCta *c, EmuThread *t);
-/* The tcgen05 fences (§3.8). */
+/* The tcgen05 fences (docs/hardware.md, "tcgen05 ordering"). */
 void emu_tc_after_sync(EmuCta *c, EmuThread *t);
 void emu_tc_before_sync(EmuCta *c, EmuThread *t);
 void emu_tcpend_add(EmuCta *c, EmuThread *t, uint32_t cell);
@@ -692,10 +695,12 @@ typedef struct EmuSmemDesc {
 } EmuSmemDesc;
 
 enum { ARCH_SM90, ARCH_SM100 };
-/* Decodes and validates (hardware-facts §1.1, §1.6); why gets the reason. */
+/* Decodes and validates (docs/hardware.md, "Shared-memory descriptor (sm_100)" and
+ * "Shared-memory descriptor (sm_90)"); why gets the reason. */
 int emu_desc_decode(uint64_t v, int arch, EmuSmemDesc *d, char *why, size_t n);
 /* Byte address (swizzle applied) of element (mn, k) of a canonical operand
- * (hardware-facts §1.4): kmajor 1 for K-major, ebytes the element size. */
+ * (docs/hardware.md, "Canonical layouts, LBO and SBO"): kmajor 1 for K-major, ebytes
+ * the element size. */
 uint32_t emu_desc_addr(const EmuSmemDesc *d, int kmajor, int ebytes, uint32_t mn, uint32_t k);
 uint32_t emu_swizzle(uint32_t addr, int swizzle_bytes);
 /* Appends the distinct smem chunks of rows [mn0, mn0+nmn) x k [0, nk) of an
@@ -707,7 +712,7 @@ int emu_desc_chunks(EmuCta *c, const EmuSmemDesc *d, int kmajor, int eb, uint32_
 void emu_desc_gather(const EmuCta *c, const EmuSmemDesc *d, int kmajor, EmuType ty, int eb,
                      uint32_t mn0, uint32_t nmn, uint32_t nk, float scale, float *out);
 /* The swizzled tile behind a descriptor must start on its swizzle period
- * (base_offset 0, hardware-facts §1.3): 0 if so. */
+ * (base_offset 0, docs/hardware.md, "Base offset and alignment"): 0 if so. */
 int emu_desc_aligned(const EmuSmemDesc *d);
 
 /* ---- numbers (num.c) ------------------------------------------------------ */
@@ -726,7 +731,7 @@ float emu_e5m2_to_f32(uint8_t v);
 float emu_e2m3_to_f32(uint8_t v);
 float emu_e3m2_to_f32(uint8_t v);
 float emu_e2m1_to_f32(uint8_t v);
-/* block-scale factors (hardware-facts §7.2, §7.3) */
+/* block-scale factors (docs/hardware.md, "Number formats") */
 float emu_ue8m0_to_f32(uint8_t v);
 float emu_ue4m3_to_f32(uint8_t v);
 uint8_t emu_f32_to_e4m3(float f, int satfinite);

@@ -108,7 +108,7 @@ arrive(EmuCta *c, EmuThread *t, const EmuInsn *in)
 		                  "warp %d diverges at a collective: lanes %s wait at PTX line %d `%s`, "
 		                  "lane %d reached this one. .sync.aligned instructions must be executed "
 		                  "by all threads of the warp at the same instruction (PTX ISA §9.7.16.5; "
-		                  "seed-lessons: a partial-warp tcgen05.ld hung the GPU)",
+		                  "a partial-warp tcgen05.ld hung the GPU: docs/lessons.md, \"Concurrency bugs\")",
 		                  w->id, here, o->line, text, t->lane);
 	}
 	if (w->coll_pc < 0) {
@@ -131,7 +131,7 @@ arrive(EmuCta *c, EmuThread *t, const EmuInsn *in)
 
 /* Single-thread-issue instructions (tcgen05.mma/cp/shift/commit): the n-th
  * execution of one by two lanes of a warp is two issues of one converged
- * instruction, i.e. the whole warp issuing (hardware-facts pitfall 5). */
+ * instruction, i.e. the whole warp issuing (docs/hardware.md, "tcgen05.mma"). */
 static int
 check_single(EmuCta *c, EmuThread *t, const EmuInsn *in)
 {
@@ -160,7 +160,7 @@ check_single(EmuCta *c, EmuThread *t, const EmuInsn *in)
 		return emu_hazard(c, t, in, "multi-thread-issue",
 		                  "%s has single-thread semantics, but lanes %d and %d of warp %d both "
 		                  "execute it (instance %u): each executing thread issues its own "
-		                  "operation. Pick one thread with elect.sync (hardware-facts pitfall 5)",
+		                  "operation. Pick one thread with elect.sync (docs/hardware.md, \"tcgen05.mma\")",
 		                  in->def->name, first, t->lane, w->id, n + 1);
 	return 0;
 }
@@ -388,7 +388,8 @@ cta_reset(EmuCta *c, const uint32_t ctaid[3])
 	for (size_t i = 0; i < nr; i++)
 		c->regs[i] = UINT64_C(0x7fb1dead7fb1dead) & 0xffffffffu;
 	/* with wgmma, every register write is tracked so an MMA that reads a
-	 * register written after the last wgmma.fence is caught (§4.1) */
+	 * register written after the last wgmma.fence is caught (docs/hardware.md,
+	 * "wgmma syntax and fences") */
 	memset(c->pend, p->has_wgmma ? PEND_WATCH | PEND_DIRTY : 0, nr);
 	memset(c->smem, 0xdb, (size_t)c->nchunks * 16);
 	memset(c->swtag, 0, (size_t)c->nchunks * sizeof *c->swtag);

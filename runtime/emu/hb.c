@@ -15,7 +15,7 @@
  * an accessor must know to be ordered after it. A thread keeps a second
  * clock, vc_tc, copied from vc at tcgen05.fence::after_thread_sync: tcgen05
  * operations may only rely on synchronization fenced that way
- * (hardware-facts §3.8, pitfall 10), so a check that passes with vc but not
+ * (docs/hardware.md, "tcgen05 ordering"), so a check that passes with vc but not
  * with vc_tc is reported as the missing fence. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -208,12 +208,12 @@ unordered(EmuCta *c, const EmuThread *t, const EmuInsn *in, const EmuTag *tag, u
 		return emu_hazard(c, t, in, "missing-fence-before-thread-sync",
 		                  "%s 0x%x: the %s is not ordered before the thread sync: the allocating "
 		                  "warp issued no tcgen05.fence::before_thread_sync between the alloc and "
-		                  "the barrier (hardware-facts §3.2, §3.8)", what, addr, d);
+		                  "the barrier (docs/hardware.md, \"TMEM allocation\" and \"tcgen05 ordering\")", what, addr, d);
 	if (fence_would_fix)
 		return emu_hazard(c, t, in, "missing-fence-after-thread-sync",
 		                  "%s 0x%x: the %s was synchronized with (thread sync at PTX line %d) "
 		                  "but no tcgen05.fence::after_thread_sync followed the sync before this "
-		                  "tcgen05 operation (hardware-facts §3.8)",
+		                  "tcgen05 operation (docs/hardware.md, \"tcgen05 ordering\")",
 		                  what, addr, d, t->synced_line);
 	return emu_hazard(c, t, in, "unordered-async",
 	                  "%s 0x%x is not ordered after the %s: no mbarrier wait / barrier observed "
@@ -308,7 +308,7 @@ emu_smem_async_read_check(EmuCta *c, EmuThread *t, const EmuInsn *in, uint32_t c
 		return emu_hazard(c, t, in, "missing-proxy-fence",
 		                  "%s smem 0x%x through the async proxy, but the generic store at PTX "
 		                  "line %d `%s` (thread %d) was not followed by fence.proxy.async "
-		                  "(hardware-facts §5.5)",
+		                  "(docs/hardware.md, \"Proxy fences\")",
 		                  what, ch * 16, c->swline[ch], text, c->swriter[ch] - 1);
 	}
 	if (!emu_vc_covers(c, vc, t->slot, w))

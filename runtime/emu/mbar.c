@@ -1,4 +1,4 @@
-/* mbarrier objects (PTX ISA §9.7.13.15; hardware-facts §5.4).
+/* mbarrier objects (PTX ISA §9.7.13.15; docs/hardware.md, "mbarrier").
  *
  * State per barrier: the arrivals still missing in the current phase, the
  * transaction count, and the number of completed phases (its parity is the
@@ -163,7 +163,7 @@ emu_op_mbar_init(EmuCta *c, EmuThread *t, const EmuInsn *in)
 		return emu_fault(c, t, in, "mbarrier at smem 0x%x is not 8-byte aligned", a);
 	if (count == 0 || count > (1u << 20) - 1)
 		return emu_hazard(c, t, in, "mbarrier", "mbarrier.init count %" PRIu64 " is not in "
-		                  "1..2^20-1 (hardware-facts §5.4)", count);
+		                  "1..2^20-1 (docs/hardware.md, \"mbarrier\")", count);
 	EmuMbar *m = emu_mbar_find(c, a);
 	if (m) {
 		for (int i = 0; i < c->nthreads; i++)
@@ -280,7 +280,7 @@ emu_op_mbar_complete_tx(EmuCta *c, EmuThread *t, const EmuInsn *in)
 
 /* try_wait.parity P: true once the phase with parity P has completed, i.e.
  * the current phase's parity differs from P. try_wait{.parity} may also
- * return false after a timeout (hardware-facts §5.4), which the scheduler
+ * return false after a timeout (docs/hardware.md, "mbarrier"), which the scheduler
  * grants once when nothing else can run; test_wait never blocks. */
 int
 emu_op_mbar_wait(EmuCta *c, EmuThread *t, const EmuInsn *in)

@@ -2,7 +2,7 @@
  * formats and tf32, with the rounding modes of cvt (PTX ISA §9.7.9.21,
  * §5.2.5 "Alternate floating point data formats"); decoders of the fp6/fp4
  * MMA element formats and the block-scale formats (PTX ISA §5.2.3,
- * hardware-facts §7). */
+ * docs/hardware.md, "Number formats"). */
 #include <math.h>
 #include <string.h>
 
@@ -219,7 +219,7 @@ emu_e2m1_to_f32(uint8_t v)
 	return decode_small(v & 0xfu, &fmt_e2m1);
 }
 
-/* 2^(v - 127); 0xff is the only NaN, there is no zero (hardware-facts §7.2). */
+/* 2^(v - 127); 0xff is the only NaN, there is no zero (docs/hardware.md, "Number formats"). */
 float
 emu_ue8m0_to_f32(uint8_t v)
 {
@@ -227,7 +227,7 @@ emu_ue8m0_to_f32(uint8_t v)
 }
 
 /* E4M3 without the sign: the code's bit 7 is padding (PTX ISA §5.2.3 ue4m3,
- * hardware-facts §7.3: cuBLAS ignores it), 0x7f is NaN. */
+ * docs/hardware.md, "Number formats": cuBLAS ignores it), 0x7f is NaN. */
 float
 emu_ue4m3_to_f32(uint8_t v)
 {

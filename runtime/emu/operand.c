@@ -38,7 +38,7 @@ emu_reg_hazard(EmuCta *c, EmuThread *t, const EmuInsn *in, int reg, int write)
 		return emu_hazard(c, t, in, "tcgen05.ld-before-wait",
 		                  "register %s is %s before tcgen05.wait::ld: it is a destination of "
 		                  "tcgen05.ld at PTX line %d, whose values are undefined until the wait "
-		                  "(hardware-facts §3.8, pitfall 9)", name, acc, line);
+		                  "(docs/hardware.md, \"tcgen05 ordering\")", name, acc, line);
 	}
 	const EmuWgGroup *gs[65];
 	int ng = 0;
@@ -317,4 +317,63 @@ emu_uniform(EmuCta *c, EmuWarp *w, const EmuInsn *in, uint32_t lanes, int i, uin
 	}
 	*v = v0;
 	return 0;
+}
+
+/* ---- shared::cluster addresses (docs/cta-pair.md, "Clusters") ---------------- */
+
+int
+emu_cluster_resolve(EmuCta *c, EmuThread *t, const EmuInsn *in, uint64_t a, EmuCta **owner,
+                    uint32_t *out)
+{
+	if (in->space == SPACE_GENERIC) {
+		if (a < EMU_GENERIC_SHARED || a - EMU_GENERIC_SHARED >= EMU_WINDOW_SIZE)
+			return emu_fault(c, t, in, "generic address 0x%" PRIx64 " is not in the shared "
+			                 "window (%s needs shared memory)", a, in->def->name);
+		a -= EMU_GENERIC_SHARED;
+	}
+	EmuCta *o = c;
+	uint32_t local = (uint32_t)a;
+	if (a >> 32)
+		return emu_fault(c, t, in, "shared::cluster address 0x%" PRIx64 " has bits above 31", a);
+	if (local & EMU_DSMEM_BIT) {
+		if (in->space != SPACE_CLUSTER)
+			return emu_fault(c, t, in, "address 0x%x from mapa names another CTA's shared "
+			                 "memory, but %s uses the shared::cta window (PTX ISA §5.1.3)",
+			                 local, in->def->name);
+		int r = EMU_DSMEM_RANK(local);
+		if (r >= c->cl->n)
+			return emu_fault(c, t, in, "shared::cluster address 0x%x names CTA rank %d of a "
+			                 "cluster of %d", local, r, c->cl->n);
+		o = c->cl->cta[r];
+		local = EMU_DSMEM_LOCAL(local);
+	}
+	if (o != c && !t->cbar_synced)
+		return emu_hazard(c, t, in, "cluster",
+		                  "%s accesses the shared memory of CTA rank %d (0x%x) before this thread "
+		                  "completed a barrier.cluster.wait: a CTA of the cluster may not have "
+		                  "started, and its barrier inits are not visible, until every CTA "
+		                  "arrived at a cluster barrier (PTX ISA §9.7.13.2, docs/cta-pair.md)",
+		                  in->def->name, o->rank, local);
+	if (o != c && o->finished)
+		return emu_hazard(c, t, in, "cluster",
+		                  "%s accesses the shared memory of CTA rank %d (0x%x) after that CTA "
+		                  "exited: a CTA's shared memory must stay alive while the cluster uses "
+		                  "it (barrier.cluster.arrive/wait before exit, PTX ISA §9.7.13.2)",
+		                  in->def->name, o->rank, local);
+	if (local < o->smem_lo || local >= o->smem_end)
+		return emu_fault(c, t, in, "shared address 0x%x is outside the shared memory [0x%x, "
+		                 "0x%x) of CTA rank %d", local, o->smem_lo, o->smem_end, o->rank);
+	*owner = o;
+	*out = local;
+	return 0;
+}
+
+int
+emu_cluster_addr(EmuCta *c, EmuThread *t, const EmuInsn *in, int i, EmuCta **owner,
+                 uint32_t *out)
+{
+	uint64_t a;
+	if (emu_addr(c, t, in, emu_opnd(c, in, i), &a))
+		return EMU_STOP;
+	return emu_cluster_resolve(c, t, in, a, owner, out);
 }

@@ -110,7 +110,7 @@ emu_mod_fence(EmuInsn *in, const char *m, EmuParse *p)
 }
 
 /* fence.proxy.async orders this thread's generic smem accesses with later
- * async-proxy accesses (hardware-facts §5.5). Other fences order memory
+ * async-proxy accesses (docs/hardware.md, "Proxy fences"). Other fences order memory
  * among threads, which the emulator's sequential memory already does;
  * fence.mbarrier_init matters only across a cluster. */
 int

@@ -13,7 +13,7 @@ where(const EmuCta *c, const EmuThread *t, const EmuInsn *in, char *buf, size_t 
 		emu_line_text(c->prog, in->line, text, sizeof text);
 	/* a thread acting on another CTA of its cluster (DSMEM, a pair's MMA):
 	 * name the thread's CTA, then the one whose memory is involved */
-	const EmuCta *tc = t && (t < c->t || t >= c->t + c->nthreads) ? emu_slot_cta(c, t->slot) : c;
+	const EmuCta *tc = t && (t < c->t || t >= c->t + c->nthreads) ? EMU_SLOT_CTA(c, t->slot) : c;
 	int at = snprintf(buf, n, "kernel %s, CTA (%u,%u,%u)", c->prog->entry, tc->ctaid[0],
 	                  tc->ctaid[1], tc->ctaid[2]);
 	if (tc != c && at >= 0 && (size_t)at < n)

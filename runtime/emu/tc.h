@@ -32,7 +32,8 @@ typedef struct TcWord {
 /* 1 if m is in words (aux set), 0 if not, -1 on a conflicting repeat. */
 int emu_tc_word(EmuInsn *in, const char *m, EmuParse *p, const TcWord *words, int n);
 
-/* Every tcgen05 instruction of a kernel must use one cta_group (§3.2). */
+/* Every tcgen05 instruction of a kernel must use one cta_group (docs/hardware.md,
+ * "TMEM allocation"). */
 int emu_tc_group_check(EmuCta *c, EmuThread *t, const EmuInsn *in);
 /* The thread's issue pipe (an async-queue agent), -1 after an error. */
 int emu_tc_agent(EmuCta *c, EmuThread *t, const EmuInsn *in);
@@ -63,7 +64,8 @@ int emu_tc_push(EmuCta *c, EmuThread *t, const EmuInsn *in, EmuAsyncKind kind, i
  * .b8x16 decompression writes and an f8f6f4-family A in TMEM holds. */
 uint8_t emu_tc_container(int bits, uint8_t code);
 
-/* completions (EmuAsync.done = emu_tc_complete -> these) */
+/* completions (EmuAsync.done = emu_tc_complete, tc_done.c -> these) */
+int emu_tc_commit_complete(EmuCta *c, EmuAsync *q);
 int emu_tc_mma_complete(EmuCta *c, EmuAsync *q);
 int emu_tc_cp_complete(EmuCta *c, EmuAsync *q);
 int emu_tc_shift_complete(EmuCta *c, EmuAsync *q);

@@ -1,10 +1,10 @@
-/* tcgen05.cp and tcgen05.shift (PTX ISA §9.7.16.9; hardware-facts §3.9):
+/* tcgen05.cp and tcgen05.shift (PTX ISA §9.7.16.9; docs/hardware.md, "tcgen05.cp"):
  * async ops of the issuing thread's pipe, tracked by tcgen05.commit and
  * pipelined before a later tcgen05.mma of the same thread (§9.7.16.6.2).
  *
  * tcgen05.cp copies rows of 128 or 256 bits from shared memory into TMEM
- * lanes. The source is a K-major canonical operand of bytes (hardware-facts
- * §1.4) behind an smem descriptor: logical row r is the operand's row r,
+ * lanes. The source is a K-major canonical operand of bytes (docs/hardware.md,
+ * "Canonical layouts, LBO and SBO") behind an smem descriptor: logical row r is the operand's row r,
  * each 16 bytes of it one core-matrix row (LBO apart without swizzle). The
  * destination lanes of row r (relative to the address's lane):
  *   .128x256b, .128x128b   r
@@ -125,7 +125,7 @@ cp_desc(EmuCta *c, EmuThread *t, const EmuInsn *in, uint64_t v, EmuSmemDesc *d)
 	if (emu_desc_aligned(d))
 		return emu_hazard(c, t, in, "swizzle-align",
 		                  "tcgen05.cp source descriptor start 0x%x is not on its %dB swizzle "
-		                  "pattern (period %d bytes) and base_offset is 0 (hardware-facts §1.3)",
+		                  "pattern (period %d bytes) and base_offset is 0 (docs/hardware.md, \"Base offset and alignment\")",
 		                  d->start, d->swizzle, d->swizzle * 8);
 	return 0;
 }

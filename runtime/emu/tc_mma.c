@@ -1,8 +1,9 @@
-/* tcgen05.mma (PTX ISA §9.7.16.10; hardware-facts §2, §3.3, §3.4, §3.10,
- * §3.11): the dense kinds f16, tf32, f8f6f4 and i8 and the block-scaled
- * kinds mxf8f6f4, mxf4 and mxf4nvf4, A from shared memory (SS) or TMEM
- * (TS). The issue checks operands, descriptors and ordering; D is computed
- * when the op completes, from the smem and TMEM contents at that point.
+/* tcgen05.mma (PTX ISA §9.7.16.10; docs/hardware.md, "Instruction descriptor",
+ * "tcgen05.mma", "Block-scaled tcgen05.mma" and "Accumulator layout in TMEM",
+ * docs/hardware.md, "A operand in TMEM"): the dense kinds f16, tf32, f8f6f4 and i8 and
+ * the block-scaled kinds mxf8f6f4, mxf4 and mxf4nvf4, A from shared memory (SS) or TMEM
+ * (TS). The issue checks operands, descriptors and ordering; D is computed when the op
+ * completes, from the smem and TMEM contents at that point.
  *
  * Element storage of the f8f6f4 family:
  *  - smem, kind::f8f6f4 / kind::mxf8f6f4: 8-bit types one per byte; 6- and
@@ -11,7 +12,7 @@
  *    the TMA .b6x16_p32 / .b4x16_p64 images of §5.5.1.1.1), so every 16-byte
  *    chunk holds 16 elements as for 8-bit types;
  *  - smem, kind::mxf4 / kind::mxf4nvf4: two E2M1 per byte, lower element in
- *    the low nibble, no padding (§9.7.16.10.4.6, hardware-facts §7.1);
+ *    the low nibble, no padding (§9.7.16.10.4.6, docs/hardware.md, "Number formats");
  *  - TMEM A (TS), kind::f8f6f4 / mxf8f6f4: one 8-bit container per element,
  *    four per 32-bit cell (§9.7.16.10.4.3): see container_code();
  *  - TMEM A (TS), kind::mxf4 / mxf4nvf4: two E2M1 per byte (§9.7.16.10.4.5).
@@ -36,7 +37,7 @@
 
 typedef struct KindInfo {
 	const char *name;
-	uint32_t K;     /* dense K of one MMA (hardware-facts §2.3) */
+	uint32_t K;     /* dense K of one MMA (docs/hardware.md, "MMA shapes") */
 	int ebits;      /* bits per element in smem rows: K * ebits = 256 for every kind */
 	int scaled;     /* block-scaled: idesc Tables 43/44 */
 	int family;     /* f8f6f4 element formats (idesc codes 0, 1, 3, 4, 5) */
@@ -119,7 +120,7 @@ n_check(const Idesc *d, char *why, size_t n)
 }
 
 /* fp6/fp4 operands are K-major only (PTX ISA §9.7.16.10.3 Table 52,
- * hardware-facts §2.4) */
+ * docs/hardware.md, "Operand major-ness") */
 static int
 f8f6f4_check(const Idesc *d, const char *kind, char *why, size_t n)
 {
@@ -129,7 +130,7 @@ f8f6f4_check(const Idesc *d, const char *kind, char *why, size_t n)
 		                  "E5M2 (1), E2M3 (3), E3M2 (4) or E2M1 (5)", kind, d->afmt, d->bfmt);
 	if ((d->ta && a->bits < 8) || (d->tb && b->bits < 8))
 		return idesc_fail(why, n, "%s: transposed (MN-major) %s operand of type %s: 6- and 4-bit "
-		                  "operands must be K-major (hardware-facts §2.4)", kind,
+		                  "operands must be K-major (docs/hardware.md, \"Operand major-ness\")", kind,
 		                  d->ta && a->bits < 8 ? "A" : "B", d->ta && a->bits < 8 ? a->name : b->name);
 	return 0;
 }
@@ -229,7 +230,7 @@ idesc_scaled(uint32_t v, int kind, int vec, Idesc *d, char *why, size_t n)
 		                  mxf4 ? 44 : 43);
 	if (mxf4 && v >> 31)
 		return idesc_fail(why, n, "bit 31 (K = 96) is set: K = 96 is a cta_group::2, M = 256 "
-		                  "shape (hardware-facts §2.3)");
+		                  "shape (docs/hardware.md, \"MMA shapes\")");
 	if (d->M != 128)
 		return idesc_fail(why, n, "M = %u (bits 27-28 = %u): block-scaled cta_group::1 MMAs "
 		                  "take M = 128", d->M, d->M >> 7);
@@ -247,7 +248,7 @@ idesc_scaled(uint32_t v, int kind, int vec, Idesc *d, char *why, size_t n)
 		                  kinds[kind].name, d->afmt, d->bfmt);
 	if (d->ta || d->tb)
 		return idesc_fail(why, n, "%s operands cannot be transposed (bits 15/16 must be 0, "
-		                  "hardware-facts §2.4)", kinds[kind].name);
+		                  "docs/hardware.md, \"Operand major-ness\")", kinds[kind].name);
 	return 0;
 }
 
@@ -304,7 +305,7 @@ emu_chk_tc_mma(EmuInsn *in, EmuParse *p)
 	if (in->nop != 7 || emu_opnd_kind(in, p, 4) != OPK_MEM || emu_opnd_kind(in, p, 5) != OPK_MEM)
 		return emu_parse_fail(p, "block-scaled tcgen05.mma takes [d-tmem], a-desc or [a-tmem], "
 		                      "b-desc, idesc, [scale-A-tmem], [scale-B-tmem], enable-input-d "
-		                      "(hardware-facts §3.4)");
+		                      "(docs/hardware.md, \"Block-scaled tcgen05.mma\")");
 	return 0;
 }
 
@@ -328,7 +329,7 @@ typedef struct MmaOp {
 	int npchunks;
 } MmaOp;
 
-/* TMEM lane of row r of D (hardware-facts §3.10): M=128 lane r; M=64
+/* TMEM lane of row r of D (docs/hardware.md, "Accumulator layout in TMEM"): M=128 lane r; M=64
  * layout F: lane 32(r/16) + r%16 + the address's lane offset (0 or 16). */
 static uint32_t
 d_lane(uint32_t M, uint32_t lane0, uint32_t r)
@@ -382,7 +383,7 @@ dense_tail(EmuCta *c, EmuThread *t, const EmuInsn *in, MmaOp *op)
 	return 0;
 }
 
-/* [scale-A-tmem], [scale-B-tmem], enable-input-d (hardware-facts §3.4) */
+/* [scale-A-tmem], [scale-B-tmem], enable-input-d (docs/hardware.md, "Block-scaled tcgen05.mma") */
 static int
 scaled_tail(EmuCta *c, EmuThread *t, const EmuInsn *in, MmaOp *op)
 {
@@ -421,7 +422,7 @@ mma_idesc(EmuCta *c, EmuThread *t, const EmuInsn *in, MmaOp *op, uint32_t v)
 	                 : idesc_dense(v, op->kind, &op->id, why, sizeof why);
 	if (rc)
 		return emu_hazard(c, t, in, "descriptor", "%s instruction descriptor 0x%08x: %s "
-		                  "(hardware-facts §2.%d; the idesc is its own 32-bit operand, pitfall 4)",
+		                  "(docs/hardware.md, \"Instruction descriptor\".%d; the idesc is its own 32-bit operand, pitfall 4)",
 		                  kinds[op->kind].name, v, why, op->vec ? 2 : 1);
 	/* M = 256 is the pair's shape (PTX ISA §9.7.16.10.5, data path layout A);
 	 * the pair's M = 128 (layout B) is not modelled */
@@ -453,7 +454,7 @@ mma_descs(EmuCta *c, EmuThread *t, const EmuInsn *in, const MmaOp *op, EmuSmemDe
 		if ((k || !op->ts) && emu_desc_aligned(d))
 			return emu_hazard(c, t, in, "swizzle-align",
 			                  "%s descriptor start 0x%x is not on its %dB swizzle pattern (period "
-			                  "%d bytes) and base_offset is 0 (hardware-facts §1.3, pitfall 3)",
+			                  "%d bytes) and base_offset is 0 (docs/hardware.md, \"Base offset and alignment\")",
 			                  k ? "B" : "A", d->start, d->swizzle, d->swizzle * 8);
 	}
 	const Idesc *id = &op->id;
@@ -463,7 +464,7 @@ mma_descs(EmuCta *c, EmuThread *t, const EmuInsn *in, const MmaOp *op, EmuSmemDe
 }
 
 /* TMEM columns of A in the TS form: K elements of ebits packed along
- * columns (§3.11): 8 for every kind */
+ * columns (docs/hardware.md, "A operand in TMEM"): 8 for every kind */
 static uint32_t
 a_cols(const MmaOp *op)
 {
@@ -476,7 +477,7 @@ sf_cols(uint32_t rows)
 	return (rows + 31) / 32;
 }
 
-/* Scale factors (hardware-facts §3.4): the factor of row (A) or column (B)
+/* Scale factors (docs/hardware.md, "Block-scaled tcgen05.mma"): the factor of row (A) or column (B)
  * i sits in lane i % 32 of every 32-lane quarter, column i / 32 of the
  * region the address names (lane 0). */
 static int
@@ -503,11 +504,11 @@ mma_placement(EmuCta *c, EmuThread *t, const EmuInsn *in, const MmaOp *op)
 		return EMU_STOP;
 	if (op->ts) {
 		if (id->ta)
-			return emu_hazard(c, t, in, "descriptor", "A in TMEM cannot be transposed (§3.11)");
+			return emu_hazard(c, t, in, "descriptor", "A in TMEM cannot be transposed (docs/hardware.md, \"A operand in TMEM\")");
 		if ((op->at >> 16) != dlane)
 			return emu_hazard(c, t, in, "tmem-alloc", "A TMEM address 0x%08x starts at lane %u "
 			                  "but D at lane %u: row r of A lives in the lane of row r of D "
-			                  "(hardware-facts §3.11)", op->at, op->at >> 16, dlane);
+			                  "(docs/hardware.md, \"A operand in TMEM\")", op->at, op->at >> 16, dlane);
 		if (emu_tmem_check(c, t, in, 0, 128, op->at & 0xffff, a_cols(op)))
 			return EMU_STOP;
 	}
@@ -562,8 +563,8 @@ mma_overwrites_a(EmuCta *c, EmuThread *t, const EmuInsn *in, const MmaOp *op, in
 
 /* TMEM: D must not be read/written by an unordered tcgen05.ld/st, A and the
  * scale factors must be written before; earlier ops of this pipe are
- * pipelined (§3.8, PTX ISA §9.7.16.6.2: mma->mma, cp->mma, shift->mma),
- * except an MMA over the A operand of an earlier one */
+ * pipelined (docs/hardware.md, "tcgen05 ordering", PTX ISA §9.7.16.6.2: mma->mma,
+ * cp->mma, shift->mma), except an MMA over the A operand of an earlier one */
 static int
 mma_tmem_order(EmuCta *c, EmuThread *t, const EmuInsn *in, const MmaOp *op, int slot)
 {
@@ -766,8 +767,8 @@ gather_smem(const EmuCta *c, const MmaOp *op, uint64_t desc, int kmajor, int fmt
 		                rows, K, 1.0f, out);
 }
 
-/* Element k of TMEM A row r (§3.11): elements packed along the columns
- * from the A address, ebits each (containers of 8 bits for fp6/fp4) */
+/* Element k of TMEM A row r (docs/hardware.md, "A operand in TMEM"): elements packed
+ * along the columns from the A address, ebits each (containers of 8 bits for fp6/fp4) */
 static float
 a_tmem(const EmuCta *c, const MmaOp *op, uint32_t lane, uint32_t k)
 {
@@ -799,7 +800,7 @@ gather_a(const EmuCta *c, const MmaOp *op, float *A)
 
 /* Scale factor j of row/column i as lane quarter q holds it: byte SF_ID + j
  * of the word (1X: the byte SF_ID, 2X: the half-word at SF_ID, 4X: the
- * word; PTX ISA §9.7.16.10.7.2-3, hardware-facts §3.4) */
+ * word; PTX ISA §9.7.16.10.7.2-3, docs/hardware.md, "Block-scaled tcgen05.mma") */
 static float
 sf_at(const EmuCta *c, uint32_t taddr, int id, int ue8m0, uint32_t q, uint32_t i, int j)
 {

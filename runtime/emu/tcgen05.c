@@ -1,13 +1,13 @@
-/* Blackwell tcgen05 (PTX ISA §9.7.16; hardware-facts §2, §3): modifiers of
- * every tcgen05 row, the helpers tc_mma.c and tc_cp.c share (tc.h),
- * alloc/dealloc/relinquish, ld/st, wait, fence and commit.
+/* Blackwell tcgen05 (PTX ISA §9.7.16; docs/hardware.md, "Instruction descriptor" and
+ * "TMEM addressing"): modifiers of every tcgen05 row, the helpers tc_mma.c and tc_cp.c
+ * share (tc.h), alloc/dealloc/relinquish, ld/st, wait, fence and commit.
  *
  * alloc/dealloc/relinquish, ld/st and wait::ld/st are warp collectives.
  * mma, cp, shift and commit have single-thread semantics: the issuing
  * thread's operations go into its issue pipe (an "agent" of the async
  * queue) and complete in order; their TMEM results land at completion, and
  * a commit arrives on its mbarrier once every earlier op of the pipe
- * completed (§3.5). tcgen05.ld values land in registers at wait::ld,
+ * completed (docs/hardware.md, "tcgen05.commit"). tcgen05.ld values land in registers at wait::ld,
  * tcgen05.st values in TMEM at wait::st: the latest legal points. */
 #include <inttypes.h>
 #include <stdio.h>
@@ -153,7 +153,8 @@ emu_mod_tc_shift(EmuInsn *in, const char *m, EmuParse *p)
 
 /* ---- operand checks at load ---------------------------------------------------------------- */
 
-/* registers per thread for one repetition of a shape (§3.6 Table 49) */
+/* registers per thread for one repetition of a shape (docs/hardware.md,
+ * "tcgen05.ld and tcgen05.st" Table 49) */
 static int
 shape_regs(uint32_t shape)
 {
@@ -176,7 +177,7 @@ emu_chk_tc_ldst(EmuInsn *in, EmuParse *p)
 		return emu_parse_fail(p, "%s needs .b32", in->def->name);
 	int nregs = shape_regs(in->aux[0]) * (int)in->aux[1];
 	if (nregs > 128)
-		return emu_parse_fail(p, "%s: %d registers per thread exceed 128 (§3.6)", in->def->name,
+		return emu_parse_fail(p, "%s: %d registers per thread exceed 128 (docs/hardware.md, \"tcgen05.ld and tcgen05.st\")", in->def->name,
 		                      nregs);
 	int split = in->aux[0] == SH_16x32bx2;
 	if (in->nop != 2 + split)
@@ -237,7 +238,7 @@ emu_tc_tag_check(EmuCta *c, EmuThread *t, const EmuInsn *in, const EmuTag *tag, 
 		                  "%s TMEM lane %u column %u while the %s has not completed (no "
 		                  "tcgen05.wait::ld/st or fence::before_thread_sync ordered it)",
 		                  what, lane, col, d);
-	const EmuCta *oc = emu_slot_cta(c, tag->slot);
+	const EmuCta *oc = EMU_SLOT_CTA(c, tag->slot);
 	int agent = tag->slot - oc->slot0 - oc->nthreads - EMU_MAX_MBAR;
 	if (EMU_TAGK_PIPE(tag->kind) && agent >= 0 && agent < oc->nagents &&
 	    oc->agent_done[agent] < tag->val)
@@ -249,7 +250,7 @@ emu_tc_tag_check(EmuCta *c, EmuThread *t, const EmuInsn *in, const EmuTag *tag, 
 		return emu_hazard(c, t, in, "missing-fence-after-thread-sync",
 		                  "%s TMEM lane %u column %u: the %s was observed through a thread sync "
 		                  "(PTX line %d) but no tcgen05.fence::after_thread_sync followed it "
-		                  "before this tcgen05 operation (hardware-facts §3.8, pitfall 10)",
+		                  "before this tcgen05 operation (docs/hardware.md, \"tcgen05 ordering\")",
 		                  what, lane, col, d, t->synced_line);
 	return emu_hazard(c, t, in, "unordered-async",
 	                  "%s TMEM lane %u column %u, which the %s writes or reads, without waiting "
@@ -432,10 +433,10 @@ emu_wop_tc_alloc(EmuCta *c, EmuWarp *w, const EmuInsn *in, uint32_t lanes)
 	if (n < 32 || n > 512 || (n & (n - 1)))
 		return emu_hazard(c, t0, in, "tmem-alloc",
 		                  "tcgen05.alloc of %" PRIu64 " columns: the count must be a power of two "
-		                  "in [32, 512] (hardware-facts §3.1)", n);
+		                  "in [32, 512] (docs/hardware.md, \"TMEM addressing\")", n);
 	if (c->relinquished)
 		return emu_hazard(c, t0, in, "tmem-alloc",
-		                  "tcgen05.alloc after tcgen05.relinquish_alloc_permit (§3.2)");
+		                  "tcgen05.alloc after tcgen05.relinquish_alloc_permit (docs/hardware.md, \"TMEM allocation\")");
 	uint32_t sa;
 	if (emu_shared_addr(c, t0, in, 0, &sa))
 		return EMU_STOP;
@@ -449,7 +450,7 @@ emu_wop_tc_alloc(EmuCta *c, EmuWarp *w, const EmuInsn *in, uint32_t lanes)
 		col = free_cols(c, NULL, (uint32_t)n);
 	}
 	if (col == UINT32_MAX)
-		return EMU_BLOCK; /* waits until columns are freed (§3.2) or the peer allocates */
+		return EMU_BLOCK; /* waits until columns are freed (docs/hardware.md, "TMEM allocation") or the peer allocates */
 	int slot = -1;
 	for (int i = 0; i < EMU_MAX_TMEM_ALLOCS && slot < 0; i++)
 		if (!c->talloc[i].live)
@@ -534,10 +535,10 @@ emu_wop_tc_dealloc(EmuCta *c, EmuWarp *w, const EmuInsn *in, uint32_t lanes)
 
 /* ---- ld / st ---------------------------------------------------------------------------- */
 
-/* (lane, column) offsets of register v of thread t (§3.6 table). With
- * .pack::16b / .unpack::16b a register holds the low 16 bits of two adjacent
- * columns, the lower column in its low half (PTX ISA §9.7.16.8.2): each
- * 32-bit position of the pattern spans two columns; 16x32bx2's immediate
+/* (lane, column) offsets of register v of thread t (docs/hardware.md,
+ * "tcgen05.ld and tcgen05.st" table). With .pack::16b / .unpack::16b a register holds
+ * the low 16 bits of two adjacent columns, the lower column in its low half (PTX ISA
+ * §9.7.16.8.2): each 32-bit position of the pattern spans two columns; 16x32bx2's immediate
  * split stays a column offset. */
 static void
 ldst_map(const EmuInsn *in, int t, int v, uint32_t split, uint32_t *lane, uint32_t *col)
@@ -609,7 +610,7 @@ ldst_common(EmuCta *c, EmuWarp *w, const EmuInsn *in, uint32_t lanes, int st, ui
 		return emu_hazard(c, t0, in, "tmem-lane-quarter",
 		                  "warp %d (warp %u of its warpgroup) accesses TMEM lanes %u..%u, but it "
 		                  "may only reach lanes %u..%u (warp %% 4 selects the 32-lane quarter, "
-		                  "hardware-facts §3.7, pitfall 8)",
+		                  "docs/hardware.md, \"Lane quarters\")",
 		                  w->id, q, lane, lane + nl - 1, 32 * q, 32 * q + 31);
 	return emu_tmem_check(c, t0, in, lane, nl, col, ldst_cols(in, *split));
 }
@@ -933,8 +934,8 @@ emu_op_tc_commit(EmuCta *c, EmuThread *t, const EmuInsn *in)
 
 /* ---- completion --------------------------------------------------------------------------- */
 
-static int
-commit_complete(EmuCta *c, EmuAsync *q)
+int
+emu_tc_commit_complete(EmuCta *c, EmuAsync *q)
 {
 	CommitOp *op = q->data;
 	EmuThread *t = &c->t[q->tid];
@@ -961,15 +962,4 @@ commit_complete(EmuCta *c, EmuAsync *q)
 		emu_mbar_arrive(d, m, 1, q->vc);
 	}
 	return 0;
-}
-
-int
-emu_tc_complete(EmuCta *c, EmuAsync *q)
-{
-	switch (q->kind) {
-	case AS_TC_MMA: return emu_tc_mma_complete(c, q);
-	case AS_TC_CP: return emu_tc_cp_complete(c, q);
-	case AS_TC_SHIFT: return emu_tc_shift_complete(c, q);
-	default: return commit_complete(c, q);
-	}
 }

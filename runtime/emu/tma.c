@@ -4,9 +4,9 @@
  * CUtensorMap, so the emulator reads the encode arguments directly).
  *
  * A load is queued at issue and lands at completion: the box is gathered
- * from global memory (out-of-bounds elements zero-filled, hardware-facts
- * §5.1), laid out densely innermost-first, XOR-swizzled on the absolute
- * smem address (§5.6), and its bytes complete_tx on the mbarrier. Until
+ * from global memory (out-of-bounds elements zero-filled,
+ * docs/hardware.md, "TMA copies"), laid out densely innermost-first, XOR-swizzled on the absolute
+ * smem address (docs/hardware.md, "TMA swizzle"), and its bytes complete_tx on the mbarrier. Until
  * then the destination chunks are marked in flight. A store reads smem at
  * completion and writes only in-bounds elements. */
 #include <inttypes.h>
@@ -173,7 +173,7 @@ check_dst(EmuCta *c, EmuThread *t, const EmuInsn *in, uint32_t smem, uint32_t by
 		                  "TMA smem address 0x%x (kg_smem%+d) with %dB swizzle is not aligned to "
 		                  "the %u-byte swizzle period: the XOR pattern is a function of the "
 		                  "absolute address, so the data lands with another phase than the MMA "
-		                  "descriptor assumes (hardware-facts §5.3, pitfall 3)",
+		                  "descriptor assumes (docs/hardware.md, \"Tensor map encoding\")",
 		                  smem, (int)(smem - c->dyn_addr), sw, period);
 	if (smem < c->smem_lo || smem + bytes > c->smem_end)
 		return emu_fault(c, t, in, "TMA box of %u bytes at smem 0x%x is outside the CTA's "

@@ -1,6 +1,6 @@
-/* Tensor memory (hardware-facts §3.1-§3.2): 128 lanes x 512 columns of
- * 32-bit cells per CTA, allocated in power-of-two column counts in [32, 512]
- * by a warp and freed by it before the kernel exits. */
+/* Tensor memory (docs/hardware.md, "TMEM addressing"-docs/hardware.md,
+ * "TMEM allocation"): 128 lanes x 512 columns of 32-bit cells per CTA, allocated in
+ * power-of-two column counts in [32, 512] by a warp and freed by it before the kernel exits. */
 #include <stdio.h>
 
 #include "emu.h"
@@ -48,7 +48,7 @@ emu_tmem_exit_check(EmuCta *c)
 		return emu_hazard(c, NULL, NULL, "tmem-alloc",
 		                  "%u TMEM columns at column %u, allocated by warp %d at PTX line %d "
 		                  "`%s`, were not freed with tcgen05.dealloc before the CTA exited "
-		                  "(hardware-facts §3.1, pitfall 6)", a->ncols, a->col, a->warp, a->line,
+		                  "(docs/hardware.md, \"TMEM addressing\")", a->ncols, a->col, a->warp, a->line,
 		                  text);
 	}
 	return 0;

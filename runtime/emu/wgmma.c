@@ -1,10 +1,10 @@
-/* Hopper warpgroup MMA (PTX ISA §9.7.15; hardware-facts §4).
+/* Hopper warpgroup MMA (PTX ISA §9.7.15; docs/hardware.md, "wgmma syntax and fences").
  *
  * wgmma.mma_async is issued by the four warps of a warpgroup; each warp's
  * lanes hold rows 16w..16w+15 of the 64-row accumulator (w = warp % 4,
- * fragment §4.2), so the emulator keeps the operations per warp and each
- * warp computes its own rows. Results land only at wgmma.wait_group (the
- * latest legal point): until then the accumulator registers are marked in
+ * fragment docs/hardware.md, "wgmma accumulator fragment"), so the emulator keeps the
+ * operations per warp and each warp computes its own rows. Results land only at
+ * wgmma.wait_group (the latest legal point): until then the accumulator registers are marked in
  * flight and touching them is a hazard, and the smem the MMA reads is marked
  * in flight so a TMA or store over it is one too. */
 #include <math.h>
@@ -61,7 +61,7 @@ emu_chk_wgmma(EmuInsn *in, EmuParse *p)
 	uint32_t wantk = half ? 16 : fp8 ? 32 : 8;
 	if (M != 64 || N < 8 || N > 256 || N % 8 || K != wantk)
 		return emu_parse_fail(p, "wgmma shape m%un%uk%u is invalid for .%s (m64nNk%u, N = "
-		                      "8..256 step 8; hardware-facts §4.1)", M, N, K, emu_types[a].name,
+		                      "8..256 step 8; docs/hardware.md, \"wgmma syntax and fences\")", M, N, K, emu_types[a].name,
 		                      wantk);
 	if (!(d == T_F32 || (d == T_F16 && (a == T_F16 || fp8))))
 		return emu_parse_fail(p, "wgmma accumulator .%s is invalid for .%s inputs",
@@ -169,7 +169,7 @@ emu_wop_wgmma_mma(EmuCta *c, EmuWarp *w, const EmuInsn *in, uint32_t lanes)
 	if ((!f.rs && emu_desc_aligned(&da)) || emu_desc_aligned(&db))
 		return emu_hazard(c, t0, in, "swizzle-align",
 		                  "%s descriptor start 0x%x is not on its %dB swizzle pattern "
-		                  "(period %d bytes) and base_offset is 0 (hardware-facts §1.3)",
+		                  "(period %d bytes) and base_offset is 0 (docs/hardware.md, \"Base offset and alignment\")",
 		                  !f.rs && emu_desc_aligned(&da) ? "A" : "B",
 		                  !f.rs && emu_desc_aligned(&da) ? da.start : db.start,
 		                  !f.rs && emu_desc_aligned(&da) ? da.swizzle : db.swizzle,
@@ -196,8 +196,8 @@ emu_wop_wgmma_mma(EmuCta *c, EmuWarp *w, const EmuInsn *in, uint32_t lanes)
 			return EMU_STOP;
 		}
 	/* accumulators: in flight now; a register written since the last
-	 * wgmma.fence makes this MMA read a stale value (§4.1: the fence is
-	 * mandatory) */
+	 * wgmma.fence makes this MMA read a stale value (docs/hardware.md,
+	 * "wgmma syntax and fences": the fence is mandatory) */
 	const EmuOperand *acc = emu_opnd(c, in, 0);
 	for (int l = 0; l < 32; l++) {
 		if (!(lanes >> l & 1))
@@ -372,8 +372,8 @@ compute(EmuCta *c, EmuWarp *w, const EmuWgOp *op)
 		emu_desc_decode(op->adesc, ARCH_SM90, &da, why, sizeof why);
 		emu_desc_gather(c, &da, !ta, at, ebytes(at), (uint32_t)q * 16, 16, K, sa, A);
 	} else {
-		/* §4.3: lane l, element e: row l/4 + 8((e/2)%2), k 2(l%4) + e%2 + 8(e/4);
-		 * register e/2, low half for even e */
+		/* docs/hardware.md, "wgmma A fragment": lane l, element e: row l/4 +
+		 * 8((e/2)%2), k 2(l%4) + e%2 + 8(e/4); register e/2, low half for even e */
 		for (int l = 0; l < 32; l++)
 			for (int e = 0; e < 8; e++) {
 				int row = l / 4 + 8 * ((e / 2) % 2), k = 2 * (l % 4) + e % 2 + 8 * (e / 4);

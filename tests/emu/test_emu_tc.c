@@ -1,6 +1,6 @@
 /* The tcgen05 forms the emitted kernels do not use yet, each in a small
  * hand-written kernel run on the emulator and compared with a model written
- * here from the PTX ISA text and hardware-facts (independent of
+ * here from the PTX ISA text and docs/hardware.md (independent of
  * runtime/emu): tcgen05.ld .pack::16b / tcgen05.st .unpack::16b for every
  * shape, tcgen05.cp for every shape, multicast and decompression,
  * tcgen05.shift, kind::f8f6f4 with fp6/fp4 inputs and the block-scaled kinds
@@ -364,7 +364,7 @@ static const char ldst_tail[] =
 	"\tret;\n"
 	"}\n";
 
-/* ld/st shapes (hardware-facts §3.6) */
+/* ld/st shapes (docs/hardware.md, "tcgen05.ld and tcgen05.st") */
 enum { S32x32b, S16x64b, S16x128b, S16x256b, S16x32bx2 };
 static const struct {
 	const char *name;
@@ -586,7 +586,8 @@ run_op(const char *name, OpRun *r)
 	return rc;
 }
 
-/* ---- reference: number formats (PTX ISA §5.2.3, hardware-facts §7) ----------------------------- */
+/* ---- reference: number formats (PTX ISA §5.2.3, docs/hardware.md, "Number formats")
+ * ----------------------------- */
 
 /* f8f6f4 element formats: idesc code, width, exponent/mantissa bits, bias */
 typedef struct Fmt {
@@ -666,7 +667,8 @@ bits_of(float f)
 	return b;
 }
 
-/* ---- reference: smem canonical K-major layouts (hardware-facts §1.2, §1.4) ------------------ */
+/* ---- reference: smem canonical K-major layouts (docs/hardware.md, "Swizzle modes" and
+ * "Canonical layouts, LBO and SBO") ------------------ */
 
 typedef struct Lay {
 	uint32_t start, lbo, sbo;
@@ -694,7 +696,7 @@ lay_desc(const Lay *l)
 /* ---- tcgen05.ld .pack::16b / tcgen05.st .unpack::16b -------------------------------------------- */
 
 /* (lane, logical 32-bit column) of register v of thread t for .x1 repeated
- * (hardware-facts §3.6 table) */
+ * (docs/hardware.md, "tcgen05.ld and tcgen05.st" table) */
 static void
 frag(int shape, int split, int t, int v, uint32_t *lane, uint32_t *col)
 {
@@ -1045,7 +1047,8 @@ sf_random(int ue8m0)
 }
 
 /* The SF word of index i in quarter q: bytes id + j hold blocks j, the other
- * bytes garbage (hardware-facts §3.4); replicated in all 4 lane quarters. */
+ * bytes garbage (docs/hardware.md, "Block-scaled tcgen05.mma"); replicated in all 4
+ * lane quarters. */
 static void
 put_sf_tmem(uint32_t *tm, uint32_t ncols, uint32_t col, const SfSet *s, uint32_t n, int vec, int id)
 {

@@ -1,7 +1,7 @@
 /* Unit tests of the emulator's building blocks against the test vectors of
- * hardware-facts §8 (descriptors, swizzle, element addresses, number
- * formats, §7 for fp4/fp6 and the block-scale formats) and of the parser's
- * error reporting, tcgen05 modifier rules included. */
+ * docs/hardware.md, "Test vectors" (descriptors, swizzle, element addresses, number
+ * formats, docs/hardware.md, "Number formats" for fp4/fp6 and the block-scale formats)
+ * and of the parser's error reporting, tcgen05 modifier rules included. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -108,7 +108,7 @@ test_numbers(void)
 	CHECK(emu_f32_to_e4m3(1000.0f, 1) == 0x7e, "e4m3 satfinite");
 	CHECK(emu_e5m2_to_f32(0x7b) == 57344.0f, "e5m2 max");
 	CHECK(emu_f32_to_e5m2(1.5f, 0) == 0x3e, "e5m2(1.5)");
-	/* hardware-facts §7.1: E2M1 codes 0-7, 8-15 the negatives */
+	/* docs/hardware.md, "Number formats": E2M1 codes 0-7, 8-15 the negatives */
 	static const float e2m1[8] = {0, 0.5f, 1, 1.5f, 2, 3, 4, 6};
 	for (int i = 0; i < 16; i++)
 		CHECK(emu_e2m1_to_f32((uint8_t)i) == (i & 8 ? -e2m1[i & 7] : e2m1[i & 7]),
@@ -118,7 +118,7 @@ test_numbers(void)
 	      emu_e2m3_to_f32(0x3f) == -7.5f && emu_e2m3_to_f32(0x08) == 1.0f, "e2m3");
 	CHECK(emu_e3m2_to_f32(0x1f) == 28.0f && emu_e3m2_to_f32(0x01) == 0.0625f &&
 	      emu_e3m2_to_f32(0x2c) == -1.0f, "e3m2");
-	/* hardware-facts §7.2, §7.3 */
+	/* docs/hardware.md, "Number formats" */
 	CHECK(emu_ue8m0_to_f32(0x7f) == 1.0f && emu_ue8m0_to_f32(0xfe) == ldexpf(1.0f, 127) &&
 	      emu_ue8m0_to_f32(0x00) == ldexpf(1.0f, -127) && isnan(emu_ue8m0_to_f32(0xff)), "ue8m0");
 	CHECK(emu_ue4m3_to_f32(0x7e) == 448.0f && emu_ue4m3_to_f32(0xb8) == 1.0f &&

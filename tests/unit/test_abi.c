@@ -1,10 +1,12 @@
-/* libkrt without a GPU: the ABI header parser (docs/ABI.md), grid
- * expressions, target / PTX-version checks, and the PTX-line -> `// @block`
- * lookup used to explain JIT errors. */
+/* libkrt without a GPU: the ABI header parser (docs/ABI.md), its //@shape
+ * fields and the shape checks against them, grid expressions, target /
+ * PTX-version checks, and the PTX-line -> `// @block` lookup used to
+ * explain JIT errors. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "gen/kgen.h"
 #include "internal.h"
 #include "krt.h"
 
@@ -511,7 +513,7 @@ test_blocks(void)
 	EXPECT(krt_ptx_block_at(ptx, len, 29, block, 5, text, 4) == 1);
 	EXPECT(strcmp(block, "sm90") == 0 && strcmp(text, "\tad") == 0);
 
-	/* A JIT log, as the driver writes it (toolchain-practices §5.2). */
+	/* A JIT log, as the driver writes it (docs/hardware.md, "Driver JIT logs"). */
 	const char *log = "ptxas application ptx input, line 29; error   : Unknown symbol '%r5'\n"
 	                  "ptxas application ptx input, line 29; error   : again\n"
 	                  "ptxas application ptx input, line 20; warning : something\n"
@@ -527,6 +529,160 @@ test_blocks(void)
 	EXPECT(krt_jit_log_explain(ptx, len, "pipeline 12 baseline 3", out, sizeof out) == 0);
 }
 
+/* The fmha header of test_shape: Q and K as kgen writes them. */
+static const char fmha_header[] =
+	"//@kgen-abi 1\n"
+	"//@kernel k\n"
+	"//@family fmha\n"
+	"//@target sm_90a\n"
+	"//@ptx 8.0\n"
+	"//@args --heads-q 16 --heads-kv 2\n"
+	"//@shape Hq=16 Hkv=2 D=128 Dv=64 mask=causal lse=0 pack=1 kv-shared=0\n"
+	"//@threads 384\n"
+	"//@cluster 1 1 1\n"
+	"//@smem 0\n"
+	"//@grid 1 1 1\n"
+	"//@param tmap Q dtype=bf16 rank=3 box=64,1,64 swizzle=128 tensor=Q[total_q,Hq,D]\n"
+	"//@param tmap K dtype=bf16 rank=3 box=64,1,64 swizzle=128 tensor=K[total_k,Hkv,D]\n"
+	"//@param tmap V dtype=bf16 rank=3 box=64,1,64 swizzle=128 tensor=V[total_k,Hkv,Dv]\n"
+	"//@param u32 batch\n"
+	"//@end\n";
+
+static void
+tensor3(KrtArg *a, uint64_t d0, uint64_t d1, uint64_t d2)
+{
+	memset(a, 0, sizeof *a);
+	a->kind = KRT_ARG_TMAP;
+	a->v.t.rank = 3;
+	a->v.t.dims[0] = d0;
+	a->v.t.dims[1] = d1;
+	a->v.t.dims[2] = d2;
+}
+
+/* //@shape: parsed as NAME=VALUE fields, optional, malformed lines refused
+ * with the line; the caller's dims and scalars checked against it with a
+ * message naming the argument, its value and the field. */
+static void
+test_shape(void)
+{
+	KrtAbi a;
+	KrtErr e;
+	KrtArg args[4];
+
+	EXPECT(krt_abi_parse(fmha_header, sizeof fmha_header - 1, &a, &e) == KRT_OK);
+	EXPECT(a.nshape == 8 && a.threads == 384);
+	EXPECT(krt_abi_shape(&a, "Hq") && strcmp(krt_abi_shape(&a, "Hq"), "16") == 0);
+	EXPECT(krt_abi_shape(&a, "kv-shared") && strcmp(krt_abi_shape(&a, "kv-shared"), "0") == 0);
+	EXPECT(krt_abi_shape(&a, "window") == NULL);
+	EXPECT(krt_abi_parse(header, sizeof header - 1, &a, &e) == KRT_OK && a.nshape == 0);
+
+	/* Q [total_q=300, Hq=16, D=128], K and V [total_k=500, Hkv=2, D / Dv] */
+	EXPECT(krt_abi_parse(fmha_header, sizeof fmha_header - 1, &a, &e) == KRT_OK);
+	tensor3(&args[0], 128, 16, 300);
+	tensor3(&args[1], 128, 2, 500);
+	tensor3(&args[2], 64, 2, 500);
+	memset(&args[3], 0, sizeof args[3]);
+	args[3].kind = KRT_ARG_U32;
+	args[3].v.u32 = 7; /* no multiple rule applies to fmha */
+	EXPECT(krt_shape_check(&a, args, 4, &e) == KRT_OK);
+	args[0].v.t.dims[1] = 8;
+	EXPECT(krt_shape_check(&a, args, 4, &e) == KRT_EINVAL);
+	EXPECT_MSG(e.msg, "kernel k: arg 0 (Q): dims[1]=8 (heads of Q[total_q,Hq,D]): must equal "
+	                  "Hq=16 of the kernel's //@shape");
+	args[0].v.t.dims[1] = 16;
+	args[1].v.t.dims[0] = 64;
+	EXPECT(krt_shape_check(&a, args, 4, &e) == KRT_EINVAL);
+	EXPECT_MSG(e.msg, "arg 1 (K): dims[0]=64 (head dim of K[total_k,Hkv,D]): must equal D=128");
+	args[1].v.t.dims[0] = 128;
+	args[2].v.t.dims[1] = 1;
+	EXPECT(krt_shape_check(&a, args, 4, &e) == KRT_EINVAL);
+	EXPECT_MSG(e.msg, "arg 2 (V): dims[1]=1", "must equal Hkv=2");
+	args[2].v.t.dims[1] = 2;
+	args[2].v.t.rank = 1;
+	EXPECT(krt_shape_check(&a, args, 4, &e) == KRT_EINVAL);
+	EXPECT_MSG(e.msg, "arg 2 (V): dims[1]=0", "must equal Hkv=2");
+
+	/* gemm: K a multiple of kmult */
+	{
+		char h[sizeof header + 32];
+		const char *args_end = strstr(header, "//@threads");
+		snprintf(h, sizeof h, "%.*s//@shape kmult=8\n%s", (int)(args_end - header), header,
+		         args_end);
+		KrtArg g[6];
+		EXPECT(krt_abi_parse(h, strlen(h), &a, &e) == KRT_OK);
+		memset(g, 0, sizeof g);
+		for (int i = 3; i < 6; i++)
+			g[i].kind = KRT_ARG_U32;
+		g[3].v.u32 = 1000;
+		g[4].v.u32 = 1000;
+		g[5].v.u32 = 1000;
+		EXPECT(krt_shape_check(&a, g, 6, &e) == KRT_OK);
+		g[5].v.u32 = 1001;
+		EXPECT(krt_shape_check(&a, g, 6, &e) == KRT_EINVAL);
+		EXPECT_MSG(e.msg, "arg 5 (K)=1001: must be a multiple of 8 (//@shape kmult=8");
+	}
+
+	/* malformed lines name the field and the rule */
+	static const struct {
+		const char *line, *want;
+	} bad[] = {
+		{"//@shape kmult", "shape field 'kmult': expected NAME=VALUE"},
+		{"//@shape =8", "shape field '=8': expected NAME=VALUE"},
+		{"//@shape k=", "shape field 'k=': expected NAME=VALUE"},
+		{"//@shape a=1 a=2", "shape field 'a' given twice"},
+		{"//@shape k!=1", "shape field name 'k!'"},
+		{"//@shape", "'//@shape' needs a value"},
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		char h[sizeof header + 64];
+		const char *args_end = strstr(header, "//@threads");
+		snprintf(h, sizeof h, "%.*s%s\n%s", (int)(args_end - header), header, bad[i].line,
+		         args_end);
+		EXPECT(krt_abi_parse(h, strlen(h), &a, &e) == KRT_EABI);
+		EXPECT_MSG(e.msg, "line 7:", bad[i].want);
+	}
+}
+
+/* kgen writes //@shape from the configured kernel and leaves the window
+ * out of //@args and //@shape unless the mask is a window. */
+static void
+test_shape_generated(void)
+{
+	static const char *const win[] = {"--heads-q", "16", "--heads-kv", "2", "--mask", "window",
+	                                  "--window-left", "64", "--window-right", "8"};
+	static const char *const none[] = {"--heads-q", "8", "--heads-kv", "8", "--mask", "none",
+	                                   "--window-left", "64", "--head-dim-v", "64"};
+	static const char *const gemm[] = {"--dtype", "bf16"};
+	char *ptx = NULL;
+	size_t len = 0;
+	KgErr ke;
+	KrtAbi a;
+	KrtErr e;
+
+	EXPECT(kgen_generate("fmha", 10, win, &ptx, &len, &ke) == 0);
+	EXPECT(ptx && krt_abi_parse(ptx, len, &a, &e) == KRT_OK);
+	EXPECT(strstr(a.args, "--window-left 64 --window-right 8") != NULL);
+	EXPECT(krt_abi_shape(&a, "window") && strcmp(krt_abi_shape(&a, "window"), "64,8") == 0);
+	EXPECT(krt_abi_shape(&a, "Hkv") && strcmp(krt_abi_shape(&a, "Hkv"), "2") == 0);
+	EXPECT(krt_abi_shape(&a, "mask") && strcmp(krt_abi_shape(&a, "mask"), "window") == 0);
+	free(ptx);
+	ptx = NULL;
+	EXPECT(kgen_generate("fmha", 10, none, &ptx, &len, &ke) == 0);
+	EXPECT(ptx && krt_abi_parse(ptx, len, &a, &e) == KRT_OK);
+	EXPECT(strstr(a.args, "window") == NULL);
+	EXPECT(krt_abi_shape(&a, "window") == NULL);
+	EXPECT(krt_abi_shape(&a, "D") && strcmp(krt_abi_shape(&a, "D"), "128") == 0);
+	EXPECT(krt_abi_shape(&a, "Dv") && strcmp(krt_abi_shape(&a, "Dv"), "64") == 0);
+	EXPECT(krt_abi_shape(&a, "mask") && strcmp(krt_abi_shape(&a, "mask"), "none") == 0);
+	free(ptx);
+	ptx = NULL;
+	EXPECT(kgen_generate("gemm", 2, gemm, &ptx, &len, &ke) == 0);
+	EXPECT(ptx && krt_abi_parse(ptx, len, &a, &e) == KRT_OK);
+	EXPECT(a.nshape == 1 && krt_abi_shape(&a, "kmult") &&
+	       strcmp(krt_abi_shape(&a, "kmult"), "8") == 0);
+	free(ptx);
+}
+
 int
 main(void)
 {
@@ -538,6 +694,8 @@ main(void)
 	test_grid();
 	test_versions();
 	test_blocks();
+	test_shape();
+	test_shape_generated();
 	if (failures) {
 		fprintf(stderr, "test_abi: %d failure%s\n", failures, failures == 1 ? "" : "s");
 		return 1;

@@ -22,7 +22,7 @@ expect_error() {
 	[ ! -s "$tmp/out" ] || fail "kgen $*: wrote to stdout on error"
 }
 
-# calculators: the examples (hardware-facts §8 TV1 and TV4)
+# calculators: the examples (docs/hardware.md, "Test vectors" TV1 and TV4)
 v=$("$kgen" desc --target sm_100a --major K --swizzle 128 --dtype bf16 --rows 128 --cols 64 --addr 0x400 | head -1)
 [ "$v" = 0x4000404000010040 ] || fail "desc TV1: got $v"
 v=$("$kgen" idesc --kind f16 --a bf16 --b bf16 --d f32 --m 128 --n 128 | head -1)

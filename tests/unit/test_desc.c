@@ -1,6 +1,9 @@
-/* Descriptor encoders against hardware-facts §8 (TV1-TV6) and vectors
- * derived here by hand from the field tables of §1.1, §1.6, §2.1, §2.2,
- * plus every rejection path and a randomized encode/decode round trip. */
+/* Descriptor encoders against docs/hardware.md, "Test vectors" (TV1-TV6) and vectors
+ * derived here by hand from the field tables of docs/hardware.md,
+ * "Shared-memory descriptor (sm_100)", docs/hardware.md,
+ * "Shared-memory descriptor (sm_90)", docs/hardware.md, "Instruction descriptor",
+ * docs/hardware.md, "Block-scaled instruction descriptor", plus every rejection path
+ * and a randomized encode/decode round trip. */
 #include <stdio.h>
 #include <string.h>
 
@@ -127,7 +130,8 @@ reject_layout(int line, Major major, Swizzle swz, int bits, int mn, int k,
 #define S100 DESC_SM100
 #define S90 DESC_SM90
 
-/* hardware-facts §8 TV1-TV3 and the CUTLASS column of §1.4. */
+/* docs/hardware.md, "Test vectors" TV1-TV3 and the CUTLASS column of docs/hardware.md,
+ * "Canonical layouts, LBO and SBO". */
 static void
 test_tv_desc(void)
 {
@@ -161,30 +165,32 @@ test_tv_desc(void)
 	EQ(raw(L, S100, (SmemDesc){.addr = 0x8000, .lbo = 0, .sbo = 128,
 	                           .swz = SWZ_NONE}),
 	   0x0000400800000800, "TV3 scale-factor copy descriptor @0x8000");
-	/* §1.4 table, start address 0 */
+	/* docs/hardware.md, "Canonical layouts, LBO and SBO" table, start address 0 */
 	EQ(tile(L, S100, MAJOR_K, SWZ_128B, 16, 128, 64, 0), 0x4000404000010000,
-	   "§1.4 bf16 K SW128");
+	   "canonical bf16 K SW128");
 	EQ(tile(L, S100, MAJOR_K, SWZ_64B, 16, 128, 32, 0), 0x8000402000010000,
-	   "§1.4 bf16 K SW64");
+	   "canonical bf16 K SW64");
 	EQ(tile(L, S100, MAJOR_K, SWZ_32B, 16, 128, 16, 0), 0xC000401000010000,
-	   "§1.4 bf16 K SW32");
+	   "canonical bf16 K SW32");
 	EQ(tile(L, S100, MAJOR_K, SWZ_NONE, 16, 128, 16, 0), 0x0000400800800000,
-	   "§1.4 bf16 K none");
+	   "canonical bf16 K none");
 	EQ(tile(L, S100, MAJOR_MN, SWZ_128B, 16, 128, 64, 0), 0x4000408000400000,
-	   "§1.4 bf16 MN SW128");
+	   "canonical bf16 MN SW128");
 	EQ(tile(L, S100, MAJOR_K, SWZ_128B, 8, 128, 128, 0), 0x4000404000010000,
-	   "§1.4 e4m3 K SW128 128x128");
+	   "canonical e4m3 K SW128 128x128");
 	EQ(tile(L, S100, MAJOR_K, SWZ_128B, 4, 128, 256, 0), 0x4000404000010000,
-	   "§1.4 packed e2m1 K SW128 128x256");
+	   "canonical packed e2m1 K SW128 128x256");
 	EQ(tile(L, S90, MAJOR_K, SWZ_128B, 16, 128, 64, 0), 0x4000004000010000,
-	   "§1.6 CUTLASS SM90 K SW128");
+	   "sm_90 K SW128");
 }
 
 /* Hand-derived smem descriptors. desc100 = enc(addr) | enc(LBO)<<16 |
  * enc(SBO)<<32 | 1<<46 | base<<49 | layout<<61 with layout none 0, 32B 6,
- * 64B 4, 128B 2, 128B_BASE32B 1 (§1.1); desc90 has no bit 46 and the 2-bit
- * swizzle none 0, 128B 1, 64B 2, 32B 3 at bit 62 (§1.6). LBO/SBO of the
- * tiles come from §1.4 as layout.h packs them. */
+ * 64B 4, 128B 2, 128B_BASE32B 1 (docs/hardware.md,
+ * "Shared-memory descriptor (sm_100)"); desc90 has no bit 46 and the 2-bit swizzle none
+ * 0, 128B 1, 64B 2, 32B 3 at bit 62 (docs/hardware.md,
+ * "Shared-memory descriptor (sm_90)"). LBO/SBO of the tiles come from docs/hardware.md,
+ * "Canonical layouts, LBO and SBO" as layout.h packs them. */
 static void
 test_hand_desc(void)
 {
@@ -259,7 +265,8 @@ test_hand_desc(void)
 	EQ(raw(L, S100, (SmemDesc){.addr = 0x3FFF0, .lbo = 0x3FFF0, .sbo = 0x3FFF0,
 	                           .swz = SWZ_NONE}),
 	   0x00007FFF3FFF3FFF, "sm100 all offsets at 256 KiB - 16");
-	/* sm100 = sm90 | 1<<46 for every non-BASE32B mode (§1.6). */
+	/* sm100 = sm90 | 1<<46 for every non-BASE32B mode (docs/hardware.md,
+	 * "Shared-memory descriptor (sm_90)"). */
 	for (int s = 0; s < SWZ_COUNT; s++) {
 		SmemDesc d = {.addr = 0x1230, .lbo = 0x450, .sbo = 0x780,
 		              .swz = (Swizzle)s};
@@ -283,7 +290,7 @@ test_hand_desc(void)
 	}
 }
 
-/* TV6 also lives here so every §8 vector is in one file. */
+/* TV6 also lives here so every docs/hardware.md, "Test vectors" vector is in one file. */
 static void
 test_tv6(void)
 {
@@ -317,7 +324,7 @@ test_tv6(void)
 		   e[i].byte, "TV6 bf16 K SW128 element -> byte");
 }
 
-/* hardware-facts §8 TV4, TV5. */
+/* docs/hardware.md, "Test vectors" TV4, TV5. */
 static void
 test_tv_idesc(void)
 {
@@ -370,11 +377,12 @@ test_tv_idesc(void)
 	   0x10400480, "TV5 mxf4nvf4 ue4m3 M256 N256");
 }
 
-/* Hand-derived instruction descriptors. §2.1: idesc = sel | sparse<<2 |
- * sat<<3 | d<<4 | a<<7 | b<<10 | negA<<13 | negB<<14 | tA<<15 | tB<<16 |
- * (N>>3)<<17 | (M>>4)<<24 | shift<<30. §2.2: sparse<<2 | sfb<<4 | a<<7 |
- * b<<10 | negA<<13 | negB<<14 | tA<<15 | tB<<16 | (N>>3)<<17 | ue8m0<<23 |
- * (M>>7)<<27 | sfa<<29 | k96<<31. */
+/* Hand-derived instruction descriptors. docs/hardware.md, "Instruction
+ * descriptor": idesc = sel | sparse<<2 | sat<<3 | d<<4 | a<<7 | b<<10 |
+ * negA<<13 | negB<<14 | tA<<15 | tB<<16 | (N>>3)<<17 | (M>>4)<<24 | shift<<30.
+ * docs/hardware.md, "Block-scaled instruction descriptor": sparse<<2 | sfb<<4 |
+ * a<<7 | b<<10 | negA<<13 | negB<<14 | tA<<15 | tB<<16 | (N>>3)<<17 | ue8m0<<23
+ * | (M>>7)<<27 | sfa<<29 | k96<<31. */
 static void
 test_hand_idesc(void)
 {
@@ -463,8 +471,8 @@ test_hand_idesc(void)
 }
 
 /* Legal (M, N) pairs per kind and cta_group, counted over M 16..512 step 16
- * and N 1..512, against §2.3: f16 1-CTA 2 M x 32 N, 2-CTA 2 x 16; i8 1-CTA
- * 2 x 18 (8, 16, 24, 32..256 step 16), 2-CTA 2 x 8 (32..256 step 32);
+ * and N 1..512, against docs/hardware.md, "MMA shapes": f16 1-CTA 2 M x 32 N, 2-CTA 2 x
+ * 16; i8 1-CTA 2 x 18 (8, 16, 24, 32..256 step 16), 2-CTA 2 x 8 (32..256 step 32);
  * mxf8f6f4 1-CTA 1 x 32, 2-CTA 2 x 16. */
 static void
 test_shape_counts(void)
@@ -879,6 +887,69 @@ test_names(void)
 	}
 }
 
+/* desc_text / idesc_text on values built bit by bit (PTX ISA §9.7.15.5.1.2.2
+ * wgmma descriptor, §9.7.16.4.1 tcgen05 descriptor, the instruction
+ * descriptor table of kind::f16; gen/desc.c field tables): fields in 16-byte units, the
+ * swizzle code, the type codes bf16 = 1 and f32 = 1, N >> 3, M >> 4. */
+static void
+text_is(int line, const char *got, const char *want)
+{
+	if (strcmp(got, want) != 0) {
+		printf("FAIL test_desc.c:%d: text \"%s\", want \"%s\"\n", line, got, want);
+		fails++;
+	}
+}
+
+static void
+test_text(void)
+{
+	char t[160];
+	/* lbo 16 -> 1 at bit 16, sbo 1024 -> 64 at bit 32 */
+	uint64_t lbo_sbo = (1ull << 16) | (64ull << 32);
+	uint32_t id = (1u << 4) | (1u << 7) | (1u << 10) | ((128u >> 3) << 17) | ((128u >> 4) << 24);
+	Idesc d = {0};
+	uint32_t enc = 0;
+	KgErr err = {{0}};
+
+	desc_text(t, sizeof t, DESC_SM90, (1ull << 62) | lbo_sbo); /* sm90 128B = code 1 at 62 */
+	text_is(__LINE__, t, "sw128 lbo=16 sbo=1024");
+	desc_text(t, sizeof t, DESC_SM90, (3ull << 62) | lbo_sbo | (0x400 >> 4) | (2ull << 49));
+	text_is(__LINE__, t, "sw32 lbo=16 sbo=1024 start=0x400 base-offset=2");
+	/* sm100: version 0b001 at 46, 128B = code 2 at 61, 128B_BASE32B = 1 */
+	desc_text(t, sizeof t, DESC_SM100, (1ull << 46) | (2ull << 61) | lbo_sbo);
+	text_is(__LINE__, t, "sw128 lbo=16 sbo=1024");
+	desc_text(t, sizeof t, DESC_SM100, (1ull << 46) | (1ull << 61) | lbo_sbo);
+	text_is(__LINE__, t, "sw128 base32b lbo=16 sbo=1024");
+	desc_text(t, sizeof t, DESC_SM100, (1ull << 46) | lbo_sbo); /* layout 0: no swizzle */
+	text_is(__LINE__, t, "swnone lbo=16 sbo=1024");
+	desc_text(t, sizeof t, DESC_SM100, (2ull << 61) | lbo_sbo);
+	if (strncmp(t, "INVALID: bits 46-48 (version)=0", 31) != 0) {
+		printf("FAIL test_desc.c:%d: missing version must read INVALID: %s\n", __LINE__, t);
+		fails++;
+	}
+
+	idesc_text(t, sizeof t, IK_F16, id);
+	text_is(__LINE__, t, "kind::f16 a=bf16 b=bf16 d=f32 M=128 N=128");
+	idesc_text(t, sizeof t, IK_F16, id | (1u << 16) | (1u << 13));
+	text_is(__LINE__, t, "kind::f16 a=bf16 b=bf16 d=f32 M=128 N=128 neg-a b=MN-major");
+	/* the encoder and the text agree on what the generator asks for */
+	d.kind = IK_F16;
+	d.a = d.b = DT_BF16;
+	d.d = DT_F32;
+	d.m = 128;
+	d.n = 64;
+	d.cta_group = 1;
+	d.b_major_mn = 1;
+	if (idesc_encode(&enc, &d, &err) < 0) {
+		printf("FAIL test_desc.c:%d: %s\n", __LINE__, err.msg);
+		fails++;
+	}
+	idesc_text(t, sizeof t, IK_F16, enc);
+	text_is(__LINE__, t, "kind::f16 a=bf16 b=bf16 d=f32 M=128 N=64 b=MN-major");
+	idesc_text(t, 12, IK_F16, id);
+	text_is(__LINE__, t, "kind::f16 a");
+}
+
 int
 main(void)
 {
@@ -894,6 +965,7 @@ main(void)
 	test_round_trip();
 	test_idesc_fields();
 	test_names();
+	test_text();
 	if (fails) {
 		printf("test_desc: %d failure(s)\n", fails);
 		return 1;

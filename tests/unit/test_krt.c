@@ -1,5 +1,5 @@
 /* libkrt without a GPU: device selection and its errors, tensor-map argument
- * validation (every cuTensorMapEncodeTiled rule of hardware-facts §5.3
+ * validation (every cuTensorMapEncodeTiled rule of docs/hardware.md, "Tensor map encoding"
  * broken once), launch-argument checks, and the error helpers. Where
  * libcuda.so.1 cannot be loaded (this CI), the cuda backend must refuse
  * cleanly; on a machine with a driver those checks are skipped. */
@@ -115,7 +115,7 @@ test_tmap_valid(void)
 static void
 test_tmap_rules(void)
 {
-	/* Each case breaks one rule of hardware-facts §5.3 on a valid A. */
+	/* Each case breaks one rule of docs/hardware.md, "Tensor map encoding" on a valid A. */
 	static const struct {
 		const char *what;
 		int field; /* which mutation */

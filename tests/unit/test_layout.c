@@ -1,5 +1,6 @@
 /* Swizzle address functions and canonical tile layouts against
- * hardware-facts §1.2 (swizzle), §1.4 (LBO/SBO) and §8 TV6. */
+ * docs/hardware.md, "Swizzle modes" (swizzle), docs/hardware.md,
+ * "Canonical layouts, LBO and SBO" (LBO/SBO) and docs/hardware.md, "Test vectors" TV6. */
 #include <stdio.h>
 #include <string.h>
 
@@ -40,7 +41,7 @@ test_names(void)
 		{"32B", SWZ_32B}, {"64B", SWZ_64B}, {"128B", SWZ_128B},
 	};
 	static const char *const bad[] = {"", "16", "256", "128b", "swizzle128"};
-	/* §1.2 table: span (row width of an atom) and period. */
+	/* docs/hardware.md, "Swizzle modes" table: span (row width of an atom) and period. */
 	static const int span[SWZ_COUNT] = {16, 32, 64, 128};
 	static const int period[SWZ_COUNT] = {16, 256, 512, 1024};
 	static const char *const name[SWZ_COUNT] = {"none", "32B", "64B", "128B"};
@@ -114,7 +115,8 @@ test_swizzle_bijection(void)
 	}
 }
 
-/* LBO/SBO/bytes/slice per major x swizzle (hardware-facts §1.4 and TV3). */
+/* LBO/SBO/bytes/slice per major x swizzle (docs/hardware.md,
+ * "Canonical layouts, LBO and SBO" and "Test vectors"). */
 static void
 test_canonical(void)
 {
@@ -182,7 +184,8 @@ test_tv6_elements(void)
 	for (size_t i = 0; i < sizeof e / sizeof e[0]; i++)
 		EQ(swizzle_addr(SWZ_128B, layout_offset(&t, e[i].row, e[i].k)),
 		   e[i].byte, "TV6 element -> byte");
-	/* Same tile at an aligned base: the pattern moves with it (§1.3). */
+	/* Same tile at an aligned base: the pattern moves with it (docs/hardware.md,
+	 * "Base offset and alignment"). */
 	for (size_t i = 0; i < sizeof e / sizeof e[0]; i++)
 		EQ(swizzle_addr(SWZ_128B, 0x6000 + layout_offset(&t, e[i].row, e[i].k)),
 		   0x6000 + e[i].byte, "TV6 element -> byte at 0x6000");
@@ -192,7 +195,7 @@ test_tv6_elements(void)
 }
 
 /* layout_offset against the descriptor's reading of the canonical layout
- * (hardware-facts §1.4): the MMA finds K-major element (r, k) at
+ * (docs/hardware.md, "Canonical layouts, LBO and SBO"): the MMA finds K-major element (r, k) at
  * (r/8)*SBO + (r%8)*span + K part, where the K part is (kb/16)*LBO + kb%16
  * without swizzle and kb within the span (one slice) with it; MN-major
  * element (r, k) at (mb/span)*D_mn + (k/8)*D_k + (k%8)*span + mb%span with

@@ -1,9 +1,13 @@
-/* plan: TMEM column rounding, budget checks, and the gemm plan's
- * rejections with the rule in the message. Expected numbers derived by hand
- * in the comments. */
+/* plan: TMEM column rounding, budget checks, the gemm plan's rejections
+ * with the rule in the message, and the internal-error stop for a plan that
+ * runs out of entries. Expected numbers derived by hand in the comments. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "gen/err.h"
 
 #include "gen/kgen.h"
 #include "gen/plan.h"
@@ -176,9 +180,88 @@ test_gemm_plan_numbers(void)
 	free(text);
 }
 
+/* Runs fn in a child with stderr captured: its exit status and message. */
+static int
+in_child(void (*fn)(void), char *msg, size_t n)
+{
+	int fd[2], status = -1;
+	pid_t pid;
+	ssize_t got, at = 0;
+
+	msg[0] = 0;
+	if (pipe(fd) != 0)
+		return -1;
+	fflush(stdout);
+	pid = fork();
+	if (pid == 0) {
+		close(fd[0]);
+		dup2(fd[1], 2);
+		fn();
+		_exit(0);
+	}
+	close(fd[1]);
+	while (pid > 0 && (size_t)at + 1 < n && (got = read(fd[0], msg + at, n - 1 - (size_t)at)) > 0)
+		at += got;
+	msg[at] = 0;
+	close(fd[0]);
+	if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
+		return -1;
+	return WEXITSTATUS(status);
+}
+
+static void
+overflow_roles(void)
+{
+	Plan p;
+
+	plan_init(&p, target_find("sm_90a"));
+	for (int i = 0; i <= PLAN_MAX_ROLES; i++)
+		plan_role(&p, "r", 0, 1, 32, "x");
+}
+
+static void
+alias_nothing(void)
+{
+	Plan p;
+
+	plan_init(&p, target_find("sm_100a"));
+	plan_tmem_alias(&p, "P", 3, 0, 32, "x");
+}
+
+static void
+overflow_barriers(void)
+{
+	Plan p;
+
+	plan_init(&p, target_find("sm_90a"));
+	for (int i = 0; i <= PLAN_MAX_BARS; i++)
+		plan_barrier(&p, "b", 1, 1, 0, "x");
+}
+
+/* A state the planner must never reach stops with exit status 70 and a
+ * message naming the file and line, never an index of -1. */
+static void
+test_bug_stops(void)
+{
+	char msg[512];
+	int st;
+
+	st = in_child(overflow_roles, msg, sizeof msg);
+	CHECK(st == KG_EXIT_BUG && st == 70, "roles: status %d", st);
+	CHECK(strstr(msg, "kgen: internal error at ") && strstr(msg, "plan.c:") &&
+	      strstr(msg, "more than 8 warp roles (r)"), "roles: %s", msg);
+	st = in_child(alias_nothing, msg, sizeof msg);
+	CHECK(st == 70, "alias: status %d", st);
+	CHECK(strstr(msg, "TMEM alias P of region 3, which does not exist"), "alias: %s", msg);
+	st = in_child(overflow_barriers, msg, sizeof msg);
+	CHECK(st == 70, "barriers: status %d", st);
+	CHECK(strstr(msg, "mbarriers (b)"), "barriers: %s", msg);
+}
+
 int
 main(void)
 {
+	test_bug_stops();
 	test_tmem_columns();
 	test_budgets();
 	test_gemm_rejections();

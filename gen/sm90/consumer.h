@@ -1,8 +1,9 @@
-/* Building blocks of the sm_90a FMHA consumers, shared by the plan of one
- * to three warpgroups taking MMA turns in a ring (fmha.c) and the split-O
- * plan for head-dim 512 (fmha_split.c). Register fragment maps: hardware-facts §4.2, §4.3. */
-#ifndef KGEN_SM90_FMHA_INT_H
-#define KGEN_SM90_FMHA_INT_H
+/* Building blocks of the sm_90a FMHA consumers (consumer.c), shared by the
+ * plan of one to three warpgroups taking MMA turns in a ring (fmha.c) and
+ * the split-O plan for head-dim 512 (fmha_split.c). Register fragment maps: docs/hardware.md,
+ * "wgmma accumulator fragment" and "wgmma A fragment". */
+#ifndef KGEN_SM90_CONSUMER_H
+#define KGEN_SM90_CONSUMER_H
 
 #include "../fmha.h"
 #include "../ops.h"
@@ -53,7 +54,6 @@ void fmha90_release_k(Emit *e, const FmhaCfg *f, Consumer *c);
 void fmha90_advance(Emit *e, const FmhaCfg *f, Consumer *c);
 void fmha90_epilogue(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Consumer *c, KgErr *err);
 
-/* fmha_split.c */
 /* A KV loop's labels and bound (fmha90_loop_head / fmha90_loop_foot). */
 typedef struct FmhaLoop {
 	char loop[48], done[48];
@@ -62,8 +62,5 @@ typedef struct FmhaLoop {
 int fmha90_loop_head(Emit *e, KgErr *err, const FmhaCfg *f, Consumer *c, const char *name,
                      const char *block, Reg end, FmhaLoop *l);
 void fmha90_loop_foot(Emit *e, Consumer *c, const FmhaLoop *l);
-
-int fmha90_split_plan(FmhaCfg *f, KgErr *err);
-int fmha90_split_body(Emit *e, const FmhaCfg *f, const FmhaRegs *r, KgErr *err);
 
 #endif

@@ -1,0 +1,343 @@
+/* The blocks of one sm_90a FMHA consumer warpgroup, used by both plans:
+ * the ring of one to three warpgroups taking MMA turns (fmha.c) and the
+ * split-O plan for head-dim 512 (fmha_split.c). Each emits one step of a
+ * KV tile for the registers a Consumer holds: S = Q·K^T, masking, the
+ * online softmax, stage release and advance, the loop head and foot, the
+ * epilogue, and the set-up of all of it. */
+#include <stdio.h>
+#include <string.h>
+
+#include "../desc.h"
+#include "../fmha.h"
+#include "../ops.h"
+#include "consumer.h"
+#include "mma.h"
+
+/* S = Q·K^T: K-major Q (A) and K (B), 32 bytes of head-dim per MMA; the
+ * first MMA overwrites S (scale-d 0). Issued, not waited. */
+void
+fmha90_scores_issue(Emit *e, const FmhaCfg *f, Consumer *c)
+{
+	emitf(e, "\tmad.lo.u32 %s, %s, %u, %s;\n\tshr.u32 %s, %s, 4;\n", c->klo.s, c->stage.s, f->k_bytes,
+	      c->k0.s, c->klo.s, c->klo.s);
+	for (int kk = 0; kk < f->d / 16; kk++) {
+		uint32_t qa = layout_offset(&f->lq, 0, 16 * kk) >> 4, ka = layout_offset(&f->lk, 0, 16 * kk) >> 4;
+		emitf(e, "\tadd.u32 %s, %s, %u;\n\tmov.b64 %s, {%s, %s};\n", c->lo.s, c->qlo.s, qa, c->ad.s,
+		      c->lo.s, c->dhi.s);
+		emitf(e, "\tadd.u32 %s, %s, %u;\n\tmov.b64 %s, {%s, %s};\n", c->lo.s, c->klo.s, ka + c->dq_lo,
+		      c->bd.s, c->lo.s, c->dhi.s);
+		sm90_wgmma(e, f->bn, f->in, c->S, &c->ad, NULL, c->bd, kk > 0, 0);
+	}
+	sm90_wgmma_commit(e);
+}
+
+void
+fmha90_mask(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Consumer *c)
+{
+	emit_block(e, "sm90.fmha_mask");
+	emitf(e, "\tand.b32 %s, %s, 3;\n\tshl.b32 %s, %s, 1;\n", c->t.s, r->lane.s, c->t.s, c->t.s);
+	emitf(e, "\tmad.lo.u32 %s, %s, %d, %s;\n", c->colb.s, c->j.s, f->bn, c->t.s);
+	for (int i = 0; i < f->bn / 2; i++) {
+		emitf(e, "\tadd.s32 %s, %s, %d;\n", c->t.s, c->colb.s, (i % 2) + 8 * (i / 4));
+		emitf(e, "\tsetp.ge.s32 %s, %s, %s;\n", c->p.s, c->t.s, c->lim[row_of(i)].s);
+		if (f->mask == MASK_WINDOW)
+			emitf(e, "\tsetp.lt.or.s32 %s, %s, %s, %s;\n", c->p.s, c->t.s, c->klo_row[row_of(i)].s, c->p.s);
+		emitf(e, "\t@%s mov.f32 %s, %s;\n", c->p.s, c->S[i].s, NEG_INF);
+	}
+}
+
+/* Online softmax, first half (FA2): new row max, the rescale factor of
+ * the running sum and O, P = exp2(S·scale·log2e - max·scale·log2e) in the
+ * S registers and its row sums. Touches neither O nor P, so it overlaps
+ * the previous tile's P·V. A row that has seen only masked keys keeps max
+ * -inf; its offset is taken as 0 so no -inf - -inf NaN appears. */
+void
+fmha90_softmax_exp(Emit *e, const FmhaCfg *f, Consumer *c)
+{
+	emit_block(e, "sm90.fmha_softmax");
+	for (int r = 0; r < 2; r++)
+		emitf(e, "\tmov.f32 %s, %s;\n", c->mx[r].s, c->m[r].s);
+	for (int i = 0; i < f->bn / 2; i++)
+		emitf(e, "\tmax.f32 %s, %s, %s;\n", c->mx[row_of(i)].s, c->mx[row_of(i)].s, c->S[i].s);
+	for (int r = 0; r < 2; r++)
+		for (int x = 1; x <= 2; x *= 2) {
+			/* the 4 lanes of a quad hold the same two rows
+			 * (docs/hardware.md, "wgmma accumulator fragment") */
+			emitf(e, "\tshfl.sync.bfly.b32 %s, %s, %d, 0x1f, 0xffffffff;\n", c->t.s, c->mx[r].s, x);
+			emitf(e, "\tmov.b32 %s, %s;\n", c->nms[r].s, c->t.s);
+			emitf(e, "\tmax.f32 %s, %s, %s;\n", c->mx[r].s, c->mx[r].s, c->nms[r].s);
+		}
+	for (int r = 0; r < 2; r++) {
+		emitf(e, "\tsetp.eq.f32 %s, %s, %s;\n", c->p.s, c->mx[r].s, NEG_INF);
+		emitf(e, "\tmul.f32 %s, %s, %s;\n", c->ms[r].s, c->mx[r].s, c->sc);
+		emitf(e, "\tselp.f32 %s, 0f00000000, %s, %s;\n", c->ms[r].s, c->ms[r].s, c->p.s);
+		emitf(e, "\tneg.f32 %s, %s;\n", c->nms[r].s, c->ms[r].s);
+		emitf(e, "\tfma.rn.f32 %s, %s, %s, %s;\n", c->corr[r].s, c->m[r].s, c->sc, c->nms[r].s);
+		emitf(e, "\tex2.approx.ftz.f32 %s, %s;\n", c->corr[r].s, c->corr[r].s);
+		emitf(e, "\tmov.f32 %s, %s;\n", c->m[r].s, c->mx[r].s);
+	}
+	emitf(e, "\tmov.f32 %s, 0f00000000;\n\tmov.f32 %s, 0f00000000;\n", c->mx[0].s, c->mx[1].s);
+	for (int i = 0; i < f->bn / 2; i++) {
+		emitf(e, "\tfma.rn.f32 %s, %s, %s, %s;\n", c->S[i].s, c->S[i].s, c->sc, c->nms[row_of(i)].s);
+		op_exp2_mix(e, &c->ex, i, c->S[i]);
+		emitf(e, "\tadd.f32 %s, %s, %s;\n", c->mx[row_of(i)].s, c->mx[row_of(i)].s, c->S[i].s);
+	}
+}
+
+/* Second half, once the previous P·V has completed: rescale l and O, and
+ * convert P to the RS A fragment. l stays a per-thread partial sum (corr
+ * is the same for the quad; the epilogue adds the quad's partials). The S
+ * accumulator of columns 16kk.. is, pair by pair, the A fragment of k-chunk
+ * kk (docs/hardware.md, "wgmma accumulator fragment" and "wgmma A fragment"). */
+void
+fmha90_softmax_rescale(Emit *e, const FmhaCfg *f, Consumer *c, int pack)
+{
+	emit_block(e, "sm90.fmha_rescale");
+	for (int r = 0; r < 2; r++)
+		emitf(e, "\tfma.rn.f32 %s, %s, %s, %s;\n", c->l[r].s, c->l[r].s, c->corr[r].s, c->mx[r].s);
+	for (int i = 0; i < c->ocols / 2; i++)
+		emitf(e, "\tmul.f32 %s, %s, %s;\n", c->O[i].s, c->O[i].s, c->corr[row_of(i)].s);
+	for (int kk = 0; pack && kk < f->bn / 16; kk++)
+		for (int q = 0; q < 4; q++)
+			emitf(e, "\tcvt.rn.%s.f32 %s, %s, %s;\n", f->in == DT_BF16 ? "bf16x2" : "f16x2",
+			      c->P[4 * kk + q].s, c->S[8 * kk + 2 * q + 1].s, c->S[8 * kk + 2 * q].s);
+}
+
+/* K of the current tile: S has completed (separate K and V) */
+void
+fmha90_release_k(Emit *e, const FmhaCfg *f, Consumer *c)
+{
+	if (f->kv_shared)
+		return;
+	emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n", c->bar.s, c->stage.s, c->kfree0.s);
+	op_mbar_arrive(e, c->bar, c->guard0);
+}
+
+void
+fmha90_advance(Emit *e, const FmhaCfg *f, Consumer *c)
+{
+	emitf(e, "\tmov.u32 %s, %s;\n\tmov.u32 %s, %s;\n", c->pstage.s, c->stage.s, c->pphase.s,
+	      c->phase.s);
+	op_ring_advance(e, c->stage, c->phase, f->stages, c->p);
+	emitf(e, "\tadd.u32 %s, %s, 1;\n", c->j.s, c->j.s);
+}
+
+/* The head of a KV loop over tiles j .. end-1 (labels `name`, `name`_done,
+ * provenance block `block`): skip it when empty, then wait for K_j and,
+ * with separate V, for the previous tile's V. */
+int
+fmha90_loop_head(Emit *e, KgErr *err, const FmhaCfg *f, Consumer *c, const char *name,
+                 const char *block, Reg end, FmhaLoop *l)
+{
+	char done_name[40];
+
+	snprintf(done_name, sizeof done_name, "%s_done", name);
+	label_new(e, l->loop, sizeof l->loop, name);
+	label_new(e, l->done, sizeof l->done, done_name);
+	l->end = end;
+	emitf(e, "\tsetp.ge.u32 %s, %s, %s;\n\t@%s bra %s;\n", c->p.s, c->j.s, end.s, c->p.s, l->done);
+	emit_label(e, l->loop);
+	emit_block(e, block);
+	emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n", c->bar.s, c->stage.s, c->kbar0.s);
+	if (op_mbar_wait(e, err, c->bar, c->phase.s) < 0)
+		return -1;
+	if (!f->kv_shared) {
+		emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n", c->bar.s, c->pstage.s, c->vbar0.s);
+		if (op_mbar_wait(e, err, c->bar, c->pphase.s) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* Back to the loop head while j < end. */
+void
+fmha90_loop_foot(Emit *e, Consumer *c, const FmhaLoop *l)
+{
+	emitf(e, "\tsetp.lt.u32 %s, %s, %s;\n\t@%s bra %s;\n", c->p.s, c->j.s, l->end.s, c->p.s, l->loop);
+	emit_label(e, l->done);
+}
+
+/* Normalizes O by the row sums and stores this warpgroup's columns; writes
+ * LSE. Row sums are the quad's partials added up, or, for the second half
+ * of a split O, the first half's published sums. */
+void
+fmha90_epilogue(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Consumer *c, KgErr *err)
+{
+	Reg inv[2], addr[2], prow[2], pk = reg_new(e, RC_B32), a = reg_new(e, RC_B64);
+	Reg t64 = reg_new(e, RC_B64), lse = reg_new(e, RC_F32), pl = reg_new(e, RC_PRED);
+	Reg c4 = reg_new(e, RC_B32), sa = reg_new(e, RC_B32);
+	int esz = f->esz;
+
+	emit_block(e, "sm90.fmha_epilogue");
+	emitf(e, "\tand.b32 %s, %s, 3;\n", c4.s, r->lane.s);
+	if (c->l_from_smem && op_mbar_wait(e, err, c->lbar, "0") < 0)
+		return;
+	for (int r2 = 0; r2 < 2; r2++) {
+		inv[r2] = reg_new(e, RC_F32);
+		addr[r2] = reg_new(e, RC_B64);
+		prow[r2] = reg_new(e, RC_PRED);
+		/* shared address of this row's sum: lsum0 + 4*trow */
+		if (c->l_from_smem || c->l_to_smem)
+			emitf(e, "\tmad.lo.u32 %s, %s, 4, %s;\n", sa.s, c->trow[r2].s, c->lsum0.s);
+		if (c->l_from_smem) {
+			emitf(e, "\tld.shared.f32 %s, [%s];\n", c->l[r2].s, sa.s);
+		} else {
+			for (int x = 1; x <= 2; x *= 2) {
+				emitf(e, "\tshfl.sync.bfly.b32 %s, %s, %d, 0x1f, 0xffffffff;\n", c->t.s, c->l[r2].s, x);
+				emitf(e, "\tmov.b32 %s, %s;\n\tadd.f32 %s, %s, %s;\n", inv[r2].s, c->t.s, c->l[r2].s,
+				      c->l[r2].s, inv[r2].s);
+			}
+			if (c->l_to_smem) {
+				emitf(e, "\tsetp.eq.u32 %s, %s, 0;\n", pl.s, c4.s);
+				emitf(e, "\t@%s st.shared.f32 [%s], %s;\n", pl.s, sa.s, c->l[r2].s);
+			}
+		}
+		emitf(e, "\tsetp.gt.f32 %s, %s, 0f00000000;\n", c->p.s, c->l[r2].s);
+		emitf(e, "\trcp.rn.f32 %s, %s;\n\tselp.f32 %s, %s, 0f00000000, %s;\n", inv[r2].s, c->l[r2].s,
+		      inv[r2].s, inv[r2].s, c->p.s);
+		emitf(e, "\tsetp.lt.u32 %s, %s, %s;\n", prow[r2].s, c->rowq[r2].s, r->sq.s);
+		/* element ((qs + row) * Hq + head) * Dv + ocol0 + 2*(lane%4) */
+		emitf(e, "\tadd.u32 %s, %s, %s;\n\tmul.wide.u32 %s, %s, %d;\n", c->t.s, c->rowq[r2].s, r->qs.s,
+		      addr[r2].s, c->t.s, f->hq * f->dv);
+		emitf(e, "\tmul.wide.u32 %s, %s, %d;\n\tadd.u64 %s, %s, %s;\n", t64.s, c->hrow[r2].s, f->dv, addr[r2].s,
+		      addr[r2].s, t64.s);
+		emitf(e, "\tmad.lo.u32 %s, %s, 2, %d;\n\tcvt.u64.u32 %s, %s;\n", c->t.s, c4.s, c->ocol0, t64.s,
+		      c->t.s);
+		emitf(e, "\tadd.u64 %s, %s, %s;\n\tmad.lo.u64 %s, %s, %d, %s;\n", addr[r2].s, addr[r2].s, t64.s,
+		      addr[r2].s, addr[r2].s, esz, r->o.s);
+		if (f->lse && !c->l_from_smem) {
+			/* LSE = ln(sum exp(scale s)) = (max·scale·log2e + log2 l)·ln 2 */
+			emitf(e, "\tlg2.approx.f32 %s, %s;\n\tadd.f32 %s, %s, %s;\n", lse.s, c->l[r2].s, lse.s,
+			      lse.s, c->ms[r2].s);
+			emitf(e, "\tmul.f32 %s, %s, 0f3F317218;\n", lse.s, lse.s);
+			emitf(e, "\tselp.f32 %s, %s, %s, %s;\n", lse.s, lse.s, NEG_INF, c->p.s);
+			emitf(e, "\tsetp.eq.and.u32 %s, %s, 0, %s;\n", pl.s, c4.s, prow[r2].s);
+			emitf(e, "\tmad.lo.u32 %s, %s, %s, %s;\n\tadd.u32 %s, %s, %s;\n", c->lo.s, c->hrow[r2].s,
+			      r->total_q.s, r->qs.s, c->lo.s, c->lo.s, c->rowq[r2].s);
+			emitf(e, "\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n", a.s, c->lo.s, a.s, a.s, r->lse.s);
+			emitf(e, "\t@%s st.global.f32 [%s], %s;\n", pl.s, a.s, lse.s);
+		}
+	}
+	if (c->l_to_smem)
+		op_mbar_arrive(e, c->lbar, NULL);
+	for (int i = 0; i < c->ocols / 2; i += 2) {
+		int rr = row_of(i), off = 8 * (i / 4) * esz;
+		emitf(e, "\tmul.f32 %s, %s, %s;\n\tmul.f32 %s, %s, %s;\n", c->O[i].s, c->O[i].s, inv[rr].s,
+		      c->O[i + 1].s, c->O[i + 1].s, inv[rr].s);
+		emitf(e, "\tcvt.rn.%s.f32 %s, %s, %s;\n", f->in == DT_BF16 ? "bf16x2" : "f16x2", pk.s,
+		      c->O[i + 1].s, c->O[i].s);
+		emitf(e, "\t@%s st.global.b32 [%s+%d], %s;\n", prow[rr].s, addr[rr].s, off, pk.s);
+	}
+}
+
+int
+fmha90_consumer_init(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Consumer *cp, Reg wgc,
+                     Reg row_block, int ocol0, int ocols, KgErr *err)
+{
+	Consumer c;
+	Reg qbar;
+	uint64_t dq, dv;
+	SmemDesc vd = {0};
+
+	memset(&c, 0, sizeof c);
+	c.ocol0 = ocol0;
+	c.ocols = ocols;
+	if (desc_for_tile(&dq, f->t->desc, &f->lq, 0, err) < 0)
+		return -1;
+	/* V as B of P·V: N (head dim) contiguous in 128-byte swizzled rows, K
+	 * (keys) across rows. MN-major SW128: SBO = 1024 between 8-key groups,
+	 * LBO = the next 64 columns' slice (docs/hardware.md,
+	 * "Canonical layouts, LBO and SBO" and "TMA swizzle"). */
+	vd.lbo = f->lv.slice_bytes;
+	vd.sbo = 1024;
+	vd.swz = SWZ_128B;
+	if (desc_encode(&dv, f->t->desc, &vd, err) < 0)
+		return -1;
+	reg_array(e, RC_F32, c.S, f->bn / 2);
+	reg_array(e, RC_F32, c.O, ocols / 2);
+	exp2_mix_init(e, &c.ex, f->e2f);
+	reg_array(e, RC_B32, c.P, f->bn / 4);
+	reg_array(e, RC_F32, c.m, 2);
+	reg_array(e, RC_F32, c.l, 2);
+	reg_array(e, RC_F32, c.ms, 2);
+	reg_array(e, RC_F32, c.nms, 2);
+	reg_array(e, RC_F32, c.corr, 2);
+	reg_array(e, RC_F32, c.mx, 2);
+	reg_array(e, RC_B32, c.lim, 2);
+	if (f->mask == MASK_WINDOW)
+		reg_array(e, RC_B32, c.klo_row, 2);
+	reg_array(e, RC_B32, c.rowq, 2);
+	reg_array(e, RC_B32, c.trow, 2);
+	c.colb = reg_new(e, RC_B32);
+	c.j = reg_new(e, RC_B32);
+	c.stage = reg_new(e, RC_B32);
+	c.phase = reg_new(e, RC_B32);
+	c.pstage = reg_new(e, RC_B32);
+	c.pphase = reg_new(e, RC_B32);
+	c.myturn = reg_new(e, RC_B32);
+	c.otherturn = reg_new(e, RC_B32);
+	c.bar = reg_new(e, RC_B32);
+	c.qlo = reg_new(e, RC_B32);
+	c.klo = reg_new(e, RC_B32);
+	c.vlo = reg_new(e, RC_B32);
+	c.dhi = reg_new(e, RC_B32);
+	c.vhi = reg_new(e, RC_B32);
+	c.lo = reg_new(e, RC_B32);
+	c.ad = reg_new(e, RC_B64);
+	c.bd = reg_new(e, RC_B64);
+	c.t = reg_new(e, RC_B32);
+	c.p = reg_new(e, RC_PRED);
+	c.lane0 = reg_new(e, RC_PRED);
+	fimm(c.sc, f->scale_log2);
+	snprintf(c.guard0, sizeof c.guard0, "@%s ", c.lane0.s);
+	/* K tiles have Q's layout (K-major, SW128): one constant serves both */
+	c.dq_lo = (uint32_t)dq;
+	c.dv_lo = (uint32_t)dv;
+
+	emit_block(e, "sm90.fmha_consumer");
+	c.q0 = op_plan_smem(e, &f->plan, r->base, f->r_q);
+	c.k0 = op_plan_smem(e, &f->plan, r->base, f->r_k);
+	c.v0 = op_plan_smem(e, &f->plan, r->base, f->r_v);
+	qbar = op_plan_bar(e, &f->plan, r->base, f->b_q);
+	c.kbar0 = op_plan_bar(e, &f->plan, r->base, f->b_k);
+	c.vbar0 = op_plan_bar(e, &f->plan, r->base, f->b_v);
+	c.kfree0 = op_plan_bar(e, &f->plan, r->base, f->b_kfree);
+	c.vfree0 = op_plan_bar(e, &f->plan, r->base, f->b_vfree);
+	emitf(e, "\tsetp.eq.u32 %s, %s, 0;\n", c.lane0.s, r->lane.s);
+	emitf(e, "\tmad.lo.u32 %s, %s, %u, %s;\n\tshr.u32 %s, %s, 4;\n", c.qlo.s, row_block.s, f->lq.bytes,
+	      c.q0.s, c.qlo.s, c.qlo.s);
+	emitf(e, "\tadd.u32 %s, %s, %u;\n", c.qlo.s, c.qlo.s, (uint32_t)dq);
+	op_desc_hi(e, c.dhi, f->t->desc, dq, "Q and K");
+	op_desc_hi(e, c.vhi, f->t->desc, dv, "V, MN-major");
+	/* rows g = 64*block + 16*(warp%4) + lane/4 and g + 8 of the CTA's tile */
+	emitf(e, "\tand.b32 %s, %s, 3;\n\tshl.b32 %s, %s, 4;\n", c.t.s, r->warp.s, c.t.s, c.t.s);
+	emitf(e, "\tmad.lo.u32 %s, %s, 64, %s;\n", c.trow[0].s, row_block.s, c.t.s);
+	emitf(e, "\tshr.u32 %s, %s, 2;\n\tadd.u32 %s, %s, %s;\n", c.t.s, r->lane.s, c.trow[0].s,
+	      c.trow[0].s, c.t.s);
+	emitf(e, "\tadd.u32 %s, %s, 8;\n", c.trow[1].s, c.trow[0].s);
+	for (int r2 = 0; r2 < 2; r2++)
+		c.hrow[r2] = fmha_emit_row_head(e, f, r, c.trow[r2], c.rowq[r2]);
+	for (int r2 = 0; r2 < 2; r2++) {
+		if (f->mask != MASK_NONE) {
+			/* keys j <= row + Sk - Sq + wr are visible (exclusive limit) */
+			emitf(e, "\tsub.s32 %s, %s, %s;\n\tadd.s32 %s, %s, %s;\n", c.lim[r2].s, r->sk.s, r->sq.s,
+			      c.lim[r2].s, c.lim[r2].s, c.rowq[r2].s);
+			if (f->mask == MASK_WINDOW)
+				emitf(e, "\tsub.s32 %s, %s, %d;\n", c.klo_row[r2].s, c.lim[r2].s, f->wl);
+			emitf(e, "\tadd.s32 %s, %s, %d;\n\tmin.s32 %s, %s, %s;\n", c.lim[r2].s, c.lim[r2].s,
+			      1 + f->wr, c.lim[r2].s, c.lim[r2].s, r->sk.s);
+		} else {
+			emitf(e, "\tmov.u32 %s, %s;\n", c.lim[r2].s, r->sk.s);
+		}
+		emitf(e, "\tmov.f32 %s, %s;\n\tmov.f32 %s, 0f00000000;\n\tmov.f32 %s, 0f00000000;\n",
+		      c.m[r2].s, NEG_INF, c.l[r2].s, c.ms[r2].s);
+	}
+	for (int i = 0; i < ocols / 2; i++)
+		emitf(e, "\tmov.f32 %s, 0f00000000;\n", c.O[i].s);
+	emitf(e, "\tmov.u32 %s, %s;\n\tmov.u32 %s, 0;\n\tmov.u32 %s, 0;\n", c.j.s, r->j0.s, c.stage.s, c.phase.s);
+	emitf(e, "\tmov.u32 %s, 0;\n\tmov.u32 %s, 0;\n", c.pstage.s, c.pphase.s);
+	(void)wgc;
+	c.qbar = qbar;
+	*cp = c;
+	return 0;
+}
