@@ -1,10 +1,9 @@
 /* The `kgen desc` and `kgen idesc` calculators (cli.h): read a tile or the
  * fields of a descriptor from the command line, encode or decode it through
  * desc.c, and print the word with one row per field. */
-#include <ctype.h>
-#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -13,6 +12,7 @@
 #include "desc.h"
 #include "dtype.h"
 #include "layout.h"
+#include "numarg.h"
 
 /* `kgen desc` and `kgen idesc`: calculators over desc.c, printing the value
  * on the first line and one row per field after it (docs/hardware.md,
@@ -44,8 +44,9 @@ static const struct {
 };
 
 /* Accepts --name value and --name=value; a flag takes no value. */
+/* 1 after printing the options for --help or -h. */
 static int
-parse_opts(Opt *opts, int nopts, const char *cmd, int argc, char **argv,
+parse_opts(Opt *opts, int nopts, const char *cmd, int argc, char **argv, FILE *out,
            KgErr *err)
 {
 	for (int i = 0; i < argc; i++) {
@@ -53,6 +54,12 @@ parse_opts(Opt *opts, int nopts, const char *cmd, int argc, char **argv,
 		Opt *o = NULL;
 		size_t len;
 
+		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+			fprintf(out, "kgen %s options:\n", cmd);
+			for (int j = 0; j < nopts; j++)
+				fprintf(out, "  --%s%s\n", opts[j].name, opts[j].flag ? "" : " VALUE");
+			return 1;
+		}
 		if (strncmp(a, "--", 2) != 0)
 			return kg_fail(err, "%s: unexpected argument (kgen %s takes "
 			               "--name value options)", a, cmd);
@@ -84,31 +91,13 @@ parse_opts(Opt *opts, int nopts, const char *cmd, int argc, char **argv,
 	return 0;
 }
 
-/* Decimal or 0x hex, no sign, no trailing text. */
-static int
-parse_u64(const char *s, uint64_t *out)
-{
-	int base = 10;
-	char *end;
-
-	if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
-		base = 16;
-		s += 2;
-	}
-	if (!isxdigit((unsigned char)*s))
-		return -1;
-	errno = 0;
-	*out = strtoull(s, &end, base);
-	return errno || *end ? -1 : 0;
-}
-
 static int
 opt_u64(const Opt *o, uint64_t max, uint64_t *out, KgErr *err)
 {
-	if (parse_u64(o->val, out) || *out > max)
-		return kg_fail(err, "--%s=%s: must be a number in 0..%llu (decimal or "
-		               "0x hex)", o->name, o->val, (unsigned long long)max);
-	return 0;
+	char name[40];
+
+	snprintf(name, sizeof name, "--%s", o->name);
+	return kg_parse_u64(name, o->val, max, out, err);
 }
 
 static int
@@ -136,6 +125,7 @@ opt_dtype(const Opt *o, DType *out, KgErr *err)
 static int
 opt_major(const Opt *o, int *mn, KgErr *err)
 {
+	*mn = 0;
 	if (strcasecmp(o->val, "K") == 0)
 		*mn = 0;
 	else if (strcasecmp(o->val, "MN") == 0)
@@ -255,8 +245,10 @@ cli_desc(int argc, char **argv, FILE *out, KgErr *err)
 	uint64_t v, x;
 	size_t i;
 
-	if (parse_opts(o, D_COUNT, "desc", argc, argv, err)
-	    || required(&o[D_TARGET], "sm_90a or sm_100a", err))
+	int rc = parse_opts(o, D_COUNT, "desc", argc, argv, out, err);
+	if (rc)
+		return rc < 0 ? -1 : 0;
+	if (required(&o[D_TARGET], "sm_90a or sm_100a", err))
 		return -1;
 	for (i = 0; i < sizeof targets / sizeof targets[0]; i++)
 		if (strcmp(o[D_TARGET].val, targets[i].name) == 0)
@@ -385,8 +377,10 @@ cli_idesc(int argc, char **argv, FILE *out, KgErr *err)
 	uint32_t v;
 	int block;
 
-	if (parse_opts(o, I_COUNT, "idesc", argc, argv, err)
-	    || required(&o[I_KIND], "f16, tf32, f8f6f4, i8, mxf8f6f4, mxf4 or "
+	int rc = parse_opts(o, I_COUNT, "idesc", argc, argv, out, err);
+	if (rc)
+		return rc < 0 ? -1 : 0;
+	if (required(&o[I_KIND], "f16, tf32, f8f6f4, i8, mxf8f6f4, mxf4 or "
 	                "mxf4nvf4", err))
 		return -1;
 	if (idesc_kind_parse(o[I_KIND].val, &d.kind))

@@ -7,9 +7,9 @@
 
 #include "desc.h"
 
-/* Descriptor byte fields hold (x & 0x3FFFF) >> 4: 16-byte units below
- * 256 KiB (docs/hardware.md, "Shared-memory descriptor (sm_100)", PTX §9.7.16.4.1). */
-#define WINDOW (1u << 18)
+/* Descriptor byte fields hold (x mod smem_desc_window()) >> 4: 16-byte
+ * units below 256 KiB (docs/hardware.md, "Shared-memory descriptor
+ * (sm_100)", PTX §9.7.16.4.1). */
 
 /* Layout field codes. Columns: tcgen05 3-bit code at bits 61-63
  * (docs/hardware.md, "Shared-memory descriptor (sm_100)"), wgmma 2-bit code at
@@ -95,7 +95,7 @@ static const char *const swz90_name[4] = {
 static uint64_t
 enc(uint32_t x)
 {
-	return (x & 0x3FFFFu) >> 4;
+	return (x & (smem_desc_window() - 1)) >> 4;
 }
 
 static uint64_t
@@ -118,7 +118,7 @@ check_offset(const char *name, uint32_t x, KgErr *err)
 	if (x % 16)
 		return kg_fail(err, "%s=0x%x: must be 16-byte aligned (the descriptor "
 		               "stores %s >> 4, docs/hardware.md, \"Shared-memory descriptor (sm_100)\")", name, x, name);
-	if (x >= WINDOW)
+	if (x >= smem_desc_window())
 		return kg_fail(err, "%s=0x%x: must be below 256 KiB (14-bit field of "
 		               "%s >> 4, docs/hardware.md, \"Shared-memory descriptor (sm_100)\")", name, x, name);
 	return 0;
@@ -266,7 +266,7 @@ desc_for_tile(uint64_t *out, DescArch arch, const TileLayout *t, uint32_t addr,
 		return kg_fail(err, "addr=0x%x: a %s-swizzled tile must start on a "
 		               "%u-byte boundary (docs/hardware.md, \"Base offset and alignment\")", addr,
 		               swizzle_name(t->swz), period);
-	if ((uint64_t)addr + t->bytes > WINDOW)
+	if ((uint64_t)addr + t->bytes > smem_desc_window())
 		return kg_fail(err, "addr=0x%x: the %u-byte tile ends past 256 KiB "
 		               "(docs/hardware.md, \"Shared-memory descriptor (sm_100)\")", addr, t->bytes);
 	d.addr = addr;
@@ -274,6 +274,20 @@ desc_for_tile(uint64_t *out, DescArch arch, const TileLayout *t, uint32_t addr,
 	d.sbo = t->sbo;
 	d.swz = t->swz;
 	return desc_encode(out, arch, &d, err);
+}
+
+int
+desc_for_tile_mn(uint64_t *out, DescArch arch, const TileLayout *t, uint32_t addr, KgErr *err)
+{
+	TileLayout v = *t;
+
+	if (t->major != MAJOR_K || t->swz == SWZ_NONE)
+		return kg_fail(err, "swizzle=%s: only a K-major swizzled tile is read MN-major "
+		               "through its slices (docs/hardware.md, \"TMA swizzle\")",
+		               swizzle_name(t->swz));
+	v.lbo = t->slice_bytes;
+	v.sbo = t->sbo;
+	return desc_for_tile(out, arch, &v, addr, err);
 }
 
 /* ---- instruction descriptor (docs/hardware.md, "Instruction descriptor") ---- */
@@ -701,6 +715,11 @@ check_shape(const Idesc *d, KgErr *err)
 		               "%s (docs/hardware.md, \"MMA shapes\")", d->n, kn,
 		               cls == SH_WS ? ".ws" : "", sp, d->cta_group,
 		               list_n(list, sizeof list, r, d->sparse));
+	/* M = 128 on one CTA takes N in steps of 16 (PTX ISA §9.7.16.10.1,
+	 * valid shapes; runtime/emu/tc_idesc.c holds the same rule) */
+	if (cls == SH_FLOAT && d->cta_group == 1 && d->m == 128 && d->n % 16)
+		return kg_fail(err, "n=%d: kind::%s with cta_group::1 and M=128 needs N in "
+		               "16..256 step 16 (docs/emu-idesc.md)", d->n, kn);
 	/* PTX Table 50: 8-bit transposed B narrows N. */
 	if (d->b_major_mn && dtype_bits(d->b) == 8
 	    && d->n % (16 * d->cta_group))

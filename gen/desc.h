@@ -34,6 +34,12 @@ int desc_encode(uint64_t *out, DescArch arch, const SmemDesc *d, KgErr *err);
 /* Inverse, for the calculator's field table and for tests. */
 int desc_decode(SmemDesc *out, DescArch arch, uint64_t v, KgErr *err);
 /* Descriptor for a canonical tile (layout.h) at addr. */
+/* The descriptor of a K-major swizzled tile read as an MN-major operand,
+ * as P·V reads V: the tile's rows (keys) become K and its columns (head
+ * dim) N; its 8-row groups are the 8-K-row groups (SBO = the tile's SBO)
+ * and its span-wide column slices the MN atoms (LBO = the slice distance)
+ * (docs/hardware.md, "Canonical layouts, LBO and SBO" and "TMA swizzle"). */
+int desc_for_tile_mn(uint64_t *out, DescArch arch, const TileLayout *t, uint32_t addr, KgErr *err);
 int desc_for_tile(uint64_t *out, DescArch arch, const TileLayout *t, uint32_t addr, KgErr *err);
 
 typedef enum IdescKind {

@@ -338,8 +338,11 @@ emit_block_as(Emit *e, const char *name, const char *prefix)
 void
 label_new(Emit *e, char *out, size_t size, const char *stem)
 {
-	if (grow(e, &e->labels, e->nlabel, &e->caplabels, sizeof(EmitLabel)) == 0)
-		snprintf(((EmitLabel *)e->labels)[e->nlabel].stem, sizeof(EmitLabel), "%s", stem);
+	if (grow(e, &e->labels, e->nlabel, &e->caplabels, sizeof(EmitLabel)) < 0) {
+		snprintf(out, size, "$L_oom"); /* the sticky oom fails the kernel */
+		return;
+	}
+	snprintf(((EmitLabel *)e->labels)[e->nlabel].stem, sizeof(EmitLabel), "%s", stem);
 	if (snprintf(out, size, "%c%c%d", PH_LABEL, PH_MARK, e->nlabel++) >= (int)size)
 		e->oom = 1;
 }

@@ -14,9 +14,10 @@
  * Registers count from 0, labels from 1. So a block that uses one more
  * register or label changes only its own declaration line and renames at
  * most its own registers made after the new one (none, when the new one is
- * made last); which block's code allocates a register does not matter. A block emitted several times (helpers, per-warpgroup copies)
- * keeps counting in its one scope across its copies; other blocks' names
- * stay put. Text before the first block takes the prefix "k". The names
+ * made last); which block's code allocates a register does not matter.
+ * A block emitted several times (helpers, per-warpgroup copies) keeps
+ * counting in its one scope across its copies; other blocks' names stay
+ * put. Text before the first block takes the prefix "k". The names
  * are given when the kernel is written out (emit_body_text).
  * The prefix: from the last dotted component of NAME, less its first '_'
  * word when that word is the first component of a block opened earlier in

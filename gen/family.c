@@ -1,7 +1,9 @@
 /* The family table and the ParamSpec-driven parts of the CLI (family.h):
  * finding a family, parsing `--name value` against its table, the canonical
  * `args` line and `kgen list`. */
-#include <errno.h>
+#include <float.h>
+#include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,11 +11,12 @@
 #include "dtype.h"
 #include "family.h"
 #include "layout.h"
+#include "numarg.h"
 #include "target.h"
 
-extern const Family family_gemm, family_fmha;
+extern const Family family_gemm, family_fmha, family_decode;
 
-const Family *const families[] = {&family_gemm, &family_fmha, NULL};
+const Family *const families[] = {&family_gemm, &family_fmha, &family_decode, NULL};
 
 const Family *
 family_find(const char *name)
@@ -46,29 +49,43 @@ in_list(const char *list, const char *v)
 	return 0;
 }
 
+/* `v` is the table's default (user == 0) or typed by the user. */
 static int
-parse_value(const ParamSpec *s, int *out, const char *v, KgErr *err)
+parse_value(const ParamSpec *s, int *out, const char *v, int user, KgErr *err)
 {
-	char *end;
-	long x;
+	char name[48];
+	long long x;
 
-	if (s->allowed && s->kind != PK_SWIZZLE && s->kind != PK_FLOAT && !in_list(s->allowed, v))
+	snprintf(name, sizeof name, "--%s", s->name);
+	if (s->allowed && s->kind != PK_SWIZZLE && s->kind != PK_FLOAT && s->kind != PK_INT &&
+	    !in_list(s->allowed, v))
 		return kg_fail(err, "--%s=%s: must be one of %s", s->name, v, s->allowed);
 	switch (s->kind) {
-	case PK_INT:
-		errno = 0;
-		x = strtol(v, &end, 0);
-		if (errno || *end || end == v)
-			return kg_fail(err, "--%s=%s: must be an integer", s->name, v);
+	case PK_INT: {
+		char dec[24];
+		if (kg_parse_int(name, v, INT_MIN, INT_MAX, &x, err))
+			return -1;
+		snprintf(dec, sizeof dec, "%lld", x);
+		if (s->allowed && !in_list(s->allowed, dec))
+			return kg_fail(err, "--%s=%s: must be one of %s", s->name, v, s->allowed);
 		if (!s->allowed && (x < s->lo || x > s->hi || (s->step && (x - s->lo) % s->step)))
 			return kg_fail(err, "--%s=%s: must be in %d..%d in steps of %d", s->name, v,
 			               s->lo, s->hi, s->step ? s->step : 1);
 		*out = (int)x;
 		return 0;
+	}
 	case PK_FLOAT: {
-		double d = strtod(v, &end);
-		if (*end || end == v || d < s->lo || d > s->hi)
-			return kg_fail(err, "--%s=%s: must be a number in %d..%d", s->name, v, s->lo, s->hi);
+		/* lo is the "derived" default, reachable only by leaving the option
+		 * out; a typed value must be a normal f32 above it (a denormal or
+		 * tinier value would flush to 0 and silently mean "derived") */
+		double d;
+		int bad = kg_parse_real(name, v, s->lo, s->hi, &d, err) < 0;
+		if (!user && bad)
+			return -1;
+		if (user && (bad || d <= s->lo || fabs(d) < FLT_MIN))
+			return kg_fail(err, "--%s=%s: must be a finite number above %d (and at least "
+			               "%.9g, the smallest normal f32), at most %d; leave it out for the "
+			               "default", s->name, v, s->lo, (double)FLT_MIN, s->hi);
 		*(float *)out = (float)d;
 		return 0;
 	}
@@ -106,7 +123,7 @@ family_parse(const Family *f, void *params, int nargs, const char *const *args, 
 {
 	memset(params, 0, f->size);
 	for (int i = 0; i < f->nparams; i++)
-		if (parse_value(&f->params[i], field(params, &f->params[i]), f->params[i].def, err) < 0)
+		if (parse_value(&f->params[i], field(params, &f->params[i]), f->params[i].def, 0, err) < 0)
 			return -1;
 	for (int i = 0; i < nargs; i++) {
 		const char *a = args[i], *eq, *v;
@@ -131,7 +148,7 @@ family_parse(const Family *f, void *params, int nargs, const char *const *args, 
 		else
 			return kg_fail(err, "--%s: missing value (allowed: %s)", f->params[j].name,
 			               f->params[j].allowed ? f->params[j].allowed : "an integer");
-		if (parse_value(&f->params[j], field(params, &f->params[j]), v, err) < 0)
+		if (parse_value(&f->params[j], field(params, &f->params[j]), v, 1, err) < 0)
 			return -1;
 	}
 	return 0;
@@ -217,22 +234,33 @@ family_format_args(const Family *f, const void *params, Buf *out)
 }
 
 void
+family_names(Buf *out)
+{
+	for (int i = 0; families[i]; i++)
+		buf_printf(out, "%s%s", i ? ", " : "", families[i]->name);
+}
+
+void
 family_list(Buf *out)
 {
-	for (int i = 0; families[i]; i++) {
-		const Family *f = families[i];
-		buf_printf(out, "%s — %s\n", f->name, f->help);
-		for (int j = 0; j < f->nparams; j++) {
-			const ParamSpec *s = &f->params[j];
-			char allowed[96];
-			if (s->allowed)
-				snprintf(allowed, sizeof allowed, "%s", s->allowed);
-			else if (s->kind == PK_FLOAT)
-				snprintf(allowed, sizeof allowed, "%d..%d", s->lo, s->hi);
-			else
-				snprintf(allowed, sizeof allowed, "%d..%d step %d", s->lo, s->hi,
-				         s->step ? s->step : 1);
-			buf_printf(out, "  --%-11s %-24s default %-7s %s\n", s->name, allowed, s->def, s->help);
-		}
+	for (int i = 0; families[i]; i++)
+		family_help(families[i], out);
+}
+
+void
+family_help(const Family *f, Buf *out)
+{
+	buf_printf(out, "%s — %s\n", f->name, f->help);
+	for (int j = 0; j < f->nparams; j++) {
+		const ParamSpec *s = &f->params[j];
+		char allowed[96];
+		if (s->allowed)
+			snprintf(allowed, sizeof allowed, "%s", s->allowed);
+		else if (s->kind == PK_FLOAT)
+			snprintf(allowed, sizeof allowed, "%d..%d", s->lo, s->hi);
+		else
+			snprintf(allowed, sizeof allowed, "%d..%d step %d", s->lo, s->hi,
+			         s->step ? s->step : 1);
+		buf_printf(out, "  --%-11s %-24s default %-7s %s\n", s->name, allowed, s->def, s->help);
 	}
 }

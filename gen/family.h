@@ -60,6 +60,11 @@ void family_format_args(const Family *f, const void *params, Buf *out);
 /* Word v (0-based) of a comma list such as a PK_ENUM's `allowed`, "?" if
  * there is none. */
 void family_list_word(const char *list, int v, char *out, size_t n);
+/* Every family's parameters (`kgen list`), or one family's (`kgen FAMILY
+ * --help`): name, allowed values, default, help. */
 void family_list(Buf *out);
+void family_help(const Family *f, Buf *out);
+/* "gemm, fmha": the family names, for messages. */
+void family_names(Buf *out);
 
 #endif

@@ -2,7 +2,6 @@
  * configuration every target starts from, the shared-memory plan of Q/K/V,
  * the kernel name, the ABI, the prologue and the TMA producer. The target's
  * FmhaOps choose tiles, finish the plan and emit the consumers. */
-#include <math.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
@@ -42,9 +41,35 @@ static const ParamSpec fmha_params[] = {
 	{"exp2-fma", PK_INT, P(exp2_fma), NULL, -1, 8, 1, "-1",
 	 "of every 8 softmax exponentials, how many an FMA-pipe polynomial computes instead of MUFU ex2 (-1: by target and head-dim)", NULL},
 	{"dtype", PK_DTYPE, P(dtype), "bf16,fp16", 0, 0, 0, "bf16", "Q, K, V, O element type", NULL},
-	{"softmax-scale", PK_FLOAT, P(softmax_scale), NULL, 0, 1000, 0, "0",
-	 "scale of Q·K^T (0: 1/sqrt(head-dim))", NULL},
 };
+
+int
+fmha_plan_kernel(FmhaCfg *f, KgErr *err)
+{
+	/* Q, K, V land as 128-byte swizzled rows of 64 elements (one TMA box
+	 * per 64 columns), read by K-major (Q, K) and MN-major (V) descriptors. */
+	if (layout_canonical(&f->lq, MAJOR_K, SWZ_128B, 8 * f->esz, f->q_rows, f->d, err) < 0 ||
+	    layout_canonical(&f->lk, MAJOR_K, SWZ_128B, 8 * f->esz, f->bn, f->d, err) < 0 ||
+	    layout_canonical(&f->lv, MAJOR_K, SWZ_128B, 8 * f->esz, f->bn, f->dvc, err) < 0)
+		return -1;
+	f->q_bytes = f->lq.bytes * (uint32_t)f->qblocks;
+	f->k_bytes = f->lk.bytes;
+	f->v_bytes = f->lv.bytes;
+
+	plan_init(&f->plan, f->t);
+	f->r_q = plan_smem(&f->plan, "Q", f->q_bytes, 1024, 1);
+	f->r_k = plan_smem(&f->plan, f->kv_shared ? "K=V stages" : "K stages", f->k_bytes, 1024, f->stages);
+	f->r_v = f->kv_shared ? f->r_k : plan_smem(&f->plan, "V stages", f->v_bytes, 1024, f->stages);
+	/* the barriers the shared producer (fmha_emit_producer) completes, the
+	 * first of every target's barriers */
+	f->b_q = plan_barrier(&f->plan, "Q full", 1, 1, f->q_bytes, "producer: expect_tx + TMA");
+	f->b_k = plan_barrier(&f->plan, f->kv_shared ? "K=V full" : "K full", f->stages, 1, f->k_bytes,
+	                      "producer: expect_tx + TMA");
+	f->b_v = f->kv_shared ? f->b_k
+	                      : plan_barrier(&f->plan, "V full", f->stages, 1, f->v_bytes,
+	                                     "producer: expect_tx + TMA");
+	return f->t->fmha->plan(f, err);
+}
 
 static int
 fmha_configure(FmhaCfg *f, const FmhaParams *p, KgErr *err)
@@ -86,23 +111,7 @@ fmha_configure(FmhaCfg *f, const FmhaParams *p, KgErr *err)
 		return kg_fail(err, "--pack-heads=%d with %d Q tile%s per CTA: the CTA's %d query heads must share one KV head, so %d must divide the group of %d (heads-q/heads-kv)",
 		               f->pack, f->qblocks, f->qblocks > 1 ? "s" : "", f->hcta, f->hcta, f->group);
 	f->esz = dtype_bits(f->in) / 8;
-	f->scale = p->softmax_scale > 0 ? p->softmax_scale : (float)(1.0 / sqrt((double)f->d));
-	f->scale_log2 = (float)((double)f->scale * 1.4426950408889634);
-	/* Q, K, V land as 128-byte swizzled rows of 64 elements (one TMA box
-	 * per 64 columns), read by K-major (Q, K) and MN-major (V) descriptors. */
-	if (layout_canonical(&f->lq, MAJOR_K, SWZ_128B, 8 * f->esz, f->q_rows, f->d, err) < 0 ||
-	    layout_canonical(&f->lk, MAJOR_K, SWZ_128B, 8 * f->esz, f->bn, f->d, err) < 0 ||
-	    layout_canonical(&f->lv, MAJOR_K, SWZ_128B, 8 * f->esz, f->bn, f->dvc, err) < 0)
-		return -1;
-	f->q_bytes = f->lq.bytes * (uint32_t)f->qblocks;
-	f->k_bytes = f->lk.bytes;
-	f->v_bytes = f->lv.bytes;
-
-	plan_init(&f->plan, f->t);
-	f->r_q = plan_smem(&f->plan, "Q", f->q_bytes, 1024, 1);
-	f->r_k = plan_smem(&f->plan, f->kv_shared ? "K=V stages" : "K stages", f->k_bytes, 1024, f->stages);
-	f->r_v = f->kv_shared ? f->r_k : plan_smem(&f->plan, "V stages", f->v_bytes, 1024, f->stages);
-	if (f->t->fmha->plan(f, err) < 0)
+	if (fmha_plan_kernel(f, err) < 0)
 		return -1;
 	{
 		Buf n = {0};
@@ -190,22 +199,23 @@ fmha_emit_producer(Emit *e, const FmhaCfg *f, const FmhaRegs *r, KgErr *err)
 	/* K and V have their own free barriers: K_j's slot frees once S_j is
 	 * done, V_j's once P_j·V_j is, a tile later (the consumers overlap
 	 * S_{j+1} with P_j·V_j) */
-	emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n\txor.b32 %s, %s, 1;\n", bar.s, stage.s, kfree0.s, par.s,
-	      phase.s);
+	emitf(e, "\tmad.lo.u32 %s, %s, 8, %s; // mbar %s[stage]\n\txor.b32 %s, %s, 1;\n", bar.s, stage.s, kfree0.s,
+	      f->plan.bars[f->b_kfree].name, par.s, phase.s);
 	if (op_mbar_wait(e, err, bar, par.s) < 0)
 		return -1;
 	emitf(e, "\tmad.lo.u32 %s, %s, %d, %s;\n", row.s, j.s, f->bn, r->ks.s);
-	emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n", bar.s, stage.s, kbar0.s);
+	emitf(e, "\tmad.lo.u32 %s, %s, 8, %s; // mbar %s[stage]\n", bar.s, stage.s, kbar0.s, f->plan.bars[f->b_k].name);
 	emitf(e, "\tmad.lo.u32 %s, %s, %u, %s;\n", kd.s, stage.s, f->k_bytes, k0.s);
 	/* K first, on its own barrier, so Q·K^T can start before V lands */
 	op_mbar_arrive_expect_tx(e, bar, f->k_bytes);
 	if (emit_tile_loads(e, err, &f->lk, f->d, kd, r->tk, r->hk, row, bar, NULL) < 0)
 		return -1;
 	if (!f->kv_shared) {
-		emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n", bar.s, stage.s, vfree0.s);
+		emitf(e, "\tmad.lo.u32 %s, %s, 8, %s; // mbar %s[stage]\n", bar.s, stage.s, vfree0.s,
+		      f->plan.bars[f->b_vfree].name);
 		if (op_mbar_wait(e, err, bar, par.s) < 0)
 			return -1;
-		emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n", bar.s, stage.s, vbar0.s);
+		emitf(e, "\tmad.lo.u32 %s, %s, 8, %s; // mbar %s[stage]\n", bar.s, stage.s, vbar0.s, f->plan.bars[f->b_v].name);
 		emitf(e, "\tmad.lo.u32 %s, %s, %u, %s;\n", vd.s, stage.s, f->v_bytes, v0.s);
 		op_mbar_arrive_expect_tx(e, bar, f->v_bytes);
 		if (emit_tile_loads(e, err, &f->lv, f->dvc, vd, r->tv, r->hk, row, bar,
@@ -227,6 +237,16 @@ log2_exact(int v)
 	while ((1 << n) < v)
 		n++;
 	return n;
+}
+
+Reg
+fmha_emit_scale_log2(Emit *e)
+{
+	Reg sc = reg_new(e, RC_F32);
+
+	/* 0f3FB8AA3B: log2(e) rounded to f32 */
+	emitf(e, "\tld.param.f32 %s, [p_softmax_scale];\n\tmul.f32 %s, %s, 0f3FB8AA3B;\n", sc.s, sc.s, sc.s);
+	return sc;
 }
 
 Reg
@@ -436,6 +456,7 @@ fmha_abi(const FmhaCfg *f, const char *args, KernelAbi *k)
 	snprintf(p->tensor, sizeof p->tensor, "cu_seqlens_k[batch+1]");
 	abi_add(k, ABI_U32, "max_seqlen_q");
 	abi_add(k, ABI_U32, "batch");
+	abi_add(k, ABI_F32, "softmax_scale");
 	abi_shape(k, "Hq", "%d", f->hq);
 	abi_shape(k, "Hkv", "%d", f->hkv);
 	abi_shape(k, "D", "%d", f->d);
@@ -453,7 +474,7 @@ static int
 fmha_generate(const void *params, const char *args, Buf *out, KgErr *err)
 {
 	FmhaCfg f;
-	FmhaRegs r;
+	FmhaRegs r = {0};
 	KernelAbi k;
 	Emit e;
 	int rc;
@@ -478,11 +499,9 @@ static int
 fmha_plan(const void *params, Buf *text, KgErr *err)
 {
 	FmhaCfg f;
-	char sc[12];
 
 	if (fmha_configure(&f, params, err) < 0)
 		return -1;
-	fimm(sc, f.scale_log2);
 	buf_printf(text, "kernel          %s\n", f.name);
 	buf_printf(text, "attention       D=%d Dv=%d, %d query heads over %d KV heads (group %d)%s, mask %s%s\n",
 	           f.d, f.dv, f.hq, f.hkv, f.group, f.kv_shared ? ", K=V one tensor" : "",
@@ -491,8 +510,7 @@ fmha_plan(const void *params, Buf *text, KgErr *err)
 	if (f.mask == MASK_WINDOW)
 		buf_printf(text, "window          query i sees keys i+Sk-Sq-%d .. i+Sk-Sq+%d\n", f.wl, f.wr);
 	f.t->fmha->describe(&f, text);
-	buf_printf(text, "softmax         exp2(s*%.9g - m), scale %.9g folded with log2(e) (%s)",
-	           (double)f.scale_log2, (double)f.scale, sc);
+	buf_printf(text, "softmax         exp2(s*c - m), c = softmax_scale*log2(e) from the run-time argument");
 	if (f.e2f)
 		buf_printf(text, "; %d of every 8 exp2 by a degree-3 polynomial on the FMA pipe, the rest MUFU ex2", f.e2f);
 	buf_printf(text, "\n");

@@ -44,8 +44,9 @@ typedef struct FmhaParams {
 	int pack_heads;            /* query heads per Q tile (1: one head per CTA) */
 	int exp2_fma;              /* of every 8 exponentials, how many op_exp2_fma computes (-1: by target) */
 	int dtype;
-	float softmax_scale;       /* 0: 1/sqrt(head_dim) */
 } FmhaParams;
+
+struct FmhaRegs;
 
 typedef struct FmhaCfg {
 	const Target *t;
@@ -71,8 +72,6 @@ typedef struct FmhaCfg {
 	int hcta;                  /* query heads per CTA: pack·htiles (grid y = hq/hcta) */
 	DType in;
 	int esz;
-	float scale;               /* softmax scale */
-	float scale_log2;          /* scale·log2(e): scores go through ex2 */
 	TileLayout lq, lk, lv;     /* one warpgroup's Q, one K stage, one V stage */
 	uint32_t q_bytes, k_bytes, v_bytes;
 	Plan plan;
@@ -85,6 +84,17 @@ typedef struct FmhaCfg {
 	 * free, O done (one Q tile) and O final barriers (sm100/fmha.c) */
 	int r_tslot;
 	int b_sfull, b_cfull, b_oready, b_pvdone, b_odone, b_ofinal;
+	/* decode (gen/decode.h) reuses the sm_90a split-O consumers: its K=V
+	 * tiles come from `gather`, run by the whole producer warpgroup
+	 * (every thread arrives on Q full and K=V full), instead of the TMA
+	 * producer; NULL for fmha. */
+	int (*gather)(Emit *e, const struct FmhaCfg *f, const struct FmhaRegs *r, KgErr *err);
+	int producer_regs;         /* setmaxnreg of the producer warpgroup (0: the plan's) */
+	/* decode: run by both split-O consumer warpgroups (256 threads) after
+	 * their epilogue (the split-KV combine); NULL for fmha */
+	int (*finish)(Emit *e, const struct FmhaCfg *f, const struct FmhaRegs *r, KgErr *err);
+	int head_guard;            /* store only rows of heads < hq (a head block past hq) */
+	const void *ext;           /* the caller's configuration (decode: DecodeCfg) */
 	char name[120];
 } FmhaCfg;
 
@@ -101,6 +111,13 @@ typedef struct FmhaRegs {
 	Reg vcol;                  /* first V/O column of this CTA (ohalves 2) */
 	Reg tq, tk, tv;            /* generic addresses of the tensor maps */
 	Reg o, lse;                /* global addresses */
+	/* Optional (decode), unset when .s[0] == 0: the LSE index of head 0
+	 * (total_q then holds the head stride); per-head sink logits (global
+	 * address, f32 [Hq]) joining the denominator. */
+	Reg lse_q0, sink;
+	Reg sink_hq;               /* with sink: heads below it add their sink (0: none, split-KV parts) */
+	Reg qrow;                  /* decode: the query token's row of Q (qs may name a partial's row) */
+	Reg splits, split;         /* decode: split-KV parts of the row, this CTA's part */
 } FmhaRegs;
 
 typedef struct FmhaOps {
@@ -120,6 +137,12 @@ typedef struct FmhaOps {
 
 extern const FmhaOps fmha_sm90, fmha_sm100;
 
+/* Lays out Q, K and V for the tiles in f and plans the kernel: the shared
+ * Q/K/V regions and the barriers the shared producer fills, then the
+ * target's FmhaOps.plan (plan_check is left to
+ * the caller). A target's tiles function calls it on a copy of f to learn
+ * what a candidate really needs, so no budget is modelled twice. */
+int fmha_plan_kernel(FmhaCfg *f, KgErr *err);
 /* Whether any KV tile can be visible to every row of a CTA: a window
  * narrower than bm + bn - 1 keys never covers a whole tile for all rows,
  * so no unmasked loop is emitted (it would be dead code). */
@@ -128,6 +151,10 @@ int fmha_emit_producer(Emit *e, const FmhaCfg *f, const FmhaRegs *r, KgErr *err)
 /* The query row within the sequence (into rowq) and the head of CTA-tile
  * row trow = q_rows·w + t (Q tile w, tile row t). Returns r->h unpacked,
  * else a new register. */
+/* Loads the run-time softmax_scale parameter and returns it times log2(e)
+ * in a new f32 register: the softmax computes exp2(s·scale·log2(e) - m)
+ * (docs/ABI.md, "fmha (attention forward)"). */
+Reg fmha_emit_scale_log2(Emit *e);
 Reg fmha_emit_row_head(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Reg trow, Reg rowq);
 
 #endif

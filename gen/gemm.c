@@ -103,6 +103,19 @@ gemm_desc_words(const GemmCfg *g, const TileLayout *l, uint32_t *lo0, uint32_t *
 }
 
 int
+gemm_mma_loop_head(Emit *e, KgErr *err, const GemmRegs *r, Reg stage, Reg phase, Reg kt,
+                   Reg full0, Reg full, Reg p, char *loop, char *done, size_t n)
+{
+	emitf(e, "\tmov.u32 %s, 0;\n\tmov.u32 %s, 0;\n\tmov.u32 %s, 0;\n", stage.s, phase.s, kt.s);
+	label_new(e, loop, n, "mma");
+	label_new(e, done, n, "mma_done");
+	emitf(e, "\tsetp.eq.u32 %s, %s, 0;\n\t@%s bra %s;\n", p.s, r->nk.s, p.s, done);
+	emit_label(e, loop);
+	emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n", full.s, stage.s, full0.s);
+	return op_mbar_wait(e, err, full, phase.s);
+}
+
+int
 gemm_emit_producer(Emit *e, const GemmCfg *g, const GemmRegs *r, KgErr *err)
 {
 	Reg stage = reg_new(e, RC_B32), phase = reg_new(e, RC_B32), kt = reg_new(e, RC_B32);
@@ -161,11 +174,13 @@ gemm_emit_producer(Emit *e, const GemmCfg *g, const GemmRegs *r, KgErr *err)
 	emit_label(e, loop);
 	/* Empty barriers start in phase 0 with nothing consumed: waiting on
 	 * parity phase^1 passes at once the first round (docs/hardware.md, "mbarrier"). */
-	emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n", empty.s, stage.s, empty0.s);
+	emitf(e, "\tmad.lo.u32 %s, %s, 8, %s; // mbar %s[stage]\n", empty.s, stage.s, empty0.s,
+	      g->plan.bars[g->b_empty].name);
 	emitf(e, "\txor.b32 %s, %s, 1;\n", par.s, phase.s);
 	if (op_mbar_wait(e, err, empty, par.s) < 0)
 		return -1;
-	emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n", full.s, stage.s, full0.s);
+	emitf(e, "\tmad.lo.u32 %s, %s, 8, %s; // mbar %s[stage]\n", full.s, stage.s, full0.s,
+	      g->plan.bars[g->b_full].name);
 	/* Every byte of every box of the stage, out-of-bounds fill included
 	 * (a missing count deadlocks: docs/lessons.md,
 	 * "Size and budget bugs"). */
@@ -322,20 +337,17 @@ gemm_abi(const GemmCfg *g, const char *args, KernelAbi *k)
 		snprintf(k->grid[0], sizeof k->grid[0], "cdiv(M,%d)*cdiv(N,%d)", g->tm, g->tn);
 	snprintf(k->grid[1], sizeof k->grid[1], "1");
 	snprintf(k->grid[2], sizeof k->grid[2], "1");
-	p = abi_add(k, ABI_TMAP, "A");
-	p->dtype = g->in;
-	p->rank = 2;
-	p->box[0] = g->span / g->esz_in;
-	p->box[1] = g->tm / g->cn;
-	p->swz = g->swz;
-	snprintf(p->tensor, sizeof p->tensor, "A[M,K]");
-	p = abi_add(k, ABI_TMAP, "B");
-	p->dtype = g->in;
-	p->rank = 2;
-	p->box[0] = g->span / g->esz_in;
-	p->box[1] = g->tn_cta;
-	p->swz = g->swz;
-	snprintf(p->tensor, sizeof p->tensor, "B[N,K]");
+	/* A and B: K-major, one swizzle span of K by the rows one CTA loads per box (a multicast
+	 * slice of A under --cluster-n, a pair's half of B under --cta-pair) */
+	for (int i = 0; i < 2; i++) {
+		p = abi_add(k, ABI_TMAP, i ? "B" : "A");
+		p->dtype = g->in;
+		p->rank = 2;
+		p->box[0] = g->span / g->esz_in;
+		p->box[1] = i ? g->tn_cta : g->tm / g->cn;
+		p->swz = g->swz;
+		snprintf(p->tensor, sizeof p->tensor, "%s", i ? "B[N,K]" : "A[M,K]");
+	}
 	p = abi_add(k, ABI_PTR, "C");
 	p->dtype = g->out;
 	snprintf(p->tensor, sizeof p->tensor, "C[M,N]");

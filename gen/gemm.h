@@ -69,6 +69,13 @@ extern const GemmOps gemm_sm90, gemm_sm100;
 /* Shared building blocks for the target bodies. */
 /* The TMA producer loop for one elected thread. */
 int gemm_emit_producer(Emit *e, const GemmCfg *g, const GemmRegs *r, KgErr *err);
+/* The head of the MMA warp's K loop, on both targets: stage, phase and kt
+ * start at 0, the loop is skipped when there is no K tile, and each round
+ * starts by waiting on its stage's "full" barrier (full0: the ring's first;
+ * full, p: scratch). Writes the loop's labels into loop and done (n bytes
+ * each); the caller emits the body and the back edge. */
+int gemm_mma_loop_head(Emit *e, KgErr *err, const GemmRegs *r, Reg stage, Reg phase, Reg kt,
+                       Reg full0, Reg full, Reg p, char *loop, char *done, size_t n);
 /* Low/high words of the K-major smem descriptor of operand `l` whose start
  * is `addr_reg` + byte offset; see gen/desc.h. */
 int gemm_desc_words(const GemmCfg *g, const TileLayout *l, uint32_t *lo0, uint32_t *hi,

@@ -11,8 +11,13 @@ configure(const char *family, int nargs, const char *const *args, const Family *
           void **params, KgErr *err)
 {
 	*f = family_find(family);
-	if (!*f)
-		return kg_fail(err, "family=%s: unknown (families: gemm)", family);
+	if (!*f) {
+		Buf names = {0};
+		family_names(&names);
+		kg_fail(err, "family=%s: unknown (families: %s)", family, names.p ? names.p : "");
+		buf_free(&names);
+		return -1;
+	}
 	*params = calloc(1, (*f)->size);
 	if (!*params)
 		return kg_fail(err, "out of memory");

@@ -30,9 +30,61 @@ static const struct {
 	[SWZ_128B] = {"128B", "128", 128, 1024, 3},
 };
 
-/* No tile may exceed the 14-bit (addr >> 4) window of the descriptors
- * (docs/hardware.md, "Shared-memory descriptor (sm_100)"): 256 KiB. */
-#define SMEM_WINDOW (1u << 18)
+/* Bits of an address the descriptor fields keep: 17..4. */
+enum { DESC_ADDR_BITS = 18 };
+
+uint32_t
+smem_desc_window(void)
+{
+	return 1u << DESC_ADDR_BITS;
+}
+
+/* The lane field of a TMEM address starts at bit 16; a quarter is 32
+ * lanes. */
+enum { TMEM_LANE_BIT = 16, TMEM_QUARTER_LANE_SHIFT = 5 };
+
+uint32_t
+tmem_addr(uint32_t lane, uint32_t col)
+{
+	return lane << TMEM_LANE_BIT | col;
+}
+
+int
+tmem_quarter_lanes(void)
+{
+	return 1 << TMEM_QUARTER_LANE_SHIFT;
+}
+
+int
+tmem_quarter_lane_shift(void)
+{
+	return TMEM_QUARTER_LANE_SHIFT;
+}
+
+int
+tmem_quarter_addr_shift(void)
+{
+	return TMEM_LANE_BIT + TMEM_QUARTER_LANE_SHIFT;
+}
+
+int
+wgmma_acc_row(int t)
+{
+	return 16 * (t / 32 % 4) + t % 32 / 4;
+}
+
+int
+wgmma_acc_col(int t)
+{
+	return 2 * (t % 4);
+}
+
+void
+wgmma_acc_reg(int i, int *drow, int *dcol)
+{
+	*drow = 8 * ((i / 2) % 2);
+	*dcol = i % 2 + 8 * (i / 4);
+}
 
 int
 swizzle_parse(const char *s, Swizzle *out)
@@ -68,14 +120,17 @@ swizzle_period(Swizzle s)
  * absolute address because that is what TMA writes and the MMA reads
  * (docs/hardware.md, "Swizzle modes" and "TMA swizzle"). An unknown mode is the identity. */
 uint32_t
+swizzle_mask(Swizzle s)
+{
+	if ((unsigned)s >= SWZ_COUNT)
+		return 0;
+	return ((1u << swz_tab[s].xor_bits) - 1) << 7;
+}
+
+uint32_t
 swizzle_addr(Swizzle s, uint32_t addr)
 {
-	uint32_t mask;
-
-	if ((unsigned)s >= SWZ_COUNT)
-		return addr;
-	mask = ((1u << swz_tab[s].xor_bits) - 1) << 7;
-	return addr ^ ((addr & mask) >> 3);
+	return addr ^ ((addr & swizzle_mask(s)) >> 3);
 }
 
 /* Bits one element occupies in shared memory. 6-bit types live in the
@@ -112,7 +167,7 @@ check_dims(Major major, int elem_bits, int mn, int k, KgErr *err)
 	else
 		bytes = (uint64_t)mn * (uint64_t)k
 		        * (uint64_t)container_bits(elem_bits) / 8;
-	if (bytes > SMEM_WINDOW)
+	if (bytes > smem_desc_window())
 		return kg_fail(err, "rows=%d, cols=%d: tile exceeds the 256 KiB "
 		               "descriptor address window (docs/hardware.md, \"Shared-memory descriptor (sm_100)\")", mn, k);
 	/* Transposed (MN-major) sub-byte operands do not exist (docs/hardware.md,

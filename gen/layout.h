@@ -28,6 +28,10 @@ int swizzle_period(Swizzle s); /* alignment for base_offset 0: 16, 256, 512, 102
 /* Apply the swizzle to an absolute shared-memory byte address (docs/hardware.md,
  * "Swizzle modes"). */
 uint32_t swizzle_addr(Swizzle s, uint32_t addr);
+/* The address bits that swizzle_addr moves down by 3 and XORs in: code
+ * that swizzles at run time (st.shared into a TMA-shaped tile) emits
+ * addr ^ ((addr & mask) >> 3) with this mask. */
+uint32_t swizzle_mask(Swizzle s);
 
 /* A densely packed tile of `mn` rows (along M or N) by `k` elements, laid
  * out canonically for `major` and `swz`:
@@ -47,6 +51,32 @@ typedef struct TileLayout {
 	uint32_t bytes;     /* total footprint */
 	uint32_t slice_bytes; /* K-major swizzled: bytes of one span-wide K slice (mn*span); else 0 */
 } TileLayout;
+
+/* Bytes of the shared-memory window the descriptors address: start, LBO
+ * and SBO keep address bits 17..4 (docs/hardware.md, "Shared-memory
+ * descriptor (sm_100)"), so 256 KiB. */
+uint32_t smem_desc_window(void);
+
+/* The TMEM address of lane `lane`, column `col`: lane in bits 31-16, column
+ * in bits 15-0 (docs/hardware.md, "TMEM addressing"). */
+uint32_t tmem_addr(uint32_t lane, uint32_t col);
+/* Lanes of one quarter (32) and the shifts that turn a quarter index
+ * (warp % 4) into its first lane (<< tmem_quarter_lane_shift(), 5) and into
+ * the TMEM address of that lane (<< tmem_quarter_addr_shift(), 21)
+ * (docs/hardware.md, "Lane quarters"). */
+int tmem_quarter_lanes(void);
+int tmem_quarter_lane_shift(void);
+int tmem_quarter_addr_shift(void);
+
+/* The wgmma f32 accumulator fragment of m64nNk16/k32 (docs/hardware.md,
+ * "wgmma accumulator fragment"): thread t of the warpgroup holds, in
+ * register i, row wgmma_acc_row(t) + drow and column wgmma_acc_col(t) + dcol
+ * with wgmma_acc_reg(i, &drow, &dcol). drow is 0 or 8: the thread's two
+ * rows g and g+8, which the A fragment of the RS form shares
+ * (docs/hardware.md, "wgmma A fragment"). */
+int wgmma_acc_row(int t);  /* 16*(t/32 % 4) + (t%32)/4 */
+int wgmma_acc_col(int t);  /* 2*(t%4) */
+void wgmma_acc_reg(int i, int *drow, int *dcol); /* 8*((i/2)%2), (i%2) + 8*(i/4) */
 
 int layout_canonical(TileLayout *out, Major major, Swizzle swz, int elem_bits,
                      int mn, int k, KgErr *err);

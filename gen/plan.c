@@ -130,15 +130,36 @@ plan_regs_split(const Plan *p, int consumer_threads, int other_threads, int othe
 	return r > 248 ? 248 : r;
 }
 
+uint32_t
+plan_smem_total(Plan *p)
+{
+	uint32_t off = 0;
+
+	for (int i = 0; i < p->nsmem; i++) {
+		uint32_t end = p->smem[i].offset + p->smem[i].bytes * (uint32_t)p->smem[i].count;
+		if (end > off)
+			off = end;
+	}
+	off = align_up(off, 8);
+	for (int i = 0; i < p->nbars; i++) {
+		p->bars[i].offset = off;
+		off += 8u * (uint32_t)p->bars[i].count;
+	}
+	p->smem_bytes = off;
+	/* The dynamic base is only guaranteed 16-byte aligned; round it up at run
+	 * time and request the slack (docs/lessons.md, "Size and budget
+	 * bugs"; docs/hardware.md, "Base offset and alignment"). */
+	p->smem_request = p->smem_bytes + (p->smem_align > 16 ? p->smem_align : 0);
+	return p->smem_request;
+}
+
 int
 plan_check(Plan *p, KgErr *err)
 {
 	const Target *t = p->target;
-	uint32_t off = align_up(p->smem_bytes, 8);
 
+	plan_smem_total(p);
 	for (int i = 0; i < p->nbars; i++) {
-		p->bars[i].offset = off;
-		off += 8u * (uint32_t)p->bars[i].count;
 		if (p->bars[i].arrivals < 1 || p->bars[i].arrivals > (1 << 20) - 1)
 			return kg_fail(err, "plan: barrier %s expects %d arrivals; mbarrier counts are 1..2^20-1",
 			               p->bars[i].name, p->bars[i].arrivals);
@@ -146,11 +167,6 @@ plan_check(Plan *p, KgErr *err)
 			return kg_fail(err, "plan: barrier %s expects %u transaction bytes; the tx-count limit is 2^20-1",
 			               p->bars[i].name, p->bars[i].tx_bytes);
 	}
-	p->smem_bytes = off;
-	/* The dynamic base is only guaranteed 16-byte aligned; round it up at run
-	 * time and request the slack (docs/lessons.md, "Size and budget
-	 * bugs"; docs/hardware.md, "Base offset and alignment"). */
-	p->smem_request = p->smem_bytes + (p->smem_align > 16 ? p->smem_align : 0);
 	if (p->smem_request > t->smem_max)
 		return kg_fail(err, "plan needs %u bytes (%.1f KiB) of shared memory, %s allows %u (%.1f KiB)",
 		               p->smem_request, p->smem_request / 1024.0, t->name, t->smem_max,

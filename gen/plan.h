@@ -84,6 +84,11 @@ int plan_role(Plan *p, const char *name, int warp0, int nwarps, int regs, const 
 /* Smallest power of two >= cols and >= 32 (tcgen05.alloc rule,
  * docs/hardware.md, "TMEM allocation"); -1 if cols > 512. */
 int plan_tmem_columns(int cols);
+/* Places the barriers after the regions and sets smem_bytes and
+ * smem_request (the bytes plus the slack to align the base); returns
+ * smem_request. plan_check calls it; a planner measuring a candidate may
+ * call it on its own. */
+uint32_t plan_smem_total(Plan *p);
 /* Largest setmaxnreg value (multiple of 8, <= 240... 256) the consumers can
  * take when the other warpgroups keep `other_regs` each. */
 int plan_regs_split(const Plan *p, int consumer_threads, int other_threads, int other_regs);

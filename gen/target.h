@@ -32,6 +32,7 @@ typedef struct Target {
 	DescArch desc;        /* smem descriptor format */
 	const struct GemmOps *gemm;
 	const struct FmhaOps *fmha; /* NULL: not generated for this target yet */
+	const struct DecodeOps *decode; /* NULL: not generated for this target yet */
 } Target;
 
 extern const Target targets[];

@@ -809,22 +809,6 @@ krt_ptx_block_at(const char *ptx, size_t len, int line, char *block, size_t bloc
 	return -1;
 }
 
-static void
-appendf(char *out, size_t n, size_t *at, const char *fmt, ...) KRT_PRINTF(4, 5);
-
-static void
-appendf(char *out, size_t n, size_t *at, const char *fmt, ...)
-{
-	if (*at >= n)
-		return;
-	va_list ap;
-	va_start(ap, fmt);
-	int w = vsnprintf(out + *at, n - *at, fmt, ap);
-	va_end(ap);
-	if (w > 0)
-		*at = *at + (size_t)w < n ? *at + (size_t)w : n - 1;
-}
-
 int
 krt_jit_log_explain(const char *ptx, size_t len, const char *log, char *out, size_t n)
 {
@@ -860,11 +844,11 @@ krt_jit_log_explain(const char *ptx, size_t len, const char *log, char *out, siz
 		while (*t == ' ' || *t == '\t')
 			t++;
 		if (r == 1)
-			appendf(out, n, &at, "  PTX line %ld is in block %s: %s\n", ln, block, t);
+			krt_appendf(out, n, &at, "  PTX line %ld is in block %s: %s\n", ln, block, t);
 		else if (r == 0)
-			appendf(out, n, &at, "  PTX line %ld (before any // @block): %s\n", ln, t);
+			krt_appendf(out, n, &at, "  PTX line %ld (before any // @block): %s\n", ln, t);
 		else
-			appendf(out, n, &at, "  PTX line %ld: past the end of the PTX\n", ln);
+			krt_appendf(out, n, &at, "  PTX line %ld: past the end of the PTX\n", ln);
 	}
 	return nseen;
 }

@@ -375,7 +375,7 @@ cuda_module_load(KrtModule *m, const char *ptx, size_t len, KrtErr *err)
 	/* Static + dynamic smem must fit the opt-in limit (227 KiB on sm_90,
 	 * docs/hardware.md, "Limits and peak rates"; Triton uses optin - static). */
 	if ((uint64_t)a->smem + (uint64_t)m->static_smem > (uint64_t)d->smem_optin) {
-		krt_errf(err, KRT_EMISMATCH,
+		krt_errf(err, KRT_ERESOURCE,
 		         "kernel %s: %u bytes of dynamic shared memory (//@smem) + %d static = %llu "
 		         "exceed what %s allows one block (%d, "
 		         "CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)",

@@ -1,5 +1,6 @@
 /* libkrt's error record (internal.h): filling, extending and clearing a
- * KrtErr, and the source site a message names. Every file of libkrt reports
+ * KrtErr, the source site a message names, and a bounded append for
+ * messages built in pieces. Every file of libkrt reports
  * through these; nothing here calls another file. */
 #include <stdarg.h>
 #include <stdio.h>
@@ -73,4 +74,17 @@ krt_site(const char *file)
 		return r;
 	const char *slash = strrchr(file, '/');
 	return slash ? slash + 1 : file;
+}
+
+void
+krt_appendf(char *out, size_t n, size_t *at, const char *fmt, ...)
+{
+	if (*at >= n)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	int w = vsnprintf(out + *at, n - *at, fmt, ap);
+	va_end(ap);
+	if (w > 0)
+		*at = *at + (size_t)w < n ? *at + (size_t)w : n - 1;
 }

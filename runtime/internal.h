@@ -26,6 +26,9 @@ int krt_err_append(KrtErr *err, const char *fmt, ...) KRT_PRINTF(2, 3);
 /* Puts text in front of err->msg; returns err->code. */
 int krt_err_prefix(KrtErr *err, const char *fmt, ...) KRT_PRINTF(2, 3);
 void krt_err_clear(KrtErr *err);
+/* Appends to out[0..n) at *at, truncating at n and advancing *at at most
+ * to n - 1, for messages built in pieces. */
+void krt_appendf(char *out, size_t n, size_t *at, const char *fmt, ...) KRT_PRINTF(4, 5);
 /* "runtime/cuda.c" out of a build-relative __FILE__ such as "../runtime/cuda.c". */
 const char *krt_site(const char *file);
 

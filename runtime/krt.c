@@ -283,7 +283,7 @@ krt_module_load(KrtDevice *dev, const char *ptx, size_t len, KrtModule **out, Kr
 	if (!rc)
 		rc = krt_ptx_version_check(&m->abi, dev->ptx_isa, dev->driver_version, err);
 	if (!rc && dev->smem_optin > 0 && m->abi.smem > (uint32_t)dev->smem_optin)
-		rc = krt_errf(err, KRT_EMISMATCH,
+		rc = krt_errf(err, KRT_ERESOURCE,
 		              "kernel %s: %u bytes of dynamic shared memory (//@smem) exceed what %s "
 		              "allows one block (%d)",
 		              m->abi.kernel, m->abi.smem, dev->name, dev->smem_optin);

@@ -16,6 +16,8 @@ enum {
 	KRT_ELOAD = 5,     /* module load (JIT) failed */
 	KRT_ECUDA = 6,     /* a driver call failed */
 	KRT_ENOMEM = 7,
+	KRT_ERESOURCE = 8, /* the kernel or launch asks for more than the device has or
+	                    * than the emulator's stated limits (runtime/emu/README.md) */
 };
 
 typedef struct KrtErr {

@@ -67,22 +67,6 @@ list_u32(char *buf, size_t n, size_t *at, const uint32_t *v, int count)
 	}
 }
 
-static void
-put(char *buf, size_t n, size_t *at, const char *fmt, ...) KRT_PRINTF(4, 5);
-
-static void
-put(char *buf, size_t n, size_t *at, const char *fmt, ...)
-{
-	if (*at >= n)
-		return;
-	va_list ap;
-	va_start(ap, fmt);
-	int w = vsnprintf(buf + *at, n - *at, fmt, ap);
-	va_end(ap);
-	if (w > 0)
-		*at += (size_t)w;
-}
-
 void
 krt_tmap_describe(const KrtTmapArgs *a, char *buf, size_t n)
 {
@@ -94,18 +78,18 @@ krt_tmap_describe(const KrtTmapArgs *a, char *buf, size_t n)
 		if ((int)swizzles[i].mode == a->swizzle)
 			sw = swizzles[i].name;
 	buf[0] = 0;
-	put(buf, n, &at, "dtype=%s (CU_TENSOR_MAP_DATA_TYPE_%s, %d bytes) rank=%" PRIu32
+	krt_appendf(buf, n, &at, "dtype=%s (CU_TENSOR_MAP_DATA_TYPE_%s, %d bytes) rank=%" PRIu32
 	                 " address=0x%" PRIx64 " dims={",
 	    a->dtype, name_of(data_type_names, 16, a->data_type), a->elem_bytes, a->rank,
 	    a->address);
 	list_u64(buf, n, &at, a->dims, r);
-	put(buf, n, &at, "} globalStrides={");
+	krt_appendf(buf, n, &at, "} globalStrides={");
 	list_u64(buf, n, &at, a->strides, r > 0 ? r - 1 : 0);
-	put(buf, n, &at, "} box={");
+	krt_appendf(buf, n, &at, "} box={");
 	list_u32(buf, n, &at, a->box, r);
-	put(buf, n, &at, "} elementStrides={");
+	krt_appendf(buf, n, &at, "} elementStrides={");
 	list_u32(buf, n, &at, a->estrides, r);
-	put(buf, n, &at, "} interleave=NONE swizzle=%s l2Promotion=%s oobFill=NONE", sw,
+	krt_appendf(buf, n, &at, "} interleave=NONE swizzle=%s l2Promotion=%s oobFill=NONE", sw,
 	    name_of(l2_names, 4, a->l2_promotion));
 	if (at >= n && n > 4)
 		strcpy(buf + n - 4, "...");

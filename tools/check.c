@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "num.h"
+#include "gen/numarg.h"
 #include "tools/check_internal.h"
 
 #define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
@@ -103,8 +104,32 @@ check_set_var(CheckCase *c, const char *name, uint64_t value, KrtErr *err)
 		return check_fail(err, KRT_EINVAL, "check: no room for value %s", name);
 	snprintf(c->vars[i].name, sizeof c->vars[i].name, "%s", name);
 	c->vars[i].value = value;
+	c->vars[i].is_f32 = 0;
 	c->nvars += i == c->nvars;
 	return 0;
+}
+
+int
+check_set_f32(CheckCase *c, const char *name, float value, KrtErr *err)
+{
+	int rc = check_set_var(c, name, 0, err);
+
+	for (int i = 0; !rc && i < c->nvars; i++)
+		if (strcmp(c->vars[i].name, name) == 0) {
+			c->vars[i].is_f32 = 1;
+			c->vars[i].f32 = value;
+		}
+	return rc;
+}
+
+/* The f32 value set for name, or NULL. */
+static const CheckVar *
+f32_var(const CheckCase *c, const char *name)
+{
+	for (int i = 0; i < c->nvars; i++)
+		if (c->vars[i].is_f32 && strcmp(c->vars[i].name, name) == 0)
+			return &c->vars[i];
+	return NULL;
 }
 
 static CheckBuf *
@@ -249,6 +274,14 @@ bind_scalar(CheckCase *c, const KrtAbiParam *p, KrtArg *a, KrtErr *err)
 {
 	uint64_t v;
 
+	if (p->kind == KRT_ARG_F32) {
+		const CheckVar *fv = f32_var(c, p->name);
+		if (!fv)
+			return check_fail(err, KRT_EABI, "%s: f32 %s: family %s has no value for it",
+			                  c->abi->kernel, p->name, c->fam->name);
+		a->v.f32 = fv->f32;
+		return 0;
+	}
 	if (dim_value(c, p->name, strlen(p->name), &v))
 		return check_fail(err, KRT_EABI, "%s: scalar %s: family %s has no value for it (dims %s)",
 		                  c->abi->kernel, p->name, c->fam->name, c->fam->dims);
@@ -387,6 +420,12 @@ const CheckFamily *
 check_case_family(const CheckCase *c)
 {
 	return c->fam;
+}
+
+double
+check_case_traffic(const CheckCase *c)
+{
+	return c->fam->bytes ? c->fam->bytes(c) : 0;
 }
 
 double
@@ -686,10 +725,12 @@ check_draw_matrix(NumRng *r, CheckFill fill, NumType t, CheckEdge e, uint64_t ro
  * tools/peers.py), describe (failure details). */
 extern const CheckFamily check_family_gemm; /* check_gemm.c */
 extern const CheckFamily check_family_fmha; /* check_fmha.c */
+extern const CheckFamily check_family_decode; /* check_decode.c */
 
 static const CheckFamily *const families[] = {
 	&check_family_gemm,
 	&check_family_fmha,
+	&check_family_decode,
 };
 
 const CheckFamily *
@@ -878,12 +919,43 @@ check_seed_from_time(void)
 	return num_mix((uint64_t)ts.tv_sec, (uint64_t)ts.tv_nsec, (uint64_t)getpid(), 0) >> 11;
 }
 
+void
+check_device_str(KrtDevice *dev, const KrtAbi *abi, char *buf, size_t n)
+{
+	if (strcmp(krt_device_kind(dev), "emu") == 0 && abi)
+		snprintf(buf, n, "%s, running %s (%s-class)", krt_device_name(dev), abi->target,
+		         abi->target_cc >= 100 ? "B200" : "H100");
+	else
+		snprintf(buf, n, "%s (sm_%d)", krt_device_name(dev), krt_device_cc(dev));
+}
+
+int
+check_exit_of(int code)
+{
+	switch (code) {
+	case KRT_OK: return 0;
+	case KRT_ENODEV:
+	case KRT_EMISMATCH: return CHECK_EXIT_NODEV;
+	case KRT_EINVAL:
+	case KRT_EABI:
+	case KRT_ERESOURCE: return CHECK_EXIT_INPUT;
+	default: return CHECK_EXIT_FAIL;
+	}
+}
+
 uint64_t
 check_seed_from_env(void)
 {
 	const char *env = getenv("KGEN_TEST_SEED");
+	uint64_t seed;
+	KgErr err = {{0}};
 
-	return env && *env ? strtoull(env, NULL, 0) : check_seed_from_time();
+	if (!env || !*env)
+		return check_seed_from_time();
+	if (kg_parse_u64("KGEN_TEST_SEED", env, UINT64_MAX, &seed, &err) == 0)
+		return seed;
+	fprintf(stderr, "%s; using a seed from the clock\n", err.msg);
+	return check_seed_from_time();
 }
 
 int

@@ -19,6 +19,25 @@
 
 enum { CHECK_MAX_DIMS = 8 };
 
+/* Exit status of kcheck and kbench (and kgen's 2 and 74): one meaning each.
+ * 77 is what meson counts as skipped, so it means only that no device here
+ * can run the kernel. */
+enum {
+	CHECK_EXIT_FAIL = 1,   /* a check failed, or the run failed on the device */
+	CHECK_EXIT_INPUT = 2,  /* bad input: usage, a malformed header, a kernel that
+	                        * asks for more than the device or emulator allows */
+	CHECK_EXIT_IO = 74,    /* output lost: a write failed */
+	CHECK_EXIT_NODEV = 77, /* no GPU and no emulator, or a target this device
+	                        * cannot run */
+};
+/* The exit status for a libkrt error code from opening a device or loading
+ * or launching a module. */
+int check_exit_of(int krt_code);
+/* "NVIDIA H100 80GB HBM3 (sm_90)", or on the emulator the target it runs
+ * this kernel as: "CPU emulator (each kernel as its own target), running
+ * sm_90a (H100-class)". */
+void check_device_str(KrtDevice *dev, const KrtAbi *abi, char *buf, size_t n);
+
 /* A problem size: d[i] is the family's i-th dimension (CheckFamily.dims;
  * gemm: M, N, K; fmha: batch, seqlen_q, seqlen_k, varlen). */
 typedef struct CheckShape {
@@ -97,6 +116,10 @@ typedef struct CheckFamily {
 	 * counts are known: "gemm M N K bf16 ITERS WARMUP f32". -1: no peer
 	 * takes this case. */
 	int (*peer_args)(const CheckCase *c, int iters, int warmup, char *buf, size_t n);
+	/* Optional: the bytes the case must move at least, for GB/s (decode:
+	 * Q + unique gathered tokens x bytes per token + O, FlashMLA's count);
+	 * NULL: kbench prints no rate. */
+	double (*bytes)(const CheckCase *c);
 	/* Optional: lines for a failure report that the ABI and the shape do
 	 * not already say (fmha: the configuration read from the ABI args and
 	 * the drawn sequence lengths). */
@@ -125,6 +148,7 @@ void check_case_free(CheckCase *c);
 const KrtArg *check_case_args(const CheckCase *c, int *nargs);
 const CheckFamily *check_case_family(const CheckCase *c);
 double check_case_flops(const CheckCase *c);
+double check_case_traffic(const CheckCase *c); /* the family's bytes(), or 0 */
 uint64_t check_case_bytes(const CheckCase *c); /* device bytes it uses */
 /* Fills every output with the poison (all bytes 0xff: a NaN in bf16, fp16
  * and f32) and its guard bands with 0x99. */

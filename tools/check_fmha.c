@@ -43,7 +43,6 @@ enum {
 	ARG_HEADS_Q,
 	ARG_HEADS_KV,
 	ARG_MASK,
-	ARG_SCALE,
 	ARG_KV_SHARED,
 	ARG_LSE,
 	ARG_WINDOW_LEFT,
@@ -55,7 +54,6 @@ typedef enum ArgKind {
 	AK_COUNT,  /* 0 .. 65536 */
 	AK_FLAG,   /* 0 or 1 */
 	AK_MASK,   /* a mask name (fmha_ref.h), or its index */
-	AK_REAL,   /* a number >= 0 */
 	AK_WINDOW, /* -1 (none) or a count */
 	NKINDS
 } ArgKind;
@@ -68,7 +66,6 @@ static const struct {
 	[AK_COUNT] = {0, 65536, 1},
 	[AK_FLAG] = {0, 1, 1},
 	[AK_MASK] = {0, FMHA_NMASKS - 1, 1},
-	[AK_REAL] = {0, DBL_MAX, 0},
 	[AK_WINDOW] = {-1, 1 << 30, 1},
 };
 
@@ -86,7 +83,6 @@ static const struct {
 	[ARG_HEADS_Q] = {"heads-q", AK_COUNT, 1},
 	[ARG_HEADS_KV] = {"heads-kv", AK_COUNT, 0},     /* absent: heads-q */
 	[ARG_MASK] = {"mask", AK_MASK, 0},              /* absent: none */
-	[ARG_SCALE] = {"softmax-scale", AK_REAL, 0},    /* 0 or absent: 1/sqrt(D) */
 	[ARG_KV_SHARED] = {"kv-shared", AK_FLAG, 0},    /* absent: no V parameter */
 	[ARG_LSE] = {"lse", AK_FLAG, 0},                /* absent: an LSE parameter */
 	[ARG_WINDOW_LEFT] = {"window-left", AK_WINDOW, 0},
@@ -223,18 +219,42 @@ read_config(const CheckCase *c, Fmha *f, KrtErr *err)
 	                         ? (int64_t)av.v[ARG_WINDOW_LEFT] : -1;
 	f->window_right = f->mask == FMHA_MASK_WINDOW && av.given[ARG_WINDOW_RIGHT]
 	                          ? (int64_t)av.v[ARG_WINDOW_RIGHT] : -1;
-	/* The generator keeps the scale as a float (--softmax-scale is an f32
-	 * field, 1/sqrt(D) is rounded to one), and the kernel can apply only
-	 * that float: the reference uses the same number, so the comparison
-	 * measures the kernel's arithmetic and not a rounding of its input. */
-	double s = av.v[ARG_SCALE] > 0 ? av.v[ARG_SCALE] : 1.0 / sqrt((double)f->d);
-	f->scale = (double)(float)s;
+	/* The kernel takes the scale as an f32 argument (softmax_scale,
+	 * docs/ABI.md); 1/sqrt(D) rounded to one is what it gets here, and the
+	 * reference uses the same number, so the comparison measures the
+	 * kernel's arithmetic and not a rounding of its input. */
+	f->scale = (double)(float)(1.0 / sqrt((double)f->d));
 	if (f->kv_shared == have_v)
 		return check_fail(err, KRT_EABI, "%s: --kv-shared %d but the ABI %s a V parameter", k,
 		                  f->kv_shared, have_v ? "has" : "lacks");
 	if (f->lse != have_lse)
 		return check_fail(err, KRT_EABI, "%s: --lse %d but the ABI %s an LSE parameter", k,
 		                  f->lse, have_lse ? "has" : "lacks");
+	/* The header's //@shape (docs/ABI.md, "Shape fields") states the same
+	 * numbers for libkrt; a header whose two lines disagree is malformed. */
+	const struct {
+		const char *field;
+		int64_t v;
+	} shape[] = {
+		{"Hq", f->hq}, {"Hkv", f->hkv}, {"D", f->d}, {"Dv", f->dv},
+		{"lse", f->lse}, {"kv-shared", f->kv_shared},
+	};
+	for (size_t i = 0; i < sizeof shape / sizeof shape[0]; i++) {
+		const char *v = krt_abi_shape(c->abi, shape[i].field);
+		if (v && strtoll(v, NULL, 10) != shape[i].v)
+			return check_fail(err, KRT_EABI, "%s: //@shape %s=%s but //@args give %lld", k,
+			                  shape[i].field, v, (long long)shape[i].v);
+	}
+	const char *sm = krt_abi_shape(c->abi, "mask"), *sw = krt_abi_shape(c->abi, "window");
+	FmhaMask m;
+	long long wl, wr;
+	if (sm && (fmha_mask_parse(sm, &m) != 0 || m != f->mask))
+		return check_fail(err, KRT_EABI, "%s: //@shape mask=%s but //@args give another mask",
+		                  k, sm);
+	if (sw && (sscanf(sw, "%lld,%lld", &wl, &wr) != 2 || wl != f->window_left ||
+	           wr != f->window_right))
+		return check_fail(err, KRT_EABI, "%s: //@shape window=%s but //@args give %lld,%lld", k,
+		                  sw, (long long)f->window_left, (long long)f->window_right);
 	if (!f->d || !f->hq || !f->hkv || f->hq % f->hkv)
 		return check_fail(err, KRT_EABI, "%s: head-dim %u, heads-q %u, heads-kv %u: want "
 		                  "nonzero, heads-q a multiple of heads-kv", k, f->d, f->hq, f->hkv);
@@ -285,9 +305,11 @@ draw_lengths(CheckCase *c, Fmha *f, KrtErr *err)
 		                  "seqlen_k must be >= 1 and varlen 0..%d", (unsigned long long)B,
 		                  (unsigned long long)SQ, (unsigned long long)SK, f->varlen,
 		                  COUNT(varlen_modes) - 1);
-	if (B > (1u << 20) || B * SQ > INT32_MAX || B * SK > INT32_MAX)
-		return check_fail(err, KRT_EINVAL, "fmha %llux%llux%llu: batch up to 2^20 and "
-		                  "batch·seqlen below 2^31 (cu_seqlens are s32)",
+	/* refused here, before any buffer: grid z is the batch (docs/ABI.md) */
+	if (B > 65535 || B * SQ > INT32_MAX || B * SK > INT32_MAX)
+		return check_fail(err, KRT_EINVAL, "fmha %llux%llux%llu: batch up to 65535 (grid z "
+		                  "is the batch; CUDA's grid z limit) and batch·seqlen below 2^31 "
+		                  "(cu_seqlens are s32)",
 		                  (unsigned long long)B, (unsigned long long)SQ,
 		                  (unsigned long long)SK);
 	f->batch = (uint32_t)B;
@@ -378,6 +400,8 @@ fmha_prepare(CheckCase *c, KrtErr *err)
 	uint64_t vals[] = {f->max_q, f->total_q, f->total_k, f->hq, f->hkv, f->d, f->dv};
 	for (int i = 0; i < COUNT(names) && !rc; i++)
 		rc = check_set_var(c, names[i], vals[i], err);
+	if (!rc)
+		rc = check_set_f32(c, "softmax_scale", (float)f->scale, err);
 	if (rc)
 		return rc;
 	/* TMA refuses zero-sized dimensions; a batch of only empty sequences

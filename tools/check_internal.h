@@ -10,7 +10,7 @@
 #include "tools/check.h"
 
 enum {
-	CHECK_MAX_BUFS = 8,
+	CHECK_MAX_BUFS = 16, /* decode: Q, O, LSE, sink, two caches with indices and lengths, split-KV scratch */
 	CHECK_MAX_VARS = 16,
 	CHECK_GUARD_BYTE = 0x99,  /* around outputs, as dav1d's checkasm does */
 	CHECK_POISON_BYTE = 0xff, /* inside outputs: 0xffff / 0xffffffff are
@@ -45,6 +45,8 @@ typedef struct CheckBuf {
 typedef struct CheckVar {
 	char name[24];
 	uint64_t value;
+	int is_f32;      /* an f32 scalar (check_set_f32): value unused */
+	float f32;
 } CheckVar;
 
 struct CheckCase {
@@ -77,6 +79,8 @@ const CheckBuf *check_find_buf_const(const CheckCase *c, const char *name);
 /* A named value for the binding (see CheckVar); a later one of the same
  * name replaces it. */
 int check_set_var(CheckCase *c, const char *name, uint64_t value, KrtErr *err);
+/* An f32 scalar parameter's value (fmha: softmax_scale). */
+int check_set_f32(CheckCase *c, const char *name, float value, KrtErr *err);
 
 /* An input of element type t, uploaded; takes ownership of host (freed
  * with the case, also on failure). */

@@ -18,25 +18,39 @@
  * shape, iteration counts and median, when `python3 -c "import torch"`
  * works; a peer that cannot run the shape is listed with the reason.
  *
- * Exit status: 0 done, 1 the check or a launch failed, 2 usage, 77 no device
- * can run the kernel. The last lines are a table, one machine-readable
- * `kbench-result` line (ours against the fastest peer), which
- * tools/gpu-check collects, and one `kbench-peer` line per peer. */
+ * Exit status (tools/check.h): 0 done, 1 the check or a launch failed, 2 bad
+ * input (usage, generation, a kernel or shape the device or emulator
+ * refuses), 74 output lost, 77 no device can run the kernel. The last lines
+ * are a table, one machine-readable `kbench-result` line (ours against the
+ * fastest peer), which tools/gpu-check collects, and one `kbench-peer` line
+ * per peer. --json FILE appends the same run as one JSON object on one line
+ * (JSON Lines; the fields are listed at write_json), which tools/plot-bench
+ * draws.
+ *
+ * On the emulator the time is the CPU interpreter's, not a GPU's; a shape
+ * above EMU_MAX_MACS multiply-adds is refused before any launch
+ * (runtime/emu/README.md, "Limits"). */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "gen/emit.h"
 #include "gen/kgen.h"
+#include "gen/numarg.h"
+#include "gen/outfile.h"
 #include "tools/check.h"
 
 #ifndef KGEN_SOURCE_ROOT
 #define KGEN_SOURCE_ROOT "."
 #endif
 
-enum { MAX_OPTS = 128, MAX_SETS = 64, MAX_PEERS = 8, EXIT_SKIP = 77 };
+enum { MAX_OPTS = 128, MAX_SETS = 64, MAX_PEERS = 8 };
+/* about a minute of the interpreter (a 1024^3 gemm, 2^30, takes seconds) */
+#define EMU_MAX_MACS 17179869184.0 /* 2^34 */
 
 typedef struct Args {
 	const CheckFamily *fam;
@@ -47,6 +61,7 @@ typedef struct Args {
 	int no_check, no_peer;
 	double l2_mb;
 	const char *file;
+	const char *json;               /* --json FILE, or NULL */
 	const char *kgen[2 * MAX_OPTS]; /* kgen arguments as given */
 	int nkgen;
 } Args;
@@ -54,6 +69,9 @@ typedef struct Args {
 typedef struct Timing {
 	double median_ms, min_ms, max_ms;
 	double tflops;
+	double gbps;     /* the family's traffic / median; 0 without a count */
+	double flops;    /* of one launch (the family's count) */
+	uint64_t bytes;  /* device bytes of one input set */
 	int sets;
 } Timing;
 
@@ -86,51 +104,58 @@ usage(FILE *f)
 	        "  --l2-mb X            L2 size for input rotation (default 64)\n"
 	        "  --no-check           skip the correctness check before timing\n"
 	        "  --no-peer            skip tools/peers.py\n"
+	        "  --json FILE          append the run to FILE as one JSON line (tools/plot-bench)\n"
 	        "kgen arguments: --target is added from the device when not given\n");
 }
 
+/* Numbers as every CLI reads them (gen/numarg.h); prints why. */
 static int
-parse_num(const char *opt, const char *v, double lo, double *out)
+parse_count(const char *opt, const char *v, uint64_t lo, uint64_t max, uint64_t *out)
 {
-	char *end;
-	errno = 0;
-	double d = v ? strtod(v, &end) : 0;
-	if (!v || errno || end == v || *end || d < lo) {
-		fprintf(stderr, "kbench: %s %s: want a number >= %g\n", opt, v ? v : "", lo);
-		return -1;
-	}
-	*out = d;
-	return 0;
+	KgErr err = {{0}};
+	if (kg_parse_u64(opt, v, max, out, &err) == 0 && *out >= lo)
+		return 0;
+	if (!err.msg[0])
+		kg_fail(&err, "%s=%s: must be at least %llu", opt, v, (unsigned long long)lo);
+	fprintf(stderr, "kbench: %s\n", err.msg);
+	return -1;
 }
 
 /* The options kbench takes a value for; anything else goes to kgen. */
 static int
 own_option(Args *a, const char *s, const char *v)
 {
-	double d;
+	uint64_t n;
+	KgErr err = {{0}};
 	int dim = check_family_dim(a->fam, s + 2);
 
 	if (dim >= 0) {
 		/* optional dimensions (fmha's varlen) may be 0 */
 		int req = a->fam->nrequired ? a->fam->nrequired : a->fam->ndims;
-		if (parse_num(s, v, dim < req ? 1 : 0, &d))
+		if (parse_count(s, v, dim < req ? 1 : 0, UINT32_MAX, &a->shape.d[dim]))
 			return -1;
-		a->shape.d[dim] = (uint64_t)d;
 	} else if (!strcmp(s, "--iters")) {
-		if (parse_num(s, v, 1, &d))
+		if (parse_count(s, v, 1, 1000000, &n))
 			return -1;
-		a->iters = (int)d;
+		a->iters = (int)n;
 	} else if (!strcmp(s, "--warmup")) {
-		if (parse_num(s, v, 0, &d))
+		if (parse_count(s, v, 0, 1000000, &n))
 			return -1;
-		a->warmup = (int)d;
+		a->warmup = (int)n;
 	} else if (!strcmp(s, "--seed")) {
-		if (parse_num(s, v, 0, &d))
+		if (parse_count(s, v, 0, UINT64_MAX, &a->seed))
 			return -1;
-		a->seed = (uint64_t)d;
 	} else if (!strcmp(s, "--l2-mb")) {
-		if (parse_num(s, v, 0, &a->l2_mb))
+		if (kg_parse_real(s, v, 0, 1e6, &a->l2_mb, &err)) {
+			fprintf(stderr, "kbench: %s\n", err.msg);
 			return -1;
+		}
+	} else if (!strcmp(s, "--json")) {
+		if (!v) {
+			fprintf(stderr, "kbench: --json: missing file name\n");
+			return -1;
+		}
+		a->json = v;
 	} else if (!strcmp(s, "--device")) {
 		if (!v)
 			return -1;
@@ -268,7 +293,7 @@ check_first(const Args *a, KrtDevice *dev, KrtModule *mod, CheckCase *c)
 		rc = check_case_verify(c, &o, &r, &err);
 	if (rc) {
 		printf("kbench: check: %s\n", err.msg);
-		return 1;
+		return check_exit_of(rc);
 	}
 	printf("kbench: check %s: max rel err %.2e (tol %.0e)", r.pass ? "PASS" : "FAIL", r.max_err,
 	       r.tol);
@@ -297,7 +322,7 @@ time_sets(const Args *a, KrtModule *mod, CheckCase **sets, int nsets, float *ms)
 	}
 	if (rc)
 		printf("kbench: timing: %s\n", err.msg);
-	return rc ? 1 : 0;
+	return rc ? check_exit_of(rc) : 0;
 }
 
 static int
@@ -311,10 +336,19 @@ bench_ours(const Args *a, KrtDevice *dev, KrtModule *mod, Timing *t, char *peer_
 
 	if (!ms || check_case_new(&sets[0], dev, mod, &a->shape, a->seed, CHECK_FILL_NORMAL, &err)) {
 		printf("kbench: inputs: %s\n", ms ? err.msg : "out of memory");
+		rc = ms ? check_exit_of(err.code) : CHECK_EXIT_FAIL;
 		goto out;
 	}
-	if (!a->no_check && check_first(a, dev, mod, sets[0]))
+	if (!strcmp(krt_device_kind(dev), "emu") && check_case_flops(sets[0]) / 2 > EMU_MAX_MACS) {
+		printf("kbench: %.3g multiply-adds: the emulator refuses more than %.3g in kbench "
+		       "(hours of CPU interpreter; runtime/emu/README.md, \"Limits\"): give a smaller "
+		       "shape\n", check_case_flops(sets[0]) / 2, EMU_MAX_MACS);
+		rc = CHECK_EXIT_INPUT;
 		goto out;
+	}
+	if (!a->no_check && (rc = check_first(a, dev, mod, sets[0])))
+		goto out;
+	rc = 1;
 	nsets = set_count(check_case_bytes(sets[0]), a->l2_mb);
 	/* Every set from the same seed: the same values at other addresses
 	 * is what keeps the cache from serving them, and a varlen shape then
@@ -327,10 +361,13 @@ bench_ours(const Args *a, KrtDevice *dev, KrtModule *mod, Timing *t, char *peer_
 	printf("kbench: %d input set%s of %llu bytes (L2 taken as %g MiB), %d warmup, %d timed "
 	       "launches\n", nsets, nsets > 1 ? "s" : "",
 	       (unsigned long long)check_case_bytes(sets[0]), a->l2_mb, a->warmup, a->iters);
-	if (time_sets(a, mod, sets, nsets, ms))
+	if ((rc = time_sets(a, mod, sets, nsets, ms)))
 		goto out;
 	t->sets = nsets;
-	summarize(ms, a->iters, check_case_flops(sets[0]), t);
+	t->flops = check_case_flops(sets[0]);
+	t->bytes = check_case_bytes(sets[0]);
+	summarize(ms, a->iters, t->flops, t);
+	t->gbps = check_case_traffic(sets[0]) / (t->median_ms * 1e-3) / 1e9;
 	if (a->fam->peer_args(sets[0], a->iters, a->warmup, peer_args, peer_len))
 		peer_args[0] = 0;
 	rc = 0;
@@ -455,6 +492,92 @@ print_table(const KrtAbi *abi, const CheckShape *s, const Timing *t, const Peers
 	}
 }
 
+/* s as a JSON string */
+static void
+json_str(Buf *b, const char *s)
+{
+	buf_printf(b, "\"");
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+		if (c == '"' || c == '\\')
+			buf_printf(b, "\\%c", c);
+		else if (c < 0x20)
+			buf_printf(b, "\\u%04x", c);
+		else
+			buf_printf(b, "%c", c);
+	}
+	buf_printf(b, "\"");
+}
+
+/* One run as one line of JSON, appended to FILE (JSON Lines: each run's own
+ * line, written with one write(2) so concurrent runs do not interleave):
+ *   tool "kbench", format 1, date (UTC, ISO 8601), family, kernel, args
+ *   (kgen's canonical line), target, device ("cuda"|"emu"), device_name, cc,
+ *   shape {DIM: n for each of the family's dimensions}, flops, bytes (one
+ *   input set), iters, warmup, sets, seed,
+ *   ours {median_ms, min_ms, max_ms, tflops},
+ *   peers [{name, tflops (null if it did not run), why}], peers_why. */
+static int
+write_json(const Args *a, const KrtAbi *abi, KrtDevice *dev, const Timing *t, const Peers *ps)
+{
+	Buf b = {0};
+	char date[32], dims[128];
+	time_t now = time(NULL);
+	struct tm tm;
+
+	gmtime_r(&now, &tm);
+	strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", &tm);
+	buf_printf(&b, "{\"tool\": \"kbench\", \"format\": 1, \"date\": \"%s\", \"family\": ", date);
+	json_str(&b, a->fam->name);
+	buf_printf(&b, ", \"kernel\": ");
+	json_str(&b, abi->kernel);
+	buf_printf(&b, ", \"args\": ");
+	json_str(&b, abi->args);
+	buf_printf(&b, ", \"target\": ");
+	json_str(&b, abi->target);
+	buf_printf(&b, ", \"device\": ");
+	json_str(&b, krt_device_kind(dev));
+	buf_printf(&b, ", \"device_name\": ");
+	json_str(&b, krt_device_name(dev));
+	buf_printf(&b, ", \"cc\": %d, \"shape\": {", krt_device_cc(dev));
+	snprintf(dims, sizeof dims, "%s", a->fam->dims);
+	char *save = NULL;
+	int i = 0;
+	for (char *d = strtok_r(dims, ",", &save); d && i < a->shape.n;
+	     d = strtok_r(NULL, ",", &save), i++) {
+		buf_printf(&b, "%s", i ? ", " : "");
+		json_str(&b, d);
+		buf_printf(&b, ": %llu", (unsigned long long)a->shape.d[i]);
+	}
+	buf_printf(&b, "}, \"flops\": %.17g, \"bytes\": %llu, \"iters\": %d, \"warmup\": %d, "
+	           "\"sets\": %d, \"seed\": %llu, \"ours\": {\"median_ms\": %.6g, \"min_ms\": %.6g, "
+	           "\"max_ms\": %.6g, \"tflops\": %.6g}, \"peers\": [", t->flops,
+	           (unsigned long long)t->bytes, a->iters, a->warmup, t->sets,
+	           (unsigned long long)a->seed, t->median_ms, t->min_ms, t->max_ms, t->tflops);
+	for (int k = 0; k < ps->n; k++) {
+		const Peer *p = &ps->p[k];
+		buf_printf(&b, "%s{\"name\": ", k ? ", " : "");
+		json_str(&b, p->name);
+		if (p->tflops > 0)
+			buf_printf(&b, ", \"tflops\": %.6g}", p->tflops);
+		else {
+			buf_printf(&b, ", \"tflops\": null, \"why\": ");
+			json_str(&b, p->why);
+			buf_printf(&b, "}");
+		}
+	}
+	buf_printf(&b, "], \"peers_why\": ");
+	json_str(&b, ps->n ? "" : ps->why);
+	buf_printf(&b, "}\n");
+
+	KgErr err = {{0}};
+	int rc = kg_append_line(a->json, b.p, b.len, &err);
+	buf_free(&b);
+	if (rc)
+		fprintf(stderr, "kbench: %s\n", err.msg);
+	return rc ? CHECK_EXIT_IO : 0;
+}
+
 static int
 run(Args *a)
 {
@@ -469,30 +592,36 @@ run(Args *a)
 
 	if (rc) {
 		printf("kbench: no device to run on: %s\n", err.msg);
-		return rc == KRT_ENODEV ? EXIT_SKIP : 1;
+		return check_exit_of(rc);
 	}
 	if ((rc = get_ptx(a, dev, &ptx, &len)) != 0)
 		goto out;
 	if ((rc = krt_module_load(dev, ptx, len, &mod, &err))) {
 		printf("kbench: %s\n", err.msg);
-		rc = rc == KRT_EMISMATCH ? EXIT_SKIP : 1;
+		rc = check_exit_of(rc);
 		goto out;
 	}
 	const KrtAbi *abi = krt_module_abi(mod);
 	check_shape_str(&a->shape, shape, sizeof shape);
-	printf("kbench: %s %s on %s: %s (sm_%d), seed %llu\n", abi->kernel, shape,
-	       krt_device_kind(dev), krt_device_name(dev), krt_device_cc(dev),
-	       (unsigned long long)a->seed);
+	char devs[512];
+	check_device_str(dev, abi, devs, sizeof devs);
+	printf("kbench: %s %s on %s: %s, seed %llu\n", abi->kernel, shape, krt_device_kind(dev),
+	       devs, (unsigned long long)a->seed);
 	printf("kbench: kgen args: %s\n", abi->args);
 	if ((rc = bench_ours(a, dev, mod, &t, peer_args, sizeof peer_args)))
 		goto out;
-	printf("ours  %s %s: median %.4f ms (min %.4f, max %.4f) over %d launches: %.1f TFLOP/s\n",
+	printf("ours  %s %s: median %.4f ms (min %.4f, max %.4f) over %d launches: %.1f TFLOP/s",
 	       abi->kernel, shape, t.median_ms, t.min_ms, t.max_ms, a->iters, t.tflops);
+	if (t.gbps > 0)
+		printf(", %.0f GB/s", t.gbps);
+	printf("\n");
 	if (a->no_peer || !peer_args[0])
 		snprintf(ps.why, sizeof ps.why, a->no_peer ? "--no-peer" : "no peer for this case");
 	else
 		bench_peers(peer_args, &ps);
 	print_table(abi, &a->shape, &t, &ps);
+	if (a->json)
+		rc = write_json(a, abi, dev, &t, &ps);
 out:
 	if (mod)
 		krt_module_unload(mod);
@@ -510,5 +639,11 @@ main(int argc, char **argv)
 	if (rc)
 		return rc < 0 ? 0 : rc;
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	return run(&a);
+	rc = run(&a);
+	KgErr err = {{0}};
+	if (kg_close_stdout(&err)) {
+		fprintf(stderr, "kbench: %s\n", err.msg);
+		return rc ? rc : CHECK_EXIT_IO;
+	}
+	return rc;
 }

@@ -11,18 +11,21 @@
  * shape. Without shapes, the family's default list runs: small, odd sizes
  * that are not multiples of any tile (fmha: decode, tails, varlen).
  *
- * Exit status: 0 all passed, 1 a check failed, 2 usage or generation error,
- * 77 nothing here can run the kernel (no GPU and no emulator, or a target
- * this device cannot run), the code meson counts as skipped. */
-#include <errno.h>
+ * Exit status (tools/check.h): 0 all passed, 1 a check failed, 2 bad input
+ * (usage, generation error, malformed header, no checker for the family, a
+ * kernel that needs more than the device allows), 74 output lost, 77
+ * nothing here can run the kernel (no GPU and no emulator, or a target this
+ * device cannot run), the code meson counts as skipped. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "gen/kgen.h"
+#include "gen/numarg.h"
+#include "gen/outfile.h"
 #include "tools/check.h"
 
-enum { MAX_OPTS = 128, MAX_SHAPES = 64, EXIT_SKIP = 77 };
+enum { MAX_OPTS = 128, MAX_SHAPES = 64 };
 
 typedef struct Opt {
 	const char *raw;   /* as given: "--tile-n" */
@@ -61,26 +64,27 @@ usage(FILE *f)
 	        "  --shape MxNxK            one shape, all dimensions at once (fmha: BxSQxSK[xV])\n"
 	        "  --full-limit W           compare every row while the reference costs at most\n"
 	        "                           W multiply-adds (gemm M*N*K; default 2^33)\n"
-	        "exit: 0 pass, 1 fail, 2 usage, 77 no device can run it\n");
+	        "  --schedules N            emulator: run each launch under N seeded schedules\n"
+	        "                           (KRT_EMU_SEEDS=N; differing results fail)\n"
+	        "exit: 0 pass, 1 fail, 2 bad input, 74 output lost, 77 no device can run it\n");
 }
 
+/* One option's number (gen/numarg.h); prints why and returns -1. */
 static int
-parse_u64(const char *s, uint64_t *out)
+parse_u64(const char *opt, const char *s, uint64_t *out)
 {
-	char *end;
-	errno = 0;
-	unsigned long long v = strtoull(s, &end, 0);
-	if (errno || end == s || *end || *s == '-')
-		return -1;
-	*out = v;
-	return 0;
+	KgErr err = {{0}};
+	if (kg_parse_u64(opt, s, UINT64_MAX, out, &err) == 0)
+		return 0;
+	fprintf(stderr, "kcheck: %s\n", err.msg);
+	return -1;
 }
 
 static int
 known(const char *opt)
 {
 	static const char *const names[] = {
-		"--device", "--seed", "--fill", "--shape", "--full-limit", "--gen",
+		"--device", "--seed", "--fill", "--shape", "--full-limit", "--gen", "--schedules",
 	};
 	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
 		if (!strcmp(opt, names[i]))
@@ -113,10 +117,8 @@ parse_args(int argc, char **argv, Args *a)
 		} else if (!strcmp(s, "--device"))
 			a->device = v;
 		else if (!strcmp(s, "--seed")) {
-			if (parse_u64(v, &a->seed)) {
-				fprintf(stderr, "kcheck: --seed %s: not a number\n", v);
+			if (parse_u64("--seed", v, &a->seed))
 				return 2;
-			}
 			a->have_seed = 1;
 		} else if (!strcmp(s, "--fill")) {
 			CheckFill f;
@@ -135,10 +137,18 @@ parse_args(int argc, char **argv, Args *a)
 			}
 			a->nshapes++;
 		} else if (!strcmp(s, "--full-limit")) {
-			if (parse_u64(v, &a->full_limit)) {
-				fprintf(stderr, "kcheck: --full-limit %s: not a number\n", v);
+			if (parse_u64("--full-limit", v, &a->full_limit))
+				return 2;
+		} else if (!strcmp(s, "--schedules")) {
+			uint64_t n;
+			if (parse_u64("--schedules", v, &n))
+				return 2;
+			if (n < 1 || n > 64) {
+				fprintf(stderr, "kcheck: --schedules %s: a count from 1 to 64\n", v);
 				return 2;
 			}
+			/* read by the emulator at each launch (runtime/emu/README.md) */
+			setenv("KRT_EMU_SEEDS", v, 1);
 		} else if (!strcmp(s, "--gen"))
 			a->gen = v;
 		else {
@@ -180,10 +190,12 @@ take_dims(Args *a, const CheckFamily *fam)
 			continue;
 		}
 		uint64_t v;
-		if (!a->rest[i].value || parse_u64(a->rest[i].value, &v)) {
+		if (!a->rest[i].value) {
 			fprintf(stderr, "kcheck: --%s needs a number\n", a->rest[i].name);
 			return 2;
 		}
+		if (parse_u64(a->rest[i].raw, a->rest[i].value, &v))
+			return 2;
 		if (have & (1u << d)) {
 			if ((have & need) != need) {
 				fprintf(stderr, "kcheck: family %s: --%s again before the shape has each "
@@ -270,7 +282,7 @@ run_shapes(const Args *a, KrtDevice *dev, KrtModule *mod, const CheckFamily *fam
 {
 	const CheckShape *shapes = a->nshapes ? a->shapes : fam->shapes;
 	int nshapes = a->nshapes ? a->nshapes : fam->nshapes;
-	int failed = 0, total = 0;
+	int failed = 0, total = 0, refused = 0;
 
 	for (int i = 0; i < nshapes; i++)
 		for (int f = 0; f <= CHECK_FILL_EDGE; f++) {
@@ -294,6 +306,7 @@ run_shapes(const Args *a, KrtDevice *dev, KrtModule *mod, const CheckFamily *fam
 			total++;
 			if (rc) {
 				failed++;
+				refused += check_exit_of(rc) == CHECK_EXIT_INPUT;
 				printf("FAIL  %-18s %-6s  error: %s\n", shape, check_fill_name(o.fill),
 				       err.msg);
 				if (rc == KRT_ECUDA) {
@@ -318,7 +331,8 @@ run_shapes(const Args *a, KrtDevice *dev, KrtModule *mod, const CheckFamily *fam
 		}
 	printf("kcheck: %d of %d passed (seed %llu)\n", total - failed, total,
 	       (unsigned long long)a->seed);
-	return failed ? 1 : 0;
+	/* a shape the kernel or the device refuses is bad input, not a failed check */
+	return failed > refused ? CHECK_EXIT_FAIL : refused ? CHECK_EXIT_INPUT : 0;
 }
 
 static int
@@ -348,13 +362,13 @@ run(Args *a)
 		fprintf(stderr, "kcheck: %s: bad ABI header: %s\n", a->file ? a->file : "kgen output",
 		        err.msg);
 		free(ptx);
-		return 1;
+		return CHECK_EXIT_INPUT;
 	}
 	if (!fam && !(fam = check_family(abi.family))) {
-		printf("kcheck: %s: no checker for family '%s' yet; not checked\n", abi.kernel,
-		       abi.family);
+		fprintf(stderr, "kcheck: %s: no checker for family '%s' yet; not checked\n",
+		        abi.kernel, abi.family);
 		free(ptx);
-		return EXIT_SKIP;
+		return CHECK_EXIT_INPUT;
 	}
 	if (a->file && ((rc = take_dims(a, fam)) || a->nrest)) {
 		if (!rc)
@@ -371,17 +385,18 @@ run(Args *a)
 		printf("kcheck: no device to run on: %s; stopped after %s\n", err.msg,
 		       a->gen ? "generation" : "reading the file");
 		free(ptx);
-		return rc == KRT_ENODEV ? EXIT_SKIP : 1;
+		return check_exit_of(rc);
 	}
-	printf("kcheck: device %s: %s (sm_%d)\n", krt_device_kind(dev), krt_device_name(dev),
-	       krt_device_cc(dev));
+	char devs[512];
+	check_device_str(dev, &abi, devs, sizeof devs);
+	printf("kcheck: device %s: %s\n", krt_device_kind(dev), devs);
 	rc = krt_module_load(dev, ptx, len, &mod, &err);
 	free(ptx);
 	if (rc) {
 		printf("kcheck: %s: %s%s\n", abi.kernel, err.msg,
 		       rc == KRT_EMISMATCH ? "; not checked on this device" : "");
 		krt_device_close(dev);
-		return rc == KRT_EMISMATCH ? EXIT_SKIP : 1;
+		return check_exit_of(rc);
 	}
 	rc = run_shapes(a, dev, mod, fam);
 	krt_module_unload(mod);
@@ -400,5 +415,11 @@ main(int argc, char **argv)
 	if (!a.have_seed)
 		a.seed = check_seed_from_time();
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	return run(&a);
+	rc = run(&a);
+	KgErr err = {{0}};
+	if (kg_close_stdout(&err)) {
+		fprintf(stderr, "kcheck: %s\n", err.msg);
+		return rc ? rc : CHECK_EXIT_IO;
+	}
+	return rc;
 }

@@ -3,6 +3,7 @@
 
     python3 tools/peers.py gemm M N K DTYPE ITERS WARMUP [OUT_DTYPE]
     python3 tools/peers.py fmha B SQ SK HQ HKV D DV MASK DTYPE ITERS WARMUP SCALE KVSHARED
+    python3 tools/peers.py decode B SQ HQ TOPK PS TOPKX PSX PAGES PAGESX SINK ITERS WARMUP FLOPS BYTES
 
 kbench runs this in a child process right after timing our kernel, on the
 same GPU in the same run, and reads the lines on stdout, one per peer:
@@ -244,12 +245,103 @@ def fmha(torch, argv):
     return results
 
 
+V4_ROW, V4_SCALES, V4_NOPE = 576, 8, 448
+
+
+def v4_page_bytes(ps):
+    """fp8-v4 page: ps rows of 576 bytes, ps 8-byte scale entries, padded
+    to a multiple of 576 (docs/ABI.md "decode")."""
+    return (ps * (V4_ROW + V4_SCALES) + V4_ROW - 1) // V4_ROW * V4_ROW
+
+
+def decode(torch, argv):
+    """The naive PyTorch decode kbench compares with: per source, gather
+    each row's tokens from the paged fp8-v4 bytes, dequantize (E4M3 times
+    2^(e-127), RoPE as BF16), then Q·K^T, softmax (sink in the
+    denominator), P·V in bf16. Full index lists on caches of kbench's
+    shape, random bytes for the values (valid E4M3, exponents near 127).
+    Also the device-to-device copy rate of a 1 GiB buffer (read + write
+    bytes per second), the physical limit kbench's GB/s compares with."""
+    if len(argv) != 14:
+        return [(None, None, "decode: want 14 arguments")]
+    b, sq, hq, topk, ps, topkx, psx, pages, pagesx, sink, iters, warmup = (int(x) for x in argv[:12])
+    flops, nbytes = float(argv[12]), float(argv[13])
+    dev = "cuda"
+    g = torch.Generator(device=dev)
+    g.manual_seed(1)
+    results = []
+
+    def make(topk_, ps_, pages_):
+        pb = v4_page_bytes(ps_)
+        cache = torch.randint(0, 256, (pages_, pb), dtype=torch.uint8, device=dev, generator=g)
+        # keep E4M3 codes finite (no 0x7f/0xff) and exponents near 2^0
+        cache[:, : ps_ * V4_ROW].view(pages_, ps_, V4_ROW)[:, :, :V4_NOPE] &= 0x77
+        sc = cache[:, ps_ * V4_ROW: ps_ * (V4_ROW + V4_SCALES)].view(pages_, ps_, V4_SCALES)
+        sc[:] = 120 + (sc % 8)
+        rope = cache[:, : ps_ * V4_ROW].view(pages_, ps_, V4_ROW)[:, :, V4_NOPE:]
+        rope[:] = torch.randn(pages_, ps_, 64, device=dev, generator=g).to(torch.bfloat16).view(torch.uint8).view(pages_, ps_, 128)
+        cap = pages_ * ps_
+        idx = torch.stack([torch.randperm(cap, device=dev, generator=g)[:topk_] for _ in range(b * sq)]).view(b, sq, topk_)
+        return cache, idx.to(torch.int32), pb
+
+    srcs = [make(topk, ps, pages)]
+    if topkx:
+        srcs.append(make(topkx, psx, pagesx))
+    q = torch.randn(b, sq, hq, 512, device=dev, generator=g).to(torch.bfloat16)
+    sinkv = torch.randn(hq, device=dev, generator=g) if sink else None
+    ar_row = torch.arange(V4_ROW, device=dev)
+    ar_sc = torch.arange(7, device=dev)
+    scale = 1.0 / math.sqrt(512)
+
+    def gather(cache, idx, pb, ps_):
+        flat = cache.view(-1)
+        page, off = (idx // ps_).long(), (idx % ps_).long()
+        base = page * pb + off * V4_ROW
+        rows = flat[base[..., None] + ar_row]                          # [b, sq, k, 576]
+        sbase = page * pb + ps_ * V4_ROW + off * V4_SCALES
+        e = flat[sbase[..., None] + ar_sc].float()                      # [b, sq, k, 7]
+        nope = rows[..., :V4_NOPE].contiguous().view(torch.float8_e4m3fn).float()
+        nope = nope * torch.exp2(e - 127).repeat_interleave(64, dim=-1)
+        rope = rows[..., V4_NOPE:].contiguous().view(torch.bfloat16).float()
+        return torch.cat([nope, rope], dim=-1).to(torch.bfloat16)     # [b, sq, k, 512]
+
+    def naive():
+        k = torch.cat([gather(c, i, pb, p) for (c, i, pb), p in zip(srcs, [ps, psx])], dim=2)
+        s = torch.einsum("bshd,bskd->bshk", q, k).float() * scale
+        if sinkv is not None:
+            s = torch.cat([s, sinkv.view(1, 1, hq, 1).expand(b, sq, hq, 1)], dim=-1)
+        p = torch.softmax(s, dim=-1)
+        if sinkv is not None:
+            p = p[..., :-1]
+        return torch.einsum("bshk,bskd->bshd", p.to(torch.bfloat16), k)
+
+    try:
+        med, lo, hi = time_calls(torch, [naive], iters, warmup)
+        say(f"peers.py: naive torch decode b{b} sq{sq} h{hq} top-k {topk}+{topkx}: median {med:.4f} ms "
+            f"(min {lo:.4f}, max {hi:.4f}), {nbytes / (med * 1e-3) / 1e9:.0f} GB/s by kbench's count, "
+            f"{torch.cuda.get_device_name(0)}, torch {torch.__version__}")
+        results.append(("torch-naive", flops / (med * 1e-3) / 1e12, None))
+    except Exception as ex:  # noqa: BLE001 - report, never crash kbench
+        results.append(("torch-naive", None, f"does not run: {first_line(str(ex))}"))
+    del srcs
+    n = 1 << 30
+    src = torch.empty(n, dtype=torch.uint8, device=dev)
+    dst = torch.empty_like(src)
+    med, _, _ = time_calls(torch, [lambda: dst.copy_(src)], 20, 5)
+    rate = 2 * n / (med * 1e-3) / 1e9
+    say(f"peers.py: device-to-device copy of 1 GiB: {med:.4f} ms, {rate:.0f} GB/s (read + write)")
+    results.append(("d2d-copy", None, f"copy rate {rate:.0f} GB/s (1 GiB, read + write; ours by kbench's count "
+                                      f"{nbytes / 1e9:.4g} GB per call)"))
+    return results
+
+
 # One row per family: the function that times its peers. Each returns a
 # list of (name, tflops, None) for a peer that ran, (name, None, why) for one
 # that cannot run the case, or [(None, None, why)] when there is no peer.
 FAMILIES = {
     "gemm": gemm,
     "fmha": fmha,
+    "decode": decode,
 }
 
 

@@ -22,7 +22,9 @@
  * after_thread_sync before touching TMEM (docs/hardware.md, "tcgen05 ordering"). No
  * synchronization is emitted that another already implies: the mutation test removes each
  * one and requires the emulator to notice. */
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../desc.h"
@@ -94,14 +96,26 @@ softmax_regs(const Plan *p, int qt)
 	return r > 240 ? 240 : r;
 }
 
+/* The shared memory the plan of these tiles requests: the kernel's own plan
+ * (fmha_plan_kernel, then sm100_fmha_plan) on a copy; UINT32_MAX if it
+ * cannot be planned at all. */
 static uint32_t
 smem_need(const FmhaCfg *f, int qt, int bn, int stages)
 {
-	uint32_t q = (uint32_t)(qt * 128 * f->d * f->esz);
-	uint32_t kv = (uint32_t)(bn * f->d * f->esz) + (f->kv_shared ? 0u : (uint32_t)(bn * f->dvc * f->esz));
-	/* + barriers, the TMEM address, rescale factors and the 1 KiB the base
-	 * may need to reach its alignment */
-	return q + (uint32_t)stages * kv + 512 + (uint32_t)qt * 512 + 1024;
+	FmhaCfg *g = malloc(sizeof *g);
+	KgErr err;
+	uint32_t need = UINT32_MAX;
+
+	if (!g)
+		return need;
+	*g = *f;
+	g->qblocks = qt;
+	g->bn = bn;
+	g->stages = stages;
+	if (fmha_plan_kernel(g, &err) == 0)
+		need = plan_smem_total(&g->plan);
+	free(g);
+	return need;
 }
 
 
@@ -254,6 +268,20 @@ lookahead(const FmhaCfg *f)
 	return qtiles(f) == 1 && (!f->kv_shared || f->stages >= 2);
 }
 
+/* With one Q tile, item t+1's S needs only the P·V of item t-1, so the
+ * softmax can store item t+1's rescale factor and complete its "rescale
+ * full" phase before the correction warpgroup has read item t's (a data
+ * race) or even waited for it (a phase it can no longer tell from item
+ * t+2's: parity aliasing). Factor and barrier then alternate with the S
+ * slot: item t+2 reuses slot t&1 only after its P·V, which waits for the
+ * correction of item t. With two Q tiles, item t+1's S of a Q tile waits
+ * for that tile's P·V of item t, which orders both. */
+static int
+corr_ring(const FmhaCfg *f)
+{
+	return qtiles(f) == 1;
+}
+
 static int
 sm100_fmha_plan(FmhaCfg *f, KgErr *err)
 {
@@ -281,23 +309,18 @@ sm100_fmha_plan(FmhaCfg *f, KgErr *err)
 	p->regs_need_max = softmax_regs_need(f->bn);
 	snprintf(p->regs_need_who, sizeof p->regs_need_who, "softmax0");
 	f->r_tslot = plan_smem(p, "TMEM address", 4, 16, 1);
-	f->r_corr = plan_smem(p, "rescale", 128 * 4, 16, qt);
+	f->r_corr = plan_smem(p, "rescale", 128 * 4, 16, corr_ring(f) ? SLOTS : qt);
 
-	f->b_q = plan_barrier(p, "Q full", 1, 1, f->q_bytes, "producer: expect_tx + TMA");
-	f->b_k = plan_barrier(p, f->kv_shared ? "K=V full" : "K full", f->stages, 1, f->k_bytes,
-	                      "producer: expect_tx + TMA");
 	if (f->kv_shared) {
-		f->b_v = f->b_k;
 		f->b_kfree = f->b_vfree = plan_barrier(p, "K=V free", f->stages, 1, 0,
 		                                       "tcgen05.commit after the tile's P·V");
 	} else {
-		f->b_v = plan_barrier(p, "V full", f->stages, 1, f->v_bytes, "producer: expect_tx + TMA");
 		f->b_kfree = plan_barrier(p, "K free", f->stages, 1, 0, "tcgen05.commit after the tile's S MMAs");
 		f->b_vfree = plan_barrier(p, "V free", f->stages, 1, 0, "tcgen05.commit after the tile's P·V");
 	}
 	f->b_sfull = plan_barrier(p, "S full", SLOTS, 1, 0, "tcgen05.commit after S=QK^T into the slot");
 	f->b_pfull = plan_barrier(p, "P full", SLOTS, 128, 0, "softmax threads: tcgen05.st P, wait::st");
-	f->b_cfull = plan_barrier(p, "rescale full", qt, 128, 0, "softmax threads after storing row rescale factors");
+	f->b_cfull = plan_barrier(p, "rescale full", corr_ring(f) ? SLOTS : qt, 128, 0, "softmax threads after storing row rescale factors");
 	f->b_oready = plan_barrier(p, "O ready", qt, 128, 0, "correction threads once O is rescaled");
 	f->b_pvdone = plan_barrier(p, "slot free", SLOTS, 1, 0, "tcgen05.commit after the P·V that read the slot's P");
 	if (lookahead(f))
@@ -480,7 +503,6 @@ emit_mma(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Reg tmem, KgErr *err)
 	Reg qbar, ofinal;
 	uint64_t dq, dk, dv;
 	uint32_t ids, ido;
-	SmemDesc vd = {0};
 	char head[48], done[48], nolook[48];
 	int la = lookahead(f);
 
@@ -489,13 +511,8 @@ emit_mma(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Reg tmem, KgErr *err)
 	    desc_for_tile(&dk, f->t->desc, &f->lk, 0, err) < 0)
 		return -1;
 	/* V as B of P·V: N (head dim) contiguous in 128-byte swizzled rows, K
-	 * (keys) across rows. MN-major SW128: LBO = the next 64 columns'
-	 * slice, SBO = 1024 between 8-key groups (docs/hardware.md,
-	 * "Canonical layouts, LBO and SBO"). */
-	vd.lbo = (f->kv_shared ? f->lk : f->lv).slice_bytes;
-	vd.sbo = 1024;
-	vd.swz = SWZ_128B;
-	if (desc_encode(&dv, f->t->desc, &vd, err) < 0)
+	 * (keys) across rows */
+	if (desc_for_tile_mn(&dv, f->t->desc, f->kv_shared ? &f->lk : &f->lv, 0, err) < 0)
 		return -1;
 	if (sm100_idesc_f16(f->in, 128, f->bn, 0, &ids, err) < 0 ||
 	    sm100_idesc_f16(f->in, 128, f->dvc, 1, &ido, err) < 0)
@@ -598,10 +615,8 @@ emit_correction(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Reg tmem, KgErr *e
 		odone0 = op_plan_bar(e, &f->plan, r->base, f->b_odone);
 	/* warp w%4 reaches TMEM lanes 32(w%4).. (docs/hardware.md, "Lane quarters"):
 	 * row 32(w%4)+lane */
-	emitf(e, "\tand.b32 %s, %s, 3;\n\tshl.b32 %s, %s, 21;\n\tadd.u32 %s, %s, %s;\n", tl.s, r->warp.s, tl.s,
-	      tl.s, tl.s, tl.s, tmem.s);
-	emitf(e, "\tand.b32 %s, %s, 3;\n\tshl.b32 %s, %s, 5;\n\tadd.u32 %s, %s, %s;\n", ca.s, r->warp.s, ca.s,
-	      ca.s, ca.s, ca.s, r->lane.s);
+	sm100_quarter_taddr(e, tl, r->warp, tmem, 1);
+	sm100_quarter_row(e, ca, r->warp, r->lane, 1);
 	emitf(e, "\tmad.lo.u32 %s, %s, 4, %s;\n", ca.s, ca.s, corr0.s);
 	emit_loop_begin(e, r, j, p, head, done, "correct_tile");
 	emitf(e, "\tsub.u32 %s, %s, %s;\n", t.s, j.s, r->j0.s);
@@ -609,10 +624,16 @@ emit_correction(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Reg tmem, KgErr *e
 		char skip[48], same[48];
 		label_new(e, skip, sizeof skip, "correct_first");
 		label_new(e, same, sizeof same, "correct_same");
-		emitf(e, "\tand.b32 %s, %s, 1;\n", par.s, t.s);
-		if (wait_bar(e, err, cfull0, q, NULL, bar, par.s) < 0)
-			return -1;
-		emitf(e, "\tld.shared.f32 %s, [%s+%d];\n", corr.s, ca.s, 512 * q);
+		if (corr_ring(f)) {
+			emitf(e, "\tand.b32 %s, %s, 1;\n\tshr.u32 %s, %s, 1;\n\tand.b32 %s, %s, 1;\n", ta.s,
+			      t.s, par.s, t.s, par.s, par.s);
+			if (wait_bar(e, err, cfull0, 0, &ta, bar, par.s) < 0)
+				return -1;
+		} else {
+			emitf(e, "\tand.b32 %s, %s, 1;\n", par.s, t.s);
+			if (wait_bar(e, err, cfull0, q, NULL, bar, par.s) < 0)
+				return -1;
+		}
 		/* the first P·V overwrites O: nothing to rescale. Later, the
 		 * previous P·V into O_q must be complete. With two Q tiles it
 		 * is: the softmax arrived on "rescale full" after waiting for
@@ -621,6 +642,12 @@ emit_correction(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Reg tmem, KgErr *e
 		 * first Q tile's fence covers the second's. With the S of the next item issued
 		 * first (one Q tile), it waits for the P·V's own commit. */
 		emitf(e, "\tsetp.eq.u32 %s, %s, 0;\n\t@%s bra %s;\n", p.s, t.s, p.s, skip);
+		if (corr_ring(f)) {
+			emitf(e, "\tmad.lo.u32 %s, %s, 512, %s;\n", bar.s, ta.s, ca.s);
+			emitf(e, "\tld.shared.f32 %s, [%s];\n", corr.s, bar.s);
+		} else {
+			emitf(e, "\tld.shared.f32 %s, [%s+%d];\n", corr.s, ca.s, 512 * q);
+		}
 		if (lookahead(f)) {
 			emitf(e, "\tsub.u32 %s, %s, 1;\n\tand.b32 %s, %s, 1;\n", par.s, t.s, par.s, par.s);
 			if (wait_bar(e, err, odone0, 0, NULL, bar, par.s) < 0)
@@ -661,7 +688,7 @@ typedef struct Soft {
 	Reg m, l, mx, mx2, ms, nms, corr, sum[4], ca;
 	Reg p, pm;
 	Reg sfull0, pfull0, cfull0;
-	char sc[12];
+	Reg sc;                    /* softmax_scale·log2(e) */
 } Soft;
 
 static void
@@ -716,20 +743,25 @@ emit_softmax_tile(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Soft *s, KgErr *
 		      s->S[c].s);
 	emitf(e, "\tmax.f32 %s, %s, %s;\n", s->mx.s, s->mx.s, s->mx2.s);
 	emitf(e, "\tsetp.eq.f32 %s, %s, %s;\n", s->p.s, s->mx.s, NEG_INF);
-	emitf(e, "\tmul.f32 %s, %s, %s;\n\tselp.f32 %s, 0f00000000, %s, %s;\n", s->ms.s, s->mx.s, s->sc, s->ms.s,
+	emitf(e, "\tmul.f32 %s, %s, %s;\n\tselp.f32 %s, 0f00000000, %s, %s;\n", s->ms.s, s->mx.s, s->sc.s, s->ms.s,
 	      s->ms.s, s->p.s);
 	emitf(e, "\tneg.f32 %s, %s;\n", s->nms.s, s->ms.s);
-	emitf(e, "\tfma.rn.f32 %s, %s, %s, %s;\n\tex2.approx.ftz.f32 %s, %s;\n", s->corr.s, s->m.s, s->sc,
+	emitf(e, "\tfma.rn.f32 %s, %s, %s, %s;\n\tex2.approx.ftz.f32 %s, %s;\n", s->corr.s, s->m.s, s->sc.s,
 	      s->nms.s, s->corr.s, s->corr.s);
 	emitf(e, "\tmov.f32 %s, %s;\n", s->m.s, s->mx.s);
 	/* the correction warpgroup rescales O with it while P is computed */
-	emitf(e, "\tst.shared.f32 [%s], %s;\n", s->ca.s, s->corr.s);
-	emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n", s->bar.s, s->q.s, s->cfull0.s);
+	if (corr_ring(f)) {
+		emitf(e, "\tmad.lo.u32 %s, %s, 512, %s;\n", s->bar.s, s->slot.s, s->ca.s);
+		emitf(e, "\tst.shared.f32 [%s], %s;\n", s->bar.s, s->corr.s);
+	} else {
+		emitf(e, "\tst.shared.f32 [%s], %s;\n", s->ca.s, s->corr.s);
+	}
+	emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n", s->bar.s, corr_ring(f) ? s->slot.s : s->q.s, s->cfull0.s);
 	op_mbar_arrive(e, s->bar, NULL);
 	for (int k = 0; k < 4; k++)
 		emitf(e, "\tmov.f32 %s, 0f00000000;\n", s->sum[k].s);
 	for (int c = 0; c < bn; c++) {
-		emitf(e, "\tfma.rn.f32 %s, %s, %s, %s;\n", s->S[c].s, s->S[c].s, s->sc, s->nms.s);
+		emitf(e, "\tfma.rn.f32 %s, %s, %s, %s;\n", s->S[c].s, s->S[c].s, s->sc.s, s->nms.s);
 		op_exp2_mix(e, &s->ex, c, s->S[c]);
 		emitf(e, "\tadd.f32 %s, %s, %s;\n", s->sum[c & 3].s, s->sum[c & 3].s, s->S[c].s);
 		if (c & 1)
@@ -856,7 +888,7 @@ emit_softmax(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Reg tmem, KgErr *err)
 	s.p = reg_new(e, RC_PRED);
 	s.pm = reg_new(e, RC_PRED);
 	exp2_mix_init(e, &s.ex, f->e2f);
-	fimm(s.sc, f->scale_log2);
+	s.sc = fmha_emit_scale_log2(e);
 	emit_block(e, "sm100.fmha_softmax_init");
 	s.sfull0 = op_plan_bar(e, &f->plan, r->base, f->b_sfull);
 	s.pfull0 = op_plan_bar(e, &f->plan, r->base, f->b_pfull);
@@ -866,10 +898,8 @@ emit_softmax(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Reg tmem, KgErr *err)
 		/* Q tile q = warp/4; row 32(warp%4) + lane is TMEM lane row,
 		 * reached from the warp's quarter base (docs/hardware.md, "Lane quarters") */
 		emitf(e, "\tshr.u32 %s, %s, 2;\n", s.q.s, r->warp.s);
-		emitf(e, "\tand.b32 %s, %s, 3;\n\tshl.b32 %s, %s, 21;\n\tadd.u32 %s, %s, %s;\n", s.tl.s, r->warp.s,
-		      s.tl.s, s.tl.s, s.tl.s, s.tl.s, tmem.s);
-		emitf(e, "\tand.b32 %s, %s, 3;\n\tshl.b32 %s, %s, 5;\n\tadd.u32 %s, %s, %s;\n", s.row.s, r->warp.s,
-		      s.row.s, s.row.s, s.row.s, s.row.s, r->lane.s);
+		sm100_quarter_taddr(e, s.tl, r->warp, tmem, 1);
+		sm100_quarter_row(e, s.row, r->warp, r->lane, 1);
 		emitf(e, "\tmad.lo.u32 %s, %s, 128, %s;\n\tmad.lo.u32 %s, %s, 4, %s;\n", s.ca.s, s.q.s, s.row.s,
 		      s.ca.s, s.ca.s, corr0.s);
 	}
@@ -900,7 +930,7 @@ emit_softmax(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Reg tmem, KgErr *err)
 static int
 sm100_fmha_body(Emit *e, const FmhaCfg *f, const FmhaRegs *r, KgErr *err)
 {
-	Reg tmem = reg_new(e, RC_B32), p = reg_new(e, RC_PRED), el = reg_new(e, RC_PRED), slot;
+	Reg tmem = reg_new(e, RC_B32), p = reg_new(e, RC_PRED), el = reg_new(e, RC_PRED);
 	char corr[48], other[48], mma[48], join[48], out[48];
 	int soft = f->plan.roles[0].regs;
 
@@ -910,11 +940,7 @@ sm100_fmha_body(Emit *e, const FmhaCfg *f, const FmhaRegs *r, KgErr *err)
 	label_new(e, join, sizeof join, "join");
 	label_new(e, out, sizeof out, "exit");
 	emit_block(e, "sm100.fmha_roles");
-	/* the barrier published the TMEM address; order later tcgen05 ops
-	 * (docs/hardware.md, "TMEM allocation") */
-	sm100_fence_after(e);
-	slot = op_plan_smem(e, &f->plan, r->base, f->r_tslot);
-	emitf(e, "\tld.shared.u32 %s, [%s];\n", tmem.s, slot.s);
+	sm100_read_taddr(e, tmem, &f->plan, r->base, f->r_tslot);
 	emitf(e, "\tsetp.ge.u32 %s, %s, %d;\n\t@%s bra %s;\n", p.s, r->warp.s, w_load(f), p.s, other);
 	emitf(e, "\tsetp.ge.u32 %s, %s, %d;\n\t@%s bra %s;\n", p.s, r->warp.s, w_corr(f), p.s, corr);
 	op_setmaxnreg(e, 1, soft);

@@ -88,7 +88,6 @@ emit_mma(Emit *e, const GemmCfg *g, const GemmRegs *r, Reg tmem, KgErr *err)
 	op_idesc(e, idr, IK_F16, idesc, "D = A*B");
 	op_desc_hi(e, ahr, g->t->desc, (uint64_t)ahi << 32 | alo, "A");
 	op_desc_hi(e, bhr, g->t->desc, (uint64_t)bhi << 32 | blo, "B");
-	emitf(e, "\tmov.u32 %s, 0;\n\tmov.u32 %s, 0;\n\tmov.u32 %s, 0;\n", stage.s, phase.s, kt.s);
 	if (g->pair) {
 		both = reg_new(e, RC_B16);
 		emitf(e, "\tmov.b16 %s, 3;\n", both.s);
@@ -102,12 +101,7 @@ emit_mma(Emit *e, const GemmCfg *g, const GemmRegs *r, Reg tmem, KgErr *err)
 		emitf(e, "\tmov.b16 %s, %d;\n", all.s, (1 << (2 * g->cn)) - 1);
 		emitf(e, "\tshl.b32 %s, 3, %s;\n\tcvt.u16.u32 %s, %s;\n", t.s, r->rank.s, both.s, t.s);
 	}
-	label_new(e, loop, sizeof loop, "mma");
-	label_new(e, done, sizeof done, "mma_done");
-	emitf(e, "\tsetp.eq.u32 %s, %s, 0;\n\t@%s bra %s;\n", p.s, r->nk.s, p.s, done);
-	emit_label(e, loop);
-	emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n", full.s, stage.s, full0.s);
-	if (op_mbar_wait(e, err, full, phase.s) < 0)
+	if (gemm_mma_loop_head(e, err, r, stage, phase, kt, full0, full, p, loop, done, sizeof loop) < 0)
 		return -1;
 	/* orders the MMAs after the wait that saw the TMA data (docs/hardware.md,
 	 * "tcgen05 ordering") */
@@ -127,7 +121,8 @@ emit_mma(Emit *e, const GemmCfg *g, const GemmRegs *r, Reg tmem, KgErr *err)
 		else
 			sm100_mma_f16_ss(e, tmem, ad, bd, idr, k16 ? "1" : acc.s);
 	}
-	emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n", empty.s, stage.s, empty0.s);
+	emitf(e, "\tmad.lo.u32 %s, %s, 8, %s; // mbar %s[stage]\n", empty.s, stage.s, empty0.s,
+	      g->plan.bars[g->b_empty].name);
 	if (g->pair)
 		sm100_commit_pair(e, empty, all);
 	else
@@ -165,8 +160,8 @@ emit_epilogue(Emit *e, const GemmCfg *g, const GemmRegs *r, Reg tmem, KgErr *err
 		return -1;
 	sm100_fence_after(e);
 	/* lane quarter of this warp: lanes 32w..32w+31 (docs/hardware.md, "Lane quarters") */
-	emitf(e, "\tshl.b32 %s, %s, 21;\n\tadd.u32 %s, %s, %s;\n", tw.s, r->warp.s, tw.s, tw.s, tmem.s);
-	emitf(e, "\tshl.b32 %s, %s, 5;\n\tadd.u32 %s, %s, %s;\n", row.s, r->warp.s, row.s, row.s, r->lane.s);
+	sm100_quarter_taddr(e, tw, r->warp, tmem, 0);
+	sm100_quarter_row(e, row, r->warp, r->lane, 0);
 	emitf(e, "\tadd.u32 %s, %s, %s;\n", row.s, row.s, r->m0.s);
 	emitf(e, "\tsetp.lt.u32 %s, %s, %s;\n", prow.s, row.s, r->M.s);
 	emitf(e, "\tand.b32 %s, %s, %d;\n\tsetp.eq.u32 %s, %s, 0;\n", t.s, r->N.s, 16 / esz - 1, vec.s, t.s);
@@ -220,7 +215,7 @@ emit_epilogue(Emit *e, const GemmCfg *g, const GemmRegs *r, Reg tmem, KgErr *err
 static int
 sm100_body(Emit *e, const GemmCfg *g, const GemmRegs *r, KgErr *err)
 {
-	Reg tmem = reg_new(e, RC_B32), p = reg_new(e, RC_PRED), el = reg_new(e, RC_PRED), slot;
+	Reg tmem = reg_new(e, RC_B32), p = reg_new(e, RC_PRED), el = reg_new(e, RC_PRED);
 	char mma[48], epi[48], join[48], out[48];
 
 	label_new(e, mma, sizeof mma, "role_mma");
@@ -228,11 +223,7 @@ sm100_body(Emit *e, const GemmCfg *g, const GemmRegs *r, KgErr *err)
 	label_new(e, join, sizeof join, "join");
 	label_new(e, out, sizeof out, "exit");
 	emit_block(e, "sm100.gemm_roles");
-	/* the barrier published the TMEM address; order later tcgen05 ops
-	 * (docs/hardware.md, "TMEM allocation") */
-	sm100_fence_after(e);
-	slot = op_plan_smem(e, &g->plan, r->base, g->r_slot);
-	emitf(e, "\tld.shared.u32 %s, [%s];\n", tmem.s, slot.s);
+	sm100_read_taddr(e, tmem, &g->plan, r->base, g->r_slot);
 	emitf(e, "\tsetp.lt.u32 %s, %s, %d;\n\t@%s bra %s;\n", p.s, r->warp.s, WARP_PRODUCER, p.s, epi);
 	emitf(e, "\tsetp.eq.u32 %s, %s, %d;\n\t@%s bra %s;\n", p.s, r->warp.s, WARP_MMA, p.s, mma);
 	op_elect_one(e, el);

@@ -191,3 +191,37 @@ sm100_setup_tmem_group(Emit *e, KgErr *err, const char *block, Reg warp, int war
 	sm100_fence_before(e);
 	return 0;
 }
+
+/* dst = ((warp [mod 4]) << shift) + add */
+static void
+quarter(Emit *e, Reg dst, Reg warp, int shift, Reg add, int any_warp)
+{
+	if (any_warp)
+		emitf(e, "\tand.b32 %s, %s, %d;\n\tshl.b32 %s, %s, %d;\n", dst.s, warp.s, 4 - 1, dst.s,
+		      dst.s, shift);
+	else
+		emitf(e, "\tshl.b32 %s, %s, %d;\n", dst.s, warp.s, shift);
+	emitf(e, "\tadd.u32 %s, %s, %s;\n", dst.s, dst.s, add.s);
+}
+
+void
+sm100_quarter_taddr(Emit *e, Reg dst, Reg warp, Reg base, int any_warp)
+{
+	quarter(e, dst, warp, tmem_quarter_addr_shift(), base, any_warp);
+}
+
+void
+sm100_quarter_row(Emit *e, Reg dst, Reg warp, Reg lane, int any_warp)
+{
+	quarter(e, dst, warp, tmem_quarter_lane_shift(), lane, any_warp);
+}
+
+void
+sm100_read_taddr(Emit *e, Reg dst, const Plan *plan, Reg base, int slot)
+{
+	Reg addr;
+
+	sm100_fence_after(e);
+	addr = op_plan_smem(e, plan, base, slot);
+	emitf(e, "\tld.shared.u32 %s, [%s];\n", dst.s, addr.s);
+}

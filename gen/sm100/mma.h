@@ -58,4 +58,18 @@ void sm100_wait_st(Emit *e);
 void sm100_fence_before(Emit *e);
 void sm100_fence_after(Emit *e);
 
+/* After the CTA barrier that follows the allocation: orders later tcgen05
+ * operations after it and reads the TMEM base address the allocating warp
+ * stored in plan region `slot` (docs/hardware.md, "TMEM allocation"). */
+void sm100_read_taddr(Emit *e, Reg dst, const Plan *plan, Reg base, int slot);
+
+/* The lane quarter of warp `warp` (docs/hardware.md, "Lane quarters"):
+ * sm100_quarter_taddr sets dst = base + the TMEM address of the quarter's
+ * first lane, sm100_quarter_row dst = that lane + `lane` (the lane, and
+ * the accumulator row, that thread `lane` reaches with the 32x32b shape).
+ * `any_warp` 1: warp is any warp of the CTA and is reduced mod 4 first; 0:
+ * it is already 0..3. The shifts come from layout.c. */
+void sm100_quarter_taddr(Emit *e, Reg dst, Reg warp, Reg base, int any_warp);
+void sm100_quarter_row(Emit *e, Reg dst, Reg warp, Reg lane, int any_warp);
+
 #endif

@@ -35,10 +35,10 @@ void
 fmha90_mask(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Consumer *c)
 {
 	emit_block(e, "sm90.fmha_mask");
-	emitf(e, "\tand.b32 %s, %s, 3;\n\tshl.b32 %s, %s, 1;\n", c->t.s, r->lane.s, c->t.s, c->t.s);
+	sm90_acc_col0(e, c->t, r->lane);
 	emitf(e, "\tmad.lo.u32 %s, %s, %d, %s;\n", c->colb.s, c->j.s, f->bn, c->t.s);
 	for (int i = 0; i < f->bn / 2; i++) {
-		emitf(e, "\tadd.s32 %s, %s, %d;\n", c->t.s, c->colb.s, (i % 2) + 8 * (i / 4));
+		emitf(e, "\tadd.s32 %s, %s, %d;\n", c->t.s, c->colb.s, col_of(i));
 		emitf(e, "\tsetp.ge.s32 %s, %s, %s;\n", c->p.s, c->t.s, c->lim[row_of(i)].s);
 		if (f->mask == MASK_WINDOW)
 			emitf(e, "\tsetp.lt.or.s32 %s, %s, %s, %s;\n", c->p.s, c->t.s, c->klo_row[row_of(i)].s, c->p.s);
@@ -69,16 +69,16 @@ fmha90_softmax_exp(Emit *e, const FmhaCfg *f, Consumer *c)
 		}
 	for (int r = 0; r < 2; r++) {
 		emitf(e, "\tsetp.eq.f32 %s, %s, %s;\n", c->p.s, c->mx[r].s, NEG_INF);
-		emitf(e, "\tmul.f32 %s, %s, %s;\n", c->ms[r].s, c->mx[r].s, c->sc);
+		emitf(e, "\tmul.f32 %s, %s, %s;\n", c->ms[r].s, c->mx[r].s, c->sc.s);
 		emitf(e, "\tselp.f32 %s, 0f00000000, %s, %s;\n", c->ms[r].s, c->ms[r].s, c->p.s);
 		emitf(e, "\tneg.f32 %s, %s;\n", c->nms[r].s, c->ms[r].s);
-		emitf(e, "\tfma.rn.f32 %s, %s, %s, %s;\n", c->corr[r].s, c->m[r].s, c->sc, c->nms[r].s);
+		emitf(e, "\tfma.rn.f32 %s, %s, %s, %s;\n", c->corr[r].s, c->m[r].s, c->sc.s, c->nms[r].s);
 		emitf(e, "\tex2.approx.ftz.f32 %s, %s;\n", c->corr[r].s, c->corr[r].s);
 		emitf(e, "\tmov.f32 %s, %s;\n", c->m[r].s, c->mx[r].s);
 	}
 	emitf(e, "\tmov.f32 %s, 0f00000000;\n\tmov.f32 %s, 0f00000000;\n", c->mx[0].s, c->mx[1].s);
 	for (int i = 0; i < f->bn / 2; i++) {
-		emitf(e, "\tfma.rn.f32 %s, %s, %s, %s;\n", c->S[i].s, c->S[i].s, c->sc, c->nms[row_of(i)].s);
+		emitf(e, "\tfma.rn.f32 %s, %s, %s, %s;\n", c->S[i].s, c->S[i].s, c->sc.s, c->nms[row_of(i)].s);
 		op_exp2_mix(e, &c->ex, i, c->S[i]);
 		emitf(e, "\tadd.f32 %s, %s, %s;\n", c->mx[row_of(i)].s, c->mx[row_of(i)].s, c->S[i].s);
 	}
@@ -157,6 +157,23 @@ fmha90_loop_foot(Emit *e, Consumer *c, const FmhaLoop *l)
 	emit_label(e, l->done);
 }
 
+/* The attention sink (decode): exp(sink[head]) joins row r2's sum, in
+ * the sum's units 2^(s·scale·log2e - ms): l += 2^(sink·log2e - ms). A row
+ * that saw no key has ms = 0, so l = e^sink, O = 0 and LSE = sink. Rows
+ * of heads from r->sink_hq on (past hq; every head of a split-KV part,
+ * whose combine adds the sink once) read no sink. */
+static void
+emit_sink(Emit *e, const FmhaRegs *r, Consumer *c, int r2, Reg x)
+{
+	Reg a = reg_new(e, RC_B64), ok = reg_new(e, RC_PRED);
+
+	emitf(e, "\tsetp.lt.u32 %s, %s, %s;\n", ok.s, c->hrow[r2].s, r->sink_hq.s);
+	emitf(e, "\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n", a.s, c->hrow[r2].s, a.s, a.s, r->sink.s);
+	emitf(e, "\tmov.f32 %s, %s;\n\t@%s ld.global.nc.f32 %s, [%s];\n", x.s, NEG_INF, ok.s, x.s, a.s);
+	emitf(e, "\tmul.f32 %s, %s, 0f3FB8AA3B;\n\tsub.f32 %s, %s, %s;\n", x.s, x.s, x.s, x.s, c->ms[r2].s);
+	emitf(e, "\tex2.approx.ftz.f32 %s, %s;\n\tadd.f32 %s, %s, %s;\n", x.s, x.s, c->l[r2].s, c->l[r2].s, x.s);
+}
+
 /* Normalizes O by the row sums and stores this warpgroup's columns; writes
  * LSE. Row sums are the quad's partials added up, or, for the second half
  * of a split O, the first half's published sums. */
@@ -187,6 +204,8 @@ fmha90_epilogue(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Consumer *c, KgErr
 				emitf(e, "\tmov.b32 %s, %s;\n\tadd.f32 %s, %s, %s;\n", inv[r2].s, c->t.s, c->l[r2].s,
 				      c->l[r2].s, inv[r2].s);
 			}
+			if (r->sink.s[0])
+				emit_sink(e, r, c, r2, inv[r2]);
 			if (c->l_to_smem) {
 				emitf(e, "\tsetp.eq.u32 %s, %s, 0;\n", pl.s, c4.s);
 				emitf(e, "\t@%s st.shared.f32 [%s], %s;\n", pl.s, sa.s, c->l[r2].s);
@@ -196,6 +215,8 @@ fmha90_epilogue(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Consumer *c, KgErr
 		emitf(e, "\trcp.rn.f32 %s, %s;\n\tselp.f32 %s, %s, 0f00000000, %s;\n", inv[r2].s, c->l[r2].s,
 		      inv[r2].s, inv[r2].s, c->p.s);
 		emitf(e, "\tsetp.lt.u32 %s, %s, %s;\n", prow[r2].s, c->rowq[r2].s, r->sq.s);
+		if (f->head_guard)
+			emitf(e, "\tsetp.lt.and.u32 %s, %s, %d, %s;\n", prow[r2].s, c->hrow[r2].s, f->hq, prow[r2].s);
 		/* element ((qs + row) * Hq + head) * Dv + ocol0 + 2*(lane%4) */
 		emitf(e, "\tadd.u32 %s, %s, %s;\n\tmul.wide.u32 %s, %s, %d;\n", c->t.s, c->rowq[r2].s, r->qs.s,
 		      addr[r2].s, c->t.s, f->hq * f->dv);
@@ -213,7 +234,7 @@ fmha90_epilogue(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Consumer *c, KgErr
 			emitf(e, "\tselp.f32 %s, %s, %s, %s;\n", lse.s, lse.s, NEG_INF, c->p.s);
 			emitf(e, "\tsetp.eq.and.u32 %s, %s, 0, %s;\n", pl.s, c4.s, prow[r2].s);
 			emitf(e, "\tmad.lo.u32 %s, %s, %s, %s;\n\tadd.u32 %s, %s, %s;\n", c->lo.s, c->hrow[r2].s,
-			      r->total_q.s, r->qs.s, c->lo.s, c->lo.s, c->rowq[r2].s);
+			      r->total_q.s, r->lse_q0.s[0] ? r->lse_q0.s : r->qs.s, c->lo.s, c->lo.s, c->rowq[r2].s);
 			emitf(e, "\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n", a.s, c->lo.s, a.s, a.s, r->lse.s);
 			emitf(e, "\t@%s st.global.f32 [%s], %s;\n", pl.s, a.s, lse.s);
 		}
@@ -221,7 +242,7 @@ fmha90_epilogue(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Consumer *c, KgErr
 	if (c->l_to_smem)
 		op_mbar_arrive(e, c->lbar, NULL);
 	for (int i = 0; i < c->ocols / 2; i += 2) {
-		int rr = row_of(i), off = 8 * (i / 4) * esz;
+		int rr = row_of(i), off = col_of(i) * esz;
 		emitf(e, "\tmul.f32 %s, %s, %s;\n\tmul.f32 %s, %s, %s;\n", c->O[i].s, c->O[i].s, inv[rr].s,
 		      c->O[i + 1].s, c->O[i + 1].s, inv[rr].s);
 		emitf(e, "\tcvt.rn.%s.f32 %s, %s, %s;\n", f->in == DT_BF16 ? "bf16x2" : "f16x2", pk.s,
@@ -237,7 +258,6 @@ fmha90_consumer_init(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Consumer *cp,
 	Consumer c;
 	Reg qbar;
 	uint64_t dq, dv;
-	SmemDesc vd = {0};
 
 	memset(&c, 0, sizeof c);
 	c.ocol0 = ocol0;
@@ -245,13 +265,8 @@ fmha90_consumer_init(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Consumer *cp,
 	if (desc_for_tile(&dq, f->t->desc, &f->lq, 0, err) < 0)
 		return -1;
 	/* V as B of P·V: N (head dim) contiguous in 128-byte swizzled rows, K
-	 * (keys) across rows. MN-major SW128: SBO = 1024 between 8-key groups,
-	 * LBO = the next 64 columns' slice (docs/hardware.md,
-	 * "Canonical layouts, LBO and SBO" and "TMA swizzle"). */
-	vd.lbo = f->lv.slice_bytes;
-	vd.sbo = 1024;
-	vd.swz = SWZ_128B;
-	if (desc_encode(&dv, f->t->desc, &vd, err) < 0)
+	 * (keys) across rows */
+	if (desc_for_tile_mn(&dv, f->t->desc, &f->lv, 0, err) < 0)
 		return -1;
 	reg_array(e, RC_F32, c.S, f->bn / 2);
 	reg_array(e, RC_F32, c.O, ocols / 2);
@@ -288,7 +303,7 @@ fmha90_consumer_init(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Consumer *cp,
 	c.t = reg_new(e, RC_B32);
 	c.p = reg_new(e, RC_PRED);
 	c.lane0 = reg_new(e, RC_PRED);
-	fimm(c.sc, f->scale_log2);
+	c.sc = fmha_emit_scale_log2(e);
 	snprintf(c.guard0, sizeof c.guard0, "@%s ", c.lane0.s);
 	/* K tiles have Q's layout (K-major, SW128): one constant serves both */
 	c.dq_lo = (uint32_t)dq;
@@ -298,7 +313,7 @@ fmha90_consumer_init(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Consumer *cp,
 	c.q0 = op_plan_smem(e, &f->plan, r->base, f->r_q);
 	c.k0 = op_plan_smem(e, &f->plan, r->base, f->r_k);
 	c.v0 = op_plan_smem(e, &f->plan, r->base, f->r_v);
-	qbar = op_plan_bar(e, &f->plan, r->base, f->b_q);
+	qbar = f->b_q >= 0 ? op_plan_bar(e, &f->plan, r->base, f->b_q) : (Reg){{0}};
 	c.kbar0 = op_plan_bar(e, &f->plan, r->base, f->b_k);
 	c.vbar0 = op_plan_bar(e, &f->plan, r->base, f->b_v);
 	c.kfree0 = op_plan_bar(e, &f->plan, r->base, f->b_kfree);
@@ -310,10 +325,7 @@ fmha90_consumer_init(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Consumer *cp,
 	op_desc_hi(e, c.dhi, f->t->desc, dq, "Q and K");
 	op_desc_hi(e, c.vhi, f->t->desc, dv, "V, MN-major");
 	/* rows g = 64*block + 16*(warp%4) + lane/4 and g + 8 of the CTA's tile */
-	emitf(e, "\tand.b32 %s, %s, 3;\n\tshl.b32 %s, %s, 4;\n", c.t.s, r->warp.s, c.t.s, c.t.s);
-	emitf(e, "\tmad.lo.u32 %s, %s, 64, %s;\n", c.trow[0].s, row_block.s, c.t.s);
-	emitf(e, "\tshr.u32 %s, %s, 2;\n\tadd.u32 %s, %s, %s;\n", c.t.s, r->lane.s, c.trow[0].s,
-	      c.trow[0].s, c.t.s);
+	sm90_acc_row0(e, c.trow[0], row_block, r->warp, r->lane, c.t);
 	emitf(e, "\tadd.u32 %s, %s, 8;\n", c.trow[1].s, c.trow[0].s);
 	for (int r2 = 0; r2 < 2; r2++)
 		c.hrow[r2] = fmha_emit_row_head(e, f, r, c.trow[r2], c.rowq[r2]);
@@ -339,5 +351,19 @@ fmha90_consumer_init(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Consumer *cp,
 	(void)wgc;
 	c.qbar = qbar;
 	*cp = c;
+	return 0;
+}
+
+int
+fmha90_producer_role(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Reg p, Reg el,
+                     const char *out, KgErr *err)
+{
+	op_setmaxnreg(e, 0, f->plan.roles[0].regs);
+	emitf(e, "\tsetp.ne.u32 %s, %s, 0;\n\t@%s bra %s;\n", p.s, r->warp.s, p.s, out);
+	op_elect_one(e, el);
+	emitf(e, "\t@!%s bra %s;\n", el.s, out);
+	if (fmha_emit_producer(e, f, r, err) < 0)
+		return -1;
+	emitf(e, "\tbra %s;\n", out);
 	return 0;
 }

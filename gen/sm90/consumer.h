@@ -30,7 +30,7 @@ typedef struct Consumer {
 	int l_from_smem;   /* split O: row sums come from the other warpgroup */
 	int l_to_smem;     /* split O: publish row sums for the other warpgroup */
 	Reg lsum0, lbar;   /* shared address of the row sums and their barrier */
-	char sc[12];
+	Reg sc;           /* softmax_scale·log2(e) (fmha_emit_scale_log2) */
 	char guard0[16];  /* "@%p ": lane 0 of the warp */
 	uint32_t dq_lo, dv_lo; /* descriptor low words at address 0 (LBO field) */
 } Consumer;
@@ -39,7 +39,20 @@ typedef struct Consumer {
 static inline int
 row_of(int i)
 {
-	return (i / 2) % 2;
+	int drow, dcol;
+
+	wgmma_acc_reg(i, &drow, &dcol);
+	return drow / 8;
+}
+
+/* The column of accumulator register i past the thread's first column. */
+static inline int
+col_of(int i)
+{
+	int drow, dcol;
+
+	wgmma_acc_reg(i, &drow, &dcol);
+	return dcol;
 }
 
 /* Allocates the consumer's registers, descriptors and row bookkeeping
@@ -53,6 +66,13 @@ void fmha90_softmax_rescale(Emit *e, const FmhaCfg *f, Consumer *c, int pack);
 void fmha90_release_k(Emit *e, const FmhaCfg *f, Consumer *c);
 void fmha90_advance(Emit *e, const FmhaCfg *f, Consumer *c);
 void fmha90_epilogue(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Consumer *c, KgErr *err);
+
+/* Warpgroup 0, the producer, in both plans: gives registers back (role 0
+ * of the plan), lets one elected lane of warp 0 issue the TMA loads
+ * (fmha_emit_producer) and sends everyone else to `out`; p and el are
+ * scratch predicates. */
+int fmha90_producer_role(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Reg p, Reg el,
+                         const char *out, KgErr *err);
 
 /* A KV loop's labels and bound (fmha90_loop_head / fmha90_loop_foot). */
 typedef struct FmhaLoop {

@@ -98,11 +98,6 @@ sm90_fmha_plan(FmhaCfg *f, KgErr *err)
 	 * and tests/ptxas.sh holds every emitted kernel to no spills). */
 	p->regs_need_max = f->bn / 2 + f->dv / 2 + f->bn / 4 + 32;
 	snprintf(p->regs_need_who, sizeof p->regs_need_who, "consumer");
-	f->b_q = plan_barrier(p, "Q full", 1, 1, f->q_bytes, "producer: expect_tx + TMA");
-	f->b_k = plan_barrier(p, f->kv_shared ? "K=V full" : "K full", f->stages, 1, f->k_bytes,
-	                      "producer: expect_tx + TMA");
-	f->b_v = f->kv_shared ? f->b_k
-	                      : plan_barrier(p, "V full", f->stages, 1, f->v_bytes, "producer: expect_tx + TMA");
 	snprintf(does, sizeof does, "lane 0 of each of the %d consumer warps after S=QK^T", 4 * f->wgs);
 	if (f->kv_shared) {
 		snprintf(does, sizeof does, "lane 0 of each of the %d consumer warps after O+=PV", 4 * f->wgs);
@@ -299,13 +294,8 @@ sm90_fmha_body(Emit *e, const FmhaCfg *f, const FmhaRegs *r, KgErr *err)
 	emit_block(e, "sm90.fmha_roles");
 	emitf(e, "\tshr.u32 %s, %s, 7;\n", wg.s, r->tid.s);
 	emitf(e, "\tsetp.ne.u32 %s, %s, 0;\n\t@%s bra %s;\n", p.s, wg.s, p.s, consumer);
-	op_setmaxnreg(e, 0, f->plan.roles[0].regs);
-	emitf(e, "\tsetp.ne.u32 %s, %s, 0;\n\t@%s bra %s;\n", p.s, r->warp.s, p.s, out);
-	op_elect_one(e, el);
-	emitf(e, "\t@!%s bra %s;\n", el.s, out);
-	if (fmha_emit_producer(e, f, r, err) < 0)
+	if (fmha90_producer_role(e, f, r, p, el, out, err) < 0)
 		return -1;
-	emitf(e, "\tbra %s;\n", out);
 	emit_label(e, consumer);
 	op_setmaxnreg(e, 1, f->plan.roles[1].regs);
 	if (emit_consumer(e, f, r, err) < 0)

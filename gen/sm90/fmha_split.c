@@ -27,9 +27,13 @@ fmha90_split_plan(FmhaCfg *f, KgErr *err)
 	char does[96];
 	int regs;
 
+	int preg = f->producer_regs ? f->producer_regs : PRODUCER_REGS;
+
 	p->threads = 384;
-	regs = plan_regs_split(p, 256, 128, PRODUCER_REGS);
-	plan_role(p, "producer", 0, 4, PRODUCER_REGS, "warp 0, one elected lane: TMA Q, then K/V tiles");
+	regs = plan_regs_split(p, 256, 128, preg);
+	plan_role(p, "producer", 0, 4, preg,
+	          f->gather ? "warpgroup 0: Q, then gathers and dequantizes K=V tiles (st.shared)"
+	                    : "warp 0, one elected lane: TMA Q, then K/V tiles");
 	snprintf(does, sizeof does, "S=QK^T (SS, N=%d), softmax, P to smem, O cols 0-%d += PV (SS)", f->bn,
 	         f->dv / 2 - 1);
 	plan_role(p, "scores", 4, 4, regs, does);
@@ -41,15 +45,12 @@ fmha90_split_plan(FmhaCfg *f, KgErr *err)
 	f->r_p = plan_smem(p, "P tiles", 64u * (uint32_t)f->bn * (uint32_t)f->esz, 1024, PBUFS);
 	f->r_corr = plan_smem(p, "rescale", 64 * 4, 16, PBUFS);
 	f->r_lsum = plan_smem(p, "row sums", 64 * 4, 16, 1);
-	f->b_q = plan_barrier(p, "Q full", 1, 1, f->q_bytes, "producer: expect_tx + TMA");
-	f->b_k = plan_barrier(p, f->kv_shared ? "K=V full" : "K full", f->stages, 1, f->k_bytes,
-	                      "producer: expect_tx + TMA");
+	if (f->gather && !f->kv_shared)
+		return kg_fail(err, "a gathered K=V tile serves both operands: kv-shared is required");
 	if (f->kv_shared) {
-		f->b_v = f->b_k;
 		f->b_kfree = f->b_vfree = plan_barrier(p, "K=V free", f->stages, 8, 0,
 		                                       "lane 0 of the 8 consumer warps after their P·V");
 	} else {
-		f->b_v = plan_barrier(p, "V full", f->stages, 1, f->v_bytes, "producer: expect_tx + TMA");
 		f->b_kfree = plan_barrier(p, "K free", f->stages, 4, 0, "lane 0 of the 4 scores warps after S");
 		f->b_vfree = plan_barrier(p, "V free", f->stages, 8, 0,
 		                          "lane 0 of the 8 consumer warps after their P·V");
@@ -160,7 +161,7 @@ split_publish(Emit *e, KgErr *err, const FmhaCfg *f, Consumer *c, Split *s)
 		      base[k].s, base[k].s, s->c4.s, base[k].s);
 	}
 	for (int i = 0; i < f->bn / 2; i += 2) {
-		int q = i / 4;
+		int q = col_of(i) / 8; /* 16-byte chunk of the P row */
 		emitf(e, "\tcvt.rn.%s.f32 %s, %s, %s;\n", f->in == DT_BF16 ? "bf16x2" : "f16x2", pk.s,
 		      c->S[i + 1].s, c->S[i].s);
 		emitf(e, "\txor.b32 %s, %s, %d;\n\tadd.u32 %s, %s, %s;\n", a.s, s->x16.s, q << 4, a.s, a.s,
@@ -215,7 +216,7 @@ emit_scores_wg(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Reg zero, KgErr *er
 	char none[48];
 
 	if (fmha90_consumer_init(e, f, r, &c, zero, zero, 0, f->dv / 2, err) < 0 ||
-	    op_mbar_wait(e, err, c.qbar, "0") < 0)
+	    (f->b_q >= 0 && op_mbar_wait(e, err, c.qbar, "0") < 0))
 		return -1;
 	c.l_to_smem = 1;
 	c.lsum0 = op_plan_smem(e, &f->plan, r->base, f->r_lsum);
@@ -256,7 +257,7 @@ emit_scores_wg(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Reg zero, KgErr *er
 	split_release(e, f, &c, &s, s.ppb, c.pstage);
 	emit_label(e, none);
 	fmha90_epilogue(e, f, r, &c, err);
-	return 0;
+	return f->finish ? f->finish(e, f, r, err) : 0;
 }
 
 static int
@@ -307,7 +308,7 @@ emit_output_wg(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Reg zero, KgErr *er
 	emit_label(e, done);
 	(void)par;
 	fmha90_epilogue(e, f, r, &c, err);
-	return 0;
+	return f->finish ? f->finish(e, f, r, err) : 0;
 }
 
 int
@@ -324,13 +325,15 @@ fmha90_split_body(Emit *e, const FmhaCfg *f, const FmhaRegs *r, KgErr *err)
 	emitf(e, "\tshr.u32 %s, %s, 7;\n\tmov.u32 %s, 0;\n", wg.s, r->tid.s, zero.s);
 	emitf(e, "\tsetp.eq.u32 %s, %s, 1;\n\t@%s bra %s;\n", p.s, wg.s, p.s, scores);
 	emitf(e, "\tsetp.eq.u32 %s, %s, 2;\n\t@%s bra %s;\n", p.s, wg.s, p.s, output);
-	op_setmaxnreg(e, 0, f->plan.roles[0].regs);
-	emitf(e, "\tsetp.ne.u32 %s, %s, 0;\n\t@%s bra %s;\n", p.s, r->warp.s, p.s, out);
-	op_elect_one(e, el);
-	emitf(e, "\t@!%s bra %s;\n", el.s, out);
-	if (fmha_emit_producer(e, f, r, err) < 0)
+	if (f->gather) {
+		/* decode: the whole warpgroup gathers (gen/decode.h) */
+		op_setmaxnreg(e, 0, f->plan.roles[0].regs);
+		if (f->gather(e, f, r, err) < 0)
+			return -1;
+		emitf(e, "\tbra %s;\n", out);
+	} else if (fmha90_producer_role(e, f, r, p, el, out, err) < 0) {
 		return -1;
-	emitf(e, "\tbra %s;\n", out);
+	}
 	emit_label(e, scores);
 	op_setmaxnreg(e, 1, f->plan.roles[1].regs);
 	if (emit_scores_wg(e, f, r, zero, err) < 0)

@@ -54,11 +54,9 @@ emit_store_fragment(Emit *e, const GemmCfg *g, const GemmRegs *r, Reg wgc, const
 
 	emit_block(e, "sm90.gemm_epilogue");
 	/* row = m0 + 64*wgc + 16*(warp%4) + lane/4; col = n0 + 2*(lane%4) */
-	emitf(e, "\tand.b32 %s, %s, 3;\n\tshl.b32 %s, %s, 4;\n", t.s, r->warp.s, t.s, t.s);
-	emitf(e, "\tmad.lo.u32 %s, %s, 64, %s;\n", row.s, wgc.s, t.s);
-	emitf(e, "\tshr.u32 %s, %s, 2;\n\tadd.u32 %s, %s, %s;\n", t.s, r->lane.s, row.s, row.s, t.s);
+	sm90_acc_row0(e, row, wgc, r->warp, r->lane, t);
 	emitf(e, "\tadd.u32 %s, %s, %s;\n", row.s, row.s, r->m0.s);
-	emitf(e, "\tand.b32 %s, %s, 3;\n\tshl.b32 %s, %s, 1;\n", t.s, r->lane.s, t.s, t.s);
+	sm90_acc_col0(e, t, r->lane);
 	emitf(e, "\tadd.u32 %s, %s, %s;\n", col.s, t.s, r->n0.s);
 	emitf(e, "\tand.b32 %s, %s, 1;\n\tsetp.eq.u32 %s, %s, 0;\n", t.s, r->N.s, neven.s, t.s);
 	for (int h8 = 0; h8 < 2; h8++) {
@@ -135,13 +133,7 @@ emit_consumer(Emit *e, const GemmCfg *g, const GemmRegs *r, KgErr *err)
 	op_desc_hi(e, bhr, g->t->desc, (uint64_t)bhi << 32 | blo, "B");
 	for (int i = 0; i < nacc; i++)
 		emitf(e, "\tmov.f32 %s, 0f00000000;\n", acc[i].s);
-	emitf(e, "\tmov.u32 %s, 0;\n\tmov.u32 %s, 0;\n\tmov.u32 %s, 0;\n", stage.s, phase.s, kt.s);
-	label_new(e, loop, sizeof loop, "mma");
-	label_new(e, done, sizeof done, "mma_done");
-	emitf(e, "\tsetp.eq.u32 %s, %s, 0;\n\t@%s bra %s;\n", p.s, r->nk.s, p.s, done);
-	emit_label(e, loop);
-	emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n", full.s, stage.s, full0.s);
-	if (op_mbar_wait(e, err, full, phase.s) < 0)
+	if (gemm_mma_loop_head(e, err, r, stage, phase, kt, full0, full, p, loop, done, sizeof loop) < 0)
 		return -1;
 	emitf(e, "\tmad.lo.u32 %s, %s, %u, %s;\n", as.s, stage.s, g->la.bytes, a0.s);
 	emitf(e, "\tmad.lo.u32 %s, %s, %u, %s;\n", bs.s, stage.s, g->lb.bytes, b0.s);
@@ -163,7 +155,8 @@ emit_consumer(Emit *e, const GemmCfg *g, const GemmRegs *r, KgErr *err)
 	emitf(e, "\tsetp.ne.and.u32 %s, %s, 0, %s;\n", rel.s, kt.s, lane0.s);
 	snprintf(guard, sizeof guard, "@%s ", rel.s);
 	op_mbar_arrive(e, prev, guard);
-	emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n", prev.s, stage.s, empty0.s);
+	emitf(e, "\tmad.lo.u32 %s, %s, 8, %s; // mbar %s[stage]\n", prev.s, stage.s, empty0.s,
+	      g->plan.bars[g->b_empty].name);
 	op_ring_advance(e, stage, phase, g->stages, reg_new(e, RC_PRED));
 	emitf(e, "\tadd.u32 %s, %s, 1;\n", kt.s, kt.s);
 	emitf(e, "\tsetp.lt.u32 %s, %s, %s;\n\t@%s bra %s;\n", p.s, kt.s, r->nk.s, p.s, loop);

@@ -1,5 +1,6 @@
 /* wgmma issue, fence, commit and wait on sm_90a (mma.h), and the
  * accumulator fragment map. */
+#include "../layout.h"
 #include "mma.h"
 
 void
@@ -49,8 +50,48 @@ sm90_wgmma_ss(Emit *e, int n, DType in, const Reg *acc, Reg adesc, Reg bdesc)
 void
 sm90_acc_coord(int t, int i, int *row, int *col)
 {
-	int w = t / 32, l = t % 32;
+	int drow, dcol;
 
-	*row = 16 * w + l / 4 + 8 * ((i / 2) % 2);
-	*col = 2 * (l % 4) + (i % 2) + 8 * (i / 4);
+	wgmma_acc_reg(i, &drow, &dcol);
+	*row = wgmma_acc_row(t) + drow;
+	*col = wgmma_acc_col(t) + dcol;
+}
+
+static int
+ilog2(int v)
+{
+	int n = 0;
+
+	while ((1 << n) < v)
+		n++;
+	return n;
+}
+
+/* Lanes that share a row: the first thread whose row is 1 (4). */
+static int
+lanes_per_row(void)
+{
+	int t = 0;
+
+	while (wgmma_acc_row(t) == 0)
+		t++;
+	return t;
+}
+
+void
+sm90_acc_row0(Emit *e, Reg row0, Reg block, Reg warp, Reg lane, Reg t)
+{
+	emitf(e, "\tand.b32 %s, %s, 3;\n\tshl.b32 %s, %s, %d;\n", t.s, warp.s, t.s, t.s,
+	      ilog2(wgmma_acc_row(32)));
+	/* a warpgroup's accumulator is M = 64 rows (wgmma m64nNk16) */
+	emitf(e, "\tmad.lo.u32 %s, %s, 64, %s;\n", row0.s, block.s, t.s);
+	emitf(e, "\tshr.u32 %s, %s, %d;\n\tadd.u32 %s, %s, %s;\n", t.s, lane.s, ilog2(lanes_per_row()),
+	      row0.s, row0.s, t.s);
+}
+
+void
+sm90_acc_col0(Emit *e, Reg col0, Reg lane)
+{
+	emitf(e, "\tand.b32 %s, %s, %d;\n\tshl.b32 %s, %s, %d;\n", col0.s, lane.s, lanes_per_row() - 1,
+	      col0.s, col0.s, ilog2(wgmma_acc_col(1)));
 }

@@ -20,4 +20,11 @@ void sm90_wgmma(Emit *e, int n, DType in, const Reg *acc, const Reg *adesc, cons
  * t of the warpgroup (docs/hardware.md, "wgmma accumulator fragment", H200-checked). */
 void sm90_acc_coord(int t, int i, int *row, int *col);
 
+/* The first accumulator row and column of thread (warp, lane) of the
+ * warpgroup that holds rows 64*block.. (layout.c's wgmma_acc_row/col, as
+ * PTX): row0 = 64*block + 16*(warp%4) + lane/4, col0 = 2*(lane%4); t is
+ * scratch. */
+void sm90_acc_row0(Emit *e, Reg row0, Reg block, Reg warp, Reg lane, Reg t);
+void sm90_acc_col0(Emit *e, Reg col0, Reg lane);
+
 #endif

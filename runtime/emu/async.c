@@ -40,6 +40,15 @@ ready(const EmuCta *c, int i)
 	return 1;
 }
 
+void
+emu_async_free(EmuAsync *a)
+{
+	if (a->drop)
+		a->drop(a);
+	free(a->vc);
+	free(a->data);
+}
+
 static int
 complete(EmuCta *c, int i)
 {
@@ -48,8 +57,7 @@ complete(EmuCta *c, int i)
 	c->naq--;
 	c->gen++;
 	int rc = a.done(c, &a);
-	free(a.vc);
-	free(a.data);
+	emu_async_free(&a);
 	return rc;
 }
 

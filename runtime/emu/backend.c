@@ -12,7 +12,15 @@
  *                           (default 16: only 16-byte alignment is promised,
  *                           docs/hardware.md, "Base offset and alignment")
  *   KRT_EMU_MAX_STEPS=N     instruction limit per CTA (default 2e9)
+ *   KRT_EMU_MAX_THREADS=N   blocks x threads of one launch (default 2^21),
+ *                           refused before anything is allocated
+ *   KRT_EMU_MAX_LAUNCH_STEPS=N instructions of all CTAs of one launch
+ *                           (default 2^32), the launch stopped past it
+ *   KRT_EMU_MAX_MEM=BYTES   emulated device memory in all (default 2 GiB),
+ *                           an allocation beyond it refused before it is made
  *   KRT_EMU_TRACE=T         print each instruction thread T of CTA 0 executes */
+#include <ctype.h>
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +38,9 @@ dev_of(const KrtDevice *d)
 	return d->impl;
 }
 
+/* A number from the environment, read like every number people type
+ * (gen/numarg.h): decimal or 0x hex, a leading 0 still decimal, nothing
+ * after it. */
 static int
 env_u64(const char *name, uint64_t def, uint64_t *out, KrtErr *err)
 {
@@ -37,10 +48,18 @@ env_u64(const char *name, uint64_t def, uint64_t *out, KrtErr *err)
 	*out = def;
 	if (!s || !*s)
 		return 0;
+	const char *d = s;
+	int base = 10;
+	if (d[0] == '0' && (d[1] == 'x' || d[1] == 'X')) {
+		base = 16;
+		d += 2;
+	}
 	char *end;
-	unsigned long long v = strtoull(s, &end, 0);
-	if (*end)
-		return krt_errf(err, KRT_EINVAL, "emu: %s=%s is not a number", name, s);
+	errno = 0;
+	unsigned long long v = strtoull(d, &end, base);
+	if (errno || end == d || *end || !(base == 16 ? isxdigit((unsigned char)*d) : isdigit((unsigned char)*d)))
+		return krt_errf(err, KRT_EINVAL, "emu: %s=%s: must be an integer in 0..2^64-1 "
+		                "(decimal or 0x hex)", name, s);
 	*out = v;
 	return 0;
 }
@@ -62,8 +81,13 @@ emu_open(KrtDevice *d, int ordinal, KrtErr *err)
 		return krt_errf(err, KRT_ENOMEM, "emu: out of host memory");
 	d->impl = e;
 	d->cc = ordinal == 1 ? 90 : (int)cc0;
-	snprintf(d->name, sizeof d->name, "emulated %s (CPU interpreter, sm_%d)",
-	         d->cc == 100 ? "B200" : "H100", d->cc);
+	/* without KRT_EMU_CC a module runs as its own target (any_target below),
+	 * so the name promises no particular GPU */
+	if (getenv("KRT_EMU_CC") || ordinal == 1)
+		snprintf(d->name, sizeof d->name, "emulated %s (CPU interpreter, sm_%d)",
+		         d->cc == 100 ? "B200" : "H100", d->cc);
+	else
+		snprintf(d->name, sizeof d->name, "CPU emulator (each kernel as its own target)");
 	d->ptx_isa = 92;
 	/* kcheck, quickstart and the tests open "emu" without knowing the
 	 * target: accept both; the module's own target selects the semantics */
@@ -84,10 +108,30 @@ emu_close(KrtDevice *d)
 	d->impl = NULL;
 }
 
+/* The limits of what one emulator takes on (runtime/emu/README.md, "Limits"):
+ * past them a run would take hours or more host memory than a test machine
+ * has, so it is refused up front with the limit and its variable named. */
+enum {
+	MAX_THREADS_DEFAULT = 1 << 21,
+};
+#define MAX_MEM_DEFAULT (UINT64_C(2) << 30)
+#define MAX_LAUNCH_STEPS_DEFAULT (UINT64_C(1) << 32)
+
 static int
 emu_alloc(KrtDevice *d, size_t bytes, KrtPtr *out, KrtErr *err)
 {
-	return emu_mem_alloc(dev_of(d), bytes, out, err);
+	EmuDev *e = dev_of(d);
+	uint64_t limit, used = 0;
+	if (env_u64("KRT_EMU_MAX_MEM", MAX_MEM_DEFAULT, &limit, err))
+		return err->code;
+	for (int i = 0; i < e->n; i++)
+		used += e->a[i].size;
+	if (bytes > limit || used > limit - bytes)
+		return krt_errf(err, KRT_ERESOURCE, "emu: allocating %zu bytes (%" PRIu64 " already "
+		                "allocated) exceeds the emulator's memory limit of %" PRIu64 " bytes "
+		                "(KRT_EMU_MAX_MEM; runtime/emu/README.md): emulate a smaller shape",
+		                bytes, used, limit);
+	return emu_mem_alloc(e, bytes, out, err);
 }
 
 static int
@@ -267,12 +311,23 @@ launch(KrtModule *m, const KrtLaunch *l, KrtErr *err)
 	const EmuProgram *p = m->impl;
 	EmuLaunchCtx lc;
 	memset(&lc, 0, sizeof lc);
-	uint64_t seed, base, mis, steps, trace;
-	if (env_u64("KRT_EMU_SEED", 0, &seed, err) || env_u64("KRT_EMU_SMEM_BASE", 0x400, &base, err) ||
+	uint64_t seed, seeds, base, mis, steps, trace, max_threads, launch_steps;
+	if (env_u64("KRT_EMU_SEED", 0, &seed, err) || env_u64("KRT_EMU_SEEDS", 1, &seeds, err) ||
+	     env_u64("KRT_EMU_SMEM_BASE", 0x400, &base, err) ||
 	    env_u64("KRT_EMU_TRACE", UINT64_MAX, &trace, err) ||
 	    env_u64("KRT_EMU_SMEM_MISALIGN", 16, &mis, err) ||
-	    env_u64("KRT_EMU_MAX_STEPS", UINT64_C(2000000000), &steps, err))
+	    env_u64("KRT_EMU_MAX_STEPS", UINT64_C(2000000000), &steps, err) ||
+	    env_u64("KRT_EMU_MAX_THREADS", MAX_THREADS_DEFAULT, &max_threads, err) ||
+	    env_u64("KRT_EMU_MAX_LAUNCH_STEPS", MAX_LAUNCH_STEPS_DEFAULT, &launch_steps, err))
 		return err->code;
+	uint64_t threads = (uint64_t)l->grid[0] * l->grid[1] * l->grid[2] *
+	                   ((uint64_t)l->block[0] * l->block[1] * l->block[2]);
+	if (threads > max_threads)
+		return krt_errf(err, KRT_ERESOURCE, "emu: kernel %s: grid (%u,%u,%u) x block (%u,%u,%u) "
+		                "= %" PRIu64 " threads exceeds the emulator's limit of %" PRIu64 " per "
+		                "launch (KRT_EMU_MAX_THREADS; runtime/emu/README.md): emulate a smaller "
+		                "shape", p->entry, l->grid[0], l->grid[1], l->grid[2], l->block[0],
+		                l->block[1], l->block[2], threads, max_threads);
 	if ((uint64_t)l->smem + p->static_smem > SMEM_OPTIN)
 		return krt_errf(err, KRT_ECUDA, "emu: kernel %s: %u bytes of dynamic + %u of static shared "
 		                "memory exceed the %d bytes a block may use", p->entry, l->smem,
@@ -290,12 +345,13 @@ launch(KrtModule *m, const KrtLaunch *l, KrtErr *err)
 	lc.smem_base = (uint32_t)base;
 	lc.smem_misalign = (uint32_t)mis;
 	lc.max_steps = steps;
+	lc.max_launch_steps = launch_steps;
 	lc.trace = trace == UINT64_MAX ? 0 : (int)trace + 1;
 	lc.params = calloc(1, p->param_bytes + 16);
 	if (!lc.params)
 		return krt_errf(err, KRT_ENOMEM, "emu: out of host memory");
 	params(p, l, lc.params);
-	int rc = emu_run_launch(&lc, err);
+	int rc = emu_run_seeds(&lc, seeds, err);
 	free(lc.params);
 	if (rc && !strstr(err->msg, "grid ("))
 		krt_err_append(err, " [launch grid (%u,%u,%u) block (%u,%u,%u) dynamic smem %u%s%s]",

@@ -153,6 +153,7 @@ enum {
 	EMU_JUMP = 1,  /* the function set pc */
 	EMU_BLOCK = 2, /* not done: run the same instruction again when woken */
 	EMU_EXIT = 3,
+	EMU_YIELD = 4, /* run_thread: gave way at a scheduling point (seeded runs) */
 	EMU_STOP = -1, /* error or hazard recorded in the CTA */
 };
 
@@ -168,6 +169,8 @@ enum {
 	OPF_MEMBERMASK = 1 << 2,/* collective over a membermask operand (elect, shfl, vote) */
 	OPF_BRANCH = 1 << 3,
 	OPF_FIMM = 1 << 4,      /* immediates take the instruction's (float) type */
+	OPF_SCHED = 1 << 5,     /* publishes to other threads: with KRT_EMU_SEED the
+	                         * scheduler may switch warps right after it */
 };
 
 typedef struct EmuParse EmuParse;
@@ -308,6 +311,30 @@ typedef struct EmuTag {
 	int32_t tid;     /* thread that issued it */
 } EmuTag;
 
+/* ---- data races (race.c) ------------------------------------------------ */
+
+enum { EMU_RACE_READERS = 3 };
+
+/* The generic access history of one 4-byte word. */
+typedef struct EmuRaceWord {
+	uint64_t key;       /* global: the word's address / 4 */
+	uint32_t gen;       /* EmuCta.race_gen when written; another value: empty */
+	uint32_t wclk;      /* last write: the thread of clock slot wslot at its own clock wclk */
+	int32_t wline;
+	uint16_t wslot;
+	uint8_t nr;         /* unordered reads since that write */
+	uint16_t rslot[EMU_RACE_READERS];
+	uint32_t rclk[EMU_RACE_READERS];
+	int32_t rline[EMU_RACE_READERS];
+} EmuRaceWord;
+
+/* A tcgen05 pipe's A collector (.collector::a::fill/use/lastuse). */
+typedef struct EmuCollector {
+	int line;           /* the filling MMA's PTX line; 0: empty */
+	int ts;             /* A from TMEM */
+	uint64_t a;         /* its A descriptor or TMEM address */
+} EmuCollector;
+
 /* ---- async operations (async.c queue; tma.c, tcgen05.c) ----------------- */
 
 typedef enum EmuAsyncKind {
@@ -332,6 +359,8 @@ typedef struct EmuAsync {
 	void *data;         /* kind-specific record, freed on completion */
 	/* completes it (set by the issuing unit: tma.c, tcgen05.c) */
 	int (*done)(EmuCta *c, struct EmuAsync *a);
+	/* frees what it holds besides data, completed or not (NULL: nothing) */
+	void (*drop)(struct EmuAsync *a);
 } EmuAsync;
 
 /* ---- mbarriers (mbar.c) ------------------------------------------------- */
@@ -482,6 +511,8 @@ typedef struct EmuLaunchCtx {
 	uint32_t smem_base;  /* window address of the first shared variable */
 	uint32_t smem_misalign; /* bytes added to the dynamic array's address */
 	uint64_t max_steps;
+	uint64_t max_launch_steps; /* all CTAs together (KRT_EMU_MAX_LAUNCH_STEPS) */
+	uint64_t launch_steps;     /* of the CTAs finished so far */
 	int trace;           /* thread id + 1 to trace in CTA 0, 0 off */
 	int cl_n;            /* CTAs per cluster */
 } EmuLaunchCtx;
@@ -536,6 +567,7 @@ struct EmuCta {
 	uint32_t *tmem;      /* [lane][col] */
 	EmuTag *twtag;       /* [quarter][col] */
 	EmuTag *trtag;
+	uint32_t *tacc;      /* [quarter][col]: accumulator key of the MMA in twtag */
 	EmuTmemAlloc talloc[EMU_MAX_TMEM_ALLOCS];
 	int relinquished;
 	int cta_group;       /* first cta_group used by a tcgen05 op, 0 none */
@@ -555,11 +587,18 @@ struct EmuCta {
 	int agent_tid[EMU_MAX_AGENTS];
 	uint64_t agent_commits[EMU_MAX_AGENTS]; /* commits issued */
 	uint64_t agent_done[EMU_MAX_AGENTS];    /* commits completed */
+	EmuCollector coll[EMU_MAX_AGENTS];      /* each pipe's A collector */
 	int nagents;
 	/* async queue */
 	EmuAsync *aq;
 	int naq, capaq;
 	uint64_t aseq;
+	/* data-race shadows (race.c) */
+	EmuRaceWord *race;   /* per smem word */
+	uint32_t nrace;
+	uint32_t race_gen;
+	EmuRaceWord *gr;     /* global words, open addressing */
+	uint32_t gr_cap, gr_used;
 	/* scheduling */
 	uint64_t gen;        /* bumps on anything that may unblock a thread */
 	uint64_t steps;
@@ -577,6 +616,13 @@ enum {
 /* ---- execution (exec.c) -------------------------------------------------- */
 
 int emu_run_launch(EmuLaunchCtx *lc, KrtErr *err);
+
+/* ---- schedule exploration (schedules.c) ----------------------------------- */
+
+enum { EMU_MAX_SEEDS = 64, EMU_MAX_SEED_IMAGE = 256 << 20 };
+/* Runs the launch under nseeds schedules (seeds lc->seed or 1, then +1, ...)
+ * from the same device memory; differing results are a hazard. */
+int emu_run_seeds(EmuLaunchCtx *lc, uint64_t nseeds, KrtErr *err);
 
 /* ---- reports (report.c), the random stream (rng.c) ------------------------ */
 
@@ -626,6 +672,9 @@ int emu_cluster_bar_try(EmuCluster *cl);
 /* ---- the async queue (async.c) ---------------------------------------------- */
 
 void emu_async_push(EmuCta *c, const EmuAsync *a);
+/* Frees a dequeued or still queued op's records (a launch may stop with
+ * ops queued). */
+void emu_async_free(EmuAsync *a);
 /* Completes one queued op: the oldest ready one, or a random ready one. */
 int emu_async_complete_one(EmuCta *c);
 /* Completes queued ops of thread tid (-1: any) whose kind bit is in kinds and
@@ -666,6 +715,19 @@ void emu_tc_before_sync(EmuCta *c, EmuThread *t);
 void emu_tcpend_add(EmuCta *c, EmuThread *t, uint32_t cell);
 /* Describes a tag's origin: "TMA write at PTX line 140 (thread 128)". */
 void emu_tag_describe(const EmuCta *c, const EmuTag *tag, char *buf, size_t n);
+
+/* ---- data races (race.c) -------------------------------------------------- */
+
+/* A generic access by t: a [data-race] unless ordered after the conflicting
+ * accesses of other threads. */
+int emu_race_smem(EmuCta *c, EmuThread *t, const EmuInsn *in, uint32_t addr, uint32_t bytes,
+                  int write);
+int emu_race_global(EmuCta *c, EmuThread *t, const EmuInsn *in, uint64_t addr, uint32_t bytes,
+                    int write);
+/* An async write issued by t over smem [addr, addr+bytes). */
+int emu_race_async_write(EmuCta *c, EmuThread *t, const EmuInsn *in, uint32_t addr,
+                         uint32_t bytes);
+void emu_race_reset(EmuCta *c);
 
 /* ---- mbarrier (mbar.c) ---------------------------------------------------- */
 

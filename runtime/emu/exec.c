@@ -8,7 +8,11 @@
  * that is the latest point the PTX memory model allows, so a consumer that
  * forgot to wait reads stale data or trips a hazard check instead of
  * passing by luck. With KRT_EMU_SEED set, completions are picked at random
- * among the legal ones and may also happen early, between thread slices.
+ * among the legal ones and may also happen early, between thread slices;
+ * a thread runs a random number of instructions, and after each scheduling
+ * point (a store, an arrive, a commit, a TMA issue: OPF_SCHED) it may give
+ * way to a randomly chosen thread, so a consumer can run between a
+ * producer's publishing step and the writes that should have preceded it.
  *
  * When nothing can run and nothing is queued, threads spinning in
  * mbarrier.try_wait get one timeout (try_wait returns false, as the hardware
@@ -201,6 +205,7 @@ run_thread(EmuCta *c, EmuThread *t, int budget)
 			fprintf(stderr, "[emu] thread %d line %d: %s\n", t->tid, c->prog->insn[t->pc].line,
 			        text);
 		}
+		const EmuInsn *in = &c->prog->insn[t->pc];
 		int rc = step(c, t);
 		switch (rc) {
 		case EMU_NEXT:
@@ -219,6 +224,10 @@ run_thread(EmuCta *c, EmuThread *t, int budget)
 		default:
 			return EMU_STOP;
 		}
+		/* a scheduling point: what it published may be seen (or missed)
+		 * by any other warp before this thread goes on */
+		if (c->lc->seed && (in->def->flags & OPF_SCHED) && emu_rand(c) % 2)
+			return EMU_YIELD;
 	}
 	return EMU_NEXT;
 }
@@ -276,10 +285,8 @@ cta_free(EmuCta *c)
 		free(w->single_first);
 		free(w->single_cap);
 	}
-	for (int i = 0; i < c->naq; i++) {
-		free(c->aq[i].vc);
-		free(c->aq[i].data);
-	}
+	for (int i = 0; i < c->naq; i++)
+		emu_async_free(&c->aq[i]);
 	free(c->aq);
 	free(c->t);
 	free(c->w);
@@ -297,7 +304,10 @@ cta_free(EmuCta *c)
 	free(c->tmem);
 	free(c->twtag);
 	free(c->trtag);
+	free(c->tacc);
 	free(c->clocks);
+	free(c->race);
+	free(c->gr);
 	free(c);
 }
 
@@ -339,15 +349,18 @@ cta_new(EmuLaunchCtx *lc, EmuCluster *cl, int rank, KrtErr *err)
 	c->sstamp = calloc(c->nchunks, sizeof *c->sstamp);
 	c->swriter = malloc((size_t)c->nchunks * sizeof *c->swriter);
 	c->swline = malloc((size_t)c->nchunks * sizeof *c->swline);
+	c->nrace = c->smem_end / 4 + 1;
+	c->race = calloc(c->nrace, sizeof *c->race);
 	if (lc->cc >= 100) {
 		c->tmem = malloc((size_t)EMU_TMEM_LANES * EMU_TMEM_COLS * sizeof *c->tmem);
 		c->twtag = malloc(4 * EMU_TMEM_COLS * sizeof *c->twtag);
 		c->trtag = malloc(4 * EMU_TMEM_COLS * sizeof *c->trtag);
+		c->tacc = calloc(4 * EMU_TMEM_COLS, sizeof *c->tacc);
 	}
 	int bad = !c->t || !c->w || !c->regs || !c->pend || !c->smem || !c->swtag || !c->srtag ||
 	          !c->sstamp ||
-	          !c->sinflight || !c->sinflight_line || !c->sflags || !c->swriter || !c->swline ||
-	          (lc->cc >= 100 && (!c->tmem || !c->twtag || !c->trtag));
+	          !c->sinflight || !c->sinflight_line || !c->sflags || !c->swriter || !c->swline || !c->race ||
+	          (lc->cc >= 100 && (!c->tmem || !c->twtag || !c->trtag || !c->tacc));
 	for (int i = 0; !bad && i < c->nthreads; i++) {
 		EmuThread *t = &c->t[i];
 		t->tid = i;
@@ -397,12 +410,14 @@ cta_reset(EmuCta *c, const uint32_t ctaid[3])
 	memset(c->sinflight, 0, (size_t)c->nchunks * sizeof *c->sinflight);
 	memset(c->sflags, 0, c->nchunks);
 	memset(c->swriter, 0, (size_t)c->nchunks * sizeof *c->swriter);
+	emu_race_reset(c);
 	if (c->tmem) {
 		/* TMEM before an MMA writes it: a NaN pattern */
 		for (size_t i = 0; i < (size_t)EMU_TMEM_LANES * EMU_TMEM_COLS; i++)
 			c->tmem[i] = 0x7fc0dead;
 		memset(c->twtag, 0, 4 * EMU_TMEM_COLS * sizeof *c->twtag);
 		memset(c->trtag, 0, 4 * EMU_TMEM_COLS * sizeof *c->trtag);
+		memset(c->tacc, 0, 4 * EMU_TMEM_COLS * sizeof *c->tacc);
 	}
 	memset(c->talloc, 0, sizeof c->talloc);
 	c->relinquished = 0;
@@ -419,10 +434,9 @@ cta_reset(EmuCta *c, const uint32_t ctaid[3])
 	memset(c->clocks, 0, (size_t)(2 * c->nthreads + 2 * EMU_MAX_MBAR + 16) * (size_t)c->nslots *
 	                         sizeof *c->clocks);
 	c->nagents = 0;
-	for (int i = 0; i < c->naq; i++) {
-		free(c->aq[i].vc);
-		free(c->aq[i].data);
-	}
+	memset(c->coll, 0, sizeof c->coll);
+	for (int i = 0; i < c->naq; i++)
+		emu_async_free(&c->aq[i]);
 	c->naq = 0;
 	for (int i = 0; i < c->nthreads; i++) {
 		EmuThread *t = &c->t[i];
@@ -623,6 +637,8 @@ cta_round(EmuCta *c, int *progressed)
 		if (t->state != TS_READY)
 			continue;
 		uint64_t s0 = t->steps;
+		if (c->lc->seed)
+			quantum = 1 + (int)(emu_rand(c) % 2048);
 		int rc = run_thread(c, t, quantum);
 		if (rc == EMU_STOP || c->failed)
 			return EMU_STOP;
@@ -630,12 +646,23 @@ cta_round(EmuCta *c, int *progressed)
 			*progressed = 1;
 		if (c->lc->seed && c->naq && emu_rand(c) % 8 == 0 && emu_async_complete_one(c))
 			return EMU_STOP;
+		if (rc == EMU_YIELD)
+			break; /* the next thread to run: a random one, maybe of another CTA */
 	}
 	if (c->steps > c->lc->max_steps)
 		return emu_fault(c, NULL, NULL, "more than %" PRIu64 " instructions executed in one "
 		                 "CTA (set KRT_EMU_MAX_STEPS to raise the limit): a livelock?",
 		                 c->lc->max_steps);
 	return c->failed ? EMU_STOP : 0;
+}
+
+static uint64_t
+cluster_steps(const EmuCluster *cl)
+{
+	uint64_t n = 0;
+	for (int r = 0; r < cl->n; r++)
+		n += cl->cta[r]->steps;
+	return n;
 }
 
 static int
@@ -728,6 +755,10 @@ run_cluster(EmuCluster *cl)
 				left = 1;
 			}
 		}
+		if (c0->lc->launch_steps + cluster_steps(cl) > c0->lc->max_launch_steps)
+			return emu_fault(c0, NULL, NULL, "more than %" PRIu64 " instructions executed in one "
+			                 "launch (KRT_EMU_MAX_LAUNCH_STEPS; runtime/emu/README.md): emulate "
+			                 "a smaller shape", c0->lc->max_launch_steps);
 		if (!left)
 			return 0;
 		if (progressed)
@@ -825,6 +856,7 @@ emu_run_launch(EmuLaunchCtx *lc, KrtErr *err)
 				memset(cl.bar_done_vc, 0, (size_t)cl.cta[0]->nslots * sizeof *cl.bar_vc);
 				if (run_cluster(&cl) == EMU_STOP || cluster_failed(&cl))
 					rc = err->code ? err->code : KRT_ECUDA;
+				lc->launch_steps += cluster_steps(&cl);
 			}
 	cluster_free(&cl);
 	return rc;

@@ -110,6 +110,10 @@ emu_warp_sync(EmuCta *c, EmuWarp *w, uint32_t lanes)
 	for (int l = 0; l < 32; l++)
 		if ((lanes >> l & 1) && base[l].vc != acc)
 			memcpy(base[l].vc, acc, (size_t)c->nslots * sizeof *acc);
+	/* what each lane does next is not known to the others: a new epoch */
+	for (int l = 0; l < 32; l++)
+		if (lanes >> l & 1)
+			base[l].vc[base[l].slot]++;
 }
 
 void

@@ -123,6 +123,7 @@ static int
 lookup_in(EmuCta *c, EmuThread *t, const EmuInsn *in, int i, EmuMbar **out, EmuCta **oc)
 {
 	uint32_t a;
+	*out = NULL;
 	*oc = c;
 	if (in->space == SPACE_CLUSTER ? emu_cluster_addr(c, t, in, i, oc, &a)
 	                               : emu_shared_addr(c, t, in, i, &a))

@@ -146,6 +146,9 @@ int emu_chk_tc_alloc(EmuInsn *in, EmuParse *p);
 int emu_chk_tc_cp(EmuInsn *in, EmuParse *p);
 int emu_chk_tc_shift(EmuInsn *in, EmuParse *p);
 int emu_tc_complete(EmuCta *c, EmuAsync *a);
+/* Frees what a tcgen05 op holds besides a->data (completed or not); other
+ * kinds hold nothing more. */
+void emu_tc_drop(EmuAsync *a);
 /* tcgen05.ld/st in flight when a thread exits or waits */
 int emu_tc_land(EmuCta *c, EmuWarp *w, int st_only);
 

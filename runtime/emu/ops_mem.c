@@ -123,6 +123,13 @@ load_elem(const uint8_t *h, EmuType ty)
 	return v;
 }
 
+/* Kernel parameters are read-only: no race to check. */
+static int
+param_bytes(const EmuCta *c, const uint8_t *h)
+{
+	return h >= c->lc->params && h < c->lc->params + c->prog->param_bytes + 16;
+}
+
 int
 emu_op_ld(EmuCta *c, EmuThread *t, const EmuInsn *in)
 {
@@ -138,7 +145,10 @@ emu_op_ld(EmuCta *c, EmuThread *t, const EmuInsn *in)
 	if (emu_addr(c, t, in, emu_opnd(c, in, 1), &a) ||
 	    emu_resolve(c, t, in, (EmuSpace)in->space, a, bytes, 0, &h, &sa))
 		return EMU_STOP;
-	if (sa != UINT32_MAX && emu_smem_read(c, t, in, sa, bytes))
+	if (sa != UINT32_MAX && (emu_smem_read(c, t, in, sa, bytes) ||
+	                         emu_race_smem(c, t, in, sa, bytes, 0)))
+		return EMU_STOP;
+	if (sa == UINT32_MAX && !param_bytes(c, h) && emu_race_global(c, t, in, a, bytes, 0))
 		return EMU_STOP;
 	for (int i = 0; i < n; i++) {
 		uint64_t v = load_elem(h + i * tbytes(ty), ty);
@@ -167,7 +177,10 @@ emu_op_st(EmuCta *c, EmuThread *t, const EmuInsn *in)
 	if (emu_addr(c, t, in, emu_opnd(c, in, 0), &a) ||
 	    emu_resolve(c, t, in, (EmuSpace)in->space, a, bytes, 1, &h, &sa))
 		return EMU_STOP;
-	if (sa != UINT32_MAX && emu_smem_write(c, t, in, sa, bytes))
+	if (sa != UINT32_MAX && (emu_smem_write(c, t, in, sa, bytes) ||
+	                         emu_race_smem(c, t, in, sa, bytes, 1)))
+		return EMU_STOP;
+	if (sa == UINT32_MAX && emu_race_global(c, t, in, a, bytes, 1))
 		return EMU_STOP;
 	for (int i = 0; i < n; i++)
 		memcpy(h + (uint32_t)i * eb, &vals[i], eb);

@@ -17,6 +17,8 @@
 #include "emu.h"
 
 enum { TC_GROUP = 7 };
+/* tcgen05.mma .collector::a::* in aux[TC_COLL] (0: none, i.e. discard) */
+enum { TC_COLL = 5, TC_COLL_FILL = 1, TC_COLL_USE, TC_COLL_LASTUSE, TC_COLL_DISCARD };
 enum { SH_32x32b = 1, SH_16x64b, SH_16x128b, SH_16x256b, SH_16x32bx2 };
 enum { KIND_F16 = 1, KIND_TF32, KIND_F8F6F4, KIND_I8, KIND_MXF8F6F4, KIND_MXF4, KIND_MXF4NVF4 };
 enum { CP_128x256b = 1, CP_4x256b, CP_128x128b, CP_64x128b, CP_32x128b };
@@ -50,6 +52,32 @@ int emu_tc_cells_check(EmuCta *c, EmuThread *t, const EmuInsn *in, unsigned qmas
  * `slot` that completes with the pipe's commit number val. */
 void emu_tc_cells_tag(EmuCta *c, const EmuInsn *in, int tid, unsigned qmask, uint32_t col0,
                       uint32_t n, int kind, int slot, EmuClock val, int write);
+/* The idesc fields the validity table looks at (tc_idesc.c), and the
+ * instruction's .cta_group (1 or 2). */
+typedef struct EmuIdescFields {
+	int afmt, bfmt, dfmt, nega, negb, ta;
+	uint32_t M, N;
+	int group;
+} EmuIdescFields;
+/* The kind's valid combinations of types and shape (dense, either
+ * cta_group); ts: A comes from tensor memory. 0, or -1 with the field and
+ * rule in why. */
+int emu_tc_idesc_rules(int kind, int ts, const EmuIdescFields *f, char *why, size_t n);
+/* A whole idesc as tcgen05.mma.cta_group::group would decode it (vec: scale
+ * vector size of a block-scaled kind, 0 for dense). */
+int emu_tc_idesc_check(uint32_t v, int kind, int vec, int ts, int group, char *why, size_t n);
+
+/* Ops of one issue pipe that the PTX ISA does not pipeline (§9.7.16.6.2
+ * "Pipelined tcgen05 instructions": only mma->mma on the same accumulator
+ * and shape, cp->mma, shift->mma, shift->cp.4x256b and mma->shift are):
+ * a [tcgen05-unpipelined] hazard when a cell of quarters qmask x [col0,
+ * col0+n) was last written by an op of kind `kind` of this pipe (slot)
+ * whose commit the issuer has not observed. acc: the writing MMA's
+ * accumulator key (emu_tc_acc_key) that is pipelined, 0 for none. */
+int emu_tc_pipe_check(EmuCta *c, EmuThread *t, const EmuInsn *in, unsigned qmask, uint32_t col0,
+                      uint32_t n, int slot, int kind, uint32_t acc, const char *what);
+/* An MMA's accumulator and shape as one key: D column, N, M. */
+uint32_t emu_tc_acc_key(uint32_t dcol, uint32_t n, uint32_t m);
 /* smem chunks an async tcgen05 op reads: checked at issue (ordered after
  * their writers, fence.proxy.async after generic stores), in flight until it
  * completes. */
@@ -69,5 +97,9 @@ int emu_tc_commit_complete(EmuCta *c, EmuAsync *q);
 int emu_tc_mma_complete(EmuCta *c, EmuAsync *q);
 int emu_tc_cp_complete(EmuCta *c, EmuAsync *q);
 int emu_tc_shift_complete(EmuCta *c, EmuAsync *q);
+/* what a queued op holds besides its data, for a launch that stops with it
+ * still queued (emu_tc_drop) */
+void emu_tc_mma_drop(EmuAsync *q);
+void emu_tc_cp_drop(EmuAsync *q);
 
 #endif

@@ -162,6 +162,10 @@ emu_op_tc_cp(EmuCta *c, EmuThread *t, const EmuInsn *in)
 	}
 	CpOp *d = NULL;
 	if (emu_tc_smem_issue(c, t, in, op.chunks, op.nchunks, TAGK_TCCP, slot, j, "tcgen05.cp reads") ||
+	    emu_tc_pipe_check(c, t, in, qmask, col0, s->bytes / 4, slot, TAGK_TCCP, 0,
+	                      "tcgen05.cp writes") ||
+	    emu_tc_pipe_check(c, t, in, qmask, col0, s->bytes / 4, slot, TAGK_TC, 0,
+	                      "tcgen05.cp writes") ||
 	    emu_tc_cells_check(c, t, in, qmask, col0, s->bytes / 4, slot, 1, "tcgen05.cp writes") ||
 	    !(d = malloc(sizeof *d))) {
 		free(op.chunks);
@@ -190,6 +194,16 @@ cp_chunk(uint32_t fmt, const uint8_t *src, uint8_t *dst)
 			code = (src[bit / 8] | (uint32_t)src[bit / 8 + 1] << 8) >> (bit % 8) & 0x3f;
 		}
 		dst[j] = emu_tc_container(fmt == CPF_B4 ? 4 : 6, (uint8_t)code);
+	}
+}
+
+void
+emu_tc_cp_drop(EmuAsync *q)
+{
+	CpOp *op = q->data;
+	if (op) {
+		free(op->chunks);
+		op->chunks = NULL;
 	}
 }
 

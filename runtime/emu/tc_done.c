@@ -17,3 +17,12 @@ emu_tc_complete(EmuCta *c, EmuAsync *q)
 	default: return emu_tc_commit_complete(c, q);
 	}
 }
+
+void
+emu_tc_drop(EmuAsync *q)
+{
+	if (q->kind == AS_TC_MMA)
+		emu_tc_mma_drop(q);
+	else if (q->kind == AS_TC_CP)
+		emu_tc_cp_drop(q);
+}

@@ -219,7 +219,7 @@ idesc_scaled(uint32_t v, int kind, int vec, Idesc *d, char *why, size_t n)
 	d->tb = (int)(v >> 16 & 1);
 	d->N = (v >> 17 & 0x3f) << 3;
 	d->ue8m0 = (int)(v >> 23 & 1);
-	d->M = (v >> 27 & 3) << 7;
+	d->M = (v >> 27 & 3) << 7; /* 128 or (cta_group::2) 256: tc_idesc.c */
 	d->sfa = (int)(v >> 29 & 3);
 	d->K = kinds[kind].K;
 	uint32_t reserved = 3u | 1u << 3 | 1u << 6 | 7u << 24 | (mxf4 ? 1u << 12 : 1u << 31);
@@ -231,9 +231,6 @@ idesc_scaled(uint32_t v, int kind, int vec, Idesc *d, char *why, size_t n)
 	if (mxf4 && v >> 31)
 		return idesc_fail(why, n, "bit 31 (K = 96) is set: K = 96 is a cta_group::2, M = 256 "
 		                  "shape (docs/hardware.md, \"MMA shapes\")");
-	if (d->M != 128)
-		return idesc_fail(why, n, "M = %u (bits 27-28 = %u): block-scaled cta_group::1 MMAs "
-		                  "take M = 128", d->M, d->M >> 7);
 	if (n_check(d, why, n) || sf_id_check("A", "29-30", d->sfa, vec, why, n) ||
 	    sf_id_check("B", "4-5", d->sfb, vec, why, n))
 		return -1;
@@ -415,26 +412,39 @@ mma_operands(EmuCta *c, EmuThread *t, const EmuInsn *in, MmaOp *op, uint32_t *id
 }
 
 static int
+idesc_decode(uint32_t v, int kind, int vec, int ts, int group, Idesc *d, char *why, size_t n)
+{
+	int rc = vec ? idesc_scaled(v, kind, vec, d, why, n) : idesc_dense(v, kind, d, why, n);
+	if (rc)
+		return rc;
+	EmuIdescFields f = {d->afmt, d->bfmt, d->dfmt, d->nega, d->negb, d->ta, d->M, d->N, group};
+	return emu_tc_idesc_rules(kind, ts, &f, why, n);
+}
+
+int
+emu_tc_idesc_check(uint32_t v, int kind, int vec, int ts, int group, char *why, size_t n)
+{
+	Idesc d;
+	memset(&d, 0, sizeof d);
+	return idesc_decode(v, kind, vec, ts, group, &d, why, n);
+}
+
+static int
 mma_idesc(EmuCta *c, EmuThread *t, const EmuInsn *in, MmaOp *op, uint32_t v)
 {
 	char why[320];
-	int rc = op->vec ? idesc_scaled(v, op->kind, op->vec, &op->id, why, sizeof why)
-	                 : idesc_dense(v, op->kind, &op->id, why, sizeof why);
+	int g = (int)in->aux[TC_GROUP];
+	int rc = idesc_decode(v, op->kind, op->vec, op->ts, g, &op->id, why, sizeof why);
 	if (rc)
 		return emu_hazard(c, t, in, "descriptor", "%s instruction descriptor 0x%08x: %s "
 		                  "(docs/hardware.md, \"Instruction descriptor\".%d; the idesc is its own 32-bit operand, pitfall 4)",
 		                  kinds[op->kind].name, v, why, op->vec ? 2 : 1);
-	/* M = 256 is the pair's shape (PTX ISA §9.7.16.10.5, data path layout A);
-	 * the pair's M = 128 (layout B) is not modelled */
-	int g = (int)in->aux[TC_GROUP];
-	if ((g == 2) != (op->id.M == 256))
-		return emu_hazard(c, t, in, "descriptor", "%s instruction descriptor 0x%08x: M = %u "
-		                  "with .cta_group::%d: %s", kinds[op->kind].name, v, op->id.M, g,
-		                  g == 2 ? "the emulator models cta_group::2 with M = 256 only"
-		                         : "M = 256 needs .cta_group::2 (a CTA pair)");
-	if (g == 2 && op->id.N % 16)
-		return emu_hazard(c, t, in, "descriptor", "%s instruction descriptor 0x%08x: M = 256 "
-		                  "needs N %% 16 == 0, N = %u", kinds[op->kind].name, v, op->id.N);
+	/* the table takes the pair's M = 128 (data path layout B), which the
+	 * emulator does not model: M = 256 is layout A (PTX ISA §9.7.16.10.5) */
+	if (g == 2 && op->id.M != 256)
+		return emu_fault(c, t, in, "%s instruction descriptor 0x%08x: M = %u with .cta_group::2 "
+		                 "is valid, but the emulator models the pair's M = 256 only",
+		                 kinds[op->kind].name, v, op->id.M);
 	return 0;
 }
 
@@ -569,6 +579,12 @@ static int
 mma_tmem_order(EmuCta *c, EmuThread *t, const EmuInsn *in, const MmaOp *op, int slot)
 {
 	uint32_t dcol = op->dt & 0xffff;
+	uint32_t acc = emu_tc_acc_key(dcol, op->id.N, op->id.M);
+	if (emu_tc_pipe_check(c, t, in, 0xf, dcol, op->id.N, slot, TAGK_TC, acc,
+	                      "tcgen05.mma accumulates into") ||
+	    (op->ts && emu_tc_pipe_check(c, t, in, 0xf, op->at & 0xffff, a_cols(op), slot, TAGK_TC, 0,
+	                                 "tcgen05.mma reads A from")))
+		return EMU_STOP;
 	if (mma_overwrites_a(c, t, in, op, slot) ||
 	    emu_tc_cells_check(c, t, in, 0xf, dcol, op->id.N, slot, 1, "tcgen05.mma writes") ||
 	    (op->ts && emu_tc_cells_check(c, t, in, 0xf, op->at & 0xffff, a_cols(op), slot, 0,
@@ -587,6 +603,10 @@ static void
 mma_tmem_tag(EmuCta *c, const EmuInsn *in, int tid, const MmaOp *op, int slot, EmuClock j)
 {
 	emu_tc_cells_tag(c, in, tid, 0xf, op->dt & 0xffff, op->id.N, TAGK_TC, slot, j, 1);
+	uint32_t acc = emu_tc_acc_key(op->dt & 0xffff, op->id.N, op->id.M);
+	for (uint32_t q = 0; q < 4; q++)
+		for (uint32_t k = op->dt & 0xffff; k < (op->dt & 0xffff) + op->id.N; k++)
+			c->tacc[q * EMU_TMEM_COLS + k] = acc;
 	if (op->ts)
 		emu_tc_cells_tag(c, in, tid, 0xf, op->at & 0xffff, a_cols(op), TAGK_TC, slot, j, 0);
 	if (op->vec) {
@@ -665,6 +685,45 @@ mma_pair(EmuCta *c, EmuThread *t, const EmuInsn *in, MmaOp *op, const EmuSmemDes
 	return emu_tc_push(c, t, in, AS_TC_MMA, a, d);
 }
 
+/* The A collector of a pipe (PTX ISA, tcgen05.mma .collector_usage): ::fill
+ * keeps this MMA's A for later ones, ::use and ::lastuse take A from it (so
+ * their A operand must be the one filled, and the buffer must still hold
+ * it), ::lastuse and ::discard (the default) leave it empty. */
+static int
+mma_collector(EmuCta *c, EmuThread *t, const EmuInsn *in, const MmaOp *op, int a)
+{
+	EmuCollector *k = &c->coll[a];
+	uint32_t use = in->aux[TC_COLL];
+	uint64_t av = op->ts ? op->at : op->adesc;
+	if (use == TC_COLL_USE || use == TC_COLL_LASTUSE) {
+		if (!k->line)
+			return emu_hazard(c, t, in, "collector",
+			                  "tcgen05.mma .collector::a::%s, but the A collector holds nothing: "
+			                  "no earlier MMA of this thread filled it (::fill), or a ::lastuse / "
+			                  "::discard / unqualified MMA emptied it", use == TC_COLL_USE ? "use"
+			                  : "lastuse");
+		if (k->ts != op->ts || k->a != av) {
+			char text[200];
+			emu_line_text(c->prog, k->line, text, sizeof text);
+			return emu_hazard(c, t, in, "collector",
+			                  "tcgen05.mma .collector::a::%s names A %s 0x%llx, but the collector "
+			                  "holds the A of the MMA at PTX line %d `%s` (%s 0x%llx): the MMA "
+			                  "would use that A, not this one",
+			                  use == TC_COLL_USE ? "use" : "lastuse",
+			                  op->ts ? "at TMEM" : "descriptor", (unsigned long long)av, k->line,
+			                  text, k->ts ? "TMEM" : "descriptor", (unsigned long long)k->a);
+		}
+	}
+	if (use == TC_COLL_FILL || use == TC_COLL_USE) {
+		k->ts = op->ts;
+		k->a = av;
+		k->line = in->line;
+	} else {
+		k->line = 0;
+	}
+	return 0;
+}
+
 int
 emu_op_tc_mma(EmuCta *c, EmuThread *t, const EmuInsn *in)
 {
@@ -688,6 +747,8 @@ emu_op_tc_mma(EmuCta *c, EmuThread *t, const EmuInsn *in)
 		return EMU_STOP;
 	int slot = emu_tc_agent_slot(c, a);
 	EmuClock j = (EmuClock)(c->agent_commits[a] + 1);
+	if (mma_collector(c, t, in, &op, a))
+		return EMU_STOP;
 	MmaOp *d = NULL;
 	if (mma_smem(c, t, in, &op, &da, &db, slot, j) || mma_tmem_order(c, t, in, &op, slot) ||
 	    !(d = malloc(sizeof *d))) {
@@ -896,6 +957,17 @@ pair_complete(EmuCta *c, EmuAsync *q)
 	free(op->pchunks);
 	op->chunks = op->pchunks = NULL;
 	return 0;
+}
+
+void
+emu_tc_mma_drop(EmuAsync *q)
+{
+	MmaOp *op = q->data;
+	if (op) {
+		free(op->chunks);
+		free(op->pchunks);
+		op->chunks = op->pchunks = NULL;
+	}
 }
 
 int

@@ -109,8 +109,18 @@ emu_mod_tc_mma(EmuInsn *in, const char *m, EmuParse *p)
 	r = WORDS(in, m, p, mma_words);
 	if (r)
 		return r;
-	if (strncmp(m, "collector::a::", 14) == 0)
-		return 1; /* operand reuse: no effect on results */
+	static const char *const coll[] = {[TC_COLL_FILL] = "fill", [TC_COLL_USE] = "use",
+	                                   [TC_COLL_LASTUSE] = "lastuse",
+	                                   [TC_COLL_DISCARD] = "discard"};
+	if (strncmp(m, "collector::a::", 14) == 0) {
+		for (uint32_t i = TC_COLL_FILL; i <= TC_COLL_DISCARD; i++)
+			if (strcmp(m + 14, coll[i]) == 0) {
+				in->aux[TC_COLL] = i;
+				return 1;
+			}
+		return emu_parse_fail(p, "%s.%s: the A collector usage is fill, use, lastuse or "
+		                      "discard (PTX ISA, tcgen05.mma .collector_usage)", in->def->name, m);
+	}
 	if (strncmp(m, "kind::", 6) == 0 || strcmp(m, "ws") == 0 || strcmp(m, "ashift") == 0 ||
 	    strcmp(m, "sp") == 0 || strncmp(m, "collector::b", 12) == 0)
 		return emu_parse_fail(p, "%s.%s is not supported by the emulator yet", in->def->name, m);
@@ -275,6 +285,37 @@ emu_tc_cells_check(EmuCta *c, EmuThread *t, const EmuInsn *in, unsigned qmask, u
 	return 0;
 }
 
+uint32_t
+emu_tc_acc_key(uint32_t dcol, uint32_t n, uint32_t m)
+{
+	return 1 + (dcol | n << 10 | m << 19);
+}
+
+int
+emu_tc_pipe_check(EmuCta *c, EmuThread *t, const EmuInsn *in, unsigned qmask, uint32_t col0,
+                  uint32_t n, int slot, int kind, uint32_t acc, const char *what)
+{
+	static const char *const names[] = {[TAGK_TC] = "tcgen05.mma", [TAGK_TCCP] = "tcgen05.cp"};
+	for (uint32_t q = 0; q < 4; q++)
+		for (uint32_t k = col0; (qmask >> q & 1) && k < col0 + n; k++) {
+			uint32_t cell = q * EMU_TMEM_COLS + k;
+			const EmuTag *tag = &c->twtag[cell];
+			if (tag->kind != kind || tag->slot != slot || (acc && c->tacc[cell] == acc) ||
+			    emu_vc_covers(c, t->vc_tc, -1, tag))
+				continue;
+			char text[200];
+			emu_line_text(c->prog, tag->line, text, sizeof text);
+			return emu_hazard(c, t, in, "tcgen05-unpipelined",
+			                  "%s TMEM lane %u column %u, which the %s at PTX line %d `%s` "
+			                  "writes and which has not completed: the PTX ISA orders one "
+			                  "thread's tcgen05 ops implicitly only for mma->mma on the same "
+			                  "accumulator and shape, cp->mma, shift->mma, shift->cp.4x256b and "
+			                  "mma->shift (§9.7.16.6.2); commit and wait for the earlier op first",
+			                  what, q * 32, k, names[kind], tag->line, text);
+		}
+	return 0;
+}
+
 static void
 tag_set(EmuTag *tag, const EmuInsn *in, int tid, int kind, int slot, EmuClock val, int pending)
 {
@@ -291,9 +332,12 @@ emu_tc_cells_tag(EmuCta *c, const EmuInsn *in, int tid, unsigned qmask, uint32_t
                  int kind, int slot, EmuClock val, int write)
 {
 	for (uint32_t q = 0; q < 4; q++)
-		for (uint32_t k = col0; (qmask >> q & 1) && k < col0 + n; k++)
+		for (uint32_t k = col0; (qmask >> q & 1) && k < col0 + n; k++) {
 			tag_set(write ? &c->twtag[q * EMU_TMEM_COLS + k] : &c->trtag[q * EMU_TMEM_COLS + k],
 			        in, tid, kind, slot, val, 0);
+			if (write)
+				c->tacc[q * EMU_TMEM_COLS + k] = 0;
+		}
 }
 
 int
@@ -354,6 +398,7 @@ emu_tc_push(EmuCta *c, EmuThread *t, const EmuInsn *in, EmuAsyncKind kind, int a
 	q.agent = agent;
 	q.data = data;
 	q.done = emu_tc_complete;
+	q.drop = emu_tc_drop;
 	emu_async_push(c, &q);
 	return c->failed ? EMU_STOP : EMU_NEXT;
 }
@@ -928,6 +973,7 @@ emu_op_tc_commit(EmuCta *c, EmuThread *t, const EmuInsn *in)
 	q.vc = vc;
 	q.data = d;
 	q.done = emu_tc_complete;
+	q.drop = emu_tc_drop;
 	emu_async_push(c, &q);
 	return c->failed ? EMU_STOP : EMU_NEXT;
 }

@@ -213,6 +213,8 @@ claim_dst(EmuCta *c, EmuThread *t, const EmuInsn *in, uint32_t smem, uint32_t by
 			                  ch * 16, d);
 		}
 	}
+	if (emu_race_async_write(c, t, in, smem, bytes))
+		return EMU_STOP;
 	for (uint32_t ch = smem >> 4; ch <= (smem + bytes - 1) >> 4; ch++) {
 		EmuTag *w = &c->swtag[ch];
 		c->sflags[ch] = (uint8_t)((c->sflags[ch] | SF_TMA_FLIGHT) & ~SF_UNFENCED);
@@ -242,6 +244,7 @@ mbar_at(EmuCta *c, EmuThread *t, const EmuInsn *in, uint32_t a, EmuMbar **out)
 static int
 mbar_of(EmuCta *c, EmuThread *t, const EmuInsn *in, int i, EmuMbar **out)
 {
+	*out = NULL;
 	uint32_t a;
 	if (emu_shared_addr(c, t, in, i, &a))
 		return EMU_STOP;

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "emu_test.h"
+#include "tools/check.h"
 
 char *
 et_read(const char *path, size_t *len)
@@ -313,17 +314,20 @@ et_fmha(KrtDevice *dev, KrtModule *mod, const EtFmhaShape *sh, uint64_t seed, Et
 	int window = strcmp(et_args_word(abi, "mask", w, sizeof w), "window") == 0;
 	int wleft = et_arg(abi, "window-left", 0), wright = et_arg(abi, "window-right", 0);
 	int fp16 = strcmp(et_args_word(abi, "dtype", w, sizeof w), "fp16") == 0;
-	double scale = atof(et_args_word(abi, "softmax-scale", w, sizeof w));
 	if (Dv == 0)
 		Dv = D;
-	if (scale == 0)
-		scale = 1.0 / sqrt((double)D);
-	scale = (double)(float)scale; /* the generator keeps the scale as an f32 */
+	/* softmax_scale is a run-time f32 argument (docs/ABI.md): a seed-drawn
+	 * one in [0.75, 1.25]/sqrt(D), so a kernel that ignored it and applied
+	 * 1/sqrt(D) fails; the reference uses the same f32 value. */
+	uint64_t ss = seed ^ 0x5ca1e;
+	double scale = (double)(float)((0.75 + 0.5 * (double)(rng(&ss) >> 11) * 0x1p-53) /
+	                               sqrt((double)D));
 	int iq = param_index(abi, "Q"), ik = param_index(abi, "K"), iv = param_index(abi, "V");
 	int io = param_index(abi, "O"), il = param_index(abi, "LSE");
 	int icq = param_index(abi, "cu_seqlens_q"), ick = param_index(abi, "cu_seqlens_k");
 	int imax = param_index(abi, "max_seqlen_q"), ib = param_index(abi, "batch");
-	if (iq < 0 || ik < 0 || io < 0 || icq < 0 || ick < 0 || imax < 0 || ib < 0 ||
+	int isc = param_index(abi, "softmax_scale");
+	if (iq < 0 || ik < 0 || io < 0 || icq < 0 || ick < 0 || imax < 0 || ib < 0 || isc < 0 ||
 	    (iv < 0 && !shared) || sh->batch > 8) {
 		snprintf(res->err.msg, sizeof res->err.msg, "kernel %s: not an fmha ABI", abi->kernel);
 		return -1;
@@ -395,6 +399,8 @@ et_fmha(KrtDevice *dev, KrtModule *mod, const EtFmhaShape *sh, uint64_t seed, Et
 	args[imax].v.u32 = maxq;
 	args[ib].kind = KRT_ARG_U32;
 	args[ib].v.u32 = sh->batch;
+	args[isc].kind = KRT_ARG_F32;
+	args[isc].v.f32 = (float)scale;
 	res->rc = krt_launch(mod, args, abi->nparams, NULL, err);
 	if (res->rc)
 		goto done;
@@ -501,4 +507,37 @@ done:
 	free(p);
 	free(orow);
 	return rc;
+}
+
+int
+et_decode(KrtDevice *dev, KrtModule *mod, uint32_t batch, uint32_t sq, uint32_t splits, uint64_t seed,
+          EtFmha *res)
+{
+	CheckShape shape = {6, {batch, sq, 0, 0, 0, splits}};
+	CheckResult cr;
+	char *buf = NULL;
+	size_t blen = 0;
+	FILE *log = open_memstream(&buf, &blen);
+	CheckOpts o = {.seed = seed, .fill = CHECK_FILL_NORMAL, .max_report = 1, .log = log};
+	int rc;
+
+	memset(res, 0, sizeof *res);
+	memset(&cr, 0, sizeof cr);
+	rc = check_run(dev, mod, &shape, &o, &cr, &res->err);
+	if (log)
+		fclose(log);
+	if (buf) {
+		/* the first mismatch line of the report */
+		const char *l = strstr(buf, "\n  ");
+		snprintf(res->first_bad, sizeof res->first_bad, "%.255s", l ? l + 3 : buf);
+		free(buf);
+	}
+	res->max_err = cr.max_err;
+	res->tol = cr.tol;
+	res->lse_err = cr.lse_err;
+	res->lse_tol = cr.lse_tol;
+	res->bad = cr.bad + cr.unwritten + cr.guard_bad;
+	if (rc)
+		return res->rc = -1;
+	return res->rc = cr.pass ? 0 : 1;
 }

@@ -65,6 +65,14 @@ typedef struct EtFmha {
  * O = softmax(scale Q K^T + mask) V. Returns as et_gemm. */
 int et_fmha(KrtDevice *dev, KrtModule *mod, const EtFmhaShape *shape, uint64_t seed, EtFmha *res);
 
+/* Runs a decode module through the checker (tools/check_decode.c: real
+ * fp8-v4 caches, -1/out-of-range/duplicate indices, a row that skips
+ * everything) at batch x s_q on seeded inputs. Fills max_err, tol, bad,
+ * first_bad (the checker's report) or err; returns as et_gemm. splits > 1
+ * runs split-KV parts and their combine. */
+int et_decode(KrtDevice *dev, KrtModule *mod, uint32_t batch, uint32_t sq, uint32_t splits, uint64_t seed,
+              EtFmha *res);
+
 /* An integer kgen argument of the module (//@args "--name N"), or def. */
 int et_arg(const KrtAbi *abi, const char *name, int def);
 /* The word after --name in the ABI's //@args ("" if absent), in buf. */

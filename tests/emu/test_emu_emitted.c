@@ -1,6 +1,10 @@
 /* Every emitted kernel (emitted/TARGET/NAME.ptx) on the emulator at small
- * shapes with tails, against a float64 reference, with no hazard. One
- * runner per kernel family (gemm, fmha); a family without one fails, so a
+ * shapes with tails, against a float64 reference, with no hazard. The three
+ * small shapes run under the schedules KRT_EMU_SEED=1, 2 and 3; a fourth,
+ * long shape (K, or the keys, span every pipeline stage twice and a tail:
+ * each ring wraps twice) runs under the default schedule, in which async
+ * work completes as late as the PTX memory model allows. One
+ * runner per kernel family (gemm, fmha, decode); a family without one fails, so a
  * new family cannot slip past the emulator unnoticed.
  *
  *   test_emu_emitted SRC_ROOT [FILE.ptx ...]
@@ -28,6 +32,33 @@ static const EtFmhaShape fmha_shapes[] = {
 	{1, {200}, {300}},
 };
 
+/* decode: batch x s_q x split-KV parts (the checker draws the caches and indices; the first
+ * row skips every key) */
+static const uint32_t decode_shapes[][3] = {
+	{1, 1, 1},
+	{2, 2, 1},
+	{2, 1, 3},
+};
+/* the long decode shape: a row of top-k keys wraps the 2-stage ring */
+static const uint32_t long_decode[3] = {1, 2, 1};
+
+/* Tile and stage counts from the kernel name (..._m128n96_s4_... for fmha,
+ * ..._m128n112k64_s3_... for gemm). */
+static int
+name_tiles(const char *kernel, int gemm, unsigned *n, unsigned *k, unsigned *s)
+{
+	const char *m = strstr(kernel, "_m");
+	unsigned mm;
+	*k = 0;
+	for (; m; m = strstr(m + 1, "_m")) {
+		if (gemm && sscanf(m, "_m%un%uk%u_s%u", &mm, n, k, s) == 4)
+			return 0;
+		if (!gemm && sscanf(m, "_m%un%u_s%u", &mm, n, s) == 3)
+			return 0;
+	}
+	return -1;
+}
+
 static double
 now(void)
 {
@@ -51,7 +82,8 @@ run_file(const char *path)
 		return 1;
 	}
 	int gemm = strcmp(abi.family, "gemm") == 0, fmha = strcmp(abi.family, "fmha") == 0;
-	if (!gemm && !fmha) {
+	int decode = strcmp(abi.family, "decode") == 0;
+	if (!gemm && !fmha && !decode) {
 		printf("FAIL %s: family %s has no runner in test_emu_emitted.c\n", path, abi.family);
 		free(ptx);
 		return 1;
@@ -66,24 +98,42 @@ run_file(const char *path)
 		return 1;
 	}
 	free(ptx);
-	size_t nshapes = gemm ? sizeof gemm_shapes / sizeof gemm_shapes[0]
-	                      : sizeof fmha_shapes / sizeof fmha_shapes[0];
-	for (size_t i = 0; i < nshapes; i++) {
+	size_t nshapes = gemm     ? sizeof gemm_shapes / sizeof gemm_shapes[0]
+	                 : decode ? sizeof decode_shapes / sizeof decode_shapes[0]
+	                          : sizeof fmha_shapes / sizeof fmha_shapes[0];
+	unsigned tn = 0, tk = 0, ts = 0;
+	if (!decode && name_tiles(abi.kernel, gemm, &tn, &tk, &ts)) {
+		printf("FAIL %s: no _mMnN[kK]_sS tile and stage counts in the kernel name\n", abi.kernel);
+		krt_module_unload(mod);
+		krt_device_close(dev);
+		return 1;
+	}
+	uint32_t long_gemm[3] = {70, 40, 2 * ts * tk + 8};
+	EtFmhaShape long_fmha = {1, {64}, {2 * ts * tn + 17}};
+	for (size_t i = 0; i <= nshapes; i++) {
 		char shape[64];
+		char seed[8];
+		snprintf(seed, sizeof seed, "%zu", i < nshapes ? i + 1 : 0);
+		setenv("KRT_EMU_SEED", seed, 1);
 		double t0 = now();
 		int rc;
 		double maxerr, tol;
 		uint64_t bad;
 		const char *first, *msg;
-		EtGemm g;
-		EtFmha f;
+		EtGemm g = {.keep = 0};
+		EtFmha f = {.keep = 0};
 		if (gemm) {
-			const uint32_t *d = gemm_shapes[i];
+			const uint32_t *d = i < nshapes ? gemm_shapes[i] : long_gemm;
 			snprintf(shape, sizeof shape, "%ux%ux%u", d[0], d[1], d[2]);
 			rc = et_gemm(dev, mod, d[0], d[1], d[2], 1000 + i, &g);
 			maxerr = g.max_err, tol = g.tol, bad = g.bad, first = g.first_bad, msg = g.err.msg;
+		} else if (decode) {
+			const uint32_t *d = i < nshapes ? decode_shapes[i] : long_decode;
+			snprintf(shape, sizeof shape, "batch %u s_q %u splits %u", d[0], d[1], d[2]);
+			rc = et_decode(dev, mod, d[0], d[1], d[2], 3000 + i, &f);
+			maxerr = f.max_err, tol = f.tol, bad = f.bad, first = f.first_bad, msg = f.err.msg;
 		} else {
-			const EtFmhaShape *f0 = &fmha_shapes[i];
+			const EtFmhaShape *f0 = i < nshapes ? &fmha_shapes[i] : &long_fmha;
 			size_t at = (size_t)snprintf(shape, sizeof shape, "batch %u:", f0->batch);
 			for (uint32_t b = 0; b < f0->batch && at < sizeof shape; b++)
 				at += (size_t)snprintf(shape + at, sizeof shape - at, " %ux%u", f0->sq[b], f0->sk[b]);
@@ -92,15 +142,15 @@ run_file(const char *path)
 		}
 		double dt = now() - t0;
 		if (rc < 0) {
-			printf("FAIL %s %s: %s\n", abi.kernel, shape, msg);
+			printf("FAIL %s %s, seed %s: %s\n", abi.kernel, shape, seed, msg);
 			fails++;
 		} else if (rc > 0) {
-			printf("FAIL %s %s: %llu elements over tolerance %.0e, max rel err %.3g; first: %s\n",
-			       abi.kernel, shape, (unsigned long long)bad, tol, maxerr, first);
+			printf("FAIL %s %s, seed %s: %llu elements over tolerance %.0e, max rel err %.3g; "
+			       "first: %s\n", abi.kernel, shape, seed, (unsigned long long)bad, tol, maxerr, first);
 			fails++;
 		} else {
-			printf("ok   %s %s: max rel err %.3g (tol %.0e)%s %.2fs\n", abi.kernel, shape,
-			       maxerr, tol, fmha && f.lse_err > 0 ? ", LSE ok" : "", dt);
+			printf("ok   %s %s, seed %s: max rel err %.3g (tol %.0e)%s %.2fs\n", abi.kernel,
+			       shape, seed, maxerr, tol, (fmha || decode) && f.lse_err > 0 ? ", LSE ok" : "", dt);
 		}
 		fflush(stdout);
 	}

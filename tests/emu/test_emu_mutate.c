@@ -1,11 +1,16 @@
 /* Mutation test: the emulator must notice every missing synchronization.
- * For each emitted kernel (gemm and fmha), each single tcgen05.wait::ld,
+ * For each emitted kernel (gemm, fmha, decode), each single tcgen05.wait::ld,
  * tcgen05.wait::st, tcgen05.fence::after_thread_sync and
  * ::before_thread_sync, tcgen05.commit, mbarrier wait loop (the try_wait
  * and its branch back), fence.proxy.async, wgmma.fence,
  * wgmma.wait_group, bar.sync and bar.arrive is removed in turn
  * (the line becomes a comment, so line numbers stay), and the mutant must
- * either report a hazard or compute a wrong result. The shape has more K
+ * either report a hazard or compute a wrong result. Two more mutants per
+ * site: a st.shared that precedes the mbarrier.arrive publishing it (within
+ * three lines) moves after the arrive, and an mbarrier.init expecting N > 1
+ * arrivals expects one arrival fewer, or one warp fewer when N counts whole
+ * warps (a lane's arrival after its warp's .sync.aligned tcgen05.st/wait
+ * orders nothing its warp did not already order). The shape has more K
  * tiles than pipeline stages, so every stage is refilled at least once.
  *
  *   test_emu_mutate SRC_ROOT [FILE.ptx ...]
@@ -82,6 +87,72 @@ mutate(const Line *lines, int n, int a, int b, size_t *len)
 	return out;
 }
 
+/* The text with line `from` moved after line `to` (from < to). */
+static char *
+mutate_move(const Line *lines, int n, int from, int to, size_t *len)
+{
+	size_t cap = 64;
+	for (int i = 0; i < n; i++)
+		cap += lines[i].n + 32;
+	char *out = malloc(cap);
+	size_t at = 0;
+	for (int i = 0; out && i < n; i++) {
+		if (i == from)
+			continue;
+		memcpy(out + at, lines[i].s, lines[i].n);
+		at += lines[i].n;
+		out[at++] = '\n';
+		if (i == to) {
+			memcpy(out + at, lines[from].s, lines[from].n);
+			at += lines[from].n;
+			out[at++] = '\n';
+		}
+	}
+	if (out)
+		out[at] = 0;
+	*len = at;
+	return out;
+}
+
+/* The text with the arrival count of the mbarrier.init on line i one short
+ * (a warp short for a multiple of 32 above 32); NULL when the line has no
+ * count above 1. */
+static char *
+mutate_count(const Line *lines, int n, int i, size_t *len)
+{
+	const Line *l = &lines[i];
+	size_t e = l->n;
+	while (e > 0 && l->s[e - 1] != ';')
+		e--;
+	size_t b = e ? e - 1 : 0;
+	while (b > 0 && l->s[b - 1] >= '0' && l->s[b - 1] <= '9')
+		b--;
+	if (!e || b == e - 1 || b == 0 || l->s[b - 1] != ' ')
+		return NULL;
+	long count = strtol(l->s + b, NULL, 10);
+	if (count < 2)
+		return NULL;
+	size_t cap = 64;
+	for (int k = 0; k < n; k++)
+		cap += lines[k].n + 32;
+	char *out = malloc(cap);
+	size_t at = 0;
+	for (int k = 0; out && k < n; k++) {
+		if (k == i)
+			at += (size_t)snprintf(out + at, cap - at, "%.*s%ld;\n", (int)b, l->s,
+			                       count > 32 && count % 32 == 0 ? count - 32 : count - 1);
+		else {
+			memcpy(out + at, lines[k].s, lines[k].n);
+			at += lines[k].n;
+			out[at++] = '\n';
+		}
+	}
+	if (out)
+		out[at] = 0;
+	*len = at;
+	return out;
+}
+
 typedef struct Kind {
 	const char *what;   /* substring that marks the line */
 	int with_next;      /* remove the following line too (the loop branch) */
@@ -113,7 +184,7 @@ static const Kind kinds[] = {
 /* One run of the kernel at the mutation shape: 0 pass, 1 wrong, -1 launch
  * error (message in msg). */
 typedef struct Shape {
-	int fmha;
+	int fmha, decode;
 	uint32_t M, N, K;
 	EtFmhaShape f;
 } Shape;
@@ -126,6 +197,14 @@ pick_shape(const KrtAbi *abi, Shape *s)
 {
 	memset(s, 0, sizeof *s);
 	uint32_t tm = (uint32_t)et_arg(abi, "tile-m", 128), st = (uint32_t)et_arg(abi, "stages", 4);
+	if (strcmp(abi->family, "decode") == 0) {
+		/* 2 query rows: the second attends about 3/4 of its top-k (more
+		 * key tiles than the 2 stages); the first skips everything */
+		s->decode = 1;
+		s->M = 2;
+		s->N = 2; /* split-KV parts: the combine's fence and barriers count too */
+		return;
+	}
 	if (strcmp(abi->family, "fmha") == 0) {
 		/* the kernel name says the tiles and stages the plan chose:
 		 * ..._m128n64_s2_... (//@args may say 0, "chosen by the plan") */
@@ -174,10 +253,15 @@ pick_shape(const KrtAbi *abi, Shape *s)
 static int
 run_once(KrtDevice *dev, KrtModule *mod, const Shape *s, char *msg, size_t n)
 {
-	EtGemm g;
-	EtFmha f;
+	EtGemm g = {.keep = 0};
+	EtFmha f = {.keep = 0};
 	int rc;
-	if (s->fmha) {
+	if (s->decode) {
+		rc = et_decode(dev, mod, 1, s->M, s->N, 7, &f);
+		snprintf(msg, n, "%.500s", rc < 0 ? f.err.msg : f.first_bad);
+		if (rc > 0)
+			snprintf(msg, n, "%llu bad, %.400s", (unsigned long long)f.bad, f.first_bad);
+	} else if (s->fmha) {
 		rc = et_fmha(dev, mod, &s->f, 7, &f);
 		snprintf(msg, n, "%.500s", rc < 0 ? f.err.msg : f.first_bad);
 		if (rc > 0)
@@ -202,7 +286,8 @@ run_file(const char *path, int *mutants, int *missed)
 	KrtAbi abi;
 	KrtDevice *dev = NULL;
 	if (krt_abi_parse(ptx, len, &abi, &err) ||
-	    (strcmp(abi.family, "gemm") != 0 && strcmp(abi.family, "fmha") != 0) ||
+	    (strcmp(abi.family, "gemm") != 0 && strcmp(abi.family, "fmha") != 0 &&
+	     strcmp(abi.family, "decode") != 0) ||
 	    et_open_for(abi.target, &dev, &err)) {
 		printf("FAIL %s: %s\n", path, err.msg);
 		free(ptx);
@@ -227,14 +312,39 @@ run_file(const char *path, int *mutants, int *missed)
 		return 1;
 	}
 	krt_module_unload(mod);
-	for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++)
+	size_t nkinds = sizeof kinds / sizeof kinds[0];
+	for (size_t k = 0; k < nkinds + 2; k++)
 		for (int i = 0; i < n; i++) {
-			if (!has(&lines[i], kinds[k].what) || lines[i].s[strspn(lines[i].s, " \t")] == '/' ||
-			    (kinds[k].unless && has(&lines[i], kinds[k].unless)))
-				continue;
-			int last = i + kinds[k].with_next;
 			size_t ml;
-			char *m = mutate(lines, n, i, last, &ml);
+			char *m = NULL;
+			const char *what;
+			if (k == nkinds) { /* a published store after its arrive */
+				what = "st.shared moved after mbarrier.arrive";
+				int to = -1;
+				if (!has(&lines[i], "st.shared"))
+					continue;
+				for (int j = i + 1; j < n && j <= i + 3 && to < 0; j++)
+					if (has(&lines[j], "mbarrier.arrive"))
+						to = j;
+					else if (has(&lines[j], "st.shared") || has(&lines[j], "bra") ||
+					         has(&lines[j], ":"))
+						break;
+				if (to < 0)
+					continue;
+				m = mutate_move(lines, n, i, to, &ml);
+			} else if (k == nkinds + 1) { /* an expected count one short */
+				what = "mbarrier.init count one arrival/warp short";
+				if (!has(&lines[i], "mbarrier.init") ||
+				    !(m = mutate_count(lines, n, i, &ml)))
+					continue;
+			} else {
+				what = kinds[k].what;
+				if (!has(&lines[i], kinds[k].what) ||
+				    lines[i].s[strspn(lines[i].s, " \t")] == '/' ||
+				    (kinds[k].unless && has(&lines[i], kinds[k].unless)))
+					continue;
+				m = mutate(lines, n, i, i + kinds[k].with_next, &ml);
+			}
 			if (!m) {
 				fails++;
 				continue;
@@ -261,8 +371,8 @@ run_file(const char *path, int *mutants, int *missed)
 					fails++;
 				}
 			}
-			printf("%-14s %s line %d (%s removed): %s\n", verdict, abi.kernel, i + 1,
-			       kinds[k].what, detail);
+			printf("%-14s %s line %d (%s%s): %s\n", verdict, abi.kernel, i + 1, what,
+			       k < nkinds ? " removed" : "", detail);
 			free(m);
 		}
 	free(lines);

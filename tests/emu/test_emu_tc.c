@@ -1269,7 +1269,10 @@ pick_id(int vec)
 static void
 mma_runs(const MmaCase *k, int nruns)
 {
-	static const uint32_t ns[] = {8, 64, 136, 256};
+	/* dense M = 128 takes N in steps of 16, block-scaled ones steps of 8
+	 * (runtime/emu/tc_idesc.c) */
+	static const uint32_t ns_dense[] = {16, 64, 144, 256}, ns_scaled[] = {8, 64, 136, 256};
+	const uint32_t *ns = k->kind == K_F8F6F4 ? ns_dense : ns_scaled;
 	for (int i = 0; i < nruns; i++) {
 		MmaCfg g;
 		memset(&g, 0, sizeof g);

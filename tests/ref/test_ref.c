@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "decode_ref.h"
 #include "fmha_ref.h"
 #include "gemm_ref.h"
 #include "num.h"
@@ -477,6 +478,87 @@ test_fmha_random(NumRng *r)
 	free(rows);
 }
 
+/* E4M3 by hand: every finite code decodes and re-encodes to itself; ties
+ * go to the even mantissa; the largest is 448 = 1.75·2^8, the smallest
+ * subnormal 2^-9. */
+static void
+test_e4m3(void)
+{
+	for (int b = 0; b < 256; b++) {
+		if ((b & 0x7f) == 0x7f)
+			continue;
+		EXPECT(decode_f64_to_e4m3(decode_e4m3_to_f64((uint8_t)b)) == b, "e4m3 round trip 0x%02x", b);
+	}
+	EXPECT(decode_e4m3_to_f64(0x7e) == 448, "e4m3 max");
+	EXPECT(decode_e4m3_to_f64(0x01) == ldexp(1, -9), "e4m3 min subnormal");
+	EXPECT(decode_e4m3_to_f64(0x38) == 1, "e4m3 one is 0x38");
+	EXPECT(decode_f64_to_e4m3(1.0625) == 0x38, "tie 1.0625 -> 1 (even)");
+	EXPECT(decode_f64_to_e4m3(1.1875) == 0x3a, "tie 1.1875 -> 1.25 (even)");
+	EXPECT(decode_f64_to_e4m3(-3.0 * ldexp(1, -10)) == 0x82, "subnormal tie -1.5·2^-9 -> -2·2^-9");
+	EXPECT(decode_f64_to_e4m3(1000) == 0x7e, "saturates at 448");
+	EXPECT(decode_f64_to_e4m3(15.5) == 0x58, "15.5 rounds up a binade to 16");
+}
+
+/* fp8-v4: the page layout by hand (page of 64: 64·584 = 37376 -> 65·576)
+ * and a token through quantize/dequantize: the scale is 2^ceil(log2(amax/448)),
+ * every NoPE value within half an E4M3 step (2^-4 relative to its group's
+ * amax at most), RoPE exact. */
+static void
+test_decode_v4(NumRng *r)
+{
+	uint16_t in[DECODE_V4_D];
+	uint8_t row[DECODE_V4_ROW], sc[DECODE_V4_SCALES];
+	double out[DECODE_V4_D];
+	static uint8_t cache[2 * 37440];
+
+	EXPECT(decode_v4_page_bytes(64) == 37440, "page of 64: %zu", decode_v4_page_bytes(64));
+	EXPECT(decode_v4_page_bytes(1) == 1152, "page of 1: %zu", decode_v4_page_bytes(1));
+	EXPECT(decode_v4_page_bytes(256) == 149760, "page of 256: %zu", decode_v4_page_bytes(256));
+	EXPECT(decode_v4_row(cache, 64, 65) == cache + 37440 + 576, "row of token 65");
+	EXPECT(decode_v4_scales(cache, 64, 65) == cache + 37440 + 64 * 576 + 8, "scales of token 65");
+	for (int i = 0; i < DECODE_V4_D; i++)
+		in[i] = num_f64_to_bf16(num_rng_normal(r) * (i < 64 ? 100.0 : i < 128 ? 1e-3 : 1.0));
+	in[5] = num_f64_to_bf16(448.0); /* group 0 amax 448 exactly: scale 2^0 */
+	for (int i = 6; i < 64; i++)
+		in[i] = num_f64_to_bf16(fmin(fmax(num_bf16_to_f32(in[i]), -440), 440));
+	decode_v4_quantize(in, row, sc);
+	decode_v4_dequantize(row, sc, out);
+	EXPECT(sc[0] == 127, "group 0 scale byte %d, want 127", sc[0]);
+	EXPECT(sc[7] == 0, "pad byte %d", sc[7]);
+	for (int g = 0; g < 7; g++) {
+		double amax = 0;
+		for (int i = 0; i < 64; i++)
+			amax = fmax(amax, fabs((double)num_bf16_to_f32(in[64 * g + i])));
+		double s = ldexp(1, sc[g] - 127);
+		double lo = fmax(amax / 448, 1e-4); /* the clamp keeps tiny groups' scales normal */
+		EXPECT(s >= lo && s < 2 * lo, "group %d scale %g for amax %g", g, s, amax);
+		for (int i = 0; i < 64; i++) {
+			double x = num_bf16_to_f32(in[64 * g + i]), y = out[64 * g + i];
+			EXPECT(fabs(x - y) <= amax / 16, "group %d value %d: %g -> %g", g, i, x, y);
+		}
+	}
+	for (int i = DECODE_V4_NOPE; i < DECODE_V4_D; i++)
+		EXPECT(out[i] == num_bf16_to_f32(in[i]), "rope %d", i);
+}
+
+/* Two keys by hand: scores 0 and ln 3 give weights 1/4, 3/4; a sink of
+ * ln 4 doubles the denominator; no keys: O = 0, LSE = -inf or the sink. */
+static void
+test_decode_row(void)
+{
+	double q[2] = {1, 0}, k[4] = {0, 2, log(3), 6}, o[2], lse;
+
+	decode_ref_row(q, k, 2, 2, 2, 1.0, 0, 0, o, &lse);
+	EXPECT(fabs(o[0] - 0.75 * log(3)) < 1e-15 && fabs(o[1] - (0.5 + 4.5)) < 1e-14 &&
+	       fabs(lse - log(4)) < 1e-15, "two keys: o %g %g lse %g", o[0], o[1], lse);
+	decode_ref_row(q, k, 2, 2, 2, 1.0, 1, log(4), o, &lse);
+	EXPECT(fabs(o[1] - 2.5) < 1e-14 && fabs(lse - log(8)) < 1e-14, "sink: o %g lse %g", o[1], lse);
+	decode_ref_row(q, k, 0, 2, 2, 1.0, 0, 0, o, &lse);
+	EXPECT(o[0] == 0 && o[1] == 0 && lse == -INFINITY, "no keys");
+	decode_ref_row(q, k, 0, 2, 2, 1.0, 1, 0.5, o, &lse);
+	EXPECT(o[0] == 0 && o[1] == 0 && lse == 0.5, "no keys, sink: lse %g", lse);
+}
+
 int
 main(void)
 {
@@ -496,6 +578,9 @@ main(void)
 	test_fmha_causal();
 	test_fmha_gqa_varlen();
 	test_fmha_random(&r);
+	test_e4m3();
+	test_decode_v4(&r);
+	test_decode_row();
 	if (failures)
 		fprintf(stderr, "test_ref: %d failures\n", failures);
 	else

@@ -96,10 +96,71 @@ grep -q 'bound: softmax instruction issue, 864 clk per tile -> at most 59%' "$tm
 # -o: written whole, no temporary left behind, old file kept on failure
 "$kgen" gemm --target sm_90a -o "$tmp/k.ptx" || fail "gemm -o"
 head -1 "$tmp/k.ptx" | grep -q '^//@kgen-abi 1$' || fail "-o file lacks the header"
-ls "$tmp" | grep -q tmp && fail "temporary file left behind"
+ls -a "$tmp" | grep -q kgen- && fail "temporary file left behind"
 cp "$tmp/k.ptx" "$tmp/before"
 "$kgen" gemm --tile-m 96 -o "$tmp/k.ptx" 2>/dev/null
 cmp -s "$tmp/k.ptx" "$tmp/before" || fail "failed run changed the output file"
+
+# numbers: decimal or 0x hex, never octal, no trailing text
+"$kgen" gemm --tile-n 0x80 | grep -q -- '^//@args .*--tile-n 128 ' || fail "--tile-n 0x80 is not 128"
+expect_error "--tile-n=0200: must be in 16..256" gemm --tile-n 0200
+expect_error "--tile-n=128x: must be an integer" gemm --tile-n 128x
+expect_error "--tile-n=99999999999999999999: must be an integer" gemm --tile-n 99999999999999999999
+expect_error "--addr=0200x: must be an integer" desc --target sm_100a --major K --swizzle 128 --dtype bf16 --rows 128 --cols 64 --addr 0200x
+[ "$("$kgen" desc --target sm_100a --major K --swizzle 128 --dtype bf16 --rows 128 --cols 64 --addr 01024 | head -1)" = \
+  "$("$kgen" desc --target sm_100a --major K --swizzle 128 --dtype bf16 --rows 128 --cols 64 --addr 0x400 | head -1)" ] ||
+	fail "desc --addr 01024 is not decimal 1024"
+
+# the softmax scale is a run-time kernel argument (softmax_scale), not a
+# generation parameter: kgen refuses it by name
+expect_error "softmax-scale" fmha --softmax-scale 0.125
+
+# families: every one in the table, and each subcommand's own options
+expect_error "family=nope: unknown (families: gemm, fmha, decode)" nope
+for f in $("$kgen" list | sed -n 's/^\([a-z0-9_]*\) — .*/\1/p'); do
+	"$kgen" "$f" --help >"$tmp/help" || fail "kgen $f --help: status $?"
+	"$kgen" plan "$f" -h | cmp -s - "$tmp/help" || fail "kgen plan $f -h differs from kgen $f --help"
+	[ "$(wc -l <"$tmp/help")" -gt 3 ] || fail "kgen $f --help: too short"
+	# the same rows `kgen list` prints for it, derived from one table
+	grep -vxFf <("$kgen" list) "$tmp/help" | grep -q . && fail "kgen $f --help: lines not in kgen list"
+done
+"$kgen" gemm --help | grep -q -- '--tile-m' || fail "gemm --help lacks --tile-m"
+"$kgen" fmha --help | grep -q -- '--head-dim' || fail "fmha --help lacks --head-dim"
+"$kgen" desc --help | grep -q -- '--swizzle VALUE' || fail "desc --help lacks --swizzle"
+"$kgen" idesc --help | grep -q -- '--neg-a$' || fail "idesc --help lacks the flag --neg-a"
+
+# no silent loss: a write that fails exits 74 with the reason
+if [ -w /dev/full ]; then
+	"$kgen" gemm >/dev/full 2>"$tmp/err"; rc=$?
+	[ $rc -eq 74 ] || fail "kgen gemm >/dev/full: status $rc, want 74"
+	grep -q 'standard output.*No space left' "$tmp/err" || fail "/dev/full: $(cat "$tmp/err")"
+	"$kgen" list >/dev/full 2>/dev/null; rc=$?
+	[ $rc -eq 74 ] || fail "kgen list >/dev/full: status $rc, want 74"
+fi
+"$kgen" gemm >&- 2>"$tmp/err"; rc=$?
+[ $rc -eq 74 ] || fail "kgen gemm with stdout closed: status $rc, want 74"
+"$kgen" gemm -o "$tmp/nodir/k.ptx" 2>"$tmp/err"; rc=$?
+[ $rc -eq 74 ] || fail "-o into a missing directory: status $rc, want 74"
+grep -q 'nodir/k.ptx' "$tmp/err" || fail "-o failure does not name the file: $(cat "$tmp/err")"
+
+# -o: a long valid name (the temporary name must still fit NAME_MAX)
+long=$(printf 'k%.0s' $(seq 1 250)).ptx
+"$kgen" gemm -o "$tmp/$long" || fail "-o with a 254-byte name"
+[ -s "$tmp/$long" ] || fail "-o long name: no file"
+ls -a "$tmp" | grep -q kgen- && fail "temporary file left behind (long name)"
+# -o over a symlink writes its target; an existing file keeps its mode
+echo old >"$tmp/target.ptx"
+chmod 600 "$tmp/target.ptx"
+ln -s target.ptx "$tmp/link.ptx"
+"$kgen" gemm -o "$tmp/link.ptx" || fail "-o through a symlink"
+[ -L "$tmp/link.ptx" ] || fail "-o replaced the symlink with a file"
+head -1 "$tmp/target.ptx" | grep -q '^//@kgen-abi 1$' || fail "-o did not write the link's target"
+[ "$(stat -c %a "$tmp/target.ptx")" = 600 ] || fail "-o changed 0600 to $(stat -c %a "$tmp/target.ptx")"
+ln -s missing.ptx "$tmp/dangling.ptx"
+"$kgen" gemm -o "$tmp/dangling.ptx" 2>"$tmp/err"; rc=$?
+[ $rc -eq 74 ] && grep -q 'symlink' "$tmp/err" || fail "-o over a dangling link: status $rc, $(cat "$tmp/err")"
+( umask 027; "$kgen" gemm -o "$tmp/new.ptx" ) || fail "-o new file"
+[ "$(stat -c %a "$tmp/new.ptx")" = 640 ] || fail "-o new file with umask 027: mode $(stat -c %a "$tmp/new.ptx")"
 
 [ $fails -eq 0 ] && echo "cli: all passed"
 exit $((fails != 0))

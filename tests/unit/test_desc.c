@@ -482,8 +482,9 @@ test_shape_counts(void)
 		DType a, d;
 		int cta, want;
 	} c[] = {
-		{IK_F16, DT_BF16, DT_F32, 1, 64}, {IK_F16, DT_BF16, DT_F32, 2, 32},
-		{IK_TF32, DT_TF32, DT_F32, 1, 64}, {IK_F8F6F4, DT_E4M3, DT_F32, 2, 32},
+		/* cta_group::1: M=64 N 8..256 step 8 (32), M=128 step 16 (16) */
+		{IK_F16, DT_BF16, DT_F32, 1, 48}, {IK_F16, DT_BF16, DT_F32, 2, 32},
+		{IK_TF32, DT_TF32, DT_F32, 1, 48}, {IK_F8F6F4, DT_E4M3, DT_F32, 2, 32},
 		{IK_I8, DT_S8, DT_S32, 1, 36}, {IK_I8, DT_S8, DT_S32, 2, 16},
 		{IK_MXF8F6F4, DT_E4M3, DT_F32, 1, 32},
 		{IK_MXF8F6F4, DT_E4M3, DT_F32, 2, 32},
@@ -887,6 +888,34 @@ test_names(void)
 	}
 }
 
+/* A K-major SW128 bf16 tile of 64 rows (keys) x 128 columns (head dim)
+ * read MN-major, as P·V reads V: LBO = its 64-column slice, 64 rows x 128 B
+ * = 8192 B (field 0x200), SBO = 8 rows x 128 B = 1024 (field 0x40):
+ * sm100 0x200<<16 | 0x40<<32 | 1<<46 | 2<<61 = 0x4000404002000000, sm90
+ * without bit 46 and 1<<62 = 0x4000004002000000. */
+static void
+test_tile_mn(void)
+{
+	TileLayout t;
+	KgErr err = {{0}};
+	uint64_t d = 0;
+
+	if (layout_canonical(&t, MAJOR_K, SWZ_128B, 16, 64, 128, &err)) {
+		printf("FAIL test_desc.c:%d: %s\n", __LINE__, err.msg);
+		fails++;
+		return;
+	}
+	EQ(desc_for_tile_mn(&d, DESC_SM100, &t, 0, &err), 0, "mn view sm100");
+	EQ(d, 0x4000404002000000ull, "mn view sm100");
+	EQ(desc_for_tile_mn(&d, DESC_SM90, &t, 0, &err), 0, "mn view sm90");
+	EQ(d, 0x4000004002000000ull, "mn view sm90");
+	EQ(desc_for_tile_mn(&d, DESC_SM100, &t, 0x2400, &err), 0, "mn view at 0x2400");
+	EQ(d, 0x4000404002000240ull, "mn view at 0x2400");
+	EQ(desc_for_tile_mn(&d, DESC_SM100, &t, 0x2480, &err), (uint64_t)-1, "unaligned");
+	t.swz = SWZ_NONE;
+	EQ(desc_for_tile_mn(&d, DESC_SM100, &t, 0, &err), (uint64_t)-1, "no swizzle");
+}
+
 /* desc_text / idesc_text on values built bit by bit (PTX ISA §9.7.15.5.1.2.2
  * wgmma descriptor, §9.7.16.4.1 tcgen05 descriptor, the instruction
  * descriptor table of kind::f16; gen/desc.c field tables): fields in 16-byte units, the
@@ -965,6 +994,7 @@ main(void)
 	test_round_trip();
 	test_idesc_fields();
 	test_names();
+	test_tile_mn();
 	test_text();
 	if (fails) {
 		printf("test_desc: %d failure(s)\n", fails);

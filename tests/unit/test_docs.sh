@@ -4,6 +4,8 @@
 # cites exists, and every section title cited as (docs/<name>.md, "Title") or
 # (docs/<name>.md, "A", "B" and "C") is a heading of that file. An example
 # ABI header in docs/ABI.md is the header of the emitted file it names.
+# Every gen/ and runtime/ (not runtime/emu) C file opens with a comment on
+# its role.
 # Usage: tests/unit/test_docs.sh [SOURCE_ROOT]
 set -u
 root=${1:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -66,6 +68,11 @@ for f in files:
             if c not in t:
                 print("FAIL: %s cites %s, \"%s\": no such section" % (f, doc, c))
                 fails += 1
+for f in files:
+    if (re.match(r"gen/.*\.c$", f) or re.match(r"runtime/[^/]*\.c$", f)) and \
+            not open(os.path.join(root, f), encoding="utf-8").read().startswith("/*"):
+        print("FAIL: %s does not open with a comment on its role" % f)
+        fails += 1
 abi = open(os.path.join(root, "docs/ABI.md"), encoding="utf-8").read()
 for m in re.finditer(r"```\n(//@kgen-abi .*?//@end\n)```", abi, re.S):
     doc = m.group(1)

@@ -322,9 +322,59 @@ test_reject(void)
 	reject(__LINE__, (Major)2, SWZ_128B, 16, 128, 64, "major=2");
 }
 
+/* TMEM addresses (docs/hardware.md, "Test vectors" TV7): lane 32 column
+ * 64 -> 0x00200040; warp 3 of a warpgroup reading column 128 of a
+ * base-0 allocation -> (3 << 21) + 128 = 0x00600080; quarter 2 starts at
+ * lane 64. The descriptor window: 2^18 bytes. */
+static void
+test_tmem_and_window(void)
+{
+	EQ(tmem_addr(32, 64), 0x00200040u, "tmem_addr(32, 64)");
+	EQ(tmem_addr(127, 511), 0x007F01FFu, "tmem_addr(127, 511)");
+	EQ(tmem_quarter_lanes(), 32, "quarter lanes");
+	EQ(tmem_quarter_lane_shift(), 5, "quarter lane shift");
+	EQ(tmem_quarter_addr_shift(), 21, "quarter address shift");
+	EQ((3u << tmem_quarter_addr_shift()) + 128u, 0x00600080u, "warp 3, column 128");
+	EQ(tmem_addr(2u << tmem_quarter_lane_shift(), 0), tmem_addr(64, 0), "quarter 2");
+	EQ(smem_desc_window(), 262144u, "descriptor window");
+}
+
+/* The wgmma accumulator fragment (docs/hardware.md, "Test vectors" TV7 and
+ * "wgmma accumulator fragment"): (t, i) -> (row, col) for t=0 i=2 (8,0),
+ * t=0 i=4 (0,8), t=37 i=5 (17,11), t=127 i=63 (63,127); every (row, col)
+ * of a 64x16 tile is held exactly once by the 128 threads' 8 registers. */
+static void
+test_wgmma_fragment(void)
+{
+	static const int v[][4] = {{0, 2, 8, 0}, {0, 4, 0, 8}, {37, 5, 17, 11}, {127, 63, 63, 127},
+	                           {0, 0, 0, 0}, {0, 1, 0, 1}, {5, 3, 9, 3}};
+	int seen[64][16] = {{0}};
+
+	for (size_t k = 0; k < sizeof v / sizeof v[0]; k++) {
+		int dr, dc;
+		wgmma_acc_reg(v[k][1], &dr, &dc);
+		EQ(wgmma_acc_row(v[k][0]) + dr, v[k][2], "fragment row");
+		EQ(wgmma_acc_col(v[k][0]) + dc, v[k][3], "fragment column");
+	}
+	for (int t = 0; t < 128; t++)
+		for (int i = 0; i < 8; i++) {
+			int dr, dc, r, c;
+			wgmma_acc_reg(i, &dr, &dc);
+			r = wgmma_acc_row(t) + dr;
+			c = wgmma_acc_col(t) + dc;
+			if (r >= 0 && r < 64 && c >= 0 && c < 16)
+				seen[r][c]++;
+		}
+	for (int r = 0; r < 64; r++)
+		for (int c = 0; c < 16; c++)
+			EQ(seen[r][c], 1, "64x16 covered once");
+}
+
 int
 main(void)
 {
+	test_tmem_and_window();
+	test_wgmma_fragment();
 	test_names();
 	test_swizzle_vectors();
 	test_swizzle_bijection();

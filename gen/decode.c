@@ -1,0 +1,661 @@
+/* The decode family (gen/decode.h): parameters, cache formats, the
+ * configuration that reuses fmha's sm_90a split-O consumers, the prologue
+ * (index compaction, split-KV ranges), the split-KV combine, ABI and plan. */
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "decode.h"
+#include "family.h"
+#include "ops.h"
+
+#define P(f) offsetof(DecodeParams, f)
+
+/* Columns: name, d_qk, d_nope, d_rope, row bytes, NoPE values per scale,
+ * scale bytes per token, page alignment. fp8-v4: 448 E4M3 + 64 BF16 RoPE
+ * (576 bytes) per token; after a page's rows, 8 bytes per token: 7 UE8M0
+ * exponents (one per 64 NoPE values) and a pad byte; a page's bytes round
+ * up to a multiple of 576 (FlashMLA's MODEL1 layout, docs/ABI.md "decode"). */
+const DecodeFormat decode_formats[] = {
+	[DEC_FMT_FP8_V4] = {"fp8-v4", 512, 448, 64, 576, 64, 8, 576},
+};
+
+uint32_t
+decode_page_bytes(const DecodeFormat *fmt, int ps)
+{
+	uint32_t b = (uint32_t)ps * (uint32_t)(fmt->row_bytes + fmt->scale_bytes);
+
+	return (b + (uint32_t)fmt->page_align - 1) / (uint32_t)fmt->page_align * (uint32_t)fmt->page_align;
+}
+
+/* See family.h for the columns. */
+static const ParamSpec decode_params[] = {
+	{"target", PK_TARGET, P(target), "sm_90a,sm_100a", 0, 0, 0, "sm_90a",
+	 "sm_90a: a producer warpgroup gathers and dequantizes K=V tiles to bf16 in smem; fmha's split-O consumers",
+	 NULL},
+	{"format", PK_ENUM, P(format), "fp8-v4", 0, 0, 0, "fp8-v4", "KV cache format (docs/ABI.md \"decode\")",
+	 NULL},
+	{"heads-q", PK_INT, P(heads_q), NULL, 1, 128, 1, "64", "query heads sharing the one KV head", NULL},
+	{"topk", PK_INT, P(topk), NULL, 1, 4096, 1, "512", "main source: indices per query row", NULL},
+	{"page-size", PK_INT, P(page_size), NULL, 1, 4096, 1, "64", "main source: tokens per page", NULL},
+	{"topk-extra", PK_INT, P(topk_extra), NULL, 0, 4096, 1, "0",
+	 "extra source (SWA window): indices per query row (0: no extra source)", NULL},
+	{"page-size-extra", PK_INT, P(page_size_extra), NULL, 1, 4096, 1, "256", "extra source: tokens per page",
+	 NULL},
+	{"topk-length", PK_INT, P(topk_length), "0,1", 0, 0, 0, "0",
+	 "per-row valid lengths of the index lists (topk_length tensors)", NULL},
+	{"sink", PK_INT, P(sink), "0,1", 0, 0, 0, "0", "per-head attention-sink logits join the denominator", NULL},
+};
+
+static int decode_finish(Emit *e, const FmhaCfg *f, const FmhaRegs *r, KgErr *err);
+
+static int
+decode_configure(DecodeCfg *d, const DecodeParams *p, KgErr *err)
+{
+	FmhaCfg *f = &d->f;
+	const DecodeOps *ops;
+
+	memset(d, 0, sizeof *d);
+	f->t = &targets[p->target];
+	ops = f->t->decode;
+	if (!ops)
+		return kg_fail(err, "--target=%s: decode is not generated for this target yet", f->t->name);
+	d->fmt = &decode_formats[p->format];
+	d->hq = p->heads_q;
+	d->hblocks = (d->hq + 63) / 64;
+	d->nsrc = p->topk_extra ? 2 : 1;
+	d->topk[0] = p->topk;
+	d->ps[0] = p->page_size;
+	d->topk[1] = p->topk_extra;
+	d->ps[1] = p->page_size_extra;
+	for (int s = 0; s < d->nsrc; s++)
+		d->page_bytes[s] = decode_page_bytes(d->fmt, d->ps[s]);
+	d->has_len = p->topk_length;
+	d->sink = p->sink;
+	d->list_len = d->topk[0] + d->topk[1];
+
+	/* The consumers: fmha's split-O plan over one query token of 64 packed
+	 * heads, K = V (V is the first head_dim_v columns of each key row). */
+	f->d = d->fmt->d_qk;
+	f->dv = 512;
+	f->hq = d->hq;
+	f->hkv = 1;
+	f->group = d->hq;
+	f->kv_shared = 1;
+	f->mask = MASK_NONE;
+	f->wl = 1 << 30;
+	f->lse = 1;
+	f->in = DT_BF16;
+	f->esz = 2;
+	f->ohalves = 1;
+	f->split = 1;
+	f->bm = 64;
+	f->bn = 64;
+	f->stages = 2;
+	f->wgs = 2;
+	f->q_rows = 64;
+	f->qblocks = 1;
+	f->dvc = f->dv;
+	f->pack = 64;
+	f->htiles = 1;
+	f->hcta = 64;
+	f->rows = 1;
+	f->head_guard = d->hq % 64 != 0;
+	f->gather = ops->gather;
+	f->finish = decode_finish;
+	f->producer_regs = ops->producer_regs;
+	f->ext = d;
+	if (layout_canonical(&f->lq, MAJOR_K, SWZ_128B, 16, 64, f->d, err) < 0 ||
+	    layout_canonical(&f->lk, MAJOR_K, SWZ_128B, 16, f->bn, f->d, err) < 0 ||
+	    layout_canonical(&f->lv, MAJOR_K, SWZ_128B, 16, f->bn, f->dv, err) < 0)
+		return -1;
+	f->q_bytes = f->lq.bytes;
+	f->k_bytes = f->lk.bytes;
+	f->v_bytes = f->lv.bytes;
+	plan_init(&f->plan, f->t);
+	f->r_q = plan_smem(&f->plan, "Q", f->q_bytes, 1024, 1);
+	f->r_k = f->r_v = plan_smem(&f->plan, "K=V stages (bf16)", f->k_bytes, 1024, f->stages);
+	/* Q needs no barrier of its own: the producer threads that store it
+	 * fence and arrive on K=V full after their first tile, which every
+	 * consumer waits for before its first read of Q */
+	f->b_q = -1;
+	f->b_k = f->b_v = plan_barrier(&f->plan, "K=V full", f->stages, 128, 0,
+	                               "every producer thread after its stores and proxy fence");
+	if (f->t->fmha->plan(f, err) < 0)
+		return -1;
+	/* The split plan's estimate keeps 56 registers of row state beside S,
+	 * half of O and P (232); ptxas allocates these consumers 168 in all
+	 * (emitted/sm_90a/fmha_bf16_d512_h128kv1_kvshared_causal_pk64_*.ptxas.txt).
+	 * The gathering producer needs more than a TMA thread, so decode holds
+	 * the consumers to 24 beside S, O and P: 200 of what the producer leaves, and the
+	 * ptxas suite to no spills. */
+	f->plan.regs_need_max = f->bn / 2 + f->dv / 4 + f->bn / 4 + 24;
+	d->r_list = plan_smem(&f->plan, "key list", 4u * (uint32_t)d->list_len, 16, 1);
+	d->r_count = plan_smem(&f->plan, "key count", 16, 16, 1);
+	d->r_chunks = plan_smem(&f->plan, "chunk counts", 4u * (uint32_t)((d->topk[0] + 31) / 32 + (d->topk[1] + 31) / 32),
+	                        16, 1);
+	snprintf(f->name, sizeof f->name, "decode_%s_h%d_k%dp%d", d->fmt->name, d->hq, d->topk[0], d->ps[0]);
+	for (char *c = f->name; *c; c++)
+		if (*c == '-')
+			*c = '_';
+	if (d->nsrc > 1) {
+		size_t n = strlen(f->name);
+		snprintf(f->name + n, sizeof f->name - n, "_x%dp%d", d->topk[1], d->ps[1]);
+	}
+	{
+		size_t n = strlen(f->name);
+		snprintf(f->name + n, sizeof f->name - n, "%s%s_%s", d->has_len ? "_len" : "",
+		         d->sink ? "_sink" : "", f->t->tag);
+	}
+	return plan_check(&f->plan, err);
+}
+
+static const char *const src_sfx[2] = {"", "_extra"};
+
+/* Every warp of the CTA compacts 32-entry chunks of the two index lists
+ * (chunk c: source 0's chunks first) into one key list in shared memory
+ * (source in bit 31): an entry is valid when its position is below the
+ * row's length and its index is in [0, capacity) (anything else is -1,
+ * skipped). Phase 1 loads all of a warp's chunks at once and counts each
+ * chunk's valid entries (ballot); after a CTA barrier phase 2 places each
+ * at its chunk's offset (the counts before it) plus its rank in the
+ * chunk, so the list keeps index order whatever the timing. Warp 0 also
+ * stores the total. The caller's CTA barrier publishes the list. */
+static void
+emit_compact(Emit *e, const DecodeCfg *d, const FmhaRegs *r, Reg qrow)
+{
+	int nch0 = (d->topk[0] + 31) / 32, nch = nch0 + (d->topk[1] + 31) / 32;
+	int warps = d->f.plan.threads / 32, K = (nch + warps - 1) / warps, G = (nch + 31) / 32;
+	Reg len[2], cap[2], base[2], v[64], c = reg_new(e, RC_B32), t = reg_new(e, RC_B32);
+	Reg pos = reg_new(e, RC_B32), ln = reg_new(e, RC_B32), cp = reg_new(e, RC_B32);
+	Reg off = reg_new(e, RC_B32), bal = reg_new(e, RC_B32), lt = reg_new(e, RC_B32);
+	Reg a = reg_new(e, RC_B64), b = reg_new(e, RC_B64);
+	Reg p = reg_new(e, RC_PRED), s1 = reg_new(e, RC_PRED), ok = reg_new(e, RC_PRED);
+	Reg list = op_plan_smem(e, &d->f.plan, r->base, d->r_list);
+	Reg cnt = op_plan_smem(e, &d->f.plan, r->base, d->r_count);
+	Reg counts = op_plan_smem(e, &d->f.plan, r->base, d->r_chunks);
+
+	emit_block(e, "decode.compact");
+	emitf(e, "\tmov.u32 %s, %%lanemask_lt;\n", lt.s);
+	for (int s = 0; s < d->nsrc; s++) {
+		len[s] = reg_new(e, RC_B32);
+		cap[s] = reg_new(e, RC_B32);
+		base[s] = reg_new(e, RC_B64);
+		emitf(e, "\tmov.u32 %s, %d;\n", len[s].s, d->topk[s]);
+		if (d->has_len) {
+			/* clamp the row's length to [0, topk] */
+			emitf(e, "\tld.param.u64 %s, [p_topk_length%s];\n\tcvta.to.global.u64 %s, %s;\n", a.s,
+			      src_sfx[s], a.s, a.s);
+			emitf(e, "\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n", b.s, qrow.s, a.s, a.s, b.s);
+			emitf(e, "\tld.global.nc.s32 %s, [%s];\n\tmax.s32 %s, %s, 0;\n\tmin.s32 %s, %s, %d;\n", len[s].s,
+			      a.s, len[s].s, len[s].s, len[s].s, len[s].s, d->topk[s]);
+		}
+		emitf(e, "\tld.param.u32 %s, [p_capacity%s];\n", cap[s].s, src_sfx[s]);
+		emitf(e, "\tld.param.u64 %s, [p_indices%s];\n\tcvta.to.global.u64 %s, %s;\n", base[s].s, src_sfx[s],
+		      base[s].s, base[s].s);
+		emitf(e, "\tmul.wide.u32 %s, %s, %d;\n\tadd.u64 %s, %s, %s;\n", b.s, qrow.s, 4 * d->topk[s],
+		      base[s].s, base[s].s, b.s);
+	}
+	/* phase 1: chunk warp + warps·k; v = the index, or -1 when skipped */
+	for (int k = 0; k < K; k++) {
+		v[k] = reg_new(e, RC_B32);
+		emitf(e, "\tadd.u32 %s, %s, %d;\n\tmov.u32 %s, -1;\n", c.s, r->warp.s, warps * k, v[k].s);
+		if (d->nsrc > 1) {
+			emitf(e, "\tsetp.ge.u32 %s, %s, %d;\n", s1.s, c.s, nch0);
+			emitf(e, "\tselp.u32 %s, %d, 0, %s;\n\tsub.u32 %s, %s, %s;\n", t.s, nch0, s1.s, pos.s, c.s, t.s);
+			emitf(e, "\tselp.u32 %s, %s, %s, %s;\n\tselp.b64 %s, %s, %s, %s;\n", ln.s, len[1].s, len[0].s,
+			      s1.s, a.s, base[1].s, base[0].s, s1.s);
+		} else {
+			emitf(e, "\tmov.u32 %s, %s;\n\tmov.u32 %s, %s;\n\tmov.b64 %s, %s;\n", pos.s, c.s, ln.s,
+			      len[0].s, a.s, base[0].s);
+		}
+		emitf(e, "\tmad.lo.u32 %s, %s, 32, %s;\n\tsetp.lt.u32 %s, %s, %s;\n", pos.s, pos.s, r->lane.s, p.s,
+		      pos.s, ln.s);
+		emitf(e, "\tsetp.lt.and.u32 %s, %s, %d, %s;\n", p.s, c.s, nch, p.s);
+		emitf(e, "\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n\t@%s ld.global.nc.u32 %s, [%s];\n", b.s,
+		      pos.s, a.s, a.s, b.s, p.s, v[k].s, a.s);
+	}
+	for (int k = 0; k < K; k++) {
+		/* unsigned: -1 and every negative index fail; the valid ones of
+		 * source 1 carry bit 31 */
+		emitf(e, "\tadd.u32 %s, %s, %d;\n", c.s, r->warp.s, warps * k);
+		if (d->nsrc > 1) {
+			emitf(e, "\tsetp.ge.u32 %s, %s, %d;\n\tselp.u32 %s, %s, %s, %s;\n", s1.s, c.s, nch0, cp.s,
+			      cap[1].s, cap[0].s, s1.s);
+			emitf(e, "\tsetp.lt.u32 %s, %s, %s;\n\t@%s or.b32 %s, %s, 0x80000000;\n", ok.s, v[k].s, cp.s,
+			      s1.s, v[k].s, v[k].s);
+		} else {
+			emitf(e, "\tsetp.lt.u32 %s, %s, %s;\n", ok.s, v[k].s, cap[0].s);
+		}
+		emitf(e, "\tselp.u32 %s, %s, -1, %s;\n", v[k].s, v[k].s, ok.s);
+		emitf(e, "\tvote.sync.ballot.b32 %s, %s, 0xffffffff;\n\tpopc.b32 %s, %s;\n", bal.s, ok.s, t.s, bal.s);
+		emitf(e, "\tsetp.lt.u32 %s, %s, %d;\n\tsetp.eq.and.u32 %s, %s, 0, %s;\n", p.s, c.s, nch, p.s,
+		      r->lane.s, p.s);
+		emitf(e, "\tmad.lo.u32 %s, %s, 4, %s;\n\t@%s st.shared.u32 [%s], %s;\n", off.s, c.s, counts.s, p.s,
+		      off.s, t.s);
+	}
+	op_bar_sync(e, 0, d->f.plan.threads);
+	/* phase 2: offset of chunk c = Σ counts[c' < c] (lane l adds chunks
+	 * l, l+32, .., then the warp's sum); warp 0 lane 0 also the total */
+	for (int k = 0; k <= K; k++) {
+		if (k < K)
+			emitf(e, "\tadd.u32 %s, %s, %d;\n", c.s, r->warp.s, warps * k);
+		else
+			emitf(e, "\tmov.u32 %s, %d;\n", c.s, nch);
+		emitf(e, "\tmov.u32 %s, 0;\n", off.s);
+		for (int g = 0; g < G; g++) {
+			emitf(e, "\tadd.u32 %s, %s, %d;\n\tsetp.lt.u32 %s, %s, %s;\n", pos.s, r->lane.s, 32 * g, p.s,
+			      pos.s, c.s);
+			emitf(e, "\tmad.lo.u32 %s, %s, 4, %s;\n\tmov.u32 %s, 0;\n\t@%s ld.shared.u32 %s, [%s];\n", pos.s,
+			      pos.s, counts.s, t.s, p.s, t.s, pos.s);
+			emitf(e, "\tadd.u32 %s, %s, %s;\n", off.s, off.s, t.s);
+		}
+		for (int x = 16; x >= 1; x /= 2)
+			emitf(e, "\tshfl.sync.bfly.b32 %s, %s, %d, 0x1f, 0xffffffff;\n\tadd.u32 %s, %s, %s;\n", t.s,
+			      off.s, x, off.s, off.s, t.s);
+		if (k == K) {
+			emitf(e, "\tor.b32 %s, %s, %s;\n\tsetp.eq.u32 %s, %s, 0;\n\t@%s st.shared.u32 [%s], %s;\n", t.s,
+			      r->warp.s, r->lane.s, p.s, t.s, p.s, cnt.s, off.s);
+			break;
+		}
+		emitf(e, "\tsetp.ne.u32 %s, %s, -1;\n\tvote.sync.ballot.b32 %s, %s, 0xffffffff;\n", ok.s, v[k].s,
+		      bal.s, ok.s);
+		emitf(e, "\tand.b32 %s, %s, %s;\n\tpopc.b32 %s, %s;\n\tadd.u32 %s, %s, %s;\n", t.s, bal.s, lt.s, t.s,
+		      t.s, t.s, t.s, off.s);
+		emitf(e, "\tmad.lo.u32 %s, %s, 4, %s;\n\t@%s st.shared.u32 [%s], %s;\n", t.s, t.s, list.s, ok.s, t.s,
+		      v[k].s);
+	}
+}
+
+static int
+emit_prologue(Emit *e, const DecodeCfg *d, FmhaRegs *r, KgErr *err)
+{
+	const FmhaCfg *f = &d->f;
+	Reg raw = reg_new(e, RC_B32), y = reg_new(e, RC_B32);
+	Reg t = reg_new(e, RC_B32), tiles = reg_new(e, RC_B32), ps = reg_new(e, RC_PRED);
+	Reg cnt;
+
+	memset(r, 0, sizeof *r);
+	reg_array(e, RC_B32, &r->tid, 4);
+	r->b = reg_new(e, RC_B32);
+	r->h = reg_new(e, RC_B32);
+	r->hk = reg_new(e, RC_B32);
+	r->qs = reg_new(e, RC_B32);
+	r->sq = reg_new(e, RC_B32);
+	r->ks = reg_new(e, RC_B32);
+	r->sk = reg_new(e, RC_B32);
+	r->m0 = reg_new(e, RC_B32);
+	r->total_q = reg_new(e, RC_B32);
+	r->j0 = reg_new(e, RC_B32);
+	r->n_lead = reg_new(e, RC_B32);
+	r->n_full = reg_new(e, RC_B32);
+	r->n_total = reg_new(e, RC_B32);
+	r->o = reg_new(e, RC_B64);
+	r->lse = reg_new(e, RC_B64);
+	r->lse_q0 = reg_new(e, RC_B32);
+	r->splits = reg_new(e, RC_B32);
+	r->split = reg_new(e, RC_B32);
+	if (d->sink)
+		r->sink = reg_new(e, RC_B64);
+
+	r->sink_hq = reg_new(e, RC_B32);
+	r->qrow = reg_new(e, RC_B32);
+
+	emit_block(e, "decode.prologue");
+	emitf(e, "\tmov.u32 %s, %%tid.x;\n\tshr.u32 %s, %s, 5;\n\tand.b32 %s, %s, 31;\n", r->tid.s,
+	      r->warp.s, r->tid.s, r->lane.s, r->tid.s);
+	/* CTA (x, y, z): head block x % HB of split x / HB, query token y of
+	 * sequence z */
+	emitf(e, "\tld.param.u32 %s, [p_splits];\n\tmov.u32 %s, %%ctaid.x;\n", r->splits.s, t.s);
+	emitf(e, "\tdiv.u32 %s, %s, %d;\n\trem.u32 %s, %s, %d;\n\tshl.b32 %s, %s, 6;\n", r->split.s, t.s,
+	      d->hblocks, r->h.s, t.s, d->hblocks, r->h.s, r->h.s);
+	emitf(e, "\tmov.u32 %s, %%ctaid.z;\n", r->b.s);
+	emitf(e, "\tmov.u32 %s, 0;\n\tmov.u32 %s, 0;\n\tmov.u32 %s, 0;\n\tmov.u32 %s, 1;\n", r->hk.s, r->ks.s,
+	      r->m0.s, r->sq.s);
+	/* Q row b·s_q + y; LSE [batch, Hq, s_q]: head stride s_q (total_q),
+	 * head 0 at b·Hq·s_q + y */
+	emitf(e, "\tld.param.u32 %s, [p_s_q];\n\tmov.u32 %s, %%ctaid.y;\n", r->total_q.s, y.s);
+	emitf(e, "\tmul.lo.u32 %s, %s, %d;\n\tmad.lo.u32 %s, %s, %s, %s;\n", r->lse_q0.s, r->b.s, d->hq,
+	      r->lse_q0.s, r->lse_q0.s, r->total_q.s, y.s);
+	emitf(e, "\tmad.lo.u32 %s, %s, %s, %s;\n\tmov.u32 %s, %s;\n", r->qrow.s, r->b.s, r->total_q.s, y.s,
+	      r->qs.s, r->qrow.s);
+	emitf(e, "\tmov.u32 %s, kg_smem;\n\tadd.u32 %s, %s, 1023;\n\tand.b32 %s, %s, -1024;\n", raw.s,
+	      r->base.s, raw.s, r->base.s, r->base.s);
+	emitf(e, "\tld.param.u64 %s, [p_O];\n\tcvta.to.global.u64 %s, %s;\n", r->o.s, r->o.s, r->o.s);
+	emitf(e, "\tld.param.u64 %s, [p_LSE];\n\tcvta.to.global.u64 %s, %s;\n", r->lse.s, r->lse.s, r->lse.s);
+	emitf(e, "\tmov.u32 %s, %d;\n", r->sink_hq.s, d->sink ? d->hq : 0);
+	if (d->sink)
+		emitf(e, "\tld.param.u64 %s, [p_sink];\n\tcvta.to.global.u64 %s, %s;\n", r->sink.s, r->sink.s,
+		      r->sink.s);
+	/* Split-KV (docs/ABI.md "decode"): a part writes its normalized O and
+	 * LSE, without the sink, to row (qrow·splits + split) of O_partial /
+	 * LSE_partial ([.., Hq] rows: head stride 1), and the last part to
+	 * finish combines them (decode_finish). */
+	emitf(e, "\tsetp.gt.u32 %s, %s, 1;\n", ps.s, r->splits.s);
+	emitf(e, "\tmad.lo.u32 %s, %s, %s, %s;\n\t@%s mov.u32 %s, %s;\n", t.s, r->qrow.s, r->splits.s, r->split.s,
+	      ps.s, r->qs.s, t.s);
+	emitf(e, "\t@%s mov.u32 %s, 1;\n\t@%s mul.lo.u32 %s, %s, %d;\n", ps.s, r->total_q.s, ps.s, r->lse_q0.s,
+	      t.s, d->hq);
+	emitf(e, "\t@%s mov.u32 %s, 0;\n", ps.s, r->sink_hq.s);
+	emitf(e, "\t@%s ld.param.u64 %s, [p_O_partial];\n\t@%s ld.param.u64 %s, [p_LSE_partial];\n", ps.s,
+	      r->o.s, ps.s, r->lse.s);
+	emitf(e, "\t@%s cvta.to.global.u64 %s, %s;\n\t@%s cvta.to.global.u64 %s, %s;\n", ps.s, r->o.s, r->o.s,
+	      ps.s, r->lse.s, r->lse.s);
+	op_init_barriers(e, &f->plan, r->base, r->tid, "decode.barrier_init");
+	emit_compact(e, d, r, r->qrow);
+	op_bar_sync(e, 0, f->plan.threads);
+	/* this part's tiles: [split·T/splits, (split+1)·T/splits) of T */
+	emit_block(e, "decode.tile_counts");
+	cnt = op_plan_smem(e, &f->plan, r->base, d->r_count);
+	emitf(e, "\tld.shared.u32 %s, [%s];\n\tmov.u32 %s, 0;\n", r->sk.s, cnt.s, r->n_lead.s);
+	emitf(e, "\tadd.u32 %s, %s, %d;\n\tdiv.u32 %s, %s, %d;\n", tiles.s, r->sk.s, f->bn - 1, tiles.s,
+	      tiles.s, f->bn);
+	emitf(e, "\tmul.lo.u32 %s, %s, %s;\n\tdiv.u32 %s, %s, %s;\n", r->j0.s, r->split.s, tiles.s, r->j0.s,
+	      r->j0.s, r->splits.s);
+	emitf(e, "\tmad.lo.u32 %s, %s, %s, %s;\n\tdiv.u32 %s, %s, %s;\n", r->n_total.s, r->split.s, tiles.s,
+	      tiles.s, r->n_total.s, r->n_total.s, r->splits.s);
+	emitf(e, "\tdiv.u32 %s, %s, %d;\n\tmin.u32 %s, %s, %s;\n", r->n_full.s, r->sk.s, f->bn, r->n_full.s,
+	      r->n_full.s, r->n_total.s);
+	(void)err;
+	return 0;
+}
+
+/* Split-KV combine, run by the 256 consumer threads once their part's
+ * O and LSE are stored (decode.finish): every part fences its stores and
+ * counts itself in counters[qrow·HB + hb]; the one that counts last reads
+ * all parts and writes the row's O and LSE, the sink joining the
+ * denominator once: LSE = ln(Σ_s e^LSE_s + e^sink), O = Σ_s e^(LSE_s -
+ * LSE) O_s. It then resets the counter to 0 for the next launch. A part
+ * with no key has LSE_s = -inf and weighs 0. Warp w takes heads w, w+8,
+ * ..; lane l the parts l, l+32, .. of the LSE pass and columns 16l ..
+ * 16l+15 of O, whose parts it reads UNROLL at a time so their loads
+ * overlap. */
+enum { UNROLL = 4 };
+
+static int
+decode_finish(Emit *e, const FmhaCfg *f, const FmhaRegs *r, KgErr *err)
+{
+	const DecodeCfg *d = f->ext;
+	Reg c = reg_new(e, RC_B32), w8 = reg_new(e, RC_B32), t = reg_new(e, RC_B32), hh = reg_new(e, RC_B32);
+	Reg s = reg_new(e, RC_B32), head = reg_new(e, RC_B32), row0 = reg_new(e, RC_B32), flag = reg_new(e, RC_B32);
+	Reg bq = reg_new(e, RC_B32), yq = reg_new(e, RC_B32), sl = reg_new(e, RC_B32);
+	Reg a = reg_new(e, RC_B64), cnt = reg_new(e, RC_B64), op = reg_new(e, RC_B64), lp = reg_new(e, RC_B64);
+	Reg sk = reg_new(e, RC_B64), o = reg_new(e, RC_B64), l = reg_new(e, RC_B64), tt = reg_new(e, RC_B64);
+	Reg m = reg_new(e, RC_F32), ls = reg_new(e, RC_F32), w = reg_new(e, RC_F32), L = reg_new(e, RC_F32);
+	Reg x = reg_new(e, RC_F32), mo = reg_new(e, RC_F32);
+	Reg acc[16], v[UNROLL][8], ws[UNROLL], h[2], pk[8];
+	Reg p = reg_new(e, RC_PRED), pc = reg_new(e, RC_PRED), pe = reg_new(e, RC_PRED), pu[UNROLL];
+	Reg fl = op_plan_smem(e, &f->plan, r->base, d->r_count);
+	char done[48], hloop[48], s1[48], s1end[48], s2[48], out[48];
+
+	(void)err;
+	reg_array(e, RC_F32, acc, 16);
+	for (int u = 0; u < UNROLL; u++) {
+		reg_array(e, RC_B32, v[u], 8);
+		ws[u] = reg_new(e, RC_F32);
+		pu[u] = reg_new(e, RC_PRED);
+	}
+	reg_array(e, RC_B16, h, 2);
+	reg_array(e, RC_B32, pk, 8);
+	emit_block(e, "decode.finish");
+	label_new(e, done, sizeof done, "combine_done");
+	label_new(e, hloop, sizeof hloop, "combine_head");
+	label_new(e, s1, sizeof s1, "combine_max");
+	label_new(e, s1end, sizeof s1end, "combine_max_done");
+	label_new(e, s2, sizeof s2, "combine_sum");
+	label_new(e, out, sizeof out, "combine_store");
+	emitf(e, "\tsetp.le.u32 %s, %s, 1;\n\t@%s bra %s;\n", p.s, r->splits.s, p.s, done);
+	/* release this thread's part (PTX ISA "Memory consistency model":
+	 * fence, then the CTA barrier, then one thread's atomic) */
+	emitf(e, "\tfence.acq_rel.gpu;\n\tbar.sync 1, 256;\n");
+	emitf(e, "\tsub.u32 %s, %s, 128;\n\tsetp.eq.u32 %s, %s, 0;\n", c.s, r->tid.s, pc.s, c.s);
+	emitf(e, "\tld.param.u64 %s, [p_counters];\n\tcvta.to.global.u64 %s, %s;\n", cnt.s, cnt.s, cnt.s);
+	emitf(e, "\tshr.u32 %s, %s, 6;\n\tmad.lo.u32 %s, %s, %d, %s;\n", t.s, r->h.s, t.s, r->qrow.s, d->hblocks,
+	      t.s);
+	emitf(e, "\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n", a.s, t.s, cnt.s, cnt.s, a.s);
+	emitf(e, "\tmov.u32 %s, 0;\n\t@%s atom.acq_rel.gpu.global.add.u32 %s, [%s], 1;\n", flag.s, pc.s, flag.s,
+	      cnt.s);
+	emitf(e, "\tadd.u32 %s, %s, 1;\n\tsetp.eq.u32 %s, %s, %s;\n\tselp.u32 %s, 1, 0, %s;\n", flag.s, flag.s,
+	      p.s, flag.s, r->splits.s, flag.s, p.s);
+	emitf(e, "\t@%s st.shared.u32 [%s+4], %s;\n\tbar.sync 1, 256;\n\tld.shared.u32 %s, [%s+4];\n", pc.s,
+	      fl.s, flag.s, flag.s, fl.s);
+	emitf(e, "\tsetp.eq.u32 %s, %s, 0;\n\t@%s bra %s;\n", p.s, flag.s, p.s, done);
+	emitf(e, "\tfence.acq_rel.gpu;\n");
+	emitf(e, "\tld.param.u64 %s, [p_O_partial];\n\tcvta.to.global.u64 %s, %s;\n", op.s, op.s, op.s);
+	emitf(e, "\tld.param.u64 %s, [p_LSE_partial];\n\tcvta.to.global.u64 %s, %s;\n", lp.s, lp.s, lp.s);
+	emitf(e, "\tld.param.u64 %s, [p_O];\n\tcvta.to.global.u64 %s, %s;\n", o.s, o.s, o.s);
+	emitf(e, "\tld.param.u64 %s, [p_LSE];\n\tcvta.to.global.u64 %s, %s;\n", l.s, l.s, l.s);
+	if (d->sink)
+		emitf(e, "\tld.param.u64 %s, [p_sink];\n\tcvta.to.global.u64 %s, %s;\n", sk.s, sk.s, sk.s);
+	/* parts' rows qrow·splits + s; this warp's first head */
+	emitf(e, "\tmul.lo.u32 %s, %s, %s;\n\tshr.u32 %s, %s, 5;\n\tmov.u32 %s, %s;\n", row0.s, r->qrow.s,
+	      r->splits.s, w8.s, c.s, hh.s, w8.s);
+	emitf(e, "\tld.param.u32 %s, [p_s_q];\n\tdiv.u32 %s, %s, %s;\n\trem.u32 %s, %s, %s;\n", t.s, bq.s,
+	      r->qrow.s, t.s, yq.s, r->qrow.s, t.s);
+	emit_label(e, hloop);
+	emitf(e, "\tadd.u32 %s, %s, %s;\n\tsetp.ge.u32 %s, %s, %d;\n\t@%s bra %s;\n", head.s, r->h.s, hh.s, p.s,
+	      head.s, d->hq, p.s, out);
+	/* m = max(sink, LSE_s): lanes over parts, then the warp */
+	if (d->sink) {
+		emitf(e, "\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n", a.s, head.s, a.s, a.s, sk.s);
+		emitf(e, "\tld.global.nc.f32 %s, [%s];\n", x.s, a.s);
+	} else {
+		emitf(e, "\tmov.f32 %s, 0fFF800000;\n", x.s);
+	}
+	emitf(e, "\tmov.f32 %s, %s;\n\tmov.u32 %s, %s;\n", m.s, x.s, s.s, r->lane.s);
+	emitf(e, "\tsetp.ge.u32 %s, %s, %s;\n\t@%s bra %s;\n", p.s, s.s, r->splits.s, p.s, s1end);
+	emit_label(e, s1);
+	emitf(e, "\tadd.u32 %s, %s, %s;\n\tmad.lo.u32 %s, %s, %d, %s;\n", t.s, row0.s, s.s, t.s, t.s, d->hq,
+	      head.s);
+	emitf(e, "\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n\tld.global.f32 %s, [%s];\n", a.s, t.s, a.s,
+	      a.s, lp.s, ls.s, a.s);
+	emitf(e, "\tmax.f32 %s, %s, %s;\n\tadd.u32 %s, %s, 32;\n\tsetp.lt.u32 %s, %s, %s;\n\t@%s bra %s;\n", m.s,
+	      m.s, ls.s, s.s, s.s, p.s, s.s, r->splits.s, p.s, s1);
+	emit_label(e, s1end);
+	for (int xx = 16; xx >= 1; xx /= 2)
+		emitf(e, "\tshfl.sync.bfly.b32 %s, %s, %d, 0x1f, 0xffffffff;\n\tmax.f32 %s, %s, %s;\n", ls.s, m.s, xx,
+		      m.s, m.s, ls.s);
+	/* m = -inf: nothing and no sink: O = 0, LSE = -inf (offset 0 keeps
+	 * -inf - -inf out); L starts with the sink's e^(sink - m) */
+	emitf(e, "\tsetp.eq.f32 %s, %s, 0fFF800000;\n\tselp.f32 %s, 0f00000000, %s, %s;\n", pe.s, m.s, mo.s, m.s,
+	      pe.s);
+	emitf(e, "\tsub.f32 %s, %s, %s;\n\tmul.f32 %s, %s, 0f3FB8AA3B;\n\tex2.approx.f32 %s, %s;\n", L.s, x.s,
+	      mo.s, L.s, L.s, L.s, L.s);
+	for (int i = 0; i < 16; i++)
+		emitf(e, "\tmov.f32 %s, 0f00000000;\n", acc[i].s);
+	emitf(e, "\tmov.u32 %s, 0;\n", s.s);
+	emit_label(e, s2);
+	for (int u = 0; u < UNROLL; u++) {
+		/* part s+u: weight e^(LSE - m) (0 past the last part), its 16 columns */
+		emitf(e, "\tadd.u32 %s, %s, %d;\n\tsetp.lt.u32 %s, %s, %s;\n", sl.s, s.s, u, pu[u].s, sl.s,
+		      r->splits.s);
+		emitf(e, "\tadd.u32 %s, %s, %s;\n\tmad.lo.u32 %s, %s, %d, %s;\n", t.s, row0.s, sl.s, t.s, t.s, d->hq,
+		      head.s);
+		emitf(e, "\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n\tmov.f32 %s, 0fFF800000;\n", a.s, t.s,
+		      a.s, a.s, lp.s, ws[u].s);
+		emitf(e, "\t@%s ld.global.f32 %s, [%s];\n", pu[u].s, ws[u].s, a.s);
+		emitf(e, "\tmul.wide.u32 %s, %s, %d;\n\tadd.u64 %s, %s, %s;\n", a.s, t.s, 2 * f->dv, a.s, a.s, op.s);
+		emitf(e, "\tmul.wide.u32 %s, %s, 32;\n\tadd.u64 %s, %s, %s;\n", tt.s, r->lane.s, a.s, a.s, tt.s);
+		/* past the last part: zeros, never 0·garbage */
+		for (int i = 0; i < 8; i++)
+			emitf(e, "\tmov.b32 %s, 0;\n", v[u][i].s);
+		for (int q = 0; q < 2; q++)
+			emitf(e, "\t@%s ld.global.v4.b32 {%s, %s, %s, %s}, [%s+%d];\n", pu[u].s, v[u][4 * q].s,
+			      v[u][4 * q + 1].s, v[u][4 * q + 2].s, v[u][4 * q + 3].s, a.s, 16 * q);
+	}
+	for (int u = 0; u < UNROLL; u++) {
+		emitf(e, "\tsub.f32 %s, %s, %s;\n\tmul.f32 %s, %s, 0f3FB8AA3B;\n\tex2.approx.f32 %s, %s;\n", ws[u].s,
+		      ws[u].s, mo.s, ws[u].s, ws[u].s, ws[u].s, ws[u].s);
+		emitf(e, "\tselp.f32 %s, %s, 0f00000000, %s;\n\tadd.f32 %s, %s, %s;\n", ws[u].s, ws[u].s, pu[u].s,
+		      L.s, L.s, ws[u].s);
+		for (int i = 0; i < 8; i++) {
+			emitf(e, "\tmov.b32 {%s, %s}, %s;\n", h[0].s, h[1].s, v[u][i].s);
+			for (int k = 0; k < 2; k++)
+				emitf(e, "\tcvt.f32.bf16 %s, %s;\n\tfma.rn.f32 %s, %s, %s, %s;\n", x.s, h[k].s,
+				      acc[2 * i + k].s, ws[u].s, x.s, acc[2 * i + k].s);
+		}
+	}
+	emitf(e, "\tadd.u32 %s, %s, %d;\n\tsetp.lt.u32 %s, %s, %s;\n\t@%s bra %s;\n", s.s, s.s, UNROLL, p.s, s.s,
+	      r->splits.s, p.s, s2);
+	/* O = acc / L (0 when L = 0), LSE = m + ln L */
+	emitf(e, "\tsetp.gt.f32 %s, %s, 0f00000000;\n\trcp.rn.f32 %s, %s;\n\tselp.f32 %s, %s, 0f00000000, %s;\n",
+	      p.s, L.s, w.s, L.s, w.s, w.s, p.s);
+	for (int i = 0; i < 8; i++)
+		emitf(e, "\tmul.f32 %s, %s, %s;\n\tmul.f32 %s, %s, %s;\n\tcvt.rn.bf16x2.f32 %s, %s, %s;\n",
+		      acc[2 * i].s, acc[2 * i].s, w.s, acc[2 * i + 1].s, acc[2 * i + 1].s, w.s, pk[i].s,
+		      acc[2 * i + 1].s, acc[2 * i].s);
+	emitf(e, "\tmad.lo.u32 %s, %s, %d, %s;\n\tmul.wide.u32 %s, %s, %d;\n\tadd.u64 %s, %s, %s;\n", t.s,
+	      r->qrow.s, d->hq, head.s, a.s, t.s, 2 * f->dv, a.s, a.s, o.s);
+	emitf(e, "\tmul.wide.u32 %s, %s, 32;\n\tadd.u64 %s, %s, %s;\n", tt.s, r->lane.s, a.s, a.s, tt.s);
+	for (int q = 0; q < 2; q++)
+		emitf(e, "\tst.global.v4.b32 [%s+%d], {%s, %s, %s, %s};\n", a.s, 16 * q, pk[4 * q].s, pk[4 * q + 1].s,
+		      pk[4 * q + 2].s, pk[4 * q + 3].s);
+	emitf(e, "\tlg2.approx.f32 %s, %s;\n\tmul.f32 %s, %s, 0f3F317218;\n\tadd.f32 %s, %s, %s;\n", L.s, L.s,
+	      L.s, L.s, L.s, L.s, mo.s);
+	/* LSE[b, head, y] = (b·Hq + head)·s_q + y */
+	emitf(e, "\tld.param.u32 %s, [p_s_q];\n\tmad.lo.u32 %s, %s, %d, %s;\n\tmad.lo.u32 %s, %s, %s, %s;\n", t.s,
+	      flag.s, bq.s, d->hq, head.s, flag.s, flag.s, t.s, yq.s);
+	emitf(e, "\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n", a.s, flag.s, a.s, a.s, l.s);
+	emitf(e, "\tselp.f32 %s, 0fFF800000, %s, %s;\n\tsetp.eq.u32 %s, %s, 0;\n\t@%s st.global.f32 [%s], %s;\n",
+	      L.s, L.s, pe.s, p.s, r->lane.s, p.s, a.s, L.s);
+	emitf(e, "\tadd.u32 %s, %s, 8;\n\tsetp.lt.u32 %s, %s, 64;\n\t@%s bra %s;\n", hh.s, hh.s, p.s, hh.s, p.s,
+	      hloop);
+	emit_label(e, out);
+	/* every part has counted: reset for the next launch */
+	emitf(e, "\t@%s st.global.u32 [%s], 0;\n", pc.s, cnt.s);
+	emit_label(e, done);
+	return 0;
+}
+
+static void
+decode_abi(const DecodeCfg *d, const char *args, KernelAbi *k)
+{
+	AbiParam *p;
+
+	memset(k, 0, sizeof *k);
+	snprintf(k->kernel, sizeof k->kernel, "%s", d->f.name);
+	k->family = "decode";
+	k->target = d->f.t;
+	snprintf(k->args, sizeof k->args, "%s", args);
+	k->threads = d->f.plan.threads;
+	k->min_ctas = 1;
+	k->cluster[0] = k->cluster[1] = k->cluster[2] = 1;
+	k->smem = d->f.plan.smem_request;
+	snprintf(k->grid[0], sizeof k->grid[0], "%d*splits", d->hblocks);
+	snprintf(k->grid[1], sizeof k->grid[1], "s_q");
+	snprintf(k->grid[2], sizeof k->grid[2], "batch");
+	p = abi_add(k, ABI_PTR, "Q");
+	p->dtype = DT_BF16;
+	snprintf(p->tensor, sizeof p->tensor, "Q[batch,s_q,Hq,%d]", d->f.d);
+	p = abi_add(k, ABI_PTR, "O");
+	p->dtype = DT_BF16;
+	snprintf(p->tensor, sizeof p->tensor, "O[batch,s_q,Hq,%d]", d->f.dv);
+	p = abi_add(k, ABI_PTR, "LSE");
+	p->dtype = DT_F32;
+	snprintf(p->tensor, sizeof p->tensor, "LSE[batch,Hq,s_q]");
+	for (int s = 0; s < d->nsrc; s++) {
+		char n[32];
+		snprintf(n, sizeof n, "KV%s", src_sfx[s]);
+		p = abi_add(k, ABI_PTR, n);
+		p->dtype = DT_U8;
+		snprintf(p->tensor, sizeof p->tensor, "%s[pages%s,%u]", n, src_sfx[s], d->page_bytes[s]);
+		snprintf(n, sizeof n, "indices%s", src_sfx[s]);
+		p = abi_add(k, ABI_PTR, n);
+		p->dtype = DT_S32;
+		snprintf(p->tensor, sizeof p->tensor, "%s[batch,s_q,%d]", n, d->topk[s]);
+		if (d->has_len) {
+			snprintf(n, sizeof n, "topk_length%s", src_sfx[s]);
+			p = abi_add(k, ABI_PTR, n);
+			p->dtype = DT_S32;
+			snprintf(p->tensor, sizeof p->tensor, "%s[batch,s_q]", n);
+		}
+	}
+	if (d->sink) {
+		p = abi_add(k, ABI_PTR, "sink");
+		p->dtype = DT_F32;
+		snprintf(p->tensor, sizeof p->tensor, "sink[Hq]");
+	}
+	p = abi_add(k, ABI_PTR, "O_partial");
+	p->dtype = DT_BF16;
+	snprintf(p->tensor, sizeof p->tensor, "O_partial[batch,s_q,splits,Hq,%d]", d->f.dv);
+	p = abi_add(k, ABI_PTR, "LSE_partial");
+	p->dtype = DT_F32;
+	snprintf(p->tensor, sizeof p->tensor, "LSE_partial[batch,s_q,splits,Hq]");
+	p = abi_add(k, ABI_PTR, "counters");
+	p->dtype = DT_S32;
+	snprintf(p->tensor, sizeof p->tensor, "counters[batch,s_q,%d]", d->hblocks);
+	abi_add(k, ABI_U32, "batch");
+	abi_add(k, ABI_U32, "s_q");
+	abi_add(k, ABI_U32, "capacity");
+	if (d->nsrc > 1)
+		abi_add(k, ABI_U32, "capacity_extra");
+	abi_add(k, ABI_F32, "softmax_scale");
+	abi_add(k, ABI_U32, "splits");
+}
+
+static int
+decode_generate(const void *params, const char *args, Buf *out, KgErr *err)
+{
+	DecodeCfg d;
+	FmhaRegs r = {0};
+	KernelAbi k;
+	Emit e;
+	int rc;
+
+	if (decode_configure(&d, params, err) < 0)
+		return -1;
+	emit_init(&e);
+	rc = emit_prologue(&e, &d, &r, err);
+	if (rc == 0)
+		rc = d.f.t->fmha->body(&e, &d.f, &r, err);
+	if (rc == 0 && e.oom)
+		rc = kg_fail(err, "out of memory");
+	if (rc == 0) {
+		decode_abi(&d, args, &k);
+		abi_module(&k, &e, out);
+	}
+	emit_free(&e);
+	return rc;
+}
+
+static int
+decode_plan(const void *params, Buf *text, KgErr *err)
+{
+	DecodeCfg d;
+
+	if (decode_configure(&d, params, err) < 0)
+		return -1;
+	buf_printf(text, "kernel          %s\n", d.f.name);
+	buf_printf(text, "cache           %s: %d NoPE E4M3 + %d RoPE BF16 = %d bytes per token row; %d-byte scale tail per token (%d UE8M0 exponents, one per %d NoPE values); head_dim_qk %d, head_dim_v %d\n",
+	           d.fmt->name, d.fmt->d_nope, d.fmt->d_rope, d.fmt->row_bytes, d.fmt->scale_bytes,
+	           d.fmt->d_nope / d.fmt->group, d.fmt->group, d.f.d, d.f.dv);
+	for (int s = 0; s < d.nsrc; s++)
+		buf_printf(text, "source %d        %s: top-k %d, page %d tokens, %u bytes per page\n", s,
+		           s ? "extra" : "main", d.topk[s], d.ps[s], d.page_bytes[s]);
+	buf_printf(text, "heads           %d query heads over one KV head; %d head block%s of 64", d.hq, d.hblocks,
+	           d.hblocks > 1 ? "s" : "");
+	if (d.f.head_guard)
+		buf_printf(text, " (rows of heads >= %d not stored)", d.hq);
+	buf_printf(text, "\n");
+	buf_printf(text, "dequant         %s\n", d.f.t->decode->how);
+	buf_printf(text, "keys            every warp compacts 32-entry chunks of %s into one list in index order (%d entries at most); all sources share one softmax\n",
+	           d.nsrc > 1 ? "both index lists" : "the index list", d.list_len);
+	buf_printf(text, "softmax         exp2(s*scale*log2(e) - m), scale a run-time argument%s; LSE natural log\n",
+	           d.sink ? ", sink exp(sink[h]) added to the denominator" : "");
+	d.f.t->fmha->describe(&d.f, text);
+	buf_printf(text, "grid            %d head block%s x splits (run time: split-KV parts, combined by the last) x s_q x batch\n",
+	           d.hblocks, d.hblocks > 1 ? "s" : "");
+	plan_print(&d.f.plan, text);
+	return 0;
+}
+
+const Family family_decode = {
+	"decode",
+	"decode attention over a paged FP8 KV cache: sparse top-k indices, an extra (SWA) source, sink, LSE",
+	decode_params,
+	sizeof decode_params / sizeof decode_params[0],
+	sizeof(DecodeParams),
+	decode_generate,
+	decode_plan,
+};

@@ -1,0 +1,123 @@
+"""kgen: tensor-core kernels generated in-process (no compiler at run time),
+called with flash-attn's conventions on PyTorch tensors or NumPy arrays.
+
+CUDA tensors run on their GPU (sm_90a or sm_100a kernels, chosen by the
+device); CPU tensors and NumPy arrays run on kgen's emulator (sm_100a by
+default, target="sm_90a" for the Hopper kernels). See README.md."""
+
+from . import _attention, _cache, _gemm
+from ._cache import cache_dir, stats as cache_stats
+from ._native import KrtError, gpu_present
+from ._tensors import is_torch, torch_module
+
+if torch_module() is not None:
+    from . import _ops
+
+    _ops.register()
+    _is_compiling = torch_module().compiler.is_compiling
+
+__version__ = _cache.VERSION
+__all__ = ["attention", "gemm", "sparse_decode", "cache_dir", "cache_stats", "KrtError",
+           "gpu_present"]
+
+
+def _compiling():
+    return torch_module().compiler.is_compiling()
+
+
+def attention(q, k, v, *, causal=False, window=None, softmax_scale=None, sink=None,
+              cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=None, max_seqlen_k=None,
+              return_lse=False, out=None, target=None):
+    """softmax(softmax_scale·q·kᵀ + mask)·v, as flash_attn_func /
+    flash_attn_varlen_func.
+
+    q: [batch, seqlen_q, heads_q, head_dim], k: [batch, seqlen_k, heads_kv,
+    head_dim], v: [batch, seqlen_k, heads_kv, head_dim_v]; or varlen
+    [total, heads, dim] with cu_seqlens_q/k (int32 [batch+1]) and
+    max_seqlen_q. heads_q a multiple of heads_kv (MHA, GQA, MQA); k is v (or
+    the same storage) shares one tensor for K and V. causal is aligned
+    bottom-right; window=(left, right), -1 unlimited. softmax_scale defaults
+    to 1/sqrt(head_dim). Returns out [.., heads_q, head_dim_v] or
+    (out, lse) with lse float32 [batch, heads_q, seqlen_q] ([heads_q, total]
+    varlen), the natural-log logsumexp of the scaled scores."""
+    if (out is None and cu_seqlens_q is None and cu_seqlens_k is None and sink is None and
+            is_torch(q) and q.is_cuda):
+        if _is_compiling():
+            return _traced_attention(q, k, v, None, dict(
+                causal=causal, window=window, softmax_scale=softmax_scale, sink=None,
+                cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=max_seqlen_q,
+                max_seqlen_k=max_seqlen_k, return_lse=return_lse, target=target))
+        # a repeat of an earlier call: only the addresses are new
+        key = (q.shape, q.stride(), k.shape, k.stride(), v.shape, v.stride(), q.dtype, k.dtype,
+               v.dtype, q.get_device(), k.get_device(), v.get_device(), k is v, causal,
+               tuple(window) if isinstance(window, list) else window, softmax_scale,
+               return_lse, target)
+        try:
+            f = _fast.get(key)
+        except TypeError:  # an unhashable option: the checks below name it
+            f = key = None
+        if f is not None:
+            r = f(q, k, v)
+            if r is not None:
+                return r if return_lse else r[0]
+    else:
+        key = None
+    kw = dict(causal=causal, window=window, softmax_scale=softmax_scale, sink=sink,
+              cu_seqlens_q=cu_seqlens_q, cu_seqlens_k=cu_seqlens_k, max_seqlen_q=max_seqlen_q,
+              max_seqlen_k=max_seqlen_k, return_lse=return_lse, target=target)
+    if is_torch(q) and _compiling():
+        return _traced_attention(q, k, v, out, kw)
+    c = _attention.plan(q, k, v, out=out, **kw)
+    o, lse = _attention.run(c)
+    if key is not None and getattr(c, "fast", None) is not None:
+        try:
+            _fast[key] = c.fast
+        except TypeError:  # an unhashable option: no memo
+            pass
+    return (o, lse) if c.lse else o
+
+
+_fast = {}
+
+
+def _traced_attention(q, k, v, out, kw):
+    from ._ops import ops
+
+    if kw["sink"] is not None:
+        raise NotImplementedError("kgen.attention: sink: attention sinks are not in kgen's "
+                                  "fmha kernels yet; pass sink=None")
+    w = kw["window"] or (-1, -1)
+    o, lse = ops()["attention"](q, k, v, bool(kw["causal"]), int(w[0]), int(w[1]),
+                                float(kw["softmax_scale"] or 0) or q.shape[-1] ** -0.5,
+                                kw["cu_seqlens_q"], kw["cu_seqlens_k"], kw["max_seqlen_q"] or 0,
+                                kw["max_seqlen_k"] or 0, bool(kw["return_lse"]),
+                                kw["target"] or "")
+    if out is not None:
+        out.copy_(o)
+        o = out
+    return (o, lse) if kw["return_lse"] else o
+
+
+def gemm(a, b, *, out_dtype=None, out=None, target=None):
+    """a[M,K] · b[N,K]ᵀ (F.linear(a, b), DeepGEMM's NT layout): bf16 or fp16
+    in, float32 accumulation, out_dtype bfloat16 (default for bf16) or
+    float32 (default for fp16); K a multiple of 8."""
+    if is_torch(a) and _compiling():
+        from ._ops import ops
+
+        od = "" if out_dtype is None else str(out_dtype).replace("torch.", "")
+        r = ops()["gemm"](a, b, od, target or "")
+        if out is not None:
+            out.copy_(r)
+            r = out
+        return r
+    return _gemm.run(_gemm.plan(a, b, out_dtype=out_dtype, out=out, target=target))
+
+
+def sparse_decode(*args, **kwargs):
+    """The decode family's call (FlashMLA's flash_mla_with_kvcache argument
+    names) is not in this kgen yet: its kernel family lands separately, and
+    then a _decode.py beside _attention.py (plan + run) and a kgen::
+    sparse_decode operator in _ops.py wire it in the same way."""
+    raise NotImplementedError("kgen.sparse_decode: the decode kernel family is not in this "
+                              "version of kgen yet")

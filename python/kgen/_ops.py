@@ -1,0 +1,73 @@
+"""The PyTorch operators kgen::attention and kgen::gemm
+(torch.library.custom_op) with fake implementations, so torch.compile
+(fullgraph=True) traces calls and CUDA graphs capture them. Registered when
+kgen is imported with torch installed (registration inside a traced
+function would break the graph).
+
+A new family adds its operator here beside these two (its eager function
+in its own module, a custom_op wrapping it, a fake that allocates the
+outputs from the shapes alone)."""
+
+from . import _attention, _gemm
+
+_ops = None
+
+
+def ops():
+    return _ops
+
+
+def register():
+    global _ops
+    if _ops is None:
+        _ops = _register()
+
+
+def _register():
+    import torch
+
+    @torch.library.custom_op("kgen::attention", mutates_args=())
+    def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool,
+                  window_left: int, window_right: int, softmax_scale: float,
+                  cu_seqlens_q: torch.Tensor | None, cu_seqlens_k: torch.Tensor | None,
+                  max_seqlen_q: int, max_seqlen_k: int, return_lse: bool,
+                  target: str) -> tuple[torch.Tensor, torch.Tensor]:
+        # custom_op outputs may not alias inputs: K=V sharing is seen
+        # through storage here, as in eager
+        c = _attention.plan(q, k, v, causal=causal, window=(window_left, window_right),
+                            softmax_scale=softmax_scale, cu_seqlens_q=cu_seqlens_q,
+                            cu_seqlens_k=cu_seqlens_k,
+                            max_seqlen_q=max_seqlen_q if max_seqlen_q > 0 else None,
+                            max_seqlen_k=max_seqlen_k if max_seqlen_k > 0 else None,
+                            return_lse=return_lse, target=target or None)
+        out, lse = _attention.run(c)
+        if lse is None:
+            lse = q.new_empty((0,), dtype=torch.float32)
+        else:
+            lse = lse.contiguous()
+        return out, lse
+
+    @attention.register_fake
+    def _(q, k, v, causal, window_left, window_right, softmax_scale, cu_seqlens_q,
+          cu_seqlens_k, max_seqlen_q, max_seqlen_k, return_lse, target):
+        dv = v.shape[-1]
+        out = q.new_empty(tuple(q.shape[:-1]) + (dv,))
+        if not return_lse:
+            return out, q.new_empty((0,), dtype=torch.float32)
+        if cu_seqlens_q is not None:
+            lse = q.new_empty((q.shape[1], q.shape[0]), dtype=torch.float32)
+        else:
+            lse = q.new_empty((q.shape[0], q.shape[2], q.shape[1]), dtype=torch.float32)
+        return out, lse
+
+    @torch.library.custom_op("kgen::gemm", mutates_args=())
+    def gemm(a: torch.Tensor, b: torch.Tensor, out_dtype: str, target: str) -> torch.Tensor:
+        return _gemm.gemm(a, b, out_dtype=out_dtype or None, target=target or None)
+
+    @gemm.register_fake
+    def _(a, b, out_dtype, target):
+        od = out_dtype or ("bf16" if a.dtype == torch.bfloat16 else "f32")
+        dt = torch.bfloat16 if od in ("bf16", "bfloat16") else torch.float32
+        return a.new_empty((a.shape[0], b.shape[0]), dtype=dt)
+
+    return {"attention": attention, "gemm": gemm}

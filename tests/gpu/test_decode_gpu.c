@@ -1,0 +1,97 @@
+/* The gpu suite for decode: the configurations below, generated
+ * in-process, and every emitted/sm_90a/decode*.ptx file, checked on a GPU
+ * against the float64 reference (tools/check_decode.c, tests/ref/decode_ref.c)
+ * with a fresh seed. The checker builds real fp8-v4 caches and index lists
+ * with -1, out-of-range and duplicate entries, pages in random order,
+ * lengths below top-k and a first row that skips everything.
+ *
+ *   test_decode_gpu SOURCE_ROOT
+ *
+ * Exit 0 all pass, 1 any failure, 77 no sm_90 GPU (meson: skipped). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gen/kgen.h"
+#include "suite.h"
+
+enum { EXIT_SKIP = 77 };
+
+#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
+/* batch x s_q x pages x pages_extra x full x splits (tools/check_decode.c) */
+static const GpuCase cases[] = {
+	{{5, {1, 1, 0, 0}}, CHECK_FILL_NORMAL},
+	{{5, {3, 2, 0, 0}}, CHECK_FILL_NORMAL},
+	{{5, {2, 1, 3, 2}}, CHECK_FILL_NORMAL},
+	{{5, {7, 2, 0, 0}}, CHECK_FILL_NORMAL},
+	{{5, {33, 1, 0, 0}}, CHECK_FILL_NORMAL},
+	{{5, {16, 2, 0, 0, 1}}, CHECK_FILL_NORMAL},
+	/* split-KV: parts combined by the last to finish */
+	{{6, {3, 2, 0, 0, 0, 2}}, CHECK_FILL_NORMAL},
+	{{6, {1, 1, 0, 0, 1, 7}}, CHECK_FILL_NORMAL},
+	{{6, {4, 1, 0, 0, 0, 16}}, CHECK_FILL_NORMAL},
+};
+
+static const GpuSuite suite = {cases, COUNT(cases), 0};
+
+/* Page sizes 1, 2, 61, 64, 256; heads 8..128 (a partial head block);
+ * with and without sink, lengths, an extra source. */
+static const char *const configs[][16] = {
+	{"--heads-q", "64", "--topk", "64", "--page-size", "64"},
+	{"--heads-q", "8", "--topk", "100", "--page-size", "1", "--sink", "1"},
+	{"--heads-q", "16", "--topk", "96", "--page-size", "2", "--topk-length", "1"},
+	{"--heads-q", "128", "--topk", "200", "--page-size", "61", "--topk-extra", "64", "--page-size-extra", "256", "--sink", "1"},
+	{"--heads-q", "100", "--topk", "512", "--page-size", "256", "--topk-extra", "128", "--page-size-extra", "2", "--topk-length", "1"},
+	{"--heads-q", "32", "--topk", "2048", "--page-size", "64", "--topk-extra", "128", "--page-size-extra", "256", "--sink", "1", "--topk-length", "1"},
+};
+
+static void
+check_config(KrtDevice *dev, GpuTally *t, const char *const *cfg)
+{
+	const char *args[20] = {"--target", "sm_90a"};
+	int n = 2;
+	char replay[1024] = "--gen decode", what[256] = "";
+	char *ptx = NULL;
+	size_t len = 0;
+	KgErr kerr = {{0}};
+
+	for (int i = 0; i < 16 && cfg[i]; i++)
+		args[n++] = cfg[i];
+	for (int i = 0; i < n; i++) {
+		snprintf(replay + strlen(replay), sizeof replay - strlen(replay), " %s", args[i]);
+		if (i >= 2)
+			snprintf(what + strlen(what), sizeof what - strlen(what), "%s%s", i > 2 ? " " : "", args[i]);
+	}
+	if (kgen_generate("decode", n, args, &ptx, &len, &kerr)) {
+		printf("FAIL  %s: kgen refuses: %s\n", what, kerr.msg);
+		t->refused++;
+		t->failed++;
+		t->run++;
+		return;
+	}
+	gpu_check_module(dev, &suite, ptx, len, what, replay, t);
+	free(ptx);
+}
+
+int
+main(int argc, char **argv)
+{
+	const char *root = argc > 1 ? argv[1] : ".";
+	KrtDevice *dev = NULL;
+	GpuTally t = {.seed = check_seed_from_env()};
+	int rc;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if ((rc = check_open_sm90(&dev, t.seed)) != 0)
+		return rc;
+	for (size_t i = 0; i < COUNT(configs) && !t.dead; i++)
+		check_config(dev, &t, configs[i]);
+	gpu_check_emitted(dev, &suite, root, "decode", &t);
+	krt_device_close(dev);
+	printf("test_decode_gpu: %d of %d passed over %d kernels (seed %llu)\n", t.run - t.failed, t.run,
+	       t.modules, (unsigned long long)t.seed);
+	if (t.run == 0)
+		return EXIT_SKIP;
+	return t.failed ? 1 : 0;
+}

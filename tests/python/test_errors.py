@@ -1,0 +1,161 @@
+"""Every input rule of kgen.attention and kgen.gemm: a ValueError/TypeError
+naming the argument, its value and the rule, raised before anything is
+generated or launched (NumPy arrays on the emulator; the checks are the
+same code for CUDA tensors)."""
+
+import numpy as np
+import pytest
+
+import kgen
+from kgen import _cache
+
+
+def z(*shape, dtype=np.float16):
+    return np.zeros(shape, dtype)
+
+
+Q = z(1, 5, 4, 64)
+
+
+@pytest.fixture(autouse=True)
+def nothing_generated():
+    before = dict(_cache.stats)
+    yield
+    assert _cache.stats["generated"] == before["generated"], "a refused call generated a kernel"
+
+
+def refused(exc, pattern, *args, **kw):
+    fn = kw.pop("fn", kgen.attention)
+    with pytest.raises(exc, match=pattern):
+        fn(*args, **kw)
+
+
+def test_dtype():
+    refused(TypeError, r"q\.dtype=f32: .*bfloat16 or float16", Q.astype(np.float32), Q, Q)
+    refused(TypeError, r"k\.dtype=f32: must be q's dtype", Q, Q.astype(np.float32), Q)
+    refused(TypeError, r"v\.dtype=f32: must be q's dtype", Q, Q, Q.astype(np.float32))
+    refused(TypeError, r"q: a list; kgen takes torch.Tensor .* or numpy.ndarray", [1.0], Q, Q)
+
+
+def test_shape():
+    refused(ValueError, r"q\.shape=\[5, 4, 64\]: want \[batch, seqlen, heads, head_dim\]",
+            z(5, 4, 64), Q, Q)
+    refused(ValueError, r"k\.shape=\[2, 5, 4, 64\]: batch must be q's, 1", Q, z(2, 5, 4, 64), Q)
+    refused(ValueError, r"v\.shape=\[1, 6, 4, 64\]: batch and seqlen must be k's", Q, Q,
+            z(1, 6, 4, 64))
+    refused(ValueError, r"v\.shape\[-2\]=2: V's heads must be K's, 4", Q, Q, z(1, 5, 2, 64))
+
+
+def test_head_count():
+    refused(ValueError, r"k\.shape\[-2\]=3: the query heads \(4\) must be a multiple",
+            Q, z(1, 5, 3, 64), z(1, 5, 3, 64))
+    refused(ValueError, r"q\.shape\[-2\]=300: at most 256 heads", z(1, 1, 300, 64),
+            z(1, 1, 300, 64), z(1, 1, 300, 64))
+
+
+def test_head_dim():
+    refused(ValueError, r"q\.shape\[-1\]=96: head_dim is one of 64, 128, 256, 512",
+            z(1, 5, 4, 96), z(1, 5, 4, 96), z(1, 5, 4, 96))
+    refused(ValueError, r"k\.shape\[-1\]=128: K's head_dim must be q's, 64", Q, z(1, 5, 4, 128), Q)
+    refused(ValueError, r"v\.shape\[-1\]=32: V's head_dim is one of", Q, Q, z(1, 5, 4, 32))
+
+
+def test_strides():
+    wide = z(1, 5, 4, 128)[..., ::2]
+    refused(ValueError, r"q\.stride\(\)=\[2560, 512, 128, 2\]: the last dimension .*\(stride 1\)",
+            wide, Q, Q)
+    odd = z(1, 5, 4, 68)[..., :64]   # a 136-byte head stride
+    refused(ValueError, r"q\.stride\(\)=.*head stride is 136 bytes; .*multiples of 16 bytes",
+            odd, Q, Q)
+    b2 = z(2, 8, 4, 64)[:, :5]       # batch stride 8 rows, seqlen 5
+    refused(ValueError, r"q\.stride\(\)=.*batch stride must be seqlen x the seqlen stride",
+            b2, b2, b2)
+    raw = np.zeros(1 * 5 * 4 * 64 + 1, np.float16)[1:].reshape(1, 5, 4, 64)
+    refused(ValueError, r"q\.data_ptr\(\)=0x[0-9a-f]+: .*16-byte aligned", raw, Q, Q)
+
+
+def test_window_and_scale():
+    refused(TypeError, r"window=5: want \(left, right\)", Q, Q, Q, window=5)
+    refused(ValueError, r"window=\(-2, 0\): left is -2", Q, Q, Q, window=(-2, 0))
+    refused(ValueError, r"window=\(4, 3\): with causal=True the right side is 0", Q, Q, Q,
+            causal=True, window=(4, 3))
+    refused(ValueError, r"window=\(2000000, 0\): left is 2000000: each side is -1 .* 1048576",
+            Q, Q, Q, window=(2000000, 0))
+    refused(ValueError, r"softmax_scale=-1\.0: a positive finite number", Q, Q, Q,
+            softmax_scale=-1.0)
+    refused(ValueError, r"softmax_scale=nan", Q, Q, Q, softmax_scale=float("nan"))
+    refused(TypeError, r"softmax_scale='x': a number", Q, Q, Q, softmax_scale="x")
+
+
+def test_sink_is_refused():
+    with pytest.raises(NotImplementedError, match=r"sink=.*attention sinks are not in"):
+        kgen.attention(Q, Q, Q, sink=z(4))
+
+
+def test_varlen():
+    q = z(10, 4, 64)
+    cu = np.array([0, 4, 10], np.int32)
+    refused(ValueError, r"cu_seqlens_k=None: varlen takes both", q, q, q, cu_seqlens_q=cu,
+            max_seqlen_q=6)
+    refused(TypeError, r"cu_seqlens_q\.dtype=int64: cu_seqlens are int32", q, q, q,
+            cu_seqlens_q=cu.astype(np.int64), cu_seqlens_k=cu, max_seqlen_q=6)
+    refused(ValueError, r"max_seqlen_q=None: varlen needs the longest query sequence", q, q, q,
+            cu_seqlens_q=cu, cu_seqlens_k=cu)
+    refused(ValueError, r"max_seqlen_q=5: cu_seqlens_q holds a sequence of 6 queries", q, q, q,
+            cu_seqlens_q=cu, cu_seqlens_k=cu, max_seqlen_q=5)
+    refused(ValueError, r"cu_seqlens_q=\[0, 4, 9\]: must start at 0, never decrease and end at "
+            r"the total rows, 10", q, q, q, cu_seqlens_q=np.array([0, 4, 9], np.int32),
+            cu_seqlens_k=cu, max_seqlen_q=6)
+    refused(ValueError, r"cu_seqlens_k\.shape=\[2\]: must be cu_seqlens_q's", q, q, q,
+            cu_seqlens_q=cu, cu_seqlens_k=np.array([0, 10], np.int32), max_seqlen_q=6)
+    refused(ValueError, r"cu_seqlens_q\.shape=\[1\]: want \[batch\+1\]", q, q, q,
+            cu_seqlens_q=cu[:1], cu_seqlens_k=cu[:1], max_seqlen_q=6)
+    refused(ValueError, r"q\.shape=\[1, 10, 4, 64\]: want \[total, heads, head_dim\] \(varlen\)",
+            z(1, 10, 4, 64), q, q, cu_seqlens_q=cu, cu_seqlens_k=cu, max_seqlen_q=6)
+
+
+def test_out():
+    refused(TypeError, r"out\.dtype=f32: must be q's dtype", Q, Q, Q, out=z(1, 5, 4, 64,
+                                                                          dtype=np.float32))
+    refused(ValueError, r"out\.shape=\[1, 5, 4, 128\]: want \[1, 5, 4, 64\]", Q, Q, Q,
+            out=z(1, 5, 4, 128))
+    refused(ValueError, r"out\.stride\(\)=.*out must be contiguous", Q, Q, Q,
+            out=z(1, 5, 4, 128)[..., ::2])
+
+
+def test_index_range():
+    # a [total, heads, dim] view with 2^31 elements: strides 0 keep it tiny
+    big = np.lib.stride_tricks.as_strided(z(1, 1, 64), shape=(1 << 19, 64, 64),
+                                          strides=(0, 0, 2))
+    refused(ValueError, r"q\.stride\(\)=\[0, 0, 1\]: the head stride is 0 bytes", big, big, big,
+            cu_seqlens_q=np.array([0, 1 << 19], np.int32),
+            cu_seqlens_k=np.array([0, 1 << 19], np.int32), max_seqlen_q=1 << 19)
+    big = np.lib.stride_tricks.as_strided(z(1, 1, 64), shape=(1 << 20, 32, 64),
+                                          strides=(16, 16, 2))
+    refused(ValueError, r"q\.shape=\[1048576, 32, 64\]: 2147483648 elements: past the kernel's "
+            r"32-bit index range", big, big, big, cu_seqlens_q=np.array([0, 1 << 20], np.int32),
+            cu_seqlens_k=np.array([0, 1 << 20], np.int32), max_seqlen_q=1 << 20)
+
+
+def test_target():
+    refused(ValueError, r"target='sm_80': the emulator runs sm_90a or sm_100a kernels", Q, Q, Q,
+            target="sm_80")
+
+
+def test_gemm_rules():
+    a, b = z(70, 64), z(45, 64)
+    g = dict(fn=kgen.gemm)
+    refused(TypeError, r"a\.dtype=f32: kgen.gemm takes bfloat16 or float16",
+            a.astype(np.float32), b, **g)
+    refused(TypeError, r"b\.dtype=f32: must be a's dtype", a, b.astype(np.float32), **g)
+    refused(ValueError, r"a\.shape=\[70\]: want \[M, K\]", z(70), b, **g)
+    refused(ValueError, r"b\.shape=\[45, 72\]: b's K must be a's, 64", a, z(45, 72), **g)
+    refused(ValueError, r"a\.shape\[1\]=60: K is a positive multiple of 8", z(70, 60), z(45, 60),
+            **g)
+    refused(ValueError, r"a\.stride\(\)=\[128, 2\]: K must be contiguous", z(70, 128)[:, ::2], b,
+            **g)
+    refused(ValueError, r"a\.stride\(\)=\[68, 1\]: the row stride is 136 bytes", z(70, 68)[:, :64],
+            b, **g)
+    refused(ValueError, r"out_dtype='int8': bfloat16 or float32", a, b, out_dtype="int8", **g)
+    refused(ValueError, r"out=.*want a contiguous f32 \[70, 45\]", a, b, out=z(45, 70,
+                                                                          dtype=np.float32), **g)

@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# kcheck and kbench on the emulator: exit codes with one meaning each (2 bad
+# input, incl. a malformed header, a family with no checker and a kernel that
+# needs more shared memory than the device has; 74 output lost), numbers
+# read like kgen reads them, the emulator's limits refusing a run before it
+# starts, and kbench --json writing one parseable line per run.
+# Usage: tests/unit/test_tools.sh KGEN KCHECK KBENCH
+set -u
+kgen=$1 kcheck=$2 kbench=$3
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+# status NAME WANT CMD... : runs CMD (output in $tmp/out), checks the status
+status() {
+	local what=$1 want=$2; shift 2
+	"$@" >"$tmp/out" 2>&1
+	local rc=$?
+	[ $rc -eq "$want" ] || fail "$what: status $rc, want $want: $(tail -3 "$tmp/out")"
+}
+export KRT_DEVICE=emu
+"$kgen" gemm --target sm_90a -o "$tmp/k.ptx" || exit 1
+
+# kcheck
+status "kcheck passes" 0 "$kcheck" --device emu --seed 1 --fill normal --shape 130x70x72 "$tmp/k.ptx"
+status "kcheck --seed 1x" 2 "$kcheck" --device emu --seed 1x "$tmp/k.ptx"
+grep -q -- '--seed=1x: must be an integer' "$tmp/out" || fail "kcheck --seed 1x: $(cat "$tmp/out")"
+status "kcheck --m 0130 (decimal)" 0 "$kcheck" --device emu --seed 1 --fill normal --gen gemm --target sm_90a --m 0130 --n 70 --k 72
+grep -q '^PASS  130x70x72 ' "$tmp/out" || fail "kcheck --m 0130 is not 130: $(grep -E 'PASS|FAIL' "$tmp/out")"
+sed '2s/.*/garbage/' "$tmp/k.ptx" >"$tmp/bad.ptx"
+status "kcheck malformed header" 2 "$kcheck" --device emu "$tmp/bad.ptx"
+sed 's|^//@smem .*|//@smem 240000|' "$tmp/k.ptx" >"$tmp/big.ptx"
+status "kcheck smem beyond the device" 2 "$kcheck" --device emu --shape 130x70x72 "$tmp/big.ptx"
+grep -q 'exceed what' "$tmp/out" || fail "kcheck smem: $(cat "$tmp/out")"
+sed 's|^//@family gemm|//@family nofamily|' "$tmp/k.ptx" >"$tmp/nofam.ptx"
+status "kcheck no checker for the family" 2 "$kcheck" --device emu "$tmp/nofam.ptx"
+status "kcheck fmha batch 65536" 2 "$kcheck" --device emu --fill normal --gen fmha --target sm_90a --batch 65536 --seqlen-q 1 --seqlen-k 1
+grep -q 'batch up to 65535' "$tmp/out" || fail "fmha batch 65536: $(cat "$tmp/out")"
+status "kcheck past KRT_EMU_MAX_MEM" 2 env KRT_EMU_MAX_MEM=4096 "$kcheck" --device emu --fill normal --shape 130x70x72 "$tmp/k.ptx"
+grep -q 'KRT_EMU_MAX_MEM' "$tmp/out" || fail "kcheck memory limit: $(cat "$tmp/out")"
+if [ -w /dev/full ]; then
+	"$kcheck" --device emu --seed 1 --fill normal --shape 130x70x72 "$tmp/k.ptx" >/dev/full 2>"$tmp/err"
+	rc=$?
+	[ $rc -eq 74 ] || fail "kcheck >/dev/full: status $rc, want 74"
+fi
+
+# kbench: a GPU-sized shape on the emulator is refused before it runs
+status "kbench 4096x4096x1040 on the emulator" 2 "$kbench" gemm --device emu --target sm_90a --m 4096 --n 4096 --k 1040 --no-peer
+grep -q 'the emulator refuses more than' "$tmp/out" || fail "kbench emu refusal: $(tail -2 "$tmp/out")"
+status "kbench --iters 0x" 2 "$kbench" gemm --iters 0x
+status "kbench --iters 010" 0 "$kbench" gemm --device emu --target sm_90a --m 130 --n 70 --k 72 --iters 010 --warmup 0 --no-peer --no-check
+grep -q '10 timed launches' "$tmp/out" || fail "kbench --iters 010 is not 10: $(grep timed "$tmp/out")"
+for i in 1 2; do
+	status "kbench --json run $i" 0 "$kbench" gemm --device emu --target sm_90a --m 130 --n 70 --k 72 --iters 1 --warmup 0 --no-peer --json "$tmp/runs.jsonl"
+done
+python3 - "$tmp/runs.jsonl" <<'PY' || fail "kbench --json lines"
+import json, sys
+runs = [json.loads(l) for l in open(sys.argv[1])]
+assert len(runs) == 2, runs
+r = runs[0]
+assert r["tool"] == "kbench" and r["family"] == "gemm" and r["device"] == "emu", r
+assert r["shape"] == {"M": 130, "N": 70, "K": 72}, r["shape"]
+assert r["flops"] == 2 * 130 * 70 * 72, r["flops"]
+assert r["ours"]["median_ms"] > 0 and r["ours"]["tflops"] > 0, r["ours"]
+assert r["target"] == "sm_90a" and r["args"].startswith("--target sm_90a"), r
+assert r["peers"] == [] and r["peers_why"] == "--no-peer", r
+PY
+status "kbench --json into a missing directory" 74 "$kbench" gemm --device emu --target sm_90a --m 130 --n 70 --k 72 --iters 1 --warmup 0 --no-peer --json "$tmp/no/runs.jsonl"
+
+[ $fails -eq 0 ] && echo "tools: all passed"
+exit $((fails != 0))

@@ -1,0 +1,507 @@
+/* The decode family of the checker (check.h): decode attention as
+ * docs/ABI.md "decode" defines it, against tests/ref/decode_ref.
+ *
+ * The configuration comes from the ABI's `//@args` line (heads, top-k and
+ * page size of each source, topk-length, sink). The shape is batch x s_q
+ * [x pages x pages_extra x full x splits] (0 pages: 2·topk + 17 tokens'
+ * worth; 0 splits: 1, no split-KV). Each case
+ * builds real fp8-v4 caches with the reference quantizer from BF16 values
+ * of mixed magnitudes, and index lists with -1 entries, indices outside
+ * [0, capacity) (also skipped), duplicates, pages in random order, and
+ * per-row lengths below top-k; the first query row skips every key, so it
+ * must give O = 0 and LSE = -inf (with a sink, LSE = the sink). full = 1
+ * draws what a model's decode step sees instead (kbench's shape): every
+ * entry valid, distinct within its row, all lengths top-k. */
+#include <float.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "decode_ref.h"
+#include "tools/check_internal.h"
+
+#define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
+
+enum { D_QK = DECODE_V4_D, D_V = 512 };
+
+typedef struct Src {
+	int topk, ps;
+	uint32_t pages, capacity;
+	uint8_t *cache;    /* host copies, owned by the bufs */
+	int32_t *idx, *len;
+} Src;
+
+typedef struct Decode {
+	uint32_t hq, batch, sq;
+	int nsrc, has_len, sink;
+	Src src[2];
+	int full;
+	uint32_t splits;
+	float scale;
+	uint16_t *q;
+	float *sinkv;
+	uint64_t unique_tokens; /* distinct (source, token) pairs per row, summed */
+} Decode;
+
+/* "--name V" of the args line; -1 when absent. */
+static long
+arg_int(const CheckCase *c, const char *name)
+{
+	char key[48];
+	const char *a = c->abi->args, *p;
+
+	snprintf(key, sizeof key, "--%s ", name);
+	for (p = strstr(a, key); p; p = strstr(p + 1, key))
+		if (p == a || p[-1] == ' ')
+			return strtol(p + strlen(key), NULL, 10);
+	return -1;
+}
+
+static int
+read_config(CheckCase *c, Decode *d, KrtErr *err)
+{
+	static const char *const need[] = {"heads-q", "topk", "page-size"};
+	char fmt[32] = "";
+	const char *f = strstr(c->abi->args, "--format ");
+
+	for (int i = 0; i < COUNT(need); i++)
+		if (arg_int(c, need[i]) <= 0)
+			return check_fail(err, KRT_EABI, "%s: args \"%s\" lack --%s, which the decode checker needs",
+			                  c->abi->kernel, c->abi->args, need[i]);
+	if (f)
+		sscanf(f + 9, "%31s", fmt);
+	if (strcmp(fmt, "fp8-v4") != 0)
+		return check_fail(err, KRT_EABI, "%s: --format %s: the decode checker knows fp8-v4",
+		                  c->abi->kernel, fmt[0] ? fmt : "(none)");
+	d->hq = (uint32_t)arg_int(c, "heads-q");
+	d->src[0].topk = (int)arg_int(c, "topk");
+	d->src[0].ps = (int)arg_int(c, "page-size");
+	d->src[1].topk = (int)(arg_int(c, "topk-extra") > 0 ? arg_int(c, "topk-extra") : 0);
+	d->src[1].ps = (int)arg_int(c, "page-size-extra");
+	d->nsrc = d->src[1].topk ? 2 : 1;
+	d->has_len = arg_int(c, "topk-length") == 1;
+	d->sink = arg_int(c, "sink") == 1;
+	if (d->nsrc > 1 && d->src[1].ps <= 0)
+		return check_fail(err, KRT_EABI, "%s: --topk-extra %d without --page-size-extra",
+		                  c->abi->kernel, d->src[1].topk);
+	return 0;
+}
+
+static uint64_t
+gcd(uint64_t a, uint64_t b)
+{
+	while (b) {
+		uint64_t t = a % b;
+		a = b;
+		b = t;
+	}
+	return a;
+}
+
+static uint16_t
+draw_bf16(NumRng *r, double scale)
+{
+	return num_f64_to_bf16(num_rng_normal(r) * scale);
+}
+
+/* A cache of `pages` pages: every token quantized from BF16 values whose
+ * magnitude varies by token (1, 1/64, 30) and by group, so the UE8M0
+ * scales differ; the padding after the scale tail is garbage. */
+static int
+build_cache(CheckCase *c, Src *s, const char *name, KrtErr *err)
+{
+	size_t pb = decode_v4_page_bytes(s->ps), bytes = (size_t)s->pages * pb;
+	uint8_t *cache = malloc(bytes + 1);
+	uint16_t v[D_QK];
+
+	if (!cache)
+		return check_fail(err, KRT_ENOMEM, "decode: no host memory for %s", name);
+	for (size_t i = 0; i < bytes; i++)
+		cache[i] = (uint8_t)num_rng_below(&c->rng, 256);
+	for (uint32_t t = 0; t < s->capacity; t++) {
+		static const double mag[3] = {1.0, 1.0 / 64, 30.0};
+		double m = mag[num_rng_below(&c->rng, 3)];
+		for (int i = 0; i < D_QK; i++)
+			v[i] = draw_bf16(&c->rng, m * (1.0 + (double)(i / 64)));
+		decode_v4_quantize(v, decode_v4_row(cache, s->ps, t), decode_v4_scales(cache, s->ps, t));
+	}
+	s->cache = cache;
+	return check_add_raw_input(c, name, "u8", 1, bytes, cache, err);
+}
+
+/* Index lists [batch, s_q, topk]: mostly uniform tokens (so pages come in
+ * random order), about 1 in 10 -1, 1 in 20 outside [0, capacity) (other
+ * negatives, capacity and above: skipped too), 1 in 10 a duplicate of an
+ * earlier entry. Row 0 skips everything. Lengths: uniform in 0 .. topk,
+ * every third row the whole list. */
+static int
+build_indices(CheckCase *c, Decode *d, Src *s, const char *sfx, KrtErr *err)
+{
+	uint64_t rows = (uint64_t)d->batch * d->sq;
+	int32_t *idx = malloc(sizeof *idx * rows * (uint64_t)s->topk + 1);
+	int32_t *len = malloc(sizeof *len * rows + 1);
+	char name[32];
+	int rc;
+
+	if (!idx || !len) {
+		free(idx);
+		free(len);
+		return check_fail(err, KRT_ENOMEM, "decode: no host memory for the indices");
+	}
+	for (uint64_t r = 0; r < rows && d->full; r++) {
+		/* distinct: a random stride coprime to the capacity from a random start */
+		int32_t *x = idx + r * (uint64_t)s->topk;
+		uint64_t cap = s->capacity, st = 1 + num_rng_below(&c->rng, cap), at = num_rng_below(&c->rng, cap);
+		while (cap > 1 && gcd(st, cap) != 1)
+			st++;
+		for (int i = 0; i < s->topk; i++)
+			x[i] = (int32_t)((at + (uint64_t)i * st) % cap);
+		len[r] = s->topk;
+	}
+	for (uint64_t r = 0; r < rows && !d->full; r++) {
+		int32_t *x = idx + r * (uint64_t)s->topk;
+		for (int i = 0; i < s->topk; i++) {
+			uint64_t u = num_rng_below(&c->rng, 100);
+			if (r == 0 && rows > 1)
+				x[i] = -1;
+			else if (u < 10)
+				x[i] = -1;
+			else if (u < 13)
+				x[i] = (int32_t)(s->capacity + num_rng_below(&c->rng, 1000));
+			else if (u < 15)
+				x[i] = -2 - (int32_t)num_rng_below(&c->rng, 1u << 30);
+			else if (u < 25 && i > 0)
+				x[i] = x[num_rng_below(&c->rng, (uint64_t)i)];
+			else
+				x[i] = (int32_t)num_rng_below(&c->rng, s->capacity);
+		}
+		len[r] = r % 3 == 1 ? s->topk : (int32_t)num_rng_below(&c->rng, (uint64_t)s->topk + 1);
+	}
+	s->idx = idx;
+	s->len = d->has_len ? len : NULL;
+	snprintf(name, sizeof name, "indices%s", sfx);
+	rc = check_add_raw_input(c, name, "s32", 4, rows * (uint64_t)s->topk, idx, err);
+	if (!d->has_len) {
+		free(len);
+		return rc;
+	}
+	if (rc) {
+		free(len);
+		return rc;
+	}
+	snprintf(name, sizeof name, "topk_length%s", sfx);
+	return check_add_raw_input(c, name, "s32", 4, rows, len, err);
+}
+
+static int
+decode_prepare(CheckCase *c, KrtErr *err)
+{
+	static const char *const sfx[2] = {"", "_extra"};
+	Decode *d = calloc(1, sizeof *d);
+	int rc;
+
+	if (!d)
+		return check_fail(err, KRT_ENOMEM, "decode: out of memory");
+	c->priv = d;
+	rc = read_config(c, d, err);
+	if (rc)
+		return rc;
+	d->batch = (uint32_t)c->shape.d[0];
+	d->sq = (uint32_t)c->shape.d[1];
+	d->full = c->shape.d[4] != 0;
+	d->splits = c->shape.d[5] ? (uint32_t)c->shape.d[5] : 1;
+	if (!d->batch || !d->sq)
+		return check_fail(err, KRT_EINVAL, "decode: batch %u, s_q %u: both must be at least 1", d->batch,
+		                  d->sq);
+	for (int s = 0; s < d->nsrc; s++) {
+		Src *x = &d->src[s];
+		uint64_t pages = c->shape.d[2 + s];
+		if (!pages)
+			pages = ((uint64_t)2 * (uint64_t)x->topk + 17 + (uint64_t)x->ps - 1) / (uint64_t)x->ps;
+		if (d->full && pages * (uint64_t)x->ps < (uint64_t)x->topk)
+			return check_fail(err, KRT_EINVAL, "decode: full=1 with pages%s %llu of %d tokens: distinct indices need a capacity of top-k %d",
+			                  sfx[s], (unsigned long long)pages, x->ps, x->topk);
+		if (pages * (uint64_t)x->ps > INT32_MAX)
+			return check_fail(err, KRT_EINVAL, "decode: pages%s %llu of %d tokens: the capacity must fit in int32",
+			                  sfx[s], (unsigned long long)pages, x->ps);
+		x->pages = (uint32_t)pages;
+		x->capacity = x->pages * (uint32_t)x->ps;
+		char name[32];
+		snprintf(name, sizeof name, "KV%s", sfx[s]);
+		rc = build_cache(c, x, name, err);
+		if (!rc)
+			rc = build_indices(c, d, x, sfx[s], err);
+		if (rc)
+			return rc;
+	}
+	uint64_t nq = (uint64_t)d->batch * d->sq * d->hq * D_QK;
+	uint16_t *q = malloc(sizeof *q * nq + 1);
+	if (!q)
+		return check_fail(err, KRT_ENOMEM, "decode: no host memory for Q");
+	for (uint64_t i = 0; i < nq; i++)
+		q[i] = draw_bf16(&c->rng, 1.0);
+	d->q = q;
+	rc = check_add_input(c, "Q", NUM_BF16, nq, q, err);
+	if (!rc && d->sink) {
+		float *sk = malloc(sizeof *sk * d->hq + 1);
+		if (!sk)
+			return check_fail(err, KRT_ENOMEM, "decode: no host memory for the sink");
+		for (uint32_t h = 0; h < d->hq; h++)
+			sk[h] = (float)(2.0 * num_rng_normal(&c->rng));
+		d->sinkv = sk;
+		rc = check_add_input(c, "sink", NUM_F32, d->hq, sk, err);
+	}
+	/* the scale is a run-time argument: a fresh one per case */
+	d->scale = (float)((0.5 + num_rng_uniform(&c->rng)) / sqrt((double)D_QK));
+	static const char *const names[] = {"batch", "s_q", "Hq", "capacity", "capacity_extra", "pages",
+	                                    "pages_extra", "splits"};
+	uint64_t vals[] = {d->batch, d->sq, d->hq, d->src[0].capacity, d->src[1].capacity,
+	                   d->src[0].pages, d->src[1].pages, d->splits};
+	for (int i = 0; i < COUNT(names) && !rc; i++)
+		rc = check_set_var(c, names[i], vals[i], err);
+	if (!rc)
+		rc = check_set_f32(c, "softmax_scale", d->scale, err);
+	uint64_t no = (uint64_t)d->batch * d->sq * d->hq;
+	/* split-KV scratch (docs/ABI.md "decode"): the parts' O and LSE hold
+	 * garbage before the launch, the counters zeros (the kernel leaves
+	 * them zero) */
+	uint64_t np = no * d->splits, hb = (d->hq + 63) / 64;
+	uint16_t *opart = malloc(sizeof *opart * np * D_V + 1);
+	float *lpart = malloc(sizeof *lpart * np + 1);
+	int32_t *ctr = calloc(d->batch * (uint64_t)d->sq * hb + 1, sizeof *ctr);
+	if (!opart || !lpart || !ctr) {
+		free(opart);
+		free(lpart);
+		free(ctr);
+		return check_fail(err, KRT_ENOMEM, "decode: no host memory for the split-KV scratch");
+	}
+	memset(opart, 0x7b, sizeof *opart * np * D_V);
+	memset(lpart, 0x7b, sizeof *lpart * np);
+	if (!rc)
+		rc = check_add_input(c, "O_partial", NUM_BF16, np * D_V, opart, err);
+	else
+		free(opart);
+	if (!rc)
+		rc = check_add_input(c, "LSE_partial", NUM_F32, np, lpart, err);
+	else
+		free(lpart);
+	if (!rc)
+		rc = check_add_raw_input(c, "counters", "s32", 4, d->batch * (uint64_t)d->sq * hb, ctr, err);
+	else
+		free(ctr);
+	if (!rc)
+		rc = check_add_output(c, "O", NUM_BF16, no * D_V, 65536, err);
+	if (!rc)
+		rc = check_add_output(c, "LSE", NUM_F32, no, 65536, err);
+	return rc;
+}
+
+/* ---- compare ------------------------------------------------------------ */
+
+/* Tolerances as fmha's (check_fmha.c says why): O normwise per head row,
+ * 1e-2 (the K=V rows are exact in bf16 once dequantized, so the kernel's
+ * roundings are fmha's: bf16 P and bf16 O); LSE 1e-3·max(1, |ref|); a row
+ * with no key must be exactly O = 0 and LSE = -inf (or the sink). */
+static const double decode_tol = 1e-2;
+static const double decode_lse_tol = 1e-3;
+
+/* The dequantized keys row r attends, in list order; returns the count. */
+static size_t
+gather_keys(const Decode *d, uint64_t r, double *k)
+{
+	size_t n = 0;
+
+	for (int s = 0; s < d->nsrc; s++) {
+		const Src *x = &d->src[s];
+		int len = x->len ? x->len[r] : x->topk;
+		len = len < 0 ? 0 : len > x->topk ? x->topk : len;
+		for (int i = 0; i < len; i++) {
+			int32_t v = x->idx[r * (uint64_t)x->topk + (uint64_t)i];
+			if (v < 0 || (uint32_t)v >= x->capacity)
+				continue;
+			decode_v4_dequantize(decode_v4_row(x->cache, x->ps, (uint32_t)v),
+			                     decode_v4_scales(x->cache, x->ps, (uint32_t)v), k + n * D_QK);
+			n++;
+		}
+	}
+	return n;
+}
+
+static int
+decode_compare(CheckCase *c, CheckResult *res, KrtErr *err)
+{
+	const Decode *d = c->priv;
+	const CheckBuf *ob = check_find_buf_const(c, "O"), *lb = check_find_buf_const(c, "LSE");
+	const void *out = (const char *)ob->host + ob->guard, *lout = (const char *)lb->host + lb->guard;
+	uint64_t max_report = (uint64_t)(c->opts->max_report ? c->opts->max_report : CHECK_MAX_REPORT);
+	size_t maxk = (size_t)d->src[0].topk + (size_t)d->src[1].topk;
+	double *k = malloc(sizeof *k * (maxk + 1) * D_QK), q[D_QK], ref[D_V], lse;
+
+	res->tol = decode_tol;
+	res->lse_tol = decode_lse_tol;
+	if (!k)
+		return check_fail(err, KRT_ENOMEM, "decode: no host memory for the reference");
+	for (uint32_t b = 0; b < d->batch; b++)
+		for (uint32_t s = 0; s < d->sq; s++) {
+			uint64_t r = (uint64_t)b * d->sq + s;
+			size_t n = gather_keys(d, r, k);
+			for (uint32_t h = 0; h < d->hq; h++) {
+				uint64_t row = r * d->hq + h;
+				double rowmax = 0;
+				for (int i = 0; i < D_QK; i++)
+					q[i] = num_bf16_to_f32(d->q[row * D_QK + (uint64_t)i]);
+				decode_ref_row(q, k, n, D_QK, D_V, (double)d->scale, d->sink,
+				               d->sink ? (double)d->sinkv[h] : 0, ref, &lse);
+				for (int i = 0; i < D_V; i++)
+					rowmax = fmax(rowmax, fabs(ref[i]));
+				for (int i = 0; i < D_V; i++) {
+					uint64_t idx = row * D_V + (uint64_t)i;
+					if (num_is_fill(NUM_BF16, out, idx, CHECK_POISON_BYTE))
+						continue;
+					double got = num_load(NUM_BF16, out, idx), e;
+					if (rowmax == 0)
+						e = got == 0 ? 0 : INFINITY;
+					else
+						e = isfinite(got) ? fabs(got - ref[i]) / rowmax : INFINITY;
+					res->checked++;
+					if (e > res->max_err || isnan(e))
+						res->max_err = isnan(e) ? INFINITY : e;
+					if (!(e <= res->tol) && res->bad++ < max_report)
+						check_report(c, "  O   b %u s %u head %u col %d: got %.8g want %.8g rel err %.3e; %zu keys\n",
+						             b, s, h, i, got, ref[i], e, n);
+				}
+				uint64_t li = ((uint64_t)b * d->hq + h) * d->sq + s;
+				if (num_is_fill(NUM_F32, lout, li, CHECK_POISON_BYTE))
+					continue;
+				double got = num_load(NUM_F32, lout, li), e;
+				if (isinf(lse))
+					e = got == lse ? 0.0 : INFINITY;
+				else
+					e = isfinite(got) ? fabs(got - lse) / fmax(1.0, fabs(lse)) : INFINITY;
+				res->checked++;
+				if (e > res->lse_err || isnan(e))
+					res->lse_err = isnan(e) ? INFINITY : e;
+				if (!(e <= res->lse_tol) && res->bad++ < max_report)
+					check_report(c, "  LSE b %u s %u head %u: got %.8g want %.8g err %.3e; %zu keys\n", b,
+					             s, h, got, lse, e, n);
+			}
+		}
+	free(k);
+	return 0;
+}
+
+/* ---- flops, bytes, description ------------------------------------------ */
+
+/* 2·h_q·attended·(d_qk + d_v): the keys each row attends (duplicates
+ * counted as often as they appear), both products. */
+static double
+decode_flops(const CheckCase *c)
+{
+	const Decode *d = c->priv;
+	double keys = 0;
+
+	for (uint64_t r = 0; r < (uint64_t)d->batch * d->sq; r++)
+		for (int s = 0; s < d->nsrc; s++) {
+			const Src *x = &d->src[s];
+			int len = x->len ? x->len[r] : x->topk;
+			len = len < 0 ? 0 : len > x->topk ? x->topk : len;
+			for (int i = 0; i < len; i++) {
+				int32_t v = x->idx[r * (uint64_t)x->topk + (uint64_t)i];
+				keys += v >= 0 && (uint32_t)v < x->capacity;
+			}
+		}
+	return keys * d->hq * 2.0 * (D_QK + D_V);
+}
+
+/* Q + the distinct tokens each row gathers x bytes per token (row and
+ * scales: 584) + O: FlashMLA's accounting of a sparse decode's traffic. */
+static double
+decode_bytes(const CheckCase *c)
+{
+	const Decode *d = c->priv;
+	uint64_t rows = (uint64_t)d->batch * d->sq, tokens = 0;
+	size_t maxk = (size_t)d->src[0].topk > (size_t)d->src[1].topk ? (size_t)d->src[0].topk : (size_t)d->src[1].topk;
+	int32_t *seen = malloc(sizeof *seen * (maxk + 1));
+
+	if (!seen)
+		return 0;
+	for (uint64_t r = 0; r < rows; r++)
+		for (int s = 0; s < d->nsrc; s++) {
+			const Src *x = &d->src[s];
+			int len = x->len ? x->len[r] : x->topk, n = 0;
+			len = len < 0 ? 0 : len > x->topk ? x->topk : len;
+			for (int i = 0; i < len; i++) {
+				int32_t v = x->idx[r * (uint64_t)x->topk + (uint64_t)i], dup = 0;
+				if (v < 0 || (uint32_t)v >= x->capacity)
+					continue;
+				for (int j = 0; j < n && !dup; j++)
+					dup = seen[j] == v;
+				if (!dup)
+					seen[n++] = v;
+			}
+			tokens += (uint64_t)n;
+		}
+	free(seen);
+	return (double)rows * d->hq * (D_QK + D_V) * 2 + (double)tokens * (DECODE_V4_ROW + DECODE_V4_SCALES);
+}
+
+/* "decode B SQ HQ TOPK PS TOPKX PSX PAGES PAGESX SINK ITERS WARMUP FLOPS
+ * BYTES": tools/peers.py times a naive PyTorch decode (gather, dequantize,
+ * matmul, softmax, matmul) on its own caches of the same shape, full
+ * lists, and a device-to-device copy for the rate limit. */
+static int
+decode_peer_args(const CheckCase *c, int iters, int warmup, char *buf, size_t n)
+{
+	const Decode *d = c->priv;
+	int len = snprintf(buf, n, "decode %u %u %u %d %d %d %d %u %u %d %d %d %.6g %.6g", d->batch, d->sq,
+	                   d->hq, d->src[0].topk, d->src[0].ps, d->src[1].topk, d->nsrc > 1 ? d->src[1].ps : 1,
+	                   d->src[0].pages, d->nsrc > 1 ? d->src[1].pages : 0, d->sink, iters, warmup,
+	                   decode_flops(c), decode_bytes(c));
+	return len < 0 || (size_t)len >= n ? -1 : 0;
+}
+
+static void
+decode_describe(const CheckCase *c, FILE *out)
+{
+	const Decode *d = c->priv;
+
+	if (!d || !d->q)
+		return;
+	fprintf(out, "  decode: fp8-v4, %u heads, %u split%s, scale %.9g%s%s", d->hq, d->splits,
+	        d->splits > 1 ? "s" : "", (double)d->scale,
+	        d->sink ? ", sink" : "", d->has_len ? ", topk_length" : "");
+	for (int s = 0; s < d->nsrc; s++)
+		fprintf(out, "; source %d: top-k %d, page %d, %u pages", s, d->src[s].topk, d->src[s].ps,
+		        d->src[s].pages);
+	fprintf(out, "\n");
+}
+
+/* Small and odd: batch x s_q [x pages x pages_extra]. */
+static const CheckShape decode_shapes[] = {
+	{5, {1, 1, 0, 0, 0}},
+	{5, {3, 2, 0, 0, 0}},
+	{5, {2, 1, 3, 2, 0}},
+	{5, {5, 2, 0, 0, 0}},
+	{5, {4, 2, 0, 0, 1}},
+	{6, {3, 2, 0, 0, 0, 3}},
+	{6, {1, 1, 0, 0, 1, 4}},
+};
+
+const CheckFamily check_family_decode = {
+	.name = "decode",
+	.dims = "batch,s_q,pages,pages_extra,full,splits",
+	.ndims = 6,
+	.nrequired = 2,
+	.shapes = decode_shapes,
+	.nshapes = COUNT(decode_shapes),
+	/* V4 decode step: 64 rows, pages to hold 128K main / 16K extra tokens
+	 * (76 MB + 9 MB at page 64 / 256: more than L2) */
+	.bench = {6, {64, 1, 2048, 64, 1, 1}},
+	.prepare = decode_prepare,
+	.compare = decode_compare,
+	.flops = decode_flops,
+	.peer_args = decode_peer_args,
+	.bytes = decode_bytes,
+	.describe = decode_describe,
+};
