@@ -217,8 +217,9 @@ emu_resolve(EmuCta *c, EmuThread *t, const EmuInsn *in, EmuSpace space, uint64_t
 	if (align && (addr & (align - 1)))
 		return emu_fault(c, t, in, "misaligned %u-byte access at 0x%" PRIx64, bytes, addr);
 	if (space == SPACE_CLUSTER && (addr & EMU_DSMEM_BIT)) {
-		/* another CTA's shared memory (mapa): its generic accesses are not
-		 * race-checked against that CTA's threads (runtime/emu/README.md) */
+		/* another CTA's shared memory (mapa): no shared_addr, so no
+		 * async-proxy tag checks; ld/st check data races in its history
+		 * (runtime/emu/README.md) */
 		EmuCta *o;
 		uint32_t local;
 		if (emu_cluster_resolve(c, t, in, addr, &o, &local))

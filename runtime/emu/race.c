@@ -12,7 +12,10 @@
  * so the list only holds concurrent readers; when it is full the oldest is
  * dropped, which can only miss a race, never invent one).
  *
- * Threads are named by their vector-clock slot (hb.c), unique in a cluster.
+ * Threads are named by their vector-clock slot (hb.c), so the CTAs of a
+ * cluster, which run together, share one history: a CTA's shared memory
+ * keeps its own (generic ld/st.shared::cluster from other CTAs included),
+ * global memory one table per cluster (the first CTA's).
  *
  * Atomics (atom/red) are morally strong and not checked here. Async-proxy
  * accesses (TMA, MMA operands) have their own tags in hb.c; an async write
@@ -131,7 +134,7 @@ emu_race_async_write(EmuCta *c, EmuThread *t, const EmuInsn *in, uint32_t addr, 
 	return 0;
 }
 
-/* ---- global memory: an open-addressing table of the words a CTA touched ---- */
+/* ---- global memory: an open-addressing table of the words a cluster touched ---- */
 
 static EmuRaceWord *
 global_word(EmuCta *c, uint64_t w)
@@ -173,17 +176,19 @@ int
 emu_race_global(EmuCta *c, EmuThread *t, const EmuInsn *in, uint64_t addr, uint32_t bytes,
                 int write)
 {
+	EmuCta *g = c->cl->cta[0]; /* the cluster's table */
 	for (uint64_t w = addr >> 2; w <= (addr + bytes - 1) >> 2; w++) {
-		EmuRaceWord *e = global_word(c, w);
+		EmuRaceWord *e = global_word(g, w);
 		if (!e)
 			return emu_fault(c, t, in, "out of host memory");
-		if (access(c, t, in, e, c->race_gen, "global", w * 4, write))
+		if (access(c, t, in, e, g->race_gen, "global", w * 4, write))
 			return EMU_STOP;
 	}
 	return 0;
 }
 
-/* A new CTA: every word's history is forgotten at once (the generation). */
+/* A new CTA (the first of a cluster: a new cluster): every word's history
+ * is forgotten at once (the generation). */
 void
 emu_race_reset(EmuCta *c)
 {
