@@ -615,6 +615,45 @@ mma_tmem_tag(EmuCta *c, const EmuInsn *in, int tid, const MmaOp *op, int slot, E
 	}
 }
 
+/* The A collector of a pipe (PTX ISA, tcgen05.mma .collector_usage): ::fill
+ * keeps this MMA's A for later ones, ::use and ::lastuse take A from it (so
+ * their A operand must be the one filled, and the buffer must still hold
+ * it), ::lastuse and ::discard (the default) leave it empty. */
+static int
+mma_collector(EmuCta *c, EmuThread *t, const EmuInsn *in, const MmaOp *op, int a)
+{
+	EmuCollector *k = &c->coll[a];
+	uint32_t use = in->aux[TC_COLL];
+	uint64_t av = op->ts ? op->at : op->adesc;
+	if (use == TC_COLL_USE || use == TC_COLL_LASTUSE) {
+		if (!k->line)
+			return emu_hazard(c, t, in, "collector",
+			                  "tcgen05.mma .collector::a::%s, but the A collector holds nothing: "
+			                  "no earlier MMA of this thread filled it (::fill), or a ::lastuse / "
+			                  "::discard / unqualified MMA emptied it", use == TC_COLL_USE ? "use"
+			                  : "lastuse");
+		if (k->ts != op->ts || k->a != av) {
+			char text[200];
+			emu_line_text(c->prog, k->line, text, sizeof text);
+			return emu_hazard(c, t, in, "collector",
+			                  "tcgen05.mma .collector::a::%s names A %s 0x%llx, but the collector "
+			                  "holds the A of the MMA at PTX line %d `%s` (%s 0x%llx): the MMA "
+			                  "would use that A, not this one",
+			                  use == TC_COLL_USE ? "use" : "lastuse",
+			                  op->ts ? "at TMEM" : "descriptor", (unsigned long long)av, k->line,
+			                  text, k->ts ? "TMEM" : "descriptor", (unsigned long long)k->a);
+		}
+	}
+	if (use == TC_COLL_FILL || use == TC_COLL_USE) {
+		k->ts = op->ts;
+		k->a = av;
+		k->line = in->line;
+	} else {
+		k->line = 0;
+	}
+	return 0;
+}
+
 /* cta_group::2, M = 256 (PTX ISA §9.7.16.10.5 data path layout A, docs/cta-pair.md):
  * CTA h of the pair holds rows 128h..128h+127 of D in lanes 0-127 of its own
  * TMEM at the D address, reads those rows of A from its own smem at the A
@@ -656,6 +695,8 @@ mma_pair(EmuCta *c, EmuThread *t, const EmuInsn *in, MmaOp *op, const EmuSmemDes
 		return EMU_STOP;
 	int slot = emu_tc_agent_slot(c, a);
 	EmuClock j = (EmuClock)(c->agent_commits[a] + 1);
+	if (mma_collector(c, t, in, op, a))
+		return EMU_STOP;
 	MmaOp sm[2];
 	for (int h = 0; h < 2; h++) {
 		sm[h] = half;
@@ -683,45 +724,6 @@ mma_pair(EmuCta *c, EmuThread *t, const EmuInsn *in, MmaOp *op, const EmuSmemDes
 	d->pchunks = sm[1].chunks;
 	d->npchunks = sm[1].nchunks;
 	return emu_tc_push(c, t, in, AS_TC_MMA, a, d);
-}
-
-/* The A collector of a pipe (PTX ISA, tcgen05.mma .collector_usage): ::fill
- * keeps this MMA's A for later ones, ::use and ::lastuse take A from it (so
- * their A operand must be the one filled, and the buffer must still hold
- * it), ::lastuse and ::discard (the default) leave it empty. */
-static int
-mma_collector(EmuCta *c, EmuThread *t, const EmuInsn *in, const MmaOp *op, int a)
-{
-	EmuCollector *k = &c->coll[a];
-	uint32_t use = in->aux[TC_COLL];
-	uint64_t av = op->ts ? op->at : op->adesc;
-	if (use == TC_COLL_USE || use == TC_COLL_LASTUSE) {
-		if (!k->line)
-			return emu_hazard(c, t, in, "collector",
-			                  "tcgen05.mma .collector::a::%s, but the A collector holds nothing: "
-			                  "no earlier MMA of this thread filled it (::fill), or a ::lastuse / "
-			                  "::discard / unqualified MMA emptied it", use == TC_COLL_USE ? "use"
-			                  : "lastuse");
-		if (k->ts != op->ts || k->a != av) {
-			char text[200];
-			emu_line_text(c->prog, k->line, text, sizeof text);
-			return emu_hazard(c, t, in, "collector",
-			                  "tcgen05.mma .collector::a::%s names A %s 0x%llx, but the collector "
-			                  "holds the A of the MMA at PTX line %d `%s` (%s 0x%llx): the MMA "
-			                  "would use that A, not this one",
-			                  use == TC_COLL_USE ? "use" : "lastuse",
-			                  op->ts ? "at TMEM" : "descriptor", (unsigned long long)av, k->line,
-			                  text, k->ts ? "TMEM" : "descriptor", (unsigned long long)k->a);
-		}
-	}
-	if (use == TC_COLL_FILL || use == TC_COLL_USE) {
-		k->ts = op->ts;
-		k->a = av;
-		k->line = in->line;
-	} else {
-		k->line = 0;
-	}
-	return 0;
 }
 
 int
