@@ -231,6 +231,7 @@ claim_dst(EmuCta *c, EmuThread *t, const EmuInsn *in, uint32_t smem, uint32_t by
 static int
 mbar_at(EmuCta *c, EmuThread *t, const EmuInsn *in, uint32_t a, EmuMbar **out)
 {
+	*out = NULL;
 	EmuMbar *m = emu_mbar_find(c, a);
 	if (!m)
 		return emu_hazard(c, t, in, "mbarrier",
