@@ -445,7 +445,7 @@ release_op(EmuCta *c, EmuWarp *w, EmuWgOp *op, int completed)
 		if (c->sinflight[ch])
 			c->sinflight[ch]--;
 		if (completed) {
-			EmuTag r = {(uint16_t)t0->tid, TAGK_TC, 0, t0->vc[t0->tid], op->in->line, t0->tid};
+			EmuTag r = {(uint16_t)t0->slot, TAGK_TC, 0, t0->vc[t0->slot], op->in->line, t0->tid};
 			emu_sread_note(c, ch, &r);
 		}
 	}

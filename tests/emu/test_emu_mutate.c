@@ -176,6 +176,9 @@ static const Kind kinds[] = {
 	 * pass deadlocks, a missing closing sync leaves arrivals at exit. */
 	{"bar.sync", 0, "bar.sync %"},
 	{"bar.arrive", 0, NULL},
+	/* cluster barriers of the CTA-pair kernels (docs/cta-pair.md) */
+	{"barrier.cluster.arrive", 0, NULL},
+	{"barrier.cluster.wait", 0, NULL},
 };
 
 /* One run of the kernel at the mutation shape: 0 pass, 1 wrong, -1 launch
