@@ -308,14 +308,18 @@ def _splits(c):
 
 def run(c):
     """Launches the checked call; returns (out, lse)."""
-    out = c.out if c.out is not None else empty(c.qv, c.oshape, c.qv.dtype)
-    lse = empty(c.qv, (c.b, c.hq, c.sq), "f32")
     m = _cache.module(c.dev, "decode", c.args)
     splits = _splits(c)
-    if c.dev.kind == "emu":
-        _run_emu(c, m, out, lse, splits)
-    else:
-        _run_cuda(c, m, out, lse, splits)
+    if c.dev.kind != "emu":
+        c.launcher = Launcher(c, m, splits)
+        lens = [None if v is None else v.x for v in c.lens]
+        x = c.srcs[1] if len(c.srcs) > 1 else None
+        return c.launcher(c.q, c.srcs[0][0].x, c.srcs[0][3].x, lens[0],
+                          None if c.sink is None else c.sink.x, x and x[0].x, x and x[3].x,
+                          lens[1], c.out)
+    out = c.out if c.out is not None else empty(c.qv, c.oshape, c.qv.dtype)
+    lse = empty(c.qv, (c.b, c.hq, c.sq), "f32")
+    _run_emu(c, m, out, lse, splits)
     return out, lse
 
 
@@ -333,74 +337,107 @@ _counters = {}
 _retired = []
 
 
-def _full_lengths(c, n):
-    """int32 [batch, s_q] of n: a source without its own topk_length when
-    the other has one (the kernel reads both or neither)."""
-    torch = torch_module()
-    key = (c.dev.ordinal, c.b, c.sq, n)
-    t = _full.get(key)
-    if t is None:
-        t = torch.full((c.b, c.sq), n, dtype=torch.int32, device=c.q.device)
-        if not torch.cuda.is_current_stream_capturing():
-            _full[key] = t
-    return t
+class Launcher:
+    """One checked configuration on CUDA tensors. Everything but the
+    addresses comes from the plan (the kernel, the packed arguments, the
+    split-KV parts), so a repeat call with the same shapes, strides,
+    dtypes, devices and options (kgen.sparse_decode's memo) only checks the
+    new addresses' alignment, makes the outputs and scratch and launches on
+    torch.cuda.current_stream(). The first call runs through it too."""
 
+    def __init__(self, c, m, splits):
+        torch = torch_module()
+        self.torch, self.m, self.ordinal, self.device = torch, m, c.dev.ordinal, c.q.device
+        self.b, self.sq, self.hq, self.splits = c.b, c.sq, c.hq, splits
+        self.oshape, self.lshape = c.oshape, (c.b, c.hq, c.sq)
+        self.topks = [s[4] for s in c.srcs]
+        self.has_len = c.has_len
+        self.ncounters = c.b * c.sq * -(-c.hq // HEAD_BLOCK)
+        self.flat = list(m.struct.unpack(_values(c, m, {}, splits)))
+        # the flat struct values: an address is the value after its kind
+        self.slot, at = {}, 0
+        for is_tmap, name in zip(m._tmap, m.names):
+            self.slot[name] = at + 1
+            at += 2 + (2 * _native.MAX_RANK + 1 if is_tmap else 0)
+        self.pack, self.launch = m.struct.pack, m.launch
+        self.stream = torch._C._cuda_getCurrentRawStream
 
-def _lengths_cuda(c, i):
-    v = c.lens[i]
-    if v is None:
-        return _full_lengths(c, c.srcs[i][4]).data_ptr()
-    if len(v.shape) == 1 and c.sq > 1:
-        # FlashMLA's [batch]: one length for every query token of a sequence
-        t = v.x[:, None].expand(c.b, c.sq).contiguous()
-        c.keep.append(t)
+    def _lengths(self, t, i, keep):
+        torch = self.torch
+        if t is None:
+            key = (self.ordinal, self.b, self.sq, self.topks[i])
+            t = _full.get(key)
+            if t is None:
+                # a source without its own lengths when the other has them
+                # (the kernel reads both or neither): the whole list
+                t = torch.full((self.b, self.sq), self.topks[i], dtype=torch.int32,
+                               device=self.device)
+                if not torch.cuda.is_current_stream_capturing():
+                    _full[key] = t
+            keep.append(t)
+        elif t.dim() == 1 and self.sq > 1:
+            # FlashMLA's [batch]: one length for every query token
+            t = t[:, None].expand(self.b, self.sq).contiguous()
+            keep.append(t)
         return t.data_ptr()
-    return v.ptr
 
-
-def _counter_ptr(c, n, stream):
-    """counters[batch, s_q, HB], zero between launches: the kernel sets
-    each back to 0 (docs/ABI.md "decode"), so one buffer per stream serves
-    every launch on it. Under CUDA-graph capture a fresh zeroed one is part
-    of the graph."""
-    torch = torch_module()
-    if torch.cuda.is_current_stream_capturing():
-        t = torch.zeros(n, dtype=torch.int32, device=c.q.device)
-        c.keep.append(t)
+    def _counters(self, stream, keep):
+        """counters[batch, s_q, HB], zero between launches: the kernel sets
+        each back to 0 (docs/ABI.md "decode"), so one buffer per stream
+        serves every launch on it. Inside a CUDA-graph capture a fresh
+        zeroed one is part of the graph."""
+        torch = self.torch
+        if torch.cuda.is_current_stream_capturing():
+            t = torch.zeros(self.ncounters, dtype=torch.int32, device=self.device)
+            keep.append(t)
+            return t.data_ptr()
+        key = (self.ordinal, stream)
+        t = _counters.get(key)
+        if t is None or t.numel() < self.ncounters:
+            if t is not None:
+                _retired.append(t)  # a captured graph may still name it
+            t = _counters[key] = torch.zeros(max(self.ncounters, 4096), dtype=torch.int32,
+                                              device=self.device)
         return t.data_ptr()
-    key = (c.dev.ordinal, stream)
-    t = _counters.get(key)
-    if t is None or t.numel() < n:
-        if t is not None:
-            _retired.append(t)  # a captured graph may still name it
-        t = _counters[key] = torch.zeros(max(n, 4096), dtype=torch.int32, device=c.q.device)
-    return t.data_ptr()
 
-
-def _run_cuda(c, m, out, lse, splits):
-    torch = torch_module()
-    c.keep = []
-    stream = torch._C._cuda_getCurrentRawStream(c.dev.ordinal)
-    ptrs = {"Q": c.qv.ptr, "O": out.data_ptr(), "LSE": lse.data_ptr(), "KV": c.srcs[0][0].ptr,
-            "indices": c.srcs[0][3].ptr}
-    if len(c.srcs) > 1:
-        ptrs["KV_extra"], ptrs["indices_extra"] = c.srcs[1][0].ptr, c.srcs[1][3].ptr
-    if c.has_len:
-        ptrs["topk_length"] = _lengths_cuda(c, 0)
-        if len(c.srcs) > 1:
-            ptrs["topk_length_extra"] = _lengths_cuda(c, 1)
-    if c.sink is not None:
-        ptrs["sink"] = c.sink.ptr
-    if splits > 1:
-        op = torch.empty((c.b, c.sq, splits, c.hq, D_V), dtype=torch.bfloat16, device=c.q.device)
-        lp = torch.empty((c.b, c.sq, splits, c.hq), dtype=torch.float32, device=c.q.device)
-        c.keep += [op, lp]
-        ptrs["O_partial"], ptrs["LSE_partial"] = op.data_ptr(), lp.data_ptr()
-        ptrs["counters"] = _counter_ptr(c, c.b * c.sq * -(-c.hq // HEAD_BLOCK), stream)
-    m.launch(_values(c, m, ptrs, splits), stream)
-    # the scratch tensors go back to the caching allocator after the launch
-    # is queued; PyTorch's stream-ordered reuse keeps them valid for it
-    c.keep = None
+    def __call__(self, q, k_cache, indices, topk_length, attn_sink, extra_k_cache,
+                 extra_indices, extra_topk_length, out=None):
+        """(out, lse), or None when an address breaks the 16-byte rule (the
+        caller then takes the checked path, which names it)."""
+        torch = self.torch
+        qp, kp = q.data_ptr(), k_cache.data_ptr()
+        xp = extra_k_cache.data_ptr() if extra_k_cache is not None else 0
+        if (qp | kp | xp) & 15:
+            return None
+        if out is None:
+            out = torch.empty(self.oshape, dtype=q.dtype, device=self.device)
+        elif out.data_ptr() & 15:
+            return None
+        lse = torch.empty(self.lshape, dtype=torch.float32, device=self.device)
+        stream = self.stream(self.ordinal)
+        flat, sl, keep = self.flat[:], self.slot, []
+        flat[sl["Q"]], flat[sl["O"]], flat[sl["LSE"]] = qp, out.data_ptr(), lse.data_ptr()
+        flat[sl["KV"]], flat[sl["indices"]] = kp, indices.data_ptr()
+        if "KV_extra" in sl:
+            flat[sl["KV_extra"]], flat[sl["indices_extra"]] = xp, extra_indices.data_ptr()
+        if self.has_len:
+            flat[sl["topk_length"]] = self._lengths(topk_length, 0, keep)
+            if "topk_length_extra" in sl:
+                flat[sl["topk_length_extra"]] = self._lengths(extra_topk_length, 1, keep)
+        if "sink" in sl:
+            flat[sl["sink"]] = attn_sink.data_ptr()
+        if self.splits > 1:
+            op = torch.empty((self.b, self.sq, self.splits, self.hq, D_V), dtype=torch.bfloat16,
+                             device=self.device)
+            lp = torch.empty((self.b, self.sq, self.splits, self.hq), dtype=torch.float32,
+                             device=self.device)
+            keep += [op, lp]
+            flat[sl["O_partial"]], flat[sl["LSE_partial"]] = op.data_ptr(), lp.data_ptr()
+            flat[sl["counters"]] = self._counters(stream, keep)
+        self.launch(self.pack(*flat), stream)
+        # the scratch in keep goes back to PyTorch's caching allocator once
+        # the launch is queued: its stream-ordered reuse waits for it
+        return out, lse
 
 
 def _host_ints(v, b, sq, fill=None):

@@ -5,6 +5,7 @@ and forced), CUDA graph capture. Against the float64 reference of ref.py
 (the cache dequantized on its own). Skipped without torch; the GPU tests
 without a GPU."""
 
+import ctypes
 import os
 
 import numpy as np
@@ -144,6 +145,47 @@ def test_cpu_torch_compile_fullgraph(gen):
     assert torch.equal(o, wo + 1) and torch.equal(lse, wl)
 
 
+def test_cpu_launcher_packs_every_address(gen, monkeypatch):
+    # the CUDA launcher's argument packing, with its launch captured: each
+    # address lands in its ABI slot, the lengths of FlashMLA's [batch] form
+    # are spread over s_q, a source without lengths gets its whole list
+    monkeypatch.setattr(torch.cuda, "is_current_stream_capturing", lambda: False)
+    q, kc, kw, _ = make(gen, 2, 3, 5, 40, 61, 2, extra=(24, 2, 7), sink=True,
+                        lens=("b", None))
+    c = _decode.plan(q, kc, softmax_scale=0.25, **kw)
+    m = kgen._cache.module(c.dev, "decode", c.args)
+    launcher = _decode.Launcher(c, m, 3)
+    got = []
+
+    def ints(addr, n):
+        return np.ctypeslib.as_array((ctypes.c_int32 * n).from_address(addr)).copy()
+
+    def launch(packed, stream):
+        # the scratch lives until the launch is queued: read it now
+        flat = m.struct.unpack(packed)
+        v = {n: flat[launcher.slot[n]] for n in m.names}
+        got.append((v, stream, ints(v["topk_length"], 6), ints(v["topk_length_extra"], 6),
+                    ints(v["counters"], 6)))
+
+    launcher.launch = launch
+    launcher.stream = lambda ordinal: 1234
+    o, lse = launcher(q, kc, kw["indices"], kw["topk_length"], kw["attn_sink"],
+                      kw["extra_k_cache"], kw["extra_indices_in_kvcache"], None)
+    (v, stream, tl, xtl, ctr), = got
+    assert stream == 1234 and o.shape == (2, 3, 5, 512) and lse.shape == (2, 5, 3)
+    assert v["Q"] == q.data_ptr() and v["O"] == o.data_ptr() and v["LSE"] == lse.data_ptr()
+    assert v["KV"] == kc.data_ptr() and v["indices"] == kw["indices"].data_ptr()
+    assert v["KV_extra"] == kw["extra_k_cache"].data_ptr()
+    assert v["indices_extra"] == kw["extra_indices_in_kvcache"].data_ptr()
+    assert v["sink"] == kw["attn_sink"].data_ptr()
+    assert (v["batch"], v["s_q"], v["splits"]) == (2, 3, 3)
+    assert (v["capacity"], v["capacity_extra"]) == (2 * 61, 7 * 2)
+    assert v["softmax_scale"] == 0.25
+    assert v["O_partial"] and v["LSE_partial"]
+    assert np.array_equal(tl, np.repeat(kw["topk_length"].numpy(), 3))
+    assert (xtl == 24).all() and (ctr == 0).all()
+
+
 # ---- GPU -------------------------------------------------------------------
 
 # (batch, s_q, heads, topk, page, pages, extra, sink, lens)
@@ -164,6 +206,11 @@ def test_gpu_vs_reference(gen, case):
         o, lse = kgen.sparse_decode(q, kc, num_splits=splits, **kw)
         torch.cuda.synchronize()
         check(o, lse, q, srcs, 512 ** -0.5, kw.get("attn_sink"))
+    # a repeat with new data (the memo's launcher: only the addresses change)
+    q2 = torch.randn(q.shape, generator=gen).to(torch.bfloat16).to("cuda")
+    o, lse = kgen.sparse_decode(q2, kc, **kw)
+    torch.cuda.synchronize()
+    check(o, lse, q2, srcs, 512 ** -0.5, kw.get("attn_sink"))
     # the kernel leaves its completion counters zero for the next launch
     for t in _decode._counters.values():
         assert int(t.abs().sum()) == 0
