@@ -154,34 +154,38 @@ def sparse_decode(q, k_cache, block_table=None, cache_seqlens=None, head_dim_v=5
               indices=indices, attn_sink=attn_sink, extra_k_cache=extra_k_cache,
               extra_indices_in_kvcache=extra_indices_in_kvcache, topk_length=topk_length,
               extra_topk_length=extra_topk_length, out=out, target=target)
-    if is_torch(q) and q.is_cuda:
-        if _compiling():
-            return _traced_sparse_decode(q, k_cache, kw)
-        # a repeat of an earlier call: only the addresses are new
-        try:
-            key = (_decode_sig(q), _decode_sig(k_cache), _decode_sig(indices),
-                   _decode_sig(topk_length), _decode_sig(attn_sink), _decode_sig(extra_k_cache),
-                   _decode_sig(extra_indices_in_kvcache), _decode_sig(extra_topk_length),
-                   out is None, head_dim_v, num_splits, softmax_scale, causal, is_fp8_kvcache,
-                   target)
-            f = _fast_decode.get(key)
-        except (AttributeError, TypeError):  # not tensors, or unhashable: the checks name it
-            f = key = None
-        if f is not None:
-            r = f(q, k_cache, indices, topk_length, attn_sink, extra_k_cache,
-                  extra_indices_in_kvcache, extra_topk_length, out)
-            if r is not None:
-                return r
-        c = _decode.plan(q, k_cache, **kw)
-        r = _decode.run(c)
-        if key is not None and out is None:
-            if len(_fast_decode) >= 4096:  # serving changes the batch every step
-                _fast_decode.clear()
-            _fast_decode[key] = c.launcher
-        return r
     if is_torch(q) and _compiling():
         return _traced_sparse_decode(q, k_cache, kw)
-    return _decode.run(_decode.plan(q, k_cache, **kw))
+    return _sparse_decode(q, k_cache, kw)
+
+
+def _sparse_decode(q, k_cache, kw):
+    """The eager call (also kgen::sparse_decode's): CUDA tensors through
+    the memo of launchers, so a repeat of an earlier call's shapes,
+    strides, dtypes, devices and options only packs the new addresses."""
+    if not (is_torch(q) and q.is_cuda):
+        return _decode.run(_decode.plan(q, k_cache, **kw))
+    out = kw["out"]
+    names = ("indices", "topk_length", "attn_sink", "extra_k_cache", "extra_indices_in_kvcache",
+             "extra_topk_length")
+    try:
+        key = (_decode_sig(q), _decode_sig(k_cache)) + tuple(_decode_sig(kw[n]) for n in names) + \
+            (out is None, kw["head_dim_v"], kw["num_splits"], kw["softmax_scale"], kw["causal"],
+             kw["is_fp8_kvcache"], kw["target"])
+        f = _fast_decode.get(key)
+    except (AttributeError, TypeError):  # not tensors, or unhashable: the checks name it
+        f = key = None
+    if f is not None:
+        r = f(q, k_cache, *[kw[n] for n in names])
+        if r is not None:
+            return r
+    c = _decode.plan(q, k_cache, **kw)
+    r = _decode.run(c)
+    if key is not None and out is None:
+        if len(_fast_decode) >= 4096:  # serving changes the batch every step
+            _fast_decode.clear()
+        _fast_decode[key] = c.launcher
+    return r
 
 
 _fast_decode = {}

@@ -77,11 +77,15 @@ def _register():
                       extra_indices_in_kvcache: torch.Tensor | None,
                       extra_topk_length: torch.Tensor | None, softmax_scale: float,
                       num_splits: int, target: str) -> tuple[torch.Tensor, torch.Tensor]:
-        return _decode.run(_decode.plan(
-            q, k_cache, indices=indices, topk_length=topk_length, attn_sink=attn_sink,
-            extra_k_cache=extra_k_cache, extra_indices_in_kvcache=extra_indices_in_kvcache,
-            extra_topk_length=extra_topk_length, softmax_scale=softmax_scale,
-            num_splits=num_splits or None, target=target or None))
+        import kgen
+
+        return kgen._sparse_decode(q, k_cache, dict(
+            block_table=None, cache_seqlens=None, head_dim_v=_decode.D_V,
+            tile_scheduler_metadata=None, num_splits=num_splits or None,
+            softmax_scale=softmax_scale, causal=False, is_fp8_kvcache=None, indices=indices,
+            attn_sink=attn_sink, extra_k_cache=extra_k_cache,
+            extra_indices_in_kvcache=extra_indices_in_kvcache, topk_length=topk_length,
+            extra_topk_length=extra_topk_length, out=None, target=target or None))
 
     @sparse_decode.register_fake
     def _(q, k_cache, indices, topk_length, attn_sink, extra_k_cache, extra_indices_in_kvcache,
