@@ -266,6 +266,7 @@ def plan(q, k_cache, block_table=None, cache_seqlens=None, head_dim_v=D_V,
         if ov.ptr % 16:
             _fail(ValueError, "out.data_ptr()", hex(ov.ptr), "must be 16-byte aligned")
     dev, tgt = _device_and_target(qv, target)
+    c.auto = target is None and qv.device == "cpu"
     has_len = any(v is not None for v in lens)
     c.q, c.out, c.qv, c.dev, c.target = q, out, qv, dev, tgt
     c.b, c.sq, c.hq, c.scale, c.num_splits = b, sq, hq, scale, num_splits
@@ -306,9 +307,38 @@ def _splits(c):
     return choose_splits(ctas, n, sum(s[4] for s in c.srcs))
 
 
+_chosen = {}
+
+
+def _module(c):
+    """The kernel of c. A CPU call that names no target takes the first
+    target (targets()) whose generator accepts this configuration, so a
+    target whose decode kernels cover only some configurations yet serves
+    those and leaves the rest to the next."""
+    if not c.auto:
+        return _cache.module(c.dev, "decode", c.args)
+    rest = c.args[2:]
+    t = _chosen.get(rest)
+    if t is not None:
+        c.target, c.args = t, ("--target", t) + rest
+        return _cache.module(c.dev, "decode", c.args)
+    first = None
+    for t in targets():
+        args = ("--target", t) + rest
+        try:
+            m = _cache.module(c.dev, "decode", args)
+        except ValueError as e:
+            first = first or e
+            continue
+        _chosen[rest] = t
+        c.target, c.args = t, args
+        return m
+    raise first
+
+
 def run(c):
     """Launches the checked call; returns (out, lse)."""
-    m = _cache.module(c.dev, "decode", c.args)
+    m = _module(c)
     splits = _splits(c)
     if c.dev.kind != "emu":
         c.launcher = Launcher(c, m, splits)

@@ -230,3 +230,19 @@ def test_quantizer_matches_the_c_reference(rng):
                                  ctypes.cast(p + pg * pb + ps * 576 + off * 8, u8p),
                                  want.ctypes.data_as(ctypes.POINTER(ctypes.c_double)))
         assert np.array_equal(deq[pg, off, 0].astype(np.float64), want)
+
+
+def test_cpu_default_falls_back_to_a_target_that_takes_the_configuration(monkeypatch):
+    # a target listed first whose generator refuses the configuration: the
+    # call takes the next one instead of failing
+    if "sm_100a" in TARGETS:
+        pytest.skip("sm_100a generates decode kernels: no refusing target to list first")
+    monkeypatch.setattr(_decode, "_targets", ("sm_100a",) + tuple(TARGETS))
+    monkeypatch.setattr(_decode, "_chosen", {})
+    q = np.zeros((1, 1, 6, 512), np.uint16)
+    kc = kgen.quantize_kv_cache(np.ones((1, 3, 1, 512), np.float32))
+    o, lse = kgen.sparse_decode(q, kc, indices=np.array([[[0, 2, -1]]], np.int32))
+    assert (o == 0x3F80).all() and np.allclose(lse, np.log(2))  # O = 1.0, two keys
+    assert list(_decode._chosen.values()) == [TARGETS[0]]
+    with pytest.raises(ValueError, match=r"target='sm_100a'|--target=sm_100a"):
+        kgen.sparse_decode(q, kc, indices=np.zeros((1, 1, 3), np.int32), target="sm_100a")
