@@ -6,7 +6,8 @@ beside F.scaled_dot_product_attention and a Triton kernel (GPU machine).
   warm first call   a new process with the disk cache filled (the driver's
                     JIT cache too): read + load + launch + sync
   per-call host     a tiny shape, launches back to back, time per call on
-                    the host (no sync inside the loop), kgen vs SDPA
+                    the host (no sync inside the loop), kgen vs SDPA; and
+                    kgen.sparse_decode's at a tiny shape
 Each first call runs in a fresh interpreter (subprocess) so that nothing is
 cached in memory. Prints one table; --json for machine use."""
 
@@ -120,6 +121,14 @@ def main(argv=None):
     packed = f.pack(*flat)
     stream = torch.cuda.current_stream().cuda_stream
     res["kgen_launch_us"] = _per_call(lambda: f.launch(packed, stream))
+    # kgen.sparse_decode at a tiny shape (one CTA, no split-KV): the memo of
+    # launchers, a sink and per-sequence lengths included
+    kc = kgen.quantize_kv_cache(torch.randn(2, 64, 1, 512, dtype=torch.bfloat16, device="cuda"))
+    qd = torch.randn(1, 1, 8, 512, dtype=torch.bfloat16, device="cuda")
+    kw = dict(indices=torch.randint(0, 128, (1, 1, 64), dtype=torch.int32, device="cuda"),
+              topk_length=torch.full((1,), 64, dtype=torch.int32, device="cuda"),
+              attn_sink=torch.zeros(8, device="cuda"))
+    res["kgen_decode_call_us"] = _per_call(lambda: kgen.sparse_decode(qd, kc, **kw))
     if a.json:
         print(json.dumps(res))
         return
@@ -135,6 +144,8 @@ def main(argv=None):
               "PTX JIT and the load)" % (res["kgen_generate_s"] * 1e3))
     print("per-call host overhead, [1,128,2,64] bf16: kgen %.1f us (of which the launch %.1f us), "
           "SDPA %.1f us" % (res["kgen_call_us"], res["kgen_launch_us"], res["sdpa_call_us"]))
+    print("per-call host overhead, sparse_decode [1,1,8,512] top-k 64: kgen %.1f us"
+          % res["kgen_decode_call_us"])
 
 
 if __name__ == "__main__":
