@@ -55,8 +55,8 @@ emit_q(Emit *e, const DecodeCfg *d, const FmhaRegs *r, Reg q0)
 	      src.s, src.s, src.s, src.s, o.s);
 	emitf(e, "\tmul.wide.u32 %s, %s, 16;\n\tadd.u64 %s, %s, %s;\n", o.s, ch.s, src.s, src.s, o.s);
 	/* heads left for this thread's rows: row0 + 2i < Hq - h */
-	emitf(e, "\tsub.u32 %s, %s, %s;\n\tmov.u32 %s, %d;\n\tsub.u32 %s, %s, %s;\n", hl.s, t.s, t.s, t.s,
-	      d->hq, hl.s, t.s, r->h.s);
+	emitf(e, "\tmov.u32 %s, %d;\n\tsub.u32 %s, %s, %s;\n\tsub.u32 %s, %s, %s;\n", t.s, d->hq, hl.s, t.s,
+	      r->h.s, hl.s, hl.s, row0.s);
 	/* dst0 = Q + (ch/8)·slice + row0·128 + (ch%8)·16 */
 	emitf(e, "\tshr.u32 %s, %s, 3;\n\tmul.lo.u32 %s, %s, %u;\n", t.s, ch.s, dst0.s, t.s, f->lq.slice_bytes);
 	emitf(e, "\tadd.u32 %s, %s, %s;\n\tmad.lo.u32 %s, %s, 128, %s;\n", dst0.s, dst0.s, q0.s, dst0.s, row0.s,
