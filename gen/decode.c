@@ -376,9 +376,9 @@ emit_prologue(Emit *e, const DecodeCfg *d, FmhaRegs *r, KgErr *err)
 
 /* Split-KV combine, run by the consumer threads (d->cons_threads from
  * tid d->cons_tid0) once their part's O and LSE are stored
- * (decode.finish): every part (and, with O split by columns, each half of
- * it) fences its stores and counts itself in counters[qrow·HB + hb]; the
- * one that counts last (splits·ohalves) reads
+ * (decode.finish): every warp of every part (and, with O split by
+ * columns, of each half of it) fences its stores and counts itself in
+ * counters[qrow·HB + hb]; the CTA whose warp counts last reads
  * all parts and writes the row's O and LSE, the sink joining the
  * denominator once: LSE = ln(Σ_s e^LSE_s + e^sink), O = Σ_s e^(LSE_s -
  * LSE) O_s. It then resets the counter to 0 for the next launch. A part
@@ -421,25 +421,26 @@ decode_finish(Emit *e, const FmhaCfg *f, const FmhaRegs *r, KgErr *err)
 	label_new(e, s2, sizeof s2, "combine_sum");
 	label_new(e, out, sizeof out, "combine_store");
 	emitf(e, "\tsetp.le.u32 %s, %s, 1;\n\t@%s bra %s;\n", p.s, r->splits.s, p.s, done);
-	/* release this thread's part (PTX ISA "Memory consistency model":
-	 * fence, then the CTA barrier, then one thread's atomic) */
-	emitf(e, "\tfence.acq_rel.gpu;\n\tbar.sync 1, %d;\n", d->cons_threads);
+	/* The flag "this CTA combines" starts 0 (its CTA barrier orders the
+	 * zero before any warp's store of 1). Each thread releases its part
+	 * (PTX ISA "Memory consistency model": fence, then the warp barrier,
+	 * then one lane's atomic), so each warp counts itself: a row is
+	 * complete at splits·ohalves·warps. The warp whose count completes it
+	 * sets the flag; the CTA barrier hands it to every thread. */
 	emitf(e, "\tsub.u32 %s, %s, %d;\n\tsetp.eq.u32 %s, %s, 0;\n", c.s, r->tid.s, d->cons_tid0, pc.s, c.s);
+	emitf(e, "\tmov.u32 %s, 0;\n\t@%s st.shared.u32 [%s+4], %s;\n\tbar.sync 1, %d;\n", flag.s, pc.s, fl.s,
+	      flag.s, d->cons_threads);
+	emitf(e, "\tfence.acq_rel.gpu;\n\tbar.warp.sync 0xffffffff;\n");
 	emitf(e, "\tld.param.u64 %s, [p_counters];\n\tcvta.to.global.u64 %s, %s;\n", cnt.s, cnt.s, cnt.s);
 	emitf(e, "\tshr.u32 %s, %s, 6;\n\tmad.lo.u32 %s, %s, %d, %s;\n", t.s, r->h.s, t.s, r->qrow.s, d->hblocks,
 	      t.s);
 	emitf(e, "\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n", a.s, t.s, cnt.s, cnt.s, a.s);
-	emitf(e, "\tmov.u32 %s, 0;\n\t@%s atom.acq_rel.gpu.global.add.u32 %s, [%s], 1;\n", flag.s, pc.s, flag.s,
-	      cnt.s);
-	if (f->ohalves > 1) {
-		emitf(e, "\tmul.lo.u32 %s, %s, %d;\n", t.s, r->splits.s, f->ohalves);
-		emitf(e, "\tadd.u32 %s, %s, 1;\n\tsetp.eq.u32 %s, %s, %s;\n", flag.s, flag.s, p.s, flag.s, t.s);
-	} else {
-		emitf(e, "\tadd.u32 %s, %s, 1;\n\tsetp.eq.u32 %s, %s, %s;\n", flag.s, flag.s, p.s, flag.s,
-		      r->splits.s);
-	}
-	emitf(e, "\tselp.u32 %s, 1, 0, %s;\n", flag.s, p.s);
-	emitf(e, "\t@%s st.shared.u32 [%s+4], %s;\n\tbar.sync 1, %d;\n\tld.shared.u32 %s, [%s+4];\n", pc.s,
+	emitf(e, "\tsetp.eq.u32 %s, %s, 0;\n", pe.s, r->lane.s);
+	emitf(e, "\t@%s atom.acq_rel.gpu.global.add.u32 %s, [%s], 1;\n", pe.s, flag.s, cnt.s);
+	emitf(e, "\tmul.lo.u32 %s, %s, %d;\n\tadd.u32 %s, %s, 1;\n", t.s, r->splits.s,
+	      f->ohalves * d->cons_threads / 32, flag.s, flag.s);
+	emitf(e, "\tsetp.eq.and.u32 %s, %s, %s, %s;\n\tmov.u32 %s, 1;\n", pe.s, flag.s, t.s, pe.s, flag.s);
+	emitf(e, "\t@%s st.shared.u32 [%s+4], %s;\n\tbar.sync 1, %d;\n\tld.shared.u32 %s, [%s+4];\n", pe.s,
 	      fl.s, flag.s, d->cons_threads, flag.s, fl.s);
 	emitf(e, "\tsetp.eq.u32 %s, %s, 0;\n\t@%s bra %s;\n", p.s, flag.s, p.s, done);
 	emitf(e, "\tfence.acq_rel.gpu;\n");

@@ -289,6 +289,17 @@ corr_ring(const FmhaCfg *f)
 	return qtiles(f) == 1;
 }
 
+/* Whether S waits for "slot free" (the P·V that read the slot's P). With
+ * K=V in as many stages as S slots and one Q tile, a tile's stage last
+ * held the tile whose P·V read its slot, and the MMA issuer's K=V full
+ * wait already follows that P·V's "K=V free" commit through the
+ * producer: the slot is free, and the barrier would order nothing. */
+static int
+slot_free_barrier(const FmhaCfg *f)
+{
+	return !(f->kv_shared && f->stages == SLOTS && qtiles(f) == 1);
+}
+
 static int
 sm100_fmha_plan(FmhaCfg *f, KgErr *err)
 {
@@ -341,7 +352,8 @@ sm100_fmha_plan(FmhaCfg *f, KgErr *err)
 	f->b_pfull = plan_barrier(p, "P full", SLOTS, 128, 0, "softmax threads: tcgen05.st P, wait::st");
 	f->b_cfull = plan_barrier(p, "rescale full", corr_ring(f) ? SLOTS : qt, 128, 0, "softmax threads after storing row rescale factors");
 	f->b_oready = plan_barrier(p, "O ready", qt, 128, 0, "correction threads once O is rescaled");
-	f->b_pvdone = plan_barrier(p, "slot free", SLOTS, 1, 0, "tcgen05.commit after the P·V that read the slot's P");
+	if (slot_free_barrier(f))
+		f->b_pvdone = plan_barrier(p, "slot free", SLOTS, 1, 0, "tcgen05.commit after the P·V that read the slot's P");
 	if (lookahead(f))
 		f->b_odone = plan_barrier(p, "O done", 1, 1, 0, "tcgen05.commit after each P·V into O");
 	f->b_ofinal = plan_barrier(p, "O final", 1, 1, 0, "tcgen05.commit after the last MMA");
@@ -437,7 +449,8 @@ emit_s_phase(Emit *e, const FmhaCfg *f, Mma *m, int first, KgErr *err)
 		emitf(e, "\tand.b32 %s, %s, 1;\n\tshr.u32 %s, %s, 1;\n\tand.b32 %s, %s, 1;\n\txor.b32 %s, %s, 1;\n",
 		      m->slot.s, m->si.s, m->par.s, m->si.s, m->par.s, m->par.s, m->par.s, m->par.s);
 		/* the first tile's one S uses a fresh slot: nothing to wait for */
-		if (!first && wait_bar(e, err, m->pvdone0, 0, &m->slot, m->bar, m->par.s) < 0)
+		if (!first && slot_free_barrier(f) &&
+		    wait_bar(e, err, m->pvdone0, 0, &m->slot, m->bar, m->par.s) < 0)
 			return -1;
 		/* orders these MMAs after both waits (K's and the slot's) */
 		sm100_fence_after(e);
@@ -504,7 +517,8 @@ emit_pv_phase(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Mma *m, KgErr *err)
 			      m->bd.s, m->x.s, m->vhi.s);
 			sm100_mma_f16_ts(e, m->dt, a, m->bd, m->id_o, kk ? "1" : m->acc.s);
 		}
-		commit_bar(e, m->pvdone0, 0, &m->slot, m->bar);
+		if (slot_free_barrier(f))
+			commit_bar(e, m->pvdone0, 0, &m->slot, m->bar);
 		if (lookahead(f))
 			commit_bar(e, m->odone0, 0, NULL, m->bar);
 		emitf(e, "\tadd.u32 %s, %s, 1;\n", m->pi.s, m->pi.s);
@@ -552,7 +566,8 @@ emit_mma(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Reg tmem, KgErr *err)
 	m.sfull0 = op_plan_bar(e, &f->plan, r->base, f->b_sfull);
 	m.pfull0 = op_plan_bar(e, &f->plan, r->base, f->b_pfull);
 	m.oready0 = op_plan_bar(e, &f->plan, r->base, f->b_oready);
-	m.pvdone0 = op_plan_bar(e, &f->plan, r->base, f->b_pvdone);
+	if (slot_free_barrier(f))
+		m.pvdone0 = op_plan_bar(e, &f->plan, r->base, f->b_pvdone);
 	ofinal = op_plan_bar(e, &f->plan, r->base, f->b_ofinal);
 	if (lookahead(f))
 		m.odone0 = op_plan_bar(e, &f->plan, r->base, f->b_odone);
