@@ -23,15 +23,8 @@
 
 #include "../decode.h"
 #include "../ops.h"
+#include "rates.h"
 
-/* B200 per SM and clock (docs/hardware.md, "Limits and peak rates": 2.25
- * PFLOP/s dense bf16 and about 8 TB/s HBM over 148 SMs at ~1.85 GHz; 16
- * ex2 per clock; four schedulers, 128 thread-instructions). */
-#define B200_MMA_FLOP_CLK 8192.0
-#define B200_HBM_B_CLK (8e12 / (148 * 1.85e9))
-#define B200_EX2_CLK 16.0
-#define B200_ISSUE_CLK 128.0
-#define B200_SMEM_B_CLK 128.0
 /* Softmax thread-instructions per score (gen/sm100/fmha.c's estimate) and
  * the gather's per E4M3 word (ld share, 2 cvt.f16x2.e4m3x2, 4 cvt.f32.f16,
  * 4 mul, 2 cvt.bf16x2, moves: about 16). */
@@ -111,13 +104,14 @@ sm100_decode_bound(const DecodeCfg *d, Buf *out)
 	if (smem > cta)
 		cta = smem;
 	double clk_token = cta * f->ohalves * d->hblocks;   /* SM clocks per token of a query row */
-	double hbm_clk = hbm / B200_HBM_B_CLK;               /* SM clocks of HBM time per token, whole GPU */
+	/* SM clocks of HBM time per token, the whole GPU's HBM shared by its SMs */
+	double hbm_clk = hbm * B200_SMS * B200_CLK_MHZ * 1e6 / (B200_HBM_GB_S * 1e9);
 	double useful = 2.0 * d->hq * (f->d + f->dv);
 
-	buf_printf(out, "bound           B200, per token of a query row: %.0f HBM bytes (%.1f SM-clk at 8 TB/s over 148 SMs) vs %d CTA%s x max(tensor %.1f clk [M=128 of which %d rows are heads, S recomputed per O half], shared memory %.1f clk [Q reread per S, K, V, the gather's stores], issue %.1f clk [softmax + dequant], ex2 %.1f clk) = %.1f SM-clk\n",
-	           hbm, hbm_clk, f->ohalves * d->hblocks, f->ohalves * d->hblocks > 1 ? "s" : "", mma,
+	buf_printf(out, "bound           B200, per token of a query row: %.0f HBM bytes (%.1f SM-clk at %.0f TB/s over %d SMs) vs %d CTA%s x max(tensor %.1f clk [M=128 of which %d rows are heads, S recomputed per O half], shared memory %.1f clk [Q reread per S, K, V, the gather's stores], issue %.1f clk [softmax + dequant], ex2 %.1f clk) = %.1f SM-clk\n",
+	           hbm, hbm_clk, B200_HBM_GB_S / 1e3, B200_SMS, f->ohalves * d->hblocks, f->ohalves * d->hblocks > 1 ? "s" : "", mma,
 	           d->hq < 64 ? d->hq : 64, smem, issue, ex2, clk_token);
-	double clk = clk_token > hbm_clk ? clk_token : hbm_clk, tok_s = 148 * 1.85e9 / clk;
+	double clk = clk_token > hbm_clk ? clk_token : hbm_clk, tok_s = B200_SMS * B200_CLK_MHZ * 1e6 / clk;
 
 	buf_printf(out, "                -> %s-bound: at most %.2f TB/s of unique KV (%.0f%% of HBM), %.0f TFLOP/s useful (%.0f%% of bf16 peak); rows 64..127 and the S recompute are the price of reusing fmha's M=128 pipeline (an M=64 Layout F plan with O halves at lane offsets 0/16 would remove both)\n",
 	           clk_token <= hbm_clk ? "HBM" : cta == smem ? "shared-memory" : cta == mma ? "tensor" : "issue", tok_s * hbm / 1e12, 100.0 * hbm_clk / clk,

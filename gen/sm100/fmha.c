@@ -31,6 +31,7 @@
 #include "../fmha.h"
 #include "../ops.h"
 #include "mma.h"
+#include "rates.h"
 
 #define NEG_INF "0fFF800000"
 
@@ -49,10 +50,6 @@ enum {
 	REGS_LOADMMA_1Q = 168,
 };
 
-/* B200 rates per SM and clock (docs/hardware.md, "Limits and peak rates": 2.25 PFLOP/s
- * dense bf16 on 148 SMs at ~1.85 GHz; 16 ex2/clk MUFU; 128 B/clk shared memory; four
- * schedulers issuing one warp instruction each, 128 thread-instructions). */
-enum { B200_MMA_FLOP_CLK = 8192, B200_EX2_CLK = 16, B200_SMEM_B_CLK = 128, B200_ISSUE_CLK = 128 };
 
 /* Softmax instructions per score: max, scale fma, ex2, sum add, half a
  * bf16x2 cvt and the tcgen05.ld/st share (~4.5); op_exp2_fma takes ten
