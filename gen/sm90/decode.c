@@ -291,7 +291,7 @@ emit_tiles(Emit *e, KgErr *err, const DecodeCfg *d, const FmhaRegs *r, Reg k0, R
 }
 
 int
-sm90_decode_gather(Emit *e, const FmhaCfg *f, const FmhaRegs *r, KgErr *err)
+decode_gather_warpgroup(Emit *e, const FmhaCfg *f, const FmhaRegs *r, KgErr *err)
 {
 	const DecodeCfg *d = f->ext;
 	Reg q0, k0, kbar0, kfree0, list;
@@ -308,8 +308,10 @@ sm90_decode_gather(Emit *e, const FmhaCfg *f, const FmhaRegs *r, KgErr *err)
 }
 
 const DecodeOps decode_sm90 = {
-	sm90_decode_gather,
+	decode_gather_warpgroup,
 	GATHER_REGS,
 	"sm_90a: E4M3 -> f16 (cvt) -> f32 x 2^(e-127) -> bf16 in registers of the producer warpgroup, "
 	"stored to smem; exact (E4M3 times a power of two fits bf16), so the only rounding is fmha's bf16 P",
+	NULL,
+	NULL,
 };
