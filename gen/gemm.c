@@ -24,12 +24,16 @@ static const ParamSpec gemm_params[] = {
 	{"stages", PK_INT, P(stages), NULL, 2, 8, 1, "4", "TMA ring depth (full/empty mbarrier pairs)", NULL},
 	{"swizzle", PK_SWIZZLE, P(swizzle), "none,32,64,128", 0, 0, 0, "128",
 	 "smem swizzle of the A/B tiles (TMA and MMA agree)", NULL},
-	{"dtype", PK_DTYPE, P(dtype), "bf16,fp16", 0, 0, 0, "bf16", "A and B element type", NULL},
+	{"dtype", PK_DTYPE, P(dtype), "bf16,fp16,e4m3", 0, 0, 0, "bf16",
+	 "A and B element type (e4m3 needs --scale block128)", NULL},
 	{"out-dtype", PK_DTYPE, P(out_dtype), "bf16,f32", 0, 0, 0, "bf16", "C element type", NULL},
 	{"cta-pair", PK_INT, P(cta_pair), "0,1", 0, 0, 0, "0",
 	 "1: clusters of 2 CTAs, one cta_group::2 MMA of M = 2*tile-m per pair", "target=sm_100a"},
 	{"cluster-n", PK_INT, P(cluster_n), "1,2", 0, 0, 0, "1",
 	 "pairs per cluster along N; 2 multicasts each A tile to both pairs", "cta-pair=1"},
+	{"scale", PK_ENUM, P(scale), "none,block128", 0, 0, 0, "none",
+	 "block128: C = sum over 128-wide K blocks of SA[kb,m]·SB[n/128,kb]·(A·B^T of the block), "
+	 "promoted into the f32 accumulator once per block", "dtype=e4m3"},
 };
 
 /* Validates the parameter combination and builds the plan. Every rule that
@@ -49,6 +53,8 @@ gemm_configure(GemmCfg *g, const GemmParams *p, KgErr *err)
 	g->esz_in = dtype_bits(g->in) / 8;
 	g->esz_out = dtype_bits(g->out) / 8;
 	g->span = swizzle_span(g->swz);
+	g->kmma = 32 / g->esz_in;
+	g->sblock = p->scale == GS_BLOCK128 ? 128 : 0;
 	g->group_m = 8;
 	g->r_slot = g->b_acc = -1;
 	g->pair = p->cta_pair;
@@ -61,6 +67,23 @@ gemm_configure(GemmCfg *g, const GemmParams *p, KgErr *err)
 	if (g->cn > 1 && !g->pair)
 		return kg_fail(err, "--cluster-n=%d: clusters along N are pairs sharing A; it needs "
 		               "--cta-pair 1", g->cn);
+
+	/* FP8 values are only meaningful with their scales; the scales only
+	 * exist for FP8 (DeepSeek's block scaling, docs/ABI.md "gemm"). */
+	if (dtype_bits(g->in) == 8 && !g->sblock)
+		return kg_fail(err, "--dtype=%s: FP8 inputs carry block scales; add --scale block128",
+		               dtype_name(g->in));
+	if (g->sblock && dtype_bits(g->in) != 8)
+		return kg_fail(err, "--scale=block128 with --dtype=%s: block scales apply to FP8 inputs "
+		               "(--dtype e4m3)", dtype_name(g->in));
+	/* One stage is one scale block, so the promotion runs once per stage;
+	 * a tile's columns meet whole 128-row blocks of B's scales. */
+	if (g->sblock && g->tk != g->sblock)
+		return kg_fail(err, "--tile-k=%d with --scale=block128: tile-k must be the scale block, "
+		               "128", g->tk);
+	if (g->sblock && g->sblock % g->tn)
+		return kg_fail(err, "--tile-n=%d with --scale=block128: tile-n must divide 128 (a tile's "
+		               "columns share one B scale per K block)", g->tn);
 
 	/* One MMA consumes 32 bytes of K (docs/hardware.md, "Advancing along K"); a stage holds
 	 * whole swizzle rows so TMA boxes and descriptors tile it exactly. */
@@ -81,10 +104,10 @@ gemm_configure(GemmCfg *g, const GemmParams *p, KgErr *err)
 	g->r_b = plan_smem(&g->plan, "B stages", g->lb.bytes, align, g->stages);
 	if (g->t->gemm->plan(g, err) < 0)
 		return -1;
-	snprintf(g->name, sizeof g->name, "gemm_%s_%s_m%dn%dk%d_s%d_sw%s%s_%s", dtype_name(g->in),
+	snprintf(g->name, sizeof g->name, "gemm_%s_%s_m%dn%dk%d_s%d_sw%s%s%s_%s", dtype_name(g->in),
 	         dtype_name(g->out), g->tile_rows, g->tn, g->tk, g->stages,
 	         g->swz == SWZ_NONE ? "none" : (g->swz == SWZ_32B ? "32" : g->swz == SWZ_64B ? "64" : "128"),
-	         g->cn > 1 ? "_pair2" : g->pair ? "_pair" : "", g->t->tag);
+	         g->cn > 1 ? "_pair2" : g->pair ? "_pair" : "", g->sblock ? "_bs128" : "", g->t->tag);
 	return plan_check(&g->plan, err);
 }
 
@@ -292,6 +315,12 @@ emit_prologue(Emit *e, const GemmCfg *g, GemmRegs *r, KgErr *err)
 	emitf(e, "\tld.param.u64 %s, [p_C];\n\tcvta.to.global.u64 %s, %s;\n", r->c.s, r->c.s, r->c.s);
 	op_param_addr(e, r->tmap_a, "p_A");
 	op_param_addr(e, r->tmap_b, "p_B");
+	if (g->sblock) {
+		r->sa = reg_new(e, RC_B64);
+		r->sb = reg_new(e, RC_B64);
+		emitf(e, "\tld.param.u64 %s, [p_SA];\n\tcvta.to.global.u64 %s, %s;\n", r->sa.s, r->sa.s, r->sa.s);
+		emitf(e, "\tld.param.u64 %s, [p_SB];\n\tcvta.to.global.u64 %s, %s;\n", r->sb.s, r->sb.s, r->sb.s);
+	}
 	r->prank = r->rank;
 	if (g->pair)
 		emitf(e, "\tmov.u32 %s, %%cluster_ctarank;\n", r->rank.s);
@@ -351,12 +380,23 @@ gemm_abi(const GemmCfg *g, const char *args, KernelAbi *k)
 	p = abi_add(k, ABI_PTR, "C");
 	p->dtype = g->out;
 	snprintf(p->tensor, sizeof p->tensor, "C[M,N]");
+	if (g->sblock) {
+		/* K-block-major SA, so that the rows of one K block are adjacent */
+		p = abi_add(k, ABI_PTR, "SA");
+		p->dtype = DT_F32;
+		snprintf(p->tensor, sizeof p->tensor, "SA[cdiv(K,%d),M]", g->sblock);
+		p = abi_add(k, ABI_PTR, "SB");
+		p->dtype = DT_F32;
+		snprintf(p->tensor, sizeof p->tensor, "SB[cdiv(N,%d),cdiv(K,%d)]", g->sblock, g->sblock);
+	}
 	abi_add(k, ABI_U32, "M");
 	abi_add(k, ABI_U32, "N");
 	abi_add(k, ABI_U32, "K");
 	/* A and B rows are K elements: their byte stride must be a multiple of
 	 * 16 (docs/hardware.md, "Tensor map encoding") */
 	abi_shape(k, "kmult", "%d", 16 / g->esz_in);
+	if (g->sblock)
+		abi_shape(k, "kblock", "%d", g->sblock);
 }
 
 static int
@@ -394,6 +434,9 @@ gemm_plan(const void *params, Buf *text, KgErr *err)
 	buf_printf(text, "kernel          %s\n", g.name);
 	buf_printf(text, "tile            %d x %d x %d, %d stages, swizzle %s, %s -> %s\n", g.tm, g.tn,
 	           g.tk, g.stages, swizzle_name(g.swz), dtype_name(g.in), dtype_name(g.out));
+	if (g.sblock)
+		buf_printf(text, "block scales    fp32 SA per 1x%d of A, SB per %dx%d of B; one wgmma group per K block into a temporary, then acc += tmp * SA * SB\n",
+		           g.sblock, g.sblock, g.sblock);
 	buf_printf(text, "smem tiles      A %dx%d (%u B, SBO %u LBO %u), B %dx%d (%u B); %d TMA boxes per operand per stage\n",
 	           g.tm, g.tk, g.la.bytes, g.la.sbo, g.la.lbo, g.tn_cta, g.tk, g.lb.bytes, g.kslices);
 	if (g.pair)
@@ -410,7 +453,7 @@ gemm_plan(const void *params, Buf *text, KgErr *err)
 
 const Family family_gemm = {
 	"gemm",
-	"C[M,N] = A[M,K]·B[N,K]^T, bf16/fp16 in, f32 accumulate, bf16/f32 out",
+	"C[M,N] = A[M,K]·B[N,K]^T, bf16/fp16 (or block-scaled e4m3) in, f32 accumulate, bf16/f32 out",
 	gemm_params,
 	sizeof gemm_params / sizeof gemm_params[0],
 	sizeof(GemmParams),

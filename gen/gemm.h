@@ -1,5 +1,6 @@
 /* GEMM family: C[M,N] = A[M,K]·B[N,K]^T, bf16/fp16 in, f32 accumulate,
- * bf16 or f32 out. Shared parts (parameters, plan, prologue, TMA producer)
+ * bf16 or f32 out; or e4m3 in with DeepSeek's block scales (--scale
+ * block128: fp32 SA per 1x128 of A, SB per 128x128 of B, docs/ABI.md "gemm"). Shared parts (parameters, plan, prologue, TMA producer)
  * live in gemm.c; each target supplies GemmOps from its folder. */
 #ifndef KGEN_GEMM_H
 #define KGEN_GEMM_H
@@ -18,7 +19,14 @@ typedef struct GemmParams {
 	int dtype, out_dtype; /* DType */
 	int cta_pair; /* 1: a cluster of 2 CTAs shares one M = 2*tile-m MMA */
 	int cluster_n; /* pairs per cluster along N (2: A multicast to both) */
+	int scale; /* GemmScale */
 } GemmParams;
+
+/* How A and B are scaled (the --scale values, in order). */
+typedef enum GemmScale {
+	GS_NONE,
+	GS_BLOCK128, /* fp32 per 1x128 of A (SA) and per 128x128 of B (SB) */
+} GemmScale;
 
 typedef struct GemmCfg {
 	const Target *t;
@@ -27,6 +35,8 @@ typedef struct GemmCfg {
 	DType in, out;
 	int esz_in, esz_out;
 	int span;               /* bytes of one swizzled row (16 for none) */
+	int kmma;               /* K elements of one MMA: 32 bytes of K */
+	int sblock;             /* K (and B's N) elements per scale: 128, or 0 unscaled */
 	int kslices;            /* TMA boxes per operand per stage: tk*esz/span */
 	int pair;               /* CTA pair (docs/cta-pair.md): 1, else 0 */
 	int cn;                 /* pairs per cluster along N: 1, or 2 sharing A by multicast */
@@ -53,6 +63,7 @@ typedef struct GemmRegs {
 	Reg pairid;          /* cn = 2: which pair of the cluster (rank >> 1) */
 	Reg tmap_a, tmap_b;  /* generic addresses of the tensor-map params */
 	Reg c;               /* global address of C */
+	Reg sa, sb;          /* scaled: global addresses of SA and SB */
 } GemmRegs;
 
 typedef struct GemmOps {

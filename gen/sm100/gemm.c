@@ -26,6 +26,10 @@ sm100_plan(GemmCfg *g, KgErr *err)
 	uint32_t idesc;
 	char does[96];
 
+	if (g->sblock)
+		return kg_fail(err, "--scale=block128: the sm_100a gemm has no block-scaled path yet "
+		               "(tcgen05.mma kind::mxf8f6f4 with TMEM scales); use --target sm_90a");
+
 	if (g->tm != 128)
 		return kg_fail(err, "--tile-m=%d: the sm_100a gemm issues one M=128 tcgen05.mma per tile (cta_group::1, TMEM layout D); use 128",
 		               g->tm);

@@ -20,4 +20,14 @@ void gemm_ref(NumType in, const void *A, const void *B, uint32_t M, uint32_t N,
 void gemm_ref_rows(NumType in, const void *A, const void *B, uint32_t N, uint32_t K,
                    const uint32_t *rows, uint32_t nrows, double *out);
 
+/* Block-scaled (DeepSeek's FP8 scaling): A and B are E4M3 bytes, SA is
+ * fp32 [cdiv(K,blk), M] (one scale per 1 x blk of A), SB fp32
+ * [cdiv(N,blk), cdiv(K,blk)] (one per blk x blk of B). The operands are
+ * dequantized, A[m,k]·SA[k/blk][m] and B[n,k]·SB[n/blk][k/blk], each exact
+ * in double (4 + 24 significand bits), and multiplied as gemm_ref_rows
+ * does. out[i*N + n] is C[rows[i]][n]. */
+void gemm_bs_ref_rows(const uint8_t *A, const uint8_t *B, const float *SA, const float *SB,
+                      uint32_t M, uint32_t N, uint32_t K, uint32_t blk, const uint32_t *rows,
+                      uint32_t nrows, double *out);
+
 #endif

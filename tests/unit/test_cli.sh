@@ -45,6 +45,18 @@ expect_error "shared memory" gemm --tile-k 128 --stages 8
 expect_error "family=nope" nope
 expect_error "--tile-m=64" plan gemm --target sm_100a --tile-m 64
 expect_error "--cta-pair=1: sm_90a has no CTA-pair MMA" gemm --target sm_90a --cta-pair 1
+# block-scaled e4m3 (docs/ABI.md, "gemm"): the rules that tie dtype, scale, tile-k, tile-n, target
+expect_error "--dtype=e4m3: FP8 inputs carry block scales; add --scale block128" gemm --dtype e4m3
+expect_error "--scale=block128 with --dtype=bf16: block scales apply to FP8 inputs" gemm --scale block128
+expect_error "--tile-k=64 with --scale=block128: tile-k must be the scale block, 128" gemm --dtype e4m3 --scale block128
+expect_error "--tile-n=96 with --scale=block128: tile-n must divide 128" gemm --dtype e4m3 --scale block128 --tile-k 128 --tile-n 96
+expect_error "--scale=block128: the sm_100a gemm has no block-scaled path yet" gemm --target sm_100a --dtype e4m3 --scale block128 --tile-k 128 --tile-n 128
+expect_error "--scale=blk: must be one of none,block128" gemm --dtype e4m3 --scale blk
+"$kgen" gemm --dtype e4m3 --scale block128 --tile-k 128 --tile-n 128 -o "$tmp/bs.ptx" || fail "gemm --scale block128"
+grep -q '^//@shape kmult=16 kblock=128$' "$tmp/bs.ptx" || fail "bs gemm: no //@shape kblock=128"
+grep -q '^//@param ptr SA dtype=f32 tensor=SA\[cdiv(K,128),M\]$' "$tmp/bs.ptx" || fail "bs gemm: no SA param"
+grep -q 'wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3 ' "$tmp/bs.ptx" || fail "bs gemm: no e4m3 wgmma"
+"$kgen" gemm | grep -q -- '--scale' && fail "bf16 gemm args show --scale"
 # the CTA pair (docs/cta-pair.md): clusters of 2, one M = 256 MMA, half of B per CTA
 "$kgen" plan gemm --target sm_100a --cta-pair 1 >"$tmp/pair" || fail "plan gemm --cta-pair 1"
 grep -q 'tcgen05.mma.cta_group::2 M=256 N=256; each CTA holds 128 rows of A, 128 of B and D' "$tmp/pair" ||
