@@ -375,10 +375,11 @@ gemm_peer_args(const CheckCase *c, int iters, int warmup, char *buf, size_t n)
 {
 	const CheckBuf *a = check_find_buf_const(c, "A");
 	const CheckBuf *out = check_find_buf_const(c, "C");
+	/* block-scaled: A is raw e4m3 (peers.py times torch._scaled_mm) */
 	int len = snprintf(buf, n, "gemm %llu %llu %llu %s %d %d %s",
 	                   (unsigned long long)c->shape.d[0], (unsigned long long)c->shape.d[1],
-	                   (unsigned long long)c->shape.d[2], num_type_name(a->type), iters,
-	                   warmup, num_type_name(out->type));
+	                   (unsigned long long)c->shape.d[2], a->is_num ? num_type_name(a->type) : a->dtype,
+	                   iters, warmup, num_type_name(out->type));
 	return len < 0 || (size_t)len >= n ? -1 : 0;
 }
 
@@ -395,6 +396,16 @@ static const CheckShape gemm_shapes[] = {
 
 #define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
+/* Block-scaled kernels take K in whole scale blocks. */
+static void
+gemm_fit_default(const KrtAbi *abi, CheckShape *s)
+{
+	const char *v = krt_abi_shape(abi, "kblock");
+	uint64_t b = v ? strtoull(v, NULL, 10) : 0;
+	if (b)
+		s->d[2] = (s->d[2] + b - 1) / b * b;
+}
+
 const CheckFamily check_family_gemm = {
 	.name = "gemm",
 	.dims = "M,N,K",
@@ -406,4 +417,5 @@ const CheckFamily check_family_gemm = {
 	.compare = gemm_compare,
 	.flops = gemm_flops,
 	.peer_args = gemm_peer_args,
+	.fit_default = gemm_fit_default,
 };
