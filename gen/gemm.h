@@ -26,6 +26,7 @@ typedef struct GemmParams {
 typedef enum GemmScale {
 	GS_NONE,
 	GS_BLOCK128, /* fp32 per 1x128 of A (SA) and per 128x128 of B (SB) */
+	GS_MX32,     /* UE8M0 per 1x32 of A and of B (MXFP8), in TMEM for the MMA */
 } GemmScale;
 
 typedef struct GemmCfg {
@@ -36,7 +37,9 @@ typedef struct GemmCfg {
 	int esz_in, esz_out;
 	int span;               /* bytes of one swizzled row (16 for none) */
 	int kmma;               /* K elements of one MMA: 32 bytes of K */
-	int sblock;             /* K (and B's N) elements per scale: 128, or 0 unscaled */
+	int sblock;             /* block128: K (and B's N) elements per scale: 128, else 0 */
+	int sfvec;              /* mx32: K elements per UE8M0 scale factor: 32, else 0 */
+	uint32_t sfa_bytes, sfb_bytes; /* mx32: scale-factor images of one stage */
 	int kslices;            /* TMA boxes per operand per stage: tk*esz/span */
 	int pair;               /* CTA pair (docs/cta-pair.md): 1, else 0 */
 	int cn;                 /* pairs per cluster along N: 1, or 2 sharing A by multicast */
@@ -48,6 +51,7 @@ typedef struct GemmCfg {
 	int consumers;          /* sm90: consumer warpgroups */
 	Plan plan;
 	int r_a, r_b, r_slot;   /* smem region indices (r_slot: TMEM address, or -1) */
+	int r_sfa, r_sfb;       /* mx32: scale-factor image stages */
 	int b_full, b_empty, b_acc; /* barrier indices (b_acc: accumulator ready, or -1) */
 	char name[128];
 } GemmCfg;

@@ -53,6 +53,15 @@ gemm_kblock(const CheckCase *c)
 }
 
 static int bs_prepare(CheckCase *c, uint32_t blk, KrtErr *err);
+static int mx_prepare(CheckCase *c, KrtErr *err);
+
+/* MXFP8 kernels (--scale mx32) have UE8M0 scale-factor images SA, SB. */
+static int
+gemm_is_mx(const CheckCase *c)
+{
+	const KrtAbiParam *p = krt_abi_find(c->abi, "SA");
+	return p && strcmp(p->dtype, "ue8m0") == 0;
+}
 
 static int
 gemm_prepare(CheckCase *c, KrtErr *err)
@@ -60,6 +69,8 @@ gemm_prepare(CheckCase *c, KrtErr *err)
 	uint64_t M = c->shape.d[0], N = c->shape.d[1], K = c->shape.d[2];
 	NumType in, out;
 	uint32_t blk = gemm_kblock(c);
+	if (gemm_is_mx(c))
+		return mx_prepare(c, err);
 	if (blk)
 		return bs_prepare(c, blk, err);
 	int rc = gemm_types(c, &in, &out, err);
@@ -193,10 +204,13 @@ gemm_compare_row(CheckCase *c, const CheckBuf *cb, uint32_t m, uint64_t N, const
 }
 
 static int bs_compare(CheckCase *c, CheckResult *res, uint32_t blk, KrtErr *err);
+static int mx_compare(CheckCase *c, CheckResult *res, KrtErr *err);
 
 static int
 gemm_compare(CheckCase *c, CheckResult *res, KrtErr *err)
 {
+	if (gemm_is_mx(c))
+		return mx_compare(c, res, err);
 	if (gemm_kblock(c))
 		return bs_compare(c, res, gemm_kblock(c), err);
 
@@ -355,6 +369,112 @@ bs_compare(CheckCase *c, CheckResult *res, uint32_t blk, KrtErr *err)
 		uint32_t nb = nrows - i < BLOCK ? nrows - i : BLOCK;
 		gemm_bs_ref_rows(a->host, b->host, sa->host, sb->host, (uint32_t)M, (uint32_t)N, (uint32_t)K,
 		                 blk, rows + i, nb, ref);
+		for (uint32_t j = 0; j < nb; j++)
+			gemm_compare_row(c, cb, rows[i + j], N, ref + (size_t)j * N, res);
+	}
+	free(rows);
+	free(ref);
+	return 0;
+}
+
+/* ---- MXFP8: UE8M0 per 32 of K ----------------------------------------------- */
+
+/* OCP MX's quantization of a 32-value block: the factor is the power of
+ * two that brings the block's largest magnitude to at most 448. */
+static uint8_t
+mx_factor(const double *v, size_t n)
+{
+	double amax = 0.0;
+
+	for (size_t i = 0; i < n; i++)
+		amax = fmax(amax, fabs(v[i]));
+	if (amax == 0.0)
+		return 127;
+	int e = (int)ceil(log2(amax / 448.0)) + 127;
+	return (uint8_t)(e < 1 ? 1 : e > 254 ? 254 : e);
+}
+
+/* rows x K of E4M3 into q, their factors into the images sf (rows past
+ * `rows` in the last 128-row block keep factor 127, 2^0). */
+static void
+mx_draw(CheckCase *c, uint64_t rows, uint64_t K, int r, uint8_t *q, uint8_t *sf, size_t sfbytes)
+{
+	double v[32];
+
+	memset(sf, 127, sfbytes);
+	for (uint64_t m = 0; m < rows; m++)
+		for (uint64_t k = 0; k < K; k += 32) {
+			bs_draw(c, v, 32, r);
+			uint8_t e = mx_factor(v, 32);
+			sf[gemm_mx_sf_index((uint32_t)m, (uint32_t)k, (uint32_t)K)] = e;
+			for (int i = 0; i < 32; i++)
+				q[m * K + k + (uint64_t)i] = decode_f64_to_e4m3(ldexp(v[i], 127 - e));
+		}
+}
+
+static int
+mx_prepare(CheckCase *c, KrtErr *err)
+{
+	uint64_t M = c->shape.d[0], N = c->shape.d[1], K = c->shape.d[2];
+	NumType out;
+	int r = c->fill == CHECK_FILL_EDGE ? 8 : 3, rc;
+
+	if ((rc = gemm_dtype(c, "C", KRT_ARG_PTR, &out, err)) != 0)
+		return rc;
+	if (!M || !N || !K || M > UINT32_MAX || N > UINT32_MAX || K > UINT32_MAX)
+		return check_fail(err, KRT_EINVAL, "gemm %llux%llux%llu: M, N, K must be in 1..2^32-1",
+		                  (unsigned long long)M, (unsigned long long)N, (unsigned long long)K);
+	if (K % 128)
+		return check_fail(err, KRT_EINVAL, "gemm K=%llu: must be a multiple of 128 (the kernel's "
+		                  "scale-factor images, //@shape kblock=128)", (unsigned long long)K);
+	size_t sfa = (M + 127) / 128 * (K / 128) * 512, sfb = (N + 127) / 128 * (K / 128) * 512;
+	uint8_t *a = malloc(M * K), *b = malloc(N * K), *sa = malloc(sfa), *sb = malloc(sfb);
+	if (!a || !b || !sa || !sb) {
+		free(a), free(b), free(sa), free(sb);
+		return check_fail(err, KRT_ENOMEM, "gemm: no host memory for the inputs");
+	}
+	mx_draw(c, M, K, r, a, sa, sfa);
+	mx_draw(c, N, K, r, b, sb, sfb);
+	rc = check_add_raw_input(c, "A", "e4m3", 1, M * K, a, err);
+	if (!rc)
+		rc = check_add_raw_input(c, "B", "e4m3", 1, N * K, b, err);
+	else
+		free(b);
+	if (!rc)
+		rc = check_add_raw_input(c, "SA", "ue8m0", 1, sfa, sa, err);
+	else
+		free(sa);
+	if (!rc)
+		rc = check_add_raw_input(c, "SB", "ue8m0", 1, sfb, sb, err);
+	else
+		free(sb);
+	if (!rc)
+		rc = check_add_output(c, "C", out, M * N, 256 * N * (size_t)num_type_size(out) + 65536, err);
+	return rc;
+}
+
+static int
+mx_compare(CheckCase *c, CheckResult *res, KrtErr *err)
+{
+	uint64_t M = c->shape.d[0], N = c->shape.d[1], K = c->shape.d[2];
+	const CheckBuf *a = check_find_buf(c, "A"), *b = check_find_buf(c, "B");
+	const CheckBuf *sa = check_find_buf(c, "SA"), *sb = check_find_buf(c, "SB");
+	CheckBuf *cb = check_find_buf(c, "C");
+	uint32_t nrows = 0;
+	enum { BLOCK = 64 };
+
+	res->tol = gemm_tol[cb->type];
+	uint32_t *rows = gemm_rows(c, M, N, K, &nrows);
+	double *ref = malloc(sizeof *ref * N * BLOCK);
+	if (!rows || !ref) {
+		free(rows);
+		free(ref);
+		return check_fail(err, KRT_ENOMEM, "gemm: no host memory for the reference");
+	}
+	res->subset = nrows < M;
+	for (uint32_t i = 0; i < nrows; i += BLOCK) {
+		uint32_t nb = nrows - i < BLOCK ? nrows - i : BLOCK;
+		gemm_mx_ref_rows(a->host, b->host, sa->host, sb->host, (uint32_t)N, (uint32_t)K, rows + i, nb, ref);
 		for (uint32_t j = 0; j < nb; j++)
 			gemm_compare_row(c, cb, rows[i + j], N, ref + (size_t)j * N, res);
 	}

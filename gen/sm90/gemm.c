@@ -19,6 +19,9 @@ sm90_plan(GemmCfg *g, KgErr *err)
 	char does[160]; /* plan_role keeps 95 characters */
 	int regs;
 
+	if (g->sfvec)
+		return kg_fail(err, "--scale=mx32: per-32 UE8M0 scales are applied by tcgen05.mma "
+		               "kind::mxf8f6f4; use --target sm_100a (or --scale block128 here)");
 	if (g->pair)
 		return kg_fail(err, "--cta-pair=1: sm_90a has no CTA-pair MMA (tcgen05.mma.cta_group::2 "
 		               "is sm_100a); use --target sm_100a or --cta-pair 0");

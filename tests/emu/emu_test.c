@@ -7,6 +7,7 @@
 
 #include "decode_ref.h"
 #include "emu_test.h"
+#include "gemm_ref.h"
 #include "tools/check.h"
 
 char *
@@ -218,6 +219,32 @@ bs_draw(uint64_t *s, uint32_t M, uint32_t N, uint32_t K, uint32_t blk, uint8_t *
 		}
 }
 
+/* MXFP8 (--scale mx32): E4M3 codes with a UE8M0 per 32 of K of every row,
+ * the power of two that brings the block's largest value to at most 448;
+ * the factors into 512-byte images (gemm_mx_sf_index; rows past `rows`
+ * keep 127, i.e. 1). */
+static void
+mx_draw(uint64_t *s, uint32_t rows, uint32_t K, uint8_t *q, double *d, uint8_t *sf, size_t sfbytes)
+{
+	double v[32];
+	memset(sf, 127, sfbytes);
+	for (uint32_t m = 0; m < rows; m++)
+		for (uint32_t k = 0; k < K; k += 32) {
+			bs_block(s, v, 32);
+			double amax = 0.0;
+			for (int i = 0; i < 32; i++)
+				amax = fmax(amax, fabs(v[i]));
+			int e = amax > 0 ? (int)ceil(log2(amax / 448.0)) + 127 : 127;
+			e = e < 1 ? 1 : e > 254 ? 254 : e;
+			sf[gemm_mx_sf_index(m, k, K)] = (uint8_t)e;
+			for (int i = 0; i < 32; i++) {
+				size_t o = (size_t)m * K + k + (size_t)i;
+				q[o] = decode_f64_to_e4m3(ldexp(v[i], 127 - e));
+				d[o] = ldexp(decode_e4m3_to_f64(q[o]), e - 127);
+			}
+		}
+}
+
 int
 et_gemm(KrtDevice *dev, KrtModule *mod, uint32_t M, uint32_t N, uint32_t K, uint64_t seed,
         EtGemm *res)
@@ -236,21 +263,30 @@ et_gemm(KrtDevice *dev, KrtModule *mod, uint32_t M, uint32_t N, uint32_t K, uint
 		         "and SA SB with K=%u a multiple of kblock <= 128 when block-scaled)", abi->kernel, K);
 		return -1;
 	}
+	int mx = blk && strcmp(abi->params[isa].dtype, "ue8m0") == 0;
 	int fp16 = strcmp(abi->params[ia].dtype, "fp16") == 0;
 	int out32 = strcmp(abi->params[ic].dtype, "f32") == 0;
 	size_t es = blk ? 1 : 2;
 	size_t na = (size_t)M * K, nb = (size_t)N * K, nc = (size_t)M * N;
-	size_t nsa = blk ? (size_t)(K / blk) * M : 0, nsb = blk ? (size_t)((N + blk - 1) / blk) * (K / blk) : 0;
+	/* scale bytes: fp32 per block (block128), or the mx32 images */
+	size_t nsa = blk ? (size_t)(K / blk) * M * 4 : 0, nsb = blk ? (size_t)((N + blk - 1) / blk) * (K / blk) * 4 : 0;
+	if (mx) {
+		nsa = (size_t)(M + 127) / 128 * (K / 128) * 512;
+		nsb = (size_t)(N + 127) / 128 * (K / 128) * 512;
+	}
 	uint8_t *ha = malloc(na * es), *hb = malloc(nb * es);
 	double *da = malloc(na * sizeof *da), *db = malloc(nb * sizeof *db);
-	float *hsa = malloc(nsa * 4 + 4), *hsb = malloc(nsb * 4 + 4);
+	float *hsa = malloc(nsa + 4), *hsb = malloc(nsb + 4);
 	void *hc = malloc(nc * (out32 ? 4 : 2));
 	uint64_t s = seed;
 	int rc = -1;
 	KrtPtr pa = 0, pb = 0, pc = 0, psa = 0, psb = 0;
 	if (!ha || !hb || !da || !db || !hc || !hsa || !hsb)
 		goto done;
-	if (blk)
+	if (mx) {
+		mx_draw(&s, M, K, ha, da, (uint8_t *)hsa, nsa);
+		mx_draw(&s, N, K, hb, db, (uint8_t *)hsb, nsb);
+	} else if (blk)
 		bs_draw(&s, M, N, K, blk, ha, hb, da, db, hsa, hsb);
 	else
 		for (size_t i = 0; i < na + nb; i++) {
@@ -271,8 +307,8 @@ et_gemm(KrtDevice *dev, KrtModule *mod, uint32_t M, uint32_t N, uint32_t K, uint
 	    krt_upload(dev, pb, hb, nb * es, err) ||
 	    krt_memset8(dev, pc, 0xff, nc * (out32 ? 4 : 2), err))
 		goto done;
-	if (blk && (krt_alloc(dev, nsa * 4, &psa, err) || krt_alloc(dev, nsb * 4, &psb, err) ||
-	            krt_upload(dev, psa, hsa, nsa * 4, err) || krt_upload(dev, psb, hsb, nsb * 4, err)))
+	if (blk && (krt_alloc(dev, nsa, &psa, err) || krt_alloc(dev, nsb, &psb, err) ||
+	            krt_upload(dev, psa, hsa, nsa, err) || krt_upload(dev, psb, hsb, nsb, err)))
 		goto done;
 	KrtArg args[KRT_MAX_PARAMS];
 	memset(args, 0, sizeof args);

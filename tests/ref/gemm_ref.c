@@ -140,3 +140,39 @@ gemm_bs_ref_rows(const uint8_t *A, const uint8_t *B, const float *SA, const floa
 	free(arows);
 	free(brow);
 }
+
+size_t
+gemm_mx_sf_index(uint32_t r, uint32_t k, uint32_t K)
+{
+	size_t kb = (K + 127) / 128;
+
+	return ((size_t)(r / 128) * kb + k / 128) * 512 + 16 * (r % 32) + 4 * ((r % 128) / 32) + (k % 128) / 32;
+}
+
+void
+gemm_mx_ref_rows(const uint8_t *A, const uint8_t *B, const uint8_t *SA, const uint8_t *SB,
+                 uint32_t N, uint32_t K, const uint32_t *rows, uint32_t nrows, double *out)
+{
+	size_t kk = K ? K : 1;
+	double *arows = malloc(sizeof(double) * kk * (nrows ? nrows : 1));
+	double *brow = malloc(sizeof(double) * kk);
+
+	if (!arows || !brow) {
+		for (uint64_t i = 0; i < (uint64_t)nrows * N; i++)
+			out[i] = NAN;
+	} else {
+		for (uint32_t i = 0; i < nrows; i++)
+			for (uint32_t k = 0; k < K; k++)
+				arows[(size_t)i * K + k] = ldexp(decode_e4m3_to_f64(A[(size_t)rows[i] * K + k]),
+				                                 (int)SA[gemm_mx_sf_index(rows[i], k, K)] - 127);
+		for (uint32_t n = 0; n < N; n++) {
+			for (uint32_t k = 0; k < K; k++)
+				brow[k] = ldexp(decode_e4m3_to_f64(B[(size_t)n * K + k]),
+				                (int)SB[gemm_mx_sf_index(n, k, K)] - 127);
+			for (uint32_t i = 0; i < nrows; i++)
+				out[(size_t)i * N + n] = dot(arows + (size_t)i * K, brow, K);
+		}
+	}
+	free(arows);
+	free(brow);
+}

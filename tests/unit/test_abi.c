@@ -638,7 +638,7 @@ test_shape(void)
 		g[5].v.u32 = 1008;
 		EXPECT(krt_shape_check(&a, g, 6, &e) == KRT_EINVAL);
 		EXPECT_MSG(e.msg, "arg 5 (K)=1008: must be a multiple of 128 (//@shape kblock=128",
-		           "one scale per kblock elements of K");
+		           "scales per kblock elements of K");
 	}
 
 	/* malformed lines name the field and the rule */

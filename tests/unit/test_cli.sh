@@ -51,7 +51,17 @@ expect_error "--scale=block128 with --dtype=bf16: block scales apply to FP8 inpu
 expect_error "--tile-k=64 with --scale=block128: tile-k must be the scale block, 128" gemm --dtype e4m3 --scale block128
 expect_error "--tile-n=96 with --scale=block128: tile-n must divide 128" gemm --dtype e4m3 --scale block128 --tile-k 128 --tile-n 96
 expect_error "--scale=block128: the sm_100a gemm has no block-scaled path yet" gemm --target sm_100a --dtype e4m3 --scale block128 --tile-k 128 --tile-n 128
-expect_error "--scale=blk: must be one of none,block128" gemm --dtype e4m3 --scale blk
+expect_error "--scale=blk: must be one of none,block128,mx32" gemm --dtype e4m3 --scale blk
+expect_error "--scale=mx32: per-32 UE8M0 scales are applied by tcgen05.mma kind::mxf8f6f4; use --target sm_100a" gemm --dtype e4m3 --scale mx32 --tile-k 128 --tile-n 128
+expect_error "--tile-k=64 with --scale=mx32: tile-k must be 128" gemm --target sm_100a --dtype e4m3 --scale mx32
+expect_error "--tile-n=192 with --scale=mx32: tile-n must be a multiple of 128" gemm --target sm_100a --dtype e4m3 --scale mx32 --tile-k 128 --tile-n 192
+expect_error "--scale=mx32 with --cta-pair=1" gemm --target sm_100a --dtype e4m3 --scale mx32 --tile-k 128 --tile-n 256 --cta-pair 1
+"$kgen" gemm --target sm_100a --dtype e4m3 --scale mx32 --tile-k 128 -o "$tmp/mx.ptx" || fail "gemm --scale mx32"
+grep -q '^//@param ptr SB dtype=ue8m0 tensor=SB\[cdiv(N,128),cdiv(K,128),512\]$' "$tmp/mx.ptx" || fail "mx gemm: no SB images"
+grep -q 'tcgen05.cp.cta_group::1.32x128b.warpx4 ' "$tmp/mx.ptx" || fail "mx gemm: no tcgen05.cp of the factors"
+grep -q 'kind::mxf8f6f4.block_scale.block32 ' "$tmp/mx.ptx" || fail "mx gemm: no block-scaled MMA"
+grep -q '0x68C00030; // idesc' "$tmp/mx.ptx" && grep -q '0x08C00000; // idesc' "$tmp/mx.ptx" ||
+	fail "mx gemm: idesc of K blocks 0 and 3: N>>3 at 17, UE8M0 bit 23, M>>7 at 27, ids 0 and 3 at 29 and 4 (docs/hardware.md, TV5)"
 "$kgen" gemm --dtype e4m3 --scale block128 --tile-k 128 --tile-n 128 -o "$tmp/bs.ptx" || fail "gemm --scale block128"
 grep -q '^//@shape kmult=16 kblock=128$' "$tmp/bs.ptx" || fail "bs gemm: no //@shape kblock=128"
 grep -q '^//@param ptr SA dtype=f32 tensor=SA\[cdiv(K,128),M\]$' "$tmp/bs.ptx" || fail "bs gemm: no SA param"
