@@ -35,6 +35,8 @@ static const ParamSpec gemm_params[] = {
 	 "block128 (sm_90a): C = sum over 128-wide K blocks of SA[kb,m]·SB[n/128,kb]·(A·B^T of the "
 	 "block), promoted into the f32 accumulator once per block; mx32 (sm_100a): a UE8M0 per 32 "
 	 "of K for every row of A and of B, applied by tcgen05.mma kind::mxf8f6f4", "dtype=e4m3"},
+	{"scale-b", PK_DTYPE, P(scale_b), "f32,ue8m0", 0, 0, 0, "f32",
+	 "block128: B's 128x128 scales as fp32, or as UE8M0 powers of two (2^(e-127))", "scale=block128"},
 };
 
 /* Validates the parameter combination and builds the plan. Every rule that
@@ -57,6 +59,7 @@ gemm_configure(GemmCfg *g, const GemmParams *p, KgErr *err)
 	g->kmma = 32 / g->esz_in;
 	g->sblock = p->scale == GS_BLOCK128 ? 128 : 0;
 	g->sfvec = p->scale == GS_MX32 ? 32 : 0;
+	g->sbtype = (DType)p->scale_b;
 	g->r_sfa = g->r_sfb = -1;
 	g->group_m = 8;
 	g->r_slot = g->b_acc = -1;
@@ -129,7 +132,7 @@ gemm_configure(GemmCfg *g, const GemmParams *p, KgErr *err)
 	snprintf(g->name, sizeof g->name, "gemm_%s_%s_m%dn%dk%d_s%d_sw%s%s%s_%s", dtype_name(g->in),
 	         dtype_name(g->out), g->tile_rows, g->tn, g->tk, g->stages,
 	         g->swz == SWZ_NONE ? "none" : (g->swz == SWZ_32B ? "32" : g->swz == SWZ_64B ? "64" : "128"),
-	         g->cn > 1 ? "_pair2" : g->pair ? "_pair" : "", g->sblock ? "_bs128" : g->sfvec ? "_mx32" : "", g->t->tag);
+	         g->cn > 1 ? "_pair2" : g->pair ? "_pair" : "", g->sblock ? (g->sbtype == DT_UE8M0 ? "_bs128e8" : "_bs128") : g->sfvec ? "_mx32" : "", g->t->tag);
 	return plan_check(&g->plan, err);
 }
 
@@ -482,7 +485,7 @@ gemm_abi(const GemmCfg *g, const char *args, KernelAbi *k)
 		p->dtype = DT_F32;
 		snprintf(p->tensor, sizeof p->tensor, "SA[cdiv(K,%d),M]", g->sblock);
 		p = abi_add(k, ABI_PTR, "SB");
-		p->dtype = DT_F32;
+		p->dtype = g->sbtype;
 		snprintf(p->tensor, sizeof p->tensor, "SB[cdiv(N,%d),cdiv(K,%d)]", g->sblock, g->sblock);
 	}
 	if (g->sfvec) {
@@ -540,8 +543,8 @@ gemm_plan(const void *params, Buf *text, KgErr *err)
 	buf_printf(text, "tile            %d x %d x %d, %d stages, swizzle %s, %s -> %s\n", g.tm, g.tn,
 	           g.tk, g.stages, swizzle_name(g.swz), dtype_name(g.in), dtype_name(g.out));
 	if (g.sblock)
-		buf_printf(text, "block scales    fp32 SA per 1x%d of A, SB per %dx%d of B; one wgmma group per K block into a temporary, then acc += tmp * SA * SB\n",
-		           g.sblock, g.sblock, g.sblock);
+		buf_printf(text, "block scales    fp32 SA per 1x%d of A, %s SB per %dx%d of B; one wgmma group per K block into a temporary, then acc += tmp * SA * SB\n",
+		           g.sblock, dtype_name(g.sbtype), g.sblock, g.sblock);
 	if (g.sfvec)
 		buf_printf(text, "block scales    UE8M0 per 1x%d of A and of B: one %d-byte image per 128 rows per stage, tcgen05.cp .32x128b.warpx4 into TMEM, kind::mxf8f6f4 scale-factor id = K block\n",
 		           g.sfvec, SF_IMAGE_BYTES);

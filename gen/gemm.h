@@ -20,6 +20,7 @@ typedef struct GemmParams {
 	int cta_pair; /* 1: a cluster of 2 CTAs shares one M = 2*tile-m MMA */
 	int cluster_n; /* pairs per cluster along N (2: A multicast to both) */
 	int scale; /* GemmScale */
+	int scale_b; /* block128: B's scale type, DT_F32 or DT_UE8M0 */
 } GemmParams;
 
 /* How A and B are scaled (the --scale values, in order). */
@@ -38,6 +39,7 @@ typedef struct GemmCfg {
 	int span;               /* bytes of one swizzled row (16 for none) */
 	int kmma;               /* K elements of one MMA: 32 bytes of K */
 	int sblock;             /* block128: K (and B's N) elements per scale: 128, else 0 */
+	DType sbtype;           /* block128: B's scales, DT_F32 or DT_UE8M0 */
 	int sfvec;              /* mx32: K elements per UE8M0 scale factor: 32, else 0 */
 	uint32_t sfa_bytes, sfb_bytes; /* mx32: scale-factor images of one stage */
 	int kslices;            /* TMA boxes per operand per stage: tk*esz/span */

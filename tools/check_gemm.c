@@ -287,6 +287,8 @@ bs_prepare(CheckCase *c, uint32_t blk, KrtErr *err)
 	const KrtAbiParam *pa = krt_abi_find(c->abi, "A"), *pb = krt_abi_find(c->abi, "B");
 	int r = c->fill == CHECK_FILL_EDGE ? 8 : 3, rc;
 
+	const KrtAbiParam *psb = krt_abi_find(c->abi, "SB");
+	int e8 = psb && strcmp(psb->dtype, "ue8m0") == 0;
 	if (!pa || !pb || strcmp(pa->dtype, "e4m3") || strcmp(pb->dtype, "e4m3"))
 		return check_fail(err, KRT_EABI, "%s: block-scaled gemm: A and B must be e4m3 tensor maps",
 		                  c->abi->kernel);
@@ -316,9 +318,17 @@ bs_prepare(CheckCase *c, uint32_t blk, KrtErr *err)
 		uint64_t rows = N - nb * blk < blk ? N - nb * blk : blk;
 		for (uint64_t kb = 0; kb < nkb; kb++) {
 			bs_draw(c, v, rows * blk, r);
-			/* one scale for the rows x blk block, row by row into B */
+			/* one scale for the rows x blk block, row by row into B; a
+			 * UE8M0 one is the power of two at or above amax / 448 */
 			float s = bs_scale(v, rows * blk);
-			sb[nb * nkb + kb] = s;
+			if (e8) {
+				int e = (int)ceil(log2((double)s)) + 127;
+				e = e < 1 ? 1 : e > 254 ? 254 : e;
+				((uint8_t *)sb)[nb * nkb + kb] = (uint8_t)e;
+				s = ldexpf(1.0f, e - 127);
+			} else {
+				sb[nb * nkb + kb] = s;
+			}
 			for (uint64_t i = 0; i < rows; i++)
 				bs_quantize(v + i * blk, blk, s, b + (nb * blk + i) * K + kb * blk);
 		}
@@ -334,7 +344,8 @@ bs_prepare(CheckCase *c, uint32_t blk, KrtErr *err)
 	else
 		free(sa);
 	if (!rc)
-		rc = check_add_input(c, "SB", NUM_F32, nnb * nkb, sb, err);
+		rc = e8 ? check_add_raw_input(c, "SB", "ue8m0", 1, nnb * nkb, sb, err)
+		        : check_add_input(c, "SB", NUM_F32, nnb * nkb, sb, err);
 	else
 		free(sb);
 	if (!rc)
@@ -365,13 +376,23 @@ bs_compare(CheckCase *c, CheckResult *res, uint32_t blk, KrtErr *err)
 		return check_fail(err, KRT_ENOMEM, "gemm: no host memory for the reference");
 	}
 	res->subset = nrows < M;
+	/* UE8M0 SB: its powers of two as floats (exact: 2^-127..2^127) */
+	float *sbf = sb->is_num ? NULL : malloc(sizeof *sbf * (sb->count ? sb->count : 1));
+	if (!sb->is_num && !sbf) {
+		free(rows);
+		free(ref);
+		return check_fail(err, KRT_ENOMEM, "gemm: no host memory for the reference");
+	}
+	for (uint64_t i = 0; sbf && i < sb->count; i++)
+		sbf[i] = ldexpf(1.0f, (int)((const uint8_t *)sb->host)[i] - 127);
 	for (uint32_t i = 0; i < nrows; i += BLOCK) {
 		uint32_t nb = nrows - i < BLOCK ? nrows - i : BLOCK;
-		gemm_bs_ref_rows(a->host, b->host, sa->host, sb->host, (uint32_t)M, (uint32_t)N, (uint32_t)K,
-		                 blk, rows + i, nb, ref);
+		gemm_bs_ref_rows(a->host, b->host, sa->host, sbf ? sbf : sb->host, (uint32_t)M, (uint32_t)N,
+		                 (uint32_t)K, blk, rows + i, nb, ref);
 		for (uint32_t j = 0; j < nb; j++)
 			gemm_compare_row(c, cb, rows[i + j], N, ref + (size_t)j * N, res);
 	}
+	free(sbf);
 	free(rows);
 	free(ref);
 	return 0;

@@ -118,6 +118,7 @@ typedef struct Scales {
 	Reg pb;           /* &SB[n0/128][kb] */
 	Reg stride;       /* bytes from SA[kb] to SA[kb+1]: 4*M */
 	Reg a[2], b;      /* this K block's scales */
+	Reg e8, e8p;      /* UE8M0 SB: its byte, and a predicate */
 	Reg ab[2];        /* a[row] * b */
 } Scales;
 
@@ -143,9 +144,11 @@ emit_scale_addrs(Emit *e, const GemmCfg *g, const GemmRegs *r, Reg wgc, Scales *
 	/* SB row n0 / 128 (n0 < N: the tile exists), K block 0 */
 	sc->pb = reg_new(e, RC_B64);
 	sc->b = reg_new(e, RC_F32);
+	sc->e8 = reg_new(e, RC_B32);
+	sc->e8p = reg_new(e, RC_PRED);
 	emitf(e, "\tdiv.u32 %s, %s, %d;\n", t.s, r->n0.s, g->sblock);
-	emitf(e, "\tmul.lo.u32 %s, %s, %s;\n\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n", t.s, t.s,
-	      r->nk.s, w.s, t.s, sc->pb.s, r->sb.s, w.s);
+	emitf(e, "\tmul.lo.u32 %s, %s, %s;\n\tmul.wide.u32 %s, %s, %d;\n\tadd.u64 %s, %s, %s;\n", t.s, t.s,
+	      r->nk.s, w.s, t.s, dtype_bits(g->sbtype) / 8, sc->pb.s, r->sb.s, w.s);
 	for (int h = 0; h < 2; h++)
 		sc->ab[h] = reg_new(e, RC_F32);
 }
@@ -155,11 +158,22 @@ emit_scale_addrs(Emit *e, const GemmCfg *g, const GemmRegs *r, Reg wgc, Scales *
 static void
 emit_scale_loads(Emit *e, const GemmCfg *g, Scales *sc)
 {
-	(void)g;
 	emit_block(e, "sm90.gemm_scale_loads");
 	for (int h = 0; h < 2; h++) {
 		emitf(e, "\tld.global.nc.f32 %s, [%s];\n", sc->a[h].s, sc->pa[h].s);
 		emitf(e, "\tadd.u64 %s, %s, %s;\n", sc->pa[h].s, sc->pa[h].s, sc->stride.s);
+	}
+	if (g->sbtype == DT_UE8M0) {
+		/* 2^(e-127) as f32 bits: e << 23 for e = 1..254; e = 0 is the
+		 * subnormal 2^-127, 255 NaN (docs/hardware.md, "Number formats") */
+		emitf(e, "\tld.global.nc.u8 %s, [%s];\n", sc->e8.s, sc->pb.s);
+		emitf(e, "\tsetp.eq.u32 %s, %s, 0;\n", sc->e8p.s, sc->e8.s);
+		emitf(e, "\tshl.b32 %s, %s, 23;\n\t@%s mov.b32 %s, 0x00400000;\n", sc->e8.s, sc->e8.s, sc->e8p.s,
+		      sc->e8.s);
+		emitf(e, "\tsetp.eq.u32 %s, %s, 0x7f800000;\n\t@%s mov.b32 %s, 0x7fc00000;\n", sc->e8p.s, sc->e8.s,
+		      sc->e8p.s, sc->e8.s);
+		emitf(e, "\tmov.b32 %s, %s;\n\tadd.u64 %s, %s, 1;\n", sc->b.s, sc->e8.s, sc->pb.s, sc->pb.s);
+		return;
 	}
 	emitf(e, "\tld.global.nc.f32 %s, [%s];\n", sc->b.s, sc->pb.s);
 	emitf(e, "\tadd.u64 %s, %s, 4;\n", sc->pb.s, sc->pb.s);

@@ -196,7 +196,7 @@ bs_block(uint64_t *s, double *v, size_t n)
  * [cdiv(N,blk)][K/blk]. */
 static void
 bs_draw(uint64_t *s, uint32_t M, uint32_t N, uint32_t K, uint32_t blk, uint8_t *ha, uint8_t *hb,
-        double *da, double *db, float *sa, float *sb)
+        double *da, double *db, float *sa, float *sb, int e8)
 {
 	uint32_t nkb = K / blk;
 	double v[128 * 128];
@@ -211,7 +211,15 @@ bs_draw(uint64_t *s, uint32_t M, uint32_t N, uint32_t K, uint32_t blk, uint8_t *
 		for (uint32_t kb = 0; kb < nkb; kb++) {
 			uint32_t rows = N - nb * blk < blk ? N - nb * blk : blk;
 			float sc = bs_block(s, v, (size_t)rows * blk);
-			sb[(size_t)nb * nkb + kb] = sc;
+			if (e8) {
+				/* UE8M0 SB (--scale-b ue8m0): the power of two at or above */
+				int e = (int)ceil(log2((double)sc)) + 127;
+				e = e < 1 ? 1 : e > 254 ? 254 : e;
+				((uint8_t *)sb)[(size_t)nb * nkb + kb] = (uint8_t)e;
+				sc = ldexpf(1.0f, e - 127);
+			} else {
+				sb[(size_t)nb * nkb + kb] = sc;
+			}
 			for (uint32_t i = 0; i < rows; i++) {
 				size_t o = (size_t)(nb * blk + i) * K + (size_t)kb * blk;
 				bs_quant(v + (size_t)i * blk, blk, sc, hb + o, db + o, 1);
@@ -264,6 +272,7 @@ et_gemm(KrtDevice *dev, KrtModule *mod, uint32_t M, uint32_t N, uint32_t K, uint
 		return -1;
 	}
 	int mx = blk && strcmp(abi->params[isa].dtype, "ue8m0") == 0;
+	int e8 = blk && !mx && strcmp(abi->params[isb].dtype, "ue8m0") == 0;
 	int fp16 = strcmp(abi->params[ia].dtype, "fp16") == 0;
 	int out32 = strcmp(abi->params[ic].dtype, "f32") == 0;
 	size_t es = blk ? 1 : 2;
@@ -287,7 +296,7 @@ et_gemm(KrtDevice *dev, KrtModule *mod, uint32_t M, uint32_t N, uint32_t K, uint
 		mx_draw(&s, M, K, ha, da, (uint8_t *)hsa, nsa);
 		mx_draw(&s, N, K, hb, db, (uint8_t *)hsb, nsb);
 	} else if (blk)
-		bs_draw(&s, M, N, K, blk, ha, hb, da, db, hsa, hsb);
+		bs_draw(&s, M, N, K, blk, ha, hb, da, db, hsa, hsb, e8);
 	else
 		for (size_t i = 0; i < na + nb; i++) {
 			float v = (float)normal(&s);

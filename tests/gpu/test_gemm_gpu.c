@@ -42,6 +42,7 @@ static const char *const bs_configs[][MAX_CFG_ARGS] = {
 	{BS_ARGS, NULL},
 	{BS_ARGS, "--out-dtype", "f32", NULL},
 	{BS_ARGS, "--tile-m", "64", "--tile-n", "64", "--stages", "4", NULL},
+	{BS_ARGS, "--scale-b", "ue8m0", NULL},
 #undef BS_ARGS
 };
 

@@ -67,6 +67,9 @@ grep -q '^//@shape kmult=16 kblock=128$' "$tmp/bs.ptx" || fail "bs gemm: no //@s
 grep -q '^//@param ptr SA dtype=f32 tensor=SA\[cdiv(K,128),M\]$' "$tmp/bs.ptx" || fail "bs gemm: no SA param"
 grep -q 'wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3 ' "$tmp/bs.ptx" || fail "bs gemm: no e4m3 wgmma"
 "$kgen" gemm | grep -q -- '--scale' && fail "bf16 gemm args show --scale"
+"$kgen" gemm --dtype e4m3 --scale block128 --scale-b ue8m0 --tile-k 128 --tile-n 128 -o "$tmp/e8.ptx" || fail "gemm --scale-b ue8m0"
+grep -q '^//@param ptr SB dtype=ue8m0 tensor=SB\[cdiv(N,128),cdiv(K,128)\]$' "$tmp/e8.ptx" || fail "bs gemm: no UE8M0 SB"
+expect_error "--scale-b=e4m3: must be one of f32,ue8m0" gemm --dtype e4m3 --scale block128 --tile-k 128 --scale-b e4m3
 # the CTA pair (docs/cta-pair.md): clusters of 2, one M = 256 MMA, half of B per CTA
 "$kgen" plan gemm --target sm_100a --cta-pair 1 >"$tmp/pair" || fail "plan gemm --cta-pair 1"
 grep -q 'tcgen05.mma.cta_group::2 M=256 N=256; each CTA holds 128 rows of A, 128 of B and D' "$tmp/pair" ||
