@@ -25,7 +25,7 @@ sm90_wgmma_wait(Emit *e, int pending)
 
 /* Columns: input type, its wgmma spelling, K of one MMA (32 bytes of K), and
  * whether the form has transpose operands (only 16-bit inputs may be
- * MN-major; PTX ISA §9.7.15.5.2). */
+ * MN-major; PTX ISA §9.7.15.5.2; docs/hardware.md, "wgmma syntax and fences"). */
 static const struct {
 	DType in;
 	const char *name;
