@@ -4,6 +4,8 @@
 #ifndef KGEN_DTYPE_H
 #define KGEN_DTYPE_H
 
+#include <stdint.h>
+
 typedef enum DType {
 	DT_BF16,
 	DT_F16,
@@ -25,5 +27,10 @@ typedef enum DType {
 const char *dtype_name(DType t);      /* "bf16", "e4m3", ... (the CLI spelling) */
 int dtype_bits(DType t);              /* storage bits of one element: 16, 8, 4 ... */
 int dtype_parse(const char *s, DType *out); /* 0 on success, -1 if unknown */
+/* The exact value of one code of a small float or scale format (e2m1, e2m3,
+ * e3m2, e4m3, e5m2, ue8m0, ue4m3; docs/hardware.md, "Number formats"): NaN
+ * and Inf where the format has them. 0, or -1 if t is not such a format or
+ * code has more bits than t stores. */
+int dtype_decode(DType t, uint32_t code, double *out);
 
 #endif

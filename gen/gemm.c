@@ -24,12 +24,19 @@ static const ParamSpec gemm_params[] = {
 	{"stages", PK_INT, P(stages), NULL, 2, 8, 1, "4", "TMA ring depth (full/empty mbarrier pairs)", NULL},
 	{"swizzle", PK_SWIZZLE, P(swizzle), "none,32,64,128", 0, 0, 0, "128",
 	 "smem swizzle of the A/B tiles (TMA and MMA agree)", NULL},
-	{"dtype", PK_DTYPE, P(dtype), "bf16,fp16", 0, 0, 0, "bf16", "A and B element type", NULL},
+	{"dtype", PK_DTYPE, P(dtype), "bf16,fp16,e4m3", 0, 0, 0, "bf16",
+	 "A and B element type (e4m3 needs --scale block128)", NULL},
 	{"out-dtype", PK_DTYPE, P(out_dtype), "bf16,f32", 0, 0, 0, "bf16", "C element type", NULL},
 	{"cta-pair", PK_INT, P(cta_pair), "0,1", 0, 0, 0, "0",
 	 "1: clusters of 2 CTAs, one cta_group::2 MMA of M = 2*tile-m per pair", "target=sm_100a"},
 	{"cluster-n", PK_INT, P(cluster_n), "1,2", 0, 0, 0, "1",
 	 "pairs per cluster along N; 2 multicasts each A tile to both pairs", "cta-pair=1"},
+	{"scale", PK_ENUM, P(scale), "none,block128,mx32", 0, 0, 0, "none",
+	 "block128 (sm_90a): C = sum over 128-wide K blocks of SA[kb,m]·SB[n/128,kb]·(A·B^T of the "
+	 "block), promoted into the f32 accumulator once per block; mx32 (sm_100a): a UE8M0 per 32 "
+	 "of K for every row of A and of B, applied by tcgen05.mma kind::mxf8f6f4", "dtype=e4m3"},
+	{"scale-b", PK_DTYPE, P(scale_b), "f32,ue8m0", 0, 0, 0, "f32",
+	 "block128: B's 128x128 scales as fp32, or as UE8M0 powers of two (2^(e-127))", "scale=block128"},
 };
 
 /* Validates the parameter combination and builds the plan. Every rule that
@@ -49,6 +56,11 @@ gemm_configure(GemmCfg *g, const GemmParams *p, KgErr *err)
 	g->esz_in = dtype_bits(g->in) / 8;
 	g->esz_out = dtype_bits(g->out) / 8;
 	g->span = swizzle_span(g->swz);
+	g->kmma = 32 / g->esz_in;
+	g->sblock = p->scale == GS_BLOCK128 ? 128 : 0;
+	g->sfvec = p->scale == GS_MX32 ? 32 : 0;
+	g->sbtype = (DType)p->scale_b;
+	g->r_sfa = g->r_sfb = -1;
 	g->group_m = 8;
 	g->r_slot = g->b_acc = -1;
 	g->pair = p->cta_pair;
@@ -62,6 +74,32 @@ gemm_configure(GemmCfg *g, const GemmParams *p, KgErr *err)
 		return kg_fail(err, "--cluster-n=%d: clusters along N are pairs sharing A; it needs "
 		               "--cta-pair 1", g->cn);
 
+	/* FP8 values are only meaningful with their scales; the scales only
+	 * exist for FP8 (DeepSeek's block scaling, docs/ABI.md "gemm"). */
+	if (dtype_bits(g->in) == 8 && !g->sblock && !g->sfvec)
+		return kg_fail(err, "--dtype=%s: FP8 inputs carry block scales; add --scale block128 "
+		               "(sm_90a) or mx32 (sm_100a)", dtype_name(g->in));
+	if ((g->sblock || g->sfvec) && dtype_bits(g->in) != 8)
+		return kg_fail(err, "--scale=%s with --dtype=%s: block scales apply to FP8 inputs "
+		               "(--dtype e4m3)", g->sblock ? "block128" : "mx32", dtype_name(g->in));
+	/* mx32: a stage is 128 of K, four scale factors per row, one byte each
+	 * of the TMEM word the MMA's scale-factor id selects (gen/layout.h);
+	 * B's factors are staged 128 rows per tcgen05.cp */
+	if (g->sfvec && g->tk != SF_BLOCKS * g->sfvec)
+		return kg_fail(err, "--tile-k=%d with --scale=mx32: tile-k must be %d (four 32-wide scale "
+		               "blocks, one TMEM word per row)", g->tk, SF_BLOCKS * g->sfvec);
+	if (g->sfvec && g->tn % SF_ROWS)
+		return kg_fail(err, "--tile-n=%d with --scale=mx32: tile-n must be a multiple of %d (B's "
+		               "scale factors are copied 128 rows at a time)", g->tn, SF_ROWS);
+	/* One stage is one scale block, so the promotion runs once per stage;
+	 * a tile's columns meet whole 128-row blocks of B's scales. */
+	if (g->sblock && g->tk != g->sblock)
+		return kg_fail(err, "--tile-k=%d with --scale=block128: tile-k must be the scale block, "
+		               "128", g->tk);
+	if (g->sblock && g->sblock % g->tn)
+		return kg_fail(err, "--tile-n=%d with --scale=block128: tile-n must divide 128 (a tile's "
+		               "columns share one B scale per K block)", g->tn);
+
 	/* One MMA consumes 32 bytes of K (docs/hardware.md, "Advancing along K"); a stage holds
 	 * whole swizzle rows so TMA boxes and descriptors tile it exactly. */
 	if (g->tk * g->esz_in % g->span)
@@ -72,6 +110,11 @@ gemm_configure(GemmCfg *g, const GemmParams *p, KgErr *err)
 	    layout_canonical(&g->lb, MAJOR_K, g->swz, 8 * g->esz_in, g->tn_cta, g->tk, err) < 0)
 		return -1;
 	g->stage_bytes = g->la.bytes + g->lb.bytes;
+	if (g->sfvec) {
+		g->sfa_bytes = SF_IMAGE_BYTES * (uint32_t)(g->tm / SF_ROWS);
+		g->sfb_bytes = SF_IMAGE_BYTES * (uint32_t)(g->tn / SF_ROWS);
+		g->stage_bytes += g->sfa_bytes + g->sfb_bytes;
+	}
 
 	plan_init(&g->plan, g->t);
 	/* TMA destinations need 128 B, swizzled tiles their period (docs/hardware.md,
@@ -79,12 +122,17 @@ gemm_configure(GemmCfg *g, const GemmParams *p, KgErr *err)
 	uint32_t align = (uint32_t)swizzle_period(g->swz) > 128 ? (uint32_t)swizzle_period(g->swz) : 128;
 	g->r_a = plan_smem(&g->plan, "A stages", g->la.bytes, align, g->stages);
 	g->r_b = plan_smem(&g->plan, "B stages", g->lb.bytes, align, g->stages);
+	if (g->sfvec) {
+		/* bulk copies and tcgen05.cp descriptors want 16-byte alignment */
+		g->r_sfa = plan_smem(&g->plan, "A scale factors", g->sfa_bytes, 128, g->stages);
+		g->r_sfb = plan_smem(&g->plan, "B scale factors", g->sfb_bytes, 128, g->stages);
+	}
 	if (g->t->gemm->plan(g, err) < 0)
 		return -1;
-	snprintf(g->name, sizeof g->name, "gemm_%s_%s_m%dn%dk%d_s%d_sw%s%s_%s", dtype_name(g->in),
+	snprintf(g->name, sizeof g->name, "gemm_%s_%s_m%dn%dk%d_s%d_sw%s%s%s_%s", dtype_name(g->in),
 	         dtype_name(g->out), g->tile_rows, g->tn, g->tk, g->stages,
 	         g->swz == SWZ_NONE ? "none" : (g->swz == SWZ_32B ? "32" : g->swz == SWZ_64B ? "64" : "128"),
-	         g->cn > 1 ? "_pair2" : g->pair ? "_pair" : "", g->t->tag);
+	         g->cn > 1 ? "_pair2" : g->pair ? "_pair" : "", g->sblock ? (g->sbtype == DT_UE8M0 ? "_bs128e8" : "_bs128") : g->sfvec ? "_mx32" : "", g->t->tag);
 	return plan_check(&g->plan, err);
 }
 
@@ -113,6 +161,75 @@ gemm_mma_loop_head(Emit *e, KgErr *err, const GemmRegs *r, Reg stage, Reg phase,
 	emit_label(e, loop);
 	emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n", full.s, stage.s, full0.s);
 	return op_mbar_wait(e, err, full, phase.s);
+}
+
+/* mx32: where the producer copies each stage's scale-factor images from.
+ * Image (row block rb, K block kt) of SA / SB is 512 bytes at
+ * (rb * nk + kt) * 512 (docs/ABI.md, "gemm"). */
+typedef struct SfSrc {
+	Reg a, b;       /* the first (kt = 0) image of this tile's rows */
+	Reg sa0, sb0;   /* smem of stage 0 */
+	Reg dst, src;   /* scratch */
+	int nb;         /* B images per stage: tile-n / 128 */
+} SfSrc;
+
+static void
+emit_sf_setup(Emit *e, const GemmCfg *g, const GemmRegs *r, SfSrc *sf)
+{
+	Reg t = reg_new(e, RC_B32), w = reg_new(e, RC_B64);
+
+	sf->a = reg_new(e, RC_B64);
+	sf->b = reg_new(e, RC_B64);
+	sf->dst = reg_new(e, RC_B32);
+	sf->src = reg_new(e, RC_B64);
+	sf->nb = g->tn / SF_ROWS;
+	sf->sa0 = op_plan_smem(e, &g->plan, r->base, g->r_sfa);
+	sf->sb0 = op_plan_smem(e, &g->plan, r->base, g->r_sfb);
+	/* A: row block m0 / 128 (tile-m is 128) */
+	emitf(e, "\tshr.u32 %s, %s, 7;\n\tmul.lo.u32 %s, %s, %s;\n", t.s, r->m0.s, t.s, t.s, r->nk.s);
+	emitf(e, "\tmul.wide.u32 %s, %s, %u;\n\tadd.u64 %s, %s, %s;\n", w.s, t.s, SF_IMAGE_BYTES, sf->a.s,
+	      r->sa.s, w.s);
+	emitf(e, "\tshr.u32 %s, %s, 7;\n\tmul.lo.u32 %s, %s, %s;\n", t.s, r->n0.s, t.s, t.s, r->nk.s);
+	emitf(e, "\tmul.wide.u32 %s, %s, %u;\n\tadd.u64 %s, %s, %s;\n", w.s, t.s, SF_IMAGE_BYTES, sf->b.s,
+	      r->sb.s, w.s);
+}
+
+/* This stage's images: A's one, then B's tile-n / 128, each a 512-byte
+ * bulk copy on the stage's full barrier (counted in stage_bytes). A B row
+ * block past N (tile-n 256 at the edge) is not read: its B rows are TMA's
+ * zero fill, so any finite factor serves, and the copy repeats the last
+ * real block (min). */
+static void
+emit_sf_loads(Emit *e, const GemmCfg *g, const GemmRegs *r, SfSrc *sf, Reg stage, Reg kt, Reg full)
+{
+	Reg t = reg_new(e, RC_B32), w = reg_new(e, RC_B64), lastb = reg_new(e, RC_B32);
+
+	emitf(e, "\tmad.lo.u32 %s, %s, %u, %s;\n", sf->dst.s, stage.s, g->sfa_bytes, sf->sa0.s);
+	emitf(e, "\tmul.wide.u32 %s, %s, %u;\n\tadd.u64 %s, %s, %s;\n", w.s, kt.s, SF_IMAGE_BYTES, sf->src.s,
+	      sf->a.s, w.s);
+	op_bulk_load(e, sf->dst, sf->src, g->sfa_bytes, full);
+	if (sf->nb > 1) {
+		/* images of B row blocks n0/128 + j, j < nb, but at most cdiv(N,128) - 1 */
+		emitf(e, "\tadd.u32 %s, %s, %d;\n\tshr.u32 %s, %s, 7;\n", lastb.s, r->N.s, SF_ROWS - 1, lastb.s,
+		      lastb.s);
+		emitf(e, "\tshr.u32 %s, %s, 7;\n\tsub.u32 %s, %s, %s;\n\tsub.u32 %s, %s, 1;\n", t.s, r->n0.s,
+		      lastb.s, lastb.s, t.s, lastb.s, lastb.s);
+	}
+	for (int j = 0; j < sf->nb; j++) {
+		emitf(e, "\tmad.lo.u32 %s, %s, %u, %s;\n", sf->dst.s, stage.s, g->sfb_bytes, sf->sb0.s);
+		if (j)
+			emitf(e, "\tadd.u32 %s, %s, %u;\n", sf->dst.s, sf->dst.s, j * SF_IMAGE_BYTES);
+		if (j) {
+			/* row block min(j, last - n0/128) past this tile's first */
+			emitf(e, "\tmin.u32 %s, %s, %d;\n\tmad.lo.u32 %s, %s, %s, %s;\n", t.s, lastb.s, j, t.s, t.s,
+			      r->nk.s, kt.s);
+		} else {
+			emitf(e, "\tmov.u32 %s, %s;\n", t.s, kt.s);
+		}
+		emitf(e, "\tmul.wide.u32 %s, %s, %u;\n\tadd.u64 %s, %s, %s;\n", w.s, t.s, SF_IMAGE_BYTES,
+		      sf->src.s, sf->b.s, w.s);
+		op_bulk_load(e, sf->dst, sf->src, SF_IMAGE_BYTES, full);
+	}
 }
 
 int
@@ -167,6 +284,9 @@ gemm_emit_producer(Emit *e, const GemmCfg *g, const GemmRegs *r, KgErr *err)
 		emitf(e, "\tmad.lo.u32 %s, %s, %u, %s;\n", am.s, r->pairid.s, ahalf, r->m0.s);
 		emitf(e, "\tshl.b32 %s, 5, %s;\n\tcvt.u16.u32 %s, %s;\n", t.s, r->prank.s, mask.s, t.s);
 	}
+	SfSrc sf;
+	if (g->sfvec)
+		emit_sf_setup(e, g, r, &sf);
 	label_new(e, loop, sizeof loop, "produce");
 	label_new(e, done, sizeof done, "produce_done");
 	emitf(e, "\tmov.u32 %s, 0;\n\tmov.u32 %s, 0;\n\tmov.u32 %s, 0;\n", stage.s, phase.s, kt.s);
@@ -212,6 +332,8 @@ gemm_emit_producer(Emit *e, const GemmCfg *g, const GemmRegs *r, KgErr *err)
 		    op_tma_load_group(e, err, db, r->tmap_b, cb, 2, full, 1 + g->pair) < 0)
 			return -1;
 	}
+	if (g->sfvec)
+		emit_sf_loads(e, g, r, &sf, stage, kt, full);
 	op_ring_advance(e, stage, phase, g->stages, reg_new(e, RC_PRED));
 	emitf(e, "\tadd.u32 %s, %s, 1;\n", kt.s, kt.s);
 	emitf(e, "\tsetp.lt.u32 %s, %s, %s;\n\t@%s bra %s;\n", p.s, kt.s, r->nk.s, p.s, loop);
@@ -292,6 +414,12 @@ emit_prologue(Emit *e, const GemmCfg *g, GemmRegs *r, KgErr *err)
 	emitf(e, "\tld.param.u64 %s, [p_C];\n\tcvta.to.global.u64 %s, %s;\n", r->c.s, r->c.s, r->c.s);
 	op_param_addr(e, r->tmap_a, "p_A");
 	op_param_addr(e, r->tmap_b, "p_B");
+	if (g->sblock || g->sfvec) {
+		r->sa = reg_new(e, RC_B64);
+		r->sb = reg_new(e, RC_B64);
+		emitf(e, "\tld.param.u64 %s, [p_SA];\n\tcvta.to.global.u64 %s, %s;\n", r->sa.s, r->sa.s, r->sa.s);
+		emitf(e, "\tld.param.u64 %s, [p_SB];\n\tcvta.to.global.u64 %s, %s;\n", r->sb.s, r->sb.s, r->sb.s);
+	}
 	r->prank = r->rank;
 	if (g->pair)
 		emitf(e, "\tmov.u32 %s, %%cluster_ctarank;\n", r->rank.s);
@@ -351,12 +479,32 @@ gemm_abi(const GemmCfg *g, const char *args, KernelAbi *k)
 	p = abi_add(k, ABI_PTR, "C");
 	p->dtype = g->out;
 	snprintf(p->tensor, sizeof p->tensor, "C[M,N]");
+	if (g->sblock) {
+		/* K-block-major SA, so that the rows of one K block are adjacent */
+		p = abi_add(k, ABI_PTR, "SA");
+		p->dtype = DT_F32;
+		snprintf(p->tensor, sizeof p->tensor, "SA[cdiv(K,%d),M]", g->sblock);
+		p = abi_add(k, ABI_PTR, "SB");
+		p->dtype = g->sbtype;
+		snprintf(p->tensor, sizeof p->tensor, "SB[cdiv(N,%d),cdiv(K,%d)]", g->sblock, g->sblock);
+	}
+	if (g->sfvec) {
+		/* the tcgen05.cp images of each 128 rows by 128 of K (docs/ABI.md, "gemm") */
+		p = abi_add(k, ABI_PTR, "SA");
+		p->dtype = DT_UE8M0;
+		snprintf(p->tensor, sizeof p->tensor, "SA[cdiv(M,128),cdiv(K,128),512]");
+		p = abi_add(k, ABI_PTR, "SB");
+		p->dtype = DT_UE8M0;
+		snprintf(p->tensor, sizeof p->tensor, "SB[cdiv(N,128),cdiv(K,128),512]");
+	}
 	abi_add(k, ABI_U32, "M");
 	abi_add(k, ABI_U32, "N");
 	abi_add(k, ABI_U32, "K");
 	/* A and B rows are K elements: their byte stride must be a multiple of
 	 * 16 (docs/hardware.md, "Tensor map encoding") */
 	abi_shape(k, "kmult", "%d", 16 / g->esz_in);
+	if (g->sblock || g->sfvec)
+		abi_shape(k, "kblock", "%d", g->sblock ? g->sblock : g->tk);
 }
 
 static int
@@ -394,6 +542,12 @@ gemm_plan(const void *params, Buf *text, KgErr *err)
 	buf_printf(text, "kernel          %s\n", g.name);
 	buf_printf(text, "tile            %d x %d x %d, %d stages, swizzle %s, %s -> %s\n", g.tm, g.tn,
 	           g.tk, g.stages, swizzle_name(g.swz), dtype_name(g.in), dtype_name(g.out));
+	if (g.sblock)
+		buf_printf(text, "block scales    fp32 SA per 1x%d of A, %s SB per %dx%d of B; one wgmma group per K block into a temporary, then acc += tmp * SA * SB\n",
+		           g.sblock, dtype_name(g.sbtype), g.sblock, g.sblock);
+	if (g.sfvec)
+		buf_printf(text, "block scales    UE8M0 per 1x%d of A and of B: one %d-byte image per 128 rows per stage, tcgen05.cp .32x128b.warpx4 into TMEM, kind::mxf8f6f4 scale-factor id = K block\n",
+		           g.sfvec, SF_IMAGE_BYTES);
 	buf_printf(text, "smem tiles      A %dx%d (%u B, SBO %u LBO %u), B %dx%d (%u B); %d TMA boxes per operand per stage\n",
 	           g.tm, g.tk, g.la.bytes, g.la.sbo, g.la.lbo, g.tn_cta, g.tk, g.lb.bytes, g.kslices);
 	if (g.pair)
@@ -410,7 +564,7 @@ gemm_plan(const void *params, Buf *text, KgErr *err)
 
 const Family family_gemm = {
 	"gemm",
-	"C[M,N] = A[M,K]·B[N,K]^T, bf16/fp16 in, f32 accumulate, bf16/f32 out",
+	"C[M,N] = A[M,K]·B[N,K]^T, bf16/fp16 (or block-scaled e4m3) in, f32 accumulate, bf16/f32 out",
 	gemm_params,
 	sizeof gemm_params / sizeof gemm_params[0],
 	sizeof(GemmParams),

@@ -1,5 +1,6 @@
 /* GEMM family: C[M,N] = A[M,K]·B[N,K]^T, bf16/fp16 in, f32 accumulate,
- * bf16 or f32 out. Shared parts (parameters, plan, prologue, TMA producer)
+ * bf16 or f32 out; or e4m3 in with DeepSeek's block scales (--scale
+ * block128: fp32 SA per 1x128 of A, SB per 128x128 of B, docs/ABI.md "gemm"). Shared parts (parameters, plan, prologue, TMA producer)
  * live in gemm.c; each target supplies GemmOps from its folder. */
 #ifndef KGEN_GEMM_H
 #define KGEN_GEMM_H
@@ -18,7 +19,16 @@ typedef struct GemmParams {
 	int dtype, out_dtype; /* DType */
 	int cta_pair; /* 1: a cluster of 2 CTAs shares one M = 2*tile-m MMA */
 	int cluster_n; /* pairs per cluster along N (2: A multicast to both) */
+	int scale; /* GemmScale */
+	int scale_b; /* block128: B's scale type, DT_F32 or DT_UE8M0 */
 } GemmParams;
+
+/* How A and B are scaled (the --scale values, in order). */
+typedef enum GemmScale {
+	GS_NONE,
+	GS_BLOCK128, /* fp32 per 1x128 of A (SA) and per 128x128 of B (SB) */
+	GS_MX32,     /* UE8M0 per 1x32 of A and of B (MXFP8), in TMEM for the MMA */
+} GemmScale;
 
 typedef struct GemmCfg {
 	const Target *t;
@@ -27,6 +37,11 @@ typedef struct GemmCfg {
 	DType in, out;
 	int esz_in, esz_out;
 	int span;               /* bytes of one swizzled row (16 for none) */
+	int kmma;               /* K elements of one MMA: 32 bytes of K */
+	int sblock;             /* block128: K (and B's N) elements per scale: 128, else 0 */
+	DType sbtype;           /* block128: B's scales, DT_F32 or DT_UE8M0 */
+	int sfvec;              /* mx32: K elements per UE8M0 scale factor: 32, else 0 */
+	uint32_t sfa_bytes, sfb_bytes; /* mx32: scale-factor images of one stage */
 	int kslices;            /* TMA boxes per operand per stage: tk*esz/span */
 	int pair;               /* CTA pair (docs/cta-pair.md): 1, else 0 */
 	int cn;                 /* pairs per cluster along N: 1, or 2 sharing A by multicast */
@@ -38,6 +53,7 @@ typedef struct GemmCfg {
 	int consumers;          /* sm90: consumer warpgroups */
 	Plan plan;
 	int r_a, r_b, r_slot;   /* smem region indices (r_slot: TMEM address, or -1) */
+	int r_sfa, r_sfb;       /* mx32: scale-factor image stages */
 	int b_full, b_empty, b_acc; /* barrier indices (b_acc: accumulator ready, or -1) */
 	char name[128];
 } GemmCfg;
@@ -53,6 +69,7 @@ typedef struct GemmRegs {
 	Reg pairid;          /* cn = 2: which pair of the cluster (rank >> 1) */
 	Reg tmap_a, tmap_b;  /* generic addresses of the tensor-map params */
 	Reg c;               /* global address of C */
+	Reg sa, sb;          /* scaled: global addresses of SA and SB */
 } GemmRegs;
 
 typedef struct GemmOps {

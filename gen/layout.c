@@ -302,3 +302,20 @@ layout_offset(const TileLayout *t, int mn, int k)
 	       + b / span * (8 * span)                 /* atom along MN */
 	       + (uint32_t)k % 8 * span + b % span;
 }
+
+uint32_t
+layout_sf_offset(int row, int kblock)
+{
+	int q = tmem_quarter_lanes();
+
+	/* image row = the TMEM lane, 4 bytes per column, one byte per K block */
+	return (uint32_t)(16 * (row % q) + 4 * (row / q) + kblock);
+}
+
+void
+layout_sf_tmem(int row, int kblock, int *lane, int *col, int *byte)
+{
+	*lane = row % tmem_quarter_lanes();
+	*col = row / tmem_quarter_lanes();
+	*byte = kblock;
+}

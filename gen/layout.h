@@ -68,6 +68,18 @@ int tmem_quarter_lanes(void);
 int tmem_quarter_lane_shift(void);
 int tmem_quarter_addr_shift(void);
 
+/* Scale factors of a block-scaled tcgen05.mma (docs/hardware.md,
+ * "Block-scaled tcgen05.mma" and "tcgen05.cp"), staged by one
+ * tcgen05.cp .32x128b.warpx4 per 128 rows: the smem image is 32 rows of 16
+ * bytes (K-major, no swizzle, rows 16 bytes apart), image row r lands in
+ * lane r of every lane quarter, its 16 bytes in 4 columns. Row m of the
+ * operand (0..127) and K block b (0..3, one byte each, the MMA's scale
+ * factor id) therefore sit at byte layout_sf_offset(m, b) of the image and
+ * in lane m % 32, column m / 32, byte b of the scale region. */
+enum { SF_ROWS = 128, SF_BLOCKS = 4, SF_IMAGE_BYTES = 512, SF_COLS = 4 };
+uint32_t layout_sf_offset(int row, int kblock); /* 16*(row%32) + 4*(row/32) + kblock */
+void layout_sf_tmem(int row, int kblock, int *lane, int *col, int *byte);
+
 /* The wgmma f32 accumulator fragment of m64nNk16/k32 (docs/hardware.md,
  * "wgmma accumulator fragment"): thread t of the warpgroup holds, in
  * register i, row wgmma_acc_row(t) + drow and column wgmma_acc_col(t) + dcol

@@ -101,6 +101,13 @@ op_mbar_arrive_expect_tx_cluster(Emit *e, Reg bar, uint32_t bytes)
 	      bar.s, bytes);
 }
 
+void
+op_bulk_load(Emit *e, Reg dst, Reg src, uint32_t bytes, Reg bar)
+{
+	emitf(e, "\tcp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%s], [%s], %u, [%s];\n",
+	      dst.s, src.s, bytes, bar.s);
+}
+
 int
 op_tma_load_group(Emit *e, KgErr *err, Reg dst, Reg tmap, const Reg *c, int n, Reg bar,
                   int cta_group)

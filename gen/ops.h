@@ -31,6 +31,10 @@ void op_mbar_arrive_expect_tx(Emit *e, Reg bar, uint32_t bytes);
 void op_mbar_arrive_expect_tx_cluster(Emit *e, Reg bar, uint32_t bytes);
 /* One TMA tile box of rank n (1..5) with coordinates c[0..n-1], innermost first. */
 int op_tma_load(Emit *e, KgErr *err, Reg dst, Reg tmap, const Reg *c, int n, Reg bar);
+/* A plain bulk copy (no tensor map) of `bytes` (a multiple of 16, both
+ * addresses 16-byte aligned) from global `src` to shared `dst`, completing
+ * on `bar` (PTX ISA §9.7.9.25). */
+void op_bulk_load(Emit *e, Reg dst, Reg src, uint32_t bytes, Reg bar);
 /* cta_group 2: bar may be the peer CTA's barrier (a shared::cluster address,
  * docs/cta-pair.md); cta_group 1 is op_tma_load. */
 int op_tma_load_group(Emit *e, KgErr *err, Reg dst, Reg tmap, const Reg *c, int n, Reg bar,

@@ -28,6 +28,8 @@ static const struct {
 	const char *field, *param, *why;
 } multiple_rules[] = {
 	{"kmult", "K", "rows of A and B are K elements and their byte stride a multiple of 16"},
+	{"kblock", "K", "A and B carry their scales per kblock elements of K (SA, SB; docs/ABI.md, "
+	 "\"gemm\")"},
 };
 
 /* The index of param `name` of the given kind, -1 if the kernel has none. */

@@ -124,6 +124,10 @@ typedef struct CheckFamily {
 	 * not already say (fmha: the configuration read from the ABI args and
 	 * the drawn sequence lengths). */
 	void (*describe)(const CheckCase *c, FILE *f);
+	/* Optional: fits one of the default shapes to the kernel (gemm
+	 * block-scaled: K up to whole scale blocks); shapes given on the
+	 * command line are taken as they are. */
+	void (*fit_default)(const KrtAbi *abi, CheckShape *s);
 } CheckFamily;
 
 const CheckFamily *check_family(const char *name); /* NULL if unknown */

@@ -1,11 +1,14 @@
 /* The gemm family of the checker (check.h): C[M,N] = A[M,K]·B[N,K]ᵀ with
- * A, B bf16 or fp16 and C bf16, fp16 or f32, against tests/ref/gemm_ref. */
+ * A, B bf16 or fp16 and C bf16, fp16 or f32, against tests/ref/gemm_ref;
+ * and its block-scaled form (A, B e4m3 with fp32 SA, SB: docs/ABI.md,
+ * "gemm") against the float64 product of the dequantized operands. */
 #include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "decode_ref.h"
 #include "gemm_ref.h"
 #include "tools/check_internal.h"
 
@@ -41,11 +44,35 @@ gemm_types(const CheckCase *c, NumType *in, NumType *out, KrtErr *err)
 	return 0;
 }
 
+/* The scale block of a block-scaled kernel (//@shape kblock), else 0. */
+static uint32_t
+gemm_kblock(const CheckCase *c)
+{
+	const char *v = krt_abi_shape(c->abi, "kblock");
+	return v ? (uint32_t)strtoul(v, NULL, 10) : 0;
+}
+
+static int bs_prepare(CheckCase *c, uint32_t blk, KrtErr *err);
+static int mx_prepare(CheckCase *c, KrtErr *err);
+
+/* MXFP8 kernels (--scale mx32) have UE8M0 scale-factor images SA, SB. */
+static int
+gemm_is_mx(const CheckCase *c)
+{
+	const KrtAbiParam *p = krt_abi_find(c->abi, "SA");
+	return p && strcmp(p->dtype, "ue8m0") == 0;
+}
+
 static int
 gemm_prepare(CheckCase *c, KrtErr *err)
 {
 	uint64_t M = c->shape.d[0], N = c->shape.d[1], K = c->shape.d[2];
 	NumType in, out;
+	uint32_t blk = gemm_kblock(c);
+	if (gemm_is_mx(c))
+		return mx_prepare(c, err);
+	if (blk)
+		return bs_prepare(c, blk, err);
 	int rc = gemm_types(c, &in, &out, err);
 
 	if (rc)
@@ -176,9 +203,17 @@ gemm_compare_row(CheckCase *c, const CheckBuf *cb, uint32_t m, uint64_t N, const
 	}
 }
 
+static int bs_compare(CheckCase *c, CheckResult *res, uint32_t blk, KrtErr *err);
+static int mx_compare(CheckCase *c, CheckResult *res, KrtErr *err);
+
 static int
 gemm_compare(CheckCase *c, CheckResult *res, KrtErr *err)
 {
+	if (gemm_is_mx(c))
+		return mx_compare(c, res, err);
+	if (gemm_kblock(c))
+		return bs_compare(c, res, gemm_kblock(c), err);
+
 	uint64_t M = c->shape.d[0], N = c->shape.d[1], K = c->shape.d[2];
 	const CheckBuf *a = check_find_buf(c, "A"), *b = check_find_buf(c, "B");
 	CheckBuf *cb = check_find_buf(c, "C");
@@ -205,6 +240,270 @@ gemm_compare(CheckCase *c, CheckResult *res, KrtErr *err)
 	return 0;
 }
 
+/* ---- block-scaled e4m3 ---------------------------------------------------- */
+
+/* DeepSeek's quantization of a block of values: the scale maps the block's
+ * largest magnitude to E4M3's largest, 448, and each value is rounded to
+ * E4M3 at that scale. The scale is an fp32 and the values are divided by
+ * that very fp32, so q·scale is what the kernel multiplies. */
+static float
+bs_scale(const double *v, size_t n)
+{
+	double amax = 0.0;
+
+	for (size_t i = 0; i < n; i++)
+		amax = fmax(amax, fabs(v[i]));
+	return amax > 0.0 ? (float)(amax / 448.0) : 1.0f;
+}
+
+static void
+bs_quantize(const double *v, size_t n, float s, uint8_t *q)
+{
+	for (size_t i = 0; i < n; i++)
+		q[i] = decode_f64_to_e4m3(v[i] / (double)s);
+}
+
+/* N(0,1) values times 2^u per scale block, u uniform in -r..r, so that the
+ * blocks' scales differ by up to 2^(2r) and a scale applied to the wrong
+ * block shows; the edge pattern widens r and zeroes or saturates (±amax,
+ * E4M3 448 after scaling) one value in 16. */
+static void
+bs_draw(CheckCase *c, double *v, size_t n, int r)
+{
+	double mul = ldexp(1.0, (int)num_rng_below(&c->rng, (uint64_t)(2 * r + 1)) - r);
+
+	for (size_t i = 0; i < n; i++) {
+		v[i] = num_rng_normal(&c->rng) * mul;
+		if (c->fill == CHECK_FILL_EDGE && num_rng_below(&c->rng, 16) == 0)
+			v[i] = num_rng_below(&c->rng, 2) ? 0.0 : (num_rng_below(&c->rng, 2) ? 4 : -4) * mul;
+	}
+}
+
+static int
+bs_prepare(CheckCase *c, uint32_t blk, KrtErr *err)
+{
+	uint64_t M = c->shape.d[0], N = c->shape.d[1], K = c->shape.d[2];
+	NumType out;
+	const KrtAbiParam *pa = krt_abi_find(c->abi, "A"), *pb = krt_abi_find(c->abi, "B");
+	int r = c->fill == CHECK_FILL_EDGE ? 8 : 3, rc;
+
+	const KrtAbiParam *psb = krt_abi_find(c->abi, "SB");
+	int e8 = psb && strcmp(psb->dtype, "ue8m0") == 0;
+	if (!pa || !pb || strcmp(pa->dtype, "e4m3") || strcmp(pb->dtype, "e4m3"))
+		return check_fail(err, KRT_EABI, "%s: block-scaled gemm: A and B must be e4m3 tensor maps",
+		                  c->abi->kernel);
+	if ((rc = gemm_dtype(c, "C", KRT_ARG_PTR, &out, err)) != 0)
+		return rc;
+	if (!M || !N || !K || M > UINT32_MAX || N > UINT32_MAX || K > UINT32_MAX)
+		return check_fail(err, KRT_EINVAL, "gemm %llux%llux%llu: M, N, K must be in 1..2^32-1",
+		                  (unsigned long long)M, (unsigned long long)N, (unsigned long long)K);
+	if (K % blk)
+		return check_fail(err, KRT_EINVAL, "gemm K=%llu: must be a multiple of %u (the kernel's "
+		                  "scale block, //@shape kblock=%u)", (unsigned long long)K, blk, blk);
+	uint64_t nkb = K / blk, nnb = (N + blk - 1) / blk;
+	uint8_t *a = malloc(M * K), *b = malloc(N * K);
+	float *sa = malloc(sizeof *sa * nkb * M), *sb = malloc(sizeof *sb * nnb * nkb);
+	double *v = malloc(sizeof *v * blk * blk);
+	if (!a || !b || !sa || !sb || !v) {
+		free(a), free(b), free(sa), free(sb), free(v);
+		return check_fail(err, KRT_ENOMEM, "gemm: no host memory for the inputs");
+	}
+	for (uint64_t m = 0; m < M; m++)
+		for (uint64_t kb = 0; kb < nkb; kb++) {
+			bs_draw(c, v, blk, r);
+			sa[kb * M + m] = bs_scale(v, blk);
+			bs_quantize(v, blk, sa[kb * M + m], a + m * K + kb * blk);
+		}
+	for (uint64_t nb = 0; nb < nnb; nb++) {
+		uint64_t rows = N - nb * blk < blk ? N - nb * blk : blk;
+		for (uint64_t kb = 0; kb < nkb; kb++) {
+			bs_draw(c, v, rows * blk, r);
+			/* one scale for the rows x blk block, row by row into B; a
+			 * UE8M0 one is the power of two at or above amax / 448 */
+			float s = bs_scale(v, rows * blk);
+			if (e8) {
+				int e = (int)ceil(log2((double)s)) + 127;
+				e = e < 1 ? 1 : e > 254 ? 254 : e;
+				((uint8_t *)sb)[nb * nkb + kb] = (uint8_t)e;
+				s = ldexpf(1.0f, e - 127);
+			} else {
+				sb[nb * nkb + kb] = s;
+			}
+			for (uint64_t i = 0; i < rows; i++)
+				bs_quantize(v + i * blk, blk, s, b + (nb * blk + i) * K + kb * blk);
+		}
+	}
+	free(v);
+	rc = check_add_raw_input(c, "A", "e4m3", 1, M * K, a, err);
+	if (!rc)
+		rc = check_add_raw_input(c, "B", "e4m3", 1, N * K, b, err);
+	else
+		free(b);
+	if (!rc)
+		rc = check_add_input(c, "SA", NUM_F32, nkb * M, sa, err);
+	else
+		free(sa);
+	if (!rc)
+		rc = e8 ? check_add_raw_input(c, "SB", "ue8m0", 1, nnb * nkb, sb, err)
+		        : check_add_input(c, "SB", NUM_F32, nnb * nkb, sb, err);
+	else
+		free(sb);
+	if (!rc)
+		rc = check_add_output(c, "C", out, M * N, 256 * N * (size_t)num_type_size(out) + 65536, err);
+	return rc;
+}
+
+/* Tolerances as for gemm_tol: the E4M3 products are exact in fp32 (4-bit
+ * significands), each K block's sum is scaled once, so the kernel's errors
+ * are fp32 accumulation, the rounding of SA·SB to fp32 (2^-24) and the
+ * output rounding. */
+static int
+bs_compare(CheckCase *c, CheckResult *res, uint32_t blk, KrtErr *err)
+{
+	uint64_t M = c->shape.d[0], N = c->shape.d[1], K = c->shape.d[2];
+	const CheckBuf *a = check_find_buf(c, "A"), *b = check_find_buf(c, "B");
+	const CheckBuf *sa = check_find_buf(c, "SA"), *sb = check_find_buf(c, "SB");
+	CheckBuf *cb = check_find_buf(c, "C");
+	uint32_t nrows = 0;
+	enum { BLOCK = 64 };
+
+	res->tol = gemm_tol[cb->type];
+	uint32_t *rows = gemm_rows(c, M, N, K, &nrows);
+	double *ref = malloc(sizeof *ref * N * BLOCK);
+	if (!rows || !ref) {
+		free(rows);
+		free(ref);
+		return check_fail(err, KRT_ENOMEM, "gemm: no host memory for the reference");
+	}
+	res->subset = nrows < M;
+	/* UE8M0 SB: its powers of two as floats (exact: 2^-127..2^127) */
+	float *sbf = sb->is_num ? NULL : malloc(sizeof *sbf * (sb->count ? sb->count : 1));
+	if (!sb->is_num && !sbf) {
+		free(rows);
+		free(ref);
+		return check_fail(err, KRT_ENOMEM, "gemm: no host memory for the reference");
+	}
+	for (uint64_t i = 0; sbf && i < sb->count; i++)
+		sbf[i] = ldexpf(1.0f, (int)((const uint8_t *)sb->host)[i] - 127);
+	for (uint32_t i = 0; i < nrows; i += BLOCK) {
+		uint32_t nb = nrows - i < BLOCK ? nrows - i : BLOCK;
+		gemm_bs_ref_rows(a->host, b->host, sa->host, sbf ? sbf : sb->host, (uint32_t)M, (uint32_t)N,
+		                 (uint32_t)K, blk, rows + i, nb, ref);
+		for (uint32_t j = 0; j < nb; j++)
+			gemm_compare_row(c, cb, rows[i + j], N, ref + (size_t)j * N, res);
+	}
+	free(sbf);
+	free(rows);
+	free(ref);
+	return 0;
+}
+
+/* ---- MXFP8: UE8M0 per 32 of K ----------------------------------------------- */
+
+/* OCP MX's quantization of a 32-value block: the factor is the power of
+ * two that brings the block's largest magnitude to at most 448. */
+static uint8_t
+mx_factor(const double *v, size_t n)
+{
+	double amax = 0.0;
+
+	for (size_t i = 0; i < n; i++)
+		amax = fmax(amax, fabs(v[i]));
+	if (amax == 0.0)
+		return 127;
+	int e = (int)ceil(log2(amax / 448.0)) + 127;
+	return (uint8_t)(e < 1 ? 1 : e > 254 ? 254 : e);
+}
+
+/* rows x K of E4M3 into q, their factors into the images sf (rows past
+ * `rows` in the last 128-row block keep factor 127, 2^0). */
+static void
+mx_draw(CheckCase *c, uint64_t rows, uint64_t K, int r, uint8_t *q, uint8_t *sf, size_t sfbytes)
+{
+	double v[32];
+
+	memset(sf, 127, sfbytes);
+	for (uint64_t m = 0; m < rows; m++)
+		for (uint64_t k = 0; k < K; k += 32) {
+			bs_draw(c, v, 32, r);
+			uint8_t e = mx_factor(v, 32);
+			sf[gemm_mx_sf_index((uint32_t)m, (uint32_t)k, (uint32_t)K)] = e;
+			for (int i = 0; i < 32; i++)
+				q[m * K + k + (uint64_t)i] = decode_f64_to_e4m3(ldexp(v[i], 127 - e));
+		}
+}
+
+static int
+mx_prepare(CheckCase *c, KrtErr *err)
+{
+	uint64_t M = c->shape.d[0], N = c->shape.d[1], K = c->shape.d[2];
+	NumType out;
+	int r = c->fill == CHECK_FILL_EDGE ? 8 : 3, rc;
+
+	if ((rc = gemm_dtype(c, "C", KRT_ARG_PTR, &out, err)) != 0)
+		return rc;
+	if (!M || !N || !K || M > UINT32_MAX || N > UINT32_MAX || K > UINT32_MAX)
+		return check_fail(err, KRT_EINVAL, "gemm %llux%llux%llu: M, N, K must be in 1..2^32-1",
+		                  (unsigned long long)M, (unsigned long long)N, (unsigned long long)K);
+	if (K % 128)
+		return check_fail(err, KRT_EINVAL, "gemm K=%llu: must be a multiple of 128 (the kernel's "
+		                  "scale-factor images, //@shape kblock=128)", (unsigned long long)K);
+	size_t sfa = (M + 127) / 128 * (K / 128) * 512, sfb = (N + 127) / 128 * (K / 128) * 512;
+	uint8_t *a = malloc(M * K), *b = malloc(N * K), *sa = malloc(sfa), *sb = malloc(sfb);
+	if (!a || !b || !sa || !sb) {
+		free(a), free(b), free(sa), free(sb);
+		return check_fail(err, KRT_ENOMEM, "gemm: no host memory for the inputs");
+	}
+	mx_draw(c, M, K, r, a, sa, sfa);
+	mx_draw(c, N, K, r, b, sb, sfb);
+	rc = check_add_raw_input(c, "A", "e4m3", 1, M * K, a, err);
+	if (!rc)
+		rc = check_add_raw_input(c, "B", "e4m3", 1, N * K, b, err);
+	else
+		free(b);
+	if (!rc)
+		rc = check_add_raw_input(c, "SA", "ue8m0", 1, sfa, sa, err);
+	else
+		free(sa);
+	if (!rc)
+		rc = check_add_raw_input(c, "SB", "ue8m0", 1, sfb, sb, err);
+	else
+		free(sb);
+	if (!rc)
+		rc = check_add_output(c, "C", out, M * N, 256 * N * (size_t)num_type_size(out) + 65536, err);
+	return rc;
+}
+
+static int
+mx_compare(CheckCase *c, CheckResult *res, KrtErr *err)
+{
+	uint64_t M = c->shape.d[0], N = c->shape.d[1], K = c->shape.d[2];
+	const CheckBuf *a = check_find_buf(c, "A"), *b = check_find_buf(c, "B");
+	const CheckBuf *sa = check_find_buf(c, "SA"), *sb = check_find_buf(c, "SB");
+	CheckBuf *cb = check_find_buf(c, "C");
+	uint32_t nrows = 0;
+	enum { BLOCK = 64 };
+
+	res->tol = gemm_tol[cb->type];
+	uint32_t *rows = gemm_rows(c, M, N, K, &nrows);
+	double *ref = malloc(sizeof *ref * N * BLOCK);
+	if (!rows || !ref) {
+		free(rows);
+		free(ref);
+		return check_fail(err, KRT_ENOMEM, "gemm: no host memory for the reference");
+	}
+	res->subset = nrows < M;
+	for (uint32_t i = 0; i < nrows; i += BLOCK) {
+		uint32_t nb = nrows - i < BLOCK ? nrows - i : BLOCK;
+		gemm_mx_ref_rows(a->host, b->host, sa->host, sb->host, (uint32_t)N, (uint32_t)K, rows + i, nb, ref);
+		for (uint32_t j = 0; j < nb; j++)
+			gemm_compare_row(c, cb, rows[i + j], N, ref + (size_t)j * N, res);
+	}
+	free(rows);
+	free(ref);
+	return 0;
+}
+
 static double
 gemm_flops(const CheckCase *c)
 {
@@ -217,10 +516,11 @@ gemm_peer_args(const CheckCase *c, int iters, int warmup, char *buf, size_t n)
 {
 	const CheckBuf *a = check_find_buf_const(c, "A");
 	const CheckBuf *out = check_find_buf_const(c, "C");
+	/* block-scaled: A is raw e4m3 (peers.py times torch._scaled_mm) */
 	int len = snprintf(buf, n, "gemm %llu %llu %llu %s %d %d %s",
 	                   (unsigned long long)c->shape.d[0], (unsigned long long)c->shape.d[1],
-	                   (unsigned long long)c->shape.d[2], num_type_name(a->type), iters,
-	                   warmup, num_type_name(out->type));
+	                   (unsigned long long)c->shape.d[2], a->is_num ? num_type_name(a->type) : a->dtype,
+	                   iters, warmup, num_type_name(out->type));
 	return len < 0 || (size_t)len >= n ? -1 : 0;
 }
 
@@ -237,6 +537,16 @@ static const CheckShape gemm_shapes[] = {
 
 #define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
+/* Block-scaled kernels take K in whole scale blocks. */
+static void
+gemm_fit_default(const KrtAbi *abi, CheckShape *s)
+{
+	const char *v = krt_abi_shape(abi, "kblock");
+	uint64_t b = v ? strtoull(v, NULL, 10) : 0;
+	if (b)
+		s->d[2] = (s->d[2] + b - 1) / b * b;
+}
+
 const CheckFamily check_family_gemm = {
 	.name = "gemm",
 	.dims = "M,N,K",
@@ -248,4 +558,5 @@ const CheckFamily check_family_gemm = {
 	.compare = gemm_compare,
 	.flops = gemm_flops,
 	.peer_args = gemm_peer_args,
+	.fit_default = gemm_fit_default,
 };

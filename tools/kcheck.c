@@ -289,20 +289,22 @@ run_shapes(const Args *a, KrtDevice *dev, KrtModule *mod, const CheckFamily *fam
 			char shape[128], label[2048];
 			CheckResult r;
 			KrtErr err = {0};
+			CheckShape sh = shapes[i];
 			if (!(a->fills & (1 << f)))
 				continue;
-			check_shape_str(&shapes[i], shape, sizeof shape);
-			replay_label(a, krt_device_kind(dev), &shapes[i], (CheckFill)f, label,
-			             sizeof label);
+			if (!a->nshapes && fam->fit_default)
+				fam->fit_default(krt_module_abi(mod), &sh);
+			check_shape_str(&sh, shape, sizeof shape);
+			replay_label(a, krt_device_kind(dev), &sh, (CheckFill)f, label, sizeof label);
 			CheckOpts o = {
-				.seed = check_case_seed(a->seed, &shapes[i], (CheckFill)f),
+				.seed = check_case_seed(a->seed, &sh, (CheckFill)f),
 				.fill = (CheckFill)f,
 				.full_limit = a->full_limit,
 				.log = stdout,
 				.label = label,
 			};
 			fflush(stdout);
-			int rc = check_run(dev, mod, &shapes[i], &o, &r, &err);
+			int rc = check_run(dev, mod, &sh, &o, &r, &err);
 			total++;
 			if (rc) {
 				failed++;

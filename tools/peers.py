@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Time the peers at the shape kbench just timed.
 
-    python3 tools/peers.py gemm M N K DTYPE ITERS WARMUP [OUT_DTYPE]
+    python3 tools/peers.py gemm M N K DTYPE ITERS WARMUP [OUT_DTYPE]   (DTYPE e4m3: block-scaled)
     python3 tools/peers.py fmha B SQ SK HQ HKV D DV MASK DTYPE ITERS WARMUP SCALE KVSHARED
     python3 tools/peers.py decode B SQ HQ TOPK PS TOPKX PSX PAGES PAGESX SINK ITERS WARMUP FLOPS BYTES
 
@@ -64,6 +64,9 @@ def gemm(torch, argv):
     if len(argv) not in (6, 7):
         raise SystemExit("usage: peers.py gemm M N K DTYPE ITERS WARMUP [OUT_DTYPE]")
     m, n, k = (int(x) for x in argv[:3])
+    if argv[3] == "e4m3":
+        return gemm_fp8(torch, m, n, k, int(argv[4]), int(argv[5]),
+                        getattr(torch, DTYPES[argv[6] if len(argv) == 7 else "bf16"]))
     dtype = getattr(torch, DTYPES[argv[3]])
     iters, warmup = int(argv[4]), int(argv[5])
     out = getattr(torch, DTYPES[argv[6]]) if len(argv) == 7 else dtype
@@ -96,6 +99,55 @@ def gemm(torch, argv):
         f"median {med:.4f} ms (min {lo:.4f}, max {hi:.4f}) over {iters} calls, "
         f"{nsets} input set(s), {torch.cuda.get_device_name(0)}, torch {torch.__version__}")
     return [(name, tflops, None)]
+
+
+def gemm_fp8(torch, m, n, k, iters, warmup, out):
+    """Peers of the block-scaled e4m3 gemm (docs/ABI.md, "gemm"), each
+    timed alone: torch._scaled_mm (cuBLAS) with one fp32 scale per tensor,
+    with DeepSeek's block scales (1x128 for A, 128x128 for B: recent torch
+    and cuBLAS only; the error is reported otherwise), and a BF16 matmul of
+    the same shape. _scaled_mm takes B as a column-major [K,N]: B[N,K].t()."""
+    f8 = getattr(torch, "float8_e4m3fn", None)
+    if f8 is None or not hasattr(torch, "_scaled_mm"):
+        return [(None, None, f"torch {torch.__version__} has no float8_e4m3fn/_scaled_mm")]
+    gen = torch.Generator(device="cuda").manual_seed(1)
+    nsets = set_count(torch, m * k + n * k + m * n * 2)
+    sets = []
+    for _ in range(nsets):
+        a = torch.randn(m, k, device="cuda", generator=gen).to(f8)
+        b = torch.randn(n, k, device="cuda", generator=gen).to(f8)
+        sets.append((a, b))
+    one = torch.ones((), device="cuda", dtype=torch.float32)
+    kb, nb = (k + 127) // 128, (n + 127) // 128
+    # A's scales M-major (our SA[K/128, M] seen as [M, K/128]), B's [K/128, N/128]
+    sa = torch.rand(kb, m, device="cuda", generator=gen).add_(0.5).t()
+    sb = torch.rand(nb, kb, device="cuda", generator=gen).add_(0.5).t()
+    variants = [
+        ("torch._scaled_mm[tensor]", lambda s: torch._scaled_mm(s[0], s[1].t(), scale_a=one, scale_b=one,
+                                                                out_dtype=out)),
+        ("torch._scaled_mm[block]", lambda s: torch._scaled_mm(s[0], s[1].t(), scale_a=sa, scale_b=sb,
+                                                               out_dtype=out)),
+    ]
+    results = []
+    for name, fn in variants:
+        try:
+            fn(sets[0])
+            torch.cuda.synchronize()
+        except (TypeError, RuntimeError, ValueError) as e:
+            say(f"peers.py: {name} {m}x{n}x{k}: {e}")
+            results.append((name, None, f"does not run: {first_line(e)}"))
+            continue
+        med, lo, hi = time_calls(torch, [lambda s=s, fn=fn: fn(s) for s in sets], iters, warmup)
+        say(f"peers.py: {name} {m}x{n}x{k} e4m3->{out}: median {med:.4f} ms (min {lo:.4f}, max {hi:.4f}), "
+            f"{nsets} input set(s), {torch.cuda.get_device_name(0)}, torch {torch.__version__}")
+        results.append((name, 2.0 * m * n * k / (med * 1e-3) / 1e12, None))
+    del sets
+    a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16, generator=gen)
+    b = torch.randn(n, k, device="cuda", dtype=torch.bfloat16, generator=gen)
+    c = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
+    med, _, _ = time_calls(torch, [lambda: torch.mm(a, b.t(), out=c)], iters, warmup)
+    results.append(("torch.matmul[bf16]", 2.0 * m * n * k / (med * 1e-3) / 1e12, None))
+    return results
 
 
 def first_line(text, limit=160):

@@ -19,6 +19,27 @@
 
 enum { WARP_PRODUCER = 4, WARP_MMA = 5, CHUNK = 32 };
 
+/* The MMA's instruction descriptor: kind::f16, or for mx32 kind::mxf8f6f4
+ * with UE8M0 factors whose id (the byte of the TMEM word) is the K block
+ * kk of the stage (gen/layout.h; docs/hardware.md, "Block-scaled
+ * instruction descriptor"). */
+static int
+mma_idesc(const GemmCfg *g, int kk, uint32_t *out, KgErr *err)
+{
+	Idesc d = {0};
+
+	if (!g->sfvec)
+		return sm100_idesc_f16_group(g->in, g->tile_rows, g->tn, 0, 1 + g->pair, out, err);
+	d.kind = IK_MXF8F6F4;
+	d.a = d.b = g->in;
+	d.scale = DT_UE8M0;
+	d.m = g->tile_rows;
+	d.n = g->tn;
+	d.cta_group = 1;
+	d.sfa_id = d.sfb_id = kk;
+	return idesc_encode(out, &d, err);
+}
+
 static int
 sm100_plan(GemmCfg *g, KgErr *err)
 {
@@ -26,10 +47,17 @@ sm100_plan(GemmCfg *g, KgErr *err)
 	uint32_t idesc;
 	char does[96];
 
+	if (g->sblock)
+		return kg_fail(err, "--scale=block128: the sm_100a gemm has no block-scaled path yet "
+		               "(tcgen05.mma kind::mxf8f6f4 with TMEM scales); use --target sm_90a");
+
 	if (g->tm != 128)
 		return kg_fail(err, "--tile-m=%d: the sm_100a gemm issues one M=128 tcgen05.mma per tile (cta_group::1, TMEM layout D); use 128",
 		               g->tm);
-	if (sm100_idesc_f16_group(g->in, g->tile_rows, g->tn, 0, 1 + g->pair, &idesc, err) < 0)
+	if (g->sfvec && g->pair)
+		return kg_fail(err, "--scale=mx32 with --cta-pair=1: the block-scaled gemm is cta_group::1 "
+		               "only so far; use --cta-pair 0");
+	if (mma_idesc(g, 0, &idesc, err) < 0)
 		return -1;
 	p->threads = 192;
 	plan_role(p, "epilogue", 0, 4, 0, "tcgen05.ld 32x32b (warp w: lanes 32w..), convert, store C");
@@ -41,6 +69,13 @@ sm100_plan(GemmCfg *g, KgErr *err)
 	snprintf(p->regs_need_who, sizeof p->regs_need_who, "epilogue");
 	g->r_slot = plan_smem(p, "TMEM address", 4, 16, 1);
 	plan_tmem(p, "accumulator", 0, g->tn, 128);
+	if (g->sfvec) {
+		/* one slot per stage, so a stage's copy never overwrites factors
+		 * an MMA of another stage still reads */
+		plan_tmem(p, "A scale factors", g->tn, g->stages * SF_COLS * (g->tm / SF_ROWS), 128);
+		plan_tmem(p, "B scale factors", g->tn + g->stages * SF_COLS * (g->tm / SF_ROWS),
+		          g->stages * SF_COLS * (g->tn / SF_ROWS), 128);
+	}
 	/* a pair: both CTAs' producers arrive on the leader's full barrier,
 	 * each with its own bytes */
 	g->b_full = plan_barrier(p, "full", g->stages, 1 + g->pair, g->stage_bytes * (1 + g->pair),
@@ -63,6 +98,77 @@ sm100_setup(Emit *e, const GemmCfg *g, const GemmRegs *r, KgErr *err)
 	                              r->base, g->r_slot, 1 + g->pair);
 }
 
+/* mx32: the MMA thread's scale-factor state (gen/layout.h). */
+typedef struct Sf {
+	Reg idesc[SF_BLOCKS]; /* kind::mxf8f6f4, scale-factor id = K block */
+	Reg sa0, sb0;         /* smem of the stage-0 images */
+	Reg dhi;              /* high word of the images' descriptor */
+	uint32_t dlo;         /* its low word at address 0 */
+	Reg ta, tb;           /* this stage's TMEM slots */
+	Reg lo, d;            /* scratch */
+} Sf;
+
+static int
+sf_init(Emit *e, const GemmCfg *g, const GemmRegs *r, Sf *sf, KgErr *err)
+{
+	TileLayout l;
+	uint64_t d;
+
+	/* one image: 32 rows of 16 bytes, K-major without swizzle, rows 16
+	 * bytes apart (core-matrix rows; docs/hardware.md, "tcgen05.cp") */
+	if (layout_canonical(&l, MAJOR_K, SWZ_NONE, 8, SF_IMAGE_BYTES / 16, 16, err) < 0 ||
+	    desc_for_tile(&d, g->t->desc, &l, 0, err) < 0)
+		return -1;
+	emit_block(e, "sm100.gemm_sf_setup");
+	for (int kk = 0; kk < SF_BLOCKS; kk++) {
+		uint32_t v;
+		char what[48];
+		if (mma_idesc(g, kk, &v, err) < 0)
+			return -1;
+		sf->idesc[kk] = reg_new(e, RC_B32);
+		snprintf(what, sizeof what, "D += A*B scaled, K block %d", kk);
+		op_idesc(e, sf->idesc[kk], IK_MXF8F6F4, v, what);
+	}
+	sf->sa0 = op_plan_smem(e, &g->plan, r->base, g->r_sfa);
+	sf->sb0 = op_plan_smem(e, &g->plan, r->base, g->r_sfb);
+	sf->dhi = reg_new(e, RC_B32);
+	op_desc_hi(e, sf->dhi, g->t->desc, d, "scale-factor image");
+	sf->dlo = (uint32_t)d;
+	sf->ta = reg_new(e, RC_B32);
+	sf->tb = reg_new(e, RC_B32);
+	sf->lo = reg_new(e, RC_B32);
+	sf->d = reg_new(e, RC_B64);
+	return 0;
+}
+
+/* Copies this stage's images into its TMEM slots: A's 128 rows to 4
+ * columns, B's 128-row blocks to 4 columns each; the MMAs that follow on
+ * this thread are ordered after the copies (docs/hardware.md, "tcgen05.cp"). */
+static void
+sf_copy(Emit *e, const GemmCfg *g, Sf *sf, Reg stage, Reg tmem)
+{
+	int acols = SF_COLS * (g->tm / SF_ROWS), bcols = SF_COLS * (g->tn / SF_ROWS);
+
+	emitf(e, "\tmad.lo.u32 %s, %s, %d, %s;\n\tadd.u32 %s, %s, %d;\n", sf->ta.s, stage.s, acols, tmem.s,
+	      sf->ta.s, sf->ta.s, g->tn);
+	emitf(e, "\tmad.lo.u32 %s, %s, %d, %s;\n\tadd.u32 %s, %s, %d;\n", sf->tb.s, stage.s, bcols, tmem.s,
+	      sf->tb.s, sf->tb.s, g->tn + g->stages * acols);
+	emitf(e, "\tmad.lo.u32 %s, %s, %u, %s;\n\tshr.u32 %s, %s, 4;\n", sf->lo.s, stage.s, g->sfa_bytes,
+	      sf->sa0.s, sf->lo.s, sf->lo.s);
+	emitf(e, "\tadd.u32 %s, %s, %u;\n\tmov.b64 %s, {%s, %s};\n", sf->lo.s, sf->lo.s, sf->dlo, sf->d.s,
+	      sf->lo.s, sf->dhi.s);
+	sm100_cp_32x128b_x4(e, sf->ta, sf->d);
+	for (int j = 0; j < g->tn / SF_ROWS; j++) {
+		Reg t = reg_new(e, RC_B32);
+		emitf(e, "\tmad.lo.u32 %s, %s, %u, %s;\n\tadd.u32 %s, %s, %d;\n\tshr.u32 %s, %s, 4;\n", sf->lo.s,
+		      stage.s, g->sfb_bytes, sf->sb0.s, sf->lo.s, sf->lo.s, j * SF_IMAGE_BYTES, sf->lo.s, sf->lo.s);
+		emitf(e, "\tadd.u32 %s, %s, %u;\n\tmov.b64 %s, {%s, %s};\n", sf->lo.s, sf->lo.s, sf->dlo, sf->d.s,
+		      sf->lo.s, sf->dhi.s);
+		emitf(e, "\tadd.u32 %s, %s, %d;\n", t.s, sf->tb.s, j * SF_COLS);
+		sm100_cp_32x128b_x4(e, t, sf->d);
+	}
+}
+
 static int
 emit_mma(Emit *e, const GemmCfg *g, const GemmRegs *r, Reg tmem, KgErr *err)
 {
@@ -75,7 +181,10 @@ emit_mma(Emit *e, const GemmCfg *g, const GemmRegs *r, Reg tmem, KgErr *err)
 	uint32_t idesc, alo, ahi, blo, bhi;
 	char loop[48], done[48];
 
-	if (sm100_idesc_f16_group(g->in, g->tile_rows, g->tn, 0, 1 + g->pair, &idesc, err) < 0 ||
+	Sf sf;
+	if (g->sfvec && sf_init(e, g, r, &sf, err) < 0)
+		return -1;
+	if (mma_idesc(g, 0, &idesc, err) < 0 ||
 	    gemm_desc_words(g, &g->la, &alo, &ahi, err) < 0 ||
 	    gemm_desc_words(g, &g->lb, &blo, &bhi, err) < 0)
 		return -1;
@@ -85,7 +194,8 @@ emit_mma(Emit *e, const GemmCfg *g, const GemmRegs *r, Reg tmem, KgErr *err)
 	accbar = op_plan_bar(e, &g->plan, r->base, g->b_acc);
 	a0 = op_plan_smem(e, &g->plan, r->base, g->r_a);
 	b0 = op_plan_smem(e, &g->plan, r->base, g->r_b);
-	op_idesc(e, idr, IK_F16, idesc, "D = A*B");
+	if (!g->sfvec)
+		op_idesc(e, idr, IK_F16, idesc, "D = A*B");
 	op_desc_hi(e, ahr, g->t->desc, (uint64_t)ahi << 32 | alo, "A");
 	op_desc_hi(e, bhr, g->t->desc, (uint64_t)bhi << 32 | blo, "B");
 	if (g->pair) {
@@ -109,14 +219,18 @@ emit_mma(Emit *e, const GemmCfg *g, const GemmRegs *r, Reg tmem, KgErr *err)
 	emitf(e, "\tmad.lo.u32 %s, %s, %u, %s;\n", as.s, stage.s, g->la.bytes, a0.s);
 	emitf(e, "\tmad.lo.u32 %s, %s, %u, %s;\n", bs.s, stage.s, g->lb.bytes, b0.s);
 	emitf(e, "\tshr.u32 %s, %s, 4;\n\tshr.u32 %s, %s, 4;\n", as.s, as.s, bs.s, bs.s);
+	if (g->sfvec)
+		sf_copy(e, g, &sf, stage, tmem);
 	/* the first MMA of the tile overwrites the accumulator */
 	emitf(e, "\tsetp.ne.u32 %s, %s, 0;\n", acc.s, kt.s);
-	for (int k16 = 0; k16 < g->tk / 16; k16++) {
-		uint32_t da = layout_offset(&g->la, 0, 16 * k16) >> 4;
-		uint32_t db = layout_offset(&g->lb, 0, 16 * k16) >> 4;
+	for (int k16 = 0; k16 < g->tk / g->kmma; k16++) {
+		uint32_t da = layout_offset(&g->la, 0, g->kmma * k16) >> 4;
+		uint32_t db = layout_offset(&g->lb, 0, g->kmma * k16) >> 4;
 		emitf(e, "\tadd.u32 %s, %s, %u;\n\tmov.b64 %s, {%s, %s};\n", lo.s, as.s, alo + da, ad.s, lo.s, ahr.s);
 		emitf(e, "\tadd.u32 %s, %s, %u;\n\tmov.b64 %s, {%s, %s};\n", lo.s, bs.s, blo + db, bd.s, lo.s, bhr.s);
-		if (g->pair)
+		if (g->sfvec)
+			sm100_mma_mx_ss(e, tmem, ad, bd, sf.idesc[k16], sf.ta, sf.tb, k16 ? "1" : acc.s);
+		else if (g->pair)
 			sm100_mma_f16_ss_pair(e, tmem, ad, bd, idr, k16 ? "1" : acc.s);
 		else
 			sm100_mma_f16_ss(e, tmem, ad, bd, idr, k16 ? "1" : acc.s);

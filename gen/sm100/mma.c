@@ -73,6 +73,21 @@ sm100_mma_f16_ss(Emit *e, Reg d, Reg adesc, Reg bdesc, Reg idesc, const char *en
 }
 
 void
+sm100_mma_mx_ss(Emit *e, Reg d, Reg adesc, Reg bdesc, Reg idesc, Reg sfa, Reg sfb, const char *enable_d)
+{
+	emitf(e, "\ttcgen05.mma.cta_group::1.kind::mxf8f6f4.block_scale.block32 [%s], %s, %s, %s, [%s], [%s], %s;\n",
+	      d.s, adesc.s, bdesc.s, idesc.s, sfa.s, sfb.s, enable_d);
+	emit_need_ptx(e, 88);
+}
+
+void
+sm100_cp_32x128b_x4(Emit *e, Reg taddr, Reg sdesc)
+{
+	emitf(e, "\ttcgen05.cp.cta_group::1.32x128b.warpx4 [%s], %s;\n", taddr.s, sdesc.s);
+	emit_need_ptx(e, 86);
+}
+
+void
 sm100_mma_f16_ss_pair(Emit *e, Reg d, Reg adesc, Reg bdesc, Reg idesc, const char *enable_d)
 {
 	/* one thread of the pair issues for both CTAs (docs/cta-pair.md) */

@@ -40,6 +40,14 @@ void sm100_mma_f16_ss(Emit *e, Reg d, Reg adesc, Reg bdesc, Reg idesc, const cha
 /* D[tmem] (+)= A[tmem]·B(desc)^T, kind::f16 TS form: A read from TMEM
  * (K-major, same lanes as D; docs/hardware.md, "A operand in TMEM"). */
 void sm100_mma_f16_ts(Emit *e, Reg d, Reg a, Reg bdesc, Reg idesc, const char *enable_d);
+/* D[tmem] (+)= A(desc)·B(desc)^T, kind::mxf8f6f4 with one UE8M0 factor per
+ * 32 of K from TMEM at sfa and sfb (docs/hardware.md, "Block-scaled tcgen05.mma"). */
+void sm100_mma_mx_ss(Emit *e, Reg d, Reg adesc, Reg bdesc, Reg idesc, Reg sfa, Reg sfb,
+                     const char *enable_d);
+/* 32 rows of 16 bytes from shared memory (descriptor sdesc) into 32 lanes
+ * x 4 columns at taddr, replicated to all four lane quarters
+ * (.32x128b.warpx4, docs/hardware.md, "tcgen05.cp"). */
+void sm100_cp_32x128b_x4(Emit *e, Reg taddr, Reg sdesc);
 /* Arrive on `bar` once all prior async tcgen05 ops of this thread complete. */
 void sm100_commit(Emit *e, Reg bar);
 /* 32 lanes x n columns starting at taddr into v[0..n-1] (32x32b.xN):

@@ -1,6 +1,8 @@
 /* GEMM on sm_90a: warpgroup 0 produces (one elected thread issues TMA),
  * warpgroups 1..C each own 64 rows of the tile and issue wgmma SS with the
- * f32 accumulators in registers, then store their fragment to C. */
+ * f32 accumulators in registers, then store their fragment to C. Block
+ * scaled (--scale block128): each stage's MMAs go into a temporary
+ * accumulator that is scaled and added into the f32 one. */
 #include <stdio.h>
 #include <string.h>
 
@@ -14,9 +16,12 @@ static int
 sm90_plan(GemmCfg *g, KgErr *err)
 {
 	Plan *p = &g->plan;
-	char does[96];
+	char does[160]; /* plan_role keeps 95 characters */
 	int regs;
 
+	if (g->sfvec)
+		return kg_fail(err, "--scale=mx32: per-32 UE8M0 scales are applied by tcgen05.mma "
+		               "kind::mxf8f6f4; use --target sm_100a (or --scale block128 here)");
 	if (g->pair)
 		return kg_fail(err, "--cta-pair=1: sm_90a has no CTA-pair MMA (tcgen05.mma.cta_group::2 "
 		               "is sm_100a); use --target sm_100a or --cta-pair 0");
@@ -24,11 +29,13 @@ sm90_plan(GemmCfg *g, KgErr *err)
 	p->threads = 128 * (1 + g->consumers);
 	regs = plan_regs_split(p, 128 * g->consumers, 128, PRODUCER_REGS);
 	plan_role(p, "producer", 0, 4, PRODUCER_REGS, "warp 0, one elected lane: TMA A/B boxes");
-	snprintf(does, sizeof does, "64 rows each: wgmma m64n%dk16 SS, epilogue from registers", g->tn);
+	snprintf(does, sizeof does, "64 rows each: wgmma m64n%dk%d SS%s, epilogue from registers", g->tn,
+	         g->kmma, g->sblock ? ", x SA*SB per K block" : "");
 	plan_role(p, "consumer", 4, 4 * g->consumers, regs, does);
-	/* tn/2 f32 accumulators plus addresses, descriptors and epilogue
-	 * predicates (about 48 measured from ptxas reports). */
-	p->regs_need_max = g->tn / 2 + 48;
+	/* tn/2 f32 accumulators (twice that with the block-scaled temporary)
+	 * plus addresses, descriptors and epilogue predicates (about 48
+	 * measured from ptxas reports; the scales' addresses 16 more). */
+	p->regs_need_max = g->tn / 2 * (g->sblock ? 2 : 1) + 48 + (g->sblock ? 16 : 0);
 	snprintf(p->regs_need_who, sizeof p->regs_need_who, "consumer");
 	g->b_full = plan_barrier(p, "full", g->stages, 1, g->stage_bytes,
 	                         "producer: arrive.expect_tx, then TMA complete_tx");
@@ -102,6 +109,99 @@ emit_store_fragment(Emit *e, const GemmCfg *g, const GemmRegs *r, Reg wgc, const
 	}
 }
 
+/* Block scaling (docs/ABI.md, "gemm"): the scales one consumer thread
+ * applies. Its accumulator rows are g and g+8 (row_of_acc); the tile's
+ * columns lie in one 128-column block of B (tile-n divides 128). */
+typedef struct Scales {
+	Reg tmp[128];     /* the K block's product before scaling */
+	Reg pa[2];        /* &SA[kb][row g], &SA[kb][row g+8] (rows clamped to M-1) */
+	Reg pb;           /* &SB[n0/128][kb] */
+	Reg stride;       /* bytes from SA[kb] to SA[kb+1]: 4*M */
+	Reg a[2], b;      /* this K block's scales */
+	Reg e8, e8p;      /* UE8M0 SB: its byte, and a predicate */
+	Reg ab[2];        /* a[row] * b */
+} Scales;
+
+static void
+emit_scale_addrs(Emit *e, const GemmCfg *g, const GemmRegs *r, Reg wgc, Scales *sc)
+{
+	Reg row = reg_new(e, RC_B32), t = reg_new(e, RC_B32), last = reg_new(e, RC_B32);
+	Reg w = reg_new(e, RC_B64);
+
+	emit_block(e, "sm90.gemm_scale_addrs");
+	reg_array(e, RC_F32, sc->tmp, g->tn / 2);
+	sc->stride = reg_new(e, RC_B64);
+	emitf(e, "\tmul.wide.u32 %s, %s, 4;\n", sc->stride.s, r->M.s);
+	sm90_acc_row0(e, row, wgc, r->warp, r->lane, t);
+	emitf(e, "\tadd.u32 %s, %s, %s;\n\tsub.u32 %s, %s, 1;\n", row.s, row.s, r->m0.s, last.s, r->M.s);
+	for (int h = 0; h < 2; h++) {
+		/* rows past M are never stored; clamped they read a real scale */
+		sc->pa[h] = reg_new(e, RC_B64);
+		sc->a[h] = reg_new(e, RC_F32);
+		emitf(e, "\tadd.u32 %s, %s, %d;\n\tmin.u32 %s, %s, %s;\n", t.s, row.s, 8 * h, t.s, t.s, last.s);
+		emitf(e, "\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n", w.s, t.s, sc->pa[h].s, r->sa.s, w.s);
+	}
+	/* SB row n0 / 128 (n0 < N: the tile exists), K block 0 */
+	sc->pb = reg_new(e, RC_B64);
+	sc->b = reg_new(e, RC_F32);
+	sc->e8 = reg_new(e, RC_B32);
+	sc->e8p = reg_new(e, RC_PRED);
+	emitf(e, "\tdiv.u32 %s, %s, %d;\n", t.s, r->n0.s, g->sblock);
+	emitf(e, "\tmul.lo.u32 %s, %s, %s;\n\tmul.wide.u32 %s, %s, %d;\n\tadd.u64 %s, %s, %s;\n", t.s, t.s,
+	      r->nk.s, w.s, t.s, dtype_bits(g->sbtype) / 8, sc->pb.s, r->sb.s, w.s);
+	for (int h = 0; h < 2; h++)
+		sc->ab[h] = reg_new(e, RC_F32);
+}
+
+/* This K block's scales, issued before the MMAs so that their latency
+ * hides behind them; the pointers then step to the next block. */
+static void
+emit_scale_loads(Emit *e, const GemmCfg *g, Scales *sc)
+{
+	emit_block(e, "sm90.gemm_scale_loads");
+	for (int h = 0; h < 2; h++) {
+		emitf(e, "\tld.global.nc.f32 %s, [%s];\n", sc->a[h].s, sc->pa[h].s);
+		emitf(e, "\tadd.u64 %s, %s, %s;\n", sc->pa[h].s, sc->pa[h].s, sc->stride.s);
+	}
+	if (g->sbtype == DT_UE8M0) {
+		/* 2^(e-127) as f32 bits: e << 23 for e = 1..254; e = 0 is the
+		 * subnormal 2^-127, 255 NaN (docs/hardware.md, "Number formats") */
+		emitf(e, "\tld.global.nc.u8 %s, [%s];\n", sc->e8.s, sc->pb.s);
+		emitf(e, "\tsetp.eq.u32 %s, %s, 0;\n", sc->e8p.s, sc->e8.s);
+		emitf(e, "\tshl.b32 %s, %s, 23;\n\t@%s mov.b32 %s, 0x00400000;\n", sc->e8.s, sc->e8.s, sc->e8p.s,
+		      sc->e8.s);
+		emitf(e, "\tsetp.eq.u32 %s, %s, 0x7f800000;\n\t@%s mov.b32 %s, 0x7fc00000;\n", sc->e8p.s, sc->e8.s,
+		      sc->e8p.s, sc->e8.s);
+		emitf(e, "\tmov.b32 %s, %s;\n\tadd.u64 %s, %s, 1;\n", sc->b.s, sc->e8.s, sc->pb.s, sc->pb.s);
+		return;
+	}
+	emitf(e, "\tld.global.nc.f32 %s, [%s];\n", sc->b.s, sc->pb.s);
+	emitf(e, "\tadd.u64 %s, %s, 4;\n", sc->pb.s, sc->pb.s);
+}
+
+/* Which of the thread's rows (g, g+8) accumulator register i is in
+ * (docs/hardware.md, "wgmma accumulator fragment"). */
+static int
+row_of_acc(int i)
+{
+	int drow, dcol;
+
+	wgmma_acc_reg(i, &drow, &dcol);
+	return drow / 8;
+}
+
+/* acc += tmp * SA[row] * SB[column block], once per K block. */
+static void
+emit_promote(Emit *e, const GemmCfg *g, Scales *sc, const Reg *acc)
+{
+	emit_block(e, "sm90.gemm_promote");
+	for (int h = 0; h < 2; h++)
+		emitf(e, "\tmul.f32 %s, %s, %s;\n", sc->ab[h].s, sc->a[h].s, sc->b.s);
+	for (int i = 0; i < g->tn / 2; i++)
+		emitf(e, "\tfma.rn.f32 %s, %s, %s, %s;\n", acc[i].s, sc->tmp[i].s, sc->ab[row_of_acc(i)].s,
+		      acc[i].s);
+}
+
 static int
 emit_consumer(Emit *e, const GemmCfg *g, const GemmRegs *r, KgErr *err)
 {
@@ -115,6 +215,7 @@ emit_consumer(Emit *e, const GemmCfg *g, const GemmRegs *r, KgErr *err)
 	uint32_t alo, ahi, blo, bhi;
 	char loop[48], done[48], guard[16];
 	int nacc = g->tn / 2;
+	Scales sc;
 
 	if (gemm_desc_words(g, &g->la, &alo, &ahi, err) < 0 ||
 	    gemm_desc_words(g, &g->lb, &blo, &bhi, err) < 0)
@@ -133,35 +234,60 @@ emit_consumer(Emit *e, const GemmCfg *g, const GemmRegs *r, KgErr *err)
 	op_desc_hi(e, bhr, g->t->desc, (uint64_t)bhi << 32 | blo, "B");
 	for (int i = 0; i < nacc; i++)
 		emitf(e, "\tmov.f32 %s, 0f00000000;\n", acc[i].s);
+	if (g->sblock) {
+		emit_scale_addrs(e, g, r, wgc, &sc);
+		emit_block(e, "sm90.gemm_consumer_loop");
+	}
 	if (gemm_mma_loop_head(e, err, r, stage, phase, kt, full0, full, p, loop, done, sizeof loop) < 0)
 		return -1;
 	emitf(e, "\tmad.lo.u32 %s, %s, %u, %s;\n", as.s, stage.s, g->la.bytes, a0.s);
 	emitf(e, "\tmad.lo.u32 %s, %s, %u, %s;\n", bs.s, stage.s, g->lb.bytes, b0.s);
 	emitf(e, "\tshr.u32 %s, %s, 4;\n\tshr.u32 %s, %s, 4;\n", as.s, as.s, bs.s, bs.s);
+	if (g->sblock) {
+		emit_scale_loads(e, g, &sc);
+		emit_block(e, "sm90.gemm_block_mma");
+	}
 	sm90_wgmma_fence(e);
-	for (int k16 = 0; k16 < g->tk / 16; k16++) {
+	for (int kk = 0; kk < g->tk / g->kmma; kk++) {
 		/* 32 bytes of K per MMA: slice j, offset inside the swizzled row
 		 * moves only the start address (docs/hardware.md, "Advancing along K"). */
-		uint32_t da = layout_offset(&g->la, 0, 16 * k16) >> 4;
-		uint32_t db = layout_offset(&g->lb, 0, 16 * k16) >> 4;
+		uint32_t da = layout_offset(&g->la, 0, g->kmma * kk) >> 4;
+		uint32_t db = layout_offset(&g->lb, 0, g->kmma * kk) >> 4;
 		emitf(e, "\tadd.u32 %s, %s, %u;\n\tmov.b64 %s, {%s, %s};\n", lo.s, as.s, alo + da, ad.s, lo.s, ahr.s);
 		emitf(e, "\tadd.u32 %s, %s, %u;\n\tmov.b64 %s, {%s, %s};\n", lo.s, bs.s, blo + db, bd.s, lo.s, bhr.s);
-		sm90_wgmma_ss(e, g->tn, g->in, acc, ad, bd);
+		if (g->sblock)
+			/* the block's first MMA overwrites the temporary */
+			sm90_wgmma(e, g->tn, g->in, sc.tmp, &ad, NULL, bd, kk > 0, 0);
+		else
+			sm90_wgmma_ss(e, g->tn, g->in, acc, ad, bd);
 	}
 	sm90_wgmma_commit(e);
-	/* Keep one group in flight: once the previous stage's group is done
-	 * its smem may be refilled. */
-	sm90_wgmma_wait(e, 1);
-	emitf(e, "\tsetp.ne.and.u32 %s, %s, 0, %s;\n", rel.s, kt.s, lane0.s);
-	snprintf(guard, sizeof guard, "@%s ", rel.s);
-	op_mbar_arrive(e, prev, guard);
-	emitf(e, "\tmad.lo.u32 %s, %s, 8, %s; // mbar %s[stage]\n", prev.s, stage.s, empty0.s,
-	      g->plan.bars[g->b_empty].name);
+	if (g->sblock) {
+		/* the temporary is read right away: wait for all, and release this
+		 * stage now (its smem is no longer read) */
+		sm90_wgmma_wait(e, 0);
+		emitf(e, "\tmad.lo.u32 %s, %s, 8, %s; // mbar %s[stage]\n", prev.s, stage.s, empty0.s,
+		      g->plan.bars[g->b_empty].name);
+		snprintf(guard, sizeof guard, "@%s ", lane0.s);
+		op_mbar_arrive(e, prev, guard);
+		emit_promote(e, g, &sc, acc);
+	} else {
+		/* Keep one group in flight: once the previous stage's group is done
+		 * its smem may be refilled. */
+		sm90_wgmma_wait(e, 1);
+		emitf(e, "\tsetp.ne.and.u32 %s, %s, 0, %s;\n", rel.s, kt.s, lane0.s);
+		snprintf(guard, sizeof guard, "@%s ", rel.s);
+		op_mbar_arrive(e, prev, guard);
+		emitf(e, "\tmad.lo.u32 %s, %s, 8, %s; // mbar %s[stage]\n", prev.s, stage.s, empty0.s,
+		      g->plan.bars[g->b_empty].name);
+	}
 	op_ring_advance(e, stage, phase, g->stages, reg_new(e, RC_PRED));
 	emitf(e, "\tadd.u32 %s, %s, 1;\n", kt.s, kt.s);
 	emitf(e, "\tsetp.lt.u32 %s, %s, %s;\n\t@%s bra %s;\n", p.s, kt.s, r->nk.s, p.s, loop);
 	emit_label(e, done);
-	sm90_wgmma_wait(e, 0);
+	/* block-scaled: every group was waited for inside the loop */
+	if (!g->sblock)
+		sm90_wgmma_wait(e, 0);
 	emit_store_fragment(e, g, r, wgc, acc);
 	return 0;
 }

@@ -23,15 +23,39 @@ sm90_wgmma_wait(Emit *e, int pending)
 	emitf(e, "\twgmma.wait_group.sync.aligned %d;\n", pending);
 }
 
+/* Columns: input type, its wgmma spelling, K of one MMA (32 bytes of K), and
+ * whether the form has transpose operands (only 16-bit inputs may be
+ * MN-major; PTX ISA §9.7.15.5.2; docs/hardware.md, "wgmma syntax and fences"). */
+static const struct {
+	DType in;
+	const char *name;
+	int k, trans;
+} wgmma_types[] = {
+	{DT_BF16, "bf16", 16, 1},
+	{DT_F16, "f16", 16, 1},
+	{DT_E4M3, "e4m3", 32, 0},
+	{DT_E5M2, "e5m2", 32, 0},
+};
+
 void
 sm90_wgmma(Emit *e, int n, DType in, const Reg *acc, const Reg *adesc, const Reg *afrag, Reg bdesc,
            int scale_d, int trans_b)
 {
-	const char *t = in == DT_BF16 ? "bf16" : "f16";
+	const char *t = "?";
+	int k = 0, trans = 1;
 
+	for (size_t i = 0; i < sizeof wgmma_types / sizeof wgmma_types[0]; i++)
+		if (wgmma_types[i].in == in) {
+			t = wgmma_types[i].name;
+			k = wgmma_types[i].k;
+			trans = wgmma_types[i].trans;
+		}
 	/* operands: d, a, b-desc, scale-d, imm-scale-a, imm-scale-b, [imm-trans-a,]
-	 * imm-trans-b (PTX §9.7.15.5.2); the RS form has no trans-a */
-	if (afrag)
+	 * imm-trans-b (PTX §9.7.15.5.2); the RS form has no trans-a, FP8 neither */
+	if (!trans)
+		emitf(e, "\twgmma.mma_async.sync.aligned.m64n%dk%d.f32.%s.%s %s, %s, %s, %d, 1, 1;\n", n, k, t,
+		      t, reg_vec(e, acc, n / 2), afrag ? reg_vec(e, afrag, 4) : adesc->s, bdesc.s, scale_d);
+	else if (afrag)
 		emitf(e, "\twgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s %s, %s, %s, %d, 1, 1, %d;\n", n,
 		      t, t, reg_vec(e, acc, n / 2), reg_vec(e, afrag, 4), bdesc.s, scale_d, trans_b);
 	else

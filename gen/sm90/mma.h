@@ -9,7 +9,8 @@
 void sm90_wgmma_fence(Emit *e);
 void sm90_wgmma_commit(Emit *e);
 void sm90_wgmma_wait(Emit *e, int pending);
-/* D(64xN, f32) += A(64x16 via desc) · B(Nx16 via desc)^T, both K-major. */
+/* D(64xN, f32) += A(64 x 32 bytes of K via desc) · B(N x 32 bytes)^T, both
+ * K-major: k16 for bf16/fp16, k32 for e4m3/e5m2. */
 void sm90_wgmma_ss(Emit *e, int n, DType in, const Reg *acc, Reg adesc, Reg bdesc);
 /* The general form: A from a descriptor (SS) or, when `afrag` is non-NULL,
  * from four registers of 16-bit pairs (RS, docs/hardware.md, "wgmma A fragment"); scale_d 0

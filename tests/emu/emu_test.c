@@ -5,7 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "decode_ref.h"
 #include "emu_test.h"
+#include "gemm_ref.h"
 #include "tools/check.h"
 
 char *
@@ -153,6 +155,104 @@ param_index(const KrtAbi *a, const char *name)
 	return -1;
 }
 
+static uint32_t
+gemm_kblock(const KrtAbi *abi)
+{
+	const char *v = krt_abi_shape(abi, "kblock");
+	return v ? (uint32_t)strtoul(v, NULL, 10) : 0;
+}
+
+uint32_t
+et_gemm_k(const KrtAbi *abi, uint32_t K)
+{
+	uint32_t b = gemm_kblock(abi);
+	return b ? (K + b - 1) / b * b : K;
+}
+
+/* Quantizes n values v (stride 1) at scale s into E4M3 codes q and their
+ * exact dequantized values d. */
+static void
+bs_quant(const double *v, size_t n, float s, uint8_t *q, double *d, size_t stride)
+{
+	for (size_t i = 0; i < n; i++) {
+		q[i * stride] = decode_f64_to_e4m3(v[i] / (double)s);
+		d[i * stride] = decode_e4m3_to_f64(q[i * stride]) * (double)s;
+	}
+}
+
+static float
+bs_block(uint64_t *s, double *v, size_t n)
+{
+	double mul = ldexp(1.0, (int)(rng(s) % 7) - 3), amax = 0.0;
+	for (size_t i = 0; i < n; i++) {
+		v[i] = normal(s) * mul;
+		amax = fmax(amax, fabs(v[i]));
+	}
+	return amax > 0 ? (float)(amax / 448.0) : 1.0f;
+}
+
+/* The block-scaled inputs: E4M3 codes into ha/hb (1 byte each), the
+ * dequantized values into da/db, the scales into sa [K/blk][M] and sb
+ * [cdiv(N,blk)][K/blk]. */
+static void
+bs_draw(uint64_t *s, uint32_t M, uint32_t N, uint32_t K, uint32_t blk, uint8_t *ha, uint8_t *hb,
+        double *da, double *db, float *sa, float *sb, int e8)
+{
+	uint32_t nkb = K / blk;
+	double v[128 * 128];
+	for (uint32_t m = 0; m < M; m++)
+		for (uint32_t kb = 0; kb < nkb; kb++) {
+			float sc = bs_block(s, v, blk);
+			size_t o = (size_t)m * K + (size_t)kb * blk;
+			sa[(size_t)kb * M + m] = sc;
+			bs_quant(v, blk, sc, ha + o, da + o, 1);
+		}
+	for (uint32_t nb = 0; nb * blk < N; nb++)
+		for (uint32_t kb = 0; kb < nkb; kb++) {
+			uint32_t rows = N - nb * blk < blk ? N - nb * blk : blk;
+			float sc = bs_block(s, v, (size_t)rows * blk);
+			if (e8) {
+				/* UE8M0 SB (--scale-b ue8m0): the power of two at or above */
+				int e = (int)ceil(log2((double)sc)) + 127;
+				e = e < 1 ? 1 : e > 254 ? 254 : e;
+				((uint8_t *)sb)[(size_t)nb * nkb + kb] = (uint8_t)e;
+				sc = ldexpf(1.0f, e - 127);
+			} else {
+				sb[(size_t)nb * nkb + kb] = sc;
+			}
+			for (uint32_t i = 0; i < rows; i++) {
+				size_t o = (size_t)(nb * blk + i) * K + (size_t)kb * blk;
+				bs_quant(v + (size_t)i * blk, blk, sc, hb + o, db + o, 1);
+			}
+		}
+}
+
+/* MXFP8 (--scale mx32): E4M3 codes with a UE8M0 per 32 of K of every row,
+ * the power of two that brings the block's largest value to at most 448;
+ * the factors into 512-byte images (gemm_mx_sf_index; rows past `rows`
+ * keep 127, i.e. 1). */
+static void
+mx_draw(uint64_t *s, uint32_t rows, uint32_t K, uint8_t *q, double *d, uint8_t *sf, size_t sfbytes)
+{
+	double v[32];
+	memset(sf, 127, sfbytes);
+	for (uint32_t m = 0; m < rows; m++)
+		for (uint32_t k = 0; k < K; k += 32) {
+			bs_block(s, v, 32);
+			double amax = 0.0;
+			for (int i = 0; i < 32; i++)
+				amax = fmax(amax, fabs(v[i]));
+			int e = amax > 0 ? (int)ceil(log2(amax / 448.0)) + 127 : 127;
+			e = e < 1 ? 1 : e > 254 ? 254 : e;
+			sf[gemm_mx_sf_index(m, k, K)] = (uint8_t)e;
+			for (int i = 0; i < 32; i++) {
+				size_t o = (size_t)m * K + k + (size_t)i;
+				q[o] = decode_f64_to_e4m3(ldexp(v[i], 127 - e));
+				d[o] = ldexp(decode_e4m3_to_f64(q[o]), e - 127);
+			}
+		}
+}
+
 int
 et_gemm(KrtDevice *dev, KrtModule *mod, uint32_t M, uint32_t N, uint32_t K, uint64_t seed,
         EtGemm *res)
@@ -163,48 +263,75 @@ et_gemm(KrtDevice *dev, KrtModule *mod, uint32_t M, uint32_t N, uint32_t K, uint
 	res->keep = keep;
 	int ia = param_index(abi, "A"), ib = param_index(abi, "B"), ic = param_index(abi, "C");
 	int im = param_index(abi, "M"), in_ = param_index(abi, "N"), ik = param_index(abi, "K");
-	if (ia < 0 || ib < 0 || ic < 0 || im < 0 || in_ < 0 || ik < 0) {
-		snprintf(res->err.msg, sizeof res->err.msg, "kernel %s: not a gemm ABI (A B C M N K)",
-		         abi->kernel);
+	int isa = param_index(abi, "SA"), isb = param_index(abi, "SB");
+	uint32_t blk = gemm_kblock(abi);
+	if (ia < 0 || ib < 0 || ic < 0 || im < 0 || in_ < 0 || ik < 0 ||
+	    (blk && (isa < 0 || isb < 0 || blk > 128 || K % blk))) {
+		snprintf(res->err.msg, sizeof res->err.msg, "kernel %s: not a gemm ABI (A B C M N K, "
+		         "and SA SB with K=%u a multiple of kblock <= 128 when block-scaled)", abi->kernel, K);
 		return -1;
 	}
+	int mx = blk && strcmp(abi->params[isa].dtype, "ue8m0") == 0;
+	int e8 = blk && !mx && strcmp(abi->params[isb].dtype, "ue8m0") == 0;
 	int fp16 = strcmp(abi->params[ia].dtype, "fp16") == 0;
 	int out32 = strcmp(abi->params[ic].dtype, "f32") == 0;
+	size_t es = blk ? 1 : 2;
 	size_t na = (size_t)M * K, nb = (size_t)N * K, nc = (size_t)M * N;
-	uint16_t *ha = malloc(na * 2), *hb = malloc(nb * 2);
+	/* scale bytes: fp32 per block (block128), or the mx32 images */
+	size_t nsa = blk ? (size_t)(K / blk) * M * 4 : 0, nsb = blk ? (size_t)((N + blk - 1) / blk) * (K / blk) * 4 : 0;
+	if (mx) {
+		nsa = (size_t)(M + 127) / 128 * (K / 128) * 512;
+		nsb = (size_t)(N + 127) / 128 * (K / 128) * 512;
+	}
+	uint8_t *ha = malloc(na * es), *hb = malloc(nb * es);
 	double *da = malloc(na * sizeof *da), *db = malloc(nb * sizeof *db);
+	float *hsa = malloc(nsa + 4), *hsb = malloc(nsb + 4);
 	void *hc = malloc(nc * (out32 ? 4 : 2));
 	uint64_t s = seed;
 	int rc = -1;
-	KrtPtr pa = 0, pb = 0, pc = 0;
-	if (!ha || !hb || !da || !db || !hc)
+	KrtPtr pa = 0, pb = 0, pc = 0, psa = 0, psb = 0;
+	if (!ha || !hb || !da || !db || !hc || !hsa || !hsb)
 		goto done;
-	for (size_t i = 0; i < na + nb; i++) {
-		float v = (float)normal(&s);
-		uint16_t h = fp16 ? to_fp16(v) : to_bf16(v);
-		double d = fp16 ? from_fp16(h) : from_bf16(h);
-		if (i < na) {
-			ha[i] = h;
-			da[i] = d;
-		} else {
-			hb[i - na] = h;
-			db[i - na] = d;
+	if (mx) {
+		mx_draw(&s, M, K, ha, da, (uint8_t *)hsa, nsa);
+		mx_draw(&s, N, K, hb, db, (uint8_t *)hsb, nsb);
+	} else if (blk)
+		bs_draw(&s, M, N, K, blk, ha, hb, da, db, hsa, hsb, e8);
+	else
+		for (size_t i = 0; i < na + nb; i++) {
+			float v = (float)normal(&s);
+			uint16_t h = fp16 ? to_fp16(v) : to_bf16(v);
+			double d = fp16 ? from_fp16(h) : from_bf16(h);
+			if (i < na) {
+				((uint16_t *)ha)[i] = h;
+				da[i] = d;
+			} else {
+				((uint16_t *)hb)[i - na] = h;
+				db[i - na] = d;
+			}
 		}
-	}
 	KrtErr *err = &res->err;
-	if (krt_alloc(dev, na * 2, &pa, err) || krt_alloc(dev, nb * 2, &pb, err) ||
-	    krt_alloc(dev, nc * (out32 ? 4 : 2), &pc, err) || krt_upload(dev, pa, ha, na * 2, err) ||
-	    krt_upload(dev, pb, hb, nb * 2, err) ||
+	if (krt_alloc(dev, na * es, &pa, err) || krt_alloc(dev, nb * es, &pb, err) ||
+	    krt_alloc(dev, nc * (out32 ? 4 : 2), &pc, err) || krt_upload(dev, pa, ha, na * es, err) ||
+	    krt_upload(dev, pb, hb, nb * es, err) ||
 	    krt_memset8(dev, pc, 0xff, nc * (out32 ? 4 : 2), err))
+		goto done;
+	if (blk && (krt_alloc(dev, nsa, &psa, err) || krt_alloc(dev, nsb, &psb, err) ||
+	            krt_upload(dev, psa, hsa, nsa, err) || krt_upload(dev, psb, hsb, nsb, err)))
 		goto done;
 	KrtArg args[KRT_MAX_PARAMS];
 	memset(args, 0, sizeof args);
 	args[ia].kind = KRT_ARG_TMAP;
-	args[ia].v.t = (KrtTensor){.ptr = pa, .rank = 2, .dims = {K, M}, .strides = {2, (uint64_t)K * 2}};
+	args[ia].v.t = (KrtTensor){.ptr = pa, .rank = 2, .dims = {K, M}, .strides = {es, (uint64_t)K * es}};
 	args[ib].kind = KRT_ARG_TMAP;
-	args[ib].v.t = (KrtTensor){.ptr = pb, .rank = 2, .dims = {K, N}, .strides = {2, (uint64_t)K * 2}};
+	args[ib].v.t = (KrtTensor){.ptr = pb, .rank = 2, .dims = {K, N}, .strides = {es, (uint64_t)K * es}};
 	args[ic].kind = KRT_ARG_PTR;
 	args[ic].v.p = pc;
+	if (blk) {
+		args[isa].kind = args[isb].kind = KRT_ARG_PTR;
+		args[isa].v.p = psa;
+		args[isb].v.p = psb;
+	}
 	args[im].kind = KRT_ARG_U32;
 	args[im].v.u32 = M;
 	args[in_].kind = KRT_ARG_U32;
@@ -244,6 +371,8 @@ et_gemm(KrtDevice *dev, KrtModule *mod, uint32_t M, uint32_t N, uint32_t K, uint
 		hc = NULL;
 	}
 done:
+	krt_free(dev, psa, NULL);
+	krt_free(dev, psb, NULL);
 	krt_free(dev, pa, NULL);
 	krt_free(dev, pb, NULL);
 	krt_free(dev, pc, NULL);
@@ -251,6 +380,8 @@ done:
 	free(hb);
 	free(da);
 	free(db);
+	free(hsa);
+	free(hsb);
 	free(hc);
 	return rc;
 }

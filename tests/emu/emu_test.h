@@ -39,6 +39,15 @@ typedef struct EtGemm {
  * passed, 1 if it ran and failed, -1 on a launch error. */
 int et_gemm(KrtDevice *dev, KrtModule *mod, uint32_t M, uint32_t N, uint32_t K, uint64_t seed,
             EtGemm *res);
+/* The block-scaled form (//@shape kblock, params SA and SB, docs/ABI.md,
+ * "gemm") runs through et_gemm too: A and B are E4M3 of N(0,1) values
+ * times 2^u per scale block (u in -3..3), scaled as DeepSeek quantizes
+ * (block max to 448), and the reference multiplies the dequantized
+ * operands; with UE8M0 SA, SB (--scale mx32) a factor per 32 of K of each
+ * row instead, in the images of docs/ABI.md, "gemm". Its K must be a
+ * multiple of kblock: et_gemm_k rounds a shape's K up to one (K itself for
+ * other kernels). */
+uint32_t et_gemm_k(const KrtAbi *abi, uint32_t K);
 
 /* An attention problem: batch sequences of seqlen_q[b] queries and
  * seqlen_k[b] keys (varlen, packed back to back). */

@@ -124,8 +124,9 @@ run_file(const char *path)
 		EtFmha f = {.keep = 0};
 		if (gemm) {
 			const uint32_t *d = i < nshapes ? gemm_shapes[i] : long_gemm;
-			snprintf(shape, sizeof shape, "%ux%ux%u", d[0], d[1], d[2]);
-			rc = et_gemm(dev, mod, d[0], d[1], d[2], 1000 + i, &g);
+			uint32_t k = et_gemm_k(&abi, d[2]); /* block-scaled: whole scale blocks */
+			snprintf(shape, sizeof shape, "%ux%ux%u", d[0], d[1], k);
+			rc = et_gemm(dev, mod, d[0], d[1], k, 1000 + i, &g);
 			maxerr = g.max_err, tol = g.tol, bad = g.bad, first = g.first_bad, msg = g.err.msg;
 		} else if (decode) {
 			const uint32_t *d = i < nshapes ? decode_shapes[i] : long_decode;

@@ -248,6 +248,7 @@ pick_shape(const KrtAbi *abi, Shape *s)
 	s->M = tm + 2;
 	s->N = tn + 40;
 	s->K = tk * 2 * st + 8; /* 2·st tiles and a tail: every stage refilled */
+	s->K = et_gemm_k(abi, s->K); /* block-scaled: whole scale blocks (2·st + 1 tiles) */
 }
 
 static int

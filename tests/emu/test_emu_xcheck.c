@@ -101,11 +101,12 @@ run_file(const char *path, KrtDevice *gpu, KrtDevice *emu)
 		if (strcmp(abi.family, "gemm") == 0) {
 			static const uint32_t sh[3][3] = {{1, 1, 8}, {130, 70, 72}, {300, 500, 1000}};
 			EtGemm g = {.keep = 1}, e = {.keep = 1};
-			rg = et_gemm(gpu, mg, sh[s][0], sh[s][1], sh[s][2], 77 + s, &g);
-			re = et_gemm(emu, me, sh[s][0], sh[s][1], sh[s][2], 77 + s, &e);
+			uint32_t k = et_gemm_k(&abi, sh[s][2]);
+			rg = et_gemm(gpu, mg, sh[s][0], sh[s][1], k, 77 + s, &g);
+			re = et_gemm(emu, me, sh[s][0], sh[s][1], k, 77 + s, &e);
 			og = g.out, oe = e.out, bytes = obytes = g.out_bytes;
 			f32 = krt_abi_find(&abi, "C") && strcmp(krt_abi_find(&abi, "C")->dtype, "f32") == 0;
-			snprintf(shape, sizeof shape, "%ux%ux%u", sh[s][0], sh[s][1], sh[s][2]);
+			snprintf(shape, sizeof shape, "%ux%ux%u", sh[s][0], sh[s][1], k);
 			if (rg < 0 || re < 0)
 				printf("FAIL %s %s: %s\n", abi.kernel, shape, rg < 0 ? g.err.msg : e.err.msg);
 		} else {

@@ -1,6 +1,7 @@
 /* The gpu suite for gemm: every configuration below, generated in-process,
  * and every emitted/sm_90a/gemm* file, checked on a GPU against the float64
- * reference at shapes that are not tile multiples, small to medium, with a
+ * reference at shapes that are not tile multiples, small to medium (the
+ * block-scaled e4m3 kernels at K a multiple of their 128 scale block), with a
  * fresh seed each run (printed; KGEN_TEST_SEED fixes it). Also: an sm_100a
  * module must be refused on an sm_90 device with KRT_EMISMATCH, and the
  * message must name both targets.
@@ -16,7 +17,7 @@
 #include "gen/kgen.h"
 #include "suite.h"
 
-enum { MAX_CFG_ARGS = 24 };
+enum { MAX_CFG_ARGS = 32 };
 
 /* kgen arguments of each configuration, NULL-terminated: the default one,
  * then one change at a time, so a failure points at what changed. */
@@ -32,6 +33,17 @@ static const char *const configs[][MAX_CFG_ARGS] = {
 	{BASE_ARGS, "--swizzle", "none", NULL},
 	{BASE_ARGS, "--tile-m", "64", NULL},
 #undef BASE_ARGS
+};
+
+/* Block-scaled e4m3 (docs/ABI.md, "gemm"), the same way. */
+static const char *const bs_configs[][MAX_CFG_ARGS] = {
+#define BS_ARGS "--target", "sm_90a", "--tile-m", "128", "--tile-n", "128", "--tile-k", "128", \
+	"--stages", "6", "--swizzle", "128", "--dtype", "e4m3", "--scale", "block128", "--out-dtype", "bf16"
+	{BS_ARGS, NULL},
+	{BS_ARGS, "--out-dtype", "f32", NULL},
+	{BS_ARGS, "--tile-m", "64", "--tile-n", "64", "--stages", "4", NULL},
+	{BS_ARGS, "--scale-b", "ue8m0", NULL},
+#undef BS_ARGS
 };
 
 /* Shapes and fills: none a multiple of a tile in M or N, K a multiple of 8
@@ -50,6 +62,20 @@ static const GpuCase cases[] = {
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
 static const GpuSuite suite = {cases, COUNT(cases), 0};
+
+/* Block-scaled: K a multiple of 128, from the smallest (one scale block) up;
+ * odd M and N. */
+static const GpuCase bs_cases[] = {
+	{{3, {1, 1, 128}}, CHECK_FILL_NORMAL},
+	{{3, {7, 13, 128}}, CHECK_FILL_NORMAL},
+	{{3, {129, 257, 128}}, CHECK_FILL_EDGE},
+	{{3, {300, 500, 1024}}, CHECK_FILL_NORMAL},
+	{{3, {300, 500, 1024}}, CHECK_FILL_EDGE},
+	{{3, {1000, 1000, 1152}}, CHECK_FILL_NORMAL},
+	{{3, {2048, 2048, 2048}}, CHECK_FILL_NORMAL},
+};
+
+static const GpuSuite bs_suite = {bs_cases, COUNT(bs_cases), 0};
 
 /* Later kgen arguments override earlier ones of the same name, so the
  * configurations above can say only what they change. */
@@ -73,26 +99,27 @@ dedup_args(const char *const *in, const char **out)
 
 
 static void
-check_configs(KrtDevice *dev, GpuTally *t)
+check_configs(KrtDevice *dev, const GpuSuite *st, const char *const (*cfgs)[MAX_CFG_ARGS],
+              size_t ncfgs, const char *tag, GpuTally *t)
 {
-	for (size_t c = 0; c < COUNT(configs); c++) {
+	for (size_t c = 0; c < ncfgs; c++) {
 		const char *args[MAX_CFG_ARGS];
 		char what[64], replay[1024] = "--gen gemm";
 		char *ptx = NULL;
 		size_t len = 0;
 		KgErr kerr = {{0}};
-		int n = dedup_args(configs[c], args);
+		int n = dedup_args(cfgs[c], args);
 
 		for (int i = 0; i < n; i++)
 			snprintf(replay + strlen(replay), sizeof replay - strlen(replay), " %s", args[i]);
-		snprintf(what, sizeof what, "config %zu", c);
+		snprintf(what, sizeof what, "%sconfig %zu", tag, c);
 		if (kgen_generate("gemm", n, args, &ptx, &len, &kerr)) {
 			printf("FAIL  %s (%s): kgen: %s\n", what, replay, kerr.msg);
 			t->run++;
 			t->failed++;
 			continue;
 		}
-		gpu_check_module(dev, &suite, ptx, len, what, replay, t);
+		gpu_check_module(dev, st, ptx, len, what, replay, t);
 		free(ptx);
 	}
 }
@@ -160,8 +187,12 @@ main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if ((rc = check_open_sm90(&dev, t.seed)) != 0)
 		return rc;
-	check_configs(dev, &t);
-	gpu_check_emitted(dev, &suite, root, "gemm", &t);
+	check_configs(dev, &suite, configs, COUNT(configs), "", &t);
+	check_configs(dev, &bs_suite, bs_configs, COUNT(bs_configs), "block-scaled ", &t);
+	/* by input type: the block-scaled kernels need whole scale blocks of K */
+	gpu_check_emitted(dev, &suite, root, "gemm_bf16", &t);
+	gpu_check_emitted(dev, &suite, root, "gemm_fp16", &t);
+	gpu_check_emitted(dev, &bs_suite, root, "gemm_e4m3", &t);
 	check_refusal(dev, root, &t);
 	krt_device_close(dev);
 	printf("test_gemm_gpu: %d of %d passed (seed %llu)\n", t.run - t.failed, t.run,

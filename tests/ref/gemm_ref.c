@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "decode_ref.h"
 #include "gemm_ref.h"
 
 static void
@@ -108,4 +109,70 @@ gemm_ref(NumType in, const void *A, const void *B, uint32_t M, uint32_t N,
 			rows[i] = m + i;
 		gemm_ref_rows(in, A, B, N, K, rows, nb, C + (size_t)m * N);
 	}
+}
+
+void
+gemm_bs_ref_rows(const uint8_t *A, const uint8_t *B, const float *SA, const float *SB,
+                 uint32_t M, uint32_t N, uint32_t K, uint32_t blk, const uint32_t *rows,
+                 uint32_t nrows, double *out)
+{
+	size_t kk = K ? K : 1;
+	uint32_t nkb = (K + blk - 1) / blk;
+	double *arows = malloc(sizeof(double) * kk * (nrows ? nrows : 1));
+	double *brow = malloc(sizeof(double) * kk);
+
+	if (!arows || !brow) {
+		for (uint64_t i = 0; i < (uint64_t)nrows * N; i++)
+			out[i] = NAN;
+	} else {
+		for (uint32_t i = 0; i < nrows; i++)
+			for (uint32_t k = 0; k < K; k++)
+				arows[(size_t)i * K + k] = decode_e4m3_to_f64(A[(size_t)rows[i] * K + k]) *
+				                           (double)SA[(size_t)(k / blk) * M + rows[i]];
+		for (uint32_t n = 0; n < N; n++) {
+			for (uint32_t k = 0; k < K; k++)
+				brow[k] = decode_e4m3_to_f64(B[(size_t)n * K + k]) *
+				          (double)SB[(size_t)(n / blk) * nkb + k / blk];
+			for (uint32_t i = 0; i < nrows; i++)
+				out[(size_t)i * N + n] = dot(arows + (size_t)i * K, brow, K);
+		}
+	}
+	free(arows);
+	free(brow);
+}
+
+size_t
+gemm_mx_sf_index(uint32_t r, uint32_t k, uint32_t K)
+{
+	size_t kb = (K + 127) / 128;
+
+	return ((size_t)(r / 128) * kb + k / 128) * 512 + 16 * (r % 32) + 4 * ((r % 128) / 32) + (k % 128) / 32;
+}
+
+void
+gemm_mx_ref_rows(const uint8_t *A, const uint8_t *B, const uint8_t *SA, const uint8_t *SB,
+                 uint32_t N, uint32_t K, const uint32_t *rows, uint32_t nrows, double *out)
+{
+	size_t kk = K ? K : 1;
+	double *arows = malloc(sizeof(double) * kk * (nrows ? nrows : 1));
+	double *brow = malloc(sizeof(double) * kk);
+
+	if (!arows || !brow) {
+		for (uint64_t i = 0; i < (uint64_t)nrows * N; i++)
+			out[i] = NAN;
+	} else {
+		for (uint32_t i = 0; i < nrows; i++)
+			for (uint32_t k = 0; k < K; k++)
+				arows[(size_t)i * K + k] = ldexp(decode_e4m3_to_f64(A[(size_t)rows[i] * K + k]),
+				                                 (int)SA[gemm_mx_sf_index(rows[i], k, K)] - 127);
+		for (uint32_t n = 0; n < N; n++) {
+			for (uint32_t k = 0; k < K; k++)
+				brow[k] = ldexp(decode_e4m3_to_f64(B[(size_t)n * K + k]),
+				                (int)SB[gemm_mx_sf_index(n, k, K)] - 127);
+			for (uint32_t i = 0; i < nrows; i++)
+				out[(size_t)i * N + n] = dot(arows + (size_t)i * K, brow, K);
+		}
+	}
+	free(arows);
+	free(brow);
 }

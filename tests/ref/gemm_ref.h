@@ -20,4 +20,23 @@ void gemm_ref(NumType in, const void *A, const void *B, uint32_t M, uint32_t N,
 void gemm_ref_rows(NumType in, const void *A, const void *B, uint32_t N, uint32_t K,
                    const uint32_t *rows, uint32_t nrows, double *out);
 
+/* Block-scaled (DeepSeek's FP8 scaling): A and B are E4M3 bytes, SA is
+ * fp32 [cdiv(K,blk), M] (one scale per 1 x blk of A), SB fp32
+ * [cdiv(N,blk), cdiv(K,blk)] (one per blk x blk of B). The operands are
+ * dequantized, A[m,k]·SA[k/blk][m] and B[n,k]·SB[n/blk][k/blk], each exact
+ * in double (4 + 24 significand bits), and multiplied as gemm_ref_rows
+ * does. out[i*N + n] is C[rows[i]][n]. */
+void gemm_bs_ref_rows(const uint8_t *A, const uint8_t *B, const float *SA, const float *SB,
+                      uint32_t M, uint32_t N, uint32_t K, uint32_t blk, const uint32_t *rows,
+                      uint32_t nrows, double *out);
+
+/* MXFP8 (UE8M0 per 32 of K for each row of A and of B): the factors of
+ * rows r (A: of M, B: of N) travel as 512-byte images, one per 128 rows by
+ * 128 of K, image (r/128, k/128) at ((r/128)·cdiv(K,128) + k/128)·512, the
+ * factor of (r, k) at byte 16·(r%32) + 4·((r%128)/32) + (k%128)/32 of it
+ * (docs/ABI.md, "gemm"); a factor e means 2^(e-127). */
+size_t gemm_mx_sf_index(uint32_t r, uint32_t k, uint32_t K);
+void gemm_mx_ref_rows(const uint8_t *A, const uint8_t *B, const uint8_t *SA, const uint8_t *SB,
+                      uint32_t N, uint32_t K, const uint32_t *rows, uint32_t nrows, double *out);
+
 #endif

@@ -621,6 +621,25 @@ test_shape(void)
 		EXPECT(krt_shape_check(&a, g, 6, &e) == KRT_EINVAL);
 		EXPECT_MSG(e.msg, "arg 5 (K)=1001: must be a multiple of 8 (//@shape kmult=8");
 	}
+	/* block-scaled gemm: K a multiple of the scale block too */
+	{
+		char h[sizeof header + 48];
+		const char *args_end = strstr(header, "//@threads");
+		snprintf(h, sizeof h, "%.*s//@shape kmult=16 kblock=128\n%s", (int)(args_end - header),
+		         header, args_end);
+		KrtArg g[6];
+		EXPECT(krt_abi_parse(h, strlen(h), &a, &e) == KRT_OK);
+		memset(g, 0, sizeof g);
+		for (int i = 3; i < 6; i++)
+			g[i].kind = KRT_ARG_U32;
+		g[3].v.u32 = g[4].v.u32 = 1000;
+		g[5].v.u32 = 256;
+		EXPECT(krt_shape_check(&a, g, 6, &e) == KRT_OK);
+		g[5].v.u32 = 1008;
+		EXPECT(krt_shape_check(&a, g, 6, &e) == KRT_EINVAL);
+		EXPECT_MSG(e.msg, "arg 5 (K)=1008: must be a multiple of 128 (//@shape kblock=128",
+		           "scales per kblock elements of K");
+	}
 
 	/* malformed lines name the field and the rule */
 	static const struct {

@@ -45,6 +45,31 @@ expect_error "shared memory" gemm --tile-k 128 --stages 8
 expect_error "family=nope" nope
 expect_error "--tile-m=64" plan gemm --target sm_100a --tile-m 64
 expect_error "--cta-pair=1: sm_90a has no CTA-pair MMA" gemm --target sm_90a --cta-pair 1
+# block-scaled e4m3 (docs/ABI.md, "gemm"): the rules that tie dtype, scale, tile-k, tile-n, target
+expect_error "--dtype=e4m3: FP8 inputs carry block scales; add --scale block128" gemm --dtype e4m3
+expect_error "--scale=block128 with --dtype=bf16: block scales apply to FP8 inputs" gemm --scale block128
+expect_error "--tile-k=64 with --scale=block128: tile-k must be the scale block, 128" gemm --dtype e4m3 --scale block128
+expect_error "--tile-n=96 with --scale=block128: tile-n must divide 128" gemm --dtype e4m3 --scale block128 --tile-k 128 --tile-n 96
+expect_error "--scale=block128: the sm_100a gemm has no block-scaled path yet" gemm --target sm_100a --dtype e4m3 --scale block128 --tile-k 128 --tile-n 128
+expect_error "--scale=blk: must be one of none,block128,mx32" gemm --dtype e4m3 --scale blk
+expect_error "--scale=mx32: per-32 UE8M0 scales are applied by tcgen05.mma kind::mxf8f6f4; use --target sm_100a" gemm --dtype e4m3 --scale mx32 --tile-k 128 --tile-n 128
+expect_error "--tile-k=64 with --scale=mx32: tile-k must be 128" gemm --target sm_100a --dtype e4m3 --scale mx32
+expect_error "--tile-n=192 with --scale=mx32: tile-n must be a multiple of 128" gemm --target sm_100a --dtype e4m3 --scale mx32 --tile-k 128 --tile-n 192
+expect_error "--scale=mx32 with --cta-pair=1" gemm --target sm_100a --dtype e4m3 --scale mx32 --tile-k 128 --tile-n 256 --cta-pair 1
+"$kgen" gemm --target sm_100a --dtype e4m3 --scale mx32 --tile-k 128 -o "$tmp/mx.ptx" || fail "gemm --scale mx32"
+grep -q '^//@param ptr SB dtype=ue8m0 tensor=SB\[cdiv(N,128),cdiv(K,128),512\]$' "$tmp/mx.ptx" || fail "mx gemm: no SB images"
+grep -q 'tcgen05.cp.cta_group::1.32x128b.warpx4 ' "$tmp/mx.ptx" || fail "mx gemm: no tcgen05.cp of the factors"
+grep -q 'kind::mxf8f6f4.block_scale.block32 ' "$tmp/mx.ptx" || fail "mx gemm: no block-scaled MMA"
+grep -q '0x68C00030; // idesc' "$tmp/mx.ptx" && grep -q '0x08C00000; // idesc' "$tmp/mx.ptx" ||
+	fail "mx gemm: idesc of K blocks 0 and 3: N>>3 at 17, UE8M0 bit 23, M>>7 at 27, ids 0 and 3 at 29 and 4 (docs/hardware.md, TV5)"
+"$kgen" gemm --dtype e4m3 --scale block128 --tile-k 128 --tile-n 128 -o "$tmp/bs.ptx" || fail "gemm --scale block128"
+grep -q '^//@shape kmult=16 kblock=128$' "$tmp/bs.ptx" || fail "bs gemm: no //@shape kblock=128"
+grep -q '^//@param ptr SA dtype=f32 tensor=SA\[cdiv(K,128),M\]$' "$tmp/bs.ptx" || fail "bs gemm: no SA param"
+grep -q 'wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3 ' "$tmp/bs.ptx" || fail "bs gemm: no e4m3 wgmma"
+"$kgen" gemm | grep -q -- '--scale' && fail "bf16 gemm args show --scale"
+"$kgen" gemm --dtype e4m3 --scale block128 --scale-b ue8m0 --tile-k 128 --tile-n 128 -o "$tmp/e8.ptx" || fail "gemm --scale-b ue8m0"
+grep -q '^//@param ptr SB dtype=ue8m0 tensor=SB\[cdiv(N,128),cdiv(K,128)\]$' "$tmp/e8.ptx" || fail "bs gemm: no UE8M0 SB"
+expect_error "--scale-b=e4m3: must be one of f32,ue8m0" gemm --dtype e4m3 --scale block128 --tile-k 128 --scale-b e4m3
 # the CTA pair (docs/cta-pair.md): clusters of 2, one M = 256 MMA, half of B per CTA
 "$kgen" plan gemm --target sm_100a --cta-pair 1 >"$tmp/pair" || fail "plan gemm --cta-pair 1"
 grep -q 'tcgen05.mma.cta_group::2 M=256 N=256; each CTA holds 128 rows of A, 128 of B and D' "$tmp/pair" ||

@@ -392,12 +392,47 @@ test_m128_over_64_rows(void)
 				   "row 64+r of slice s = row r of slice s+1");
 }
 
+/* Scale-factor image and TMEM places (layout.h): hand-derived bytes, and
+ * every (row, block) through the .32x128b.warpx4 copy (image byte o goes to
+ * lane o / 16, column (o % 16) / 4, byte o % 4, docs/hardware.md, "tcgen05.cp")
+ * lands where the MMA reads it ("Block-scaled tcgen05.mma"). */
+static void
+test_scale_factors(void)
+{
+	int lane, col, byte;
+	int seen[SF_IMAGE_BYTES] = {0};
+
+	EQ(layout_sf_offset(0, 0), 0, "sf row 0 block 0");
+	EQ(layout_sf_offset(1, 0), 16, "sf row 1: next image row");
+	EQ(layout_sf_offset(32, 0), 4, "sf row 32: next column of image row 0");
+	EQ(layout_sf_offset(33, 2), 22, "sf row 33 block 2: 16 + 4 + 2");
+	EQ(layout_sf_offset(127, 3), 511, "sf row 127 block 3: 16*31 + 4*3 + 3");
+	layout_sf_tmem(70, 1, &lane, &col, &byte);
+	EQ(lane, 6, "sf row 70 lane");
+	EQ(col, 2, "sf row 70 column");
+	EQ(byte, 1, "sf block 1 byte");
+	for (int m = 0; m < SF_ROWS; m++)
+		for (int b = 0; b < SF_BLOCKS; b++) {
+			uint32_t o = layout_sf_offset(m, b);
+			layout_sf_tmem(m, b, &lane, &col, &byte);
+			EQ(o / 16, (unsigned)lane, "sf copy lane");
+			EQ(o % 16 / 4, (unsigned)col, "sf copy column");
+			EQ(o % 4, (unsigned)byte, "sf copy byte");
+			if (o < SF_IMAGE_BYTES)
+				seen[o]++;
+		}
+	for (int o = 0; o < SF_IMAGE_BYTES; o++)
+		EQ(seen[o], 1, "sf image byte used exactly once");
+	EQ(SF_IMAGE_BYTES / 16 * SF_COLS, SF_ROWS, "sf: 32 lanes x 4 columns hold 128 rows");
+}
+
 int
 main(void)
 {
 	test_m128_over_64_rows();
 	test_tmem_and_window();
 	test_wgmma_fragment();
+	test_scale_factors();
 	test_names();
 	test_swizzle_vectors();
 	test_swizzle_bijection();

@@ -146,7 +146,7 @@ test_gemm_rejections(void)
 	const char *n[] = {"--tile-n", "100"};
 	const char *bad[] = {"--tile-m", "96"};
 	const char *unk[] = {"--tile-q", "1"};
-	const char *dt[] = {"--dtype", "e4m3"};
+	const char *dt[] = {"--dtype", "e2m1"};
 
 	expect_reject(4, smem, "shared memory");
 	expect_reject(4, regs, "consumer role needs about 176 registers/thread, the register file allows 104");
@@ -155,7 +155,7 @@ test_gemm_rejections(void)
 	expect_reject(2, n, "--tile-n=100: must be in 16..256 in steps of 16");
 	expect_reject(2, bad, "--tile-m=96: must be one of 64,128,192,256");
 	expect_reject(2, unk, "--tile-q: not a parameter");
-	expect_reject(2, dt, "--dtype=e4m3: must be one of bf16,fp16");
+	expect_reject(2, dt, "--dtype=e2m1: must be one of bf16,fp16,e4m3");
 }
 
 static void

@@ -27,6 +27,11 @@ status "kcheck --seed 1x" 2 "$kcheck" --device emu --seed 1x "$tmp/k.ptx"
 grep -q -- '--seed=1x: must be an integer' "$tmp/out" || fail "kcheck --seed 1x: $(cat "$tmp/out")"
 status "kcheck --m 0130 (decimal)" 0 "$kcheck" --device emu --seed 1 --fill normal --gen gemm --target sm_90a --m 0130 --n 70 --k 72
 grep -q '^PASS  130x70x72 ' "$tmp/out" || fail "kcheck --m 0130 is not 130: $(grep -E 'PASS|FAIL' "$tmp/out")"
+# block-scaled e4m3: odd M at the smallest K; K off the scale block refused before launch
+bs="--gen gemm --target sm_90a --dtype e4m3 --scale block128 --tile-k 128 --tile-n 64 --tile-m 64"
+status "kcheck block-scaled e4m3" 0 "$kcheck" --device emu --seed 1 --m 67 --n 130 --k 128 $bs
+status "kcheck block-scaled K=200" 2 "$kcheck" --device emu --seed 1 --m 67 --n 130 --k 200 $bs
+grep -q 'K=200: must be a multiple of 128' "$tmp/out" || fail "kcheck bs K=200: $(cat "$tmp/out")"
 sed '2s/.*/garbage/' "$tmp/k.ptx" >"$tmp/bad.ptx"
 status "kcheck malformed header" 2 "$kcheck" --device emu "$tmp/bad.ptx"
 sed 's|^//@smem .*|//@smem 240000|' "$tmp/k.ptx" >"$tmp/big.ptx"
