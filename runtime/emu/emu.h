@@ -324,7 +324,9 @@ typedef struct EmuRaceWord {
 	uint32_t wclk;      /* last write: the thread of clock slot wslot at its own clock wclk */
 	int32_t wline;
 	uint16_t wslot;
+	uint8_t wmask;      /* bytes of the word the last write wrote (bit i: byte i) */
 	uint8_t nr;         /* unordered reads since that write */
+	uint8_t rmask[EMU_RACE_READERS]; /* bytes each read read */
 	uint16_t rslot[EMU_RACE_READERS];
 	uint32_t rclk[EMU_RACE_READERS];
 	int32_t rline[EMU_RACE_READERS];

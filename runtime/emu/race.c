@@ -6,8 +6,11 @@
  * mbarrier arrive -> a wait that observes the phase, warp collectives) form
  * a data race, and the read may see either value. The thread clocks of hb.c
  * say what is ordered; this file keeps, per 4-byte word of shared memory and
- * per touched 4-byte word of global memory, the epoch (thread, own clock) of
- * the last write and of up to EMU_RACE_READERS unordered reads (FastTrack,
+ * per touched 4-byte word of global memory, the epoch (thread, own clock) and
+ * the bytes of the last write and of up to EMU_RACE_READERS unordered reads
+ * (two threads storing the two bf16 halves of one word do not conflict;
+ * when they are unordered the word keeps only the later write, which can
+ * only miss a race on the other half, never invent one) (FastTrack,
  * Flanagan & Freund 2009: a read ordered after an earlier one subsumes it,
  * so the list only holds concurrent readers; when it is full the oldest is
  * dropped, which can only miss a race, never invent one).
@@ -62,46 +65,70 @@ report(EmuCta *c, EmuThread *t, const EmuInsn *in, const char *space, uint64_t a
 	                  other_write ? "write" : "read", tid, tid / 32, cta, other_line, text);
 }
 
-/* Checks one access of word e (of a history of generation gen) against its
- * history, then records it; a race is reported on c. */
+/* Checks one access of bytes `mask` of word e (of a history of generation
+ * gen) against its history, then records it; a race is reported on c. */
 static int
 access(EmuCta *c, EmuThread *t, const EmuInsn *in, EmuRaceWord *e, uint32_t gen,
-       const char *space, uint64_t addr, int write)
+       const char *space, uint64_t addr, int write, uint8_t mask)
 {
 	if (e->gen != gen)
 		fresh(gen, e);
-	if (e->wslot != NO_SLOT && !covered(t, e->wslot, e->wclk))
+	if (e->wslot != NO_SLOT && (e->wmask & mask) && !covered(t, e->wslot, e->wclk))
 		return report(c, t, in, space, addr, write, 1, e->wslot, e->wline);
 	uint32_t now = (uint32_t)t->vc[t->slot];
+	int k = 0;
 	if (write) {
-		for (int i = 0; i < e->nr; i++)
-			if (!covered(t, e->rslot[i], e->rclk[i]))
+		for (int i = 0; i < e->nr; i++) {
+			int ordered = covered(t, e->rslot[i], e->rclk[i]);
+			if (!ordered && (e->rmask[i] & mask))
 				return report(c, t, in, space, addr, 1, 0, e->rslot[i], e->rline[i]);
+			if (!ordered) { /* a concurrent read of other bytes stays */
+				e->rslot[k] = e->rslot[i];
+				e->rclk[k] = e->rclk[i];
+				e->rline[k] = e->rline[i];
+				e->rmask[k] = e->rmask[i];
+				k++;
+			}
+		}
+		e->nr = (uint8_t)k;
 		e->wslot = (uint16_t)t->slot;
 		e->wclk = now;
 		e->wline = in->line;
-		e->nr = 0;
+		e->wmask = mask;
 		return 0;
 	}
-	int k = 0;
 	for (int i = 0; i < e->nr; i++) /* drop readers this read is ordered after */
 		if (!covered(t, e->rslot[i], e->rclk[i])) {
 			e->rslot[k] = e->rslot[i];
 			e->rclk[k] = e->rclk[i];
 			e->rline[k] = e->rline[i];
+			e->rmask[k] = e->rmask[i];
 			k++;
+		} else {
+			mask |= e->rmask[i]; /* a write after this read is after that one */
 		}
 	if (k == EMU_RACE_READERS) {
 		memmove(&e->rslot[0], &e->rslot[1], (EMU_RACE_READERS - 1) * sizeof e->rslot[0]);
 		memmove(&e->rclk[0], &e->rclk[1], (EMU_RACE_READERS - 1) * sizeof e->rclk[0]);
 		memmove(&e->rline[0], &e->rline[1], (EMU_RACE_READERS - 1) * sizeof e->rline[0]);
+		memmove(&e->rmask[0], &e->rmask[1], (EMU_RACE_READERS - 1) * sizeof e->rmask[0]);
 		k--;
 	}
 	e->rslot[k] = (uint16_t)t->slot;
 	e->rclk[k] = now;
 	e->rline[k] = in->line;
+	e->rmask[k] = mask;
 	e->nr = (uint8_t)(k + 1);
 	return 0;
+}
+
+/* The bytes of word w that [addr, addr+bytes) covers, as a mask. */
+static uint8_t
+word_mask(uint64_t w, uint64_t addr, uint32_t bytes)
+{
+	uint64_t lo = addr > 4 * w ? addr - 4 * w : 0;
+	uint64_t hi = addr + bytes < 4 * w + 4 ? addr + bytes - 4 * w : 4;
+	return (uint8_t)(((1u << hi) - 1) & ~((1u << lo) - 1));
 }
 
 int
@@ -109,7 +136,8 @@ emu_race_smem(EmuCta *c, EmuThread *t, const EmuInsn *in, uint32_t addr, uint32_
               int write)
 {
 	for (uint32_t w = addr >> 2; w <= (addr + bytes - 1) >> 2; w++)
-		if (access(c, t, in, &c->race[w], c->race_gen, "smem", (uint64_t)w * 4, write))
+		if (access(c, t, in, &c->race[w], c->race_gen, "smem", (uint64_t)w * 4, write,
+		           word_mask(w, addr, bytes)))
 			return EMU_STOP;
 	return 0;
 }
@@ -124,10 +152,11 @@ emu_race_async_write(EmuCta *c, EmuThread *t, const EmuInsn *in, uint32_t addr, 
 		EmuRaceWord *e = &c->race[w];
 		if (e->gen != c->race_gen)
 			continue;
-		if (e->wslot != NO_SLOT && !covered(t, e->wslot, e->wclk))
+		uint8_t mask = word_mask(w, addr, bytes);
+		if (e->wslot != NO_SLOT && (e->wmask & mask) && !covered(t, e->wslot, e->wclk))
 			return report(c, t, in, "smem", (uint64_t)w * 4, 1, 1, e->wslot, e->wline);
 		for (int i = 0; i < e->nr; i++)
-			if (!covered(t, e->rslot[i], e->rclk[i]))
+			if ((e->rmask[i] & mask) && !covered(t, e->rslot[i], e->rclk[i]))
 				return report(c, t, in, "smem", (uint64_t)w * 4, 1, 0, e->rslot[i], e->rline[i]);
 		e->gen = 0;
 	}
@@ -181,7 +210,7 @@ emu_race_global(EmuCta *c, EmuThread *t, const EmuInsn *in, uint64_t addr, uint3
 		EmuRaceWord *e = global_word(g, w);
 		if (!e)
 			return emu_fault(c, t, in, "out of host memory");
-		if (access(c, t, in, e, g->race_gen, "global", w * 4, write))
+		if (access(c, t, in, e, g->race_gen, "global", w * 4, write, word_mask(w, addr, bytes)))
 			return EMU_STOP;
 	}
 	return 0;
