@@ -116,7 +116,7 @@ expect_error "--addr=0200x: must be an integer" desc --target sm_100a --major K 
 expect_error "softmax-scale" fmha --softmax-scale 0.125
 
 # families: every one in the table, and each subcommand's own options
-expect_error "family=nope: unknown (families: gemm, fmha, decode)" nope
+expect_error "family=nope: unknown (families: gemm, fmha, decode, indexer)" nope
 for f in $("$kgen" list | sed -n 's/^\([a-z0-9_]*\) — .*/\1/p'); do
 	"$kgen" "$f" --help >"$tmp/help" || fail "kgen $f --help: status $?"
 	"$kgen" plan "$f" -h | cmp -s - "$tmp/help" || fail "kgen plan $f -h differs from kgen $f --help"
