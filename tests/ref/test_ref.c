@@ -12,6 +12,7 @@
 #include "decode_ref.h"
 #include "fmha_ref.h"
 #include "gemm_ref.h"
+#include "indexer_ref.h"
 #include "num.h"
 
 static int failures;
@@ -559,6 +560,68 @@ test_decode_row(void)
 	EXPECT(o[0] == 0 && o[1] == 0 && lse == 0.5, "no keys, sink: lse %g", lse);
 }
 
+/* One head of q = 1, 2, 0.. against a key 1, -1, 0.. (E4M3 0x38 = 1,
+ * 0x40 = 2, 0xb8 = -1): dot -1, relu 0; a second head q = 2, 0.. gives
+ * dot 2, times the scale 0.5 and the weight 3: 3. The bound sums |w|·|s|·
+ * Σ|q·k|: 1·0.5·3 + 3·0.5·2 = 4.5. */
+static void
+test_indexer_logit(void)
+{
+	uint8_t q[2 * INDEXER_D] = {0}, key[INDEXER_D] = {0};
+	float w[2] = {1, 3};
+	double b, s;
+
+	q[0] = 0x38;
+	q[1] = 0x40;
+	q[INDEXER_D] = 0x40;
+	key[0] = 0x38;
+	key[1] = 0xb8;
+	s = indexer_ref_logit(q, w, 2, key, 0.5f, &b);
+	EXPECT(s == 1.0 * 0 + 3 * (2 * 0.5) && b == 4.5, "indexer logit %g bound %g", s, b);
+	w[1] = -3;
+	s = indexer_ref_logit(q, w, 2, key, 0.5f, &b);
+	EXPECT(s == -3 && b == 4.5, "negative weight: %g", s);
+}
+
+/* The set comparison: order free, a tie at the k-th score either way, -1
+ * padding exactly past min(n, k); duplicates, strays, missing keys and
+ * wrong padding fail. */
+static void
+test_indexer_topk(void)
+{
+	const double s[6] = {5, 1, 3, 3, 0, 7};
+	char why[256];
+	struct {
+		int32_t got[4];
+		int k, n, ok;
+	} cases[] = {
+		{{5, 0, 2, -1}, 3, 6, 1},  /* 7 5 3: either 3 */
+		{{3, 5, 0, -1}, 3, 6, 1},
+		{{0, 5, 2, -1}, 3, 6, 1},
+		{{5, 0, 1, -1}, 3, 6, 0},  /* 1 is below the tie */
+		{{5, 5, 2, -1}, 3, 6, 0},  /* duplicate */
+		{{5, 0, 6, -1}, 3, 6, 0},  /* past n */
+		{{2, 3, 0, 5}, 4, 6, 1},
+		{{2, 3, 0, 1}, 4, 6, 0},   /* 5 (7) missing */
+		{{1, 0, -1, -1}, 4, 2, 1}, /* fewer keys than k */
+		{{1, 0, 2, -1}, 4, 2, 0},  /* key 2 is not visible */
+		{{1, -1, 0, -1}, 4, 2, 0}, /* -1 before the end of the keys */
+		{{-1, -1, -1, -1}, 4, 0, 1},
+	};
+
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		int rc = indexer_topk_check(s, (size_t)cases[i].n, 0, cases[i].got, cases[i].k, why, sizeof why);
+		EXPECT((rc == 0) == cases[i].ok, "topk case %zu: rc %d (%s)", i, rc, rc ? why : "passed");
+	}
+	/* within tol of the k-th score counts as a tie */
+	{
+		const double t[3] = {1.0, 0.99999, 2};
+		int32_t g[2] = {2, 1};
+		EXPECT(indexer_topk_check(t, 3, 1e-4, g, 2, why, sizeof why) == 0, "near tie: %s", why);
+		EXPECT(indexer_topk_check(t, 3, 1e-6, g, 2, why, sizeof why) != 0, "not a tie at tol 1e-6");
+	}
+}
+
 int
 main(void)
 {
@@ -581,6 +644,8 @@ main(void)
 	test_e4m3();
 	test_decode_v4(&r);
 	test_decode_row();
+	test_indexer_logit();
+	test_indexer_topk();
 	if (failures)
 		fprintf(stderr, "test_ref: %d failures\n", failures);
 	else
