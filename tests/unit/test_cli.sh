@@ -45,6 +45,14 @@ expect_error "shared memory" gemm --tile-k 128 --stages 8
 expect_error "family=nope" nope
 expect_error "--tile-m=64" plan gemm --target sm_100a --tile-m 64
 expect_error "--cta-pair=1: sm_90a has no CTA-pair MMA" gemm --target sm_90a --cta-pair 1
+# indexer (docs/ABI.md "indexer")
+expect_error "--page-size=48: must be one of 16,32,64,128" indexer --page-size 48
+expect_error "--heads=0: must be in 1..128" indexer --heads 0
+expect_error "--topk=4096: must be in 1..2048" indexer --topk 4096
+expect_error "--format=fp4: must be one of fp8" indexer --format fp4
+expect_error "--target=sm_100a: indexer is not generated for this target yet" indexer --target sm_100a
+"$kgen" plan indexer --topk 1024 | grep -q 'top-k           1024: radix select' || fail "plan indexer lacks the top-k line"
+"$kgen" list | grep -q '^indexer' || fail "list lacks the indexer family"
 # the CTA pair (docs/cta-pair.md): clusters of 2, one M = 256 MMA, half of B per CTA
 "$kgen" plan gemm --target sm_100a --cta-pair 1 >"$tmp/pair" || fail "plan gemm --cta-pair 1"
 grep -q 'tcgen05.mma.cta_group::2 M=256 N=256; each CTA holds 128 rows of A, 128 of B and D' "$tmp/pair" ||
