@@ -56,7 +56,7 @@ indexer_configure(IndexerCfg *c, const IndexerParams *p, KgErr *err)
 	c->plan.threads = IDX_THREADS;
 	c->r_q = plan_smem(&c->plan, "query heads (f32)", 4u * (uint32_t)(c->heads * c->fmt->d), 16, 1);
 	c->r_w = plan_smem(&c->plan, "head weights (f32)", 4u * (uint32_t)c->heads, 16, 1);
-	c->r_hist = plan_smem(&c->plan, "radix histogram", 4u * IDX_BINS, 16, 1);
+	c->r_hist = plan_smem(&c->plan, "radix histograms", 4u * IDX_BINS, 16, IDX_PASSES);
 	c->r_state = plan_smem(&c->plan, "select state", 16, 16, 1);
 	plan_role(&c->plan, "all", 0, IDX_THREADS / 32, 0,
 	          "score keys (one per thread), then select the top-k together");
@@ -155,7 +155,12 @@ emit_prologue(Emit *e, const IndexerCfg *c, IndexerRegs *r)
 	      c->plan.smem[c->r_w].offset, ws.s, r->tid.s, ws.s);
 	emitf(e, "\tsetp.lt.u32 %s, %s, %d;\n\t@%s ld.global.nc.f32 %s, [%s];\n\t@%s st.shared.f32 [%s], %s;\n",
 	      p.s, r->tid.s, c->heads, p.s, f[0].s, a.s, p.s, ws.s, f[0].s);
-	op_bar_sync_why(e, 0, IDX_THREADS, "query heads and weights in shared memory");
+	/* the select's histograms, one per pass, so no pass waits for a clear */
+	emitf(e, "\tadd.u32 %s, %s, %u;\n\tmad.lo.u32 %s, %s, 4, %s;\n", ws.s, r->base.s,
+	      c->plan.smem[c->r_hist].offset, ws.s, r->tid.s, ws.s);
+	for (int i = 0; i < IDX_BINS * IDX_PASSES / IDX_THREADS; i++)
+		emitf(e, "\tst.shared.u32 [%s+%d], 0;\n", ws.s, 4 * IDX_THREADS * i);
+	op_bar_sync_why(e, 0, IDX_THREADS, "query heads, weights and zeroed histograms in shared memory");
 }
 
 /* logits[row, j] = -inf for the masked keys n <= j < max_len, so the whole
@@ -259,14 +264,14 @@ emit_topk(Emit *e, const IndexerCfg *c, const IndexerRegs *r)
 		label_new(e, lpd, sizeof lpd, "hist_done");
 		label_new(e, walk, sizeof walk, "walk");
 		label_new(e, walked, sizeof walked, "walked");
-		/* one bin per thread (IDX_BINS = IDX_THREADS) */
-		emitf(e, "\tmad.lo.u32 %s, %s, 4, %s;\n\tst.shared.u32 [%s], 0;\n", t.s, r->tid.s, hist.s, t.s);
-		op_bar_sync_why(e, 0, IDX_THREADS, "histogram cleared");
+		/* this pass's histogram, zeroed in the prologue */
+		if (pass)
+			emitf(e, "\tadd.u32 %s, %s, %d;\n", hist.s, hist.s, 4 * IDX_BINS);
 		emitf(e, "\tmov.u32 %s, %s;\n\tsetp.ge.s32 %s, %s, %s;\n\t@%s bra %s;\n", j.s, r->tid.s, p.s, j.s,
 		      r->n.s, p.s, lpd);
 		emit_label(e, lp);
-		/* the logits were stored by this CTA: plain loads, ordered by
-		 * the barriers (PTX ISA "Memory consistency model") */
+		/* key j's logit, stored by this thread: a plain load (never
+		 * .nc, which may miss this kernel's own stores) */
 		emitf(e, "\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n\tld.global.b32 %s, [%s];\n", a.s, j.s,
 		      a.s, a.s, r->logits.s, u.s, a.s);
 		emit_key(e, u, m);
@@ -386,8 +391,9 @@ indexer_generate(const void *params, const char *args, Buf *out, KgErr *err)
 	emit_prologue(&e, &c, &r);
 	rc = c.t->indexer->score(&e, &c, &r, err);
 	if (rc == 0) {
+		/* no barrier before the select: a thread reads back only the
+		 * logits it stored (keys tid + 256i in every loop) */
 		emit_fill(&e, &r);
-		op_bar_sync_why(&e, 0, IDX_THREADS, "the row's logits stored");
 		emit_topk(&e, &c, &r);
 		emitf(&e, "\tret;\n");
 	}

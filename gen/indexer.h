@@ -32,7 +32,7 @@ typedef struct IndexerParams {
 	int page_size;
 } IndexerParams;
 
-enum { IDX_THREADS = 256, IDX_BINS = 256 };
+enum { IDX_THREADS = 256, IDX_BINS = 256, IDX_PASSES = 4 };
 
 typedef struct IndexerCfg {
 	const Target *t;

@@ -10,7 +10,9 @@
  * table entries past a sequence's pages with page numbers far outside the
  * cache (a kernel that reads them faults), and writes keys quantized from
  * values of mixed magnitudes where about 1 key in 8 copies an earlier key of
- * its sequence (equal scores: ties at the k-th score). The logits are
+ * its sequence (equal scores: ties at the k-th score); with the edge fill 3
+ * keys in 4 copy one of the sequence's first four, so the k-th score is
+ * shared by many keys. The logits are
  * compared key by key, held to 1e-5 of the key's bound Σ_h |w|·|s|·Σ|q·k|
  * (f32 sums of 128 and H terms), masked ones exactly -inf; the index list
  * as a set (indexer_topk_check) with the row's largest bound times 1e-5 as
@@ -159,8 +161,12 @@ indexer_prepare(CheckCase *c, KrtErr *err)
 			const int32_t *row = x->bt + (uint64_t)b * x->max_pages;
 			uint8_t *key = indexer_fp8_key(x->cache, x->ps, (uint32_t)row[j / x->ps], j % x->ps);
 			uint8_t *sc = indexer_fp8_scale(x->cache, x->ps, (uint32_t)row[j / x->ps], j % x->ps);
-			if (j > 0 && num_rng_below(&c->rng, 8) == 0) {
-				int32_t i = (int32_t)num_rng_below(&c->rng, (uint64_t)j);
+			/* ties: a copy of an earlier key (edge fill: 3 in 4 keys
+			 * copy one of the first four, so every radix pass sees
+			 * large groups of equal logits) */
+			int edge = c->fill == CHECK_FILL_EDGE && j >= 4;
+			if (edge ? num_rng_below(&c->rng, 4) != 0 : j > 0 && num_rng_below(&c->rng, 8) == 0) {
+				int32_t i = (int32_t)num_rng_below(&c->rng, edge ? 4 : (uint64_t)j);
 				memcpy(key, indexer_fp8_key(x->cache, x->ps, (uint32_t)row[i / x->ps], i % x->ps), INDEXER_FP8_KEY);
 				memcpy(sc, indexer_fp8_scale(x->cache, x->ps, (uint32_t)row[i / x->ps], i % x->ps), 4);
 				continue;
