@@ -2,7 +2,8 @@
  * docs/ABI.md "indexer" defines it, against tests/ref/indexer_ref.
  *
  * The configuration comes from the ABI's `//@args` line (heads, top-k,
- * page size). The shape is batch x s_q x max_len (0: 2·topk + 37 keys).
+ * page size). The shape is batch x s_q x max_len [x full] (max_len 0:
+ * 2·topk + 37 keys; full 1: every sequence max_len keys, kbench's shape).
  * Each case draws per-sequence lengths (sequence 0 the longest, max_len;
  * sequence 1 shorter than s_q, so its first rows see no key; sequence 2
  * fewer keys than top-k; the rest uniform in 0 .. max_len), gives every
@@ -35,6 +36,7 @@ static const double indexer_tol = 1e-5;
 typedef struct Indexer {
 	int heads, topk, ps;
 	uint32_t batch, sq, max_len, max_pages, pages;
+	int full;           /* every sequence max_len keys (kbench's shape) */
 	uint8_t *q, *cache;
 	float *w;
 	int32_t *bt, *lens;
@@ -94,6 +96,7 @@ indexer_prepare(CheckCase *c, KrtErr *err)
 	x->batch = (uint32_t)c->shape.d[0];
 	x->sq = (uint32_t)c->shape.d[1];
 	x->max_len = c->shape.d[2] ? (uint32_t)c->shape.d[2] : (uint32_t)(2 * x->topk + 37);
+	x->full = c->shape.d[3] != 0;
 	if (!x->batch || !x->sq || x->batch > 65535)
 		return check_fail(err, KRT_EINVAL, "indexer: batch %u, s_q %u: both must be in 1..65535 (grid y and x)",
 		                  x->batch, x->sq);
@@ -110,7 +113,7 @@ indexer_prepare(CheckCase *c, KrtErr *err)
 	uint64_t used = 0;
 	for (uint32_t b = 0; b < x->batch; b++) {
 		uint32_t l = (uint32_t)num_rng_below(&c->rng, (uint64_t)x->max_len + 1);
-		if (b == 0)
+		if (b == 0 || x->full)
 			l = x->max_len;
 		else if (b == 1)
 			l = x->sq > 1 ? (uint32_t)num_rng_below(&c->rng, x->sq) : 0;
@@ -313,15 +316,21 @@ indexer_bytes(const CheckCase *c)
 	return (double)x->keys_read * (INDEXER_FP8_KEY + INDEXER_FP8_SCALE);
 }
 
+/* "indexer B SQ H TOPK PS LEN ITERS WARMUP FLOPS BYTES": tools/peers.py
+ * times the naive PyTorch indexer (einsum, relu, weighted sum, torch.topk)
+ * with every sequence LEN keys long, so only full cases (full = 1, every
+ * length max_len) compare like with like. */
 static int
 indexer_peer_args(const CheckCase *c, int iters, int warmup, char *buf, size_t n)
 {
-	(void)c;
-	(void)iters;
-	(void)warmup;
-	(void)buf;
-	(void)n;
-	return -1;
+	const Indexer *x = c->priv;
+	int len;
+
+	if (!x->full)
+		return -1;
+	len = snprintf(buf, n, "indexer %u %u %d %d %d %u %d %d %.6g %.6g", x->batch, x->sq, x->heads, x->topk, x->ps,
+	               x->max_len, iters, warmup, indexer_flops(c), indexer_bytes(c));
+	return len < 0 || (size_t)len >= n ? -1 : 0;
 }
 
 static void
@@ -338,7 +347,7 @@ indexer_describe(const CheckCase *c, FILE *out)
 	fprintf(out, "%s\n", x->batch > 16 ? " .." : "");
 }
 
-/* Small and odd: batch x s_q x max_len (0: 2·topk + 37). */
+/* Small and odd: batch x s_q x max_len (0: 2·topk + 37) [x full]. */
 static const CheckShape indexer_shapes[] = {
 	{3, {1, 1, 0}},
 	{3, {3, 2, 0}},
@@ -348,13 +357,13 @@ static const CheckShape indexer_shapes[] = {
 
 const CheckFamily check_family_indexer = {
 	.name = "indexer",
-	.dims = "batch,s_q,max_len",
-	.ndims = 3,
+	.dims = "batch,s_q,max_len,full",
+	.ndims = 4,
 	.nrequired = 2,
 	.shapes = indexer_shapes,
 	.nshapes = COUNT(indexer_shapes),
 	/* the fused case: 64 sequences of 16384 keys, one query row */
-	.bench = {3, {64, 1, 16384}},
+	.bench = {4, {64, 1, 16384, 1}},
 	.prepare = indexer_prepare,
 	.compare = indexer_compare,
 	.flops = indexer_flops,
