@@ -14,11 +14,15 @@
 
 #define P(f) offsetof(IndexerParams, f)
 
-/* Columns: name, key elements, key bytes, scale bytes. fp8: 128 E4M3 values
- * per key; a page of ps keys holds the ps key rows (128 bytes each), then
- * ps fp32 scales (DeepGEMM's paged indexer cache, docs/ABI.md "indexer"). */
+/* Columns: name, key elements, key bytes, scale bytes, value bits, values
+ * per scale. A page of ps keys holds the ps key rows, then the ps keys'
+ * scales. fp8: 128 E4M3 bytes and one fp32 scale per key (DeepGEMM's
+ * paged indexer cache, docs/ABI.md "indexer"); fp4: 64 bytes of E2M1 (two
+ * a byte) and four UE8M0 exponents, one per 32 values (docs/indexer.md,
+ * "FP4 keys"). */
 const IndexerFormat indexer_formats[] = {
-	[IDX_FMT_FP8] = {"fp8", 128, 128, 4},
+	[IDX_FMT_FP8] = {"fp8", 128, 128, 4, 8, 0},
+	[IDX_FMT_FP4] = {"fp4", 128, 64, 4, 4, 32},
 };
 
 uint32_t
@@ -31,7 +35,7 @@ indexer_page_bytes(const IndexerFormat *fmt, int ps)
 static const ParamSpec indexer_params[] = {
 	{"target", PK_TARGET, P(target), "sm_90a,sm_100a", 0, 0, 0, "sm_90a",
 	 "sm_90a: one CTA per query row, f32 FMA scoring, radix top-k", NULL},
-	{"format", PK_ENUM, P(format), "fp8", 0, 0, 0, "fp8",
+	{"format", PK_ENUM, P(format), "fp8,fp4", 0, 0, 0, "fp8",
 	 "key cache format (docs/ABI.md \"indexer\")", NULL},
 	{"heads", PK_INT, P(heads), NULL, 1, 128, 1, "64", "indexer query heads", NULL},
 	{"topk", PK_INT, P(topk), NULL, 1, 2048, 1, "512", "indices kept per query row", NULL},
@@ -415,8 +419,13 @@ indexer_plan(const void *params, Buf *text, KgErr *err)
 	if (indexer_configure(&c, params, err) < 0)
 		return -1;
 	buf_printf(text, "kernel          %s\n", c.name);
-	buf_printf(text, "cache           %s: %d E4M3 values per key, then (after the page's %d key rows) one fp32 scale per key; %u bytes per page of %d keys\n",
-	           c.fmt->name, c.fmt->d, c.ps, c.page_bytes, c.ps);
+	if (c.fmt->group)
+		buf_printf(text, "cache           %s: %d E2M1 values per key (%d bytes), then (after the page's %d key rows) %d UE8M0 exponents per key, one per %d values; %u bytes per page of %d keys\n",
+		           c.fmt->name, c.fmt->d, c.fmt->key_bytes, c.ps, c.fmt->d / c.fmt->group, c.fmt->group,
+		           c.page_bytes, c.ps);
+	else
+		buf_printf(text, "cache           %s: %d E4M3 values per key, then (after the page's %d key rows) one fp32 scale per key; %u bytes per page of %d keys\n",
+		           c.fmt->name, c.fmt->d, c.ps, c.page_bytes, c.ps);
 	buf_printf(text, "logits          sum over %d heads of w[h]*relu(q[h].k*scale), every visible key; -inf up to max_len\n",
 	           c.heads);
 	buf_printf(text, "scoring         %s\n", c.t->indexer->how);

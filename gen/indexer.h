@@ -11,7 +11,7 @@
 #include "plan.h"
 #include "target.h"
 
-enum { IDX_FMT_FP8 };
+enum { IDX_FMT_FP8, IDX_FMT_FP4 };
 
 /* A key-cache format: the one place its byte layout is described
  * (docs/ABI.md "indexer"). */
@@ -19,7 +19,9 @@ typedef struct IndexerFormat {
 	const char *name;
 	int d;           /* key elements */
 	int key_bytes;   /* bytes of one key's values */
-	int scale_bytes; /* bytes of one key's scale, in the page's tail */
+	int scale_bytes; /* bytes of one key's scale(s), in the page's tail */
+	int value_bits;  /* 8: E4M3; 4: E2M1 */
+	int group;       /* values per UE8M0 scale; 0: one fp32 scale per key */
 } IndexerFormat;
 
 extern const IndexerFormat indexer_formats[];

@@ -35,6 +35,7 @@ static const double indexer_tol = 1e-5;
 
 typedef struct Indexer {
 	int heads, topk, ps;
+	int fp4, kb;        /* the format: E2M1 keys; bytes of a key's values */
 	uint32_t batch, sq, max_len, max_pages, pages;
 	int full;           /* every sequence max_len keys (kbench's shape) */
 	uint8_t *q, *cache;
@@ -84,9 +85,11 @@ indexer_prepare(CheckCase *c, KrtErr *err)
 	c->priv = x;
 	if (f)
 		sscanf(f + 9, "%31s", fmt);
-	if (strcmp(fmt, "fp8") != 0)
-		return check_fail(err, KRT_EABI, "%s: --format %s: the indexer checker knows fp8", c->abi->kernel,
+	if (strcmp(fmt, "fp8") != 0 && strcmp(fmt, "fp4") != 0)
+		return check_fail(err, KRT_EABI, "%s: --format %s: the indexer checker knows fp8 and fp4", c->abi->kernel,
 		                  fmt[0] ? fmt : "(none)");
+	x->fp4 = strcmp(fmt, "fp4") == 0;
+	x->kb = x->fp4 ? INDEXER_FP4_KEY : INDEXER_FP8_KEY;
 	x->heads = (int)arg_int(c, "heads");
 	x->topk = (int)arg_int(c, "topk");
 	x->ps = (int)arg_int(c, "page-size");
@@ -154,7 +157,7 @@ indexer_prepare(CheckCase *c, KrtErr *err)
 	free(perm);
 
 	/* the cache: garbage everywhere, then every used key */
-	size_t pb = indexer_fp8_page_bytes(x->ps), bytes = (size_t)x->pages * pb;
+	size_t pb = indexer_ref_page_bytes(x->ps, x->kb), bytes = (size_t)x->pages * pb;
 	if (!(x->cache = malloc(bytes + 1)))
 		return check_fail(err, KRT_ENOMEM, "indexer: no host memory for the cache");
 	for (size_t i = 0; i < bytes; i++)
@@ -162,25 +165,37 @@ indexer_prepare(CheckCase *c, KrtErr *err)
 	for (uint32_t b = 0; b < x->batch; b++)
 		for (int32_t j = 0; j < x->lens[b]; j++) {
 			const int32_t *row = x->bt + (uint64_t)b * x->max_pages;
-			uint8_t *key = indexer_fp8_key(x->cache, x->ps, (uint32_t)row[j / x->ps], j % x->ps);
-			uint8_t *sc = indexer_fp8_scale(x->cache, x->ps, (uint32_t)row[j / x->ps], j % x->ps);
+			uint8_t *key = indexer_ref_key(x->cache, x->ps, x->kb, (uint32_t)row[j / x->ps], j % x->ps);
+			uint8_t *sc = indexer_ref_scale(x->cache, x->ps, x->kb, (uint32_t)row[j / x->ps], j % x->ps);
 			/* ties: a copy of an earlier key (edge fill: 3 in 4 keys
 			 * copy one of the first four, so every radix pass sees
 			 * large groups of equal logits) */
 			int edge = c->fill == CHECK_FILL_EDGE && j >= 4;
 			if (edge ? num_rng_below(&c->rng, 4) != 0 : j > 0 && num_rng_below(&c->rng, 8) == 0) {
 				int32_t i = (int32_t)num_rng_below(&c->rng, edge ? 4 : (uint64_t)j);
-				memcpy(key, indexer_fp8_key(x->cache, x->ps, (uint32_t)row[i / x->ps], i % x->ps), INDEXER_FP8_KEY);
-				memcpy(sc, indexer_fp8_scale(x->cache, x->ps, (uint32_t)row[i / x->ps], i % x->ps), 4);
+				memcpy(key, indexer_ref_key(x->cache, x->ps, x->kb, (uint32_t)row[i / x->ps], i % x->ps), (size_t)x->kb);
+				memcpy(sc, indexer_ref_scale(x->cache, x->ps, x->kb, (uint32_t)row[i / x->ps], i % x->ps), 4);
+				continue;
+			}
+			if (x->fp4) {
+				/* every E2M1 code, -0 included; exponents 2^-9 .. 2^9,
+				 * or under the edge fill the extremes too: 2^-127 (the
+				 * f32 denormal), 2^-126, 2^-125, and up to 2^43 */
+				static const uint8_t ex[7] = {0, 1, 2, 64, 127, 128, 170};
+				for (int i = 0; i < INDEXER_FP4_KEY; i++)
+					key[i] = (uint8_t)num_rng_below(&c->rng, 256);
+				for (int g = 0; g < 4; g++)
+					sc[g] = c->fill == CHECK_FILL_EDGE ? ex[num_rng_below(&c->rng, 7)]
+					                                   : (uint8_t)(118 + num_rng_below(&c->rng, 19));
 				continue;
 			}
 			static const double mag[3] = {1.0, 1.0 / 64, 30.0};
 			double v[INDEXER_D], m = mag[num_rng_below(&c->rng, 3)];
-			float s;
+			float fs;
 			for (int i = 0; i < INDEXER_D; i++)
 				v[i] = num_rng_normal(&c->rng) * m;
-			indexer_fp8_quantize(v, key, &s);
-			memcpy(sc, &s, 4);
+			indexer_fp8_quantize(v, key, &fs);
+			memcpy(sc, &fs, 4);
 		}
 	uint64_t rows = (uint64_t)x->batch * x->sq, nq = rows * (uint64_t)x->heads * INDEXER_D;
 	x->q = malloc(nq + 1);
@@ -226,6 +241,7 @@ indexer_compare(CheckCase *c, CheckResult *res, KrtErr *err)
 	uint64_t max_report = (uint64_t)(c->opts->max_report ? c->opts->max_report : CHECK_MAX_REPORT);
 	double *s = malloc(sizeof *s * (x->max_len + 1));
 	int32_t *got = malloc(sizeof *got * (size_t)x->topk);
+	double kd[INDEXER_D];
 	char why[256];
 
 	res->tol = indexer_tol;
@@ -252,11 +268,14 @@ indexer_compare(CheckCase *c, CheckResult *res, KrtErr *err)
 				} else {
 					uint32_t pg = (uint32_t)bt[j / (uint32_t)x->ps];
 					int off = (int)(j % (uint32_t)x->ps);
-					float sc;
-					memcpy(&sc, indexer_fp8_scale(x->cache, x->ps, pg, off), 4);
+					const uint8_t *key = indexer_ref_key(x->cache, x->ps, x->kb, pg, off);
+					const uint8_t *sc = indexer_ref_scale(x->cache, x->ps, x->kb, pg, off);
+					if (x->fp4)
+						indexer_fp4_dequantize(key, sc, kd);
+					else
+						indexer_fp8_dequantize(key, sc, kd);
 					s[j] = indexer_ref_logit(x->q + row * (uint64_t)x->heads * INDEXER_D,
-					                         x->w + row * (uint64_t)x->heads, x->heads,
-					                         indexer_fp8_key(x->cache, x->ps, pg, off), sc, &bound);
+					                         x->w + row * (uint64_t)x->heads, x->heads, kd, &bound);
 					bmax = fmax(bmax, bound);
 					if (bound == 0)
 						e = got_v == 0 ? 0 : INFINITY;
@@ -306,14 +325,14 @@ indexer_flops(const CheckCase *c)
 	return (double)x->keys_read * x->heads * INDEXER_D * 2.0;
 }
 
-/* The key bytes each row reads (132 per visible key), the issue's measure
+/* The key bytes each row reads (132 or 68 per visible key), the issue's measure
  * of the scoring's rate. */
 static double
 indexer_bytes(const CheckCase *c)
 {
 	const Indexer *x = c->priv;
 
-	return (double)x->keys_read * (INDEXER_FP8_KEY + INDEXER_FP8_SCALE);
+	return (double)x->keys_read * (x->kb + INDEXER_SCALE);
 }
 
 /* "indexer B SQ H TOPK PS LEN ITERS WARMUP FLOPS BYTES": tools/peers.py
@@ -340,8 +359,8 @@ indexer_describe(const CheckCase *c, FILE *out)
 
 	if (!x || !x->lens)
 		return;
-	fprintf(out, "  indexer: fp8, %d heads, top-k %d, page %d, %u pages, max_len %u; lengths", x->heads, x->topk,
-	        x->ps, x->pages, x->max_len);
+	fprintf(out, "  indexer: %s, %d heads, top-k %d, page %d, %u pages, max_len %u; lengths", x->fp4 ? "fp4" : "fp8",
+	        x->heads, x->topk, x->ps, x->pages, x->max_len);
 	for (uint32_t b = 0; b < x->batch && b < 16; b++)
 		fprintf(out, " %d", x->lens[b]);
 	fprintf(out, "%s\n", x->batch > 16 ? " .." : "");

@@ -32,25 +32,27 @@ static const GpuCase cases[] = {
 
 static const GpuSuite suite = {cases, COUNT(cases), 0};
 
-/* Heads 1..128, top-k 1 .. 2048, every page size. */
-static const char *const configs[][8] = {
+/* Heads 1..128, top-k 1 .. 2048, every page size, both formats. */
+static const char *const configs[][10] = {
 	{"--heads", "64", "--topk", "2048", "--page-size", "128"},
 	{"--heads", "8", "--topk", "100", "--page-size", "16"},
 	{"--heads", "1", "--topk", "1", "--page-size", "32"},
 	{"--heads", "128", "--topk", "333", "--page-size", "64"},
+	{"--format", "fp4", "--heads", "64", "--topk", "512", "--page-size", "32"},
+	{"--format", "fp4", "--heads", "9", "--topk", "1024", "--page-size", "128"},
 };
 
 static void
 check_config(KrtDevice *dev, GpuTally *t, const char *const *cfg)
 {
-	const char *args[12] = {"--target", "sm_90a"};
+	const char *args[14] = {"--target", "sm_90a"};
 	int n = 2;
 	char replay[1024] = "--gen indexer", what[256] = "";
 	char *ptx = NULL;
 	size_t len = 0;
 	KgErr kerr = {{0}};
 
-	for (int i = 0; i < 8 && cfg[i]; i++)
+	for (int i = 0; i < 10 && cfg[i]; i++)
 		args[n++] = cfg[i];
 	for (int i = 0; i < n; i++) {
 		snprintf(replay + strlen(replay), sizeof replay - strlen(replay), " %s", args[i]);

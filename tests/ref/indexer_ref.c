@@ -8,22 +8,22 @@
 #include "indexer_ref.h"
 
 size_t
-indexer_fp8_page_bytes(int ps)
+indexer_ref_page_bytes(int ps, int key_bytes)
 {
-	return (size_t)ps * (INDEXER_FP8_KEY + INDEXER_FP8_SCALE);
+	return (size_t)ps * (size_t)(key_bytes + INDEXER_SCALE);
 }
 
 uint8_t *
-indexer_fp8_key(uint8_t *cache, int ps, uint32_t page, int off)
+indexer_ref_key(uint8_t *cache, int ps, int key_bytes, uint32_t page, int off)
 {
-	return cache + page * indexer_fp8_page_bytes(ps) + (size_t)off * INDEXER_FP8_KEY;
+	return cache + page * indexer_ref_page_bytes(ps, key_bytes) + (size_t)off * (size_t)key_bytes;
 }
 
 uint8_t *
-indexer_fp8_scale(uint8_t *cache, int ps, uint32_t page, int off)
+indexer_ref_scale(uint8_t *cache, int ps, int key_bytes, uint32_t page, int off)
 {
-	return cache + page * indexer_fp8_page_bytes(ps) + (size_t)ps * INDEXER_FP8_KEY +
-	       (size_t)off * INDEXER_FP8_SCALE;
+	return cache + page * indexer_ref_page_bytes(ps, key_bytes) + (size_t)ps * (size_t)key_bytes +
+	       (size_t)off * INDEXER_SCALE;
 }
 
 void
@@ -39,12 +39,38 @@ indexer_fp8_quantize(const double *v, uint8_t *key, float *scale)
 }
 
 double
-indexer_ref_logit(const uint8_t *q, const float *w, int heads, const uint8_t *key, float scale, double *bound)
+indexer_e2m1_to_f64(uint8_t c)
 {
-	double k[INDEXER_D], s = 0, b = 0;
+	int e = (c >> 1) & 3, m = c & 1;
+	double v = e ? (1 + 0.5 * m) * ldexp(1, e - 1) : 0.5 * m;
 
+	return c & 8 ? -v : v;
+}
+
+void
+indexer_fp8_dequantize(const uint8_t *key, const uint8_t *scale, double *k)
+{
+	float s;
+
+	memcpy(&s, scale, 4);
 	for (int i = 0; i < INDEXER_D; i++)
-		k[i] = decode_e4m3_to_f64(key[i]);
+		k[i] = decode_e4m3_to_f64(key[i]) * (double)s;
+}
+
+void
+indexer_fp4_dequantize(const uint8_t *key, const uint8_t *scale, double *k)
+{
+	for (int i = 0; i < INDEXER_D; i++) {
+		uint8_t c = (uint8_t)(key[i / 2] >> (4 * (i % 2)) & 15);
+		k[i] = indexer_e2m1_to_f64(c) * ldexp(1, (int)scale[i / INDEXER_FP4_GROUP] - 127);
+	}
+}
+
+double
+indexer_ref_logit(const uint8_t *q, const float *w, int heads, const double *k, double *bound)
+{
+	double s = 0, b = 0;
+
 	for (int h = 0; h < heads; h++) {
 		double dot = 0, mag = 0;
 		for (int i = 0; i < INDEXER_D; i++) {
@@ -52,8 +78,8 @@ indexer_ref_logit(const uint8_t *q, const float *w, int heads, const uint8_t *ke
 			dot += x;
 			mag += fabs(x);
 		}
-		s += (double)w[h] * fmax(0.0, dot * (double)scale);
-		b += fabs((double)w[h]) * fabs((double)scale) * mag;
+		s += (double)w[h] * fmax(0.0, dot);
+		b += fabs((double)w[h]) * mag;
 	}
 	*bound = b;
 	return s;
