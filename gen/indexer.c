@@ -40,6 +40,9 @@ static const ParamSpec indexer_params[] = {
 	{"heads", PK_INT, P(heads), NULL, 1, 128, 1, "64", "indexer query heads", NULL},
 	{"topk", PK_INT, P(topk), NULL, 1, 2048, 1, "512", "indices kept per query row", NULL},
 	{"page-size", PK_INT, P(page_size), "16,32,64,128", 0, 0, 0, "64", "keys per cache page", NULL},
+	{"score", PK_ENUM, P(score), "fma,wgmma", 0, 0, 0, "fma",
+	 "fma: f32 FMA, one key per thread; wgmma: FP8 tensor cores over 64-key tiles (fp8 keys, at most 64 heads)",
+	 NULL},
 };
 
 static int
@@ -56,16 +59,33 @@ indexer_configure(IndexerCfg *c, const IndexerParams *p, KgErr *err)
 	while ((1 << c->log2ps) < c->ps)
 		c->log2ps++;
 	c->page_bytes = indexer_page_bytes(c->fmt, c->ps);
+	c->mma = p->score == IDX_SCORE_WGMMA;
+	if (c->mma && !c->t->indexer->score_mma)
+		return kg_fail(err, "--score=wgmma: %s has no tensor-core indexer scoring yet", c->t->name);
+	if (c->mma && c->heads > 64)
+		return kg_fail(err, "--heads=%d: --score wgmma takes at most 64 heads (one M = 64 MMA)", c->heads);
+	if (c->mma && c->fmt->value_bits != 8)
+		return kg_fail(err, "--format=%s: --score wgmma takes fp8 keys (E4M3 operands)", c->fmt->name);
 	plan_init(&c->plan, c->t);
 	c->plan.threads = IDX_THREADS;
-	c->r_q = plan_smem(&c->plan, "query heads (f32)", 4u * (uint32_t)(c->heads * c->fmt->d), 16, 1);
-	c->r_w = plan_smem(&c->plan, "head weights (f32)", 4u * (uint32_t)c->heads, 16, 1);
+	if (c->mma) {
+		/* 128-byte swizzled K-major tiles: rows of 128 E4M3 (docs/hardware.md,
+		 * "Canonical layouts, LBO and SBO"); one key tile per warpgroup */
+		c->r_q = plan_smem(&c->plan, "query heads (E4M3 tiles)", 64u * 128u, 1024, IDX_THREADS / 128);
+		c->r_tiles = plan_smem(&c->plan, "key tiles (E4M3)", (uint32_t)IDX_TILE * 128u, 1024, IDX_THREADS / 128);
+		c->r_scales = plan_smem(&c->plan, "key tile scales", 4u * IDX_TILE, 16, IDX_THREADS / 128);
+		c->r_sums = plan_smem(&c->plan, "per-warp head sums", 4u * 4u * IDX_TILE, 16, IDX_THREADS / 128);
+		c->r_w = plan_smem(&c->plan, "head weights (f32)", 4u * 64u, 16, 1);
+	} else {
+		c->r_q = plan_smem(&c->plan, "query heads (f32)", 4u * (uint32_t)(c->heads * c->fmt->d), 16, 1);
+		c->r_w = plan_smem(&c->plan, "head weights (f32)", 4u * (uint32_t)c->heads, 16, 1);
+	}
 	c->r_hist = plan_smem(&c->plan, "radix histograms", 4u * IDX_BINS, 16, IDX_PASSES);
 	c->r_state = plan_smem(&c->plan, "select state", 16, 16, 1);
 	plan_role(&c->plan, "all", 0, IDX_THREADS / 32, 0,
 	          "score keys (one per thread), then select the top-k together");
-	snprintf(c->name, sizeof c->name, "indexer_%s_h%d_k%dp%d_%s", c->fmt->name, c->heads, c->topk, c->ps,
-	         c->t->tag);
+	snprintf(c->name, sizeof c->name, "indexer_%s_h%d_k%dp%d%s_%s", c->fmt->name, c->heads, c->topk, c->ps,
+	         c->mma ? "_mma" : "", c->t->tag);
 	return plan_check(&c->plan, err);
 }
 
@@ -129,8 +149,11 @@ emit_prologue(Emit *e, const IndexerCfg *c, IndexerRegs *r)
 	load_param_ptr(e, r->logits, "logits");
 	emitf(e, "\tmul.wide.u32 %s, %s, %s;\n\tshl.b64 %s, %s, 2;\n\tadd.u64 %s, %s, %s;\n", o.s, r->row.s,
 	      r->max_len.s, o.s, o.s, r->logits.s, r->logits.s, o.s);
-	/* Q row: heads·128 E4M3; thread tid converts words tid + 256i */
+	/* Q row: heads·128 E4M3; thread tid converts words tid + 256i (the
+	 * tensor-core scoring stages Q itself) */
 	load_param_ptr(e, a, "Q");
+	if (c->mma)
+		iters = 0;
 	emitf(e, "\tmul.wide.u32 %s, %s, %d;\n\tadd.u64 %s, %s, %s;\n", o.s, r->row.s, c->heads * c->fmt->d, a.s,
 	      a.s, o.s);
 	emitf(e, "\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n", o.s, r->tid.s, a.s, a.s, o.s);
@@ -159,6 +182,12 @@ emit_prologue(Emit *e, const IndexerCfg *c, IndexerRegs *r)
 	      c->plan.smem[c->r_w].offset, ws.s, r->tid.s, ws.s);
 	emitf(e, "\tsetp.lt.u32 %s, %s, %d;\n\t@%s ld.global.nc.f32 %s, [%s];\n\t@%s st.shared.f32 [%s], %s;\n",
 	      p.s, r->tid.s, c->heads, p.s, f[0].s, a.s, p.s, ws.s, f[0].s);
+	if (c->mma) {
+		/* the MMA's rows past the heads: weight 0 (their Q rows are 0 too) */
+		emitf(e, "\tsetp.ge.u32 %s, %s, %d;\n\tsetp.lt.and.u32 %s, %s, 64, %s;\n", p.s, r->tid.s, c->heads, p.s,
+		      r->tid.s, p.s);
+		emitf(e, "\t@%s st.shared.f32 [%s], 0f00000000;\n", p.s, ws.s);
+	}
 	/* the select's histograms, one per pass, so no pass waits for a clear */
 	emitf(e, "\tadd.u32 %s, %s, %u;\n\tmad.lo.u32 %s, %s, 4, %s;\n", ws.s, r->base.s,
 	      c->plan.smem[c->r_hist].offset, ws.s, r->tid.s, ws.s);
@@ -393,10 +422,12 @@ indexer_generate(const void *params, const char *args, Buf *out, KgErr *err)
 		return -1;
 	emit_init(&e);
 	emit_prologue(&e, &c, &r);
-	rc = c.t->indexer->score(&e, &c, &r, err);
+	rc = c.mma ? c.t->indexer->score_mma(&e, &c, &r, err) : c.t->indexer->score(&e, &c, &r, err);
 	if (rc == 0) {
-		/* no barrier before the select: a thread reads back only the
-		 * logits it stored (keys tid + 256i in every loop) */
+		/* FMA scoring needs no barrier before the select: a thread reads
+		 * back only the logits it stored (keys tid + 256i in every loop) */
+		if (c.mma)
+			op_bar_sync_why(&e, 0, IDX_THREADS, "every tile's logits stored");
 		emit_fill(&e, &r);
 		emit_topk(&e, &c, &r);
 		emitf(&e, "\tret;\n");
@@ -428,7 +459,7 @@ indexer_plan(const void *params, Buf *text, KgErr *err)
 		           c.fmt->name, c.fmt->d, c.ps, c.page_bytes, c.ps);
 	buf_printf(text, "logits          sum over %d heads of w[h]*relu(q[h].k*scale), every visible key; -inf up to max_len\n",
 	           c.heads);
-	buf_printf(text, "scoring         %s\n", c.t->indexer->how);
+	buf_printf(text, "scoring         %s\n", c.mma ? c.t->indexer->how_mma : c.t->indexer->how);
 	buf_printf(text, "top-k           %d: radix select, 4 passes of 8 bits over the row's logits (smem histogram), then one placing pass; -1 padding below %d keys\n",
 	           c.topk, c.topk);
 	buf_printf(text, "grid            s_q x batch: one CTA of %d threads per query row\n", IDX_THREADS);

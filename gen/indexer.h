@@ -32,17 +32,22 @@ typedef struct IndexerParams {
 	int heads;
 	int topk;
 	int page_size;
+	int score;     /* IDX_SCORE_*: how keys are scored */
 } IndexerParams;
 
-enum { IDX_THREADS = 256, IDX_BINS = 256, IDX_PASSES = 4 };
+enum { IDX_SCORE_FMA, IDX_SCORE_WGMMA };
+
+enum { IDX_THREADS = 256, IDX_BINS = 256, IDX_PASSES = 4, IDX_TILE = 64 };
 
 typedef struct IndexerCfg {
 	const Target *t;
 	const IndexerFormat *fmt;
 	int heads, topk, ps, log2ps;
+	int mma;                       /* tensor-core scoring (IDX_SCORE_WGMMA) */
 	uint32_t page_bytes;
 	Plan plan;
 	int r_q, r_w, r_hist, r_state; /* smem regions */
+	int r_tiles, r_scales, r_sums; /* mma: key tiles, their scales, per-warp head sums */
 	char name[96];
 } IndexerCfg;
 
@@ -61,6 +66,12 @@ typedef struct IndexerOps {
 	 * keys against the H query heads in shared memory (f32) */
 	int (*score)(Emit *e, const IndexerCfg *c, const IndexerRegs *r, KgErr *err);
 	const char *how; /* `kgen plan`: how the scores are computed */
+	/* The same on the tensor cores, NULL where there is none: Q staged as
+	 * E4M3 by the function itself, keys in tiles of IDX_TILE; logits of a
+	 * tile are stored by other threads than the select reads them with,
+	 * so the caller puts a CTA barrier after it. */
+	int (*score_mma)(Emit *e, const IndexerCfg *c, const IndexerRegs *r, KgErr *err);
+	const char *how_mma;
 } IndexerOps;
 
 extern const IndexerOps indexer_sm90;

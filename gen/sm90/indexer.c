@@ -12,6 +12,7 @@
 
 #include "../e2m1.h"
 #include "../indexer.h"
+#include "indexer_mma.h"
 
 /* Four E4M3 (one word) -> k[0..3] f32; byte 2k+1 of a pair lands in the
  * upper f16 (PTX ISA "cvt"). */
@@ -172,5 +173,7 @@ sm90_indexer_score(Emit *e, const IndexerCfg *c, const IndexerRegs *r, KgErr *er
 
 const IndexerOps indexer_sm90 = {
 	sm90_indexer_score,
-	"f32 FMA, one key per thread: 128 E4M3 values widened to f32 in registers, each head's q read from shared memory (broadcast)",
+	"f32 FMA, one key per thread: 128 values widened to f32 in registers, each head's q read from shared memory (broadcast)",
+	sm90_indexer_score_mma,
+	"FP8 wgmma m64n64k32: the heads (A) against 64-key tiles (B) that each warpgroup gathers into 128-byte swizzled smem; relu, weights and the head sum in the epilogue",
 };

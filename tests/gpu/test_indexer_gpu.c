@@ -32,7 +32,8 @@ static const GpuCase cases[] = {
 
 static const GpuSuite suite = {cases, COUNT(cases), 0};
 
-/* Heads 1..128, top-k 1 .. 2048, every page size, both formats. */
+/* Heads 1..128, top-k 1 .. 2048, every page size, both formats, both
+ * scorings. */
 static const char *const configs[][10] = {
 	{"--heads", "64", "--topk", "2048", "--page-size", "128"},
 	{"--heads", "8", "--topk", "100", "--page-size", "16"},
@@ -40,6 +41,8 @@ static const char *const configs[][10] = {
 	{"--heads", "128", "--topk", "333", "--page-size", "64"},
 	{"--format", "fp4", "--heads", "64", "--topk", "512", "--page-size", "32"},
 	{"--format", "fp4", "--heads", "9", "--topk", "1024", "--page-size", "128"},
+	{"--score", "wgmma", "--heads", "64", "--topk", "512", "--page-size", "16"},
+	{"--score", "wgmma", "--heads", "37", "--topk", "2048", "--page-size", "128"},
 };
 
 static void

@@ -54,6 +54,9 @@ expect_error "--format=nvfp4: must be one of fp8,fp4" indexer --format nvfp4
 expect_error "--target=sm_100a: indexer is not generated for this target yet" indexer --target sm_100a
 "$kgen" plan indexer --topk 1024 | grep -q 'top-k           1024: radix select' || fail "plan indexer lacks the top-k line"
 "$kgen" list | grep -q '^indexer' || fail "list lacks the indexer family"
+expect_error "--heads=96: --score wgmma takes at most 64 heads" indexer --score wgmma --heads 96
+expect_error "--format=fp4: --score wgmma takes fp8 keys" indexer --score wgmma --format fp4
+"$kgen" plan indexer --score wgmma | grep -q 'scoring         FP8 wgmma m64n64k32' || fail "plan indexer --score wgmma lacks the scoring line"
 # the CTA pair (docs/cta-pair.md): clusters of 2, one M = 256 MMA, half of B per CTA
 "$kgen" plan gemm --target sm_100a --cta-pair 1 >"$tmp/pair" || fail "plan gemm --cta-pair 1"
 grep -q 'tcgen05.mma.cta_group::2 M=256 N=256; each CTA holds 128 rows of A, 128 of B and D' "$tmp/pair" ||

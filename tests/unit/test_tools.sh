@@ -41,6 +41,8 @@ grep -q '^kcheck: 2 of 2 passed' "$tmp/out" || fail "kcheck indexer odd: $(tail 
 status "kcheck indexer h64 k512" 0 "$kcheck" --device emu --seed 2 --fill normal --gen indexer --page-size 32 --batch 3 --s-q 2 --max-len 700
 status "kcheck indexer fp4" 0 "$kcheck" --device emu --seed 3 --gen indexer --format fp4 --heads 7 --topk 50 --page-size 32 --batch 4 --s-q 2 --max-len 333
 grep -q '^kcheck: 2 of 2 passed' "$tmp/out" || fail "kcheck indexer fp4: $(tail -2 "$tmp/out")"
+status "kcheck indexer wgmma" 0 "$kcheck" --device emu --seed 4 --gen indexer --score wgmma --heads 9 --topk 70 --page-size 16 --batch 4 --s-q 3 --max-len 301
+grep -q '^kcheck: 2 of 2 passed' "$tmp/out" || fail "kcheck indexer wgmma: $(tail -2 "$tmp/out")"
 status "kcheck indexer batch 0" 2 "$kcheck" --device emu --gen indexer --batch 0 --s-q 1
 grep -q 'batch 0, s_q 1: both must be in 1..65535' "$tmp/out" || fail "kcheck indexer batch 0: $(tail -2 "$tmp/out")"
 status "kcheck fmha batch 65536" 2 "$kcheck" --device emu --fill normal --gen fmha --target sm_90a --batch 65536 --seqlen-q 1 --seqlen-k 1
