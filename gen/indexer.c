@@ -95,7 +95,8 @@ load_param_ptr(Emit *e, Reg dst, const char *name)
 	emitf(e, "\tld.param.u64 %s, [p_%s];\n\tcvta.to.global.u64 %s, %s;\n", dst.s, name, dst.s, dst.s);
 }
 
-/* CTA (x, y) = query row x of sequence y. n = the keys the row sees:
+/* CTA (x, y, z) = part z of query row x of sequence y. n = the keys the
+ * row sees:
  * L = seq_lens[y] clamped to [0, min(max_len, max_pages·page_size)], row x
  * of s_q is position L - s_q + x, so it sees keys 0 .. L - s_q + x (n
  * clamped to [0, L]). The query heads go to shared memory as f32 (E4M3 ->
@@ -118,6 +119,8 @@ emit_prologue(Emit *e, const IndexerCfg *c, IndexerRegs *r)
 	r->kv = reg_new(e, RC_B64);
 	r->logits = reg_new(e, RC_B64);
 	r->max_len = reg_new(e, RC_B32);
+	r->split = reg_new(e, RC_B32);
+	r->splits = reg_new(e, RC_B32);
 	reg_array(e, RC_B16, hb, 2);
 	reg_array(e, RC_B32, hf, 2);
 	reg_array(e, RC_B16, hh, 4);
@@ -127,6 +130,7 @@ emit_prologue(Emit *e, const IndexerCfg *c, IndexerRegs *r)
 	emitf(e, "\tmov.u32 %s, %%tid.x;\n\tmov.u32 %s, %%ctaid.x;\n\tmov.u32 %s, %%ctaid.y;\n", r->tid.s, t.s,
 	      r->b.s);
 	emitf(e, "\tld.param.u32 %s, [p_s_q];\n\tmad.lo.u32 %s, %s, %s, %s;\n", sq.s, r->row.s, r->b.s, sq.s, t.s);
+	emitf(e, "\tmov.u32 %s, %%ctaid.z;\n\tld.param.u32 %s, [p_splits];\n", r->split.s, r->splits.s);
 	emitf(e, "\tmov.u32 %s, kg_smem;\n\tadd.u32 %s, %s, %u;\n\tand.b32 %s, %s, %d;\n", x.s, r->base.s, x.s,
 	      c->plan.smem_align - 1, r->base.s, r->base.s, -(int)c->plan.smem_align);
 	/* L, clamped; the bound in 64 bits so max_pages·page_size cannot wrap */
@@ -188,12 +192,54 @@ emit_prologue(Emit *e, const IndexerCfg *c, IndexerRegs *r)
 		      r->tid.s, p.s);
 		emitf(e, "\t@%s st.shared.f32 [%s], 0f00000000;\n", p.s, ws.s);
 	}
+	/* the join's flag (state word 3): no part has finished yet */
+	emitf(e, "\tadd.u32 %s, %s, %u;\n\tsetp.eq.u32 %s, %s, 0;\n\t@%s st.shared.u32 [%s+12], 0;\n", qs.s, r->base.s,
+	      c->plan.smem[c->r_state].offset, p.s, r->tid.s, p.s, qs.s);
 	/* the select's histograms, one per pass, so no pass waits for a clear */
 	emitf(e, "\tadd.u32 %s, %s, %u;\n\tmad.lo.u32 %s, %s, 4, %s;\n", ws.s, r->base.s,
 	      c->plan.smem[c->r_hist].offset, ws.s, r->tid.s, ws.s);
 	for (int i = 0; i < IDX_BINS * IDX_PASSES / IDX_THREADS; i++)
 		emitf(e, "\tst.shared.u32 [%s+%d], 0;\n", ws.s, 4 * IDX_THREADS * i);
 	op_bar_sync_why(e, 0, IDX_THREADS, "query heads, weights and zeroed histograms in shared memory");
+}
+
+/* Split rows (splits > 1): every thread, its logits stored, counts itself
+ * in counters[row] with an acq_rel atomic (PTX ISA "Memory consistency
+ * model": the release covers its own stores, and the thread that brings
+ * the count to splits·256 acquires every other's). That last thread
+ * raises its CTA's flag (zeroed in the prologue) and sets the counter back
+ * to 0, so the counters stay zero between launches (docs/ABI.md
+ * "indexer"); after a CTA barrier its CTA selects over every part's
+ * logits and the other parts exit. One part: the tensor-core scoring still
+ * needs a CTA barrier before the select (its logits are stored by other
+ * threads), the FMA scoring none. */
+static void
+emit_join(Emit *e, const IndexerCfg *c, const IndexerRegs *r)
+{
+	Reg a = reg_new(e, RC_B64), o = reg_new(e, RC_B64), f = reg_new(e, RC_B32), all = reg_new(e, RC_B32);
+	Reg p = reg_new(e, RC_PRED), st;
+	char single[48], joined[48];
+	int lg = 0;
+
+	emit_block(e, "indexer.join");
+	st = op_plan_smem(e, &c->plan, r->base, c->r_state);
+	label_new(e, single, sizeof single, "one_part");
+	label_new(e, joined, sizeof joined, "joined");
+	emitf(e, "\tsetp.le.u32 %s, %s, 1;\n\t@%s bra %s;\n", p.s, r->splits.s, p.s, single);
+	load_param_ptr(e, a, "counters");
+	emitf(e, "\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n", o.s, r->row.s, a.s, a.s, o.s);
+	emitf(e, "\tatom.acq_rel.gpu.global.add.u32 %s, [%s], 1;\n\tadd.u32 %s, %s, 1;\n", f.s, a.s, f.s, f.s);
+	while ((1 << lg) < IDX_THREADS)
+		lg++;
+	emitf(e, "\tshl.b32 %s, %s, %d;\n\tsetp.eq.u32 %s, %s, %s;\n", all.s, r->splits.s, lg, p.s, f.s, all.s);
+	emitf(e, "\t@%s st.shared.u32 [%s+12], 1;\n\t@%s st.global.u32 [%s], 0;\n", p.s, st.s, p.s, a.s);
+	op_bar_sync_why(e, 0, IDX_THREADS, "the last part's flag raised");
+	emitf(e, "\tld.shared.u32 %s, [%s+12];\n\tsetp.eq.u32 %s, %s, 0;\n\t@%s exit;\n\tbra.uni %s;\n", f.s, st.s,
+	      p.s, f.s, p.s, joined);
+	emit_label(e, single);
+	if (c->mma)
+		op_bar_sync_why(e, 0, IDX_THREADS, "every tile's logits stored");
+	emit_label(e, joined);
 }
 
 /* logits[row, j] = -inf for the masked keys n <= j < max_len, so the whole
@@ -381,7 +427,7 @@ indexer_abi(const IndexerCfg *c, const char *args, KernelAbi *k)
 	k->smem = c->plan.smem_request;
 	snprintf(k->grid[0], sizeof k->grid[0], "s_q");
 	snprintf(k->grid[1], sizeof k->grid[1], "batch");
-	snprintf(k->grid[2], sizeof k->grid[2], "1");
+	snprintf(k->grid[2], sizeof k->grid[2], "splits");
 	p = abi_add(k, ABI_PTR, "Q");
 	p->dtype = DT_E4M3;
 	snprintf(p->tensor, sizeof p->tensor, "Q[batch,s_q,H,%d]", c->fmt->d);
@@ -403,10 +449,14 @@ indexer_abi(const IndexerCfg *c, const char *args, KernelAbi *k)
 	p = abi_add(k, ABI_PTR, "indices");
 	p->dtype = DT_S32;
 	snprintf(p->tensor, sizeof p->tensor, "indices[batch,s_q,%d]", c->topk);
+	p = abi_add(k, ABI_PTR, "counters");
+	p->dtype = DT_S32;
+	snprintf(p->tensor, sizeof p->tensor, "counters[batch,s_q]");
 	abi_add(k, ABI_U32, "batch");
 	abi_add(k, ABI_U32, "s_q");
 	abi_add(k, ABI_U32, "max_len");
 	abi_add(k, ABI_U32, "max_pages");
+	abi_add(k, ABI_U32, "splits");
 }
 
 static int
@@ -424,10 +474,7 @@ indexer_generate(const void *params, const char *args, Buf *out, KgErr *err)
 	emit_prologue(&e, &c, &r);
 	rc = c.mma ? c.t->indexer->score_mma(&e, &c, &r, err) : c.t->indexer->score(&e, &c, &r, err);
 	if (rc == 0) {
-		/* FMA scoring needs no barrier before the select: a thread reads
-		 * back only the logits it stored (keys tid + 256i in every loop) */
-		if (c.mma)
-			op_bar_sync_why(&e, 0, IDX_THREADS, "every tile's logits stored");
+		emit_join(&e, &c, &r);
 		emit_fill(&e, &r);
 		emit_topk(&e, &c, &r);
 		emitf(&e, "\tret;\n");
@@ -462,7 +509,8 @@ indexer_plan(const void *params, Buf *text, KgErr *err)
 	buf_printf(text, "scoring         %s\n", c.mma ? c.t->indexer->how_mma : c.t->indexer->how);
 	buf_printf(text, "top-k           %d: radix select, 4 passes of 8 bits over the row's logits (smem histogram), then one placing pass; -1 padding below %d keys\n",
 	           c.topk, c.topk);
-	buf_printf(text, "grid            s_q x batch: one CTA of %d threads per query row\n", IDX_THREADS);
+	buf_printf(text, "grid            s_q x batch x splits: CTAs of %d threads, splits (run time) per query row, the last to finish selects\n",
+	           IDX_THREADS);
 	plan_print(&c.plan, text);
 	return 0;
 }

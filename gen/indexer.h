@@ -59,11 +59,14 @@ typedef struct IndexerRegs {
 	Reg kv;                 /* global: the key cache */
 	Reg logits;             /* global: logits row of this query row */
 	Reg max_len;
+	Reg split, splits;      /* this CTA's part of the row's keys, of how many */
 } IndexerRegs;
 
 typedef struct IndexerOps {
-	/* logits[row, j] for every visible key j < n: each thread scores its
-	 * keys against the H query heads in shared memory (f32) */
+	/* logits[row, j] for the visible keys j < n of this CTA's part
+	 * (split of splits: keys or tiles split + splits·m, interleaved):
+	 * each thread scores its keys against the H query heads in shared
+	 * memory (f32) */
 	int (*score)(Emit *e, const IndexerCfg *c, const IndexerRegs *r, KgErr *err);
 	const char *how; /* `kgen plan`: how the scores are computed */
 	/* The same on the tensor cores, NULL where there is none: Q staged as

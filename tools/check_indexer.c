@@ -2,8 +2,9 @@
  * docs/ABI.md "indexer" defines it, against tests/ref/indexer_ref.
  *
  * The configuration comes from the ABI's `//@args` line (heads, top-k,
- * page size). The shape is batch x s_q x max_len [x full] (max_len 0:
- * 2·topk + 37 keys; full 1: every sequence max_len keys, kbench's shape).
+ * page size). The shape is batch x s_q x max_len [x full x splits]
+ * (max_len 0: 2·topk + 37 keys; full 1: every sequence max_len keys,
+ * kbench's shape; splits: CTAs per query row, 0 or 1 one).
  * Each case draws per-sequence lengths (sequence 0 the longest, max_len;
  * sequence 1 shorter than s_q, so its first rows see no key; sequence 2
  * fewer keys than top-k; the rest uniform in 0 .. max_len), gives every
@@ -38,6 +39,7 @@ typedef struct Indexer {
 	int fp4, kb;        /* the format: E2M1 keys; bytes of a key's values */
 	uint32_t batch, sq, max_len, max_pages, pages;
 	int full;           /* every sequence max_len keys (kbench's shape) */
+	uint32_t splits;    /* CTAs per query row (run time) */
 	uint8_t *q, *cache;
 	float *w;
 	int32_t *bt, *lens;
@@ -100,6 +102,10 @@ indexer_prepare(CheckCase *c, KrtErr *err)
 	x->sq = (uint32_t)c->shape.d[1];
 	x->max_len = c->shape.d[2] ? (uint32_t)c->shape.d[2] : (uint32_t)(2 * x->topk + 37);
 	x->full = c->shape.d[3] != 0;
+	x->splits = c->shape.d[4] ? (uint32_t)c->shape.d[4] : 1;
+	if (c->shape.d[4] > 65535)
+		return check_fail(err, KRT_EINVAL, "indexer: splits %llu: must be in 1..65535 (grid z)",
+		                  (unsigned long long)c->shape.d[4]);
 	if (!x->batch || !x->sq || x->batch > 65535)
 		return check_fail(err, KRT_EINVAL, "indexer: batch %u, s_q %u: both must be in 1..65535 (grid y and x)",
 		                  x->batch, x->sq);
@@ -220,8 +226,16 @@ indexer_prepare(CheckCase *c, KrtErr *err)
 		rc = check_add_raw_input(c, "block_table", "s32", 4, x->batch * (uint64_t)x->max_pages, x->bt, err);
 	if (!rc)
 		rc = check_add_raw_input(c, "seq_lens", "s32", 4, x->batch, x->lens, err);
-	static const char *const names[] = {"batch", "s_q", "max_len", "max_pages", "pages", "H"};
-	uint64_t vals[] = {x->batch, x->sq, x->max_len, x->max_pages, x->pages, (uint64_t)x->heads};
+	/* split rows: a completion counter per row, zero before the launch
+	 * (compare checks the kernel leaves them zero) */
+	if (!rc) {
+		int32_t *ctr = calloc(rows + 1, sizeof *ctr);
+		if (!ctr)
+			return check_fail(err, KRT_ENOMEM, "indexer: no host memory for the counters");
+		rc = check_add_raw_input(c, "counters", "s32", 4, rows, ctr, err);
+	}
+	static const char *const names[] = {"batch", "s_q", "max_len", "max_pages", "pages", "H", "splits"};
+	uint64_t vals[] = {x->batch, x->sq, x->max_len, x->max_pages, x->pages, (uint64_t)x->heads, x->splits};
 	for (int i = 0; i < COUNT(names) && !rc; i++)
 		rc = check_set_var(c, names[i], vals[i], err);
 	if (!rc)
@@ -312,7 +326,21 @@ indexer_compare(CheckCase *c, CheckResult *res, KrtErr *err)
 		}
 	free(s);
 	free(got);
-	return 0;
+	/* the counters are back at zero for the next launch */
+	const CheckBuf *cb = check_find_buf_const(c, "counters");
+	int32_t *ctr = malloc(cb->bytes + 1);
+	if (!ctr)
+		return check_fail(err, KRT_ENOMEM, "indexer: no host memory for the counters");
+	int rc = krt_download(c->dev, ctr, cb->ptr, cb->bytes, err);
+	res->total += cb->count;
+	for (uint64_t i = 0; !rc && i < cb->count; i++) {
+		res->checked++;
+		if (ctr[i] != 0 && res->bad++ < max_report)
+			check_report(c, "  counters[%llu] = %d after the launch: must be back at 0\n", (unsigned long long)i,
+			             ctr[i]);
+	}
+	free(ctr);
+	return rc;
 }
 
 /* 2·H·128 flops per visible key of each row (the scoring; the select is
@@ -366,23 +394,25 @@ indexer_describe(const CheckCase *c, FILE *out)
 	fprintf(out, "%s\n", x->batch > 16 ? " .." : "");
 }
 
-/* Small and odd: batch x s_q x max_len (0: 2·topk + 37) [x full]. */
+/* Small and odd: batch x s_q x max_len (0: 2·topk + 37) [x full x splits]. */
 static const CheckShape indexer_shapes[] = {
 	{3, {1, 1, 0}},
 	{3, {3, 2, 0}},
 	{3, {4, 3, 77}},
 	{3, {2, 4, 0}},
+	{5, {3, 2, 0, 0, 3}},
+	{5, {2, 1, 1500, 1, 7}},
 };
 
 const CheckFamily check_family_indexer = {
 	.name = "indexer",
-	.dims = "batch,s_q,max_len,full",
-	.ndims = 4,
+	.dims = "batch,s_q,max_len,full,splits",
+	.ndims = 5,
 	.nrequired = 2,
 	.shapes = indexer_shapes,
 	.nshapes = COUNT(indexer_shapes),
 	/* the fused case: 64 sequences of 16384 keys, one query row */
-	.bench = {4, {64, 1, 16384, 1}},
+	.bench = {5, {64, 1, 16384, 1, 4}},
 	.prepare = indexer_prepare,
 	.compare = indexer_compare,
 	.flops = indexer_flops,

@@ -72,7 +72,7 @@ sm90_indexer_score(Emit *e, const IndexerCfg *c, const IndexerRegs *r, KgErr *er
 	Reg j = reg_new(e, RC_B32), t = reg_new(e, RC_B32), pg = reg_new(e, RC_B32), hl = reg_new(e, RC_B32);
 	Reg qa = reg_new(e, RC_B32), wa = reg_new(e, RC_B32), a = reg_new(e, RC_B64), pb = reg_new(e, RC_B64);
 	Reg o = reg_new(e, RC_B64), sc = reg_new(e, RC_F32), acc = reg_new(e, RC_F32), wv = reg_new(e, RC_F32);
-	Reg ex = reg_new(e, RC_B32), hb[2], hf[2], hh[4], p = reg_new(e, RC_PRED);
+	Reg ex = reg_new(e, RC_B32), stride = reg_new(e, RC_B32), hb[2], hf[2], hh[4], p = reg_new(e, RC_PRED);
 	Fp4 f;
 	uint32_t tab[2];
 	char loop[48], heads[48], done[48];
@@ -110,8 +110,10 @@ sm90_indexer_score(Emit *e, const IndexerCfg *c, const IndexerRegs *r, KgErr *er
 	if (fp4)
 		emitf(e, "\tmov.b32 %s, 0x%08x;\n\tmov.b32 %s, 0x%08x;\n\tmov.b32 %s, 0;\n", f.t0.s, tab[0], f.t1.s,
 		      tab[1], f.zero.s);
-	emitf(e, "\tmov.u32 %s, %s;\n\tsetp.ge.s32 %s, %s, %s;\n\t@%s bra %s;\n", j.s, r->tid.s, p.s, j.s, r->n.s,
-	      p.s, done);
+	/* keys tid + 256·(split + splits·m) */
+	emitf(e, "\tshl.b32 %s, %s, 8;\n\tmad.lo.u32 %s, %s, %d, %s;\n", stride.s, r->splits.s, j.s, r->split.s,
+	      IDX_THREADS, r->tid.s);
+	emitf(e, "\tsetp.ge.s32 %s, %s, %s;\n\t@%s bra %s;\n", p.s, j.s, r->n.s, p.s, done);
 	emit_label(e, loop);
 	/* the key's page: K + block_table[b, j / ps]·page_bytes */
 	emitf(e, "\tshr.u32 %s, %s, %d;\n\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n", t.s, j.s, c->log2ps,
@@ -165,8 +167,8 @@ sm90_indexer_score(Emit *e, const IndexerCfg *c, const IndexerRegs *r, KgErr *er
 	      heads);
 	emitf(e, "\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n\tst.global.f32 [%s], %s;\n", a.s, j.s, a.s,
 	      a.s, r->logits.s, a.s, acc.s);
-	emitf(e, "\tadd.u32 %s, %s, %d;\n\tsetp.lt.s32 %s, %s, %s;\n\t@%s bra %s;\n", j.s, j.s, IDX_THREADS, p.s,
-	      j.s, r->n.s, p.s, loop);
+	emitf(e, "\tadd.u32 %s, %s, %s;\n\tsetp.lt.s32 %s, %s, %s;\n\t@%s bra %s;\n", j.s, j.s, stride.s, p.s, j.s,
+	      r->n.s, p.s, loop);
 	emit_label(e, done);
 	return 0;
 }

@@ -71,7 +71,7 @@ sm90_indexer_score_mma(Emit *e, const IndexerCfg *c, const IndexerRegs *r, KgErr
 	Reg pt = reg_new(e, RC_B32), d = reg_new(e, RC_B32), pg = reg_new(e, RC_B32), x = reg_new(e, RC_B32);
 	Reg q0 = reg_new(e, RC_B32), tile = reg_new(e, RC_B32), scs = reg_new(e, RC_B32), sums = reg_new(e, RC_B32);
 	Reg ws = reg_new(e, RC_B32), qlo = reg_new(e, RC_B32), klo = reg_new(e, RC_B32), hi = reg_new(e, RC_B32);
-	Reg lo = reg_new(e, RC_B32), row0 = reg_new(e, RC_B32), col0 = reg_new(e, RC_B32);
+	Reg stride = reg_new(e, RC_B32), lo = reg_new(e, RC_B32), row0 = reg_new(e, RC_B32), col0 = reg_new(e, RC_B32);
 	Reg a = reg_new(e, RC_B64), o = reg_new(e, RC_B64), ad = reg_new(e, RC_B64), bd = reg_new(e, RC_B64);
 	Reg sc = reg_new(e, RC_F32), y = reg_new(e, RC_F32), z = reg_new(e, RC_F32);
 	Reg p = reg_new(e, RC_PRED), pl = reg_new(e, RC_PRED), wg0 = reg_new(e, RC_PRED);
@@ -113,7 +113,9 @@ sm90_indexer_score_mma(Emit *e, const IndexerCfg *c, const IndexerRegs *r, KgErr
 	      ws.s, row0.s, ws.s);
 	emitf(e, "\tld.shared.f32 %s, [%s];\n\tld.shared.f32 %s, [%s+32];\n", wr[0].s, ws.s, wr[1].s, ws.s);
 
-	emitf(e, "\tmov.u32 %s, %s;\n", i.s, wg.s);
+	/* tiles wg + 2·(split + splits·m) */
+	emitf(e, "\tmad.lo.u32 %s, %s, %d, %s;\n\tmul.lo.u32 %s, %s, %d;\n", i.s, r->split.s, WGS, wg.s, stride.s,
+	      r->splits.s, WGS);
 	emit_label(e, loop);
 	emitf(e, "\tshl.b32 %s, %s, 6;\n\tsetp.ge.s32 %s, %s, %s;\n\t@%s bra %s;\n", t.s, i.s, p.s, t.s, r->n.s, p.s,
 	      done);
@@ -211,7 +213,7 @@ sm90_indexer_score_mma(Emit *e, const IndexerCfg *c, const IndexerRegs *r, KgErr
 	 * barrier (each thread waited for its MMAs), and the next tile's sums
 	 * are stored after the next tile barrier, which the readers above
 	 * must reach first */
-	emitf(e, "\tadd.u32 %s, %s, %d;\n\tbra.uni %s;\n", i.s, i.s, WGS, loop);
+	emitf(e, "\tadd.u32 %s, %s, %s;\n\tbra.uni %s;\n", i.s, i.s, stride.s, loop);
 	emit_label(e, done);
 	return 0;
 }

@@ -43,14 +43,15 @@ static const uint32_t decode_shapes[][3] = {
 static const uint32_t long_decode[3] = {1, 2, 1};
 
 /* indexer: batch x s_q x max_len (0: 2·topk + 37 keys: sequence 0's rows
- * take the radix select, the others mostly see fewer keys than top-k) */
-static const uint32_t indexer_shapes[][3] = {
-	{1, 1, 0},
-	{3, 2, 77},
-	{2, 3, 0},
+ * take the radix select, the others mostly see fewer keys than top-k) x
+ * splits (CTAs per row, the last selecting) */
+static const uint32_t indexer_shapes[][4] = {
+	{1, 1, 0, 1},
+	{3, 2, 77, 2},
+	{2, 3, 0, 1},
 };
 /* the long indexer shape: more keys than four rounds of the CTA's threads */
-static const uint32_t long_indexer[3] = {1, 2, 1100};
+static const uint32_t long_indexer[4] = {1, 2, 1100, 3};
 
 /* Tile and stage counts from the kernel name (..._m128n96_s4_... for fmha,
  * ..._m128n112k64_s3_... for gemm). */
@@ -140,8 +141,8 @@ run_file(const char *path)
 			maxerr = g.max_err, tol = g.tol, bad = g.bad, first = g.first_bad, msg = g.err.msg;
 		} else if (indexer) {
 			const uint32_t *d = i < nshapes ? indexer_shapes[i] : long_indexer;
-			snprintf(shape, sizeof shape, "batch %u s_q %u max_len %u", d[0], d[1], d[2]);
-			rc = et_indexer(dev, mod, d[0], d[1], d[2], 4000 + i, &f);
+			snprintf(shape, sizeof shape, "batch %u s_q %u max_len %u splits %u", d[0], d[1], d[2], d[3]);
+			rc = et_indexer(dev, mod, d[0], d[1], d[2], d[3], 4000 + i, &f);
 			maxerr = f.max_err, tol = f.tol, bad = f.bad, first = f.first_bad, msg = f.err.msg;
 		} else if (decode) {
 			const uint32_t *d = i < nshapes ? decode_shapes[i] : long_decode;

@@ -200,7 +200,7 @@ pick_shape(const KrtAbi *abi, Shape *s)
 	if (strcmp(abi->family, "indexer") == 0) {
 		/* 2 sequences of 2 query rows: sequence 0's rows see more keys
 		 * than top-k (the radix select and its barriers run), sequence
-		 * 1's fewer */
+		 * 1's fewer; run with one CTA per row and with two */
 		s->indexer = 1;
 		s->M = 2;
 		s->N = 2;
@@ -267,7 +267,10 @@ run_once(KrtDevice *dev, KrtModule *mod, const Shape *s, char *msg, size_t n)
 	EtFmha f = {.keep = 0};
 	int rc;
 	if (s->indexer) {
-		rc = et_indexer(dev, mod, s->M, s->N, s->K, 7, &f);
+		/* one part per row, then two (the join and its counter run) */
+		rc = et_indexer(dev, mod, s->M, s->N, s->K, 1, 7, &f);
+		if (rc == 0)
+			rc = et_indexer(dev, mod, s->M, s->N, s->K, 2, 7, &f);
 		snprintf(msg, n, "%.500s", rc < 0 ? f.err.msg : f.first_bad);
 		if (rc > 0)
 			snprintf(msg, n, "%llu bad, %.400s", (unsigned long long)f.bad, f.first_bad);

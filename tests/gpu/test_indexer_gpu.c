@@ -20,7 +20,8 @@ enum { EXIT_SKIP = 77 };
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
-/* batch x s_q x max_len (tools/check_indexer.c; 0: 2·topk + 37) */
+/* batch x s_q x max_len x full x splits (tools/check_indexer.c; max_len 0:
+ * 2·topk + 37; splits > 1: several CTAs per row, the last selecting) */
 static const GpuCase cases[] = {
 	{{3, {1, 1, 0}}, CHECK_FILL_NORMAL},
 	{{3, {3, 2, 0}}, CHECK_FILL_EDGE},
@@ -28,6 +29,8 @@ static const GpuCase cases[] = {
 	{{3, {33, 1, 5001}}, CHECK_FILL_NORMAL},
 	{{3, {7, 3, 4099}}, CHECK_FILL_EDGE},
 	{{3, {4, 2, 20001}}, CHECK_FILL_NORMAL},
+	{{5, {6, 2, 3001, 0, 5}}, CHECK_FILL_EDGE},
+	{{5, {16, 1, 16384, 1, 8}}, CHECK_FILL_NORMAL},
 };
 
 static const GpuSuite suite = {cases, COUNT(cases), 0};
