@@ -17,6 +17,7 @@ enum {
 
 struct GemmOps;
 struct FmhaOps;
+struct IndexerOps;
 
 typedef struct Target {
 	const char *name;     /* .target spelling, also the CLI value */
@@ -33,6 +34,7 @@ typedef struct Target {
 	const struct GemmOps *gemm;
 	const struct FmhaOps *fmha; /* NULL: not generated for this target yet */
 	const struct DecodeOps *decode; /* NULL: not generated for this target yet */
+	const struct IndexerOps *indexer; /* NULL: not generated for this target yet */
 } Target;
 
 extern const Target targets[];

@@ -145,6 +145,7 @@ new_buf(CheckCase *c, const char *name, const char *dtype, int esize, uint64_t c
 	snprintf(b->name, sizeof b->name, "%s", name);
 	snprintf(b->dtype, sizeof b->dtype, "%s", dtype);
 	b->esize = esize;
+	b->poison = CHECK_POISON_BYTE;
 	b->count = count;
 	b->bytes = (size_t)count * (size_t)esize;
 	return b;
@@ -185,6 +186,18 @@ check_add_raw_input(CheckCase *c, const char *name, const char *dtype, int esize
 	return upload_input(c, new_buf(c, name, dtype, esize, count, err), host, err);
 }
 
+static int
+alloc_output(CheckCase *c, CheckBuf *b, size_t guard, KrtErr *err)
+{
+	b->output = 1;
+	b->guard = (size_t)round_up(guard, 4096);
+	int rc = krt_alloc(c->dev, b->bytes + 2 * b->guard, &b->base, err);
+	if (rc)
+		return rc;
+	b->ptr = b->base + b->guard;
+	return 0;
+}
+
 int
 check_add_output(CheckCase *c, const char *name, NumType type, uint64_t count, size_t guard,
                  KrtErr *err)
@@ -194,13 +207,18 @@ check_add_output(CheckCase *c, const char *name, NumType type, uint64_t count, s
 		return KRT_EINVAL;
 	b->is_num = 1;
 	b->type = type;
-	b->output = 1;
-	b->guard = (size_t)round_up(guard, 4096);
-	int rc = krt_alloc(c->dev, b->bytes + 2 * b->guard, &b->base, err);
-	if (rc)
-		return rc;
-	b->ptr = b->base + b->guard;
-	return 0;
+	return alloc_output(c, b, guard, err);
+}
+
+int
+check_add_raw_output(CheckCase *c, const char *name, const char *dtype, int esize, uint64_t count,
+                     size_t guard, uint8_t poison, KrtErr *err)
+{
+	CheckBuf *b = new_buf(c, name, dtype, esize, count, err);
+	if (!b)
+		return KRT_EINVAL;
+	b->poison = poison;
+	return alloc_output(c, b, guard, err);
 }
 
 /* The value called `name` (not NUL-terminated: len bytes): one the family
@@ -453,7 +471,7 @@ check_case_poison(CheckCase *c, KrtErr *err)
 			continue;
 		rc = krt_memset8(c->dev, b->base, CHECK_GUARD_BYTE, b->guard, err);
 		if (!rc)
-			rc = krt_memset8(c->dev, b->ptr, CHECK_POISON_BYTE, b->bytes, err);
+			rc = krt_memset8(c->dev, b->ptr, b->poison, b->bytes, err);
 		if (!rc)
 			rc = krt_memset8(c->dev, b->ptr + b->bytes, CHECK_GUARD_BYTE, b->guard, err);
 		if (rc)
@@ -524,9 +542,16 @@ scan_poison(CheckBuf *b)
 {
 	const uint8_t *data = (const uint8_t *)b->host + b->guard;
 
-	for (uint64_t i = 0; i < b->count; i++)
-		if (num_is_fill(b->type, data, i, CHECK_POISON_BYTE) && !b->unwritten++)
+	for (uint64_t i = 0; i < b->count; i++) {
+		int fill = 1;
+		if (b->is_num)
+			fill = num_is_fill(b->type, data, i, b->poison);
+		else
+			for (int k = 0; k < b->esize && fill; k++)
+				fill = data[i * (uint64_t)b->esize + (uint64_t)k] == b->poison;
+		if (fill && !b->unwritten++)
 			b->first_unwritten = i;
+	}
 }
 
 static int
@@ -726,11 +751,13 @@ check_draw_matrix(NumRng *r, CheckFill fill, NumType t, CheckEdge e, uint64_t ro
 extern const CheckFamily check_family_gemm; /* check_gemm.c */
 extern const CheckFamily check_family_fmha; /* check_fmha.c */
 extern const CheckFamily check_family_decode; /* check_decode.c */
+extern const CheckFamily check_family_indexer; /* check_indexer.c */
 
 static const CheckFamily *const families[] = {
 	&check_family_gemm,
 	&check_family_fmha,
 	&check_family_decode,
+	&check_family_indexer,
 };
 
 const CheckFamily *

@@ -33,6 +33,7 @@ typedef struct CheckBuf {
 	void *host;      /* inputs: what was uploaded; outputs: the download,
 	                  * guard bands included */
 	int output;
+	uint8_t poison;  /* outputs: the byte they are filled with before a launch */
 	/* found by the generic output checks */
 	uint64_t unwritten;
 	uint64_t first_unwritten;
@@ -93,6 +94,13 @@ int check_add_raw_input(CheckCase *c, const char *name, const char *dtype, int e
  * 4 KiB so that the output keeps the allocation's alignment. */
 int check_add_output(CheckCase *c, const char *name, NumType t, uint64_t count, size_t guard,
                      KrtErr *err);
+
+/* An output of a type NumType does not have (indices: "s32"), filled with
+ * `poison` bytes before a launch; an element whose bytes all still hold it
+ * counts as never written, so pick a byte whose pattern the kernel never
+ * writes (0xff would be -1 in s32). */
+int check_add_raw_output(CheckCase *c, const char *name, const char *dtype, int esize, uint64_t count,
+                         size_t guard, uint8_t poison, KrtErr *err);
 
 /* Input draws (check.c says more). N(0,1) is the main test; the edge
  * pattern gives each row its own power-of-two scale 2^-emax .. 2^emax and

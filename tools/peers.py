@@ -4,6 +4,7 @@
     python3 tools/peers.py gemm M N K DTYPE ITERS WARMUP [OUT_DTYPE]   (DTYPE e4m3: block-scaled)
     python3 tools/peers.py fmha B SQ SK HQ HKV D DV MASK DTYPE ITERS WARMUP SCALE KVSHARED
     python3 tools/peers.py decode B SQ HQ TOPK PS TOPKX PSX PAGES PAGESX SINK ITERS WARMUP FLOPS BYTES
+    python3 tools/peers.py indexer B SQ H TOPK PS LEN ITERS WARMUP FLOPS BYTES
 
 kbench runs this in a child process right after timing our kernel, on the
 same GPU in the same run, and reads the lines on stdout, one per peer:
@@ -387,6 +388,67 @@ def decode(torch, argv):
     return results
 
 
+def indexer(torch, argv):
+    """The naive PyTorch indexer kbench compares with (the issue's): every
+    sequence LEN keys in a paged fp8 cache (docs/ABI.md "indexer"; pages in
+    random order), gather the pages, widen E4M3 to f32, Q·K^T per head
+    (einsum), times the scale, relu, weighted sum over heads, causal mask,
+    torch.topk. Also torch.topk alone over those logits and the
+    device-to-device copy rate."""
+    if len(argv) != 10:
+        return [(None, None, "indexer: want 10 arguments")]
+    b, sq, h, topk, ps, n, iters, warmup = (int(x) for x in argv[:8])
+    flops, nbytes = float(argv[8]), float(argv[9])
+    dev = "cuda"
+    g = torch.Generator(device=dev)
+    g.manual_seed(1)
+    results = []
+    np_ = (n + ps - 1) // ps
+    pages = b * np_
+    cache = torch.randint(0, 256, (pages, ps * 132), dtype=torch.uint8, device=dev, generator=g)
+    cache[:, : ps * 128] &= 0x77                      # finite E4M3 codes
+    cache[:, ps * 128:].view(torch.float32)[:] = torch.rand(pages, ps, device=dev, generator=g).view(pages, ps) + 0.5
+    bt = torch.randperm(pages, device=dev, generator=g).view(b, np_)
+    q = (torch.randn(b, sq, h, 128, device=dev, generator=g)).to(torch.float8_e4m3fn)
+    w = torch.randn(b, sq, h, device=dev, generator=g)
+    pos = torch.arange(np_ * ps, device=dev)
+    vis = pos[None, :] <= (n - sq + torch.arange(sq, device=dev))[:, None]      # [sq, L]
+
+    def logits():
+        pg = cache[bt.long()]                                                 # [b, np, ps*132]
+        k = pg[..., : ps * 128].reshape(b, np_ * ps, 128).view(torch.float8_e4m3fn).float()
+        sc = pg[..., ps * 128:].contiguous().view(torch.float32).reshape(b, np_ * ps)
+        s = torch.einsum("bthd,bjd->bthj", q.float(), k) * sc[:, None, None, :]
+        lg = (s.relu() * w[..., None]).sum(dim=2)                              # [b, sq, L]
+        return lg.masked_fill(~vis[None], float("-inf"))
+
+    def naive():
+        return torch.topk(logits(), min(topk, np_ * ps), dim=-1)
+
+    try:
+        med, lo, hi = time_calls(torch, [naive], iters, warmup)
+        say(f"peers.py: naive torch indexer b{b} sq{sq} h{h} len {n} top-k {topk}: median {med:.4f} ms "
+            f"(min {lo:.4f}, max {hi:.4f}), {b * sq * n / (med * 1e-3) / 1e9:.3g} G keys/s, "
+            f"{torch.cuda.get_device_name(0)}, torch {torch.__version__}")
+        results.append(("torch-naive", flops / (med * 1e-3) / 1e12, None))
+        lg = logits()
+        med, _, _ = time_calls(torch, [lambda: torch.topk(lg, min(topk, np_ * ps), dim=-1)], iters, warmup)
+        say(f"peers.py: torch.topk alone over [{b * sq}, {np_ * ps}] fp32, k {topk}: median {med * 1e3:.1f} us")
+        results.append(("torch.topk", None, f"top-k alone {med * 1e3:.1f} us over [{b * sq}, {np_ * ps}]"))
+    except Exception as ex:  # noqa: BLE001 - report, never crash kbench
+        results.append(("torch-naive", None, f"does not run: {first_line(str(ex))}"))
+    del cache
+    m = 1 << 30
+    src = torch.empty(m, dtype=torch.uint8, device=dev)
+    dst = torch.empty_like(src)
+    med, _, _ = time_calls(torch, [lambda: dst.copy_(src)], 20, 5)
+    rate = 2 * m / (med * 1e-3) / 1e9
+    say(f"peers.py: device-to-device copy of 1 GiB: {med:.4f} ms, {rate:.0f} GB/s (read + write)")
+    results.append(("d2d-copy", None, f"copy rate {rate:.0f} GB/s (1 GiB, read + write; ours by kbench's count "
+                                      f"{nbytes / 1e9:.4g} GB of keys per call)"))
+    return results
+
+
 # One row per family: the function that times its peers. Each returns a
 # list of (name, tflops, None) for a peer that ran, (name, None, why) for one
 # that cannot run the case, or [(None, None, why)] when there is no peer.
@@ -394,6 +456,7 @@ FAMILIES = {
     "gemm": gemm,
     "fmha": fmha,
     "decode": decode,
+    "indexer": indexer,
 }
 
 

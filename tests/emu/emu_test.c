@@ -640,16 +640,16 @@ done:
 	return rc;
 }
 
-int
-et_decode(KrtDevice *dev, KrtModule *mod, uint32_t batch, uint32_t sq, uint32_t splits, uint64_t seed,
-          EtFmha *res)
+/* One case through the checker (check_run), its result in res. */
+static int
+et_check(KrtDevice *dev, KrtModule *mod, const CheckShape *sh, uint64_t seed, CheckFill fill, EtFmha *res)
 {
-	CheckShape shape = {6, {batch, sq, 0, 0, 0, splits}};
+	CheckShape shape = *sh;
 	CheckResult cr;
 	char *buf = NULL;
 	size_t blen = 0;
 	FILE *log = open_memstream(&buf, &blen);
-	CheckOpts o = {.seed = seed, .fill = CHECK_FILL_NORMAL, .max_report = 1, .log = log};
+	CheckOpts o = {.seed = seed, .fill = fill, .max_report = 1, .log = log};
 	int rc;
 
 	memset(res, 0, sizeof *res);
@@ -671,4 +671,23 @@ et_decode(KrtDevice *dev, KrtModule *mod, uint32_t batch, uint32_t sq, uint32_t 
 	if (rc)
 		return res->rc = -1;
 	return res->rc = cr.pass ? 0 : 1;
+}
+
+int
+et_decode(KrtDevice *dev, KrtModule *mod, uint32_t batch, uint32_t sq, uint32_t splits, uint64_t seed,
+          EtFmha *res)
+{
+	CheckShape shape = {6, {batch, sq, 0, 0, 0, splits}};
+
+	return et_check(dev, mod, &shape, seed, CHECK_FILL_NORMAL, res);
+}
+
+int
+et_indexer(KrtDevice *dev, KrtModule *mod, uint32_t batch, uint32_t sq, uint32_t max_len, uint32_t splits,
+           uint64_t seed, EtFmha *res)
+{
+	CheckShape shape = {5, {batch, sq, max_len, 0, splits}};
+
+	/* the edge fill: the k-th score shared by many keys in every pass */
+	return et_check(dev, mod, &shape, seed, CHECK_FILL_EDGE, res);
 }

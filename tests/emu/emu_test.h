@@ -82,6 +82,13 @@ int et_fmha(KrtDevice *dev, KrtModule *mod, const EtFmhaShape *shape, uint64_t s
 int et_decode(KrtDevice *dev, KrtModule *mod, uint32_t batch, uint32_t sq, uint32_t splits, uint64_t seed,
               EtFmha *res);
 
+/* Runs an indexer module through the checker (tools/check_indexer.c:
+ * scattered pages, odd lengths, rows that see no key, its edge fill: most
+ * keys tied) at batch x s_q x max_len (0: 2·topk + 37), splits CTAs per
+ * query row. Fills res as et_decode. */
+int et_indexer(KrtDevice *dev, KrtModule *mod, uint32_t batch, uint32_t sq, uint32_t max_len, uint32_t splits,
+               uint64_t seed, EtFmha *res);
+
 /* An integer kgen argument of the module (//@args "--name N"), or def. */
 int et_arg(const KrtAbi *abi, const char *name, int def);
 /* The word after --name in the ABI's //@args ("" if absent), in buf. */

@@ -4,7 +4,7 @@
  * long shape (K, or the keys, span every pipeline stage twice and a tail:
  * each ring wraps twice) runs under the default schedule, in which async
  * work completes as late as the PTX memory model allows. One
- * runner per kernel family (gemm, fmha, decode); a family without one fails, so a
+ * runner per kernel family (gemm, fmha, decode, indexer); a family without one fails, so a
  * new family cannot slip past the emulator unnoticed.
  *
  *   test_emu_emitted SRC_ROOT [FILE.ptx ...]
@@ -41,6 +41,17 @@ static const uint32_t decode_shapes[][3] = {
 };
 /* the long decode shape: a row of top-k keys wraps the 2-stage ring */
 static const uint32_t long_decode[3] = {1, 2, 1};
+
+/* indexer: batch x s_q x max_len (0: 2·topk + 37 keys: sequence 0's rows
+ * take the radix select, the others mostly see fewer keys than top-k) x
+ * splits (CTAs per row, the last selecting) */
+static const uint32_t indexer_shapes[][4] = {
+	{1, 1, 0, 1},
+	{3, 2, 77, 2},
+	{2, 3, 0, 1},
+};
+/* the long indexer shape: more keys than four rounds of the CTA's threads */
+static const uint32_t long_indexer[4] = {1, 2, 1100, 3};
 
 /* Tile and stage counts from the kernel name (..._m128n96_s4_... for fmha,
  * ..._m128n112k64_s3_... for gemm). */
@@ -82,8 +93,8 @@ run_file(const char *path)
 		return 1;
 	}
 	int gemm = strcmp(abi.family, "gemm") == 0, fmha = strcmp(abi.family, "fmha") == 0;
-	int decode = strcmp(abi.family, "decode") == 0;
-	if (!gemm && !fmha && !decode) {
+	int decode = strcmp(abi.family, "decode") == 0, indexer = strcmp(abi.family, "indexer") == 0;
+	if (!gemm && !fmha && !decode && !indexer) {
 		printf("FAIL %s: family %s has no runner in test_emu_emitted.c\n", path, abi.family);
 		free(ptx);
 		return 1;
@@ -100,9 +111,10 @@ run_file(const char *path)
 	free(ptx);
 	size_t nshapes = gemm     ? sizeof gemm_shapes / sizeof gemm_shapes[0]
 	                 : decode ? sizeof decode_shapes / sizeof decode_shapes[0]
+	                 : indexer ? sizeof indexer_shapes / sizeof indexer_shapes[0]
 	                          : sizeof fmha_shapes / sizeof fmha_shapes[0];
 	unsigned tn = 0, tk = 0, ts = 0;
-	if (!decode && name_tiles(abi.kernel, gemm, &tn, &tk, &ts)) {
+	if (!decode && !indexer && name_tiles(abi.kernel, gemm, &tn, &tk, &ts)) {
 		printf("FAIL %s: no _mMnN[kK]_sS tile and stage counts in the kernel name\n", abi.kernel);
 		krt_module_unload(mod);
 		krt_device_close(dev);
@@ -128,6 +140,11 @@ run_file(const char *path)
 			snprintf(shape, sizeof shape, "%ux%ux%u", d[0], d[1], k);
 			rc = et_gemm(dev, mod, d[0], d[1], k, 1000 + i, &g);
 			maxerr = g.max_err, tol = g.tol, bad = g.bad, first = g.first_bad, msg = g.err.msg;
+		} else if (indexer) {
+			const uint32_t *d = i < nshapes ? indexer_shapes[i] : long_indexer;
+			snprintf(shape, sizeof shape, "batch %u s_q %u max_len %u splits %u", d[0], d[1], d[2], d[3]);
+			rc = et_indexer(dev, mod, d[0], d[1], d[2], d[3], 4000 + i, &f);
+			maxerr = f.max_err, tol = f.tol, bad = f.bad, first = f.first_bad, msg = f.err.msg;
 		} else if (decode) {
 			const uint32_t *d = i < nshapes ? decode_shapes[i] : long_decode;
 			snprintf(shape, sizeof shape, "batch %u s_q %u splits %u", d[0], d[1], d[2]);

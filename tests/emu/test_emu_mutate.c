@@ -1,5 +1,5 @@
 /* Mutation test: the emulator must notice every missing synchronization.
- * For each emitted kernel (gemm, fmha, decode), each single tcgen05.wait::ld,
+ * For each emitted kernel (gemm, fmha, decode, indexer), each single tcgen05.wait::ld,
  * tcgen05.wait::st, tcgen05.fence::after_thread_sync and
  * ::before_thread_sync, tcgen05.commit, mbarrier wait loop (the try_wait
  * and its branch back), fence.proxy.async, wgmma.fence,
@@ -184,7 +184,7 @@ static const Kind kinds[] = {
 /* One run of the kernel at the mutation shape: 0 pass, 1 wrong, -1 launch
  * error (message in msg). */
 typedef struct Shape {
-	int fmha, decode;
+	int fmha, decode, indexer;
 	uint32_t M, N, K;
 	EtFmhaShape f;
 } Shape;
@@ -197,6 +197,16 @@ pick_shape(const KrtAbi *abi, Shape *s)
 {
 	memset(s, 0, sizeof *s);
 	uint32_t tm = (uint32_t)et_arg(abi, "tile-m", 128), st = (uint32_t)et_arg(abi, "stages", 4);
+	if (strcmp(abi->family, "indexer") == 0) {
+		/* 2 sequences of 2 query rows: sequence 0's rows see more keys
+		 * than top-k (the radix select and its barriers run), sequence
+		 * 1's fewer; run with one CTA per row and with two */
+		s->indexer = 1;
+		s->M = 2;
+		s->N = 2;
+		s->K = (uint32_t)et_arg(abi, "topk", 512) + 40;
+		return;
+	}
 	if (strcmp(abi->family, "decode") == 0) {
 		/* 2 query rows: the second attends about 3/4 of its top-k (more
 		 * key tiles than the 2 stages); the first skips everything */
@@ -257,7 +267,15 @@ run_once(KrtDevice *dev, KrtModule *mod, const Shape *s, char *msg, size_t n)
 	EtGemm g = {.keep = 0};
 	EtFmha f = {.keep = 0};
 	int rc;
-	if (s->decode) {
+	if (s->indexer) {
+		/* one part per row, then two (the join and its counter run) */
+		rc = et_indexer(dev, mod, s->M, s->N, s->K, 1, 7, &f);
+		if (rc == 0)
+			rc = et_indexer(dev, mod, s->M, s->N, s->K, 2, 7, &f);
+		snprintf(msg, n, "%.500s", rc < 0 ? f.err.msg : f.first_bad);
+		if (rc > 0)
+			snprintf(msg, n, "%llu bad, %.400s", (unsigned long long)f.bad, f.first_bad);
+	} else if (s->decode) {
 		rc = et_decode(dev, mod, 1, s->M, s->N, 7, &f);
 		snprintf(msg, n, "%.500s", rc < 0 ? f.err.msg : f.first_bad);
 		if (rc > 0)
@@ -288,7 +306,7 @@ run_file(const char *path, int *mutants, int *missed)
 	KrtDevice *dev = NULL;
 	if (krt_abi_parse(ptx, len, &abi, &err) ||
 	    (strcmp(abi.family, "gemm") != 0 && strcmp(abi.family, "fmha") != 0 &&
-	     strcmp(abi.family, "decode") != 0) ||
+	     strcmp(abi.family, "decode") != 0 && strcmp(abi.family, "indexer") != 0) ||
 	    et_open_for(abi.target, &dev, &err)) {
 		printf("FAIL %s: %s\n", path, err.msg);
 		free(ptx);

@@ -12,6 +12,7 @@
 #include "decode_ref.h"
 #include "fmha_ref.h"
 #include "gemm_ref.h"
+#include "indexer_ref.h"
 #include "num.h"
 
 static int failures;
@@ -559,6 +560,95 @@ test_decode_row(void)
 	EXPECT(o[0] == 0 && o[1] == 0 && lse == 0.5, "no keys, sink: lse %g", lse);
 }
 
+/* One head of q = 1, 2, 0.. against a key 1, -1, 0.. (E4M3 0x38 = 1,
+ * 0x40 = 2, 0xb8 = -1) with scale 0.5: dot -0.5, relu 0; a second head
+ * q = 2, 0.. gives 2·0.5 = 1, times the weight 3: 3. The bound sums |w|·
+ * Σ|q·k|: 1·1.5 + 3·1 = 4.5. */
+static void
+test_indexer_logit(void)
+{
+	uint8_t q[2 * INDEXER_D] = {0}, key[INDEXER_D] = {0}, sc[4];
+	float w[2] = {1, 3}, half = 0.5f;
+	double k[INDEXER_D], b, s;
+
+	q[0] = 0x38;
+	q[1] = 0x40;
+	q[INDEXER_D] = 0x40;
+	key[0] = 0x38;
+	key[1] = 0xb8;
+	memcpy(sc, &half, 4);
+	indexer_fp8_dequantize(key, sc, k);
+	EXPECT(k[0] == 0.5 && k[1] == -0.5 && k[2] == 0, "fp8 dequantize %g %g", k[0], k[1]);
+	s = indexer_ref_logit(q, w, 2, k, &b);
+	EXPECT(s == 3 && b == 4.5, "indexer logit %g bound %g", s, b);
+	w[1] = -3;
+	s = indexer_ref_logit(q, w, 2, k, &b);
+	EXPECT(s == -3 && b == 4.5, "negative weight: %g", s);
+}
+
+/* Every E2M1 code against the OCP table written out, and the fp4 key
+ * layout: value 2i in the low nibble of byte i, group g's exponent in
+ * scale byte g. */
+static void
+test_indexer_fp4(void)
+{
+	static const double want[16] = {0, 0.5, 1, 1.5, 2, 3, 4, 6, -0.0, -0.5, -1, -1.5, -2, -3, -4, -6};
+	uint8_t key[INDEXER_FP4_KEY] = {0}, sc[4] = {127, 128, 120, 254};
+	double k[INDEXER_D];
+
+	for (int c = 0; c < 16; c++)
+		EXPECT(indexer_e2m1_to_f64((uint8_t)c) == want[c] && !!signbit(indexer_e2m1_to_f64((uint8_t)c)) == (c >= 8),
+		       "e2m1 code %d: %g, want %g", c, indexer_e2m1_to_f64((uint8_t)c), want[c]);
+	key[0] = 0x2f;  /* value 0: code 0xf = -6, value 1: code 2 = 1 */
+	key[16] = 0x07; /* value 32 (group 1): 6 */
+	key[40] = 0x90; /* value 81 (group 2): code 9 = -0.5 */
+	key[63] = 0x30; /* value 127 (group 3): code 3 = 1.5 */
+	indexer_fp4_dequantize(key, sc, k);
+	EXPECT(k[0] == -6 && k[1] == 1 && k[2] == 0, "fp4 group 0: %g %g", k[0], k[1]);
+	EXPECT(k[32] == 12, "fp4 group 1 (x2): %g", k[32]);
+	EXPECT(k[80] == 0 && k[81] == -0.5 * ldexp(1, -7), "fp4 group 2 (x2^-7): %g", k[81]);
+	EXPECT(k[126] == 0 && k[127] == 1.5 * ldexp(1, 127), "fp4 group 3 (x2^127): %g", k[127]);
+}
+
+/* The set comparison: order free, a tie at the k-th score either way, -1
+ * padding exactly past min(n, k); duplicates, strays, missing keys and
+ * wrong padding fail. */
+static void
+test_indexer_topk(void)
+{
+	const double s[6] = {5, 1, 3, 3, 0, 7};
+	char why[256];
+	struct {
+		int32_t got[4];
+		int k, n, ok;
+	} cases[] = {
+		{{5, 0, 2, -1}, 3, 6, 1},  /* 7 5 3: either 3 */
+		{{3, 5, 0, -1}, 3, 6, 1},
+		{{0, 5, 2, -1}, 3, 6, 1},
+		{{5, 0, 1, -1}, 3, 6, 0},  /* 1 is below the tie */
+		{{5, 5, 2, -1}, 3, 6, 0},  /* duplicate */
+		{{5, 0, 6, -1}, 3, 6, 0},  /* past n */
+		{{2, 3, 0, 5}, 4, 6, 1},
+		{{2, 3, 0, 1}, 4, 6, 0},   /* 5 (7) missing */
+		{{1, 0, -1, -1}, 4, 2, 1}, /* fewer keys than k */
+		{{1, 0, 2, -1}, 4, 2, 0},  /* key 2 is not visible */
+		{{1, -1, 0, -1}, 4, 2, 0}, /* -1 before the end of the keys */
+		{{-1, -1, -1, -1}, 4, 0, 1},
+	};
+
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		int rc = indexer_topk_check(s, (size_t)cases[i].n, 0, cases[i].got, cases[i].k, why, sizeof why);
+		EXPECT((rc == 0) == cases[i].ok, "topk case %zu: rc %d (%s)", i, rc, rc ? why : "passed");
+	}
+	/* within tol of the k-th score counts as a tie */
+	{
+		const double t[3] = {1.0, 0.99999, 2};
+		int32_t g[2] = {2, 1};
+		EXPECT(indexer_topk_check(t, 3, 1e-4, g, 2, why, sizeof why) == 0, "near tie: %s", why);
+		EXPECT(indexer_topk_check(t, 3, 1e-6, g, 2, why, sizeof why) != 0, "not a tie at tol 1e-6");
+	}
+}
+
 int
 main(void)
 {
@@ -581,6 +671,9 @@ main(void)
 	test_e4m3();
 	test_decode_v4(&r);
 	test_decode_row();
+	test_indexer_logit();
+	test_indexer_fp4();
+	test_indexer_topk();
 	if (failures)
 		fprintf(stderr, "test_ref: %d failures\n", failures);
 	else

@@ -70,6 +70,18 @@ grep -q 'wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3 ' "$tmp/bs.ptx" |
 "$kgen" gemm --dtype e4m3 --scale block128 --scale-b ue8m0 --tile-k 128 --tile-n 128 -o "$tmp/e8.ptx" || fail "gemm --scale-b ue8m0"
 grep -q '^//@param ptr SB dtype=ue8m0 tensor=SB\[cdiv(N,128),cdiv(K,128)\]$' "$tmp/e8.ptx" || fail "bs gemm: no UE8M0 SB"
 expect_error "--scale-b=e4m3: must be one of f32,ue8m0" gemm --dtype e4m3 --scale block128 --tile-k 128 --scale-b e4m3
+# indexer (docs/ABI.md "indexer")
+expect_error "--page-size=48: must be one of 16,32,64,128" indexer --page-size 48
+expect_error "--heads=0: must be in 1..128" indexer --heads 0
+expect_error "--topk=4096: must be in 1..2048" indexer --topk 4096
+expect_error "--format=nvfp4: must be one of fp8,fp4" indexer --format nvfp4
+"$kgen" plan indexer --format fp4 | grep -q 'fp4: 128 E2M1 values per key (64 bytes)' || fail "plan indexer fp4 lacks the cache line"
+expect_error "--target=sm_100a: indexer is not generated for this target yet" indexer --target sm_100a
+"$kgen" plan indexer --topk 1024 | grep -q 'top-k           1024: radix select' || fail "plan indexer lacks the top-k line"
+"$kgen" list | grep -q '^indexer' || fail "list lacks the indexer family"
+expect_error "--heads=96: --score wgmma takes at most 64 heads" indexer --score wgmma --heads 96
+expect_error "--format=fp4: --score wgmma takes fp8 keys" indexer --score wgmma --format fp4
+"$kgen" plan indexer --score wgmma | grep -q 'scoring         FP8 wgmma m64n64k32' || fail "plan indexer --score wgmma lacks the scoring line"
 # the CTA pair (docs/cta-pair.md): clusters of 2, one M = 256 MMA, half of B per CTA
 "$kgen" plan gemm --target sm_100a --cta-pair 1 >"$tmp/pair" || fail "plan gemm --cta-pair 1"
 grep -q 'tcgen05.mma.cta_group::2 M=256 N=256; each CTA holds 128 rows of A, 128 of B and D' "$tmp/pair" ||
@@ -141,7 +153,7 @@ expect_error "--addr=0200x: must be an integer" desc --target sm_100a --major K 
 expect_error "softmax-scale" fmha --softmax-scale 0.125
 
 # families: every one in the table, and each subcommand's own options
-expect_error "family=nope: unknown (families: gemm, fmha, decode)" nope
+expect_error "family=nope: unknown (families: gemm, fmha, decode, indexer)" nope
 for f in $("$kgen" list | sed -n 's/^\([a-z0-9_]*\) — .*/\1/p'); do
 	"$kgen" "$f" --help >"$tmp/help" || fail "kgen $f --help: status $?"
 	"$kgen" plan "$f" -h | cmp -s - "$tmp/help" || fail "kgen plan $f -h differs from kgen $f --help"

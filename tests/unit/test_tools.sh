@@ -39,6 +39,17 @@ status "kcheck smem beyond the device" 2 "$kcheck" --device emu --shape 130x70x7
 grep -q 'exceed what' "$tmp/out" || fail "kcheck smem: $(cat "$tmp/out")"
 sed 's|^//@family gemm|//@family nofamily|' "$tmp/k.ptx" >"$tmp/nofam.ptx"
 status "kcheck no checker for the family" 2 "$kcheck" --device emu "$tmp/nofam.ptx"
+# the indexer on the emulator: odd lengths, scattered pages, s_q > 1,
+# fewer keys than top-k, ties; a 64-head top-512 row past top-k too
+status "kcheck indexer odd" 0 "$kcheck" --device emu --seed 1 --gen indexer --heads 5 --topk 37 --page-size 16 --batch 5 --s-q 3 --max-len 203
+grep -q '^kcheck: 2 of 2 passed' "$tmp/out" || fail "kcheck indexer odd: $(tail -2 "$tmp/out")"
+status "kcheck indexer h64 k512" 0 "$kcheck" --device emu --seed 2 --fill normal --gen indexer --page-size 32 --batch 3 --s-q 2 --max-len 700
+status "kcheck indexer fp4" 0 "$kcheck" --device emu --seed 3 --gen indexer --format fp4 --heads 7 --topk 50 --page-size 32 --batch 4 --s-q 2 --max-len 333 --full 0 --splits 2
+grep -q '^kcheck: 2 of 2 passed' "$tmp/out" || fail "kcheck indexer fp4: $(tail -2 "$tmp/out")"
+status "kcheck indexer wgmma" 0 "$kcheck" --device emu --seed 4 --gen indexer --score wgmma --heads 9 --topk 70 --page-size 16 --batch 4 --s-q 3 --max-len 301 --full 0 --splits 3
+grep -q '^kcheck: 2 of 2 passed' "$tmp/out" || fail "kcheck indexer wgmma: $(tail -2 "$tmp/out")"
+status "kcheck indexer batch 0" 2 "$kcheck" --device emu --gen indexer --batch 0 --s-q 1
+grep -q 'batch 0, s_q 1: both must be in 1..65535' "$tmp/out" || fail "kcheck indexer batch 0: $(tail -2 "$tmp/out")"
 status "kcheck fmha batch 65536" 2 "$kcheck" --device emu --fill normal --gen fmha --target sm_90a --batch 65536 --seqlen-q 1 --seqlen-k 1
 grep -q 'batch up to 65535' "$tmp/out" || fail "fmha batch 65536: $(cat "$tmp/out")"
 status "kcheck past KRT_EMU_MAX_MEM" 2 env KRT_EMU_MAX_MEM=4096 "$kcheck" --device emu --fill normal --shape 130x70x72 "$tmp/k.ptx"

@@ -1,0 +1,85 @@
+/* The lightning-indexer family (docs/ABI.md "indexer"): DeepSeek-V3.2/V4's
+ * key scoring over a paged FP8 indexer cache, fused with a top-k select
+ * that writes the decode family's `sparse` index lists. Shared code (this
+ * family's gen/indexer.c) holds the configuration, the prologue, the -inf
+ * fill of masked logits and the top-k; a target supplies the scoring. */
+#ifndef KGEN_INDEXER_H
+#define KGEN_INDEXER_H
+
+#include "emit.h"
+#include "err.h"
+#include "plan.h"
+#include "target.h"
+
+enum { IDX_FMT_FP8, IDX_FMT_FP4 };
+
+/* A key-cache format: the one place its byte layout is described
+ * (docs/ABI.md "indexer"). */
+typedef struct IndexerFormat {
+	const char *name;
+	int d;           /* key elements */
+	int key_bytes;   /* bytes of one key's values */
+	int scale_bytes; /* bytes of one key's scale(s), in the page's tail */
+	int value_bits;  /* 8: E4M3; 4: E2M1 */
+	int group;       /* values per UE8M0 scale; 0: one fp32 scale per key */
+} IndexerFormat;
+
+extern const IndexerFormat indexer_formats[];
+
+typedef struct IndexerParams {
+	int target;
+	int format;
+	int heads;
+	int topk;
+	int page_size;
+	int score;     /* IDX_SCORE_*: how keys are scored */
+} IndexerParams;
+
+enum { IDX_SCORE_FMA, IDX_SCORE_WGMMA };
+
+enum { IDX_THREADS = 256, IDX_BINS = 256, IDX_PASSES = 4, IDX_TILE = 64 };
+
+typedef struct IndexerCfg {
+	const Target *t;
+	const IndexerFormat *fmt;
+	int heads, topk, ps, log2ps;
+	int mma;                       /* tensor-core scoring (IDX_SCORE_WGMMA) */
+	uint32_t page_bytes;
+	Plan plan;
+	int r_q, r_w, r_hist, r_state; /* smem regions */
+	int r_tiles, r_scales, r_sums; /* mma: key tiles, their scales, per-warp head sums */
+	char name[96];
+} IndexerCfg;
+
+/* The registers the prologue sets, which the scoring and the top-k read. */
+typedef struct IndexerRegs {
+	Reg tid, b, row, n;     /* thread, sequence, query row b·s_q + t, visible keys */
+	Reg base;               /* aligned shared base */
+	Reg bt;                 /* global: block_table row of sequence b */
+	Reg kv;                 /* global: the key cache */
+	Reg logits;             /* global: logits row of this query row */
+	Reg max_len;
+	Reg split, splits;      /* this CTA's part of the row's keys, of how many */
+} IndexerRegs;
+
+typedef struct IndexerOps {
+	/* logits[row, j] for the visible keys j < n of this CTA's part
+	 * (split of splits: keys or tiles split + splits·m, interleaved):
+	 * each thread scores its keys against the H query heads in shared
+	 * memory (f32) */
+	int (*score)(Emit *e, const IndexerCfg *c, const IndexerRegs *r, KgErr *err);
+	const char *how; /* `kgen plan`: how the scores are computed */
+	/* The same on the tensor cores, NULL where there is none: Q staged as
+	 * E4M3 by the function itself, keys in tiles of IDX_TILE; logits of a
+	 * tile are stored by other threads than the select reads them with,
+	 * so the caller puts a CTA barrier after it. */
+	int (*score_mma)(Emit *e, const IndexerCfg *c, const IndexerRegs *r, KgErr *err);
+	const char *how_mma;
+} IndexerOps;
+
+extern const IndexerOps indexer_sm90;
+
+/* Bytes of one page of ps keys: ps key rows, then ps scales. */
+uint32_t indexer_page_bytes(const IndexerFormat *fmt, int ps);
+
+#endif

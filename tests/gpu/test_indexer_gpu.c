@@ -1,0 +1,99 @@
+/* The gpu suite for the indexer: the configurations below, generated
+ * in-process, and every emitted/sm_90a/indexer*.ptx file, checked on a GPU
+ * against the float64 reference (tools/check_indexer.c,
+ * tests/ref/indexer_ref.c) with a fresh seed. The checker scatters every
+ * sequence's pages, draws odd lengths (one sequence shorter than s_q, one
+ * shorter than top-k), ties keys (most of them under the edge fill) and
+ * compares the logits per key and the index lists as sets.
+ *
+ *   test_indexer_gpu SOURCE_ROOT
+ *
+ * Exit 0 all pass, 1 any failure, 77 no sm_90 GPU (meson: skipped). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gen/kgen.h"
+#include "suite.h"
+
+enum { EXIT_SKIP = 77 };
+
+#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
+/* batch x s_q x max_len x full x splits (tools/check_indexer.c; max_len 0:
+ * 2·topk + 37; splits > 1: several CTAs per row, the last selecting) */
+static const GpuCase cases[] = {
+	{{3, {1, 1, 0}}, CHECK_FILL_NORMAL},
+	{{3, {3, 2, 0}}, CHECK_FILL_EDGE},
+	{{3, {5, 4, 777}}, CHECK_FILL_NORMAL},
+	{{3, {33, 1, 5001}}, CHECK_FILL_NORMAL},
+	{{3, {7, 3, 4099}}, CHECK_FILL_EDGE},
+	{{3, {4, 2, 20001}}, CHECK_FILL_NORMAL},
+	{{5, {6, 2, 3001, 0, 5}}, CHECK_FILL_EDGE},
+	{{5, {16, 1, 16384, 1, 8}}, CHECK_FILL_NORMAL},
+};
+
+static const GpuSuite suite = {cases, COUNT(cases), 0};
+
+/* Heads 1..128, top-k 1 .. 2048, every page size, both formats, both
+ * scorings. */
+static const char *const configs[][10] = {
+	{"--heads", "64", "--topk", "2048", "--page-size", "128"},
+	{"--heads", "8", "--topk", "100", "--page-size", "16"},
+	{"--heads", "1", "--topk", "1", "--page-size", "32"},
+	{"--heads", "128", "--topk", "333", "--page-size", "64"},
+	{"--format", "fp4", "--heads", "64", "--topk", "512", "--page-size", "32"},
+	{"--format", "fp4", "--heads", "9", "--topk", "1024", "--page-size", "128"},
+	{"--score", "wgmma", "--heads", "64", "--topk", "512", "--page-size", "16"},
+	{"--score", "wgmma", "--heads", "37", "--topk", "2048", "--page-size", "128"},
+};
+
+static void
+check_config(KrtDevice *dev, GpuTally *t, const char *const *cfg)
+{
+	const char *args[14] = {"--target", "sm_90a"};
+	int n = 2;
+	char replay[1024] = "--gen indexer", what[256] = "";
+	char *ptx = NULL;
+	size_t len = 0;
+	KgErr kerr = {{0}};
+
+	for (int i = 0; i < 10 && cfg[i]; i++)
+		args[n++] = cfg[i];
+	for (int i = 0; i < n; i++) {
+		snprintf(replay + strlen(replay), sizeof replay - strlen(replay), " %s", args[i]);
+		if (i >= 2)
+			snprintf(what + strlen(what), sizeof what - strlen(what), "%s%s", i > 2 ? " " : "", args[i]);
+	}
+	if (kgen_generate("indexer", n, args, &ptx, &len, &kerr)) {
+		printf("FAIL  %s: kgen refuses: %s\n", what, kerr.msg);
+		t->refused++;
+		t->failed++;
+		t->run++;
+		return;
+	}
+	gpu_check_module(dev, &suite, ptx, len, what, replay, t);
+	free(ptx);
+}
+
+int
+main(int argc, char **argv)
+{
+	const char *root = argc > 1 ? argv[1] : ".";
+	KrtDevice *dev = NULL;
+	GpuTally t = {.seed = check_seed_from_env()};
+	int rc;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if ((rc = check_open_sm90(&dev, t.seed)) != 0)
+		return rc;
+	for (size_t i = 0; i < COUNT(configs) && !t.dead; i++)
+		check_config(dev, &t, configs[i]);
+	gpu_check_emitted(dev, &suite, root, "indexer", &t);
+	krt_device_close(dev);
+	printf("test_indexer_gpu: %d of %d passed over %d kernels (seed %llu)\n", t.run - t.failed, t.run,
+	       t.modules, (unsigned long long)t.seed);
+	if (t.run == 0)
+		return EXIT_SKIP;
+	return t.failed ? 1 : 0;
+}
