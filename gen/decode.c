@@ -12,30 +12,15 @@
 
 #define P(f) offsetof(DecodeParams, f)
 
-/* Columns: name, d_qk, d_nope, d_rope, row bytes, NoPE values per scale,
- * scale bytes per token, page alignment. fp8-v4: 448 E4M3 + 64 BF16 RoPE
- * (576 bytes) per token; after a page's rows, 8 bytes per token: 7 UE8M0
- * exponents (one per 64 NoPE values) and a pad byte; a page's bytes round
- * up to a multiple of 576 (FlashMLA's MODEL1 layout, docs/ABI.md "decode"). */
-const DecodeFormat decode_formats[] = {
-	[DEC_FMT_FP8_V4] = {"fp8-v4", 512, 448, 64, 576, 64, 8, 576},
-};
-
-uint32_t
-decode_page_bytes(const DecodeFormat *fmt, int ps)
-{
-	uint32_t b = (uint32_t)ps * (uint32_t)(fmt->row_bytes + fmt->scale_bytes);
-
-	return (b + (uint32_t)fmt->page_align - 1) / (uint32_t)fmt->page_align * (uint32_t)fmt->page_align;
-}
-
 /* See family.h for the columns. */
 static const ParamSpec decode_params[] = {
 	{"target", PK_TARGET, P(target), "sm_90a,sm_100a", 0, 0, 0, "sm_90a",
 	 "sm_90a: a producer warpgroup gathers and dequantizes K=V tiles to bf16 in smem; fmha's split-O consumers",
 	 NULL},
-	{"format", PK_ENUM, P(format), "fp8-v4", 0, 0, 0, "fp8-v4", "KV cache format (docs/ABI.md \"decode\")",
-	 NULL},
+	{"format", PK_ENUM, P(format), "bf16,fp8-token,fp8-v4,fp8-v32", 0, 0, 0, "fp8-v4",
+	 "KV cache format (docs/ABI.md \"decode\", \"Cache formats\")", NULL},
+	{"head-dim-qk", PK_INT, P(head_dim_qk), "0,512,576", 0, 0, 0, "0",
+	 "Q and K dims, 64 of them RoPE (0: the format's own, 576 for fp8-v32, else 512); V is the first 512", NULL},
 	{"heads-q", PK_INT, P(heads_q), NULL, 1, 128, 1, "64", "query heads sharing the one KV head", NULL},
 	{"topk", PK_INT, P(topk), NULL, 1, 4096, 1, "512", "main source: indices per query row", NULL},
 	{"page-size", PK_INT, P(page_size), NULL, 1, 4096, 1, "64", "main source: tokens per page", NULL},
@@ -61,7 +46,9 @@ decode_configure(DecodeCfg *d, const DecodeParams *p, KgErr *err)
 	ops = f->t->decode;
 	if (!ops)
 		return kg_fail(err, "--target=%s: decode is not generated for this target yet", f->t->name);
-	d->fmt = &decode_formats[p->format];
+	if (decode_format_resolve(p->format, p->head_dim_qk, &d->fmtv, err) < 0)
+		return -1;
+	d->fmt = &d->fmtv;
 	d->hq = p->heads_q;
 	d->hblocks = (d->hq + 63) / 64;
 	d->nsrc = p->topk_extra ? 2 : 1;
@@ -104,7 +91,8 @@ decode_configure(DecodeCfg *d, const DecodeParams *p, KgErr *err)
 	f->head_guard = d->hq % 64 != 0;
 	f->gather = ops->gather;
 	f->finish = decode_finish;
-	f->producer_regs = ops->producer_regs;
+	f->producer_regs = ops->regs_for ? ops->regs_for(d->fmt) : ops->producer_regs;
+	f->p_in_kv = f->d > f->dv;
 	f->ext = d;
 	if (layout_canonical(&f->lq, MAJOR_K, SWZ_128B, 16, 64, f->d, err) < 0 ||
 	    layout_canonical(&f->lk, MAJOR_K, SWZ_128B, 16, f->bn, f->d, err) < 0 ||
@@ -135,7 +123,8 @@ decode_configure(DecodeCfg *d, const DecodeParams *p, KgErr *err)
 	d->r_count = plan_smem(&f->plan, "key count", 16, 16, 1);
 	d->r_chunks = plan_smem(&f->plan, "chunk counts", 4u * (uint32_t)((d->topk[0] + 31) / 32 + (d->topk[1] + 31) / 32),
 	                        16, 1);
-	snprintf(f->name, sizeof f->name, "decode_%s_h%d_k%dp%d", d->fmt->name, d->hq, d->topk[0], d->ps[0]);
+	snprintf(f->name, sizeof f->name, "decode_%s%s_h%d_k%dp%d", d->fmt->name, d->fmt->d_qk != 512 ? "_d576" : "",
+	         d->hq, d->topk[0], d->ps[0]);
 	for (char *c = f->name; *c; c++)
 		if (*c == '-')
 			*c = '_';
@@ -619,6 +608,29 @@ decode_generate(const void *params, const char *args, Buf *out, KgErr *err)
 	return rc;
 }
 
+/* The cache line of `kgen plan`: the token's bytes and what dequantizing
+ * them costs in accuracy. */
+static void
+decode_plan_format(const DecodeFormat *fm, Buf *text)
+{
+	static const char *const sk[] = {"", "UE8M0 exponent", "fp32"};
+
+	buf_printf(text, "cache           %s: %d NoPE %s + %d RoPE BF16 = %d bytes per token row", fm->name, fm->d_nope,
+	           fm->nope_fp8 ? "E4M3" : "BF16", fm->d_rope, fm->row_bytes);
+	if (fm->nscales)
+		buf_printf(text, "; %d %s scale%s (one per %d NoPE values) %s", fm->nscales, sk[fm->scale],
+		           fm->nscales > 1 ? "s" : "", fm->group,
+		           fm->scale_at >= 0 ? "inside the row" : "in the page's tail");
+	if (fm->scale_bytes)
+		buf_printf(text, ", %d bytes per token", fm->scale_bytes);
+	buf_printf(text, "; head_dim_qk %d, head_dim_v 512\n", fm->d_qk);
+	buf_printf(text, "accuracy        %s\n",
+	           !fm->nope_fp8 ? "the cache is BF16: keys as stored"
+	           : fm->scale == DEC_SCALE_UE8M0
+	               ? "E4M3 times a power of two is exact in BF16: keys as stored"
+	               : "E4M3 times an fp32 scale rounds to BF16 (2^-9 relative per value; exact when the scale is a power of two)");
+}
+
 static int
 decode_plan(const void *params, Buf *text, KgErr *err)
 {
@@ -627,9 +639,7 @@ decode_plan(const void *params, Buf *text, KgErr *err)
 	if (decode_configure(&d, params, err) < 0)
 		return -1;
 	buf_printf(text, "kernel          %s\n", d.f.name);
-	buf_printf(text, "cache           %s: %d NoPE E4M3 + %d RoPE BF16 = %d bytes per token row; %d-byte scale tail per token (%d UE8M0 exponents, one per %d NoPE values); head_dim_qk %d, head_dim_v %d\n",
-	           d.fmt->name, d.fmt->d_nope, d.fmt->d_rope, d.fmt->row_bytes, d.fmt->scale_bytes,
-	           d.fmt->d_nope / d.fmt->group, d.fmt->group, d.f.d, d.f.dv);
+	decode_plan_format(d.fmt, text);
 	for (int s = 0; s < d.nsrc; s++)
 		buf_printf(text, "source %d        %s: top-k %d, page %d tokens, %u bytes per page\n", s,
 		           s ? "extra" : "main", d.topk[s], d.ps[s], d.page_bytes[s]);

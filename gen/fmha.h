@@ -94,6 +94,10 @@ typedef struct FmhaCfg {
 	 * their epilogue (the split-KV combine); NULL for fmha */
 	int (*finish)(Emit *e, const struct FmhaCfg *f, const struct FmhaRegs *r, KgErr *err);
 	int head_guard;            /* store only rows of heads < hq (a head block past hq) */
+	/* decode at head_dim_qk = dv + 64 (split O): P tile b lives in the
+	 * last 64 columns of K=V stage b, which only S reads (their RoPE
+	 * keys), so Q, two K=V stages and P fit shared memory */
+	int p_in_kv;
 	const void *ext;           /* the caller's configuration (decode: DecodeCfg) */
 	char name[120];
 } FmhaCfg;

@@ -5,7 +5,8 @@
  * page size of each source, topk-length, sink). The shape is batch x s_q
  * [x pages x pages_extra x full x splits] (0 pages: 2·topk + 17 tokens'
  * worth; 0 splits: 1, no split-KV). Each case
- * builds real fp8-v4 caches with the reference quantizer from BF16 values
+ * builds real caches of the kernel's format (--format, --head-dim-qk) with
+ * the reference quantizer from BF16 values
  * of mixed magnitudes, and index lists with -1 entries, indices outside
  * [0, capacity) (also skipped), duplicates, pages in random order, and
  * per-row lengths below top-k; the first query row skips every key, so it
@@ -23,7 +24,7 @@
 
 #define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
-enum { D_QK = DECODE_V4_D, D_V = 512 };
+enum { D_MAX = 576, D_V = 512 };
 
 typedef struct Src {
 	int topk, ps;
@@ -33,6 +34,7 @@ typedef struct Src {
 } Src;
 
 typedef struct Decode {
+	DecodeRefFormat fmt;
 	uint32_t hq, batch, sq;
 	int nsrc, has_len, sink;
 	Src src[2];
@@ -71,9 +73,9 @@ read_config(CheckCase *c, Decode *d, KrtErr *err)
 			                  c->abi->kernel, c->abi->args, need[i]);
 	if (f)
 		sscanf(f + 9, "%31s", fmt);
-	if (strcmp(fmt, "fp8-v4") != 0)
-		return check_fail(err, KRT_EABI, "%s: --format %s: the decode checker knows fp8-v4",
-		                  c->abi->kernel, fmt[0] ? fmt : "(none)");
+	if (decode_ref_format(fmt, arg_int(c, "head-dim-qk") > 0 ? (int)arg_int(c, "head-dim-qk") : 0, &d->fmt) < 0)
+		return check_fail(err, KRT_EABI, "%s: --format %s --head-dim-qk %ld: not a cache format the decode checker knows",
+		                  c->abi->kernel, fmt[0] ? fmt : "(none)", arg_int(c, "head-dim-qk"));
 	d->hq = (uint32_t)arg_int(c, "heads-q");
 	d->src[0].topk = (int)arg_int(c, "topk");
 	d->src[0].ps = (int)arg_int(c, "page-size");
@@ -109,11 +111,11 @@ draw_bf16(NumRng *r, double scale)
  * magnitude varies by token (1, 1/64, 30) and by group, so the UE8M0
  * scales differ; the padding after the scale tail is garbage. */
 static int
-build_cache(CheckCase *c, Src *s, const char *name, KrtErr *err)
+build_cache(CheckCase *c, const DecodeRefFormat *fm, Src *s, const char *name, KrtErr *err)
 {
-	size_t pb = decode_v4_page_bytes(s->ps), bytes = (size_t)s->pages * pb;
+	size_t pb = decode_ref_page_bytes(fm, s->ps), bytes = (size_t)s->pages * pb;
 	uint8_t *cache = malloc(bytes + 1);
-	uint16_t v[D_QK];
+	uint16_t v[D_MAX];
 
 	if (!cache)
 		return check_fail(err, KRT_ENOMEM, "decode: no host memory for %s", name);
@@ -122,9 +124,9 @@ build_cache(CheckCase *c, Src *s, const char *name, KrtErr *err)
 	for (uint32_t t = 0; t < s->capacity; t++) {
 		static const double mag[3] = {1.0, 1.0 / 64, 30.0};
 		double m = mag[num_rng_below(&c->rng, 3)];
-		for (int i = 0; i < D_QK; i++)
+		for (int i = 0; i < fm->d_qk; i++)
 			v[i] = draw_bf16(&c->rng, m * (1.0 + (double)(i / 64)));
-		decode_v4_quantize(v, decode_v4_row(cache, s->ps, t), decode_v4_scales(cache, s->ps, t));
+		decode_ref_quantize(fm, v, decode_ref_token(fm, cache, s->ps, t), decode_ref_token_scales(fm, cache, s->ps, t));
 	}
 	s->cache = cache;
 	return check_add_raw_input(c, name, "u8", 1, bytes, cache, err);
@@ -229,13 +231,13 @@ decode_prepare(CheckCase *c, KrtErr *err)
 		x->capacity = x->pages * (uint32_t)x->ps;
 		char name[32];
 		snprintf(name, sizeof name, "KV%s", sfx[s]);
-		rc = build_cache(c, x, name, err);
+		rc = build_cache(c, &d->fmt, x, name, err);
 		if (!rc)
 			rc = build_indices(c, d, x, sfx[s], err);
 		if (rc)
 			return rc;
 	}
-	uint64_t nq = (uint64_t)d->batch * d->sq * d->hq * D_QK;
+	uint64_t nq = (uint64_t)d->batch * d->sq * d->hq * (uint64_t)d->fmt.d_qk;
 	uint16_t *q = malloc(sizeof *q * nq + 1);
 	if (!q)
 		return check_fail(err, KRT_ENOMEM, "decode: no host memory for Q");
@@ -253,7 +255,7 @@ decode_prepare(CheckCase *c, KrtErr *err)
 		rc = check_add_input(c, "sink", NUM_F32, d->hq, sk, err);
 	}
 	/* the scale is a run-time argument: a fresh one per case */
-	d->scale = (float)((0.5 + num_rng_uniform(&c->rng)) / sqrt((double)D_QK));
+	d->scale = (float)((0.5 + num_rng_uniform(&c->rng)) / sqrt((double)d->fmt.d_qk));
 	static const char *const names[] = {"batch", "s_q", "Hq", "capacity", "capacity_extra", "pages",
 	                                    "pages_extra", "splits"};
 	uint64_t vals[] = {d->batch, d->sq, d->hq, d->src[0].capacity, d->src[1].capacity,
@@ -320,8 +322,15 @@ gather_keys(const Decode *d, uint64_t r, double *k)
 			int32_t v = x->idx[r * (uint64_t)x->topk + (uint64_t)i];
 			if (v < 0 || (uint32_t)v >= x->capacity)
 				continue;
-			decode_v4_dequantize(decode_v4_row(x->cache, x->ps, (uint32_t)v),
-			                     decode_v4_scales(x->cache, x->ps, (uint32_t)v), k + n * D_QK);
+			decode_ref_dequantize(&d->fmt, decode_ref_token(&d->fmt, x->cache, x->ps, (uint32_t)v),
+			                      decode_ref_token_scales(&d->fmt, x->cache, x->ps, (uint32_t)v),
+			                      k + n * (size_t)d->fmt.d_qk);
+			/* the attended key is BF16 (docs/ABI.md, "Cache
+			 * formats"): an fp32 scale's product rounds */
+			if (d->fmt.scale == 2)
+				for (int z = 0; z < d->fmt.d_nope; z++)
+					k[n * (size_t)d->fmt.d_qk + (size_t)z] =
+					    num_bf16_to_f32(num_f64_to_bf16(k[n * (size_t)d->fmt.d_qk + (size_t)z]));
 			n++;
 		}
 	}
@@ -336,7 +345,8 @@ decode_compare(CheckCase *c, CheckResult *res, KrtErr *err)
 	const void *out = (const char *)ob->host + ob->guard, *lout = (const char *)lb->host + lb->guard;
 	uint64_t max_report = (uint64_t)(c->opts->max_report ? c->opts->max_report : CHECK_MAX_REPORT);
 	size_t maxk = (size_t)d->src[0].topk + (size_t)d->src[1].topk;
-	double *k = malloc(sizeof *k * (maxk + 1) * D_QK), q[D_QK], ref[D_V], lse;
+	int dqk = d->fmt.d_qk;
+	double *k = malloc(sizeof *k * (maxk + 1) * (size_t)dqk), q[D_MAX], ref[D_V], lse;
 
 	res->tol = decode_tol;
 	res->lse_tol = decode_lse_tol;
@@ -349,9 +359,9 @@ decode_compare(CheckCase *c, CheckResult *res, KrtErr *err)
 			for (uint32_t h = 0; h < d->hq; h++) {
 				uint64_t row = r * d->hq + h;
 				double rowmax = 0;
-				for (int i = 0; i < D_QK; i++)
-					q[i] = num_bf16_to_f32(d->q[row * D_QK + (uint64_t)i]);
-				decode_ref_row(q, k, n, D_QK, D_V, (double)d->scale, d->sink,
+				for (int i = 0; i < dqk; i++)
+					q[i] = num_bf16_to_f32(d->q[row * (uint64_t)dqk + (uint64_t)i]);
+				decode_ref_row(q, k, n, dqk, D_V, (double)d->scale, d->sink,
 				               d->sink ? (double)d->sinkv[h] : 0, ref, &lse);
 				for (int i = 0; i < D_V; i++)
 					rowmax = fmax(rowmax, fabs(ref[i]));
@@ -411,11 +421,11 @@ decode_flops(const CheckCase *c)
 				keys += v >= 0 && (uint32_t)v < x->capacity;
 			}
 		}
-	return keys * d->hq * 2.0 * (D_QK + D_V);
+	return keys * d->hq * 2.0 * (d->fmt.d_qk + D_V);
 }
 
 /* Q + the distinct tokens each row gathers x bytes per token (row and
- * scales: 584) + O: FlashMLA's accounting of a sparse decode's traffic. */
+ * tail: fp8-v4 584, fp8-v32 656) + O: FlashMLA's accounting of a sparse decode's traffic. */
 static double
 decode_bytes(const CheckCase *c)
 {
@@ -443,7 +453,7 @@ decode_bytes(const CheckCase *c)
 			tokens += (uint64_t)n;
 		}
 	free(seen);
-	return (double)rows * d->hq * (D_QK + D_V) * 2 + (double)tokens * (DECODE_V4_ROW + DECODE_V4_SCALES);
+	return (double)rows * d->hq * (d->fmt.d_qk + D_V) * 2 + (double)tokens * (double)(d->fmt.row_bytes + d->fmt.tail_bytes);
 }
 
 /* "decode B SQ HQ TOPK PS TOPKX PSX PAGES PAGESX SINK ITERS WARMUP FLOPS
@@ -468,7 +478,7 @@ decode_describe(const CheckCase *c, FILE *out)
 
 	if (!d || !d->q)
 		return;
-	fprintf(out, "  decode: fp8-v4, %u heads, %u split%s, scale %.9g%s%s", d->hq, d->splits,
+	fprintf(out, "  decode: %s d_qk %d, %u heads, %u split%s, scale %.9g%s%s", d->fmt.name, d->fmt.d_qk, d->hq, d->splits,
 	        d->splits > 1 ? "s" : "", (double)d->scale,
 	        d->sink ? ", sink" : "", d->has_len ? ", topk_length" : "");
 	for (int s = 0; s < d->nsrc; s++)

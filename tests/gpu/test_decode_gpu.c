@@ -1,7 +1,7 @@
 /* The gpu suite for decode: the configurations below, generated
  * in-process, and every emitted/sm_90a/decode*.ptx file, checked on a GPU
  * against the float64 reference (tools/check_decode.c, tests/ref/decode_ref.c)
- * with a fresh seed. The checker builds real fp8-v4 caches and index lists
+ * with a fresh seed. The checker builds real caches of each format and index lists
  * with -1, out-of-range and duplicate entries, pages in random order,
  * lengths below top-k and a first row that skips everything.
  *
@@ -36,27 +36,34 @@ static const GpuCase cases[] = {
 static const GpuSuite suite = {cases, COUNT(cases), 0};
 
 /* Page sizes 1, 2, 61, 64, 256; heads 8..128 (a partial head block);
- * with and without sink, lengths, an extra source. */
-static const char *const configs[][16] = {
+ * with and without sink, lengths, an extra source; every cache format
+ * at both head_dim_qk it stores (docs/ABI.md, "Cache formats"). */
+static const char *const configs[][20] = {
 	{"--heads-q", "64", "--topk", "64", "--page-size", "64"},
 	{"--heads-q", "8", "--topk", "100", "--page-size", "1", "--sink", "1"},
 	{"--heads-q", "16", "--topk", "96", "--page-size", "2", "--topk-length", "1"},
 	{"--heads-q", "128", "--topk", "200", "--page-size", "61", "--topk-extra", "64", "--page-size-extra", "256", "--sink", "1"},
 	{"--heads-q", "100", "--topk", "512", "--page-size", "256", "--topk-extra", "128", "--page-size-extra", "2", "--topk-length", "1"},
 	{"--heads-q", "32", "--topk", "2048", "--page-size", "64", "--topk-extra", "128", "--page-size-extra", "256", "--sink", "1", "--topk-length", "1"},
+	{"--format", "fp8-v32", "--heads-q", "128", "--topk", "2048", "--page-size", "64", "--sink", "1"},
+	{"--format", "fp8-v32", "--heads-q", "16", "--topk", "100", "--page-size", "1", "--topk-extra", "64", "--page-size-extra", "61", "--topk-length", "1"},
+	{"--format", "fp8-token", "--heads-q", "64", "--topk", "512", "--page-size", "2", "--sink", "1"},
+	{"--format", "fp8-token", "--head-dim-qk", "576", "--heads-q", "100", "--topk", "200", "--page-size", "61", "--topk-extra", "128", "--page-size-extra", "256"},
+	{"--format", "bf16", "--heads-q", "8", "--topk", "64", "--page-size", "256", "--topk-length", "1"},
+	{"--format", "bf16", "--head-dim-qk", "576", "--heads-q", "128", "--topk", "512", "--page-size", "64", "--topk-extra", "128", "--page-size-extra", "2", "--sink", "1"},
 };
 
 static void
 check_config(KrtDevice *dev, GpuTally *t, const char *const *cfg)
 {
-	const char *args[20] = {"--target", "sm_90a"};
+	const char *args[24] = {"--target", "sm_90a"};
 	int n = 2;
 	char replay[1024] = "--gen decode", what[256] = "";
 	char *ptx = NULL;
 	size_t len = 0;
 	KgErr kerr = {{0}};
 
-	for (int i = 0; i < 16 && cfg[i]; i++)
+	for (int i = 0; i < 20 && cfg[i]; i++)
 		args[n++] = cfg[i];
 	for (int i = 0; i < n; i++) {
 		snprintf(replay + strlen(replay), sizeof replay - strlen(replay), " %s", args[i]);

@@ -103,6 +103,10 @@ expect_error "softmax-scale" fmha --softmax-scale 0.125
 
 # families: every one in the table, and each subcommand's own options
 expect_error "family=nope: unknown (families: gemm, fmha, decode)" nope
+# decode cache formats: the head_dim_qk each stores
+expect_error "--head-dim-qk=576 with --format=fp8-v4: the format stores head_dim_qk 512" decode --format fp8-v4 --head-dim-qk 576
+expect_error "--head-dim-qk=512 with --format=fp8-v32: the format stores head_dim_qk 576" decode --format fp8-v32 --head-dim-qk 512
+expect_error "--format=fp8-v5" decode --format fp8-v5
 for f in $("$kgen" list | sed -n 's/^\([a-z0-9_]*\) — .*/\1/p'); do
 	"$kgen" "$f" --help >"$tmp/help" || fail "kgen $f --help: status $?"
 	"$kgen" plan "$f" -h | cmp -s - "$tmp/help" || fail "kgen plan $f -h differs from kgen $f --help"
