@@ -22,10 +22,15 @@ static const ParamSpec decode_params[] = {
 	{"head-dim-qk", PK_INT, P(head_dim_qk), "0,512,576", 0, 0, 0, "0",
 	 "Q and K dims, 64 of them RoPE (0: the format's own, 576 for fp8-v32, else 512); V is the first 512", NULL},
 	{"heads-q", PK_INT, P(heads_q), NULL, 1, 128, 1, "64", "query heads sharing the one KV head", NULL},
-	{"topk", PK_INT, P(topk), NULL, 1, 4096, 1, "512", "main source: indices per query row", NULL},
+	{"addressing", PK_ENUM, P(addressing), "sparse,paged", 0, 0, 0, "sparse",
+	 "main source: sparse (an index list per query row) or paged (a block table; the first seqlens[b] tokens)",
+	 NULL},
+	{"topk", PK_INT, P(topk), NULL, 1, 4096, 1, "512", "main source: indices per query row", "addressing=sparse"},
 	{"page-size", PK_INT, P(page_size), NULL, 1, 4096, 1, "64", "main source: tokens per page", NULL},
+	{"addressing-extra", PK_ENUM, P(addressing_extra), "sparse,paged", 0, 0, 0, "sparse",
+	 "extra source: sparse (needs --topk-extra > 0) or paged (the SWA ring: a block table and lengths)", NULL},
 	{"topk-extra", PK_INT, P(topk_extra), NULL, 0, 4096, 1, "0",
-	 "extra source (SWA window): indices per query row (0: no extra source)", NULL},
+	 "extra source (SWA window): indices per query row (0: no sparse extra source)", "addressing-extra=sparse"},
 	{"page-size-extra", PK_INT, P(page_size_extra), NULL, 1, 4096, 1, "256", "extra source: tokens per page",
 	 NULL},
 	{"topk-length", PK_INT, P(topk_length), "0,1", 0, 0, 0, "0",
@@ -51,11 +56,21 @@ decode_configure(DecodeCfg *d, const DecodeParams *p, KgErr *err)
 	d->fmt = &d->fmtv;
 	d->hq = p->heads_q;
 	d->hblocks = (d->hq + 63) / 64;
-	d->nsrc = p->topk_extra ? 2 : 1;
-	d->topk[0] = p->topk;
+	d->paged[0] = p->addressing == DEC_ADDR_PAGED;
+	d->paged[1] = p->addressing_extra == DEC_ADDR_PAGED;
+	if (d->paged[1] && p->topk_extra)
+		return kg_fail(err, "--topk-extra=%d with --addressing-extra=paged: a paged source has no index list (leave it 0)",
+		               p->topk_extra);
+	d->nsrc = p->topk_extra || d->paged[1] ? 2 : 1;
+	d->topk[0] = d->paged[0] ? 0 : p->topk;
 	d->ps[0] = p->page_size;
-	d->topk[1] = p->topk_extra;
+	d->topk[1] = d->paged[1] ? 0 : p->topk_extra;
 	d->ps[1] = p->page_size_extra;
+	for (int s = 0; s < d->nsrc; s++)
+		if (!d->paged[s])
+			d->sp[d->nsparse++] = s;
+	if (p->topk_length && !d->nsparse)
+		return kg_fail(err, "--topk-length=1: every source is paged, so there is no index list to shorten");
 	for (int s = 0; s < d->nsrc; s++)
 		d->page_bytes[s] = decode_page_bytes(d->fmt, d->ps[s]);
 	d->has_len = p->topk_length;
@@ -119,18 +134,29 @@ decode_configure(DecodeCfg *d, const DecodeParams *p, KgErr *err)
 	 * the consumers to 24 beside S, O and P: 200 of what the producer leaves, and the
 	 * ptxas suite to no spills. */
 	f->plan.regs_need_max = f->bn / 2 + f->dv / 4 + f->bn / 4 + 24;
-	d->r_list = plan_smem(&f->plan, "key list", 4u * (uint32_t)d->list_len, 16, 1);
+	d->r_list = plan_smem(&f->plan, "key list", d->list_len ? 4u * (uint32_t)d->list_len : 16, 16, 1);
 	d->r_count = plan_smem(&f->plan, "key count", 16, 16, 1);
-	d->r_chunks = plan_smem(&f->plan, "chunk counts", 4u * (uint32_t)((d->topk[0] + 31) / 32 + (d->topk[1] + 31) / 32),
+	d->r_keys = d->nsparse < d->nsrc ? plan_smem(&f->plan, "tile keys (paged)", 64 * 4, 16, 3) : -1;
+	d->r_chunks = plan_smem(&f->plan, "chunk counts",
+	                        d->list_len ? 4u * (uint32_t)((d->topk[0] + 31) / 32 + (d->topk[1] + 31) / 32) : 16,
 	                        16, 1);
-	snprintf(f->name, sizeof f->name, "decode_%s%s_h%d_k%dp%d", d->fmt->name, d->fmt->d_qk != 512 ? "_d576" : "",
-	         d->hq, d->topk[0], d->ps[0]);
+	snprintf(f->name, sizeof f->name, "decode_%s%s_h%d_", d->fmt->name, d->fmt->d_qk != 512 ? "_d576" : "", d->hq);
+	{
+		size_t n = strlen(f->name);
+		if (d->paged[0])
+			snprintf(f->name + n, sizeof f->name - n, "pg%d", d->ps[0]);
+		else
+			snprintf(f->name + n, sizeof f->name - n, "k%dp%d", d->topk[0], d->ps[0]);
+	}
 	for (char *c = f->name; *c; c++)
 		if (*c == '-')
 			*c = '_';
 	if (d->nsrc > 1) {
 		size_t n = strlen(f->name);
-		snprintf(f->name + n, sizeof f->name - n, "_x%dp%d", d->topk[1], d->ps[1]);
+		if (d->paged[1])
+			snprintf(f->name + n, sizeof f->name - n, "_xpg%d", d->ps[1]);
+		else
+			snprintf(f->name + n, sizeof f->name - n, "_x%dp%d", d->topk[1], d->ps[1]);
 	}
 	{
 		size_t n = strlen(f->name);
@@ -141,6 +167,81 @@ decode_configure(DecodeCfg *d, const DecodeParams *p, KgErr *err)
 }
 
 static const char *const src_sfx[2] = {"", "_extra"};
+
+Reg
+decode_emit_paged_len(Emit *e, const DecodeCfg *d, const FmhaRegs *r, int s)
+{
+	Reg l = reg_new(e, RC_B32), m = reg_new(e, RC_B32), a = reg_new(e, RC_B64), o = reg_new(e, RC_B64);
+
+	emitf(e, "\tld.param.u64 %s, [p_seqlens%s];\n\tcvta.to.global.u64 %s, %s;\n", a.s, src_sfx[s], a.s, a.s);
+	emitf(e, "\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n\tld.global.nc.s32 %s, [%s];\n", o.s, r->b.s,
+	      a.s, a.s, o.s, l.s, a.s);
+	emitf(e, "\tld.param.u32 %s, [p_max_pages%s];\n\tmul.lo.u32 %s, %s, %d;\n", m.s, src_sfx[s], m.s, m.s,
+	      d->ps[s]);
+	emitf(e, "\tmax.s32 %s, %s, 0;\n\tmin.u32 %s, %s, %s;\n", l.s, l.s, l.s, l.s, m.s);
+	return l;
+}
+
+void
+decode_emit_tile_keys(Emit *e, const DecodeCfg *d, const FmhaRegs *r, Reg n0, Reg j, Reg tid, Reg dst)
+{
+	Reg pos = reg_new(e, RC_B32), loc = reg_new(e, RC_B32), ent = reg_new(e, RC_B32), t = reg_new(e, RC_B32);
+	Reg pg = reg_new(e, RC_B32), a = reg_new(e, RC_B64), o = reg_new(e, RC_B64);
+	Reg act = reg_new(e, RC_PRED), v = reg_new(e, RC_PRED), s1 = reg_new(e, RC_PRED), q = reg_new(e, RC_PRED);
+	Reg list = op_plan_smem(e, &d->f.plan, r->base, d->r_list);
+
+	emit_block(e, "decode.tile_keys");
+	emitf(e, "\tsetp.lt.u32 %s, %s, 64;\n\tmad.lo.u32 %s, %s, 64, %s;\n\tmov.u32 %s, -1;\n", act.s, tid.s, pos.s,
+	      j.s, tid.s, ent.s);
+	emitf(e, "\tsetp.lt.and.u32 %s, %s, %s, %s;\n", v.s, pos.s, r->sk.s, act.s);
+	if (d->nsrc > 1) {
+		emitf(e, "\tsetp.ge.u32 %s, %s, %s;\n\tselp.u32 %s, %s, 0, %s;\n\tsub.u32 %s, %s, %s;\n", s1.s, pos.s,
+		      n0.s, t.s, n0.s, s1.s, loc.s, pos.s, t.s);
+	} else {
+		emitf(e, "\tmov.u32 %s, %s;\n", loc.s, pos.s);
+	}
+	for (int s = 0; s < d->nsrc; s++) {
+		emitf(e, "\tsetp.%s.and.u32 %s, %s, %s, %s;\n", s ? "ge" : "lt", q.s, pos.s, d->nsrc > 1 ? n0.s : "0x7fffffff",
+		      v.s);
+		if (!d->paged[s]) {
+			/* the list holds this source alone */
+			emitf(e, "\tmad.lo.u32 %s, %s, 4, %s;\n\t@%s ld.shared.u32 %s, [%s];\n", t.s, loc.s, list.s, q.s,
+			      ent.s, t.s);
+			if (s)
+				emitf(e, "\t@%s or.b32 %s, %s, 0x80000000;\n", q.s, ent.s, ent.s);
+			continue;
+		}
+		/* key i: token block_table[b, i / ps]·ps + i % ps */
+		emitf(e, "\tdiv.u32 %s, %s, %d;\n", pg.s, loc.s, d->ps[s]);
+		emitf(e, "\tld.param.u32 %s, [p_max_pages%s];\n\tmad.lo.u32 %s, %s, %s, %s;\n", t.s, src_sfx[s], t.s, t.s,
+		      r->b.s, pg.s);
+		emitf(e, "\tld.param.u64 %s, [p_block_table%s];\n\tcvta.to.global.u64 %s, %s;\n", a.s, src_sfx[s], a.s,
+		      a.s);
+		emitf(e, "\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n\t@%s ld.global.nc.u32 %s, [%s];\n", o.s,
+		      t.s, a.s, a.s, o.s, q.s, t.s, a.s);
+		/* a page outside the cache (capacity / ps pages): no key */
+		emitf(e, "\tld.param.u32 %s, [p_capacity%s];\n\tdiv.u32 %s, %s, %d;\n", pg.s, src_sfx[s], pg.s, pg.s,
+		      d->ps[s]);
+		emitf(e, "\tsetp.lt.and.u32 %s, %s, %s, %s;\n", q.s, t.s, pg.s, q.s);
+		emitf(e, "\trem.u32 %s, %s, %d;\n\t@%s mad.lo.u32 %s, %s, %d, %s;\n", pg.s, loc.s, d->ps[s], q.s, ent.s,
+		      t.s, d->ps[s], pg.s);
+		if (s)
+			emitf(e, "\t@%s or.b32 %s, %s, 0x80000000;\n", q.s, ent.s, ent.s);
+	}
+	emitf(e, "\tmad.lo.u32 %s, %s, 4, %s;\n\t@%s st.shared.u32 [%s], %s;\n", t.s, tid.s, dst.s, act.s, t.s, ent.s);
+}
+
+Reg
+decode_emit_main_count(Emit *e, const DecodeCfg *d, const FmhaRegs *r)
+{
+	Reg n;
+
+	if (d->paged[0])
+		return decode_emit_paged_len(e, d, r, 0);
+	n = reg_new(e, RC_B32);
+	emitf(e, "\tld.shared.u32 %s, [%s];\n", n.s, op_plan_smem(e, &d->f.plan, r->base, d->r_count).s);
+	return n;
+}
 
 /* Every warp of the CTA compacts 32-entry chunks of the two index lists
  * (chunk c: source 0's chunks first) into one key list in shared memory
@@ -154,7 +255,8 @@ static const char *const src_sfx[2] = {"", "_extra"};
 static void
 emit_compact(Emit *e, const DecodeCfg *d, const FmhaRegs *r, Reg qrow)
 {
-	int nch0 = (d->topk[0] + 31) / 32, nch = nch0 + (d->topk[1] + 31) / 32;
+	int ns = d->nsparse, nch0 = (d->topk[d->sp[0]] + 31) / 32;
+	int nch = nch0 + (ns > 1 ? (d->topk[d->sp[1]] + 31) / 32 : 0);
 	int warps = d->f.plan.threads / 32, K = (nch + warps - 1) / warps, G = (nch + 31) / 32;
 	Reg len[2], cap[2], base[2], v[64], c = reg_new(e, RC_B32), t = reg_new(e, RC_B32);
 	Reg pos = reg_new(e, RC_B32), ln = reg_new(e, RC_B32), cp = reg_new(e, RC_B32);
@@ -167,30 +269,31 @@ emit_compact(Emit *e, const DecodeCfg *d, const FmhaRegs *r, Reg qrow)
 
 	emit_block(e, "decode.compact");
 	emitf(e, "\tmov.u32 %s, %%lanemask_lt;\n", lt.s);
-	for (int s = 0; s < d->nsrc; s++) {
-		len[s] = reg_new(e, RC_B32);
-		cap[s] = reg_new(e, RC_B32);
-		base[s] = reg_new(e, RC_B64);
-		emitf(e, "\tmov.u32 %s, %d;\n", len[s].s, d->topk[s]);
+	for (int k = 0; k < ns; k++) {
+		int s = d->sp[k];
+		len[k] = reg_new(e, RC_B32);
+		cap[k] = reg_new(e, RC_B32);
+		base[k] = reg_new(e, RC_B64);
+		emitf(e, "\tmov.u32 %s, %d;\n", len[k].s, d->topk[s]);
 		if (d->has_len) {
 			/* clamp the row's length to [0, topk] */
 			emitf(e, "\tld.param.u64 %s, [p_topk_length%s];\n\tcvta.to.global.u64 %s, %s;\n", a.s,
 			      src_sfx[s], a.s, a.s);
 			emitf(e, "\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n", b.s, qrow.s, a.s, a.s, b.s);
-			emitf(e, "\tld.global.nc.s32 %s, [%s];\n\tmax.s32 %s, %s, 0;\n\tmin.s32 %s, %s, %d;\n", len[s].s,
-			      a.s, len[s].s, len[s].s, len[s].s, len[s].s, d->topk[s]);
+			emitf(e, "\tld.global.nc.s32 %s, [%s];\n\tmax.s32 %s, %s, 0;\n\tmin.s32 %s, %s, %d;\n", len[k].s,
+			      a.s, len[k].s, len[k].s, len[k].s, len[k].s, d->topk[s]);
 		}
-		emitf(e, "\tld.param.u32 %s, [p_capacity%s];\n", cap[s].s, src_sfx[s]);
-		emitf(e, "\tld.param.u64 %s, [p_indices%s];\n\tcvta.to.global.u64 %s, %s;\n", base[s].s, src_sfx[s],
-		      base[s].s, base[s].s);
+		emitf(e, "\tld.param.u32 %s, [p_capacity%s];\n", cap[k].s, src_sfx[s]);
+		emitf(e, "\tld.param.u64 %s, [p_indices%s];\n\tcvta.to.global.u64 %s, %s;\n", base[k].s, src_sfx[s],
+		      base[k].s, base[k].s);
 		emitf(e, "\tmul.wide.u32 %s, %s, %d;\n\tadd.u64 %s, %s, %s;\n", b.s, qrow.s, 4 * d->topk[s],
-		      base[s].s, base[s].s, b.s);
+		      base[k].s, base[k].s, b.s);
 	}
 	/* phase 1: chunk warp + warps·k; v = the index, or -1 when skipped */
 	for (int k = 0; k < K; k++) {
 		v[k] = reg_new(e, RC_B32);
 		emitf(e, "\tadd.u32 %s, %s, %d;\n\tmov.u32 %s, -1;\n", c.s, r->warp.s, warps * k, v[k].s);
-		if (d->nsrc > 1) {
+		if (ns > 1) {
 			emitf(e, "\tsetp.ge.u32 %s, %s, %d;\n", s1.s, c.s, nch0);
 			emitf(e, "\tselp.u32 %s, %d, 0, %s;\n\tsub.u32 %s, %s, %s;\n", t.s, nch0, s1.s, pos.s, c.s, t.s);
 			emitf(e, "\tselp.u32 %s, %s, %s, %s;\n\tselp.b64 %s, %s, %s, %s;\n", ln.s, len[1].s, len[0].s,
@@ -209,7 +312,7 @@ emit_compact(Emit *e, const DecodeCfg *d, const FmhaRegs *r, Reg qrow)
 		/* unsigned: -1 and every negative index fail; the valid ones of
 		 * source 1 carry bit 31 */
 		emitf(e, "\tadd.u32 %s, %s, %d;\n", c.s, r->warp.s, warps * k);
-		if (d->nsrc > 1) {
+		if (ns > 1) {
 			emitf(e, "\tsetp.ge.u32 %s, %s, %d;\n\tselp.u32 %s, %s, %s, %s;\n", s1.s, c.s, nch0, cp.s,
 			      cap[1].s, cap[0].s, s1.s);
 			emitf(e, "\tsetp.lt.u32 %s, %s, %s;\n\t@%s or.b32 %s, %s, 0x80000000;\n", ok.s, v[k].s, cp.s,
@@ -332,12 +435,21 @@ emit_prologue(Emit *e, const DecodeCfg *d, FmhaRegs *r, KgErr *err)
 	emitf(e, "\t@%s cvta.to.global.u64 %s, %s;\n\t@%s cvta.to.global.u64 %s, %s;\n", ps.s, r->o.s, r->o.s,
 	      ps.s, r->lse.s, r->lse.s);
 	op_init_barriers(e, &f->plan, r->base, r->tid, "decode.barrier_init");
-	emit_compact(e, d, r, r->qrow);
+	if (d->nsparse)
+		emit_compact(e, d, r, r->qrow);
 	op_bar_sync(e, 0, f->plan.threads);
-	/* this part's tiles: [split·T/splits, (split+1)·T/splits) of T */
+	/* this part's tiles: [split·T/splits, (split+1)·T/splits) of T keys:
+	 * the compacted list, then each paged source's keys */
 	emit_block(e, "decode.tile_counts");
 	cnt = op_plan_smem(e, &f->plan, r->base, d->r_count);
-	emitf(e, "\tld.shared.u32 %s, [%s];\n\tmov.u32 %s, 0;\n", r->sk.s, cnt.s, r->n_lead.s);
+	emitf(e, "\tmov.u32 %s, 0;\n\tmov.u32 %s, 0;\n", r->sk.s, r->n_lead.s);
+	if (d->nsparse)
+		emitf(e, "\tld.shared.u32 %s, [%s];\n", r->sk.s, cnt.s);
+	for (int s = 0; s < d->nsrc; s++)
+		if (d->paged[s]) {
+			Reg l = decode_emit_paged_len(e, d, r, s);
+			emitf(e, "\tadd.u32 %s, %s, %s;\n", r->sk.s, r->sk.s, l.s);
+		}
 	emitf(e, "\tadd.u32 %s, %s, %d;\n\tdiv.u32 %s, %s, %d;\n", tiles.s, r->sk.s, f->bn - 1, tiles.s,
 	      tiles.s, f->bn);
 	emitf(e, "\tmul.lo.u32 %s, %s, %s;\n\tdiv.u32 %s, %s, %s;\n", r->j0.s, r->split.s, tiles.s, r->j0.s,
@@ -549,6 +661,17 @@ decode_abi(const DecodeCfg *d, const char *args, KernelAbi *k)
 		p = abi_add(k, ABI_PTR, n);
 		p->dtype = DT_U8;
 		snprintf(p->tensor, sizeof p->tensor, "%s[pages%s,%u]", n, src_sfx[s], d->page_bytes[s]);
+		if (d->paged[s]) {
+			snprintf(n, sizeof n, "block_table%s", src_sfx[s]);
+			p = abi_add(k, ABI_PTR, n);
+			p->dtype = DT_S32;
+			snprintf(p->tensor, sizeof p->tensor, "%s[batch,max_pages%s]", n, src_sfx[s]);
+			snprintf(n, sizeof n, "seqlens%s", src_sfx[s]);
+			p = abi_add(k, ABI_PTR, n);
+			p->dtype = DT_S32;
+			snprintf(p->tensor, sizeof p->tensor, "%s[batch]", n);
+			continue;
+		}
 		snprintf(n, sizeof n, "indices%s", src_sfx[s]);
 		p = abi_add(k, ABI_PTR, n);
 		p->dtype = DT_S32;
@@ -579,6 +702,9 @@ decode_abi(const DecodeCfg *d, const char *args, KernelAbi *k)
 	abi_add(k, ABI_U32, "capacity");
 	if (d->nsrc > 1)
 		abi_add(k, ABI_U32, "capacity_extra");
+	for (int s = 0; s < d->nsrc; s++)
+		if (d->paged[s])
+			abi_add(k, ABI_U32, s ? "max_pages_extra" : "max_pages");
 	abi_add(k, ABI_F32, "softmax_scale");
 	abi_add(k, ABI_U32, "splits");
 }
@@ -641,16 +767,27 @@ decode_plan(const void *params, Buf *text, KgErr *err)
 	buf_printf(text, "kernel          %s\n", d.f.name);
 	decode_plan_format(d.fmt, text);
 	for (int s = 0; s < d.nsrc; s++)
-		buf_printf(text, "source %d        %s: top-k %d, page %d tokens, %u bytes per page\n", s,
-		           s ? "extra" : "main", d.topk[s], d.ps[s], d.page_bytes[s]);
+		if (d.paged[s])
+			buf_printf(text, "source %d        %s: paged (block table, the first seqlens[b] tokens), page %d tokens, %u bytes per page\n",
+			           s, s ? "extra" : "main", d.ps[s], d.page_bytes[s]);
+		else
+			buf_printf(text, "source %d        %s: sparse, top-k %d, page %d tokens, %u bytes per page\n", s,
+			           s ? "extra" : "main", d.topk[s], d.ps[s], d.page_bytes[s]);
 	buf_printf(text, "heads           %d query heads over one KV head; %d head block%s of 64", d.hq, d.hblocks,
 	           d.hblocks > 1 ? "s" : "");
 	if (d.f.head_guard)
 		buf_printf(text, " (rows of heads >= %d not stored)", d.hq);
 	buf_printf(text, "\n");
 	buf_printf(text, "dequant         %s\n", d.f.t->decode->how);
-	buf_printf(text, "keys            every warp compacts 32-entry chunks of %s into one list in index order (%d entries at most); all sources share one softmax\n",
-	           d.nsrc > 1 ? "both index lists" : "the index list", d.list_len);
+	if (d.nsparse)
+		buf_printf(text, "keys            every warp compacts 32-entry chunks of %s into one list in index order (%d entries at most)%s; all sources share one softmax\n",
+		           d.nsparse > 1 ? "both index lists" : "the index list", d.list_len,
+		           d.nsparse < d.nsrc ? ", then the paged source's keys" : "");
+	else
+		buf_printf(text, "keys            the paged source%s' first seqlens[b] tokens%s; all sources share one softmax\n",
+		           d.nsrc > 1 ? "s" : "", d.nsrc > 1 ? ", main then extra" : "");
+	if (d.nsparse < d.nsrc)
+		buf_printf(text, "paged keys      per 64-key tile, 64 producer threads resolve each key to its token (block table, list) into a 3-tile ring in smem, a tile ahead\n");
 	buf_printf(text, "softmax         exp2(s*scale*log2(e) - m), scale a run-time argument%s; LSE natural log\n",
 	           d.sink ? ", sink exp(sink[h]) added to the denominator" : "");
 	d.f.t->fmha->describe(&d.f, text);
@@ -662,7 +799,7 @@ decode_plan(const void *params, Buf *text, KgErr *err)
 
 const Family family_decode = {
 	"decode",
-	"decode attention over a paged FP8 KV cache: sparse top-k indices, an extra (SWA) source, sink, LSE",
+	"decode attention over a paged KV cache (bf16, fp8-token, fp8-v4, fp8-v32): sparse top-k indices or block tables, an extra (SWA) source, sink, LSE",
 	decode_params,
 	sizeof decode_params / sizeof decode_params[0],
 	sizeof(DecodeParams),

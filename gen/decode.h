@@ -52,6 +52,10 @@ uint32_t decode_page_bytes(const DecodeFormat *fmt, int ps);
 /* The byte offset, from its page, of token `off`'s scales. */
 uint32_t decode_scale_offset(const DecodeFormat *fmt, int ps, int off);
 
+/* How a source names its keys (docs/ABI.md "decode"): an index list per
+ * query row, or a block table and per-sequence lengths (dense). */
+enum { DEC_ADDR_SPARSE, DEC_ADDR_PAGED };
+
 typedef struct DecodeParams {
 	int target;
 	int format;
@@ -60,6 +64,7 @@ typedef struct DecodeParams {
 	int topk, page_size;
 	int topk_extra, page_size_extra; /* topk_extra 0: no second source */
 	int topk_length;                 /* per-row valid lengths of the index lists */
+	int addressing, addressing_extra; /* DEC_ADDR_* of each source */
 	int sink;
 } DecodeParams;
 
@@ -69,11 +74,14 @@ typedef struct DecodeCfg {
 	const DecodeFormat *fmt;   /* &fmtv */
 	int hq, hblocks;           /* query heads; 64-head blocks (grid x) */
 	int nsrc;                  /* 1 or 2 sources */
-	int topk[2], ps[2];        /* per source: index-list length, page size */
+	int topk[2], ps[2];        /* per source: index-list length (0: paged), page size */
+	int paged[2];              /* per source: block table + lengths instead of indices */
+	int nsparse, sp[2];        /* the sparse sources, in order: they fill the key list */
 	uint32_t page_bytes[2];    /* per source: bytes from one page to the next */
 	int has_len, sink;
 	int r_list, r_count;       /* smem: the compacted key list and its length */
 	int r_chunks;              /* smem: valid entries per 32-entry chunk of the index lists */
+	int r_keys;                /* smem, with a paged source: a ring of 3 tiles' resolved keys (-1: none) */
 	int list_len;              /* entries: topk[0] + topk[1] */
 } DecodeCfg;
 
@@ -87,5 +95,19 @@ typedef struct DecodeOps {
 } DecodeOps;
 
 extern const DecodeOps decode_sm90;
+
+/* Emits, for every thread, the keys paged source s gives query rows of
+ * sequence r->b: min(seqlens[b], max_pages·page_size), at least 0. */
+Reg decode_emit_paged_len(Emit *e, const DecodeCfg *d, const FmhaRegs *r, int s);
+/* With a paged source, emits the resolution of 64-key tile j into the
+ * 64 words at shared address dst, by threads tid < 64 of the caller's
+ * (key j·64 + tid each): the token, bit 31 set for source 1, or -1 for no
+ * key (past r->sk, or a block-table entry outside the cache). n0: from
+ * decode_emit_main_count. The caller orders the stores before the reads
+ * (a barrier) and the previous reads of dst before the stores. */
+void decode_emit_tile_keys(Emit *e, const DecodeCfg *d, const FmhaRegs *r, Reg n0, Reg j, Reg tid, Reg dst);
+/* Emits the count of source 0's keys (the first keys of the list each
+ * row attends): its compacted entries, or its paged length. */
+Reg decode_emit_main_count(Emit *e, const DecodeCfg *d, const FmhaRegs *r);
 
 #endif

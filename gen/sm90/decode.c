@@ -166,6 +166,8 @@ typedef struct Gather {
 	Reg lim;                   /* keys past min(list length, this CTA's last tile) load nothing */
 	Reg ok, pos, ent, idx, page, off, t, ps, pbytes, srcp;
 	Reg pb, a, o;
+
+
 	Reg rb, a0, a1, a2, dsl, sc, h[4], y[2], x[4], out[8];
 	Pass pass[2];
 } Gather;
@@ -175,6 +177,19 @@ typedef struct Gather {
  * key past the list's end (also every key of tile n_total, which the
  * pipeline asks for once) loads nothing: zeros, so its P·V adds 0 instead
  * of 0·garbage. */
+/* The tile-keys ring slot of tile j: keys + (j % 3)·256, computed at each
+ * use so no register holds it across the loop (the producer has none to
+ * spare at fp8-v4). */
+static Reg
+emit_keys_slot(Emit *e, const Gather *g, Reg j)
+{
+	const DecodeCfg *d = g->d;
+	Reg a = op_plan_smem(e, &d->f.plan, g->r->base, d->r_keys), t = reg_new(e, RC_B32);
+
+	emitf(e, "\trem.u32 %s, %s, 3;\n\tmad.lo.u32 %s, %s, 256, %s;\n", t.s, j.s, a.s, t.s, a.s);
+	return a;
+}
+
 static void
 emit_pass_load(Emit *e, Gather *g, Reg j, int pass)
 {
@@ -187,11 +202,23 @@ emit_pass_load(Emit *e, Gather *g, Reg j, int pass)
 	emitf(e, "\tmad.lo.u32 %s, %s, %d, %s;\n\tadd.u32 %s, %s, %d;\n", g->pos.s, j.s, d->f.bn, g->tq.s,
 	      g->pos.s, g->pos.s, sh->tokens * pass);
 	emitf(e, "\tsetp.lt.u32 %s, %s, %s;\n\tmov.u32 %s, 0;\n", g->ok.s, g->pos.s, g->lim.s, g->ent.s);
-	emitf(e, "\tmad.lo.u32 %s, %s, 4, %s;\n\t@%s ld.shared.u32 %s, [%s];\n", g->t.s, g->pos.s, g->list.s,
-	      g->ok.s, g->ent.s, g->t.s);
-	emitf(e, "\tand.b32 %s, %s, 0x7fffffff;\n", g->idx.s, g->ent.s);
+	if (d->nsparse < d->nsrc) {
+		/* the tile's resolved keys: word tid/T + pass·tokens of its slot */
+		Reg slot = emit_keys_slot(e, g, j);
+		emitf(e, "\tmad.lo.u32 %s, %s, 4, %s;\n", g->t.s, g->tq.s, slot.s);
+		emitf(e, "\t@%s ld.shared.u32 %s, [%s+%d];\n", g->ok.s, g->ent.s, g->t.s, 4 * sh->tokens * pass);
+		emitf(e, "\tsetp.ne.and.u32 %s, %s, -1, %s;\n", g->ok.s, g->ent.s, g->ok.s);
+		emitf(e, "\tand.b32 %s, %s, 0x7fffffff;\n", g->idx.s, g->ent.s);
+		if (d->nsrc > 1)
+			emitf(e, "\tsetp.lt.s32 %s, %s, 0;\n", g->srcp.s, g->ent.s);
+	} else {
+		emitf(e, "\tmad.lo.u32 %s, %s, 4, %s;\n\t@%s ld.shared.u32 %s, [%s];\n", g->t.s, g->pos.s, g->list.s,
+		      g->ok.s, g->ent.s, g->t.s);
+		emitf(e, "\tand.b32 %s, %s, 0x7fffffff;\n", g->idx.s, g->ent.s);
+		if (d->nsrc > 1)
+			emitf(e, "\tsetp.lt.s32 %s, %s, 0;\n", g->srcp.s, g->ent.s);
+	}
 	if (d->nsrc > 1) {
-		emitf(e, "\tsetp.lt.s32 %s, %s, 0;\n", g->srcp.s, g->ent.s);
 		emitf(e, "\tselp.u32 %s, %d, %d, %s;\n\tselp.u32 %s, %u, %u, %s;\n", g->ps.s, d->ps[1], d->ps[0],
 		      g->srcp.s, g->pbytes.s, d->page_bytes[1], d->page_bytes[0], g->srcp.s);
 		emitf(e, "\tselp.b64 %s, %s, %s, %s;\n", g->pb.s, g->kv[1].s, g->kv[0].s, g->srcp.s);
@@ -325,7 +352,7 @@ emit_tiles(Emit *e, KgErr *err, const DecodeCfg *d, const FmhaRegs *r, Reg k0, R
 	Reg jn = reg_new(e, RC_B32), bar = reg_new(e, RC_B32), par = reg_new(e, RC_B32);
 	Reg p = reg_new(e, RC_PRED);
 	char loop[48], done[48];
-	int P;
+	int P, paged = d->nsparse < d->nsrc;
 
 	if (choose_shape(d->fmt, &g.sh, err) < 0)
 		return -1;
@@ -359,6 +386,7 @@ emit_tiles(Emit *e, KgErr *err, const DecodeCfg *d, const FmhaRegs *r, Reg k0, R
 		emitf(e, "\tld.param.u64 %s, [p_KV%s];\n\tcvta.to.global.u64 %s, %s;\n", g.kv[s].s,
 		      s ? "_extra" : "", g.kv[s].s, g.kv[s].s);
 	}
+
 	/* T threads per token: q = tid % T */
 	emitf(e, "\tand.b32 %s, %s, %d;\n\tshr.u32 %s, %s, %d;\n", g.qt.s, r->tid.s, g.sh.T - 1, g.tq.s, r->tid.s,
 	      g.sh.T == 4 ? 2 : 3);
@@ -366,10 +394,22 @@ emit_tiles(Emit *e, KgErr *err, const DecodeCfg *d, const FmhaRegs *r, Reg k0, R
 	label_new(e, done, sizeof done, "gather_done");
 	emitf(e, "\tmov.u32 %s, 0;\n\tmov.u32 %s, 0;\n\tmov.u32 %s, %s;\n", stage.s, phase.s, j.s, r->j0.s);
 	emitf(e, "\tsetp.ge.u32 %s, %s, %s;\n\t@%s bra %s;\n", p.s, j.s, r->n_total.s, p.s, done);
+	if (paged) {
+		/* ring slots j % 3: three, so that the barrier after resolving
+		 * tile j+1 also proves every read of tile j-2's slot done */
+		decode_emit_tile_keys(e, d, r, d->nsrc > 1 ? decode_emit_main_count(e, d, r) : r->sk, j, r->tid,
+		                      emit_keys_slot(e, &g, j));
+		op_bar_sync_why(e, 3, 128, "the producer's resolved keys of its first tile");
+	}
 	emit_pass_load(e, &g, j, 0);
 	emit_label(e, loop);
 	emit_block(e, "sm90.decode_gather");
 	emitf(e, "\tadd.u32 %s, %s, 1;\n", jn.s, j.s);
+	if (paged) {
+		decode_emit_tile_keys(e, d, r, d->nsrc > 1 ? decode_emit_main_count(e, d, r) : r->sk, jn, r->tid,
+		                      emit_keys_slot(e, &g, jn));
+		op_bar_sync_why(e, 3, 128, "the producer's resolved keys of the next tile");
+	}
 	for (int k = 0; k < P; k++) {
 		if (k + 1 < P)
 			emit_pass_load(e, &g, j, k + 1);

@@ -3,7 +3,8 @@
  * against the float64 reference (tools/check_decode.c, tests/ref/decode_ref.c)
  * with a fresh seed. The checker builds real caches of each format and index lists
  * with -1, out-of-range and duplicate entries, pages in random order,
- * lengths below top-k and a first row that skips everything.
+ * lengths below top-k and a first row that skips everything; paged
+ * sources get block tables in random page order.
  *
  *   test_decode_gpu SOURCE_ROOT
  *
@@ -51,6 +52,12 @@ static const char *const configs[][20] = {
 	{"--format", "fp8-token", "--head-dim-qk", "576", "--heads-q", "100", "--topk", "200", "--page-size", "61", "--topk-extra", "128", "--page-size-extra", "256"},
 	{"--format", "bf16", "--heads-q", "8", "--topk", "64", "--page-size", "256", "--topk-length", "1"},
 	{"--format", "bf16", "--head-dim-qk", "576", "--heads-q", "128", "--topk", "512", "--page-size", "64", "--topk-extra", "128", "--page-size-extra", "2", "--sink", "1"},
+	/* paged sources: block tables in random page order, lengths past the
+	 * table (clamped), out-of-range entries (zero keys) */
+	{"--format", "fp8-token", "--addressing", "paged", "--heads-q", "64", "--page-size", "1"},
+	{"--addressing-extra", "paged", "--heads-q", "128", "--topk", "512", "--page-size", "64", "--page-size-extra", "256", "--sink", "1", "--topk-length", "1"},
+	{"--format", "bf16", "--head-dim-qk", "576", "--addressing", "paged", "--heads-q", "16", "--page-size", "61", "--topk-extra", "64", "--page-size-extra", "2"},
+	{"--format", "fp8-v32", "--addressing", "paged", "--addressing-extra", "paged", "--heads-q", "128", "--page-size", "256", "--page-size-extra", "64", "--sink", "1"},
 };
 
 static void

@@ -107,6 +107,9 @@ expect_error "family=nope: unknown (families: gemm, fmha, decode)" nope
 expect_error "--head-dim-qk=576 with --format=fp8-v4: the format stores head_dim_qk 512" decode --format fp8-v4 --head-dim-qk 576
 expect_error "--head-dim-qk=512 with --format=fp8-v32: the format stores head_dim_qk 576" decode --format fp8-v32 --head-dim-qk 512
 expect_error "--format=fp8-v5" decode --format fp8-v5
+expect_error "--topk-extra=128 with --addressing-extra=paged: a paged source has no index list" decode --addressing-extra paged --topk-extra 128
+expect_error "--topk-length=1: every source is paged" decode --addressing paged --topk-length 1
+expect_error "--addressing=dense: must be one of sparse,paged" decode --addressing dense
 for f in $("$kgen" list | sed -n 's/^\([a-z0-9_]*\) — .*/\1/p'); do
 	"$kgen" "$f" --help >"$tmp/help" || fail "kgen $f --help: status $?"
 	"$kgen" plan "$f" -h | cmp -s - "$tmp/help" || fail "kgen plan $f -h differs from kgen $f --help"
