@@ -36,6 +36,9 @@ static const ParamSpec decode_params[] = {
 	{"topk-length", PK_INT, P(topk_length), "0,1", 0, 0, 0, "0",
 	 "per-row valid lengths of the index lists (topk_length tensors)", NULL},
 	{"sink", PK_INT, P(sink), "0,1", 0, 0, 0, "0", "per-head attention-sink logits join the denominator", NULL},
+	{"unnormalized", PK_INT, P(unnormalized), "0,1", 0, 0, 0, "0",
+	 "O as f32 without the 1/rowsum, plus LSE and the reference max M, for a later merge (no split-KV, no sink)",
+	 NULL},
 };
 
 static int decode_finish(Emit *e, const FmhaCfg *f, const FmhaRegs *r, KgErr *err);
@@ -75,6 +78,9 @@ decode_configure(DecodeCfg *d, const DecodeParams *p, KgErr *err)
 		d->page_bytes[s] = decode_page_bytes(d->fmt, d->ps[s]);
 	d->has_len = p->topk_length;
 	d->sink = p->sink;
+	d->unnorm = p->unnormalized;
+	if (d->unnorm && d->sink)
+		return kg_fail(err, "--sink=1 with --unnormalized=1: the sink joins the denominator once, in the merge (docs/ABI.md \"decode\")");
 	d->list_len = d->topk[0] + d->topk[1];
 
 	/* The consumers: fmha's split-O plan over one query token of 64 packed
@@ -105,7 +111,8 @@ decode_configure(DecodeCfg *d, const DecodeParams *p, KgErr *err)
 	f->rows = 1;
 	f->head_guard = d->hq % 64 != 0;
 	f->gather = ops->gather;
-	f->finish = decode_finish;
+	f->finish = d->unnorm ? NULL : decode_finish;
+	f->o_unnorm = d->unnorm;
 	f->producer_regs = ops->regs_for ? ops->regs_for(d->fmt) : ops->producer_regs;
 	f->p_in_kv = f->d > f->dv;
 	f->ext = d;
@@ -160,8 +167,8 @@ decode_configure(DecodeCfg *d, const DecodeParams *p, KgErr *err)
 	}
 	{
 		size_t n = strlen(f->name);
-		snprintf(f->name + n, sizeof f->name - n, "%s%s_%s", d->has_len ? "_len" : "",
-		         d->sink ? "_sink" : "", f->t->tag);
+		snprintf(f->name + n, sizeof f->name - n, "%s%s%s_%s", d->has_len ? "_len" : "",
+		         d->sink ? "_sink" : "", d->unnorm ? "_unnorm" : "", f->t->tag);
 	}
 	return plan_check(&f->plan, err);
 }
@@ -360,6 +367,23 @@ emit_compact(Emit *e, const DecodeCfg *d, const FmhaRegs *r, Reg qrow)
 	}
 }
 
+/* With splits > 1 the part's O and LSE go to its row of O_partial and
+ * LSE_partial, without the sink. */
+static void
+emit_split_rows(Emit *e, const DecodeCfg *d, FmhaRegs *r, Reg t, Reg ps)
+{
+	emitf(e, "\tsetp.gt.u32 %s, %s, 1;\n", ps.s, r->splits.s);
+	emitf(e, "\tmad.lo.u32 %s, %s, %s, %s;\n\t@%s mov.u32 %s, %s;\n", t.s, r->qrow.s, r->splits.s, r->split.s,
+	      ps.s, r->qs.s, t.s);
+	emitf(e, "\t@%s mov.u32 %s, 1;\n\t@%s mul.lo.u32 %s, %s, %d;\n", ps.s, r->total_q.s, ps.s, r->lse_q0.s,
+	      t.s, d->hq);
+	emitf(e, "\t@%s mov.u32 %s, 0;\n", ps.s, r->sink_hq.s);
+	emitf(e, "\t@%s ld.param.u64 %s, [p_O_partial];\n\t@%s ld.param.u64 %s, [p_LSE_partial];\n", ps.s,
+	      r->o.s, ps.s, r->lse.s);
+	emitf(e, "\t@%s cvta.to.global.u64 %s, %s;\n\t@%s cvta.to.global.u64 %s, %s;\n", ps.s, r->o.s, r->o.s,
+	      ps.s, r->lse.s, r->lse.s);
+}
+
 static int
 emit_prologue(Emit *e, const DecodeCfg *d, FmhaRegs *r, KgErr *err)
 {
@@ -399,7 +423,10 @@ emit_prologue(Emit *e, const DecodeCfg *d, FmhaRegs *r, KgErr *err)
 	      r->warp.s, r->tid.s, r->lane.s, r->tid.s);
 	/* CTA (x, y, z): head block x % HB of split x / HB, query token y of
 	 * sequence z */
-	emitf(e, "\tld.param.u32 %s, [p_splits];\n\tmov.u32 %s, %%ctaid.x;\n", r->splits.s, t.s);
+	if (d->unnorm)
+		emitf(e, "\tmov.u32 %s, 1;\n\tmov.u32 %s, %%ctaid.x;\n", r->splits.s, t.s);
+	else
+		emitf(e, "\tld.param.u32 %s, [p_splits];\n\tmov.u32 %s, %%ctaid.x;\n", r->splits.s, t.s);
 	emitf(e, "\tdiv.u32 %s, %s, %d;\n\trem.u32 %s, %s, %d;\n\tshl.b32 %s, %s, 6;\n", r->split.s, t.s,
 	      d->hblocks, r->h.s, t.s, d->hblocks, r->h.s, r->h.s);
 	emitf(e, "\tmov.u32 %s, %%ctaid.z;\n", r->b.s);
@@ -420,20 +447,16 @@ emit_prologue(Emit *e, const DecodeCfg *d, FmhaRegs *r, KgErr *err)
 	if (d->sink)
 		emitf(e, "\tld.param.u64 %s, [p_sink];\n\tcvta.to.global.u64 %s, %s;\n", r->sink.s, r->sink.s,
 		      r->sink.s);
+	if (d->unnorm) {
+		r->mref = reg_new(e, RC_B64);
+		emitf(e, "\tld.param.u64 %s, [p_M];\n\tcvta.to.global.u64 %s, %s;\n", r->mref.s, r->mref.s, r->mref.s);
+	}
 	/* Split-KV (docs/ABI.md "decode"): a part writes its normalized O and
 	 * LSE, without the sink, to row (qrow·splits + split) of O_partial /
 	 * LSE_partial ([.., Hq] rows: head stride 1), and the last part to
 	 * finish combines them (decode_finish). */
-	emitf(e, "\tsetp.gt.u32 %s, %s, 1;\n", ps.s, r->splits.s);
-	emitf(e, "\tmad.lo.u32 %s, %s, %s, %s;\n\t@%s mov.u32 %s, %s;\n", t.s, r->qrow.s, r->splits.s, r->split.s,
-	      ps.s, r->qs.s, t.s);
-	emitf(e, "\t@%s mov.u32 %s, 1;\n\t@%s mul.lo.u32 %s, %s, %d;\n", ps.s, r->total_q.s, ps.s, r->lse_q0.s,
-	      t.s, d->hq);
-	emitf(e, "\t@%s mov.u32 %s, 0;\n", ps.s, r->sink_hq.s);
-	emitf(e, "\t@%s ld.param.u64 %s, [p_O_partial];\n\t@%s ld.param.u64 %s, [p_LSE_partial];\n", ps.s,
-	      r->o.s, ps.s, r->lse.s);
-	emitf(e, "\t@%s cvta.to.global.u64 %s, %s;\n\t@%s cvta.to.global.u64 %s, %s;\n", ps.s, r->o.s, r->o.s,
-	      ps.s, r->lse.s, r->lse.s);
+	if (!d->unnorm)
+		emit_split_rows(e, d, r, t, ps);
 	op_init_barriers(e, &f->plan, r->base, r->tid, "decode.barrier_init");
 	if (d->nsparse)
 		emit_compact(e, d, r, r->qrow);
@@ -643,18 +666,26 @@ decode_abi(const DecodeCfg *d, const char *args, KernelAbi *k)
 	k->min_ctas = 1;
 	k->cluster[0] = k->cluster[1] = k->cluster[2] = 1;
 	k->smem = d->f.plan.smem_request;
-	snprintf(k->grid[0], sizeof k->grid[0], "%d*splits", d->hblocks);
+	if (d->unnorm)
+		snprintf(k->grid[0], sizeof k->grid[0], "%d", d->hblocks);
+	else
+		snprintf(k->grid[0], sizeof k->grid[0], "%d*splits", d->hblocks);
 	snprintf(k->grid[1], sizeof k->grid[1], "s_q");
 	snprintf(k->grid[2], sizeof k->grid[2], "batch");
 	p = abi_add(k, ABI_PTR, "Q");
 	p->dtype = DT_BF16;
 	snprintf(p->tensor, sizeof p->tensor, "Q[batch,s_q,Hq,%d]", d->f.d);
 	p = abi_add(k, ABI_PTR, "O");
-	p->dtype = DT_BF16;
+	p->dtype = d->unnorm ? DT_F32 : DT_BF16;
 	snprintf(p->tensor, sizeof p->tensor, "O[batch,s_q,Hq,%d]", d->f.dv);
 	p = abi_add(k, ABI_PTR, "LSE");
 	p->dtype = DT_F32;
 	snprintf(p->tensor, sizeof p->tensor, "LSE[batch,Hq,s_q]");
+	if (d->unnorm) {
+		p = abi_add(k, ABI_PTR, "M");
+		p->dtype = DT_F32;
+		snprintf(p->tensor, sizeof p->tensor, "M[batch,Hq,s_q]");
+	}
 	for (int s = 0; s < d->nsrc; s++) {
 		char n[32];
 		snprintf(n, sizeof n, "KV%s", src_sfx[s]);
@@ -688,15 +719,17 @@ decode_abi(const DecodeCfg *d, const char *args, KernelAbi *k)
 		p->dtype = DT_F32;
 		snprintf(p->tensor, sizeof p->tensor, "sink[Hq]");
 	}
-	p = abi_add(k, ABI_PTR, "O_partial");
-	p->dtype = DT_BF16;
-	snprintf(p->tensor, sizeof p->tensor, "O_partial[batch,s_q,splits,Hq,%d]", d->f.dv);
-	p = abi_add(k, ABI_PTR, "LSE_partial");
-	p->dtype = DT_F32;
-	snprintf(p->tensor, sizeof p->tensor, "LSE_partial[batch,s_q,splits,Hq]");
-	p = abi_add(k, ABI_PTR, "counters");
-	p->dtype = DT_S32;
-	snprintf(p->tensor, sizeof p->tensor, "counters[batch,s_q,%d]", d->hblocks);
+	if (!d->unnorm) {
+		p = abi_add(k, ABI_PTR, "O_partial");
+		p->dtype = DT_BF16;
+		snprintf(p->tensor, sizeof p->tensor, "O_partial[batch,s_q,splits,Hq,%d]", d->f.dv);
+		p = abi_add(k, ABI_PTR, "LSE_partial");
+		p->dtype = DT_F32;
+		snprintf(p->tensor, sizeof p->tensor, "LSE_partial[batch,s_q,splits,Hq]");
+		p = abi_add(k, ABI_PTR, "counters");
+		p->dtype = DT_S32;
+		snprintf(p->tensor, sizeof p->tensor, "counters[batch,s_q,%d]", d->hblocks);
+	}
 	abi_add(k, ABI_U32, "batch");
 	abi_add(k, ABI_U32, "s_q");
 	abi_add(k, ABI_U32, "capacity");
@@ -706,7 +739,8 @@ decode_abi(const DecodeCfg *d, const char *args, KernelAbi *k)
 		if (d->paged[s])
 			abi_add(k, ABI_U32, s ? "max_pages_extra" : "max_pages");
 	abi_add(k, ABI_F32, "softmax_scale");
-	abi_add(k, ABI_U32, "splits");
+	if (!d->unnorm)
+		abi_add(k, ABI_U32, "splits");
 }
 
 static int
@@ -791,6 +825,8 @@ decode_plan(const void *params, Buf *text, KgErr *err)
 	buf_printf(text, "softmax         exp2(s*scale*log2(e) - m), scale a run-time argument%s; LSE natural log\n",
 	           d.sink ? ", sink exp(sink[h]) added to the denominator" : "");
 	d.f.t->fmha->describe(&d.f, text);
+	if (d.unnorm)
+		buf_printf(text, "output          unnormalized: O f32 = sum_j e^(s_j - M) V_j, LSE and M (the row max) for a merge; no split-KV\n");
 	buf_printf(text, "grid            %d head block%s x splits (run time: split-KV parts, combined by the last) x s_q x batch\n",
 	           d.hblocks, d.hblocks > 1 ? "s" : "");
 	plan_print(&d.f.plan, text);

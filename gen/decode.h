@@ -66,6 +66,7 @@ typedef struct DecodeParams {
 	int topk_length;                 /* per-row valid lengths of the index lists */
 	int addressing, addressing_extra; /* DEC_ADDR_* of each source */
 	int sink;
+	int unnormalized;                /* O without 1/rowsum (f32) and M; no split-KV, no sink */
 } DecodeParams;
 
 typedef struct DecodeCfg {
@@ -78,7 +79,7 @@ typedef struct DecodeCfg {
 	int paged[2];              /* per source: block table + lengths instead of indices */
 	int nsparse, sp[2];        /* the sparse sources, in order: they fill the key list */
 	uint32_t page_bytes[2];    /* per source: bytes from one page to the next */
-	int has_len, sink;
+	int has_len, sink, unnorm;
 	int r_list, r_count;       /* smem: the compacted key list and its length */
 	int r_chunks;              /* smem: valid entries per 32-entry chunk of the index lists */
 	int r_keys;                /* smem, with a paged source: a ring of 3 tiles' resolved keys (-1: none) */

@@ -41,6 +41,7 @@ typedef struct Decode {
 	int nsrc, has_len, sink;
 	Src src[2];
 	int full;
+	int unnorm;        /* --unnormalized 1: O f32 without 1/rowsum, and M; no split-KV */
 	uint32_t splits;
 	float scale;
 	uint16_t *q;
@@ -109,6 +110,7 @@ read_config(CheckCase *c, Decode *d, KrtErr *err)
 		if (d->src[s].paged)
 			d->src[s].topk = 0;
 	d->has_len = arg_int(c, "topk-length") == 1;
+	d->unnorm = arg_int(c, "unnormalized") == 1;
 	d->sink = arg_int(c, "sink") == 1;
 	if (d->nsrc > 1 && d->src[1].ps <= 0)
 		return check_fail(err, KRT_EABI, "%s: an extra source without --page-size-extra", c->abi->kernel);
@@ -310,6 +312,37 @@ src_max_keys(const Src *x)
 	return x->paged ? (size_t)x->max_pages * (size_t)x->ps : (size_t)x->topk;
 }
 
+/* Split-KV scratch (docs/ABI.md "decode"): the parts' O and LSE hold
+ * garbage before the launch, the counters zeros (the kernel leaves them
+ * zero). */
+static int
+add_split_scratch(CheckCase *c, const Decode *d, uint64_t no, KrtErr *err)
+{
+	uint64_t np = no * d->splits, hb = (d->hq + 63) / 64;
+	int rc;
+	uint16_t *opart = malloc(sizeof *opart * np * D_V + 1);
+	float *lpart = malloc(sizeof *lpart * np + 1);
+	int32_t *ctr = calloc(d->batch * (uint64_t)d->sq * hb + 1, sizeof *ctr);
+	if (!opart || !lpart || !ctr) {
+		free(opart);
+		free(lpart);
+		free(ctr);
+		return check_fail(err, KRT_ENOMEM, "decode: no host memory for the split-KV scratch");
+	}
+	memset(opart, 0x7b, sizeof *opart * np * D_V);
+	memset(lpart, 0x7b, sizeof *lpart * np);
+	rc = check_add_input(c, "O_partial", NUM_BF16, np * D_V, opart, err);
+	if (!rc)
+		rc = check_add_input(c, "LSE_partial", NUM_F32, np, lpart, err);
+	else
+		free(lpart);
+	if (!rc)
+		rc = check_add_raw_input(c, "counters", "s32", 4, d->batch * (uint64_t)d->sq * hb, ctr, err);
+	else
+		free(ctr);
+	return rc;
+}
+
 static int
 decode_prepare(CheckCase *c, KrtErr *err)
 {
@@ -326,7 +359,7 @@ decode_prepare(CheckCase *c, KrtErr *err)
 	d->batch = (uint32_t)c->shape.d[0];
 	d->sq = (uint32_t)c->shape.d[1];
 	d->full = c->shape.d[4] != 0;
-	d->splits = c->shape.d[5] ? (uint32_t)c->shape.d[5] : 1;
+	d->splits = c->shape.d[5] && !d->unnorm ? (uint32_t)c->shape.d[5] : 1;
 	if (!d->batch || !d->sq)
 		return check_fail(err, KRT_EINVAL, "decode: batch %u, s_q %u: both must be at least 1", d->batch,
 		                  d->sq);
@@ -382,37 +415,14 @@ decode_prepare(CheckCase *c, KrtErr *err)
 	if (!rc)
 		rc = check_set_f32(c, "softmax_scale", d->scale, err);
 	uint64_t no = (uint64_t)d->batch * d->sq * d->hq;
-	/* split-KV scratch (docs/ABI.md "decode"): the parts' O and LSE hold
-	 * garbage before the launch, the counters zeros (the kernel leaves
-	 * them zero) */
-	uint64_t np = no * d->splits, hb = (d->hq + 63) / 64;
-	uint16_t *opart = malloc(sizeof *opart * np * D_V + 1);
-	float *lpart = malloc(sizeof *lpart * np + 1);
-	int32_t *ctr = calloc(d->batch * (uint64_t)d->sq * hb + 1, sizeof *ctr);
-	if (!opart || !lpart || !ctr) {
-		free(opart);
-		free(lpart);
-		free(ctr);
-		return check_fail(err, KRT_ENOMEM, "decode: no host memory for the split-KV scratch");
-	}
-	memset(opart, 0x7b, sizeof *opart * np * D_V);
-	memset(lpart, 0x7b, sizeof *lpart * np);
+	if (!rc && !d->unnorm)
+		rc = add_split_scratch(c, d, no, err);
 	if (!rc)
-		rc = check_add_input(c, "O_partial", NUM_BF16, np * D_V, opart, err);
-	else
-		free(opart);
-	if (!rc)
-		rc = check_add_input(c, "LSE_partial", NUM_F32, np, lpart, err);
-	else
-		free(lpart);
-	if (!rc)
-		rc = check_add_raw_input(c, "counters", "s32", 4, d->batch * (uint64_t)d->sq * hb, ctr, err);
-	else
-		free(ctr);
-	if (!rc)
-		rc = check_add_output(c, "O", NUM_BF16, no * D_V, 65536, err);
+		rc = check_add_output(c, "O", d->unnorm ? NUM_F32 : NUM_BF16, no * D_V, 65536, err);
 	if (!rc)
 		rc = check_add_output(c, "LSE", NUM_F32, no, 65536, err);
+	if (!rc && d->unnorm)
+		rc = check_add_output(c, "M", NUM_F32, no, 65536, err);
 	return rc;
 }
 
@@ -459,7 +469,10 @@ decode_compare(CheckCase *c, CheckResult *res, KrtErr *err)
 {
 	const Decode *d = c->priv;
 	const CheckBuf *ob = check_find_buf_const(c, "O"), *lb = check_find_buf_const(c, "LSE");
+	const CheckBuf *mb = d->unnorm ? check_find_buf_const(c, "M") : NULL;
 	const void *out = (const char *)ob->host + ob->guard, *lout = (const char *)lb->host + lb->guard;
+	const void *mout = mb ? (const char *)mb->host + mb->guard : NULL;
+	NumType ot = d->unnorm ? NUM_F32 : NUM_BF16;
 	uint64_t max_report = (uint64_t)(c->opts->max_report ? c->opts->max_report : CHECK_MAX_REPORT);
 	size_t maxk = src_max_keys(&d->src[0]) + (d->nsrc > 1 ? src_max_keys(&d->src[1]) : 0);
 	int dqk = d->fmt.d_qk;
@@ -486,11 +499,21 @@ decode_compare(CheckCase *c, CheckResult *res, KrtErr *err)
 				               d->sink ? (double)d->sinkv[h] : 0, ref, &lse);
 				for (int i = 0; i < D_V; i++)
 					rowmax = fmax(rowmax, fabs(ref[i]));
+				uint64_t li = ((uint64_t)b * d->hq + h) * d->sq + s;
+				/* unnormalized: O·e^(M - LSE) is the normalized output (a
+				 * row with no key: O = 0) */
+				double w = 1;
+				if (d->unnorm) {
+					double gl = num_load(NUM_F32, lout, li), gm = num_load(NUM_F32, mout, li);
+					w = gl == -INFINITY ? 1 : exp(gm - gl);
+					if (num_is_fill(NUM_F32, mout, li, CHECK_POISON_BYTE) || !isfinite(gm))
+						w = NAN;
+				}
 				for (int i = 0; i < D_V; i++) {
 					uint64_t idx = row * D_V + (uint64_t)i;
-					if (num_is_fill(NUM_BF16, out, idx, CHECK_POISON_BYTE))
+					if (num_is_fill(ot, out, idx, CHECK_POISON_BYTE))
 						continue;
-					double got = num_load(NUM_BF16, out, idx), e;
+					double got = num_load(ot, out, idx) * w, e;
 					if (rowmax == 0)
 						e = got == 0 ? 0 : INFINITY;
 					else
@@ -502,7 +525,6 @@ decode_compare(CheckCase *c, CheckResult *res, KrtErr *err)
 						check_report(c, "  O   b %u s %u head %u col %d: got %.8g want %.8g rel err %.3e; %zu keys\n",
 						             b, s, h, i, got, ref[i], e, n);
 				}
-				uint64_t li = ((uint64_t)b * d->hq + h) * d->sq + s;
 				if (num_is_fill(NUM_F32, lout, li, CHECK_POISON_BYTE))
 					continue;
 				double got = num_load(NUM_F32, lout, li), e;
@@ -601,8 +623,8 @@ decode_describe(const CheckCase *c, FILE *out)
 
 	if (!d || !d->q)
 		return;
-	fprintf(out, "  decode: %s d_qk %d, %u heads, %u split%s, scale %.9g%s%s", d->fmt.name, d->fmt.d_qk, d->hq, d->splits,
-	        d->splits > 1 ? "s" : "", (double)d->scale,
+	fprintf(out, "  decode: %s d_qk %d, %u heads, %u split%s, scale %.9g%s%s%s", d->fmt.name, d->fmt.d_qk, d->hq,
+	        d->splits, d->splits > 1 ? "s" : "", (double)d->scale, d->unnorm ? ", unnormalized" : "",
 	        d->sink ? ", sink" : "", d->has_len ? ", topk_length" : "");
 	for (int s = 0; s < d->nsrc; s++)
 		if (d->src[s].paged)

@@ -58,6 +58,9 @@ static const char *const configs[][20] = {
 	{"--addressing-extra", "paged", "--heads-q", "128", "--topk", "512", "--page-size", "64", "--page-size-extra", "256", "--sink", "1", "--topk-length", "1"},
 	{"--format", "bf16", "--head-dim-qk", "576", "--addressing", "paged", "--heads-q", "16", "--page-size", "61", "--topk-extra", "64", "--page-size-extra", "2"},
 	{"--format", "fp8-v32", "--addressing", "paged", "--addressing-extra", "paged", "--heads-q", "128", "--page-size", "256", "--page-size-extra", "64", "--sink", "1"},
+	/* unnormalized O (f32) and M: checked as O·e^(M - LSE) */
+	{"--heads-q", "64", "--topk", "512", "--page-size", "64", "--unnormalized", "1", "--topk-length", "1"},
+	{"--format", "bf16", "--addressing", "paged", "--heads-q", "100", "--page-size", "2", "--unnormalized", "1"},
 };
 
 static void

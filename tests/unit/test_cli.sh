@@ -110,6 +110,7 @@ expect_error "--format=fp8-v5" decode --format fp8-v5
 expect_error "--topk-extra=128 with --addressing-extra=paged: a paged source has no index list" decode --addressing-extra paged --topk-extra 128
 expect_error "--topk-length=1: every source is paged" decode --addressing paged --topk-length 1
 expect_error "--addressing=dense: must be one of sparse,paged" decode --addressing dense
+expect_error "--sink=1 with --unnormalized=1: the sink joins the denominator once, in the merge" decode --sink 1 --unnormalized 1
 for f in $("$kgen" list | sed -n 's/^\([a-z0-9_]*\) — .*/\1/p'); do
 	"$kgen" "$f" --help >"$tmp/help" || fail "kgen $f --help: status $?"
 	"$kgen" plan "$f" -h | cmp -s - "$tmp/help" || fail "kgen plan $f -h differs from kgen $f --help"
