@@ -14,9 +14,9 @@
 #include "numarg.h"
 #include "target.h"
 
-extern const Family family_gemm, family_fmha, family_decode;
+extern const Family family_gemm, family_fmha, family_decode, family_decode_merge;
 
-const Family *const families[] = {&family_gemm, &family_fmha, &family_decode, NULL};
+const Family *const families[] = {&family_gemm, &family_fmha, &family_decode, &family_decode_merge, NULL};
 
 const Family *
 family_find(const char *name)
