@@ -227,8 +227,11 @@ build_indices(CheckCase *c, Decode *d, Src *s, const char *sfx, KrtErr *err)
  * is a random permutation of the cache's pages (so pages come in random
  * order), the column past them random in [-3, pages + 3); about 1 row in
  * 8 also has one out-of-range entry among its pages (its tokens read as
- * zero keys). Lengths: sequence 0 none, every third one past max_pages·ps
- * (clamped), else uniform in 0 .. max_pages·ps; full = 1: the capacity. */
+ * zero keys). Lengths: sequence 0 none (with one sequence: all but 5,
+ * so a single-sequence case such as the mutation test's has keys and a
+ * partial last tile), every third
+ * one past max_pages·ps (clamped), else uniform in 0 .. max_pages·ps;
+ * full = 1: the capacity. */
 static int
 build_paged(CheckCase *c, Decode *d, Src *s, const char *sfx, KrtErr *err)
 {
@@ -259,8 +262,10 @@ build_paged(CheckCase *c, Decode *d, Src *s, const char *sfx, KrtErr *err)
 			row[num_rng_below(&c->rng, s->pages)] = num_rng_below(&c->rng, 2) ? -5 : (int32_t)s->pages + 2;
 		if (d->full)
 			sl[b] = (int32_t)s->capacity;
-		else if (b == 0 && d->batch * d->sq > 1)
+		else if (b == 0 && d->batch > 1)
 			sl[b] = 0;
+		else if (d->batch == 1)
+			sl[b] = (int32_t)(span > 5 ? span - 5 : span);
 		else if (b % 3 == 1)
 			sl[b] = (int32_t)(span + 7);
 		else
