@@ -15,7 +15,7 @@
 /* See family.h for the columns. */
 static const ParamSpec decode_params[] = {
 	{"target", PK_TARGET, P(target), "sm_90a,sm_100a", 0, 0, 0, "sm_90a",
-	 "sm_90a: a producer warpgroup gathers and dequantizes K=V tiles to bf16 in smem; fmha's split-O consumers",
+	 "sm_90a: a producer warpgroup gathers and dequantizes K=V tiles to bf16 in smem; fmha's split-O consumers. sm_100a: the same producer feeding fmha's tcgen05 pipeline",
 	 NULL},
 	{"format", PK_ENUM, P(format), "bf16,fp8-token,fp8-v4,fp8-v32", 0, 0, 0, "fp8-v4",
 	 "KV cache format (docs/ABI.md \"decode\", \"Cache formats\")", NULL},
@@ -116,6 +116,14 @@ decode_configure(DecodeCfg *d, const DecodeParams *p, KgErr *err)
 	f->producer_regs = ops->regs_for ? ops->regs_for(d->fmt) : ops->producer_regs;
 	f->p_in_kv = f->d > f->dv;
 	f->ext = d;
+	d->cons_tid0 = 128;
+	d->cons_threads = 256;
+	if (ops->configure && ops->configure(d, err) < 0)
+		return -1;
+	/* the f32 unnormalized epilogue exists in the split-O consumers only */
+	if (d->unnorm && !f->split)
+		return kg_fail(err, "--unnormalized=1 with --target=%s: not generated for this target yet (sm_90a only)",
+		               f->t->name);
 	if (layout_canonical(&f->lq, MAJOR_K, SWZ_128B, 16, 64, f->d, err) < 0 ||
 	    layout_canonical(&f->lk, MAJOR_K, SWZ_128B, 16, f->bn, f->d, err) < 0 ||
 	    layout_canonical(&f->lv, MAJOR_K, SWZ_128B, 16, f->bn, f->dv, err) < 0)
@@ -124,7 +132,7 @@ decode_configure(DecodeCfg *d, const DecodeParams *p, KgErr *err)
 	f->k_bytes = f->lk.bytes;
 	f->v_bytes = f->lv.bytes;
 	plan_init(&f->plan, f->t);
-	f->r_q = plan_smem(&f->plan, "Q", f->q_bytes, 1024, 1);
+	f->r_q = plan_smem(&f->plan, "Q", f->q_bytes + (uint32_t)d->q_pad_slices * f->lq.slice_bytes, 1024, 1);
 	f->r_k = f->r_v = plan_smem(&f->plan, "K=V stages (bf16)", f->k_bytes, 1024, f->stages);
 	/* Q needs no barrier of its own: the producer threads that store it
 	 * fence and arrive on K=V full after their first tile, which every
@@ -140,7 +148,8 @@ decode_configure(DecodeCfg *d, const DecodeParams *p, KgErr *err)
 	 * The gathering producer needs more than a TMA thread, so decode holds
 	 * the consumers to 24 beside S, O and P: 200 of what the producer leaves, and the
 	 * ptxas suite to no spills. */
-	f->plan.regs_need_max = f->bn / 2 + f->dv / 4 + f->bn / 4 + 24;
+	if (f->split)
+		f->plan.regs_need_max = f->bn / 2 + f->dv / 4 + f->bn / 4 + 24;
 	d->r_list = plan_smem(&f->plan, "key list", d->list_len ? 4u * (uint32_t)d->list_len : 16, 16, 1);
 	d->r_count = plan_smem(&f->plan, "key count", 16, 16, 1);
 	d->r_keys = d->nsparse < d->nsrc ? plan_smem(&f->plan, "tile keys (paged)", 64 * 4, 16, 3) : -1;
@@ -422,11 +431,17 @@ emit_prologue(Emit *e, const DecodeCfg *d, FmhaRegs *r, KgErr *err)
 	emitf(e, "\tmov.u32 %s, %%tid.x;\n\tshr.u32 %s, %s, 5;\n\tand.b32 %s, %s, 31;\n", r->tid.s,
 	      r->warp.s, r->tid.s, r->lane.s, r->tid.s);
 	/* CTA (x, y, z): head block x % HB of split x / HB, query token y of
-	 * sequence z */
+	 * sequence z; with O split by columns (ohalves 2), x first picks the
+	 * half: columns vcol = (x % 2)·dv/2 */
 	if (d->unnorm)
 		emitf(e, "\tmov.u32 %s, 1;\n\tmov.u32 %s, %%ctaid.x;\n", r->splits.s, t.s);
 	else
 		emitf(e, "\tld.param.u32 %s, [p_splits];\n\tmov.u32 %s, %%ctaid.x;\n", r->splits.s, t.s);
+	if (f->ohalves > 1) {
+		r->vcol = reg_new(e, RC_B32);
+		emitf(e, "\trem.u32 %s, %s, %d;\n\tmul.lo.u32 %s, %s, %d;\n\tdiv.u32 %s, %s, %d;\n", r->vcol.s, t.s,
+		      f->ohalves, r->vcol.s, r->vcol.s, f->dvc, t.s, t.s, f->ohalves);
+	}
 	emitf(e, "\tdiv.u32 %s, %s, %d;\n\trem.u32 %s, %s, %d;\n\tshl.b32 %s, %s, 6;\n", r->split.s, t.s,
 	      d->hblocks, r->h.s, t.s, d->hblocks, r->h.s, r->h.s);
 	emitf(e, "\tmov.u32 %s, %%ctaid.z;\n", r->b.s);
@@ -458,6 +473,8 @@ emit_prologue(Emit *e, const DecodeCfg *d, FmhaRegs *r, KgErr *err)
 	if (!d->unnorm)
 		emit_split_rows(e, d, r, t, ps);
 	op_init_barriers(e, &f->plan, r->base, r->tid, "decode.barrier_init");
+	if (f->t->fmha->setup && f->t->fmha->setup(e, f, r, err) < 0)
+		return -1;
 	if (d->nsparse)
 		emit_compact(e, d, r, r->qrow);
 	op_bar_sync(e, 0, f->plan.threads);
@@ -485,14 +502,16 @@ emit_prologue(Emit *e, const DecodeCfg *d, FmhaRegs *r, KgErr *err)
 	return 0;
 }
 
-/* Split-KV combine, run by the 256 consumer threads once their part's
- * O and LSE are stored (decode.finish): every part fences its stores and
- * counts itself in counters[qrow·HB + hb]; the one that counts last reads
+/* Split-KV combine, run by the consumer threads (d->cons_threads from
+ * tid d->cons_tid0) once their part's O and LSE are stored
+ * (decode.finish): every warp of every part (and, with O split by
+ * columns, of each half of it) fences its stores and counts itself in
+ * counters[qrow·HB + hb]; the CTA whose warp counts last reads
  * all parts and writes the row's O and LSE, the sink joining the
  * denominator once: LSE = ln(Σ_s e^LSE_s + e^sink), O = Σ_s e^(LSE_s -
  * LSE) O_s. It then resets the counter to 0 for the next launch. A part
- * with no key has LSE_s = -inf and weighs 0. Warp w takes heads w, w+8,
- * ..; lane l the parts l, l+32, .. of the LSE pass and columns 16l ..
+ * with no key has LSE_s = -inf and weighs 0. Warp w of W takes heads w,
+ * w+W, ..; lane l the parts l, l+32, .. of the LSE pass and columns 16l ..
  * 16l+15 of O, whose parts it reads UNROLL at a time so their loads
  * overlap. */
 enum { UNROLL = 4 };
@@ -530,20 +549,27 @@ decode_finish(Emit *e, const FmhaCfg *f, const FmhaRegs *r, KgErr *err)
 	label_new(e, s2, sizeof s2, "combine_sum");
 	label_new(e, out, sizeof out, "combine_store");
 	emitf(e, "\tsetp.le.u32 %s, %s, 1;\n\t@%s bra %s;\n", p.s, r->splits.s, p.s, done);
-	/* release this thread's part (PTX ISA "Memory consistency model":
-	 * fence, then the CTA barrier, then one thread's atomic) */
-	emitf(e, "\tfence.acq_rel.gpu;\n\tbar.sync 1, 256;\n");
-	emitf(e, "\tsub.u32 %s, %s, 128;\n\tsetp.eq.u32 %s, %s, 0;\n", c.s, r->tid.s, pc.s, c.s);
+	/* The flag "this CTA combines" starts 0 (its CTA barrier orders the
+	 * zero before any warp's store of 1). Each thread releases its part
+	 * (PTX ISA "Memory consistency model": fence, then the warp barrier,
+	 * then one lane's atomic), so each warp counts itself: a row is
+	 * complete at splits·ohalves·warps. The warp whose count completes it
+	 * sets the flag; the CTA barrier hands it to every thread. */
+	emitf(e, "\tsub.u32 %s, %s, %d;\n\tsetp.eq.u32 %s, %s, 0;\n", c.s, r->tid.s, d->cons_tid0, pc.s, c.s);
+	emitf(e, "\tmov.u32 %s, 0;\n\t@%s st.shared.u32 [%s+4], %s;\n\tbar.sync 1, %d;\n", flag.s, pc.s, fl.s,
+	      flag.s, d->cons_threads);
+	emitf(e, "\tfence.acq_rel.gpu;\n\tbar.warp.sync 0xffffffff;\n");
 	emitf(e, "\tld.param.u64 %s, [p_counters];\n\tcvta.to.global.u64 %s, %s;\n", cnt.s, cnt.s, cnt.s);
 	emitf(e, "\tshr.u32 %s, %s, 6;\n\tmad.lo.u32 %s, %s, %d, %s;\n", t.s, r->h.s, t.s, r->qrow.s, d->hblocks,
 	      t.s);
 	emitf(e, "\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n", a.s, t.s, cnt.s, cnt.s, a.s);
-	emitf(e, "\tmov.u32 %s, 0;\n\t@%s atom.acq_rel.gpu.global.add.u32 %s, [%s], 1;\n", flag.s, pc.s, flag.s,
-	      cnt.s);
-	emitf(e, "\tadd.u32 %s, %s, 1;\n\tsetp.eq.u32 %s, %s, %s;\n\tselp.u32 %s, 1, 0, %s;\n", flag.s, flag.s,
-	      p.s, flag.s, r->splits.s, flag.s, p.s);
-	emitf(e, "\t@%s st.shared.u32 [%s+4], %s;\n\tbar.sync 1, 256;\n\tld.shared.u32 %s, [%s+4];\n", pc.s,
-	      fl.s, flag.s, flag.s, fl.s);
+	emitf(e, "\tsetp.eq.u32 %s, %s, 0;\n", pe.s, r->lane.s);
+	emitf(e, "\t@%s atom.acq_rel.gpu.global.add.u32 %s, [%s], 1;\n", pe.s, flag.s, cnt.s);
+	emitf(e, "\tmul.lo.u32 %s, %s, %d;\n\tadd.u32 %s, %s, 1;\n", t.s, r->splits.s,
+	      f->ohalves * d->cons_threads / 32, flag.s, flag.s);
+	emitf(e, "\tsetp.eq.and.u32 %s, %s, %s, %s;\n\tmov.u32 %s, 1;\n", pe.s, flag.s, t.s, pe.s, flag.s);
+	emitf(e, "\t@%s st.shared.u32 [%s+4], %s;\n\tbar.sync 1, %d;\n\tld.shared.u32 %s, [%s+4];\n", pe.s,
+	      fl.s, flag.s, d->cons_threads, flag.s, fl.s);
 	emitf(e, "\tsetp.eq.u32 %s, %s, 0;\n\t@%s bra %s;\n", p.s, flag.s, p.s, done);
 	emitf(e, "\tfence.acq_rel.gpu;\n");
 	emitf(e, "\tld.param.u64 %s, [p_O_partial];\n\tcvta.to.global.u64 %s, %s;\n", op.s, op.s, op.s);
@@ -643,8 +669,8 @@ decode_finish(Emit *e, const FmhaCfg *f, const FmhaRegs *r, KgErr *err)
 	emitf(e, "\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n", a.s, flag.s, a.s, a.s, l.s);
 	emitf(e, "\tselp.f32 %s, 0fFF800000, %s, %s;\n\tsetp.eq.u32 %s, %s, 0;\n\t@%s st.global.f32 [%s], %s;\n",
 	      L.s, L.s, pe.s, p.s, r->lane.s, p.s, a.s, L.s);
-	emitf(e, "\tadd.u32 %s, %s, 8;\n\tsetp.lt.u32 %s, %s, 64;\n\t@%s bra %s;\n", hh.s, hh.s, p.s, hh.s, p.s,
-	      hloop);
+	emitf(e, "\tadd.u32 %s, %s, %d;\n\tsetp.lt.u32 %s, %s, 64;\n\t@%s bra %s;\n", hh.s, hh.s,
+	      d->cons_threads / 32, p.s, hh.s, p.s, hloop);
 	emit_label(e, out);
 	/* every part has counted: reset for the next launch */
 	emitf(e, "\t@%s st.global.u32 [%s], 0;\n", pc.s, cnt.s);
@@ -667,9 +693,9 @@ decode_abi(const DecodeCfg *d, const char *args, KernelAbi *k)
 	k->cluster[0] = k->cluster[1] = k->cluster[2] = 1;
 	k->smem = d->f.plan.smem_request;
 	if (d->unnorm)
-		snprintf(k->grid[0], sizeof k->grid[0], "%d", d->hblocks);
+		snprintf(k->grid[0], sizeof k->grid[0], "%d", d->hblocks * d->f.ohalves);
 	else
-		snprintf(k->grid[0], sizeof k->grid[0], "%d*splits", d->hblocks);
+		snprintf(k->grid[0], sizeof k->grid[0], "%d*splits", d->hblocks * d->f.ohalves);
 	snprintf(k->grid[1], sizeof k->grid[1], "s_q");
 	snprintf(k->grid[2], sizeof k->grid[2], "batch");
 	p = abi_add(k, ABI_PTR, "Q");
@@ -827,8 +853,10 @@ decode_plan(const void *params, Buf *text, KgErr *err)
 	d.f.t->fmha->describe(&d.f, text);
 	if (d.unnorm)
 		buf_printf(text, "output          unnormalized: O f32 = sum_j e^(s_j - M) V_j, LSE and M (the row max) for a merge; no split-KV\n");
-	buf_printf(text, "grid            %d head block%s x splits (run time: split-KV parts, combined by the last) x s_q x batch\n",
-	           d.hblocks, d.hblocks > 1 ? "s" : "");
+	buf_printf(text, "grid            %d head block%s%s x splits (run time: split-KV parts, combined by the last) x s_q x batch\n",
+	           d.hblocks, d.hblocks > 1 ? "s" : "", d.f.ohalves > 1 ? " x 2 O-column halves" : "");
+	if (d.f.t->decode->bound)
+		d.f.t->decode->bound(&d, text);
 	plan_print(&d.f.plan, text);
 	return 0;
 }

@@ -84,6 +84,8 @@ typedef struct DecodeCfg {
 	int r_chunks;              /* smem: valid entries per 32-entry chunk of the index lists */
 	int r_keys;                /* smem, with a paged source: a ring of 3 tiles' resolved keys (-1: none) */
 	int list_len;              /* entries: topk[0] + topk[1] */
+	int q_pad_slices;          /* zero 64-column slices planned after Q (DecodeOps.configure) */
+	int cons_tid0, cons_threads; /* the consumer threads that run the split-KV combine */
 } DecodeCfg;
 
 typedef struct DecodeOps {
@@ -91,11 +93,24 @@ typedef struct DecodeOps {
 	int (*gather)(Emit *e, const FmhaCfg *f, const FmhaRegs *r, KgErr *err);
 	int producer_regs;
 	const char *how;           /* `kgen plan`: where dequantization happens */
-	/* The producer's registers for a cache format (NULL: producer_regs) */
+	/* Optional: the target's consumer tiles and roles, set over the
+	 * sm_90a split-O defaults before the tiles are laid out. */
+	int (*configure)(DecodeCfg *d, KgErr *err);
+	/* Optional: `kgen plan` lines bounding the kernel at the target's rates. */
+	void (*bound)(const DecodeCfg *d, Buf *out);
+	/* Optional: the producer's registers for a cache format (NULL: producer_regs) */
 	int (*regs_for)(const DecodeFormat *fmt);
 } DecodeOps;
 
-extern const DecodeOps decode_sm90;
+extern const DecodeOps decode_sm90, decode_sm100;
+
+/* The gathering producer warpgroup (gen/sm90/decode.c): Q, then every K=V
+ * tile of the key list, as generic-proxy stores into fmha's K-major
+ * 128-byte swizzled tiles, published by fence.proxy.async and the K=V full
+ * barrier; target-neutral PTX, so any consumer whose MMA reads shared
+ * memory through the async proxy can take it. r->tid: 0..127 within the
+ * warpgroup. */
+int decode_gather_warpgroup(Emit *e, const FmhaCfg *f, const FmhaRegs *r, KgErr *err);
 
 /* Emits, for every thread, the keys paged source s gives query rows of
  * sequence r->b: min(seqlens[b], max_pages·page_size), at least 0. */

@@ -26,6 +26,10 @@ static const ParamSpec gemm_params[] = {
 	 "smem swizzle of the A/B tiles (TMA and MMA agree)", NULL},
 	{"dtype", PK_DTYPE, P(dtype), "bf16,fp16", 0, 0, 0, "bf16", "A and B element type", NULL},
 	{"out-dtype", PK_DTYPE, P(out_dtype), "bf16,f32", 0, 0, 0, "bf16", "C element type", NULL},
+	{"cta-pair", PK_INT, P(cta_pair), "0,1", 0, 0, 0, "0",
+	 "1: clusters of 2 CTAs, one cta_group::2 MMA of M = 2*tile-m per pair", "target=sm_100a"},
+	{"cluster-n", PK_INT, P(cluster_n), "1,2", 0, 0, 0, "1",
+	 "pairs per cluster along N; 2 multicasts each A tile to both pairs", "cta-pair=1"},
 };
 
 /* Validates the parameter combination and builds the plan. Every rule that
@@ -47,6 +51,16 @@ gemm_configure(GemmCfg *g, const GemmParams *p, KgErr *err)
 	g->span = swizzle_span(g->swz);
 	g->group_m = 8;
 	g->r_slot = g->b_acc = -1;
+	g->pair = p->cta_pair;
+	g->tile_rows = g->tm * (1 + g->pair);
+	/* a pair's MMA reads half of B's N rows from each CTA (docs/cta-pair.md);
+	 * tile-n steps by 16, so a half is whole 8-row core-matrix groups and
+	 * N is the multiple of 16 that M = 256 needs */
+	g->tn_cta = g->tn / (1 + g->pair);
+	g->cn = p->cluster_n;
+	if (g->cn > 1 && !g->pair)
+		return kg_fail(err, "--cluster-n=%d: clusters along N are pairs sharing A; it needs "
+		               "--cta-pair 1", g->cn);
 
 	/* One MMA consumes 32 bytes of K (docs/hardware.md, "Advancing along K"); a stage holds
 	 * whole swizzle rows so TMA boxes and descriptors tile it exactly. */
@@ -55,7 +69,7 @@ gemm_configure(GemmCfg *g, const GemmParams *p, KgErr *err)
 		               g->tk, swizzle_name(g->swz), g->esz_in, g->span);
 	g->kslices = g->tk * g->esz_in / g->span;
 	if (layout_canonical(&g->la, MAJOR_K, g->swz, 8 * g->esz_in, g->tm, g->tk, err) < 0 ||
-	    layout_canonical(&g->lb, MAJOR_K, g->swz, 8 * g->esz_in, g->tn, g->tk, err) < 0)
+	    layout_canonical(&g->lb, MAJOR_K, g->swz, 8 * g->esz_in, g->tn_cta, g->tk, err) < 0)
 		return -1;
 	g->stage_bytes = g->la.bytes + g->lb.bytes;
 
@@ -67,10 +81,10 @@ gemm_configure(GemmCfg *g, const GemmParams *p, KgErr *err)
 	g->r_b = plan_smem(&g->plan, "B stages", g->lb.bytes, align, g->stages);
 	if (g->t->gemm->plan(g, err) < 0)
 		return -1;
-	snprintf(g->name, sizeof g->name, "gemm_%s_%s_m%dn%dk%d_s%d_sw%s_%s", dtype_name(g->in),
-	         dtype_name(g->out), g->tm, g->tn, g->tk, g->stages,
+	snprintf(g->name, sizeof g->name, "gemm_%s_%s_m%dn%dk%d_s%d_sw%s%s_%s", dtype_name(g->in),
+	         dtype_name(g->out), g->tile_rows, g->tn, g->tk, g->stages,
 	         g->swz == SWZ_NONE ? "none" : (g->swz == SWZ_32B ? "32" : g->swz == SWZ_64B ? "64" : "128"),
-	         g->t->tag);
+	         g->cn > 1 ? "_pair2" : g->pair ? "_pair" : "", g->t->tag);
 	return plan_check(&g->plan, err);
 }
 
@@ -110,6 +124,19 @@ gemm_emit_producer(Emit *e, const GemmCfg *g, const GemmRegs *r, KgErr *err)
 
 	emit_block(e, "gemm.producer");
 	full0 = op_plan_bar(e, &g->plan, r->base, g->b_full);
+	if (g->pair) {
+		/* both CTAs' boxes complete on the leader's full barrier, which
+		 * its MMA thread waits on (docs/cta-pair.md) */
+		Reg lead = reg_new(e, RC_B32);
+		if (g->cn > 1) {
+			Reg lr = reg_new(e, RC_B32);
+			emitf(e, "\tand.b32 %s, %s, -2;\n", lr.s, r->rank.s);
+			emitf(e, "\tmapa.shared::cluster.u32 %s, %s, %s;\n", lead.s, full0.s, lr.s);
+		} else {
+			emitf(e, "\tmapa.shared::cluster.u32 %s, %s, 0;\n", lead.s, full0.s);
+		}
+		full0 = lead;
+	}
 	empty0 = op_plan_bar(e, &g->plan, r->base, g->b_empty);
 	a0 = op_plan_smem(e, &g->plan, r->base, g->r_a);
 	b0 = op_plan_smem(e, &g->plan, r->base, g->r_b);
@@ -121,6 +148,25 @@ gemm_emit_producer(Emit *e, const GemmCfg *g, const GemmRegs *r, KgErr *err)
 	kc = reg_new(e, RC_B32);
 	kx = reg_new(e, RC_B32);
 	p = reg_new(e, RC_PRED);
+	/* B rows of this CTA: the pair's second CTA holds the upper half */
+	Reg nb = r->n0;
+	if (g->pair) {
+		nb = reg_new(e, RC_B32);
+		emitf(e, "\tmad.lo.u32 %s, %s, %d, %s;\n", nb.s, r->prank.s, g->tn_cta, r->n0.s);
+	}
+	/* cn = 2: the CTAs at this place of both pairs hold the same A rows;
+	 * each loads half of them and multicasts it to both (mask: ranks r
+	 * and r ^ 2), completing on each destination's leader barrier */
+	Reg am = r->m0, mask = {0};
+	uint32_t ahalf = 0;
+	if (g->cn > 1) {
+		am = reg_new(e, RC_B32);
+		mask = reg_new(e, RC_B16);
+		ahalf = (uint32_t)(g->tm / 2);
+		Reg t = reg_new(e, RC_B32);
+		emitf(e, "\tmad.lo.u32 %s, %s, %u, %s;\n", am.s, r->pairid.s, ahalf, r->m0.s);
+		emitf(e, "\tshl.b32 %s, 5, %s;\n\tcvt.u16.u32 %s, %s;\n", t.s, r->prank.s, mask.s, t.s);
+	}
 	label_new(e, loop, sizeof loop, "produce");
 	label_new(e, done, sizeof done, "produce_done");
 	emitf(e, "\tmov.u32 %s, 0;\n\tmov.u32 %s, 0;\n\tmov.u32 %s, 0;\n", stage.s, phase.s, kt.s);
@@ -138,7 +184,10 @@ gemm_emit_producer(Emit *e, const GemmCfg *g, const GemmRegs *r, KgErr *err)
 	/* Every byte of every box of the stage, out-of-bounds fill included
 	 * (a missing count deadlocks: docs/lessons.md,
 	 * "Size and budget bugs"). */
-	op_mbar_arrive_expect_tx(e, full, g->stage_bytes);
+	if (g->pair)
+		op_mbar_arrive_expect_tx_cluster(e, full, g->stage_bytes);
+	else
+		op_mbar_arrive_expect_tx(e, full, g->stage_bytes);
 	emitf(e, "\tmad.lo.u32 %s, %s, %u, %s;\n", adst.s, stage.s, g->la.bytes, a0.s);
 	emitf(e, "\tmad.lo.u32 %s, %s, %u, %s;\n", bdst.s, stage.s, g->lb.bytes, b0.s);
 	emitf(e, "\tmul.lo.u32 %s, %s, %d;\n", kc.s, kt.s, g->tk);
@@ -146,11 +195,21 @@ gemm_emit_producer(Emit *e, const GemmCfg *g, const GemmRegs *r, KgErr *err)
 		Reg da = reg_new(e, RC_B32), db = reg_new(e, RC_B32);
 		emitf(e, "\tadd.u32 %s, %s, %d;\n", kx.s, kc.s, j * g->span / g->esz_in);
 		/* box j lands where the canonical layout puts element (0, its first k) */
-		emitf(e, "\tadd.u32 %s, %s, %u;\n", da.s, adst.s, layout_offset(&g->la, 0, j * g->span / g->esz_in));
+		if (g->cn > 1) {
+			Reg dh = reg_new(e, RC_B32);
+			emitf(e, "\tadd.u32 %s, %s, %u;\n", da.s, adst.s, layout_offset(&g->la, 0, j * g->span / g->esz_in));
+			emitf(e, "\tadd.u32 %s, %s, %u;\n", dh.s, adst.s, layout_offset(&g->la, ahalf, j * g->span / g->esz_in));
+			/* this CTA's half: rows pairid * tm/2 of the A tile */
+			emitf(e, "\tsetp.ne.u32 %s, %s, 0;\n\tselp.b32 %s, %s, %s, %s;\n", p.s, r->pairid.s, da.s, dh.s,
+			      da.s, p.s);
+		} else {
+			emitf(e, "\tadd.u32 %s, %s, %u;\n", da.s, adst.s, layout_offset(&g->la, 0, j * g->span / g->esz_in));
+		}
 		emitf(e, "\tadd.u32 %s, %s, %u;\n", db.s, bdst.s, layout_offset(&g->lb, 0, j * g->span / g->esz_in));
-		Reg ca[2] = {kx, r->m0}, cb[2] = {kx, r->n0};
-		if (op_tma_load(e, err, da, r->tmap_a, ca, 2, full) < 0 ||
-		    op_tma_load(e, err, db, r->tmap_b, cb, 2, full) < 0)
+		Reg ca[2] = {kx, am}, cb[2] = {kx, nb};
+		if ((g->cn > 1 ? op_tma_load_multicast(e, err, da, r->tmap_a, ca, 2, full, mask)
+		               : op_tma_load_group(e, err, da, r->tmap_a, ca, 2, full, 1 + g->pair)) < 0 ||
+		    op_tma_load_group(e, err, db, r->tmap_b, cb, 2, full, 1 + g->pair) < 0)
 			return -1;
 	}
 	op_ring_advance(e, stage, phase, g->stages, reg_new(e, RC_PRED));
@@ -171,9 +230,14 @@ emit_tile_coords(Emit *e, const GemmCfg *g, GemmRegs *r)
 	Reg gs = reg_new(e, RC_B32), within = reg_new(e, RC_B32), t = reg_new(e, RC_B32);
 
 	emit_block(e, "gemm.tile_coords");
-	emitf(e, "\tadd.u32 %s, %s, %d;\n\tdiv.u32 %s, %s, %d;\n", mt.s, r->M.s, g->tm - 1, mt.s, mt.s, g->tm);
-	emitf(e, "\tadd.u32 %s, %s, %d;\n\tdiv.u32 %s, %s, %d;\n", nt.s, r->N.s, g->tn - 1, nt.s, nt.s, g->tn);
-	emitf(e, "\tmov.u32 %s, %%ctaid.x;\n", id.s);
+	emitf(e, "\tadd.u32 %s, %s, %d;\n\tdiv.u32 %s, %s, %d;\n", mt.s, r->M.s, g->tile_rows - 1, mt.s, mt.s,
+	      g->tile_rows);
+	emitf(e, "\tadd.u32 %s, %s, %d;\n\tdiv.u32 %s, %s, %d;\n", nt.s, r->N.s, g->tn * g->cn - 1, nt.s, nt.s,
+	      g->tn * g->cn);
+	if (g->pair)
+		emitf(e, "\tmov.u32 %s, %%clusterid.x;\n", id.s);
+	else
+		emitf(e, "\tmov.u32 %s, %%ctaid.x;\n", id.s);
 	emitf(e, "\tmul.lo.u32 %s, %s, %d;\n", gw.s, nt.s, g->group_m);
 	emitf(e, "\tdiv.u32 %s, %s, %s;\n", grp.s, id.s, gw.s);
 	emitf(e, "\tmul.lo.u32 %s, %s, %d;\n", first.s, grp.s, g->group_m);
@@ -183,9 +247,13 @@ emit_tile_coords(Emit *e, const GemmCfg *g, GemmRegs *r)
 	emitf(e, "\tsub.u32 %s, %s, %s;\n", within.s, id.s, t.s);
 	emitf(e, "\trem.u32 %s, %s, %s;\n", t.s, within.s, gs.s);
 	emitf(e, "\tadd.u32 %s, %s, %s;\n", t.s, t.s, first.s);
-	emitf(e, "\tmul.lo.u32 %s, %s, %d;\n", r->m0.s, t.s, g->tm);
+	emitf(e, "\tmul.lo.u32 %s, %s, %d;\n", r->m0.s, t.s, g->tile_rows);
+	if (g->pair)
+		emitf(e, "\tmad.lo.u32 %s, %s, %d, %s;\n", r->m0.s, r->prank.s, g->tm, r->m0.s);
 	emitf(e, "\tdiv.u32 %s, %s, %s;\n", t.s, within.s, gs.s);
-	emitf(e, "\tmul.lo.u32 %s, %s, %d;\n", r->n0.s, t.s, g->tn);
+	emitf(e, "\tmul.lo.u32 %s, %s, %d;\n", r->n0.s, t.s, g->tn * g->cn);
+	if (g->cn > 1)
+		emitf(e, "\tmad.lo.u32 %s, %s, %d, %s;\n", r->n0.s, r->pairid.s, g->tn, r->n0.s);
 	emitf(e, "\tadd.u32 %s, %s, %d;\n\tdiv.u32 %s, %s, %d;\n", r->nk.s, r->K.s, g->tk - 1, r->nk.s, r->nk.s, g->tk);
 }
 
@@ -207,6 +275,8 @@ emit_prologue(Emit *e, const GemmCfg *g, GemmRegs *r, KgErr *err)
 	r->tmap_a = reg_new(e, RC_B64);
 	r->tmap_b = reg_new(e, RC_B64);
 	r->c = reg_new(e, RC_B64);
+	if (g->pair)
+		r->rank = reg_new(e, RC_B32);
 
 	emit_block(e, "gemm.prologue");
 	emitf(e, "\tmov.u32 %s, %%tid.x;\n", r->tid.s);
@@ -222,12 +292,26 @@ emit_prologue(Emit *e, const GemmCfg *g, GemmRegs *r, KgErr *err)
 	emitf(e, "\tld.param.u64 %s, [p_C];\n\tcvta.to.global.u64 %s, %s;\n", r->c.s, r->c.s, r->c.s);
 	op_param_addr(e, r->tmap_a, "p_A");
 	op_param_addr(e, r->tmap_b, "p_B");
+	r->prank = r->rank;
+	if (g->pair)
+		emitf(e, "\tmov.u32 %s, %%cluster_ctarank;\n", r->rank.s);
+	if (g->cn > 1) {
+		r->prank = reg_new(e, RC_B32);
+		r->pairid = reg_new(e, RC_B32);
+		emitf(e, "\tand.b32 %s, %s, 1;\n\tshr.u32 %s, %s, 1;\n", r->prank.s, r->rank.s, r->pairid.s,
+		      r->rank.s);
+	}
 	emit_tile_coords(e, g, r);
 
 	op_init_barriers(e, &g->plan, r->base, r->tid, "gemm.barrier_init");
 	if (g->t->gemm->setup && g->t->gemm->setup(e, g, r, err) < 0)
 		return -1;
-	op_bar_sync_why(e, 0, g->plan.threads, "CTA: mbarrier inits and setup visible");
+	if (g->pair)
+		/* the peer uses this CTA's barriers: the inits and the TMEM
+		 * allocation are published cluster-wide (PTX ISA §9.7.13.2) */
+		op_cluster_sync(e);
+	else
+		op_bar_sync_why(e, 0, g->plan.threads, "CTA: mbarrier inits and setup visible");
 	return 0;
 }
 
@@ -244,17 +328,23 @@ gemm_abi(const GemmCfg *g, const char *args, KernelAbi *k)
 	k->threads = g->plan.threads;
 	k->min_ctas = 1; /* a register cap at entry, so setmaxnreg takes effect */
 	k->cluster[0] = k->cluster[1] = k->cluster[2] = 1;
+	k->cluster[0] = (1 + g->pair) * g->cn;
 	k->smem = g->plan.smem_request;
-	snprintf(k->grid[0], sizeof k->grid[0], "cdiv(M,%d)*cdiv(N,%d)", g->tm, g->tn);
+	if (g->pair)
+		snprintf(k->grid[0], sizeof k->grid[0], "cdiv(M,%d)*cdiv(N,%d)*%d", g->tile_rows, g->tn * g->cn,
+		         2 * g->cn);
+	else
+		snprintf(k->grid[0], sizeof k->grid[0], "cdiv(M,%d)*cdiv(N,%d)", g->tm, g->tn);
 	snprintf(k->grid[1], sizeof k->grid[1], "1");
 	snprintf(k->grid[2], sizeof k->grid[2], "1");
-	/* A and B: K-major, one swizzle span of K by the tile's rows per box */
+	/* A and B: K-major, one swizzle span of K by the rows one CTA loads per box (a multicast
+	 * slice of A under --cluster-n, a pair's half of B under --cta-pair) */
 	for (int i = 0; i < 2; i++) {
 		p = abi_add(k, ABI_TMAP, i ? "B" : "A");
 		p->dtype = g->in;
 		p->rank = 2;
 		p->box[0] = g->span / g->esz_in;
-		p->box[1] = i ? g->tn : g->tm;
+		p->box[1] = i ? g->tn_cta : g->tm / g->cn;
 		p->swz = g->swz;
 		snprintf(p->tensor, sizeof p->tensor, "%s", i ? "B[N,K]" : "A[M,K]");
 	}
@@ -305,9 +395,15 @@ gemm_plan(const void *params, Buf *text, KgErr *err)
 	buf_printf(text, "tile            %d x %d x %d, %d stages, swizzle %s, %s -> %s\n", g.tm, g.tn,
 	           g.tk, g.stages, swizzle_name(g.swz), dtype_name(g.in), dtype_name(g.out));
 	buf_printf(text, "smem tiles      A %dx%d (%u B, SBO %u LBO %u), B %dx%d (%u B); %d TMA boxes per operand per stage\n",
-	           g.tm, g.tk, g.la.bytes, g.la.sbo, g.la.lbo, g.tn, g.tk, g.lb.bytes, g.kslices);
-	buf_printf(text, "grid            cdiv(M,%d)*cdiv(N,%d) CTAs, grouped %d M-tiles per column band\n",
-	           g.tm, g.tn, g.group_m);
+	           g.tm, g.tk, g.la.bytes, g.la.sbo, g.la.lbo, g.tn_cta, g.tk, g.lb.bytes, g.kslices);
+	if (g.pair)
+		buf_printf(text, "cta pair        clusters of %d CTAs: rank 0 issues tcgen05.mma.cta_group::2 M=%d N=%d; each CTA holds %d rows of A, %d of B and D\n",
+		           2 * g.cn, g.tile_rows, g.tn, g.tm, g.tn_cta);
+	if (g.cn > 1)
+		buf_printf(text, "multicast       %d pairs along N; each CTA loads %d of its %d A rows and multicasts them to the same place in the other pair\n",
+		           g.cn, g.tm / g.cn, g.tm);
+	buf_printf(text, "grid            cdiv(M,%d)*cdiv(N,%d)%s CTAs, grouped %d M-tiles per column band\n",
+	           g.tile_rows, g.tn, g.pair ? "*2" : "", g.group_m);
 	plan_print(&g.plan, text);
 	return 0;
 }

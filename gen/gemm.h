@@ -16,6 +16,8 @@ typedef struct GemmParams {
 	int tile_m, tile_n, tile_k, stages;
 	int swizzle; /* Swizzle */
 	int dtype, out_dtype; /* DType */
+	int cta_pair; /* 1: a cluster of 2 CTAs shares one M = 2*tile-m MMA */
+	int cluster_n; /* pairs per cluster along N (2: A multicast to both) */
 } GemmParams;
 
 typedef struct GemmCfg {
@@ -26,7 +28,11 @@ typedef struct GemmCfg {
 	int esz_in, esz_out;
 	int span;               /* bytes of one swizzled row (16 for none) */
 	int kslices;            /* TMA boxes per operand per stage: tk*esz/span */
-	TileLayout la, lb;      /* canonical smem tiles of one stage */
+	int pair;               /* CTA pair (docs/cta-pair.md): 1, else 0 */
+	int cn;                 /* pairs per cluster along N: 1, or 2 sharing A by multicast */
+	int tile_rows;          /* C rows of one tile: tm, or 2*tm for a pair */
+	int tn_cta;             /* B rows in one CTA's smem: tn / (1 + pair) */
+	TileLayout la, lb;      /* canonical smem tiles of one stage (this CTA's part) */
 	uint32_t stage_bytes;   /* A + B bytes landing on one full barrier */
 	int group_m;            /* grouped rasterization: M tiles per group */
 	int consumers;          /* sm90: consumer warpgroups */
@@ -41,7 +47,10 @@ typedef struct GemmRegs {
 	Reg tid, warp, lane;
 	Reg base;            /* aligned dynamic smem base (shared window address) */
 	Reg M, N, K, nk;     /* problem size, K tiles */
-	Reg m0, n0;          /* this CTA's tile origin */
+	Reg m0, n0;          /* this CTA's tile origin (its own rows of a pair's tile) */
+	Reg rank;            /* pair: %cluster_ctarank (0 leads: issues the MMAs) */
+	Reg prank;           /* pair: rank inside the pair (rank, or rank & 1 when cn = 2) */
+	Reg pairid;          /* cn = 2: which pair of the cluster (rank >> 1) */
 	Reg tmap_a, tmap_b;  /* generic addresses of the tensor-map params */
 	Reg c;               /* global address of C */
 } GemmRegs;

@@ -94,6 +94,54 @@ op_mbar_arrive_expect_tx(Emit *e, Reg bar, uint32_t bytes)
 	emitf(e, "\tmbarrier.arrive.expect_tx.shared::cta.b64 _, [%s], %u;\n", bar.s, bytes);
 }
 
+void
+op_mbar_arrive_expect_tx_cluster(Emit *e, Reg bar, uint32_t bytes)
+{
+	emitf(e, "\tmbarrier.arrive.expect_tx.release.cluster.shared::cluster.b64 _, [%s], %u;\n",
+	      bar.s, bytes);
+}
+
+int
+op_tma_load_group(Emit *e, KgErr *err, Reg dst, Reg tmap, const Reg *c, int n, Reg bar,
+                  int cta_group)
+{
+	char coords[128] = "";
+
+	if (cta_group == 1)
+		return op_tma_load(e, err, dst, tmap, c, n, bar);
+	for (int i = 0; i < n; i++)
+		snprintf(coords + strlen(coords), sizeof coords - strlen(coords), "%s%s", i ? ", " : "",
+		         c[i].s);
+	emit_need_ptx(e, 86);
+	emitf(e, "\tcp.async.bulk.tensor.%dd.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+	      ".cta_group::2 [%s], [%s, {%s}], [%s];\n", n, dst.s, tmap.s, coords, bar.s);
+	return 0;
+}
+
+int
+op_tma_load_multicast(Emit *e, KgErr *err, Reg dst, Reg tmap, const Reg *c, int n, Reg bar,
+                      Reg mask)
+{
+	char coords[128] = "";
+
+	(void)err;
+	for (int i = 0; i < n; i++)
+		snprintf(coords + strlen(coords), sizeof coords - strlen(coords), "%s%s", i ? ", " : "",
+		         c[i].s);
+	emit_need_ptx(e, 86);
+	emitf(e, "\tcp.async.bulk.tensor.%dd.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+	      ".multicast::cluster.cta_group::2 [%s], [%s, {%s}], [%s], %s;\n", n, dst.s, tmap.s, coords,
+	      bar.s, mask.s);
+	return 0;
+}
+
+void
+op_cluster_sync(Emit *e)
+{
+	emitf(e, "\tbarrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;\n");
+	emit_need_ptx(e, 80);
+}
+
 int
 op_tma_load(Emit *e, KgErr *err, Reg dst, Reg tmap, const Reg *c, int n, Reg bar)
 {

@@ -27,8 +27,22 @@ void op_init_barriers(Emit *e, const Plan *plan, Reg base, Reg tid, const char *
 int op_mbar_wait(Emit *e, KgErr *err, Reg bar, const char *parity);
 void op_mbar_arrive(Emit *e, Reg bar, const char *guard);
 void op_mbar_arrive_expect_tx(Emit *e, Reg bar, uint32_t bytes);
+/* The same on a shared::cluster address (another CTA's barrier, from mapa). */
+void op_mbar_arrive_expect_tx_cluster(Emit *e, Reg bar, uint32_t bytes);
 /* One TMA tile box of rank n (1..5) with coordinates c[0..n-1], innermost first. */
 int op_tma_load(Emit *e, KgErr *err, Reg dst, Reg tmap, const Reg *c, int n, Reg bar);
+/* cta_group 2: bar may be the peer CTA's barrier (a shared::cluster address,
+ * docs/cta-pair.md); cta_group 1 is op_tma_load. */
+int op_tma_load_group(Emit *e, KgErr *err, Reg dst, Reg tmap, const Reg *c, int n, Reg bar,
+                      int cta_group);
+/* cta_group 2 with .multicast::cluster: the box lands at dst in every CTA
+ * of the 16-bit mask, each completing on its pair leader's barrier (the
+ * pair CTA with bar's rank parity, docs/cta-pair.md). */
+int op_tma_load_multicast(Emit *e, KgErr *err, Reg dst, Reg tmap, const Reg *c, int n, Reg bar,
+                          Reg mask);
+/* barrier.cluster arrive (release) + wait (acquire): every thread of the
+ * cluster, its shared-memory writes and barrier inits published to all. */
+void op_cluster_sync(Emit *e);
 /* pred = true in exactly one active lane of the (converged) warp. */
 void op_elect_one(Emit *e, Reg pred);
 /* bar.sync id, threads with `why` (the barrier's role) in a comment. */

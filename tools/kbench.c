@@ -514,8 +514,10 @@ json_str(Buf *b, const char *s)
  *   tool "kbench", format 1, date (UTC, ISO 8601), family, kernel, args
  *   (kgen's canonical line), target, device ("cuda"|"emu"), device_name, cc,
  *   shape {DIM: n for each of the family's dimensions}, flops, bytes (one
- *   input set), iters, warmup, sets, seed,
- *   ours {median_ms, min_ms, max_ms, tflops},
+ *   input set), traffic (the family's count of the bytes one launch must
+ *   move, e.g. decode's Q + distinct tokens + O; 0 without a count), iters,
+ *   warmup, sets, seed,
+ *   ours {median_ms, min_ms, max_ms, tflops, gbps (traffic / median)},
  *   peers [{name, tflops (null if it did not run), why}], peers_why. */
 static int
 write_json(const Args *a, const KrtAbi *abi, KrtDevice *dev, const Timing *t, const Peers *ps)
@@ -549,11 +551,12 @@ write_json(const Args *a, const KrtAbi *abi, KrtDevice *dev, const Timing *t, co
 		json_str(&b, d);
 		buf_printf(&b, ": %llu", (unsigned long long)a->shape.d[i]);
 	}
-	buf_printf(&b, "}, \"flops\": %.17g, \"bytes\": %llu, \"iters\": %d, \"warmup\": %d, "
-	           "\"sets\": %d, \"seed\": %llu, \"ours\": {\"median_ms\": %.6g, \"min_ms\": %.6g, "
-	           "\"max_ms\": %.6g, \"tflops\": %.6g}, \"peers\": [", t->flops,
-	           (unsigned long long)t->bytes, a->iters, a->warmup, t->sets,
-	           (unsigned long long)a->seed, t->median_ms, t->min_ms, t->max_ms, t->tflops);
+	buf_printf(&b, "}, \"flops\": %.17g, \"bytes\": %llu, \"traffic\": %.17g, \"iters\": %d, "
+	           "\"warmup\": %d, \"sets\": %d, \"seed\": %llu, \"ours\": {\"median_ms\": %.6g, "
+	           "\"min_ms\": %.6g, \"max_ms\": %.6g, \"tflops\": %.6g, \"gbps\": %.6g}, \"peers\": [",
+	           t->flops, (unsigned long long)t->bytes, t->gbps * t->median_ms * 1e6, a->iters,
+	           a->warmup, t->sets, (unsigned long long)a->seed, t->median_ms, t->min_ms, t->max_ms,
+	           t->tflops, t->gbps);
 	for (int k = 0; k < ps->n; k++) {
 		const Peer *p = &ps->p[k];
 		buf_printf(&b, "%s{\"name\": ", k ? ", " : "");

@@ -31,6 +31,7 @@
 #include "../fmha.h"
 #include "../ops.h"
 #include "mma.h"
+#include "rates.h"
 
 #define NEG_INF "0fFF800000"
 
@@ -39,16 +40,16 @@ enum {
 	CHUNK = 32,          /* TMEM columns per tcgen05.ld of S and in the epilogue */
 	CORR_CHUNK = 16,     /* ... in the correction warpgroup, which runs on few registers */
 	REGS_CORRECTION = 48,
+	/* decode's correction warpgroup: the prologue leaves more values
+	 * live across its setmaxnreg.dec (gen/decode.c); ptxas spills below
+	 * 112 */
+	REGS_CORRECTION_GATHER = 112,
 	/* the MMA issuer keeps its loop-invariant Q descriptors live: 2 per
 	 * 16 head-dim columns and Q tile; one Q tile leaves room for more */
 	REGS_LOADMMA = 120,
 	REGS_LOADMMA_1Q = 168,
 };
 
-/* B200 rates per SM and clock (docs/hardware.md, "Limits and peak rates": 2.25 PFLOP/s
- * dense bf16 on 148 SMs at ~1.85 GHz; 16 ex2/clk MUFU; 128 B/clk shared memory; four
- * schedulers issuing one warp instruction each, 128 thread-instructions). */
-enum { B200_MMA_FLOP_CLK = 8192, B200_EX2_CLK = 16, B200_SMEM_B_CLK = 128, B200_ISSUE_CLK = 128 };
 
 /* Softmax instructions per score: max, scale fma, ex2, sum add, half a
  * bf16x2 cvt and the tcgen05.ld/st share (~4.5); op_exp2_fma takes ten
@@ -67,6 +68,9 @@ qtiles(const FmhaCfg *f)
 static int w_corr(const FmhaCfg *f) { return 4 * qtiles(f); }
 static int w_load(const FmhaCfg *f) { return 4 * qtiles(f) + 4; }
 static int w_mma(const FmhaCfg *f) { return 4 * qtiles(f) + 5; }
+/* decode (f->gather): a fourth kind of warpgroup, after load/MMA, gathers
+ * the K=V tiles in place of the TMA producer */
+static int w_gather(const FmhaCfg *f) { return 4 * qtiles(f) + 8; }
 
 /* TMEM columns: S slots, then one O accumulator per Q tile. */
 static int col_s(const FmhaCfg *f, int slot) { return slot * f->bn; }
@@ -282,6 +286,17 @@ corr_ring(const FmhaCfg *f)
 	return qtiles(f) == 1;
 }
 
+/* Whether S waits for "slot free" (the P·V that read the slot's P). With
+ * K=V in as many stages as S slots and one Q tile, a tile's stage last
+ * held the tile whose P·V read its slot, and the MMA issuer's K=V full
+ * wait already follows that P·V's "K=V free" commit through the
+ * producer: the slot is free, and the barrier would order nothing. */
+static int
+slot_free_barrier(const FmhaCfg *f)
+{
+	return !(f->kv_shared && f->stages == SLOTS && qtiles(f) == 1);
+}
+
 static int
 sm100_fmha_plan(FmhaCfg *f, KgErr *err)
 {
@@ -293,20 +308,32 @@ sm100_fmha_plan(FmhaCfg *f, KgErr *err)
 	if (sm100_idesc_f16(f->in, 128, f->bn, 0, &id, err) < 0 ||
 	    sm100_idesc_f16(f->in, 128, f->dvc, 1, &id, err) < 0)
 		return -1;
-	p->threads = 128 * (qt + 2);
-	soft = softmax_regs(p, qt);
+	p->threads = 128 * (qt + 2 + (f->gather != NULL));
+	/* With the gathering warpgroup (512 threads, 128 registers each at
+	 * entry) only the correction gives registers, to the softmax (144):
+	 * the gather and load/MMA keep 128 (role regs 0: the entry cap).
+	 * ptxas spills with the softmax at 128 or at 152 and more
+	 * (emitted/sm_100a/decode_*.ptxas.txt holds the chosen split). */
+	soft = f->gather ? plan_regs_split(p, 128 * qt, 128, REGS_CORRECTION_GATHER + 2 * p->target->regs_per_sm / p->threads)
+	                 : softmax_regs(p, qt);
 	for (int q = 0; q < qt; q++) {
 		char name[32];
 		snprintf(name, sizeof name, "softmax%d", q);
 		snprintf(does, sizeof does, "Q tile %d: tcgen05.ld S, exp2, tcgen05.st P; epilogue O/l, LSE", q);
 		plan_role(p, name, 4 * q, 4, soft, does);
 	}
-	plan_role(p, "correction", w_corr(f), 4, REGS_CORRECTION,
+	plan_role(p, "correction", w_corr(f), 4, f->gather ? REGS_CORRECTION_GATHER : REGS_CORRECTION,
 	          "rescale O in TMEM (tcgen05.ld/st) when a row max moved");
-	plan_role(p, "load", w_load(f), 1, regs_loadmma(qt), "one elected lane: TMA Q once, then K/V tiles");
+	if (f->gather)
+		plan_role(p, "gather", w_gather(f), 4, 0,
+		          "Q, then gathers and dequantizes K=V tiles (st.shared, fence.proxy.async)");
+	else
+		plan_role(p, "load", w_load(f), 1, regs_loadmma(qt), "one elected lane: TMA Q once, then K/V tiles");
 	snprintf(does, sizeof does, "TMEM alloc; one elected lane: tcgen05.mma S (N=%d), O (N=%d)", f->bn, f->dvc);
-	plan_role(p, "mma", w_mma(f), 1, regs_loadmma(qt), does);
-	p->regs_need_max = softmax_regs_need(f->bn);
+	plan_role(p, "mma", w_mma(f), 1, f->gather ? 0 : regs_loadmma(qt), does);
+	/* decode: the estimate 2·keys+40 is an upper bound that ptxas beats
+	 * at 64 keys (above); the ptxas suite holds the real count */
+	p->regs_need_max = f->gather ? 0 : softmax_regs_need(f->bn);
 	snprintf(p->regs_need_who, sizeof p->regs_need_who, "softmax0");
 	f->r_tslot = plan_smem(p, "TMEM address", 4, 16, 1);
 	f->r_corr = plan_smem(p, "rescale", 128 * 4, 16, corr_ring(f) ? SLOTS : qt);
@@ -322,7 +349,8 @@ sm100_fmha_plan(FmhaCfg *f, KgErr *err)
 	f->b_pfull = plan_barrier(p, "P full", SLOTS, 128, 0, "softmax threads: tcgen05.st P, wait::st");
 	f->b_cfull = plan_barrier(p, "rescale full", corr_ring(f) ? SLOTS : qt, 128, 0, "softmax threads after storing row rescale factors");
 	f->b_oready = plan_barrier(p, "O ready", qt, 128, 0, "correction threads once O is rescaled");
-	f->b_pvdone = plan_barrier(p, "slot free", SLOTS, 1, 0, "tcgen05.commit after the P·V that read the slot's P");
+	if (slot_free_barrier(f))
+		f->b_pvdone = plan_barrier(p, "slot free", SLOTS, 1, 0, "tcgen05.commit after the P·V that read the slot's P");
 	if (lookahead(f))
 		f->b_odone = plan_barrier(p, "O done", 1, 1, 0, "tcgen05.commit after each P·V into O");
 	f->b_ofinal = plan_barrier(p, "O final", 1, 1, 0, "tcgen05.commit after the last MMA");
@@ -418,7 +446,8 @@ emit_s_phase(Emit *e, const FmhaCfg *f, Mma *m, int first, KgErr *err)
 		emitf(e, "\tand.b32 %s, %s, 1;\n\tshr.u32 %s, %s, 1;\n\tand.b32 %s, %s, 1;\n\txor.b32 %s, %s, 1;\n",
 		      m->slot.s, m->si.s, m->par.s, m->si.s, m->par.s, m->par.s, m->par.s, m->par.s);
 		/* the first tile's one S uses a fresh slot: nothing to wait for */
-		if (!first && wait_bar(e, err, m->pvdone0, 0, &m->slot, m->bar, m->par.s) < 0)
+		if (!first && slot_free_barrier(f) &&
+		    wait_bar(e, err, m->pvdone0, 0, &m->slot, m->bar, m->par.s) < 0)
 			return -1;
 		/* orders these MMAs after both waits (K's and the slot's) */
 		sm100_fence_after(e);
@@ -485,7 +514,8 @@ emit_pv_phase(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Mma *m, KgErr *err)
 			      m->bd.s, m->x.s, m->vhi.s);
 			sm100_mma_f16_ts(e, m->dt, a, m->bd, m->id_o, kk ? "1" : m->acc.s);
 		}
-		commit_bar(e, m->pvdone0, 0, &m->slot, m->bar);
+		if (slot_free_barrier(f))
+			commit_bar(e, m->pvdone0, 0, &m->slot, m->bar);
 		if (lookahead(f))
 			commit_bar(e, m->odone0, 0, NULL, m->bar);
 		emitf(e, "\tadd.u32 %s, %s, 1;\n", m->pi.s, m->pi.s);
@@ -525,7 +555,7 @@ emit_mma(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Reg tmem, KgErr *err)
 	m.q0 = op_plan_smem(e, &f->plan, r->base, f->r_q);
 	m.k0 = op_plan_smem(e, &f->plan, r->base, f->r_k);
 	m.v0 = op_plan_smem(e, &f->plan, r->base, f->r_v);
-	qbar = op_plan_bar(e, &f->plan, r->base, f->b_q);
+	qbar = f->b_q >= 0 ? op_plan_bar(e, &f->plan, r->base, f->b_q) : (Reg){{0}};
 	m.kfull0 = op_plan_bar(e, &f->plan, r->base, f->b_k);
 	m.vfull0 = op_plan_bar(e, &f->plan, r->base, f->b_v);
 	m.kfree0 = op_plan_bar(e, &f->plan, r->base, f->b_kfree);
@@ -533,7 +563,8 @@ emit_mma(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Reg tmem, KgErr *err)
 	m.sfull0 = op_plan_bar(e, &f->plan, r->base, f->b_sfull);
 	m.pfull0 = op_plan_bar(e, &f->plan, r->base, f->b_pfull);
 	m.oready0 = op_plan_bar(e, &f->plan, r->base, f->b_oready);
-	m.pvdone0 = op_plan_bar(e, &f->plan, r->base, f->b_pvdone);
+	if (slot_free_barrier(f))
+		m.pvdone0 = op_plan_bar(e, &f->plan, r->base, f->b_pvdone);
 	ofinal = op_plan_bar(e, &f->plan, r->base, f->b_ofinal);
 	if (lookahead(f))
 		m.odone0 = op_plan_bar(e, &f->plan, r->base, f->b_odone);
@@ -565,8 +596,9 @@ emit_mma(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Reg tmem, KgErr *err)
 	      m.vst.s, m.vph.s);
 	emitf(e, "\tmov.u32 %s, 0;\n\tmov.u32 %s, 0;\n", m.si.s, m.pi.s);
 	/* Q is read by the first S MMA, after the fence that follows its
-	 * slot wait: that fence orders what this wait observed too */
-	if (op_mbar_wait(e, err, qbar, "0") < 0)
+	 * slot wait: that fence orders what this wait observed too. Without a
+	 * Q barrier (decode) the first K=V full barrier publishes Q. */
+	if (f->b_q >= 0 && op_mbar_wait(e, err, qbar, "0") < 0)
 		return -1;
 	emit_loop_begin(e, r, m.j, m.p, head, done, "mma_tile");
 	/* the loop head already tested j0 < n_total: S of the first tile */
@@ -782,6 +814,23 @@ emit_softmax_tile(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Soft *s, KgErr *
 	return 0;
 }
 
+/* The attention sink (decode): exp(sink[head]) joins the row's sum in
+ * its units 2^(s·scale·log2e - ms): l += 2^(sink·log2e - ms). A row that
+ * saw no key has ms = 0, so l = e^sink, O = 0 and LSE = sink. Heads from
+ * r->sink_hq on (past hq; every head of a split-KV part, whose combine
+ * adds the sink once) read no sink. */
+static void
+emit_sink(Emit *e, const FmhaRegs *r, Soft *s)
+{
+	Reg a = reg_new(e, RC_B64), x = reg_new(e, RC_F32), ok = reg_new(e, RC_PRED);
+
+	emitf(e, "\tsetp.lt.u32 %s, %s, %s;\n", ok.s, s->hrow.s, r->sink_hq.s);
+	emitf(e, "\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n", a.s, s->hrow.s, a.s, a.s, r->sink.s);
+	emitf(e, "\tmov.f32 %s, %s;\n\t@%s ld.global.nc.f32 %s, [%s];\n", x.s, NEG_INF, ok.s, x.s, a.s);
+	emitf(e, "\tmul.f32 %s, %s, 0f3FB8AA3B;\n\tsub.f32 %s, %s, %s;\n", x.s, x.s, x.s, x.s, s->ms.s);
+	emitf(e, "\tex2.approx.ftz.f32 %s, %s;\n\tadd.f32 %s, %s, %s;\n", x.s, x.s, s->l.s, s->l.s, x.s);
+}
+
 /* O_q / l to global, 32 columns at a time: thread t holds its row's
  * columns, stored as 16-byte vectors (Dv and the column offset are
  * multiples of 64, so rows are 16-byte aligned). zero: no KV tile was
@@ -826,6 +875,8 @@ emit_epilogue(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Soft *s, KgErr *err)
 	emit_block(e, "sm100.fmha_epilogue");
 	ofinal = op_plan_bar(e, &f->plan, r->base, f->b_ofinal);
 	emitf(e, "\tsetp.lt.u32 %s, %s, %s;\n", prow.s, s->qrow.s, r->sq.s);
+	if (f->head_guard)
+		emitf(e, "\tsetp.lt.and.u32 %s, %s, %d, %s;\n", prow.s, s->hrow.s, f->hq, prow.s);
 	/* element ((qs + row) * Hq + head) * Dv + vcol */
 	emitf(e, "\tadd.u32 %s, %s, %s;\n\tmul.wide.u32 %s, %s, %d;\n", s->t.s, s->qrow.s, r->qs.s, addr.s, s->t.s,
 	      f->hq * f->dv);
@@ -835,6 +886,8 @@ emit_epilogue(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Soft *s, KgErr *err)
 		emitf(e, "\tcvt.u64.u32 %s, %s;\n\tadd.u64 %s, %s, %s;\n", t64.s, r->vcol.s, addr.s, addr.s, t64.s);
 	}
 	emitf(e, "\tmad.lo.u64 %s, %s, %d, %s;\n", addr.s, addr.s, f->esz, r->o.s);
+	if (r->sink.s[0])
+		emit_sink(e, r, s);
 	emitf(e, "\tsetp.gt.f32 %s, %s, 0f00000000;\n", s->p.s, s->l.s);
 	emitf(e, "\trcp.rn.f32 %s, %s;\n\tselp.f32 %s, %s, 0f00000000, %s;\n", inv.s, s->l.s, inv.s, inv.s,
 	      s->p.s);
@@ -858,12 +911,12 @@ emit_epilogue(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Soft *s, KgErr *err)
 		if (f->ohalves > 1)
 			emitf(e, "\tsetp.eq.and.u32 %s, %s, 0, %s;\n", prow.s, r->vcol.s, prow.s);
 		emitf(e, "\tmad.lo.u32 %s, %s, %s, %s;\n\tadd.u32 %s, %s, %s;\n", s->t.s, s->hrow.s, r->total_q.s,
-		      r->qs.s, s->t.s, s->t.s, s->qrow.s);
+		      r->lse_q0.s[0] ? r->lse_q0.s : r->qs.s, s->t.s, s->t.s, s->qrow.s);
 		emitf(e, "\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n", addr.s, s->t.s, addr.s, addr.s,
 		      r->lse.s);
 		emitf(e, "\t@%s st.global.f32 [%s], %s;\n", prow.s, addr.s, lse.s);
 	}
-	return 0;
+	return f->finish ? f->finish(e, f, r, err) : 0;
 }
 
 static int
@@ -931,7 +984,7 @@ static int
 sm100_fmha_body(Emit *e, const FmhaCfg *f, const FmhaRegs *r, KgErr *err)
 {
 	Reg tmem = reg_new(e, RC_B32), p = reg_new(e, RC_PRED), el = reg_new(e, RC_PRED);
-	char corr[48], other[48], mma[48], join[48], out[48];
+	char corr[48], other[48], mma[48], join[48], out[48], gat[48];
 	int soft = f->plan.roles[0].regs;
 
 	label_new(e, corr, sizeof corr, "role_correction");
@@ -941,6 +994,10 @@ sm100_fmha_body(Emit *e, const FmhaCfg *f, const FmhaRegs *r, KgErr *err)
 	label_new(e, out, sizeof out, "exit");
 	emit_block(e, "sm100.fmha_roles");
 	sm100_read_taddr(e, tmem, &f->plan, r->base, f->r_tslot);
+	if (f->gather) {
+		label_new(e, gat, sizeof gat, "role_gather");
+		emitf(e, "\tsetp.ge.u32 %s, %s, %d;\n\t@%s bra %s;\n", p.s, r->warp.s, w_gather(f), p.s, gat);
+	}
 	emitf(e, "\tsetp.ge.u32 %s, %s, %d;\n\t@%s bra %s;\n", p.s, r->warp.s, w_load(f), p.s, other);
 	emitf(e, "\tsetp.ge.u32 %s, %s, %d;\n\t@%s bra %s;\n", p.s, r->warp.s, w_corr(f), p.s, corr);
 	op_setmaxnreg(e, 1, soft);
@@ -948,19 +1005,32 @@ sm100_fmha_body(Emit *e, const FmhaCfg *f, const FmhaRegs *r, KgErr *err)
 		return -1;
 	emitf(e, "\tbra %s;\n", join);
 	emit_label(e, corr);
-	op_setmaxnreg(e, 0, REGS_CORRECTION);
+	op_setmaxnreg(e, 0, f->gather ? REGS_CORRECTION_GATHER : REGS_CORRECTION);
 	if (emit_correction(e, f, r, tmem, err) < 0)
 		return -1;
 	emitf(e, "\tbra %s;\n", join);
 	emit_label(e, other);
-	op_setmaxnreg(e, regs_loadmma(qtiles(f)) > f->plan.regs_entry, regs_loadmma(qtiles(f)));
+	if (!f->gather)
+		op_setmaxnreg(e, regs_loadmma(qtiles(f)) > f->plan.regs_entry, regs_loadmma(qtiles(f)));
 	emitf(e, "\tsetp.eq.u32 %s, %s, %d;\n\t@%s bra %s;\n", p.s, r->warp.s, w_mma(f), p.s, mma);
-	emitf(e, "\tsetp.ne.u32 %s, %s, %d;\n\t@%s bra %s;\n", p.s, r->warp.s, w_load(f), p.s, join);
-	op_elect_one(e, el);
-	emitf(e, "\t@!%s bra %s;\n", el.s, join);
-	if (fmha_emit_producer(e, f, r, err) < 0)
-		return -1;
+	if (!f->gather) {
+		emitf(e, "\tsetp.ne.u32 %s, %s, %d;\n\t@%s bra %s;\n", p.s, r->warp.s, w_load(f), p.s, join);
+		op_elect_one(e, el);
+		emitf(e, "\t@!%s bra %s;\n", el.s, join);
+		if (fmha_emit_producer(e, f, r, err) < 0)
+			return -1;
+	}
 	emitf(e, "\tbra %s;\n", join);
+	if (f->gather) {
+		/* the gathering warpgroup sees its own thread index 0..127 */
+		FmhaRegs g = *r;
+		emit_label(e, gat);
+		g.tid = reg_new(e, RC_B32);
+		emitf(e, "\tsub.u32 %s, %s, %d;\n", g.tid.s, r->tid.s, 32 * w_gather(f));
+		if (f->gather(e, f, &g, err) < 0)
+			return -1;
+		emitf(e, "\tbra %s;\n", join);
+	}
 	emit_label(e, mma);
 	op_elect_one(e, el);
 	emitf(e, "\t@!%s bra %s;\n", el.s, join);

@@ -2,7 +2,13 @@
  * produces (TMA), warp 5 allocates TMEM and one elected lane issues tcgen05.mma (M=128, N=tile-n)
  * into it, committing each stage to its empty barrier and the last to the
  * accumulator barrier; warps 0-3 (one warpgroup, so warp w owns TMEM lanes
- * 32w..32w+31) read the accumulator with tcgen05.ld and store C. */
+ * 32w..32w+31) read the accumulator with tcgen05.ld and store C.
+ *
+ * With --cta-pair 1 (docs/cta-pair.md) two CTAs of a cluster share one
+ * tcgen05.mma.cta_group::2 of M = 256: both producers load their own A rows
+ * and B half and complete on the leader's full barrier; the leader's MMA
+ * thread issues and commits to both CTAs' empty/accumulator barriers; each
+ * CTA's epilogue reads its own TMEM. */
 #include <stdio.h>
 #include <string.h>
 
@@ -23,20 +29,29 @@ sm100_plan(GemmCfg *g, KgErr *err)
 	if (g->tm != 128)
 		return kg_fail(err, "--tile-m=%d: the sm_100a gemm issues one M=128 tcgen05.mma per tile (cta_group::1, TMEM layout D); use 128",
 		               g->tm);
-	if (sm100_idesc_f16(g->in, g->tm, g->tn, 0, &idesc, err) < 0)
+	if (sm100_idesc_f16_group(g->in, g->tile_rows, g->tn, 0, 1 + g->pair, &idesc, err) < 0)
 		return -1;
 	p->threads = 192;
 	plan_role(p, "epilogue", 0, 4, 0, "tcgen05.ld 32x32b (warp w: lanes 32w..), convert, store C");
 	plan_role(p, "producer", WARP_PRODUCER, 1, 0, "one elected lane: TMA A/B boxes");
-	snprintf(does, sizeof does, "TMEM alloc/dealloc; one elected lane: tcgen05.mma M=128 N=%d", g->tn);
+	snprintf(does, sizeof does, "TMEM alloc/dealloc; one elected lane%s: tcgen05.mma M=%d N=%d",
+	         g->pair ? " of rank 0" : "", g->tile_rows, g->tn);
 	plan_role(p, "mma", WARP_MMA, 1, 0, does);
 	p->regs_need_max = CHUNK + 48;
 	snprintf(p->regs_need_who, sizeof p->regs_need_who, "epilogue");
 	g->r_slot = plan_smem(p, "TMEM address", 4, 16, 1);
 	plan_tmem(p, "accumulator", 0, g->tn, 128);
-	g->b_full = plan_barrier(p, "full", g->stages, 1, g->stage_bytes,
-	                         "producer: arrive.expect_tx, then TMA complete_tx");
-	g->b_empty = plan_barrier(p, "empty", g->stages, 1, 0, "tcgen05.commit after the stage's MMAs");
+	/* a pair: both CTAs' producers arrive on the leader's full barrier,
+	 * each with its own bytes */
+	g->b_full = plan_barrier(p, "full", g->stages, 1 + g->pair, g->stage_bytes * (1 + g->pair),
+	                         g->pair ? "both producers: arrive.expect_tx on rank 0's, TMA complete_tx"
+	                                 : "producer: arrive.expect_tx, then TMA complete_tx");
+	/* cn = 2: a CTA's A stage also feeds the other pair: both leaders'
+	 * commits free it */
+	g->b_empty = plan_barrier(p, "empty", g->stages, g->cn, 0, g->cn > 1
+	                          ? "both leaders' tcgen05.commit multicast after the stage's MMAs"
+	                          : g->pair ? "rank 0's tcgen05.commit multicast after the stage's MMAs"
+	                          : "tcgen05.commit after the stage's MMAs");
 	g->b_acc = plan_barrier(p, "accumulator", 1, 1, 0, "tcgen05.commit after the last MMA");
 	return 0;
 }
@@ -44,8 +59,8 @@ sm100_plan(GemmCfg *g, KgErr *err)
 static int
 sm100_setup(Emit *e, const GemmCfg *g, const GemmRegs *r, KgErr *err)
 {
-	return sm100_setup_tmem(e, err, "sm100.gemm_tmem_alloc", r->warp, WARP_MMA, &g->plan, r->base,
-	                        g->r_slot);
+	return sm100_setup_tmem_group(e, err, "sm100.gemm_tmem_alloc", r->warp, WARP_MMA, &g->plan,
+	                              r->base, g->r_slot, 1 + g->pair);
 }
 
 static int
@@ -56,11 +71,11 @@ emit_mma(Emit *e, const GemmCfg *g, const GemmRegs *r, Reg tmem, KgErr *err)
 	Reg full = reg_new(e, RC_B32), empty = reg_new(e, RC_B32), as = reg_new(e, RC_B32);
 	Reg bs = reg_new(e, RC_B32), lo = reg_new(e, RC_B32), ad = reg_new(e, RC_B64);
 	Reg bd = reg_new(e, RC_B64), p = reg_new(e, RC_PRED), acc = reg_new(e, RC_PRED);
-	Reg full0, empty0, a0, b0, accbar;
+	Reg full0, empty0, a0, b0, accbar, both = {0}, all = {0};
 	uint32_t idesc, alo, ahi, blo, bhi;
 	char loop[48], done[48];
 
-	if (sm100_idesc_f16(g->in, g->tm, g->tn, 0, &idesc, err) < 0 ||
+	if (sm100_idesc_f16_group(g->in, g->tile_rows, g->tn, 0, 1 + g->pair, &idesc, err) < 0 ||
 	    gemm_desc_words(g, &g->la, &alo, &ahi, err) < 0 ||
 	    gemm_desc_words(g, &g->lb, &blo, &bhi, err) < 0)
 		return -1;
@@ -73,6 +88,19 @@ emit_mma(Emit *e, const GemmCfg *g, const GemmRegs *r, Reg tmem, KgErr *err)
 	op_idesc(e, idr, IK_F16, idesc, "D = A*B");
 	op_desc_hi(e, ahr, g->t->desc, (uint64_t)ahi << 32 | alo, "A");
 	op_desc_hi(e, bhr, g->t->desc, (uint64_t)bhi << 32 | blo, "B");
+	if (g->pair) {
+		both = reg_new(e, RC_B16);
+		emitf(e, "\tmov.b16 %s, 3;\n", both.s);
+		all = both;
+	}
+	if (g->cn > 1) {
+		/* empties of every CTA (their A went to both pairs), the
+		 * accumulators of this pair only (ranks rank, rank + 1) */
+		Reg t = reg_new(e, RC_B32);
+		all = reg_new(e, RC_B16);
+		emitf(e, "\tmov.b16 %s, %d;\n", all.s, (1 << (2 * g->cn)) - 1);
+		emitf(e, "\tshl.b32 %s, 3, %s;\n\tcvt.u16.u32 %s, %s;\n", t.s, r->rank.s, both.s, t.s);
+	}
 	if (gemm_mma_loop_head(e, err, r, stage, phase, kt, full0, full, p, loop, done, sizeof loop) < 0)
 		return -1;
 	/* orders the MMAs after the wait that saw the TMA data (docs/hardware.md,
@@ -88,16 +116,25 @@ emit_mma(Emit *e, const GemmCfg *g, const GemmRegs *r, Reg tmem, KgErr *err)
 		uint32_t db = layout_offset(&g->lb, 0, 16 * k16) >> 4;
 		emitf(e, "\tadd.u32 %s, %s, %u;\n\tmov.b64 %s, {%s, %s};\n", lo.s, as.s, alo + da, ad.s, lo.s, ahr.s);
 		emitf(e, "\tadd.u32 %s, %s, %u;\n\tmov.b64 %s, {%s, %s};\n", lo.s, bs.s, blo + db, bd.s, lo.s, bhr.s);
-		sm100_mma_f16_ss(e, tmem, ad, bd, idr, k16 ? "1" : acc.s);
+		if (g->pair)
+			sm100_mma_f16_ss_pair(e, tmem, ad, bd, idr, k16 ? "1" : acc.s);
+		else
+			sm100_mma_f16_ss(e, tmem, ad, bd, idr, k16 ? "1" : acc.s);
 	}
 	emitf(e, "\tmad.lo.u32 %s, %s, 8, %s; // mbar %s[stage]\n", empty.s, stage.s, empty0.s,
 	      g->plan.bars[g->b_empty].name);
-	sm100_commit(e, empty);
+	if (g->pair)
+		sm100_commit_pair(e, empty, all);
+	else
+		sm100_commit(e, empty);
 	op_ring_advance(e, stage, phase, g->stages, reg_new(e, RC_PRED));
 	emitf(e, "\tadd.u32 %s, %s, 1;\n", kt.s, kt.s);
 	emitf(e, "\tsetp.lt.u32 %s, %s, %s;\n\t@%s bra %s;\n", p.s, kt.s, r->nk.s, p.s, loop);
 	emit_label(e, done);
-	sm100_commit(e, accbar);
+	if (g->pair)
+		sm100_commit_pair(e, accbar, both);
+	else
+		sm100_commit(e, accbar);
 	return 0;
 }
 
@@ -197,6 +234,9 @@ sm100_body(Emit *e, const GemmCfg *g, const GemmRegs *r, KgErr *err)
 	emit_label(e, mma);
 	op_elect_one(e, el);
 	emitf(e, "\t@!%s bra %s;\n", el.s, join);
+	if (g->pair)
+		/* the pair's MMAs are issued by its first CTA alone */
+		emitf(e, "\tsetp.ne.u32 %s, %s, 0;\n\t@%s bra %s;\n", p.s, r->prank.s, p.s, join);
 	if (emit_mma(e, g, r, tmem, err) < 0)
 		return -1;
 	emitf(e, "\tbra %s;\n", join);
@@ -209,10 +249,15 @@ sm100_body(Emit *e, const GemmCfg *g, const GemmRegs *r, KgErr *err)
 	 * (docs/hardware.md, "Order of a warp-specialized GEMM" step 6): the epilogue
 	 * waited for the last MMA's commit and its loads with wait::ld, so the CTA barrier needs no
 	 * fence::before_thread_sync */
-	op_bar_sync_why(e, 0, g->plan.threads, "CTA: TMEM no longer accessed");
+	if (g->pair)
+		/* the peer's TMEM and barriers are in use until rank 0's last
+		 * commit landed; both CTAs free their columns together */
+		op_cluster_sync(e);
+	else
+		op_bar_sync_why(e, 0, g->plan.threads, "CTA: TMEM no longer accessed");
 	sm100_fence_after(e);
 	emitf(e, "\tsetp.ne.u32 %s, %s, %d;\n\t@%s bra %s;\n", p.s, r->warp.s, WARP_MMA, p.s, out);
-	if (sm100_tmem_dealloc(e, err, tmem, g->plan.tmem_alloc) < 0)
+	if (sm100_tmem_dealloc_group(e, err, tmem, g->plan.tmem_alloc, 1 + g->pair) < 0)
 		return -1;
 	emit_label(e, out);
 	emitf(e, "\tret;\n");

@@ -8,26 +8,48 @@
 #include "mma.h"
 
 int
-sm100_tmem_alloc(Emit *e, KgErr *err, Reg slot, int ncols)
+sm100_tmem_alloc_group(Emit *e, KgErr *err, Reg slot, int ncols, int cta_group)
 {
-	char n[16];
+	char n[16], g[4];
 
 	snprintf(n, sizeof n, "%d", ncols);
+	snprintf(g, sizeof g, "%d", cta_group);
 	emit_need_ptx(e, 86);
-	return emit_template(e, err, "sm100_tmem_alloc", "slot", slot.s, "ncols", n, (char *)NULL);
+	return emit_template(e, err, "sm100_tmem_alloc", "slot", slot.s, "ncols", n, "group", g,
+	                     (char *)NULL);
+}
+
+int
+sm100_tmem_alloc(Emit *e, KgErr *err, Reg slot, int ncols)
+{
+	return sm100_tmem_alloc_group(e, err, slot, ncols, 1);
+}
+
+int
+sm100_tmem_dealloc_group(Emit *e, KgErr *err, Reg taddr, int ncols, int cta_group)
+{
+	char n[16], g[4];
+
+	snprintf(n, sizeof n, "%d", ncols);
+	snprintf(g, sizeof g, "%d", cta_group);
+	return emit_template(e, err, "sm100_tmem_dealloc", "taddr", taddr.s, "ncols", n, "group", g,
+	                     (char *)NULL);
 }
 
 int
 sm100_tmem_dealloc(Emit *e, KgErr *err, Reg taddr, int ncols)
 {
-	char n[16];
-
-	snprintf(n, sizeof n, "%d", ncols);
-	return emit_template(e, err, "sm100_tmem_dealloc", "taddr", taddr.s, "ncols", n, (char *)NULL);
+	return sm100_tmem_dealloc_group(e, err, taddr, ncols, 1);
 }
 
 int
 sm100_idesc_f16(DType in, int m, int n, int b_mn, uint32_t *out, KgErr *err)
+{
+	return sm100_idesc_f16_group(in, m, n, b_mn, 1, out, err);
+}
+
+int
+sm100_idesc_f16_group(DType in, int m, int n, int b_mn, int cta_group, uint32_t *out, KgErr *err)
 {
 	Idesc d = {0};
 
@@ -36,7 +58,7 @@ sm100_idesc_f16(DType in, int m, int n, int b_mn, uint32_t *out, KgErr *err)
 	d.d = DT_F32;
 	d.m = m;
 	d.n = n;
-	d.cta_group = 1;
+	d.cta_group = cta_group;
 	d.b_major_mn = b_mn;
 	return idesc_encode(out, &d, err);
 }
@@ -46,6 +68,15 @@ sm100_mma_f16_ss(Emit *e, Reg d, Reg adesc, Reg bdesc, Reg idesc, const char *en
 {
 	/* Single-thread semantics: issued by one elected lane (pitfall 5). */
 	emitf(e, "\ttcgen05.mma.cta_group::1.kind::f16 [%s], %s, %s, %s, %s;\n", d.s, adesc.s, bdesc.s,
+	      idesc.s, enable_d);
+	emit_need_ptx(e, 86);
+}
+
+void
+sm100_mma_f16_ss_pair(Emit *e, Reg d, Reg adesc, Reg bdesc, Reg idesc, const char *enable_d)
+{
+	/* one thread of the pair issues for both CTAs (docs/cta-pair.md) */
+	emitf(e, "\ttcgen05.mma.cta_group::2.kind::f16 [%s], %s, %s, %s, %s;\n", d.s, adesc.s, bdesc.s,
 	      idesc.s, enable_d);
 	emit_need_ptx(e, 86);
 }
@@ -64,6 +95,16 @@ sm100_commit(Emit *e, Reg bar)
 	/* The CTA-local shared address is valid in the cluster window
 	 * (docs/hardware.md, "tcgen05.commit"); commit is implicitly ordered after the MMAs. */
 	emitf(e, "\ttcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.b64 [%s];\n", bar.s);
+}
+
+void
+sm100_commit_pair(Emit *e, Reg bar, Reg mask)
+{
+	/* arrives on the barrier at this offset in both CTAs of the pair: each
+	 * CTA's waiters learn the MMAs that read its smem / wrote its TMEM are
+	 * done (PTX ISA §9.7.16.9.6) */
+	emitf(e, "\ttcgen05.commit.cta_group::2.mbarrier::arrive::one.shared::cluster.multicast::cluster"
+	      ".b64 [%s], %s;\n", bar.s, mask.s);
 }
 
 void
@@ -129,6 +170,13 @@ int
 sm100_setup_tmem(Emit *e, KgErr *err, const char *block, Reg warp, int warp_alloc, const Plan *plan,
                  Reg base, int slot_region)
 {
+	return sm100_setup_tmem_group(e, err, block, warp, warp_alloc, plan, base, slot_region, 1);
+}
+
+int
+sm100_setup_tmem_group(Emit *e, KgErr *err, const char *block, Reg warp, int warp_alloc,
+                       const Plan *plan, Reg base, int slot_region, int cta_group)
+{
 	Reg p = reg_new(e, RC_PRED), slot;
 	char skip[48];
 
@@ -136,7 +184,7 @@ sm100_setup_tmem(Emit *e, KgErr *err, const char *block, Reg warp, int warp_allo
 	label_new(e, skip, sizeof skip, "alloc_done");
 	emitf(e, "\tsetp.ne.u32 %s, %s, %d;\n\t@%s bra %s;\n", p.s, warp.s, warp_alloc, p.s, skip);
 	slot = op_plan_smem(e, plan, base, slot_region);
-	if (sm100_tmem_alloc(e, err, slot, plan->tmem_alloc) < 0)
+	if (sm100_tmem_alloc_group(e, err, slot, plan->tmem_alloc, cta_group) < 0)
 		return -1;
 	emit_label(e, skip);
 	/* orders the allocation before the CTA barrier that publishes it */

@@ -17,10 +17,24 @@ int sm100_tmem_alloc(Emit *e, KgErr *err, Reg slot, int ncols);
 int sm100_setup_tmem(Emit *e, KgErr *err, const char *block, Reg warp, int warp_alloc,
                      const Plan *plan, Reg base, int slot_region);
 int sm100_tmem_dealloc(Emit *e, KgErr *err, Reg taddr, int ncols);
+/* The same with .cta_group::2: one warp of each CTA of a pair allocates
+ * (frees) the same columns in its own TMEM (docs/cta-pair.md). */
+int sm100_tmem_alloc_group(Emit *e, KgErr *err, Reg slot, int ncols, int cta_group);
+int sm100_tmem_dealloc_group(Emit *e, KgErr *err, Reg taddr, int ncols, int cta_group);
+int sm100_setup_tmem_group(Emit *e, KgErr *err, const char *block, Reg warp, int warp_alloc,
+                           const Plan *plan, Reg base, int slot_region, int cta_group);
 /* Instruction descriptor of a cta_group::1 kind::f16 MMA: `in` operands
  * (bf16/fp16), f32 accumulator, M x N, A K-major, B MN-major when b_mn
  * (docs/hardware.md, "Instruction descriptor"; built by desc.c's idesc_encode). */
 int sm100_idesc_f16(DType in, int m, int n, int b_mn, uint32_t *out, KgErr *err);
+/* The same for cta_group 1 or 2 (a pair: M = 256). */
+int sm100_idesc_f16_group(DType in, int m, int n, int b_mn, int cta_group, uint32_t *out,
+                          KgErr *err);
+/* kind::f16 SS with .cta_group::2: issued by one thread of the pair. */
+void sm100_mma_f16_ss_pair(Emit *e, Reg d, Reg adesc, Reg bdesc, Reg idesc, const char *enable_d);
+/* tcgen05.commit.cta_group::2 multicast to `bar`'s offset in the CTAs of
+ * the 16-bit `mask` (bit = %cluster_ctarank; 3 for both of a pair). */
+void sm100_commit_pair(Emit *e, Reg bar, Reg mask);
 /* D[tmem] (+)= A(desc)·B(desc)^T, kind::f16; enable_d: predicate text or "1". */
 void sm100_mma_f16_ss(Emit *e, Reg d, Reg adesc, Reg bdesc, Reg idesc, const char *enable_d);
 /* D[tmem] (+)= A[tmem]·B(desc)^T, kind::f16 TS form: A read from TMEM

@@ -60,7 +60,8 @@ emit_q_part(Emit *e, const DecodeCfg *d, const FmhaRegs *r, Reg q0, int c0, int 
 	emitf(e, "\tld.param.u64 %s, [p_Q];\n\tcvta.to.global.u64 %s, %s;\n\tadd.u64 %s, %s, %s;\n", src.s,
 	      src.s, src.s, src.s, src.s, o.s);
 	emitf(e, "\tmul.wide.u32 %s, %s, 16;\n\tadd.u64 %s, %s, %s;\n", o.s, ch.s, src.s, src.s, o.s);
-	/* heads left for this thread's rows: row0 + step·i < Hq - h */
+	/* heads left for this thread's rows: step·i < Hq - h - row0 (row0
+	 * counts: with an odd Hq the second row of the last pair is past Hq) */
 	emitf(e, "\tmov.u32 %s, %d;\n\tsub.u32 %s, %s, %s;\n\tsub.u32 %s, %s, %s;\n", t.s, d->hq, hl.s, t.s,
 	      r->h.s, hl.s, hl.s, row0.s);
 	/* dst0 = Q + (ch/8)·slice + row0·128 + (ch%8)·16 */
@@ -435,7 +436,7 @@ emit_tiles(Emit *e, KgErr *err, const DecodeCfg *d, const FmhaRegs *r, Reg k0, R
 }
 
 int
-sm90_decode_gather(Emit *e, const FmhaCfg *f, const FmhaRegs *r, KgErr *err)
+decode_gather_warpgroup(Emit *e, const FmhaCfg *f, const FmhaRegs *r, KgErr *err)
 {
 	const DecodeCfg *d = f->ext;
 	Reg q0, k0, kbar0, kfree0, list;
@@ -460,9 +461,11 @@ gather_regs(const DecodeFormat *fm)
 }
 
 const DecodeOps decode_sm90 = {
-	sm90_decode_gather,
+	decode_gather_warpgroup,
 	GATHER_REGS,
 	"sm_90a: E4M3 -> f16 (cvt) -> f32 x scale -> bf16 in registers of the producer warpgroup (bf16 caches: "
 	"copied), stored to smem; then the only rounding beyond the key's is fmha's bf16 P",
+	NULL,
+	NULL,
 	gather_regs,
 };

@@ -17,6 +17,9 @@ sm90_plan(GemmCfg *g, KgErr *err)
 	char does[96];
 	int regs;
 
+	if (g->pair)
+		return kg_fail(err, "--cta-pair=1: sm_90a has no CTA-pair MMA (tcgen05.mma.cta_group::2 "
+		               "is sm_100a); use --target sm_100a or --cta-pair 0");
 	g->consumers = g->tm / 64;
 	p->threads = 128 * (1 + g->consumers);
 	regs = plan_regs_split(p, 128 * g->consumers, 128, PRODUCER_REGS);

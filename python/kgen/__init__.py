@@ -5,7 +5,8 @@ CUDA tensors run on their GPU (sm_90a or sm_100a kernels, chosen by the
 device); CPU tensors and NumPy arrays run on kgen's emulator (sm_100a by
 default, target="sm_90a" for the Hopper kernels). See README.md."""
 
-from . import _attention, _cache, _gemm
+from . import _attention, _cache, _decode, _gemm
+from ._fp8v4 import dequantize_kv_cache, quantize_kv_cache
 from ._cache import cache_dir, stats as cache_stats
 from ._native import KrtError, gpu_present
 from ._tensors import is_torch, torch_module
@@ -17,8 +18,8 @@ if torch_module() is not None:
     _is_compiling = torch_module().compiler.is_compiling
 
 __version__ = _cache.VERSION
-__all__ = ["attention", "gemm", "sparse_decode", "cache_dir", "cache_stats", "KrtError",
-           "gpu_present"]
+__all__ = ["attention", "gemm", "sparse_decode", "quantize_kv_cache", "dequantize_kv_cache",
+           "cache_dir", "cache_stats", "KrtError", "gpu_present"]
 
 
 def _compiling():
@@ -114,10 +115,103 @@ def gemm(a, b, *, out_dtype=None, out=None, target=None):
     return _gemm.run(_gemm.plan(a, b, out_dtype=out_dtype, out=out, target=target))
 
 
-def sparse_decode(*args, **kwargs):
-    """The decode family's call (FlashMLA's flash_mla_with_kvcache argument
-    names) is not in this kgen yet: its kernel family lands separately, and
-    then a _decode.py beside _attention.py (plan + run) and a kgen::
-    sparse_decode operator in _ops.py wire it in the same way."""
-    raise NotImplementedError("kgen.sparse_decode: the decode kernel family is not in this "
-                              "version of kgen yet")
+def sparse_decode(q, k_cache, block_table=None, cache_seqlens=None, head_dim_v=512,
+                  tile_scheduler_metadata=None, num_splits=None, softmax_scale=None,
+                  causal=False, is_fp8_kvcache=None, indices=None, attn_sink=None,
+                  extra_k_cache=None, extra_indices_in_kvcache=None, topk_length=None,
+                  extra_topk_length=None, *, out=None, target=None):
+    """DeepSeek-V4 sparse decode attention over an fp8-v4 paged KV cache,
+    with FlashMLA's flash_mla_with_kvcache arguments (same names, same
+    positional order). Returns (out, lse).
+
+    q: bfloat16 [batch, seq_len_q, num_heads_q (1..128), 512], contiguous.
+    k_cache: the fp8-v4 cache as FlashMLA views it, [num_blocks,
+    page_block_size, 1, 584] bytes (float8_e4m3fn, uint8 or int8) with
+    strides (page bytes, 584, 584, 1); kgen.quantize_kv_cache makes one.
+    indices: int32 [batch, seq_len_q, topk], index = page x page_block_size
+    + offset; -1 (and anything outside [0, num_blocks x page_block_size))
+    skips. topk_length: int32 [batch] (FlashMLA's) or [batch, seq_len_q]:
+    only the first topk_length entries count (clamped to [0, topk]).
+    extra_k_cache + extra_indices_in_kvcache (+ extra_topk_length): a second
+    source (the SWA window, its own page size) attended in the same softmax.
+    attn_sink: float32 [num_heads_q]: exp(attn_sink) joins the denominator.
+    softmax_scale defaults to 1/sqrt(512). num_splits: split-KV parts (None:
+    chosen from the grid and the GPU's SMs). tile_scheduler_metadata,
+    block_table and cache_seqlens are accepted and ignored (kgen schedules
+    in the kernel; FlashMLA's sparse path ignores the last two); causal
+    must be False, is_fp8_kvcache None or True, head_dim_v 512.
+
+    out: bfloat16 [batch, seq_len_q, num_heads_q, 512]. lse: float32
+    [batch, num_heads_q, seq_len_q], natural log, contiguous. Unlike
+    FlashMLA's, kgen's lse includes the sink (FlashMLA's =
+    log(exp(lse) - exp(attn_sink))), and a row with nothing to attend gives
+    out = 0 and lse = -inf (with a sink: lse = attn_sink; FlashMLA: +inf).
+    CPU tensors (and NumPy arrays, q as ml_dtypes.bfloat16 or uint16 bit
+    patterns) run on the emulator; docs/ABI.md "decode" has the kernel."""
+    kw = dict(block_table=block_table, cache_seqlens=cache_seqlens, head_dim_v=head_dim_v,
+              tile_scheduler_metadata=tile_scheduler_metadata, num_splits=num_splits,
+              softmax_scale=softmax_scale, causal=causal, is_fp8_kvcache=is_fp8_kvcache,
+              indices=indices, attn_sink=attn_sink, extra_k_cache=extra_k_cache,
+              extra_indices_in_kvcache=extra_indices_in_kvcache, topk_length=topk_length,
+              extra_topk_length=extra_topk_length, out=out, target=target)
+    if is_torch(q) and _compiling():
+        return _traced_sparse_decode(q, k_cache, kw)
+    return _sparse_decode(q, k_cache, kw)
+
+
+def _sparse_decode(q, k_cache, kw):
+    """The eager call (also kgen::sparse_decode's): CUDA tensors through
+    the memo of launchers, so a repeat of an earlier call's shapes,
+    strides, dtypes, devices and options only packs the new addresses."""
+    if not (is_torch(q) and q.is_cuda):
+        return _decode.run(_decode.plan(q, k_cache, **kw))
+    out = kw["out"]
+    names = ("indices", "topk_length", "attn_sink", "extra_k_cache", "extra_indices_in_kvcache",
+             "extra_topk_length")
+    try:
+        key = (_decode_sig(q), _decode_sig(k_cache)) + tuple(_decode_sig(kw[n]) for n in names) + \
+            (out is None, kw["head_dim_v"], kw["num_splits"], kw["softmax_scale"], kw["causal"],
+             kw["is_fp8_kvcache"], kw["target"])
+        f = _fast_decode.get(key)
+    except (AttributeError, TypeError):  # not tensors, or unhashable: the checks name it
+        f = key = None
+    if f is not None:
+        r = f(q, k_cache, *[kw[n] for n in names])
+        if r is not None:
+            return r
+    c = _decode.plan(q, k_cache, **kw)
+    r = _decode.run(c)
+    if key is not None and out is None:
+        if len(_fast_decode) >= 4096:  # serving changes the batch every step
+            _fast_decode.clear()
+        _fast_decode[key] = c.launcher
+    return r
+
+
+_fast_decode = {}
+
+
+def _decode_sig(t):
+    """What the checks read of a tensor argument, addresses aside."""
+    if t is None:
+        return None
+    return t.shape, t.stride(), t.dtype, t.device
+
+
+def _traced_sparse_decode(q, k_cache, kw):
+    from ._ops import ops
+
+    # the rules that need no tensor contents are checked while tracing
+    if kw["indices"] is None or kw["causal"] or kw["is_fp8_kvcache"] is False or \
+            kw["head_dim_v"] != 512:
+        _decode.plan(q, k_cache, **kw)
+    scale = kw["softmax_scale"]
+    o, lse = ops()["sparse_decode"](
+        q, k_cache, kw["indices"], kw["topk_length"], kw["attn_sink"], kw["extra_k_cache"],
+        kw["extra_indices_in_kvcache"], kw["extra_topk_length"],
+        float(scale) if scale is not None else q.shape[-1] ** -0.5, int(kw["num_splits"] or 0),
+        kw["target"] or "")
+    if kw["out"] is not None:
+        kw["out"].copy_(o)
+        o = kw["out"]
+    return o, lse

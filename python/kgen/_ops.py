@@ -1,14 +1,14 @@
-"""The PyTorch operators kgen::attention and kgen::gemm
+"""The PyTorch operators kgen::attention, kgen::gemm and kgen::sparse_decode
 (torch.library.custom_op) with fake implementations, so torch.compile
 (fullgraph=True) traces calls and CUDA graphs capture them. Registered when
 kgen is imported with torch installed (registration inside a traced
 function would break the graph).
 
-A new family adds its operator here beside these two (its eager function
+A new family adds its operator here beside these (its eager function
 in its own module, a custom_op wrapping it, a fake that allocates the
 outputs from the shapes alone)."""
 
-from . import _attention, _gemm
+from . import _attention, _decode, _gemm
 
 _ops = None
 
@@ -70,4 +70,28 @@ def _register():
         dt = torch.bfloat16 if od in ("bf16", "bfloat16") else torch.float32
         return a.new_empty((a.shape[0], b.shape[0]), dtype=dt)
 
-    return {"attention": attention, "gemm": gemm}
+    @torch.library.custom_op("kgen::sparse_decode", mutates_args=())
+    def sparse_decode(q: torch.Tensor, k_cache: torch.Tensor, indices: torch.Tensor,
+                      topk_length: torch.Tensor | None, attn_sink: torch.Tensor | None,
+                      extra_k_cache: torch.Tensor | None,
+                      extra_indices_in_kvcache: torch.Tensor | None,
+                      extra_topk_length: torch.Tensor | None, softmax_scale: float,
+                      num_splits: int, target: str) -> tuple[torch.Tensor, torch.Tensor]:
+        import kgen
+
+        return kgen._sparse_decode(q, k_cache, dict(
+            block_table=None, cache_seqlens=None, head_dim_v=_decode.D_V,
+            tile_scheduler_metadata=None, num_splits=num_splits or None,
+            softmax_scale=softmax_scale, causal=False, is_fp8_kvcache=None, indices=indices,
+            attn_sink=attn_sink, extra_k_cache=extra_k_cache,
+            extra_indices_in_kvcache=extra_indices_in_kvcache, topk_length=topk_length,
+            extra_topk_length=extra_topk_length, out=None, target=target or None))
+
+    @sparse_decode.register_fake
+    def _(q, k_cache, indices, topk_length, attn_sink, extra_k_cache, extra_indices_in_kvcache,
+          extra_topk_length, softmax_scale, num_splits, target):
+        b, sq, hq = q.shape[0], q.shape[1], q.shape[2]
+        return (q.new_empty((b, sq, hq, _decode.D_V)),
+                q.new_empty((b, hq, sq), dtype=torch.float32))
+
+    return {"attention": attention, "gemm": gemm, "sparse_decode": sparse_decode}

@@ -4,8 +4,9 @@ and how to make outputs and bring CPU data to the emulator."""
 
 _TORCH_DT = {}
 _NP_DT = {"float16": "fp16", "bfloat16": "bf16", "float32": "f32", "int32": "s32",
-          "float64": "f64"}
-ESIZE = {"bf16": 2, "fp16": 2, "f32": 4, "s32": 4, "f64": 8}
+          "float64": "f64", "uint8": "u8", "int8": "s8", "uint16": "u16"}
+ESIZE = {"bf16": 2, "fp16": 2, "f32": 4, "s32": 4, "f64": 8, "u8": 1, "s8": 1, "e4m3": 1,
+         "u16": 2}
 
 
 try:  # optional: NumPy arrays run on the emulator without it
@@ -25,7 +26,11 @@ def is_torch(x):
 def _torch_dtypes(torch):
     if not _TORCH_DT:
         _TORCH_DT.update({torch.bfloat16: "bf16", torch.float16: "fp16", torch.float32: "f32",
-                          torch.int32: "s32", torch.float64: "f64"})
+                          torch.int32: "s32", torch.float64: "f64", torch.uint8: "u8",
+                          torch.int8: "s8"})
+        e4m3 = getattr(torch, "float8_e4m3fn", None)
+        if e4m3 is not None:
+            _TORCH_DT[e4m3] = "e4m3"
     return _TORCH_DT
 
 
@@ -69,14 +74,16 @@ def empty(like, shape, dtype):
     if like.torch:
         torch = torch_module()
         tdt = {"bf16": torch.bfloat16, "fp16": torch.float16, "f32": torch.float32,
-               "s32": torch.int32}[dtype]
+               "s32": torch.int32, "u8": torch.uint8}[dtype]
         return torch.empty(shape, dtype=tdt, device=like.x.device)
     import numpy as np
 
-    if dtype == "bf16":
-        ndt = like.x.dtype  # only a bf16 input asks for a bf16 output
+    if dtype in ("bf16", "u16"):
+        # only a bf16 input asks for a bf16 output: its own dtype (ml_dtypes'
+        # bfloat16, or uint16 holding bf16 bit patterns)
+        ndt = like.x.dtype
     else:
-        ndt = {"fp16": np.float16, "f32": np.float32, "s32": np.int32}[dtype]
+        ndt = {"fp16": np.float16, "f32": np.float32, "s32": np.int32, "u8": np.uint8}[dtype]
     return np.empty(shape, dtype=ndt)
 
 

@@ -6,7 +6,12 @@ beside F.scaled_dot_product_attention and a Triton kernel (GPU machine).
   warm first call   a new process with the disk cache filled (the driver's
                     JIT cache too): read + load + launch + sync
   per-call host     a tiny shape, launches back to back, time per call on
-                    the host (no sync inside the loop), kgen vs SDPA
+                    the host (no sync inside the loop), kgen vs SDPA; and
+                    kgen.sparse_decode's at a tiny shape
+  throughput        kgen.attention's TF/s at B=4, S=8192, 16 heads, head_dim
+                    128, causal (median of CUDA-event times per call), and
+                    with --kbench PATH the C kbench's for the same kernel and
+                    shape in the same run: the two should agree within 2 %
 Each first call runs in a fresh interpreter (subprocess) so that nothing is
 cached in memory. Prints one table; --json for machine use."""
 
@@ -78,11 +83,45 @@ def _per_call(fn, iters=2000):
     return (t1 - t0) / iters * 1e6
 
 
+def _throughput(kgen, torch, kbench, iters=20):
+    """kgen.attention's TF/s at the throughput shape and, given the kbench
+    binary, kbench's for the same shape (its kernel is the one kgen.attention
+    picks: the default configuration of these arguments)."""
+    b, s, h, d = 4, 8192, 16, 128
+    q, k, v = (torch.randn(b, s, h, d, device="cuda", dtype=torch.bfloat16) for _ in range(3))
+    flops = 2.0 * b * h * s * s * (d + d) / 2  # causal: half the scores (kbench's count)
+    for _ in range(5):
+        kgen.attention(q, k, v, causal=True)
+    times = []
+    for _ in range(iters):
+        e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        e0.record()
+        kgen.attention(q, k, v, causal=True)
+        e1.record()
+        e1.synchronize()
+        times.append(e0.elapsed_time(e1))
+    times.sort()
+    r = {"kgen_tflops": flops / (times[len(times) // 2] * 1e-3) / 1e12}
+    if kbench:
+        cmd = [kbench, "fmha", "--batch", str(b), "--seqlen-q", str(s), "--seqlen-k", str(s),
+               "--iters", str(iters), "--warmup", "5", "--no-peer", "--head-dim", str(d),
+               "--heads-q", str(h), "--heads-kv", str(h), "--mask", "causal"]
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=600).stdout
+        for line in out.splitlines():
+            if line.startswith("kbench-result "):  # KERNEL SHAPE OURS PEER PEER_TFLOPS RATIO
+                r["kbench_tflops"] = float(line.split()[3])
+        if "kbench_tflops" not in r:
+            r["kbench_error"] = (out.strip().splitlines() or ["no kbench-result line"])[-1]
+    return r
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="python -m kgen.bench")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--largest", default="1,4096,16,512,1",
                     help="b,s,h,d,causal of the first-call kernel (default: head_dim 512)")
+    ap.add_argument("--kbench", help="the kbench binary (e.g. build-gpu/tools/kbench): its TF/s "
+                    "for the throughput shape, beside kgen.attention's")
     a = ap.parse_args(argv)
     import torch
     import torch.nn.functional as F
@@ -120,6 +159,15 @@ def main(argv=None):
     packed = f.pack(*flat)
     stream = torch.cuda.current_stream().cuda_stream
     res["kgen_launch_us"] = _per_call(lambda: f.launch(packed, stream))
+    # kgen.sparse_decode at a tiny shape (one CTA, no split-KV): the memo of
+    # launchers, a sink and per-sequence lengths included
+    kc = kgen.quantize_kv_cache(torch.randn(2, 64, 1, 512, dtype=torch.bfloat16, device="cuda"))
+    qd = torch.randn(1, 1, 8, 512, dtype=torch.bfloat16, device="cuda")
+    kw = dict(indices=torch.randint(0, 128, (1, 1, 64), dtype=torch.int32, device="cuda"),
+              topk_length=torch.full((1,), 64, dtype=torch.int32, device="cuda"),
+              attn_sink=torch.zeros(8, device="cuda"))
+    res["kgen_decode_call_us"] = _per_call(lambda: kgen.sparse_decode(qd, kc, **kw))
+    res.update(_throughput(kgen, torch, a.kbench))
     if a.json:
         print(json.dumps(res))
         return
@@ -135,6 +183,13 @@ def main(argv=None):
               "PTX JIT and the load)" % (res["kgen_generate_s"] * 1e3))
     print("per-call host overhead, [1,128,2,64] bf16: kgen %.1f us (of which the launch %.1f us), "
           "SDPA %.1f us" % (res["kgen_call_us"], res["kgen_launch_us"], res["sdpa_call_us"]))
+    print("per-call host overhead, sparse_decode [1,1,8,512] top-k 64: kgen %.1f us"
+          % res["kgen_decode_call_us"])
+    kb = res.get("kbench_tflops")
+    print("throughput, [4,8192,16,128] bf16 causal: kgen.attention %.1f TF/s%s" % (
+        res["kgen_tflops"], ", kbench %.1f TF/s (kgen.attention / kbench = %.3f)" %
+        (kb, res["kgen_tflops"] / kb) if kb else
+        "   kbench: " + res.get("kbench_error", "not given (--kbench PATH)")))
 
 
 if __name__ == "__main__":

@@ -34,7 +34,17 @@ enum {
 	EMU_TMEM_LANES = 128, /* docs/hardware.md, "TMEM addressing" */
 	EMU_TMEM_COLS = 512,
 	EMU_MAX_TMEM_ALLOCS = 16,
+	EMU_MAX_CLUSTER = 16, /* CTAs per cluster (16 with the non-portable size) */
 };
+
+/* A shared::cluster address of another CTA's shared memory, as mapa makes
+ * it: this bit, the target's %cluster_ctarank in bits 24-27 and its window
+ * address below. A shared::cta address (bit clear) names the executing CTA,
+ * as the PTX ISA's shared::cta window inside the shared::cluster window
+ * does (§5.1.3 "Shared State Space"). */
+#define EMU_DSMEM_BIT UINT32_C(0x80000000)
+#define EMU_DSMEM_RANK(a) ((int)((a) >> 24 & 0xf))
+#define EMU_DSMEM_LOCAL(a) ((a) & UINT32_C(0x00ffffff))
 
 /* ---- types ------------------------------------------------------------- */
 
@@ -231,6 +241,7 @@ typedef struct EmuProgram {
 	int nsingle;          /* OPF_SINGLE instructions */
 	int has_wgmma;        /* any wgmma.*: register writes are tracked */
 	int maxntid;          /* .maxntid/.reqntid x*y*z, 0 if absent */
+	uint32_t reqncluster[3]; /* .reqnctapercluster, 0 if absent */
 	/* Source, for messages: the text and where each line starts. */
 	char *src;
 	int *line_start;
@@ -300,6 +311,8 @@ typedef struct EmuTag {
 	int32_t tid;     /* thread that issued it */
 } EmuTag;
 
+enum { EMU_SREADERS = 16 }; /* async readers remembered per smem chunk */
+
 /* ---- data races (race.c) ------------------------------------------------ */
 
 enum { EMU_RACE_READERS = 3 };
@@ -308,11 +321,11 @@ enum { EMU_RACE_READERS = 3 };
 typedef struct EmuRaceWord {
 	uint64_t key;       /* global: the word's address / 4 */
 	uint32_t gen;       /* EmuCta.race_gen when written; another value: empty */
-	uint32_t wclk;      /* last write: thread wtid at its own clock wclk */
+	uint32_t wclk;      /* last write: the thread of clock slot wslot at its own clock wclk */
 	int32_t wline;
-	uint16_t wtid;
+	uint16_t wslot;
 	uint8_t nr;         /* unordered reads since that write */
-	uint16_t rtid[EMU_RACE_READERS];
+	uint16_t rslot[EMU_RACE_READERS];
 	uint32_t rclk[EMU_RACE_READERS];
 	int32_t rline[EMU_RACE_READERS];
 } EmuRaceWord;
@@ -364,7 +377,8 @@ typedef struct EmuMbar {
 	uint64_t phases;    /* completed phases since the last init */
 	uint64_t cbase;     /* phases of earlier inits: the slot's clock is cbase + phases */
 	int init_line;
-	int init_tid;       /* the init is visible to t once t->vc[init_tid] >= init_val */
+	int init_tid;       /* the initializing thread, for messages */
+	int init_slot;      /* the init is visible to t once t->vc[init_slot] >= init_val */
 	EmuClock init_val;
 	EmuClock *pend_vc;  /* releases into the current phase */
 	EmuClock *done_vc;  /* everything released into completed phases */
@@ -388,6 +402,7 @@ enum {
 	TS_BAR,    /* bar.sync: waiting for the named barrier */
 	TS_MBAR,   /* mbarrier.try_wait / test_wait */
 	TS_COLL,   /* at a warp rendezvous */
+	TS_CBAR,   /* barrier.cluster.wait */
 	TS_EXITED,
 };
 
@@ -445,6 +460,7 @@ struct EmuWarp {
 
 struct EmuThread {
 	int tid;
+	int slot;            /* its vector-clock slot: the CTA's slot0 + tid */
 	int lane;
 	EmuWarp *w;
 	uint32_t pc;
@@ -471,6 +487,9 @@ struct EmuThread {
 	/* tcgen05 tags whose value waits for wait::ld / before_thread_sync */
 	uint32_t *tcpend;    /* TMEM cell indices (quarter*512+col) | 1<<31 for smem chunk */
 	int ntcpend, captcpend;
+	int cbar_pending;    /* barrier.cluster.arrive without its wait yet */
+	uint64_t cbar_phase; /* the cluster barrier phase it arrived in */
+	int cbar_synced;     /* it completed a barrier.cluster.wait */
 	int bulk_groups;     /* cp.async.bulk commit groups issued */
 	int bulk_open;       /* ops since the last commit_group */
 	uint64_t steps;
@@ -497,10 +516,32 @@ typedef struct EmuLaunchCtx {
 	uint64_t max_launch_steps; /* all CTAs together (KRT_EMU_MAX_LAUNCH_STEPS) */
 	uint64_t launch_steps;     /* of the CTAs finished so far */
 	int trace;           /* thread id + 1 to trace in CTA 0, 0 off */
+	int cl_n;            /* CTAs per cluster */
 } EmuLaunchCtx;
+
+/* The CTAs of one cluster run together: one scheduler over all their
+ * threads, one vector-clock slot space (CTA r owns slots [r*per, r*per+per)),
+ * so waits, arrivals and async units across CTAs order like local ones. */
+typedef struct EmuCluster {
+	int n;
+	uint32_t dim[3];
+	uint32_t id[3];      /* %clusterid */
+	int per;             /* clock slots per CTA */
+	EmuCta *cta[EMU_MAX_CLUSTER];
+	/* barrier.cluster: arrivals of the current phase, and what they released */
+	int bar_arrived;
+	uint64_t bar_phase;
+	EmuClock *bar_vc;
+	EmuClock *bar_done_vc;
+	int start;           /* the CTA the scheduler started with this pass */
+} EmuCluster;
 
 struct EmuCta {
 	EmuLaunchCtx *lc;
+	EmuCluster *cl;
+	int rank;            /* %cluster_ctarank */
+	int slot0;           /* first clock slot of this CTA */
+	int finished;        /* every thread exited and its async work drained */
 	const EmuProgram *prog;
 	KrtErr *err;
 	int failed;
@@ -515,7 +556,8 @@ struct EmuCta {
 	uint32_t smem_lo, smem_end; /* valid: [smem_lo, smem_end) */
 	uint32_t dyn_addr;          /* the extern array */
 	EmuTag *swtag;       /* per 16-B chunk: last write */
-	EmuTag *srtag;       /* per 16-B chunk: last async read */
+	EmuTag *srtag;       /* per 16-B chunk: EMU_SREADERS async-read tags (hb.c) */
+	uint8_t *snr;        /* per 16-B chunk: how many of them are in use */
 	uint16_t *sinflight; /* per chunk: in-flight async reads */
 	int32_t *sinflight_line;
 	uint8_t *sflags;     /* per chunk: SF_* */
@@ -532,6 +574,10 @@ struct EmuCta {
 	EmuTmemAlloc talloc[EMU_MAX_TMEM_ALLOCS];
 	int relinquished;
 	int cta_group;       /* first cta_group used by a tcgen05 op, 0 none */
+	/* tcgen05.alloc.cta_group::2 (tcgen05.c pair_alloc): 1 waits for the
+	 * peer with palloc_n columns, 2 granted palloc_col */
+	int palloc_state;
+	uint32_t palloc_n, palloc_col;
 	/* mbarriers */
 	EmuMbar mbar[EMU_MAX_MBAR];
 	int nmbar;
@@ -612,6 +658,19 @@ int emu_reg_hazard(EmuCta *c, EmuThread *t, const EmuInsn *in, int reg, int writ
 int emu_uniform(EmuCta *c, EmuWarp *w, const EmuInsn *in, uint32_t lanes, int i, uint64_t *v);
 /* Address operand i as a shared-window address (generic converted). */
 int emu_shared_addr(EmuCta *c, EmuThread *t, const EmuInsn *in, int i, uint32_t *out);
+/* Address operand i of a .shared::cluster instruction: the CTA whose shared
+ * memory it names (*owner) and the window address there. A CTA's shared
+ * memory used by another before that thread completed a barrier.cluster.wait,
+ * or after the owner exited, is a hazard [cluster] (PTX ISA §9.7.13.2). */
+int emu_cluster_addr(EmuCta *c, EmuThread *t, const EmuInsn *in, int i, EmuCta **owner,
+                     uint32_t *out);
+/* The same for an address value a. */
+int emu_cluster_resolve(EmuCta *c, EmuThread *t, const EmuInsn *in, uint64_t a, EmuCta **owner,
+                        uint32_t *out);
+/* The CTA of the cluster that owns clock slot `slot`. */
+#define EMU_SLOT_CTA(c, slot) ((c)->cl->cta[(slot) / (c)->cl->per])
+/* Completes the barrier.cluster phase once every live thread arrived. */
+int emu_cluster_bar_try(EmuCluster *cl);
 
 /* ---- the async queue (async.c) ---------------------------------------------- */
 
@@ -652,6 +711,16 @@ int emu_smem_write(EmuCta *c, EmuThread *t, const EmuInsn *in, uint32_t addr, ui
  * writes. vc is the clock to check with (vc_tc for tcgen05). */
 int emu_smem_async_read_check(EmuCta *c, EmuThread *t, const EmuInsn *in, uint32_t chunk,
                               const EmuClock *vc, const char *what);
+/* The completed async reads of a chunk, one tag per reader slot (a warp's
+ * wgmma, a tcgen05 pipe, a TMA store's thread): a later write must be
+ * ordered after every one of them, not only the last (several consumer
+ * warps read one stage, and the empty barrier must wait for each).
+ * Beyond EMU_SREADERS slots the oldest is dropped (runtime/emu/README.md,
+ * known gaps). */
+void emu_sread_note(EmuCta *c, uint32_t ch, const EmuTag *tag);
+/* The first read tag of chunk ch that vc (thread self's) does not cover, or
+ * NULL. */
+const EmuTag *emu_sread_unordered(const EmuCta *c, const EmuClock *vc, int self, uint32_t ch);
 void emu_proxy_fence(EmuCta *c, EmuThread *t);
 /* The tcgen05 fences (docs/hardware.md, "tcgen05 ordering"). */
 void emu_tc_after_sync(EmuCta *c, EmuThread *t);

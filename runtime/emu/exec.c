@@ -1,5 +1,6 @@
-/* Execution of a launch: CTAs one at a time (clusters of one), every thread
- * an interpreter state with its own pc and registers.
+/* Execution of a launch: clusters one at a time, the CTAs of a cluster
+ * interleaved under one scheduler (so one CTA may wait on another), every
+ * thread an interpreter state with its own pc and registers.
  *
  * Scheduling. Each ready thread runs until it blocks (bar.sync, an mbarrier
  * wait, a warp rendezvous) or exits. Async work (TMA, tcgen05.mma/cp/shift/commit,
@@ -245,6 +246,8 @@ thread_exit(EmuCta *c, EmuThread *t)
 			return EMU_STOP;
 		emu_wgmma_drop(c, w);
 	}
+	if (emu_cluster_bar_try(c->cl))
+		c->gen++;
 	/* barriers without a thread count wait for every live thread */
 	for (int i = 0; i < 16; i++)
 		if (c->bar[i].expected < 0 && emu_bar_try_complete(c, i))
@@ -292,6 +295,7 @@ cta_free(EmuCta *c)
 	free(c->smem);
 	free(c->swtag);
 	free(c->srtag);
+	free(c->snr);
 	free(c->sinflight);
 	free(c->sinflight_line);
 	free(c->sflags);
@@ -309,7 +313,7 @@ cta_free(EmuCta *c)
 }
 
 static EmuCta *
-cta_new(EmuLaunchCtx *lc, KrtErr *err)
+cta_new(EmuLaunchCtx *lc, EmuCluster *cl, int rank, KrtErr *err)
 {
 	const EmuProgram *p = lc->prog;
 	const KrtLaunch *l = lc->l;
@@ -317,9 +321,12 @@ cta_new(EmuLaunchCtx *lc, KrtErr *err)
 	if (!c)
 		return NULL;
 	c->lc = lc;
+	c->cl = cl;
+	c->rank = rank;
 	c->prog = p;
 	c->err = err;
 	c->nthreads = (int)(l->block[0] * l->block[1] * l->block[2]);
+	c->slot0 = rank * (c->nthreads + EMU_MAX_MBAR + EMU_MAX_AGENTS);
 	c->nwarps = (c->nthreads + 31) / 32;
 	c->t = calloc((size_t)c->nthreads, sizeof *c->t);
 	c->w = calloc((size_t)c->nwarps, sizeof *c->w);
@@ -336,7 +343,8 @@ cta_new(EmuLaunchCtx *lc, KrtErr *err)
 	c->nchunks = (c->smem_end + 15) / 16 + 1;
 	c->smem = malloc((size_t)c->nchunks * 16);
 	c->swtag = malloc((size_t)c->nchunks * sizeof *c->swtag);
-	c->srtag = malloc((size_t)c->nchunks * sizeof *c->srtag);
+	c->srtag = malloc((size_t)c->nchunks * EMU_SREADERS * sizeof *c->srtag);
+	c->snr = malloc(c->nchunks);
 	c->sinflight = malloc((size_t)c->nchunks * sizeof *c->sinflight);
 	c->sinflight_line = malloc((size_t)c->nchunks * sizeof *c->sinflight_line);
 	c->sflags = malloc(c->nchunks);
@@ -351,13 +359,14 @@ cta_new(EmuLaunchCtx *lc, KrtErr *err)
 		c->trtag = malloc(4 * EMU_TMEM_COLS * sizeof *c->trtag);
 		c->tacc = calloc(4 * EMU_TMEM_COLS, sizeof *c->tacc);
 	}
-	int bad = !c->t || !c->w || !c->regs || !c->pend || !c->smem || !c->swtag || !c->srtag ||
+	int bad = !c->t || !c->w || !c->regs || !c->pend || !c->smem || !c->swtag || !c->srtag || !c->snr ||
 	          !c->sstamp ||
 	          !c->sinflight || !c->sinflight_line || !c->sflags || !c->swriter || !c->swline || !c->race ||
 	          (lc->cc >= 100 && (!c->tmem || !c->twtag || !c->trtag || !c->tacc));
 	for (int i = 0; !bad && i < c->nthreads; i++) {
 		EmuThread *t = &c->t[i];
 		t->tid = i;
+		t->slot = c->slot0 + i;
 		t->lane = i % 32;
 		t->w = &c->w[i / 32];
 		t->r = c->regs + (size_t)i * (size_t)p->nregs;
@@ -386,6 +395,7 @@ cta_reset(EmuCta *c, const uint32_t ctaid[3])
 	const EmuProgram *p = c->prog;
 	memcpy(c->ctaid, ctaid, sizeof c->ctaid);
 	c->failed = 0;
+	c->finished = 0;
 	c->live = c->nthreads;
 	c->steps = 0;
 	c->gen = 0;
@@ -398,7 +408,7 @@ cta_reset(EmuCta *c, const uint32_t ctaid[3])
 	memset(c->pend, p->has_wgmma ? PEND_WATCH | PEND_DIRTY : 0, nr);
 	memset(c->smem, 0xdb, (size_t)c->nchunks * 16);
 	memset(c->swtag, 0, (size_t)c->nchunks * sizeof *c->swtag);
-	memset(c->srtag, 0, (size_t)c->nchunks * sizeof *c->srtag);
+	memset(c->snr, 0, c->nchunks);
 	memset(c->sinflight, 0, (size_t)c->nchunks * sizeof *c->sinflight);
 	memset(c->sflags, 0, c->nchunks);
 	memset(c->swriter, 0, (size_t)c->nchunks * sizeof *c->swriter);
@@ -414,6 +424,7 @@ cta_reset(EmuCta *c, const uint32_t ctaid[3])
 	memset(c->talloc, 0, sizeof c->talloc);
 	c->relinquished = 0;
 	c->cta_group = 0;
+	c->palloc_state = 0;
 	for (int i = 0; i < EMU_MAX_MBAR; i++) {
 		EmuClock *pv = c->mbar[i].pend_vc, *dv = c->mbar[i].done_vc;
 		memset(&c->mbar[i], 0, sizeof c->mbar[i]);
@@ -434,8 +445,10 @@ cta_reset(EmuCta *c, const uint32_t ctaid[3])
 		t->pc = 0;
 		t->state = TS_READY;
 		t->timeout = 0;
+		t->cbar_pending = 0;
+		t->cbar_synced = 0;
 		t->npend = p->has_wgmma;
-		t->vc[t->tid] = 1;
+		t->vc[t->slot] = 1;
 		t->synced_line = 0;
 		t->agent = -1;
 		t->nunfenced = 0;
@@ -469,21 +482,22 @@ cta_reset(EmuCta *c, const uint32_t ctaid[3])
 
 /* ---- deadlock report ---------------------------------------------------------------- */
 
+/* Appends who waits on what in CTA x. */
 static void
-deadlock(EmuCta *c)
+deadlock_threads(EmuCta *x, char *msg, size_t cap, size_t *at)
 {
-	char msg[6144];
-	size_t at = 0;
-	msg[0] = 0;
 	/* group threads waiting at the same instruction on the same object */
-	uint8_t *done = calloc((size_t)c->nthreads, 1);
-	for (int i = 0; i < c->nthreads && at + 256 < sizeof msg; i++) {
-		EmuThread *t = &c->t[i];
+	char rank[32] = "";
+	if (x->cl->n > 1)
+		snprintf(rank, sizeof rank, "CTA rank %d: ", x->rank);
+	uint8_t *done = calloc((size_t)x->nthreads, 1);
+	for (int i = 0; i < x->nthreads && *at + 256 < cap; i++) {
+		EmuThread *t = &x->t[i];
 		if (t->state == TS_EXITED || (done && done[i]))
 			continue;
 		int n = 0, lo = i, hi = i;
-		for (int k = i; k < c->nthreads; k++) {
-			EmuThread *u = &c->t[k];
+		for (int k = i; k < x->nthreads; k++) {
+			EmuThread *u = &x->t[k];
 			if (u->state == t->state && u->pc == t->pc && u->wait_addr == t->wait_addr &&
 			    u->wait_parity == t->wait_parity && u->wait_bar == t->wait_bar) {
 				if (done)
@@ -493,27 +507,32 @@ deadlock(EmuCta *c)
 			}
 		}
 		char text[200], obj[512] = "";
-		const EmuInsn *in = &c->prog->insn[t->pc < (uint32_t)c->prog->ninsn ? t->pc : 0];
-		emu_line_text(c->prog, in->line, text, sizeof text);
+		const EmuInsn *in = &x->prog->insn[t->pc < (uint32_t)x->prog->ninsn ? t->pc : 0];
+		emu_line_text(x->prog, in->line, text, sizeof text);
 		if (t->state == TS_MBAR) {
-			EmuMbar *m = emu_mbar_find(c, t->wait_addr);
+			EmuMbar *m = emu_mbar_find(x, t->wait_addr);
 			char st[256] = "not initialized";
 			if (m)
-				emu_mbar_describe(c, m, st, sizeof st);
+				emu_mbar_describe(x, m, st, sizeof st);
 			snprintf(obj, sizeof obj, "wait on mbarrier 0x%x (kg_smem%+d) for the phase with "
-			         "parity %u; %s", t->wait_addr, (int)(t->wait_addr - c->dyn_addr),
+			         "parity %u; %s", t->wait_addr, (int)(t->wait_addr - x->dyn_addr),
 			         t->wait_parity, st);
 		} else if (t->state == TS_BAR) {
-			EmuBar *b = &c->bar[t->wait_bar];
+			EmuBar *b = &x->bar[t->wait_bar];
 			snprintf(obj, sizeof obj, "wait at barrier %d: %d of %d threads arrived",
-			         t->wait_bar, b->arrived, b->expected < 0 ? c->live : b->expected);
+			         t->wait_bar, b->arrived, b->expected < 0 ? x->live : b->expected);
+		} else if (t->state == TS_CBAR) {
+			snprintf(obj, sizeof obj, "wait at barrier.cluster (phase %" PRIu64 ") for threads of "
+			         "the cluster that never arrive", x->cl->bar_phase);
 		} else if (t->state == TS_COLL) {
 			char here[128], miss[128];
 			lanes_str(t->w->arrived, here, sizeof here);
 			lanes_str(t->w->need & t->w->live & ~t->w->arrived, miss, sizeof miss);
 			snprintf(obj, sizeof obj, "wait at a warp collective for lanes %s of warp %d "
 			         "(lanes %s arrived)%s", miss, t->w->id, here,
-			         t->w->coll_retry ? "; it waits for TMEM columns to be freed" : "");
+			         t->w->coll_retry ? (x->palloc_state == 1 ? "; its tcgen05.alloc.cta_group::2 "
+			                             "waits for the peer CTA's warp to allocate too"
+			                             : "; it waits for TMEM columns to be freed") : "");
 		}
 		char who[96];
 		if (n == 1)
@@ -521,16 +540,29 @@ deadlock(EmuCta *c)
 		else
 			snprintf(who, sizeof who, "threads %d-%d (%d threads, warps %d-%d)", lo, hi, n,
 			         lo / 32, hi / 32);
-		int w = snprintf(msg + at, sizeof msg - at, "\n  %s at PTX line %d `%s`: %s", who,
+		int w = snprintf(msg + *at, cap - *at, "\n  %s%s at PTX line %d `%s`: %s", rank, who,
 		                 in->line, text, obj);
 		if (w > 0)
-			at += (size_t)w;
+			*at += (size_t)w;
 	}
 	free(done);
+}
+
+static void
+deadlock(EmuCta *c)
+{
+	char msg[6144];
+	size_t at = 0;
+	msg[0] = 0;
+	/* every CTA of the cluster: one may wait on another */
+	for (int r = 0; r < c->cl->n; r++)
+		if (c->cl->cta[r]->live)
+			deadlock_threads(c->cl->cta[r], msg, sizeof msg, &at);
 	/* barriers still expecting transaction bytes */
 	const char *cls = "deadlock";
-	for (int i = 0; i < c->nmbar && at + 256 < sizeof msg; i++) {
-		EmuMbar *m = &c->mbar[i];
+	for (int r = 0; r < c->cl->n; r++)
+	for (int i = 0; i < c->cl->cta[r]->nmbar && at + 256 < sizeof msg; i++) {
+		EmuMbar *m = &c->cl->cta[r]->mbar[i];
 		if (!m->live || m->tx <= 0)
 			continue;
 		cls = "mbarrier-tx";
@@ -574,6 +606,31 @@ cta_finish(EmuCta *c)
 	}
 	for (int i = 0; i < c->nmbar; i++) {
 		EmuMbar *m = &c->mbar[i];
+		/* arrivals that completed no phase: the init's count does not
+		 * match the arrivals the kernel makes (one short shifts every
+		 * later phase by one arrival and leaves the rest mid-phase), so
+		 * some wait completed before all the work it stands for */
+		if (m->live && m->pending > 0 && (uint32_t)m->pending < m->expected) {
+			char text[200];
+			emu_line_text(c->prog, m->init_line, text, sizeof text);
+			return emu_hazard(c, NULL, NULL, "mbarrier",
+			                  "at exit mbarrier 0x%x holds %u arrival%s of the %u its init (PTX "
+			                  "line %d `%s`) expects per phase, after %" PRIu64 " completed "
+			                  "phase%s: the init's count and the arrivals do not match",
+			                  m->addr, m->expected - (uint32_t)m->pending,
+			                  m->expected - (uint32_t)m->pending > 1 ? "s" : "", m->expected,
+			                  m->init_line, text, m->phases, m->phases == 1 ? "" : "s");
+		}
+		if (m->live && m->tx < 0) {
+			char text[200];
+			emu_line_text(c->prog, m->init_line, text, sizeof text);
+			return emu_hazard(c, NULL, NULL, "mbarrier-tx",
+			                  "at exit mbarrier 0x%x (initialized at PTX line %d `%s`) received "
+			                  "%" PRId64 " transaction bytes that no expect_tx announced: an async "
+			                  "copy completed on a phase nobody waited for (a missing expect_tx, "
+			                  "e.g. for a multicast destination)", m->addr, m->init_line, text,
+			                  -m->tx);
+		}
 		if (m->live && m->tx > 0) {
 			char text[200];
 			emu_line_text(c->prog, m->tx_line, text, sizeof text);
@@ -586,48 +643,64 @@ cta_finish(EmuCta *c)
 	return emu_tmem_exit_check(c);
 }
 
+/* One pass over the ready threads of c. */
 static int
-run_cta(EmuCta *c)
+cta_round(EmuCta *c, int *progressed)
 {
-	uint64_t timeout_gen = UINT64_MAX;
 	int quantum = 1 << 16;
-	for (;;) {
-		int progressed = 0;
-		int start = c->lc->seed ? (int)(emu_rand(c) % (uint64_t)c->nthreads) : 0;
-		for (int k = 0; k < c->nthreads; k++) {
-			EmuThread *t = &c->t[(start + k) % c->nthreads];
-			if (t->state != TS_READY)
-				continue;
-			uint64_t s0 = t->steps;
-			if (c->lc->seed)
-				quantum = 1 + (int)(emu_rand(c) % 2048);
-			int rc = run_thread(c, t, quantum);
-			if (rc == EMU_STOP || c->failed)
-				return EMU_STOP;
-			if (t->steps != s0)
-				progressed = 1;
-			if (c->lc->seed && c->naq && emu_rand(c) % 8 == 0 && emu_async_complete_one(c))
-				return EMU_STOP;
-			if (rc == EMU_YIELD)
-				break; /* the next thread to run: a random one */
-		}
-		if (c->failed)
-			return EMU_STOP;
-		if (c->steps > c->lc->max_steps)
-			return emu_fault(c, NULL, NULL, "more than %" PRIu64 " instructions executed in one "
-			                 "CTA (set KRT_EMU_MAX_STEPS to raise the limit): a livelock?",
-			                 c->lc->max_steps);
-		if (c->lc->launch_steps + c->steps > c->lc->max_launch_steps)
-			return emu_fault(c, NULL, NULL, "more than %" PRIu64 " instructions executed in one "
-			                 "launch (KRT_EMU_MAX_LAUNCH_STEPS; runtime/emu/README.md): emulate "
-			                 "a smaller shape", c->lc->max_launch_steps);
-		if (!c->live)
-			return cta_finish(c);
-		if (progressed)
+	int start = c->lc->seed ? (int)(emu_rand(c) % (uint64_t)c->nthreads) : 0;
+	for (int k = 0; k < c->nthreads; k++) {
+		EmuThread *t = &c->t[(start + k) % c->nthreads];
+		if (t->state != TS_READY)
 			continue;
-		/* nothing can run */
-		int retried = 0;
-		for (int i = 0; i < c->nwarps; i++) {
+		uint64_t s0 = t->steps;
+		if (c->lc->seed)
+			quantum = 1 + (int)(emu_rand(c) % 2048);
+		int rc = run_thread(c, t, quantum);
+		if (rc == EMU_STOP || c->failed)
+			return EMU_STOP;
+		if (t->steps != s0)
+			*progressed = 1;
+		if (c->lc->seed && c->naq && emu_rand(c) % 8 == 0 && emu_async_complete_one(c))
+			return EMU_STOP;
+		if (rc == EMU_YIELD)
+			break; /* the next thread to run: a random one, maybe of another CTA */
+	}
+	if (c->steps > c->lc->max_steps)
+		return emu_fault(c, NULL, NULL, "more than %" PRIu64 " instructions executed in one "
+		                 "CTA (set KRT_EMU_MAX_STEPS to raise the limit): a livelock?",
+		                 c->lc->max_steps);
+	return c->failed ? EMU_STOP : 0;
+}
+
+static uint64_t
+cluster_steps(const EmuCluster *cl)
+{
+	uint64_t n = 0;
+	for (int r = 0; r < cl->n; r++)
+		n += cl->cta[r]->steps;
+	return n;
+}
+
+static int
+cluster_failed(const EmuCluster *cl)
+{
+	for (int r = 0; r < cl->n; r++)
+		if (cl->cta[r]->failed)
+			return 1;
+	return 0;
+}
+
+/* Nothing ran in a whole pass: retry blocked collectives, complete one
+ * async operation, grant try_wait timeouts, or report the deadlock.
+ * Returns 1 when something may run again, EMU_STOP otherwise. */
+static int
+cluster_stalled(EmuCluster *cl, uint64_t *timeout_gen)
+{
+	int retried = 0;
+	for (int r = 0; r < cl->n; r++) {
+		EmuCta *c = cl->cta[r];
+		for (int i = 0; i < c->nwarps && c->live; i++) {
 			EmuWarp *w = &c->w[i];
 			if (w->coll_retry) {
 				uint64_t g = c->gen;
@@ -638,30 +711,116 @@ run_cta(EmuCta *c)
 					retried = 1;
 			}
 		}
-		if (retried)
-			continue;
-		if (c->naq) {
-			if (emu_async_complete_one(c))
-				return EMU_STOP;
-			continue;
-		}
-		if (c->gen != timeout_gen) {
-			timeout_gen = c->gen;
-			int woke = 0;
-			for (int i = 0; i < c->nthreads; i++) {
-				EmuThread *t = &c->t[i];
+	}
+	if (retried)
+		return 1;
+	int first = cl->start;
+	for (int k = 0; k < cl->n; k++) {
+		EmuCta *c = cl->cta[(first + k) % cl->n];
+		if (c->naq)
+			return emu_async_complete_one(c) ? EMU_STOP : 1;
+	}
+	uint64_t gen = 0;
+	for (int r = 0; r < cl->n; r++)
+		gen += cl->cta[r]->gen;
+	if (gen != *timeout_gen) {
+		*timeout_gen = gen;
+		int woke = 0;
+		for (int r = 0; r < cl->n; r++)
+			for (int i = 0; i < cl->cta[r]->nthreads; i++) {
+				EmuThread *t = &cl->cta[r]->t[i];
 				if (t->state == TS_MBAR) {
 					t->state = TS_READY;
 					t->timeout = 1;
 					woke = 1;
 				}
 			}
-			if (woke)
-				continue;
-		}
-		deadlock(c);
-		return EMU_STOP;
+		if (woke)
+			return 1;
 	}
+	for (int r = 0; r < cl->n; r++)
+		if (cl->cta[r]->live) {
+			deadlock(cl->cta[r]);
+			break;
+		}
+	return EMU_STOP;
+}
+
+static int
+run_cluster(EmuCluster *cl)
+{
+	uint64_t timeout_gen = UINT64_MAX;
+	for (;;) {
+		int progressed = 0, left = 0;
+		EmuCta *c0 = cl->cta[0];
+		int start = c0->lc->seed ? (int)(emu_rand(c0) % (uint64_t)cl->n) : 0;
+		cl->start = start;
+		for (int k = 0; k < cl->n; k++) {
+			EmuCta *c = cl->cta[(start + k) % cl->n];
+			if (c->finished)
+				continue;
+			if (c->live && cta_round(c, &progressed))
+				return EMU_STOP;
+			if (cluster_failed(cl))
+				return EMU_STOP;
+			if (!c->live) {
+				if (cta_finish(c) || cluster_failed(cl))
+					return EMU_STOP;
+				c->finished = 1;
+				progressed = 1;
+			} else {
+				left = 1;
+			}
+		}
+		if (c0->lc->launch_steps + cluster_steps(cl) > c0->lc->max_launch_steps)
+			return emu_fault(c0, NULL, NULL, "more than %" PRIu64 " instructions executed in one "
+			                 "launch (KRT_EMU_MAX_LAUNCH_STEPS; runtime/emu/README.md): emulate "
+			                 "a smaller shape", c0->lc->max_launch_steps);
+		if (!left)
+			return 0;
+		if (progressed)
+			continue;
+		if (cluster_stalled(cl, &timeout_gen) == EMU_STOP)
+			return EMU_STOP;
+	}
+}
+
+static void
+cluster_free(EmuCluster *cl)
+{
+	for (int r = 0; r < cl->n; r++)
+		cta_free(cl->cta[r]);
+	free(cl->bar_vc);
+	free(cl->bar_done_vc);
+}
+
+/* Cluster shape: the launch's, else the kernel's .reqnctapercluster. */
+static int
+cluster_dims(EmuLaunchCtx *lc, uint32_t d[3], KrtErr *err)
+{
+	const KrtLaunch *l = lc->l;
+	for (int i = 0; i < 3; i++)
+		d[i] = l->cluster[i] ? l->cluster[i] : 1;
+	if (d[0] * d[1] * d[2] == 1 && lc->prog->reqncluster[0])
+		for (int i = 0; i < 3; i++)
+			d[i] = lc->prog->reqncluster[i] ? lc->prog->reqncluster[i] : 1;
+	uint32_t n = d[0] * d[1] * d[2];
+	if (n > EMU_MAX_CLUSTER)
+		return krt_errf(err, KRT_EINVAL, "emu: kernel %s: a cluster of %ux%ux%u = %u CTAs; at "
+		                "most %d (PTX ISA §5.2.3 \"Cluster of Cooperative Thread Arrays\")",
+		                lc->prog->entry, d[0], d[1], d[2], n, EMU_MAX_CLUSTER);
+	for (int i = 0; i < 3; i++)
+		if (l->grid[i] % d[i])
+			return krt_errf(err, KRT_EINVAL, "emu: kernel %s: grid dimension %c = %u is not a "
+			                "multiple of the cluster dimension %u", lc->prog->entry, "xyz"[i],
+			                l->grid[i], d[i]);
+	if (lc->prog->reqncluster[0] && n != lc->prog->reqncluster[0] * lc->prog->reqncluster[1] *
+	                                     lc->prog->reqncluster[2])
+		return krt_errf(err, KRT_EINVAL, "emu: kernel %s: launched with clusters of %ux%ux%u but "
+		                "it declares .reqnctapercluster %u, %u, %u", lc->prog->entry, d[0], d[1],
+		                d[2], lc->prog->reqncluster[0], lc->prog->reqncluster[1],
+		                lc->prog->reqncluster[2]);
+	return 0;
 }
 
 int
@@ -672,24 +831,50 @@ emu_run_launch(EmuLaunchCtx *lc, KrtErr *err)
 	if (nthreads == 0 || nthreads > EMU_MAX_THREADS)
 		return krt_errf(err, KRT_EINVAL, "emu: kernel %s: block of %" PRIu64 " threads (1..%d)",
 		                lc->prog->entry, nthreads, EMU_MAX_THREADS);
-	if (l->cluster[0] * l->cluster[1] * l->cluster[2] != 1)
-		return krt_errf(err, KRT_EINVAL, "emu: kernel %s: clusters of %ux%ux%u CTAs; the emulator "
-		                "runs clusters of one CTA only", lc->prog->entry, l->cluster[0],
-		                l->cluster[1], l->cluster[2]);
-	EmuCta *c = cta_new(lc, err);
-	if (!c)
-		return krt_errf(err, KRT_ENOMEM, "emu: out of host memory for a CTA of kernel %s",
-		                lc->prog->entry);
+	EmuCluster cl;
+	memset(&cl, 0, sizeof cl);
+	if (cluster_dims(lc, cl.dim, err))
+		return err->code;
+	cl.n = (int)(cl.dim[0] * cl.dim[1] * cl.dim[2]);
+	cl.per = (int)nthreads + EMU_MAX_MBAR + EMU_MAX_AGENTS;
+	lc->cl_n = cl.n;
+	for (int r = 0; r < cl.n; r++)
+		if (!(cl.cta[r] = cta_new(lc, &cl, r, err))) {
+			cluster_free(&cl);
+			return krt_errf(err, KRT_ENOMEM, "emu: out of host memory for a CTA of kernel %s",
+			                lc->prog->entry);
+		}
+	cl.bar_vc = emu_vc_new(cl.cta[0]);
+	cl.bar_done_vc = emu_vc_new(cl.cta[0]);
+	if (!cl.bar_vc || !cl.bar_done_vc) {
+		cluster_free(&cl);
+		return krt_errf(err, KRT_ENOMEM, "emu: out of host memory");
+	}
 	int rc = KRT_OK;
-	uint32_t id[3];
-	for (id[2] = 0; id[2] < l->grid[2] && !rc; id[2]++)
-		for (id[1] = 0; id[1] < l->grid[1] && !rc; id[1]++)
-			for (id[0] = 0; id[0] < l->grid[0] && !rc; id[0]++) {
-				cta_reset(c, id);
-				if (run_cta(c) == EMU_STOP || c->failed)
+	uint32_t g[3], id[3];
+	for (int i = 0; i < 3; i++)
+		g[i] = l->grid[i] / cl.dim[i];
+	for (cl.id[2] = 0; cl.id[2] < g[2] && !rc; cl.id[2]++)
+		for (cl.id[1] = 0; cl.id[1] < g[1] && !rc; cl.id[1]++)
+			for (cl.id[0] = 0; cl.id[0] < g[0] && !rc; cl.id[0]++) {
+				/* %cluster_ctarank: x fastest (PTX ISA §10.24) */
+				for (int r = 0; r < cl.n; r++) {
+					uint32_t cx = (uint32_t)r % cl.dim[0];
+					uint32_t cy = (uint32_t)r / cl.dim[0] % cl.dim[1];
+					uint32_t cz = (uint32_t)r / (cl.dim[0] * cl.dim[1]);
+					id[0] = cl.id[0] * cl.dim[0] + cx;
+					id[1] = cl.id[1] * cl.dim[1] + cy;
+					id[2] = cl.id[2] * cl.dim[2] + cz;
+					cta_reset(cl.cta[r], id);
+				}
+				cl.bar_arrived = 0;
+				cl.bar_phase = 0;
+				memset(cl.bar_vc, 0, (size_t)cl.cta[0]->nslots * sizeof *cl.bar_vc);
+				memset(cl.bar_done_vc, 0, (size_t)cl.cta[0]->nslots * sizeof *cl.bar_vc);
+				if (run_cluster(&cl) == EMU_STOP || cluster_failed(&cl))
 					rc = err->code ? err->code : KRT_ECUDA;
-				lc->launch_steps += c->steps;
+				lc->launch_steps += cluster_steps(&cl);
 			}
-	cta_free(c);
+	cluster_free(&cl);
 	return rc;
 }

@@ -26,7 +26,7 @@
 int
 emu_hb_init(EmuCta *c)
 {
-	c->nslots = c->nthreads + EMU_MAX_MBAR + EMU_MAX_AGENTS;
+	c->nslots = (c->nthreads + EMU_MAX_MBAR + EMU_MAX_AGENTS) * (c->lc->cl_n > 0 ? c->lc->cl_n : 1);
 	/* per thread: vc, vc_tc; per mbarrier: pend_vc, done_vc; 16 named barriers */
 	size_t n = (size_t)(2 * c->nthreads + 2 * EMU_MAX_MBAR + 16) * (size_t)c->nslots;
 	c->clocks = calloc(n, sizeof *c->clocks);
@@ -78,11 +78,40 @@ emu_vc_covers(const EmuCta *c, const EmuClock *vc, int self, const EmuTag *tag)
 }
 
 void
+emu_sread_note(EmuCta *c, uint32_t ch, const EmuTag *tag)
+{
+	EmuTag *set = &c->srtag[(size_t)ch * EMU_SREADERS];
+	int n = c->snr[ch];
+	/* one slot's clock only grows: its newest read covers its older ones */
+	for (int i = 0; i < n; i++)
+		if (set[i].slot == tag->slot) {
+			set[i] = *tag;
+			return;
+		}
+	if (n == EMU_SREADERS) {
+		memmove(set, set + 1, (EMU_SREADERS - 1) * sizeof *set);
+		n--;
+	}
+	set[n] = *tag;
+	c->snr[ch] = (uint8_t)(n + 1);
+}
+
+const EmuTag *
+emu_sread_unordered(const EmuCta *c, const EmuClock *vc, int self, uint32_t ch)
+{
+	const EmuTag *set = &c->srtag[(size_t)ch * EMU_SREADERS];
+	for (int i = 0; i < c->snr[ch]; i++)
+		if (!emu_vc_covers(c, vc, self, &set[i]))
+			return &set[i];
+	return NULL;
+}
+
+void
 emu_release(EmuCta *c, EmuThread *t, EmuClock *into)
 {
 	if (into)
 		emu_vc_join(c, into, t->vc);
-	t->vc[t->tid]++;
+	t->vc[t->slot]++;
 }
 
 void
@@ -113,7 +142,7 @@ emu_warp_sync(EmuCta *c, EmuWarp *w, uint32_t lanes)
 	/* what each lane does next is not known to the others: a new epoch */
 	for (int l = 0; l < 32; l++)
 		if (lanes >> l & 1)
-			base[l].vc[base[l].tid]++;
+			base[l].vc[base[l].slot]++;
 }
 
 void
@@ -154,9 +183,9 @@ emu_tc_before_sync(EmuCta *c, EmuThread *t)
 		} else {
 			tag = &c->trtag[cell];
 		}
-		if (tag->pending && tag->slot == (uint16_t)t->tid) {
+		if (tag->pending && tag->slot == (uint16_t)t->slot) {
 			tag->pending = 0;
-			tag->val = t->vc[t->tid];
+			tag->val = t->vc[t->slot];
 		}
 	}
 	t->ntcpend = 0;
@@ -234,11 +263,11 @@ emu_smem_read(EmuCta *c, EmuThread *t, const EmuInsn *in, uint32_t addr, uint32_
 		if (f & SF_TMA_FLIGHT)
 			return tma_in_flight(c, t, in, ch, "reads");
 		EmuTag *w = &c->swtag[ch];
-		if (w->kind == TAGK_TMA && !emu_vc_covers(c, t->vc, t->tid, w))
+		if (w->kind == TAGK_TMA && !emu_vc_covers(c, t->vc, t->slot, w))
 			return unordered(c, t, in, w, ch * 16, "reads smem", 0);
-		if (w->kind == TAGK_ALLOC && !emu_vc_covers(c, t->vc_tc, t->tid, w))
+		if (w->kind == TAGK_ALLOC && !emu_vc_covers(c, t->vc_tc, t->slot, w))
 			return unordered(c, t, in, w, ch * 16, "reads smem",
-			                 emu_vc_covers(c, t->vc, t->tid, w));
+			                 emu_vc_covers(c, t->vc, t->slot, w));
 	}
 	return 0;
 }
@@ -276,16 +305,16 @@ emu_smem_write(EmuCta *c, EmuThread *t, const EmuInsn *in, uint32_t addr, uint32
 			return tma_in_flight(c, t, in, ch, "writes");
 		if (c->sinflight[ch])
 			return in_flight_reader(c, t, in, ch, "writes");
-		EmuTag *r = &c->srtag[ch];
-		if (r->kind != TAGK_NONE && !emu_vc_covers(c, t->vc, t->tid, r))
+		const EmuTag *r = emu_sread_unordered(c, t->vc, t->slot, ch);
+		if (r)
 			return unordered(c, t, in, r, ch * 16, "overwrites smem (an async read's source)", 0);
 		EmuTag *w = &c->swtag[ch];
-		if ((w->kind == TAGK_TMA || w->kind == TAGK_ALLOC) && !emu_vc_covers(c, t->vc, t->tid, w))
+		if ((w->kind == TAGK_TMA || w->kind == TAGK_ALLOC) && !emu_vc_covers(c, t->vc, t->slot, w))
 			return unordered(c, t, in, w, ch * 16, "overwrites smem", 0);
 		w->kind = TAGK_GENERIC;
 		w->pending = 0;
-		w->slot = (uint16_t)t->tid;
-		w->val = t->vc[t->tid];
+		w->slot = (uint16_t)t->slot;
+		w->val = t->vc[t->slot];
 		w->line = in->line;
 		w->tid = t->tid;
 		if (!((f & SF_UNFENCED) && c->swriter[ch] == t->tid + 1))
@@ -315,9 +344,9 @@ emu_smem_async_read_check(EmuCta *c, EmuThread *t, const EmuInsn *in, uint32_t c
 		                  "(docs/hardware.md, \"Proxy fences\")",
 		                  what, ch * 16, c->swline[ch], text, c->swriter[ch] - 1);
 	}
-	if (!emu_vc_covers(c, vc, t->tid, w))
+	if (!emu_vc_covers(c, vc, t->slot, w))
 		return unordered(c, t, in, w, ch * 16, what,
-		                 vc == t->vc_tc && emu_vc_covers(c, t->vc, t->tid, w));
+		                 vc == t->vc_tc && emu_vc_covers(c, t->vc, t->slot, w));
 	return 0;
 }
 

@@ -106,7 +106,7 @@ emu_mbar_tx(EmuCta *c, EmuMbar *m, int64_t delta)
 int
 emu_mbar_visible(EmuCta *c, EmuThread *t, const EmuInsn *in, const EmuMbar *m)
 {
-	if (t->tid == m->init_tid || t->vc[m->init_tid] >= m->init_val)
+	if (t->slot == m->init_slot || t->vc[m->init_slot] >= m->init_val)
 		return 0;
 	char text[200];
 	emu_line_text(c->prog, m->init_line, text, sizeof text);
@@ -117,22 +117,39 @@ emu_mbar_visible(EmuCta *c, EmuThread *t, const EmuInsn *in, const EmuMbar *m)
 	                  m->addr, m->init_line, text, m->init_tid);
 }
 
+/* The mbarrier operand i names; *oc gets the CTA that holds it (another
+ * CTA of the cluster for a .shared::cluster address from mapa). */
+static int
+lookup_in(EmuCta *c, EmuThread *t, const EmuInsn *in, int i, EmuMbar **out, EmuCta **oc)
+{
+	uint32_t a;
+	*out = NULL;
+	*oc = c;
+	if (in->space == SPACE_CLUSTER ? emu_cluster_addr(c, t, in, i, oc, &a)
+	                               : emu_shared_addr(c, t, in, i, &a))
+		return EMU_STOP;
+	EmuMbar *m = emu_mbar_find(*oc, a);
+	if (!m)
+		return emu_hazard(c, t, in, "mbarrier",
+		                  "no initialized mbarrier at smem 0x%x (kg_smem%+d) of CTA rank %d: "
+		                  "mbarrier.init it (and make the init visible with a fence/barrier) "
+		                  "before use", a, (int)(a - c->dyn_addr), (*oc)->rank);
+	if (emu_mbar_visible(*oc, t, in, m))
+		return EMU_STOP;
+	*out = m;
+	return 0;
+}
+
 static int
 lookup(EmuCta *c, EmuThread *t, const EmuInsn *in, int i, EmuMbar **out)
 {
-	*out = NULL;
-	uint32_t a;
-	if (emu_shared_addr(c, t, in, i, &a))
+	EmuCta *oc;
+	if (lookup_in(c, t, in, i, out, &oc))
 		return EMU_STOP;
-	EmuMbar *m = emu_mbar_find(c, a);
-	if (!m)
-		return emu_hazard(c, t, in, "mbarrier",
-		                  "no initialized mbarrier at smem 0x%x (kg_smem%+d): mbarrier.init it "
-		                  "(and make the init visible with a fence/barrier) before use",
-		                  a, (int)(a - c->dyn_addr));
-	if (emu_mbar_visible(c, t, in, m))
-		return EMU_STOP;
-	*out = m;
+	if (oc != c)
+		return emu_fault(c, t, in, "%s on the mbarrier of CTA rank %d: only arrive, expect_tx "
+		                 "and complete_tx take a remote mbarrier (PTX ISA §9.7.13.15)",
+		                 in->def->name, oc->rank);
 	return 0;
 }
 
@@ -172,14 +189,15 @@ emu_op_mbar_init(EmuCta *c, EmuThread *t, const EmuInsn *in)
 	m->cbase += m->phases;
 	m->addr = a;
 	m->live = 1;
-	m->slot = c->nthreads + idx;
+	m->slot = c->slot0 + c->nthreads + idx;
 	m->expected = (uint32_t)count;
 	m->pending = (int32_t)count;
 	m->tx = 0;
 	m->phases = 0;
 	m->init_line = in->line;
 	m->init_tid = t->tid;
-	m->init_val = t->vc[t->tid];
+	m->init_val = t->vc[t->slot];
+	m->init_slot = t->slot;
 	memset(m->pend_vc, 0, (size_t)c->nslots * sizeof *m->pend_vc);
 	/* a store by the initializing thread: others may use the barrier once
 	 * a barrier orders the init before them (emu_mbar_visible) */
@@ -203,7 +221,8 @@ int
 emu_op_mbar_arrive(EmuCta *c, EmuThread *t, const EmuInsn *in)
 {
 	EmuMbar *m;
-	if (lookup(c, t, in, 1, &m))
+	EmuCta *oc;
+	if (lookup_in(c, t, in, 1, &m, &oc))
 		return EMU_STOP;
 	uint64_t n = 1;
 	if (in->nop == 3 && emu_geti(c, t, in, 2, &n))
@@ -227,7 +246,7 @@ emu_op_mbar_arrive(EmuCta *c, EmuThread *t, const EmuInsn *in)
 	emu_release(c, t, m->pend_vc);
 	if (drop)
 		m->expected -= (uint32_t)n;
-	emu_mbar_arrive(c, m, (uint32_t)n, NULL);
+	emu_mbar_arrive(oc, m, (uint32_t)n, NULL);
 	if (emu_set(c, t, in, emu_opnd(c, in, 0), state))
 		return EMU_STOP;
 	return EMU_NEXT;
@@ -237,12 +256,13 @@ int
 emu_op_mbar_expect_tx(EmuCta *c, EmuThread *t, const EmuInsn *in)
 {
 	EmuMbar *m;
+	EmuCta *oc;
 	uint64_t n;
-	if (lookup(c, t, in, 0, &m) || emu_geti(c, t, in, 1, &n))
+	if (lookup_in(c, t, in, 0, &m, &oc) || emu_geti(c, t, in, 1, &n))
 		return EMU_STOP;
 	m->tx_line = in->line;
 	m->tx_tid = t->tid;
-	emu_mbar_tx(c, m, (int64_t)n);
+	emu_mbar_tx(oc, m, (int64_t)n);
 	return EMU_NEXT;
 }
 
@@ -250,11 +270,12 @@ int
 emu_op_mbar_complete_tx(EmuCta *c, EmuThread *t, const EmuInsn *in)
 {
 	EmuMbar *m;
+	EmuCta *oc;
 	uint64_t n;
-	if (lookup(c, t, in, 0, &m) || emu_geti(c, t, in, 1, &n))
+	if (lookup_in(c, t, in, 0, &m, &oc) || emu_geti(c, t, in, 1, &n))
 		return EMU_STOP;
 	emu_release(c, t, m->pend_vc);
-	emu_mbar_tx(c, m, -(int64_t)n);
+	emu_mbar_tx(oc, m, -(int64_t)n);
 	return EMU_NEXT;
 }
 

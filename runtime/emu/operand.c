@@ -73,12 +73,18 @@ special(EmuCta *c, EmuThread *t, int id)
 	case SP_NTID_X: return bx;
 	case SP_NTID_Y: return by;
 	case SP_NTID_Z: return l->block[2];
-	case SP_CTAID_X: case SP_CLUSTERID_X: return c->ctaid[0];
-	case SP_CTAID_Y: case SP_CLUSTERID_Y: return c->ctaid[1];
-	case SP_CTAID_Z: case SP_CLUSTERID_Z: return c->ctaid[2];
-	case SP_NCTAID_X: case SP_NCLUSTERID_X: return l->grid[0];
-	case SP_NCTAID_Y: case SP_NCLUSTERID_Y: return l->grid[1];
-	case SP_NCTAID_Z: case SP_NCLUSTERID_Z: return l->grid[2];
+	case SP_CTAID_X: return c->ctaid[0];
+	case SP_CTAID_Y: return c->ctaid[1];
+	case SP_CTAID_Z: return c->ctaid[2];
+	case SP_NCTAID_X: return l->grid[0];
+	case SP_NCTAID_Y: return l->grid[1];
+	case SP_NCTAID_Z: return l->grid[2];
+	case SP_CLUSTERID_X: return c->cl->id[0];
+	case SP_CLUSTERID_Y: return c->cl->id[1];
+	case SP_CLUSTERID_Z: return c->cl->id[2];
+	case SP_NCLUSTERID_X: return l->grid[0] / c->cl->dim[0];
+	case SP_NCLUSTERID_Y: return l->grid[1] / c->cl->dim[1];
+	case SP_NCLUSTERID_Z: return l->grid[2] / c->cl->dim[2];
 	case SP_LANEID: return lane;
 	case SP_WARPID: return tid / 32;
 	case SP_NWARPID: return 64;
@@ -91,11 +97,15 @@ special(EmuCta *c, EmuThread *t, int id)
 	case SP_LANEMASK_LE: return lane == 31 ? 0xffffffffu : (2u << lane) - 1;
 	case SP_LANEMASK_GT: return lane == 31 ? 0 : ~((2u << lane) - 1);
 	case SP_LANEMASK_GE: return ~((1u << lane) - 1);
-	case SP_CLUSTER_CTARANK: return 0;
-	case SP_CLUSTER_NCTARANK: return 1;
-	case SP_IS_EXPLICIT_CLUSTER: return 0;
-	case SP_CLUSTER_CTAID_X: case SP_CLUSTER_CTAID_Y: case SP_CLUSTER_CTAID_Z: return 0;
-	case SP_CLUSTER_NCTAID_X: case SP_CLUSTER_NCTAID_Y: case SP_CLUSTER_NCTAID_Z: return 1;
+	case SP_CLUSTER_CTARANK: return (uint32_t)c->rank;
+	case SP_CLUSTER_NCTARANK: return (uint32_t)c->cl->n;
+	case SP_IS_EXPLICIT_CLUSTER: return c->cl->n > 1 || c->prog->reqncluster[0];
+	case SP_CLUSTER_CTAID_X: return c->ctaid[0] % c->cl->dim[0];
+	case SP_CLUSTER_CTAID_Y: return c->ctaid[1] % c->cl->dim[1];
+	case SP_CLUSTER_CTAID_Z: return c->ctaid[2] % c->cl->dim[2];
+	case SP_CLUSTER_NCTAID_X: return c->cl->dim[0];
+	case SP_CLUSTER_NCTAID_Y: return c->cl->dim[1];
+	case SP_CLUSTER_NCTAID_Z: return c->cl->dim[2];
 	case SP_DYN_SMEM: return l->smem;
 	case SP_TOTAL_SMEM: return c->smem_end - c->lc->smem_base;
 	default: return 0;
@@ -206,6 +216,23 @@ emu_resolve(EmuCta *c, EmuThread *t, const EmuInsn *in, EmuSpace space, uint64_t
 	uint32_t align = bytes > 16 ? 16 : bytes;
 	if (align && (addr & (align - 1)))
 		return emu_fault(c, t, in, "misaligned %u-byte access at 0x%" PRIx64, bytes, addr);
+	if (space == SPACE_CLUSTER && (addr & EMU_DSMEM_BIT)) {
+		/* another CTA's shared memory (mapa): no shared_addr, so no
+		 * async-proxy tag checks; ld/st check data races in its history
+		 * (runtime/emu/README.md) */
+		EmuCta *o;
+		uint32_t local;
+		if (emu_cluster_resolve(c, t, in, addr, &o, &local))
+			return EMU_STOP;
+		if (local + bytes > o->smem_end)
+			return emu_fault(c, t, in, "shared::cluster access of %u bytes at 0x%x runs past the "
+			                 "shared memory of CTA rank %d", bytes, local, o->rank);
+		if (o != c) {
+			*host = o->smem + local;
+			return 0;
+		}
+		addr = local;
+	}
 	switch (space) {
 	case SPACE_SHARED:
 	case SPACE_CLUSTER:
@@ -291,4 +318,63 @@ emu_uniform(EmuCta *c, EmuWarp *w, const EmuInsn *in, uint32_t lanes, int i, uin
 	}
 	*v = v0;
 	return 0;
+}
+
+/* ---- shared::cluster addresses (docs/cta-pair.md, "Clusters") ---------------- */
+
+int
+emu_cluster_resolve(EmuCta *c, EmuThread *t, const EmuInsn *in, uint64_t a, EmuCta **owner,
+                    uint32_t *out)
+{
+	if (in->space == SPACE_GENERIC) {
+		if (a < EMU_GENERIC_SHARED || a - EMU_GENERIC_SHARED >= EMU_WINDOW_SIZE)
+			return emu_fault(c, t, in, "generic address 0x%" PRIx64 " is not in the shared "
+			                 "window (%s needs shared memory)", a, in->def->name);
+		a -= EMU_GENERIC_SHARED;
+	}
+	EmuCta *o = c;
+	uint32_t local = (uint32_t)a;
+	if (a >> 32)
+		return emu_fault(c, t, in, "shared::cluster address 0x%" PRIx64 " has bits above 31", a);
+	if (local & EMU_DSMEM_BIT) {
+		if (in->space != SPACE_CLUSTER)
+			return emu_fault(c, t, in, "address 0x%x from mapa names another CTA's shared "
+			                 "memory, but %s uses the shared::cta window (PTX ISA §5.1.3)",
+			                 local, in->def->name);
+		int r = EMU_DSMEM_RANK(local);
+		if (r >= c->cl->n)
+			return emu_fault(c, t, in, "shared::cluster address 0x%x names CTA rank %d of a "
+			                 "cluster of %d", local, r, c->cl->n);
+		o = c->cl->cta[r];
+		local = EMU_DSMEM_LOCAL(local);
+	}
+	if (o != c && !t->cbar_synced)
+		return emu_hazard(c, t, in, "cluster",
+		                  "%s accesses the shared memory of CTA rank %d (0x%x) before this thread "
+		                  "completed a barrier.cluster.wait: a CTA of the cluster may not have "
+		                  "started, and its barrier inits are not visible, until every CTA "
+		                  "arrived at a cluster barrier (PTX ISA §9.7.13.2, docs/cta-pair.md)",
+		                  in->def->name, o->rank, local);
+	if (o != c && o->finished)
+		return emu_hazard(c, t, in, "cluster",
+		                  "%s accesses the shared memory of CTA rank %d (0x%x) after that CTA "
+		                  "exited: a CTA's shared memory must stay alive while the cluster uses "
+		                  "it (barrier.cluster.arrive/wait before exit, PTX ISA §9.7.13.2)",
+		                  in->def->name, o->rank, local);
+	if (local < o->smem_lo || local >= o->smem_end)
+		return emu_fault(c, t, in, "shared address 0x%x is outside the shared memory [0x%x, "
+		                 "0x%x) of CTA rank %d", local, o->smem_lo, o->smem_end, o->rank);
+	*owner = o;
+	*out = local;
+	return 0;
+}
+
+int
+emu_cluster_addr(EmuCta *c, EmuThread *t, const EmuInsn *in, int i, EmuCta **owner,
+                 uint32_t *out)
+{
+	uint64_t a;
+	if (emu_addr(c, t, in, emu_opnd(c, in, i), &a))
+		return EMU_STOP;
+	return emu_cluster_resolve(c, t, in, a, owner, out);
 }

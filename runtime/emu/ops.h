@@ -70,6 +70,12 @@ int emu_op_bra(EmuCta *c, EmuThread *t, const EmuInsn *in);
 int emu_op_ret(EmuCta *c, EmuThread *t, const EmuInsn *in);
 int emu_op_bar(EmuCta *c, EmuThread *t, const EmuInsn *in);
 int emu_op_fence(EmuCta *c, EmuThread *t, const EmuInsn *in);
+
+/* cluster.c: mapa, barrier.cluster */
+int emu_chk_mapa(EmuInsn *in, EmuParse *p);
+int emu_op_mapa(EmuCta *c, EmuThread *t, const EmuInsn *in);
+int emu_op_cluster_arrive(EmuCta *c, EmuThread *t, const EmuInsn *in);
+int emu_op_cluster_wait(EmuCta *c, EmuThread *t, const EmuInsn *in);
 int emu_op_trap(EmuCta *c, EmuThread *t, const EmuInsn *in);
 int emu_op_activemask(EmuCta *c, EmuThread *t, const EmuInsn *in);
 int emu_wop_elect(EmuCta *c, EmuWarp *w, const EmuInsn *in, uint32_t lanes);

@@ -130,6 +130,24 @@ param_bytes(const EmuCta *c, const uint8_t *h)
 	return h >= c->lc->params && h < c->lc->params + c->prog->param_bytes + 16;
 }
 
+/* The data-race check (race.c) of a generic access at a resolved to h: this
+ * CTA's shared memory (sa), another CTA's through shared::cluster (its
+ * history, which its own threads' accesses share), or global memory. */
+static int
+race_check(EmuCta *c, EmuThread *t, const EmuInsn *in, uint64_t a, const uint8_t *h, uint32_t sa,
+           uint32_t bytes, int write)
+{
+	if (sa != UINT32_MAX)
+		return emu_race_smem(c, t, in, sa, bytes, write);
+	if (in->space == SPACE_CLUSTER) {
+		EmuCta *o;
+		uint32_t local;
+		return emu_cluster_resolve(c, t, in, a, &o, &local) ||
+		       emu_race_smem(o, t, in, local, bytes, write);
+	}
+	return !param_bytes(c, h) && emu_race_global(c, t, in, a, bytes, write);
+}
+
 int
 emu_op_ld(EmuCta *c, EmuThread *t, const EmuInsn *in)
 {
@@ -145,10 +163,8 @@ emu_op_ld(EmuCta *c, EmuThread *t, const EmuInsn *in)
 	if (emu_addr(c, t, in, emu_opnd(c, in, 1), &a) ||
 	    emu_resolve(c, t, in, (EmuSpace)in->space, a, bytes, 0, &h, &sa))
 		return EMU_STOP;
-	if (sa != UINT32_MAX && (emu_smem_read(c, t, in, sa, bytes) ||
-	                         emu_race_smem(c, t, in, sa, bytes, 0)))
-		return EMU_STOP;
-	if (sa == UINT32_MAX && !param_bytes(c, h) && emu_race_global(c, t, in, a, bytes, 0))
+	if ((sa != UINT32_MAX && emu_smem_read(c, t, in, sa, bytes)) ||
+	    race_check(c, t, in, a, h, sa, bytes, 0))
 		return EMU_STOP;
 	for (int i = 0; i < n; i++) {
 		uint64_t v = load_elem(h + i * tbytes(ty), ty);
@@ -177,10 +193,8 @@ emu_op_st(EmuCta *c, EmuThread *t, const EmuInsn *in)
 	if (emu_addr(c, t, in, emu_opnd(c, in, 0), &a) ||
 	    emu_resolve(c, t, in, (EmuSpace)in->space, a, bytes, 1, &h, &sa))
 		return EMU_STOP;
-	if (sa != UINT32_MAX && (emu_smem_write(c, t, in, sa, bytes) ||
-	                         emu_race_smem(c, t, in, sa, bytes, 1)))
-		return EMU_STOP;
-	if (sa == UINT32_MAX && emu_race_global(c, t, in, a, bytes, 1))
+	if ((sa != UINT32_MAX && emu_smem_write(c, t, in, sa, bytes)) ||
+	    race_check(c, t, in, a, h, sa, bytes, 1))
 		return EMU_STOP;
 	for (int i = 0; i < n; i++)
 		memcpy(h + (uint32_t)i * eb, &vals[i], eb);

@@ -118,6 +118,10 @@ static const EmuOpDef optab[] = {
 	{"trap", emu_op_trap, NULL, NULL, NULL, 0, 0, 0, 0},
 	{"bar", emu_op_bar, NULL, emu_mod_bar, NULL, CAT_SYNC, 1, 3, OPF_SCHED},
 	{"barrier", emu_op_bar, NULL, emu_mod_bar, NULL, CAT_SYNC, 0, 3, OPF_SCHED},
+	/* cluster.c: §9.7.13.2 barrier.cluster, §9.7.9.20 mapa */
+	{"barrier.cluster.arrive", emu_op_cluster_arrive, NULL, NULL, NULL, CAT_SYNC | CAT_ORDER, 0, 0, OPF_SCHED},
+	{"barrier.cluster.wait", emu_op_cluster_wait, NULL, NULL, NULL, CAT_SYNC | CAT_ORDER, 0, 0, 0},
+	{"mapa", emu_op_mapa, NULL, NULL, emu_chk_mapa, CAT_SPACE | CAT_TYPE, 3, 3, 0},
 	{"bar.warp.sync", NULL, emu_wop_bar_warp, NULL, NULL, 0, 1, 1, OPF_COLL | OPF_MEMBERMASK},
 	{"membar", emu_op_fence, NULL, emu_mod_fence, NULL, CAT_SCOPE, 0, 0, 0},
 	{"fence", emu_op_fence, NULL, emu_mod_fence, NULL, CAT_ORDER | CAT_SCOPE, 0, 0, 0},

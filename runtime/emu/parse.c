@@ -1167,9 +1167,23 @@ parse_entry(EmuParse *p, int line)
 			next(p);
 			continue;
 		}
-		if (strcmp(w, ".reqnctapercluster") == 0 || strcmp(w, ".explicitcluster") == 0) {
-			while (peek(p)->kind == TK_NUM || is_punct(peek(p), ','))
+		if (strcmp(w, ".explicitcluster") == 0)
+			continue;
+		if (strcmp(w, ".reqnctapercluster") == 0) {
+			/* x{, y{, z}}: the cluster shape every launch must use */
+			for (int i = 0; i < 3; i++)
+				prog->reqncluster[i] = 1;
+			for (int i = 0; i < 3 && peek(p)->kind == TK_NUM; i++) {
+				EmuOperand o = {0};
+				Tok *v = next(p);
+				if (parse_num(p, v, 0, &o) || o.imm < 1 || o.imm > EMU_MAX_CLUSTER)
+					return fail(p, d->line, "%s: expected cluster dimensions 1..%d", w,
+					            EMU_MAX_CLUSTER);
+				prog->reqncluster[i] = (uint32_t)o.imm;
+				if (!is_punct(peek(p), ','))
+					break;
 				next(p);
+			}
 			continue;
 		}
 		if (strcmp(w, ".noreturn") == 0 || strcmp(w, ".pragma") == 0)

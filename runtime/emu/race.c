@@ -12,62 +12,72 @@
  * so the list only holds concurrent readers; when it is full the oldest is
  * dropped, which can only miss a race, never invent one).
  *
+ * Threads are named by their vector-clock slot (hb.c), so the CTAs of a
+ * cluster, which run together, share one history: a CTA's shared memory
+ * keeps its own (generic ld/st.shared::cluster from other CTAs included),
+ * global memory one table per cluster (the first CTA's).
+ *
  * Atomics (atom/red) are morally strong and not checked here. Async-proxy
  * accesses (TMA, MMA operands) have their own tags in hb.c; an async write
  * into shared memory must be ordered after the generic accesses of the
  * words it overwrites and then starts their history afresh. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "emu.h"
 
-enum { NO_TID = 0xffff };
+enum { NO_SLOT = 0xffff };
 
 static void
-fresh(const EmuCta *c, EmuRaceWord *e)
+fresh(uint32_t gen, EmuRaceWord *e)
 {
-	e->gen = c->race_gen;
-	e->wtid = NO_TID;
+	e->gen = gen;
+	e->wslot = NO_SLOT;
 	e->nr = 0;
 }
 
 static int
-covered(const EmuThread *t, uint16_t tid, uint32_t clk)
+covered(const EmuThread *t, uint16_t slot, uint32_t clk)
 {
-	return tid == (uint16_t)t->tid || t->vc[tid] >= clk;
+	return slot == (uint16_t)t->slot || t->vc[slot] >= clk;
 }
 
 static int
 report(EmuCta *c, EmuThread *t, const EmuInsn *in, const char *space, uint64_t addr,
-       int write, int other_write, uint16_t other_tid, int32_t other_line)
+       int write, int other_write, uint16_t other_slot, int32_t other_line)
 {
-	char text[200];
+	char text[200], cta[48] = "";
 	emu_line_text(c->prog, other_line, text, sizeof text);
+	const EmuCta *oc = EMU_SLOT_CTA(c, other_slot);
+	int tid = other_slot - oc->slot0;
+	if (c->cl->n > 1)
+		snprintf(cta, sizeof cta, " of CTA rank %d", oc->rank);
 	return emu_hazard(c, t, in, "data-race",
-	                  "this %s of %s 0x%llx races with the %s by thread %d (warp %d) at PTX "
+	                  "this %s of %s 0x%llx races with the %s by thread %d (warp %d)%s at PTX "
 	                  "line %d `%s`: nothing orders the two (no bar.sync/bar.arrive pair, "
-	                  "mbarrier arrive -> wait or warp collective between them; PTX ISA §8 "
-	                  "\"Memory consistency model\", data races)",
+	                  "mbarrier arrive -> wait, warp collective or cluster barrier between "
+	                  "them; PTX ISA §8 \"Memory consistency model\", data races)",
 	                  write ? "write" : "read", space, (unsigned long long)addr,
-	                  other_write ? "write" : "read", other_tid, other_tid / 32, other_line,
-	                  text);
+	                  other_write ? "write" : "read", tid, tid / 32, cta, other_line, text);
 }
 
-/* Checks one access of word e against its history, then records it. */
+/* Checks one access of word e (of a history of generation gen) against its
+ * history, then records it; a race is reported on c. */
 static int
-access(EmuCta *c, EmuThread *t, const EmuInsn *in, EmuRaceWord *e, const char *space,
-       uint64_t addr, int write)
+access(EmuCta *c, EmuThread *t, const EmuInsn *in, EmuRaceWord *e, uint32_t gen,
+       const char *space, uint64_t addr, int write)
 {
-	if (e->gen != c->race_gen)
-		fresh(c, e);
-	if (e->wtid != NO_TID && !covered(t, e->wtid, e->wclk))
-		return report(c, t, in, space, addr, write, 1, e->wtid, e->wline);
-	uint32_t now = (uint32_t)t->vc[t->tid];
+	if (e->gen != gen)
+		fresh(gen, e);
+	if (e->wslot != NO_SLOT && !covered(t, e->wslot, e->wclk))
+		return report(c, t, in, space, addr, write, 1, e->wslot, e->wline);
+	uint32_t now = (uint32_t)t->vc[t->slot];
 	if (write) {
 		for (int i = 0; i < e->nr; i++)
-			if (!covered(t, e->rtid[i], e->rclk[i]))
-				return report(c, t, in, space, addr, 1, 0, e->rtid[i], e->rline[i]);
-		e->wtid = (uint16_t)t->tid;
+			if (!covered(t, e->rslot[i], e->rclk[i]))
+				return report(c, t, in, space, addr, 1, 0, e->rslot[i], e->rline[i]);
+		e->wslot = (uint16_t)t->slot;
 		e->wclk = now;
 		e->wline = in->line;
 		e->nr = 0;
@@ -75,19 +85,19 @@ access(EmuCta *c, EmuThread *t, const EmuInsn *in, EmuRaceWord *e, const char *s
 	}
 	int k = 0;
 	for (int i = 0; i < e->nr; i++) /* drop readers this read is ordered after */
-		if (!covered(t, e->rtid[i], e->rclk[i])) {
-			e->rtid[k] = e->rtid[i];
+		if (!covered(t, e->rslot[i], e->rclk[i])) {
+			e->rslot[k] = e->rslot[i];
 			e->rclk[k] = e->rclk[i];
 			e->rline[k] = e->rline[i];
 			k++;
 		}
 	if (k == EMU_RACE_READERS) {
-		memmove(&e->rtid[0], &e->rtid[1], (EMU_RACE_READERS - 1) * sizeof e->rtid[0]);
+		memmove(&e->rslot[0], &e->rslot[1], (EMU_RACE_READERS - 1) * sizeof e->rslot[0]);
 		memmove(&e->rclk[0], &e->rclk[1], (EMU_RACE_READERS - 1) * sizeof e->rclk[0]);
 		memmove(&e->rline[0], &e->rline[1], (EMU_RACE_READERS - 1) * sizeof e->rline[0]);
 		k--;
 	}
-	e->rtid[k] = (uint16_t)t->tid;
+	e->rslot[k] = (uint16_t)t->slot;
 	e->rclk[k] = now;
 	e->rline[k] = in->line;
 	e->nr = (uint8_t)(k + 1);
@@ -99,7 +109,7 @@ emu_race_smem(EmuCta *c, EmuThread *t, const EmuInsn *in, uint32_t addr, uint32_
               int write)
 {
 	for (uint32_t w = addr >> 2; w <= (addr + bytes - 1) >> 2; w++)
-		if (access(c, t, in, &c->race[w], "smem", (uint64_t)w * 4, write))
+		if (access(c, t, in, &c->race[w], c->race_gen, "smem", (uint64_t)w * 4, write))
 			return EMU_STOP;
 	return 0;
 }
@@ -114,17 +124,17 @@ emu_race_async_write(EmuCta *c, EmuThread *t, const EmuInsn *in, uint32_t addr, 
 		EmuRaceWord *e = &c->race[w];
 		if (e->gen != c->race_gen)
 			continue;
-		if (e->wtid != NO_TID && !covered(t, e->wtid, e->wclk))
-			return report(c, t, in, "smem", (uint64_t)w * 4, 1, 1, e->wtid, e->wline);
+		if (e->wslot != NO_SLOT && !covered(t, e->wslot, e->wclk))
+			return report(c, t, in, "smem", (uint64_t)w * 4, 1, 1, e->wslot, e->wline);
 		for (int i = 0; i < e->nr; i++)
-			if (!covered(t, e->rtid[i], e->rclk[i]))
-				return report(c, t, in, "smem", (uint64_t)w * 4, 1, 0, e->rtid[i], e->rline[i]);
+			if (!covered(t, e->rslot[i], e->rclk[i]))
+				return report(c, t, in, "smem", (uint64_t)w * 4, 1, 0, e->rslot[i], e->rline[i]);
 		e->gen = 0;
 	}
 	return 0;
 }
 
-/* ---- global memory: an open-addressing table of the words a CTA touched ---- */
+/* ---- global memory: an open-addressing table of the words a cluster touched ---- */
 
 static EmuRaceWord *
 global_word(EmuCta *c, uint64_t w)
@@ -151,7 +161,7 @@ global_word(EmuCta *c, uint64_t w)
 	for (;;) {
 		EmuRaceWord *e = &c->gr[h];
 		if (e->gen != c->race_gen) {
-			fresh(c, e);
+			fresh(c->race_gen, e);
 			e->key = w;
 			c->gr_used++;
 			return e;
@@ -166,17 +176,19 @@ int
 emu_race_global(EmuCta *c, EmuThread *t, const EmuInsn *in, uint64_t addr, uint32_t bytes,
                 int write)
 {
+	EmuCta *g = c->cl->cta[0]; /* the cluster's table */
 	for (uint64_t w = addr >> 2; w <= (addr + bytes - 1) >> 2; w++) {
-		EmuRaceWord *e = global_word(c, w);
+		EmuRaceWord *e = global_word(g, w);
 		if (!e)
 			return emu_fault(c, t, in, "out of host memory");
-		if (access(c, t, in, e, "global", w * 4, write))
+		if (access(c, t, in, e, g->race_gen, "global", w * 4, write))
 			return EMU_STOP;
 	}
 	return 0;
 }
 
-/* A new CTA: every word's history is forgotten at once (the generation). */
+/* A new CTA (the first of a cluster: a new cluster): every word's history
+ * is forgotten at once (the generation). */
 void
 emu_race_reset(EmuCta *c)
 {

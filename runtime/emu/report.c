@@ -11,8 +11,14 @@ where(const EmuCta *c, const EmuThread *t, const EmuInsn *in, char *buf, size_t 
 	char text[200] = "";
 	if (in)
 		emu_line_text(c->prog, in->line, text, sizeof text);
-	int at = snprintf(buf, n, "kernel %s, CTA (%u,%u,%u)", c->prog->entry, c->ctaid[0],
-	                  c->ctaid[1], c->ctaid[2]);
+	/* a thread acting on another CTA of its cluster (DSMEM, a pair's MMA):
+	 * name the thread's CTA, then the one whose memory is involved */
+	const EmuCta *tc = t && (t < c->t || t >= c->t + c->nthreads) ? EMU_SLOT_CTA(c, t->slot) : c;
+	int at = snprintf(buf, n, "kernel %s, CTA (%u,%u,%u)", c->prog->entry, tc->ctaid[0],
+	                  tc->ctaid[1], tc->ctaid[2]);
+	if (tc != c && at >= 0 && (size_t)at < n)
+		at += snprintf(buf + at, n - (size_t)at, " on the memory of CTA (%u,%u,%u)", c->ctaid[0],
+		               c->ctaid[1], c->ctaid[2]);
 	if (t && at >= 0 && (size_t)at < n)
 		at += snprintf(buf + at, n - (size_t)at, ", thread %d (warp %d, lane %d)", t->tid,
 		               t->tid / 32, t->lane);

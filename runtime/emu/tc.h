@@ -52,17 +52,20 @@ int emu_tc_cells_check(EmuCta *c, EmuThread *t, const EmuInsn *in, unsigned qmas
  * `slot` that completes with the pipe's commit number val. */
 void emu_tc_cells_tag(EmuCta *c, const EmuInsn *in, int tid, unsigned qmask, uint32_t col0,
                       uint32_t n, int kind, int slot, EmuClock val, int write);
-/* The idesc fields the validity table looks at (tc_idesc.c). */
+/* The idesc fields the validity table looks at (tc_idesc.c), and the
+ * instruction's .cta_group (1 or 2). */
 typedef struct EmuIdescFields {
 	int afmt, bfmt, dfmt, nega, negb, ta;
 	uint32_t M, N;
+	int group;
 } EmuIdescFields;
-/* The kind's valid combinations of types and shape (cta_group::1, dense);
- * ts: A comes from tensor memory. 0, or -1 with the field and rule in why. */
+/* The kind's valid combinations of types and shape (dense, either
+ * cta_group); ts: A comes from tensor memory. 0, or -1 with the field and
+ * rule in why. */
 int emu_tc_idesc_rules(int kind, int ts, const EmuIdescFields *f, char *why, size_t n);
-/* A whole idesc as tcgen05.mma would decode it (vec: scale vector size of a
- * block-scaled kind, 0 for dense). */
-int emu_tc_idesc_check(uint32_t v, int kind, int vec, int ts, char *why, size_t n);
+/* A whole idesc as tcgen05.mma.cta_group::group would decode it (vec: scale
+ * vector size of a block-scaled kind, 0 for dense). */
+int emu_tc_idesc_check(uint32_t v, int kind, int vec, int ts, int group, char *why, size_t n);
 
 /* Ops of one issue pipe that the PTX ISA does not pipeline (§9.7.16.6.2
  * "Pipelined tcgen05 instructions": only mma->mma on the same accumulator

@@ -157,8 +157,8 @@ idesc_dense(uint32_t v, int kind, Idesc *d, char *why, size_t n)
 		return idesc_fail(why, n, "reserved bits 6/23/29 are set");
 	if (v >> 30)
 		return idesc_fail(why, n, "bits 30-31 (B reuse shift) are only valid for .ws");
-	if (d->M != 64 && d->M != 128)
-		return idesc_fail(why, n, "M = %u (bits 24-28 = %u): cta_group::1 takes M = 64 or 128",
+	if (d->M != 64 && d->M != 128 && d->M != 256)
+		return idesc_fail(why, n, "M = %u (bits 24-28 = %u): M is 64, 128 or (cta_group::2) 256",
 		                  d->M, d->M >> 4);
 	if (n_check(d, why, n))
 		return -1;
@@ -219,7 +219,7 @@ idesc_scaled(uint32_t v, int kind, int vec, Idesc *d, char *why, size_t n)
 	d->tb = (int)(v >> 16 & 1);
 	d->N = (v >> 17 & 0x3f) << 3;
 	d->ue8m0 = (int)(v >> 23 & 1);
-	d->M = (v >> 27 & 3) << 7;
+	d->M = (v >> 27 & 3) << 7; /* 128 or (cta_group::2) 256: tc_idesc.c */
 	d->sfa = (int)(v >> 29 & 3);
 	d->K = kinds[kind].K;
 	uint32_t reserved = 3u | 1u << 3 | 1u << 6 | 7u << 24 | (mxf4 ? 1u << 12 : 1u << 31);
@@ -231,9 +231,6 @@ idesc_scaled(uint32_t v, int kind, int vec, Idesc *d, char *why, size_t n)
 	if (mxf4 && v >> 31)
 		return idesc_fail(why, n, "bit 31 (K = 96) is set: K = 96 is a cta_group::2, M = 256 "
 		                  "shape (docs/hardware.md, \"MMA shapes\")");
-	if (d->M != 128)
-		return idesc_fail(why, n, "M = %u (bits 27-28 = %u): block-scaled cta_group::1 MMAs "
-		                  "take M = 128", d->M, d->M >> 7);
 	if (n_check(d, why, n) || sf_id_check("A", "29-30", d->sfa, vec, why, n) ||
 	    sf_id_check("B", "4-5", d->sfb, vec, why, n))
 		return -1;
@@ -287,7 +284,10 @@ emu_chk_tc_mma(EmuInsn *in, EmuParse *p)
 	if (!kind)
 		return emu_parse_fail(p, "tcgen05.mma needs a .kind");
 	if (!in->aux[TC_GROUP])
-		return emu_parse_fail(p, "tcgen05.mma needs .cta_group::1");
+		return emu_parse_fail(p, "tcgen05.mma needs .cta_group::1 or .cta_group::2");
+	if (in->aux[TC_GROUP] == 2 && kinds[kind].scaled)
+		return emu_parse_fail(p, "block-scaled tcgen05.mma.cta_group::2 is not supported by the "
+		                      "emulator yet");
 	if (!kinds[kind].scaled) {
 		if (in->aux[2] || in->aux[1] || in->aux[3])
 			return emu_parse_fail(p, "tcgen05.mma.%s cannot take .block_scale / .scale_vec / "
@@ -321,6 +321,9 @@ typedef struct MmaOp {
 	uint32_t mask[4];    /* disable-output-lane */
 	uint32_t *chunks;
 	int nchunks;
+	int pair;            /* cta_group::2: rank of the pair's first CTA + 1, 0 for ::1 */
+	uint32_t *pchunks;   /* cta_group::2: the smem chunks it reads in the second CTA */
+	int npchunks;
 } MmaOp;
 
 /* TMEM lane of row r of D (docs/hardware.md, "Accumulator layout in TMEM"): M=128 lane r; M=64
@@ -409,32 +412,39 @@ mma_operands(EmuCta *c, EmuThread *t, const EmuInsn *in, MmaOp *op, uint32_t *id
 }
 
 static int
-idesc_decode(uint32_t v, int kind, int vec, int ts, Idesc *d, char *why, size_t n)
+idesc_decode(uint32_t v, int kind, int vec, int ts, int group, Idesc *d, char *why, size_t n)
 {
 	int rc = vec ? idesc_scaled(v, kind, vec, d, why, n) : idesc_dense(v, kind, d, why, n);
 	if (rc)
 		return rc;
-	EmuIdescFields f = {d->afmt, d->bfmt, d->dfmt, d->nega, d->negb, d->ta, d->M, d->N};
+	EmuIdescFields f = {d->afmt, d->bfmt, d->dfmt, d->nega, d->negb, d->ta, d->M, d->N, group};
 	return emu_tc_idesc_rules(kind, ts, &f, why, n);
 }
 
 int
-emu_tc_idesc_check(uint32_t v, int kind, int vec, int ts, char *why, size_t n)
+emu_tc_idesc_check(uint32_t v, int kind, int vec, int ts, int group, char *why, size_t n)
 {
 	Idesc d;
 	memset(&d, 0, sizeof d);
-	return idesc_decode(v, kind, vec, ts, &d, why, n);
+	return idesc_decode(v, kind, vec, ts, group, &d, why, n);
 }
 
 static int
 mma_idesc(EmuCta *c, EmuThread *t, const EmuInsn *in, MmaOp *op, uint32_t v)
 {
 	char why[320];
-	int rc = idesc_decode(v, op->kind, op->vec, op->ts, &op->id, why, sizeof why);
+	int g = (int)in->aux[TC_GROUP];
+	int rc = idesc_decode(v, op->kind, op->vec, op->ts, g, &op->id, why, sizeof why);
 	if (rc)
 		return emu_hazard(c, t, in, "descriptor", "%s instruction descriptor 0x%08x: %s "
 		                  "(docs/hardware.md, \"Instruction descriptor\".%d; the idesc is its own 32-bit operand, pitfall 4)",
 		                  kinds[op->kind].name, v, why, op->vec ? 2 : 1);
+	/* the table takes the pair's M = 128 (data path layout B), which the
+	 * emulator does not model: M = 256 is layout A (PTX ISA §9.7.16.10.5) */
+	if (g == 2 && op->id.M != 256)
+		return emu_fault(c, t, in, "%s instruction descriptor 0x%08x: M = %u with .cta_group::2 "
+		                 "is valid, but the emulator models the pair's M = 256 only",
+		                 kinds[op->kind].name, v, op->id.M);
 	return 0;
 }
 
@@ -644,6 +654,78 @@ mma_collector(EmuCta *c, EmuThread *t, const EmuInsn *in, const MmaOp *op, int a
 	return 0;
 }
 
+/* cta_group::2, M = 256 (PTX ISA §9.7.16.10.5 data path layout A, docs/cta-pair.md):
+ * CTA h of the pair holds rows 128h..128h+127 of D in lanes 0-127 of its own
+ * TMEM at the D address, reads those rows of A from its own smem at the A
+ * descriptor and holds B rows (N) h*N/2..h*N/2+N/2-1 at the B descriptor.
+ * The same checks as one CTA's MMA run on each CTA's memory. */
+static int
+mma_pair(EmuCta *c, EmuThread *t, const EmuInsn *in, MmaOp *op, const EmuSmemDesc *da,
+         const EmuSmemDesc *db)
+{
+	if (op->ts || op->mask[0] || op->mask[1] || op->mask[2] || op->mask[3])
+		return emu_fault(c, t, in, "tcgen05.mma.cta_group::2 with A in TMEM or a "
+		                 "disable-output-lane mask is not supported by the emulator yet");
+	int p0 = c->rank & ~1;
+	if (p0 + 1 >= c->cl->n)
+		return emu_hazard(c, t, in, "cta-group", "tcgen05.mma.cta_group::2 in CTA rank %d of a "
+		                  "cluster of %d: the pair's peer CTA does not exist", c->rank, c->cl->n);
+	EmuCta *pc[2] = {c->cl->cta[p0], c->cl->cta[p0 + 1]};
+	for (int h = 0; h < 2; h++) {
+		if (pc[h]->finished)
+			return emu_hazard(c, t, in, "cluster", "tcgen05.mma.cta_group::2 uses CTA rank %d, "
+			                  "which has exited", pc[h]->rank);
+		if (pc[h]->cta_group != 2)
+			return emu_hazard(c, t, in, "cta-group",
+			                  "tcgen05.mma.cta_group::2 writes the TMEM of CTA rank %d, which %s: "
+			                  "both CTAs of the pair allocate with tcgen05.alloc.cta_group::2 "
+			                  "(docs/cta-pair.md, \"The tcgen05 CTA pair\")", pc[h]->rank,
+			                  pc[h]->cta_group ? "used .cta_group::1"
+			                                   : "has no tcgen05.alloc.cta_group::2");
+	}
+	MmaOp half = *op;
+	half.id.M = 128;
+	for (int h = 0; h < 2; h++)
+		if (!pc[h]->tmem)
+			return emu_fault(c, t, in, "tcgen05 on a device without tensor memory");
+		else if (mma_placement(pc[h], t, in, &half))
+			return EMU_STOP;
+	int a = emu_tc_agent(c, t, in);
+	if (a < 0)
+		return EMU_STOP;
+	int slot = emu_tc_agent_slot(c, a);
+	EmuClock j = (EmuClock)(c->agent_commits[a] + 1);
+	if (mma_collector(c, t, in, op, a))
+		return EMU_STOP;
+	MmaOp sm[2];
+	for (int h = 0; h < 2; h++) {
+		sm[h] = half;
+		sm[h].id.N = op->id.N / 2;
+		sm[h].chunks = NULL;
+		sm[h].nchunks = 0;
+	}
+	MmaOp *d = NULL;
+	int bad = 0;
+	for (int h = 0; h < 2 && !bad; h++)
+		bad = mma_smem(pc[h], t, in, &sm[h], da, db, slot, j) ||
+		      mma_tmem_order(pc[h], t, in, &half, slot);
+	if (bad || !(d = malloc(sizeof *d))) {
+		free(sm[0].chunks);
+		free(sm[1].chunks);
+		return c->failed || pc[0]->failed || pc[1]->failed
+		               ? EMU_STOP : emu_fault(c, t, in, "out of host memory");
+	}
+	for (int h = 0; h < 2; h++)
+		mma_tmem_tag(pc[h], in, t->tid, &half, slot, j);
+	*d = *op;
+	d->pair = p0 + 1;
+	d->chunks = sm[0].chunks;
+	d->nchunks = sm[0].nchunks;
+	d->pchunks = sm[1].chunks;
+	d->npchunks = sm[1].nchunks;
+	return emu_tc_push(c, t, in, AS_TC_MMA, a, d);
+}
+
 int
 emu_op_tc_mma(EmuCta *c, EmuThread *t, const EmuInsn *in)
 {
@@ -656,7 +738,11 @@ emu_op_tc_mma(EmuCta *c, EmuThread *t, const EmuInsn *in)
 	uint32_t idesc;
 	EmuSmemDesc da, db;
 	if (mma_operands(c, t, in, &op, &idesc) || mma_idesc(c, t, in, &op, idesc) ||
-	    mma_descs(c, t, in, &op, &da, &db) || mma_placement(c, t, in, &op))
+	    mma_descs(c, t, in, &op, &da, &db))
+		return EMU_STOP;
+	if (in->aux[TC_GROUP] == 2)
+		return mma_pair(c, t, in, &op, &da, &db);
+	if (mma_placement(c, t, in, &op))
 		return EMU_STOP;
 	int a = emu_tc_agent(c, t, in);
 	if (a < 0)
@@ -842,13 +928,47 @@ scaled_row(const EmuCta *c, const MmaOp *op, uint32_t r, uint32_t q, uint32_t *r
 	}
 }
 
+/* The pair's M = 256 MMA (mma_pair): B from both CTAs, each CTA's rows of
+ * D from its own A. */
+static int
+pair_complete(EmuCta *c, EmuAsync *q)
+{
+	MmaOp *op = q->data;
+	EmuCta *pc[2] = {c->cl->cta[op->pair - 1], c->cl->cta[op->pair]};
+	MmaOp half = *op;
+	half.id.M = 128;
+	uint32_t N = op->id.N, K = op->id.K, dcol = op->dt & 0xffff;
+	float *A = malloc(sizeof(float) * 128 * K), *B = malloc(sizeof(float) * N * K);
+	if (!A || !B) {
+		free(A);
+		free(B);
+		return emu_fault(c, &c->t[q->tid], q->in, "out of host memory");
+	}
+	for (int h = 0; h < 2; h++)
+		gather_smem(pc[h], op, op->bdesc, !op->id.tb, op->id.bfmt, N / 2, &B[h * (N / 2) * K]);
+	for (int h = 0; h < 2; h++) {
+		gather_smem(pc[h], op, op->adesc, !op->id.ta, op->id.afmt, 128, A);
+		for (uint32_t r = 0; r < 128; r++)
+			dense_row(&half, &pc[h]->tmem[r * EMU_TMEM_COLS + dcol], &A[r * K], B);
+	}
+	free(A);
+	free(B);
+	emu_tc_smem_done(pc[0], op->chunks, op->nchunks);
+	emu_tc_smem_done(pc[1], op->pchunks, op->npchunks);
+	free(op->chunks);
+	free(op->pchunks);
+	op->chunks = op->pchunks = NULL;
+	return 0;
+}
+
 void
 emu_tc_mma_drop(EmuAsync *q)
 {
 	MmaOp *op = q->data;
 	if (op) {
 		free(op->chunks);
-		op->chunks = NULL;
+		free(op->pchunks);
+		op->chunks = op->pchunks = NULL;
 	}
 }
 
@@ -856,6 +976,8 @@ int
 emu_tc_mma_complete(EmuCta *c, EmuAsync *q)
 {
 	MmaOp *op = q->data;
+	if (op->pair)
+		return pair_complete(c, q);
 	const Idesc *id = &op->id;
 	uint32_t M = id->M, N = id->N, K = id->K;
 	float *A = malloc(sizeof(float) * M * K), *B = malloc(sizeof(float) * N * K);

@@ -38,13 +38,17 @@ emu_tc_word(EmuInsn *in, const char *m, EmuParse *p, const TcWord *words, int n)
 
 #define WORDS(in, m, p, w) emu_tc_word(in, m, p, w, (int)(sizeof w / sizeof w[0]))
 
-/* .cta_group::1 on every row; ::2 needs a CTA pair */
+/* .cta_group::1 or ::2 (a CTA pair: alloc/dealloc/relinquish, mma, commit) */
 int
 emu_mod_tc(EmuInsn *in, const char *m, EmuParse *p)
 {
-	if (strcmp(m, "cta_group::2") == 0)
-		return emu_parse_fail(p, "%s.cta_group::2 needs a CTA pair; the emulator runs clusters "
-		                      "of one", in->def->name);
+	if (strcmp(m, "cta_group::2") == 0) {
+		if (strcmp(in->def->name, "tcgen05.cp") == 0 || strcmp(in->def->name, "tcgen05.shift") == 0)
+			return emu_parse_fail(p, "%s.cta_group::2 (a CTA pair's %s) is not supported by "
+			                      "the emulator yet", in->def->name, in->def->name + 8);
+		in->aux[TC_GROUP] = 2;
+		return 1;
+	}
 	if (strcmp(m, "cta_group::1") != 0)
 		return 0;
 	in->aux[TC_GROUP] = 1;
@@ -217,7 +221,10 @@ emu_chk_tc_shift(EmuInsn *in, EmuParse *p)
 int
 emu_tc_group_check(EmuCta *c, EmuThread *t, const EmuInsn *in)
 {
-	int g = in->aux[TC_GROUP] ? (int)in->aux[TC_GROUP] : 1;
+	/* ld/st/wait name no cta_group: they work on the CTA's own TMEM */
+	if (!in->aux[TC_GROUP])
+		return 0;
+	int g = (int)in->aux[TC_GROUP];
 	if (!c->cta_group)
 		c->cta_group = g;
 	else if (c->cta_group != g)
@@ -241,9 +248,10 @@ emu_tc_tag_check(EmuCta *c, EmuThread *t, const EmuInsn *in, const EmuTag *tag, 
 		                  "%s TMEM lane %u column %u while the %s has not completed (no "
 		                  "tcgen05.wait::ld/st or fence::before_thread_sync ordered it)",
 		                  what, lane, col, d);
-	int agent = tag->slot - c->nthreads - EMU_MAX_MBAR;
-	if (EMU_TAGK_PIPE(tag->kind) && agent >= 0 && agent < c->nagents &&
-	    c->agent_done[agent] < tag->val)
+	const EmuCta *oc = EMU_SLOT_CTA(c, tag->slot);
+	int agent = tag->slot - oc->slot0 - oc->nthreads - EMU_MAX_MBAR;
+	if (EMU_TAGK_PIPE(tag->kind) && agent >= 0 && agent < oc->nagents &&
+	    oc->agent_done[agent] < tag->val)
 		return emu_hazard(c, t, in, "async-in-flight",
 		                  "%s TMEM lane %u column %u while the %s is still in flight: the "
 		                  "tcgen05.commit that tracks it has not arrived on its mbarrier, and "
@@ -343,7 +351,9 @@ emu_tc_smem_issue(EmuCta *c, EmuThread *t, const EmuInsn *in, const uint32_t *ch
 		uint32_t ch = chunks[k];
 		c->sinflight[ch]++;
 		c->sinflight_line[ch] = in->line;
-		tag_set(&c->srtag[ch], in, t->tid, kind, slot, val, 0);
+		EmuTag r;
+		tag_set(&r, in, t->tid, kind, slot, val, 0);
+		emu_sread_note(c, ch, &r);
 	}
 	return 0;
 }
@@ -375,7 +385,7 @@ emu_tc_agent(EmuCta *c, EmuThread *t, const EmuInsn *in)
 int
 emu_tc_agent_slot(const EmuCta *c, int a)
 {
-	return c->nthreads + EMU_MAX_MBAR + a;
+	return c->slot0 + c->nthreads + EMU_MAX_MBAR + a;
 }
 
 int
@@ -397,6 +407,61 @@ emu_tc_push(EmuCta *c, EmuThread *t, const EmuInsn *in, EmuAsyncKind kind, int a
 
 /* ---- alloc / dealloc / relinquish ------------------------------------------------------ */
 
+/* First fit of n columns aligned to n (a buddy allocator's placement),
+ * free in c and, for a pair's allocation, in its peer too. */
+static uint32_t
+free_cols(const EmuCta *c, const EmuCta *peer, uint32_t n)
+{
+	for (uint32_t s = 0; s + n <= EMU_TMEM_COLS; s += n) {
+		int clash = 0;
+		for (int k = 0; k < 2; k++) {
+			const EmuCta *x = k ? peer : c;
+			for (int i = 0; x && i < EMU_MAX_TMEM_ALLOCS; i++) {
+				const EmuTmemAlloc *a = &x->talloc[i];
+				if (a->live && s < a->col + a->ncols && a->col < s + n)
+					clash = 1;
+			}
+		}
+		if (!clash)
+			return s;
+	}
+	return UINT32_MAX;
+}
+
+/* tcgen05.alloc.cta_group::2: one warp of each CTA of the pair allocates
+ * together (PTX ISA §9.7.16.7.1, docs/cta-pair.md): the first to arrive
+ * waits for the peer; the second picks columns free in both and grants
+ * them to the first. Returns the column, or UINT32_MAX to wait. */
+static int
+pair_alloc(EmuCta *c, EmuThread *t0, const EmuInsn *in, uint32_t n, uint32_t *col)
+{
+	EmuCta *pc = c->cl->cta[c->rank ^ 1];
+	*col = UINT32_MAX;
+	if (c->palloc_state == 2) {
+		*col = c->palloc_col;
+		c->palloc_state = 0;
+		return 0;
+	}
+	if (pc->palloc_state != 1) {
+		c->palloc_state = 1;
+		c->palloc_n = n;
+		return 0;
+	}
+	if (pc->palloc_n != n)
+		return emu_hazard(c, t0, in, "tmem-alloc",
+		                  "tcgen05.alloc.cta_group::2 of %u columns here but %u in the peer CTA "
+		                  "(rank %d): the pair's warps allocate the same columns together "
+		                  "(docs/cta-pair.md, \"The tcgen05 CTA pair\")", n, pc->palloc_n,
+		                  pc->rank);
+	*col = free_cols(c, pc, n);
+	if (*col == UINT32_MAX)
+		return 0;
+	pc->palloc_state = 2;
+	pc->palloc_col = *col;
+	pc->gen++;
+	return 0;
+}
+
 int
 emu_wop_tc_alloc(EmuCta *c, EmuWarp *w, const EmuInsn *in, uint32_t lanes)
 {
@@ -407,6 +472,11 @@ emu_wop_tc_alloc(EmuCta *c, EmuWarp *w, const EmuInsn *in, uint32_t lanes)
 		return EMU_STOP;
 	if (!c->tmem)
 		return emu_fault(c, t0, in, "tcgen05 on a device without tensor memory");
+	if (in->aux[TC_GROUP] == 2 && (c->rank ^ 1) >= c->cl->n)
+		return emu_hazard(c, t0, in, "cta-group",
+		                  "tcgen05.alloc.cta_group::2 in CTA rank %d of a cluster of %d: "
+		                  "cta_group::2 needs the peer CTA (rank %d) of the pair in the cluster "
+		                  "(docs/cta-pair.md, \"The tcgen05 CTA pair\")", c->rank, c->cl->n, c->rank ^ 1);
 	if (n < 32 || n > 512 || (n & (n - 1)))
 		return emu_hazard(c, t0, in, "tmem-alloc",
 		                  "tcgen05.alloc of %" PRIu64 " columns: the count must be a power of two "
@@ -419,20 +489,15 @@ emu_wop_tc_alloc(EmuCta *c, EmuWarp *w, const EmuInsn *in, uint32_t lanes)
 		return EMU_STOP;
 	if (sa & 3)
 		return emu_fault(c, t0, in, "tcgen05.alloc destination smem 0x%x is not 4-byte aligned", sa);
-	/* first fit, aligned to the count (a buddy allocator's placement) */
-	uint32_t col = UINT32_MAX;
-	for (uint32_t s = 0; s + n <= EMU_TMEM_COLS && col == UINT32_MAX; s += (uint32_t)n) {
-		int clash = 0;
-		for (int i = 0; i < EMU_MAX_TMEM_ALLOCS; i++) {
-			EmuTmemAlloc *a = &c->talloc[i];
-			if (a->live && s < a->col + a->ncols && a->col < s + n)
-				clash = 1;
-		}
-		if (!clash)
-			col = s;
+	uint32_t col;
+	if (in->aux[TC_GROUP] == 2) {
+		if (pair_alloc(c, t0, in, (uint32_t)n, &col))
+			return EMU_STOP;
+	} else {
+		col = free_cols(c, NULL, (uint32_t)n);
 	}
 	if (col == UINT32_MAX)
-		return EMU_BLOCK; /* waits until columns are freed (docs/hardware.md, "TMEM allocation") */
+		return EMU_BLOCK; /* waits until columns are freed (docs/hardware.md, "TMEM allocation") or the peer allocates */
 	int slot = -1;
 	for (int i = 0; i < EMU_MAX_TMEM_ALLOCS && slot < 0; i++)
 		if (!c->talloc[i].live)
@@ -452,7 +517,7 @@ emu_wop_tc_alloc(EmuCta *c, EmuWarp *w, const EmuInsn *in, uint32_t lanes)
 	EmuTag *tag = &c->swtag[ch];
 	tag->kind = TAGK_ALLOC;
 	tag->pending = 1;
-	tag->slot = (uint16_t)t0->tid;
+	tag->slot = (uint16_t)t0->slot;
 	tag->val = 0;
 	tag->line = in->line;
 	tag->tid = t0->tid;
@@ -504,8 +569,8 @@ emu_wop_tc_dealloc(EmuCta *c, EmuWarp *w, const EmuInsn *in, uint32_t lanes)
 	for (uint32_t q = 0; q < 4; q++)
 		for (uint32_t k = col; k < col + a->ncols; k++) {
 			uint32_t cell = q * EMU_TMEM_COLS + k;
-			if (emu_tc_tag_check(c, t0, in, &c->twtag[cell], t0->tid, q * 32, k, "tcgen05.dealloc of") ||
-			    emu_tc_tag_check(c, t0, in, &c->trtag[cell], t0->tid, q * 32, k, "tcgen05.dealloc of"))
+			if (emu_tc_tag_check(c, t0, in, &c->twtag[cell], t0->slot, q * 32, k, "tcgen05.dealloc of") ||
+			    emu_tc_tag_check(c, t0, in, &c->trtag[cell], t0->slot, q * 32, k, "tcgen05.dealloc of"))
 				return EMU_STOP;
 			memset(&c->twtag[cell], 0, sizeof c->twtag[cell]);
 			memset(&c->trtag[cell], 0, sizeof c->trtag[cell]);
@@ -629,13 +694,13 @@ ldst_cells_check(EmuCta *c, EmuWarp *w, const EmuInsn *in, uint32_t lanes, const
 		const EmuTag *tag = &tags[q * EMU_TMEM_COLS + k];
 		if (tag->line && tag->kind == TAGK_TCST && (int)tag->tid / 32 == w->id) {
 			EmuThread *t = &c->t[tag->tid];
-			if (emu_tc_tag_check(c, t, in, tag, t->tid, lane0, k, what))
+			if (emu_tc_tag_check(c, t, in, tag, t->slot, lane0, k, what))
 				return EMU_STOP;
 			continue;
 		}
 		for (int l = 0; l < 32; l++)
 			if ((lanes >> l & 1) &&
-			    emu_tc_tag_check(c, &base[l], in, tag, base[l].tid, lane0, k, what))
+			    emu_tc_tag_check(c, &base[l], in, tag, base[l].slot, lane0, k, what))
 				return EMU_STOP;
 	}
 	return 0;
@@ -798,8 +863,8 @@ land(EmuCta *c, EmuWarp *w, int want_st)
 			EmuTag *tag = p->st ? &c->twtag[q * EMU_TMEM_COLS + k] : &c->trtag[q * EMU_TMEM_COLS + k];
 			if (tag->pending && tag->line == in->line) {
 				tag->pending = 0;
-				tag->slot = (uint16_t)t0->tid;
-				tag->val = t0->vc[t0->tid];
+				tag->slot = (uint16_t)t0->slot;
+				tag->val = t0->vc[t0->slot];
 			}
 		}
 		free(p->vals);
@@ -838,30 +903,51 @@ emu_op_tc_fence(EmuCta *c, EmuThread *t, const EmuInsn *in)
 
 typedef struct CommitOp {
 	uint32_t mbar;
+	uint32_t ctas;  /* %cluster_ctarank bits of the CTAs whose mbarrier it arrives on */
 	EmuClock seq;
 } CommitOp;
+
+/* The mbarriers a commit arrives on: the one its address names, or with
+ * .multicast::cluster the one at the same offset in every CTA of the mask
+ * (PTX ISA §9.7.16.9.6). */
+static int
+commit_targets(EmuCta *c, EmuThread *t, const EmuInsn *in, uint32_t *mb, uint32_t *ctas)
+{
+	EmuCta *oc = c;
+	if (in->space == SPACE_CLUSTER ? emu_cluster_addr(c, t, in, 0, &oc, mb)
+	                               : emu_shared_addr(c, t, in, 0, mb))
+		return EMU_STOP;
+	*ctas = 1u << oc->rank;
+	if (in->aux[3]) {
+		uint64_t mask;
+		if (emu_geti(c, t, in, 1, &mask))
+			return EMU_STOP;
+		*ctas = (uint32_t)mask & 0xffff;
+		if (!*ctas || *ctas >> c->cl->n)
+			return emu_fault(c, t, in, "commit multicast mask 0x%x: the cluster has CTA ranks "
+			                 "0..%d", (unsigned)mask, c->cl->n - 1);
+	}
+	for (int r = 0; r < c->cl->n; r++) {
+		if (!(*ctas >> r & 1))
+			continue;
+		EmuCta *d = c->cl->cta[r];
+		EmuMbar *cm = emu_mbar_find(d, *mb);
+		if (!cm)
+			return emu_hazard(c, t, in, "mbarrier", "tcgen05.commit to smem 0x%x of CTA rank "
+			                  "%d, where no mbarrier is initialized", *mb, r);
+		if (emu_mbar_visible(d, t, in, cm))
+			return EMU_STOP;
+	}
+	return 0;
+}
 
 int
 emu_op_tc_commit(EmuCta *c, EmuThread *t, const EmuInsn *in)
 {
 	if (emu_tc_group_check(c, t, in))
 		return EMU_STOP;
-	uint32_t mb;
-	if (emu_shared_addr(c, t, in, 0, &mb))
-		return EMU_STOP;
-	if (in->aux[3]) {
-		uint64_t mask;
-		if (emu_geti(c, t, in, 1, &mask))
-			return EMU_STOP;
-		if ((mask & 0xffff) != 1)
-			return emu_fault(c, t, in, "commit multicast mask 0x%x: the emulator runs clusters "
-			                 "of one CTA (mask must be 1)", (unsigned)mask);
-	}
-	EmuMbar *cm = emu_mbar_find(c, mb);
-	if (!cm)
-		return emu_hazard(c, t, in, "mbarrier", "tcgen05.commit to smem 0x%x, where no mbarrier "
-		                  "is initialized", mb);
-	if (emu_mbar_visible(c, t, in, cm))
+	uint32_t mb, ctas;
+	if (commit_targets(c, t, in, &mb, &ctas))
 		return EMU_STOP;
 	int a = emu_tc_agent(c, t, in);
 	if (a < 0)
@@ -874,10 +960,11 @@ emu_op_tc_commit(EmuCta *c, EmuThread *t, const EmuInsn *in)
 		return emu_fault(c, t, in, "out of host memory");
 	}
 	d->mbar = mb;
+	d->ctas = ctas;
 	d->seq = (EmuClock)++c->agent_commits[a];
 	/* the arrive carries what the issuing thread knew at the commit */
 	memcpy(vc, t->vc, (size_t)c->nslots * sizeof *vc);
-	t->vc[t->tid]++;
+	t->vc[t->slot]++;
 	EmuAsync q;
 	memset(&q, 0, sizeof q);
 	q.kind = AS_TC_COMMIT;
@@ -900,20 +987,27 @@ emu_tc_commit_complete(EmuCta *c, EmuAsync *q)
 {
 	CommitOp *op = q->data;
 	EmuThread *t = &c->t[q->tid];
-	EmuMbar *m = emu_mbar_find(c, op->mbar);
-	if (!m)
-		return emu_hazard(c, t, q->in, "mbarrier", "the tcgen05.commit issued here arrives on "
-		                  "smem 0x%x, which no longer holds an mbarrier", op->mbar);
-	if (m->pending < 1) {
-		char st[256];
-		emu_mbar_describe(c, m, st, sizeof st);
-		return emu_hazard(c, t, q->in, "mbarrier", "tcgen05.commit arrives on an mbarrier that "
-		                  "expects no more arrivals in its phase: %s", st);
-	}
 	int slot = emu_tc_agent_slot(c, q->agent);
 	c->agent_done[q->agent] = op->seq;
 	if (q->vc[slot] < op->seq)
 		q->vc[slot] = op->seq;
-	emu_mbar_arrive(c, m, 1, q->vc);
+	for (int r = 0; r < c->cl->n; r++) {
+		if (!(op->ctas >> r & 1))
+			continue;
+		EmuCta *d = c->cl->cta[r];
+		EmuMbar *m = emu_mbar_find(d, op->mbar);
+		if (!m)
+			return emu_hazard(c, t, q->in, "mbarrier", "the tcgen05.commit issued here arrives "
+			                  "on smem 0x%x of CTA rank %d, which no longer holds an mbarrier",
+			                  op->mbar, r);
+		if (m->pending < 1) {
+			char st[256];
+			emu_mbar_describe(d, m, st, sizeof st);
+			return emu_hazard(c, t, q->in, "mbarrier", "tcgen05.commit arrives on an mbarrier "
+			                  "of CTA rank %d that expects no more arrivals in its phase: %s", r,
+			                  st);
+		}
+		emu_mbar_arrive(d, m, 1, q->vc);
+	}
 	return 0;
 }

@@ -81,9 +81,6 @@ emu_chk_tma(EmuInsn *in, EmuParse *p)
 {
 	if (!in->aux[0])
 		return emu_parse_fail(p, "cp.async.bulk.tensor needs .1d .. .5d");
-	if (in->aux[4] == 2)
-		return emu_parse_fail(p, "cp.async.bulk.tensor .cta_group::2 needs a CTA pair; the "
-		                      "emulator runs clusters of one");
 	int load = is_load(in);
 	if (load && in->aux[2] != SPACE_GLOBAL)
 		return emu_parse_fail(p, "cp.async.bulk.tensor: expected .shared::cluster.global or "
@@ -123,7 +120,8 @@ typedef struct TmaOp {
 	uint64_t gaddr;    /* plain copies: the global (or source smem) address */
 	uint32_t bytes;
 	int load;
-	int mbar_slot_val; /* unused */
+	uint32_t dsts;     /* loads: %cluster_ctarank bits of the destination CTAs */
+	int8_t mbr[EMU_MAX_CLUSTER]; /* the CTA whose mbarrier each destination signals */
 } TmaOp;
 
 static const KrtTmapArgs *
@@ -205,8 +203,8 @@ claim_dst(EmuCta *c, EmuThread *t, const EmuInsn *in, uint32_t smem, uint32_t by
 			                  "`%s` still reads (wait for its completion / the empty barrier)",
 			                  ch * 16, c->sinflight_line[ch], text);
 		}
-		EmuTag *r = &c->srtag[ch];
-		if (!emu_vc_covers(c, t->vc, t->tid, r)) {
+		const EmuTag *r = emu_sread_unordered(c, t->vc, t->slot, ch);
+		if (r) {
 			char d[320];
 			emu_tag_describe(c, r, d, sizeof d);
 			return emu_hazard(c, t, in, "unordered-async",
@@ -222,11 +220,25 @@ claim_dst(EmuCta *c, EmuThread *t, const EmuInsn *in, uint32_t smem, uint32_t by
 		c->sflags[ch] = (uint8_t)((c->sflags[ch] | SF_TMA_FLIGHT) & ~SF_UNFENCED);
 		w->kind = TAGK_TMA;
 		w->pending = 0;
-		w->slot = m ? (uint16_t)m->slot : (uint16_t)t->tid;
-		w->val = m ? (EmuClock)(m->cbase + m->phases + 1) : t->vc[t->tid];
+		w->slot = m ? (uint16_t)m->slot : (uint16_t)t->slot;
+		w->val = m ? (EmuClock)(m->cbase + m->phases + 1) : t->vc[t->slot];
 		w->line = in->line;
 		w->tid = t->tid;
 	}
+	return 0;
+}
+
+static int
+mbar_at(EmuCta *c, EmuThread *t, const EmuInsn *in, uint32_t a, EmuMbar **out)
+{
+	*out = NULL;
+	EmuMbar *m = emu_mbar_find(c, a);
+	if (!m)
+		return emu_hazard(c, t, in, "mbarrier",
+		                  "the TMA's mbarrier at smem 0x%x is not initialized", a);
+	if (emu_mbar_visible(c, t, in, m))
+		return EMU_STOP;
+	*out = m;
 	return 0;
 }
 
@@ -237,13 +249,45 @@ mbar_of(EmuCta *c, EmuThread *t, const EmuInsn *in, int i, EmuMbar **out)
 	uint32_t a;
 	if (emu_shared_addr(c, t, in, i, &a))
 		return EMU_STOP;
-	EmuMbar *m = emu_mbar_find(c, a);
-	if (!m)
-		return emu_hazard(c, t, in, "mbarrier",
-		                  "the TMA's mbarrier at smem 0x%x is not initialized", a);
-	if (emu_mbar_visible(c, t, in, m))
+	return mbar_at(c, t, in, a, out);
+}
+
+/* The CTAs a load writes and the mbarrier each signals (PTX ISA §9.7.9.26:
+ * with .multicast::cluster the box lands at the same offset in every CTA of
+ * the mask and completes on the mbarrier at the same offset there; with
+ * .cta_group::2 that mbarrier may be the one of the destination's peer CTA,
+ * the one of the mbarrier operand's parity). */
+static int
+load_targets(EmuCta *c, EmuThread *t, const EmuInsn *in, TmaOp *op, uint32_t *sa, uint32_t *ma)
+{
+	EmuCta *dc, *mc;
+	if (emu_cluster_addr(c, t, in, 0, &dc, sa) || emu_cluster_addr(c, t, in, 2, &mc, ma))
 		return EMU_STOP;
-	*out = m;
+	int cg2 = in->aux[4] == 2, n = c->cl->n;
+	uint32_t mask = 1u << dc->rank;
+	if (in->aux[3] & TF_MCAST) {
+		uint64_t v;
+		if (emu_geti(c, t, in, 3, &v))
+			return EMU_STOP;
+		mask = (uint32_t)v & 0xffff;
+		if (!mask || (mask >> n))
+			return emu_fault(c, t, in, "multicast mask 0x%x: the cluster has CTA ranks 0..%d",
+			                 mask, n - 1);
+	}
+	op->dsts = mask;
+	for (int r = 0; r < n; r++) {
+		if (!(mask >> r & 1))
+			continue;
+		int mr = !(in->aux[3] & TF_MCAST) ? mc->rank : cg2 ? (r & ~1) | (mc->rank & 1) : r;
+		if (mr != r && !(cg2 && (mr ^ r) == 1))
+			return emu_hazard(c, t, in, "cluster",
+			                  "the TMA into CTA rank %d completes on an mbarrier of CTA rank %d: "
+			                  "the mbarrier must be in the destination CTA%s (PTX ISA §9.7.9.26)",
+			                  r, mr, cg2 ? " or its peer" : " unless .cta_group::2 names the peer");
+		if (mr >= n)
+			return emu_fault(c, t, in, "mbarrier of CTA rank %d in a cluster of %d", mr, n);
+		op->mbr[r] = (int8_t)mr;
+	}
 	return 0;
 }
 
@@ -310,35 +354,34 @@ emu_op_tma(EmuCta *c, EmuThread *t, const EmuInsn *in)
 			return EMU_STOP;
 		op.coord[d] = (int32_t)(uint32_t)v;
 	}
-	if (in->aux[3] & TF_MCAST) {
-		uint64_t mask;
-		if (emu_geti(c, t, in, 3, &mask))
-			return EMU_STOP;
-		if ((mask & 0xffff) != 1)
-			return emu_fault(c, t, in, "multicast mask 0x%x: the emulator runs clusters of one "
-			                 "CTA (mask must be 1)", (unsigned)mask);
-	}
 	uint32_t n[KRT_MAX_RANK];
 	box_dims(m, n, &op.bytes);
 	if (m->swizzle_bytes && n[0] * (uint32_t)m->elem_bytes != (uint32_t)m->swizzle_bytes)
 		return emu_fault(c, t, in, "tensor map %s: inner box of %u bytes with %dB swizzle; the "
 		                 "emulator models inner box == swizzle span only", m->param,
 		                 n[0] * (uint32_t)m->elem_bytes, m->swizzle_bytes);
-	uint32_t sa;
-	if (emu_shared_addr(c, t, in, op.load ? 0 : 1, &sa))
+	uint32_t sa, ma;
+	if (op.load) {
+		if (load_targets(c, t, in, &op, &sa, &ma))
+			return EMU_STOP;
+		op.smem = sa;
+		op.mbar = ma;
+		for (int r = 0; r < c->cl->n; r++) {
+			EmuCta *d = c->cl->cta[r];
+			EmuMbar *mb;
+			if ((op.dsts >> r & 1) &&
+			    (check_dst(d, t, in, sa, op.bytes, m->swizzle_bytes) ||
+			     mbar_at(c->cl->cta[op.mbr[r]], t, in, ma, &mb) ||
+			     claim_dst(d, t, in, sa, op.bytes, mb)))
+				return EMU_STOP;
+		}
+		return push(c, t, in, AS_TMA_LOAD, &op);
+	}
+	if (emu_shared_addr(c, t, in, 1, &sa))
 		return EMU_STOP;
 	op.smem = sa;
 	if (check_dst(c, t, in, sa, op.bytes, m->swizzle_bytes))
 		return EMU_STOP;
-	if (op.load) {
-		EmuMbar *mb;
-		if (mbar_of(c, t, in, 2, &mb))
-			return EMU_STOP;
-		op.mbar = mb->addr;
-		if (claim_dst(c, t, in, sa, op.bytes, mb))
-			return EMU_STOP;
-		return push(c, t, in, AS_TMA_LOAD, &op);
-	}
 	if (claim_src(c, t, in, sa, op.bytes))
 		return EMU_STOP;
 	return push(c, t, in, AS_TMA_STORE, &op);
@@ -418,36 +461,37 @@ release_src(EmuCta *c, const EmuAsync *a, uint32_t smem, uint32_t bytes)
 	for (uint32_t ch = smem >> 4; ch <= (smem + bytes - 1) >> 4; ch++) {
 		if (c->sinflight[ch])
 			c->sinflight[ch]--;
-		EmuTag *r = &c->srtag[ch];
-		r->kind = TAGK_TMA;
-		r->pending = 0;
-		r->slot = (uint16_t)t->tid;
-		r->val = t->vc[t->tid];
-		r->line = a->line;
-		r->tid = a->tid;
+		EmuTag r = {(uint16_t)t->slot, TAGK_TMA, 0, t->vc[t->slot], a->line, a->tid};
+		emu_sread_note(c, ch, &r);
 	}
 }
 
 static int
-land(EmuCta *c, const EmuAsync *a, const TmaOp *op)
+land(EmuCta *c, const EmuAsync *a, const TmaOp *op, EmuCta *d, EmuCta *mc)
 {
 	EmuThread *t = &c->t[a->tid];
-	EmuMbar *m = emu_mbar_find(c, op->mbar);
+	if (d->finished || mc->finished)
+		return emu_hazard(c, t, a->in, "cluster",
+		                  "the TMA issued here lands in CTA rank %d after it exited: a CTA must "
+		                  "wait for every copy into its shared memory (PTX ISA §9.7.9.26)",
+		                  d->finished ? d->rank : mc->rank);
+	EmuMbar *m = emu_mbar_find(mc, op->mbar);
 	if (!m)
 		return emu_hazard(c, t, a->in, "mbarrier",
-		                  "the TMA issued here completes on the mbarrier at smem 0x%x, which is "
-		                  "no longer valid", op->mbar);
+		                  "the TMA issued here completes on the mbarrier at smem 0x%x of CTA rank "
+		                  "%d, which is no longer valid", op->mbar, mc->rank);
 	for (uint32_t ch = op->smem >> 4; ch <= (op->smem + op->bytes - 1) >> 4; ch++) {
-		c->sflags[ch] &= (uint8_t)~SF_TMA_FLIGHT;
+		d->sflags[ch] &= (uint8_t)~SF_TMA_FLIGHT;
 		/* the bytes land in the barrier's current phase */
-		c->swtag[ch].val = (EmuClock)(m->cbase + m->phases + 1);
+		d->swtag[ch].val = (EmuClock)(m->cbase + m->phases + 1);
 	}
-	emu_mbar_tx(c, m, -(int64_t)op->bytes);
+	emu_mbar_tx(mc, m, -(int64_t)op->bytes);
 	return 0;
 }
 
+/* One box between global memory and the shared memory of CTA sc. */
 static int
-tensor_copy(EmuCta *c, const EmuAsync *a, const TmaOp *op)
+tensor_copy(EmuCta *c, const EmuAsync *a, const TmaOp *op, EmuCta *sc)
 {
 	EmuThread *t = &c->t[a->tid];
 	const KrtTmapArgs *m = &c->lc->l->tmaps[op->tmap];
@@ -481,7 +525,7 @@ tensor_copy(EmuCta *c, const EmuAsync *a, const TmaOp *op)
 			memset(row, 0, rowb);
 		else
 			for (uint32_t b = 0; b < rowb; b += 16)
-				memcpy(row + b, c->smem + emu_swizzle(sbase + b, m->swizzle_bytes), 16);
+				memcpy(row + b, sc->smem + emu_swizzle(sbase + b, m->swizzle_bytes), 16);
 		for (uint32_t i = 0; i < n[0] && !oob; i++) {
 			int64_t x = (int64_t)op->coord[0] + (int64_t)i * (m->estrides[0] ? m->estrides[0] : 1);
 			if (x < 0 || (uint64_t)x >= m->dims[0])
@@ -502,7 +546,7 @@ tensor_copy(EmuCta *c, const EmuAsync *a, const TmaOp *op)
 		}
 		if (op->load)
 			for (uint32_t b = 0; b < rowb; b += 16)
-				memcpy(c->smem + emu_swizzle(sbase + b, m->swizzle_bytes), row + b, 16);
+				memcpy(sc->smem + emu_swizzle(sbase + b, m->swizzle_bytes), row + b, 16);
 	}
 	return 0;
 }
@@ -512,8 +556,15 @@ emu_tma_complete(EmuCta *c, EmuAsync *a)
 {
 	const TmaOp *op = a->data;
 	EmuThread *t = &c->t[a->tid];
+	if (op->tmap >= 0 && op->load) {
+		for (int r = 0; r < c->cl->n; r++)
+			if ((op->dsts >> r & 1) && (tensor_copy(c, a, op, c->cl->cta[r]) ||
+			                            land(c, a, op, c->cl->cta[r], c->cl->cta[op->mbr[r]])))
+				return EMU_STOP;
+		return 0;
+	}
 	if (op->tmap >= 0) {
-		if (tensor_copy(c, a, op))
+		if (tensor_copy(c, a, op, c))
 			return EMU_STOP;
 	} else if (op->load) {
 		uint8_t *src;
@@ -539,7 +590,7 @@ emu_tma_complete(EmuCta *c, EmuAsync *a)
 		memcpy(dst, c->smem + op->smem, op->bytes);
 	}
 	if (op->load)
-		return land(c, a, op);
+		return land(c, a, op, c, c);
 	release_src(c, a, op->smem, op->bytes);
 	return 0;
 }

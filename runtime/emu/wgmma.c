@@ -445,13 +445,8 @@ release_op(EmuCta *c, EmuWarp *w, EmuWgOp *op, int completed)
 		if (c->sinflight[ch])
 			c->sinflight[ch]--;
 		if (completed) {
-			EmuTag *r = &c->srtag[ch];
-			r->kind = TAGK_TC;
-			r->pending = 0;
-			r->slot = (uint16_t)t0->tid;
-			r->val = t0->vc[t0->tid];
-			r->line = op->in->line;
-			r->tid = t0->tid;
+			EmuTag r = {(uint16_t)t0->slot, TAGK_TC, 0, t0->vc[t0->slot], op->in->line, t0->tid};
+			emu_sread_note(c, ch, &r);
 		}
 	}
 	free(op->chunks);

@@ -10,8 +10,8 @@
  * three lines) moves after the arrive, and an mbarrier.init expecting N > 1
  * arrivals expects one arrival fewer, or one warp fewer when N counts whole
  * warps (a lane's arrival after its warp's .sync.aligned tcgen05.st/wait
- * orders nothing its warp did not already order). The shape has more K
- * tiles than pipeline stages, so every stage is refilled at least once.
+ * orders nothing its warp did not already order). The shape has at least
+ * twice as many K tiles as pipeline stages, so every stage is refilled.
  *
  *   test_emu_mutate SRC_ROOT [FILE.ptx ...]
  *
@@ -176,6 +176,9 @@ static const Kind kinds[] = {
 	 * pass deadlocks, a missing closing sync leaves arrivals at exit. */
 	{"bar.sync", 0, "bar.sync %"},
 	{"bar.arrive", 0, NULL},
+	/* cluster barriers of the CTA-pair kernels (docs/cta-pair.md) */
+	{"barrier.cluster.arrive", 0, NULL},
+	{"barrier.cluster.wait", 0, NULL},
 };
 
 /* One run of the kernel at the mutation shape: 0 pass, 1 wrong, -1 launch
@@ -244,7 +247,7 @@ pick_shape(const KrtAbi *abi, Shape *s)
 	uint32_t tn = (uint32_t)et_arg(abi, "tile-n", 128), tk = (uint32_t)et_arg(abi, "tile-k", 64);
 	s->M = tm + 2;
 	s->N = tn + 40;
-	s->K = tk * (st + 2) + 8;
+	s->K = tk * 2 * st + 8; /* 2·st tiles and a tail: every stage refilled */
 }
 
 static int

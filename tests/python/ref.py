@@ -47,3 +47,73 @@ def rel_err(got, want):
     got = np.asarray(got, np.float64)
     den = max(np.abs(want).max(), 1e-30)
     return float(np.abs(got - want).max() / den)
+
+
+# ---- decode (docs/ABI.md "decode"), written apart from kgen._fp8v4 ---------
+
+def _e4m3_table():
+    t = np.empty(256)
+    for x in range(256):
+        e, m = (x >> 3) & 15, x & 7
+        v = (1 + m / 8) * 2.0 ** (e - 7) if e else m / 8 * 2.0 ** -6
+        t[x] = np.nan if x & 0x7F == 0x7F else (-v if x & 0x80 else v)
+    return t
+
+
+E4M3 = _e4m3_table()
+
+
+def fp8_v4_page_bytes(ps):
+    pb = ps * (576 + 8)
+    return -(-pb // 576) * 576
+
+
+def fp8_v4_keys(raw, ps):
+    """float64 [capacity, 512]: every token of an fp8-v4 cache given as its
+    flat page bytes (pages of fp8_v4_page_bytes(ps))."""
+    raw = np.asarray(raw, np.uint8).reshape(-1)
+    pb = fp8_v4_page_bytes(ps)
+    pages = raw.size // pb
+    out = np.empty((pages * ps, 512))
+    for t in range(pages * ps):
+        base = (t // ps) * pb
+        row = raw[base + (t % ps) * 576: base + (t % ps) * 576 + 576]
+        sc = raw[base + ps * 576 + (t % ps) * 8: base + ps * 576 + (t % ps) * 8 + 7]
+        out[t, :448] = E4M3[row[:448]] * np.repeat(2.0 ** (sc.astype(np.int64) - 127), 64)
+        rope = row[448:].view("<u2").astype(np.uint32) << 16
+        out[t, 448:] = rope.view(np.float32)
+    return out
+
+
+def sparse_decode(q, sources, scale, sink=None):
+    """q float64 [b, s_q, h, 512]; sources: [(keys [capacity, 512] float64,
+    indices [b, s_q, topk] int, lengths [b, s_q] or None)]. An entry counts
+    when its position is below the row's length (clamped to [0, topk]) and
+    its index is in [0, capacity); the rows attend the valid entries of all
+    sources in one softmax, exp(sink[h]) joining the denominator. Returns
+    O [b, s_q, h, 512] and LSE [b, h, s_q] (natural log, sink included; no
+    entry: O = 0 and LSE = -inf, or the sink)."""
+    b, sq, h, _ = q.shape
+    o = np.zeros((b, sq, h, 512))
+    lse = np.full((b, h, sq), -np.inf)
+    for i in range(b):
+        for s in range(sq):
+            rows = []
+            for keys, idx, lens in sources:
+                topk = idx.shape[2]
+                n = topk if lens is None else min(max(int(lens[i, s]), 0), topk)
+                for x in idx[i, s, :n]:
+                    if 0 <= x < keys.shape[0]:
+                        rows.append(keys[x])
+            k = np.array(rows).reshape(-1, 512)
+            sc = scale * q[i, s] @ k.T  # [h, n]
+            if sink is not None:
+                sc = np.concatenate([sc, np.asarray(sink, np.float64)[:, None]], axis=1)
+            if sc.shape[1] == 0:
+                continue
+            m = sc.max(axis=1, keepdims=True)
+            p = np.exp(sc - m)
+            l = p.sum(axis=1)
+            o[i, s] = (p[:, :k.shape[0]] @ k) / l[:, None]
+            lse[i, :, s] = m[:, 0] + np.log(l)
+    return o, lse

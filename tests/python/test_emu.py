@@ -128,7 +128,3 @@ def test_disk_cache_serves_a_new_process(tmp_path):
     files = os.listdir(tmp_path)
     assert len(files) == 1 and files[0].startswith("fmha-") and files[0].endswith(".ptx")
 
-
-def test_sparse_decode_is_not_there_yet():
-    with pytest.raises(NotImplementedError, match="decode"):
-        kgen.sparse_decode()

@@ -159,3 +159,108 @@ def test_gemm_rules():
     refused(ValueError, r"out_dtype='int8': bfloat16 or float32", a, b, out_dtype="int8", **g)
     refused(ValueError, r"out=.*want a contiguous f32 \[70, 45\]", a, b, out=z(45, 70,
                                                                           dtype=np.float32), **g)
+
+
+# ---- kgen.sparse_decode ------------------------------------------------------
+
+DQ = np.zeros((2, 1, 3, 512), np.uint16)   # bf16 bit patterns
+
+
+def dcache(nb=2, ps=61):
+    return kgen.quantize_kv_cache(np.zeros((nb, ps, 1, 512), np.float32))
+
+
+KC = dcache()
+IDX = np.zeros((2, 1, 16), np.int32)
+
+
+def drefused(exc, pattern, q=None, k_cache=None, **kw):
+    kw.setdefault("indices", IDX)
+    refused(exc, pattern, DQ if q is None else q, KC if k_cache is None else k_cache,
+            fn=kgen.sparse_decode, **kw)
+
+
+def test_decode_q():
+    drefused(TypeError, r"sparse_decode: q\.dtype=fp16: .*bfloat16 queries", q=DQ.view(np.float16))
+    drefused(ValueError, r"q\.shape=\[2, 3, 512\]: want \[batch, seq_len_q, num_heads_q, "
+             r"head_dim\]", q=DQ[:, 0])
+    drefused(ValueError, r"q\.shape\[-1\]=576: head_dim is 512 .*576 \(fp8-v32\) is not "
+             r"generated", q=np.zeros((2, 1, 3, 576), np.uint16))
+    drefused(ValueError, r"q\.shape\[2\]=129: 1 \.\. 128 query heads",
+             q=np.zeros((2, 1, 129, 512), np.uint16))
+    drefused(ValueError, r"q\.stride\(\)=.*dense \[batch, seq_len_q, num_heads_q, 512\]",
+             q=np.zeros((2, 1, 6, 512), np.uint16)[:, :, ::2])
+    raw = np.zeros(2 * 3 * 512 + 1, np.uint16)[1:].reshape(2, 1, 3, 512)
+    drefused(ValueError, r"q\.data_ptr\(\)=0x[0-9a-f]+: must be 16-byte aligned", q=raw)
+
+
+def test_decode_cache():
+    drefused(TypeError, r"k_cache\.dtype=f32: the fp8-v4 cache is bytes",
+             k_cache=np.zeros((2, 61, 1, 584), np.float32))
+    drefused(ValueError, r"k_cache\.shape=\[2, 61, 584\]: want \[num_blocks, page_block_size, "
+             r"1, 584\]", k_cache=np.zeros((2, 61, 584), np.uint8))
+    drefused(ValueError, r"k_cache\.shape\[2\]=2: one KV head",
+             k_cache=np.zeros((2, 61, 2, 584), np.uint8))
+    drefused(ValueError, r"k_cache\.shape\[3\]=656: an fp8-v4 token is 584 bytes",
+             k_cache=np.zeros((2, 61, 1, 656), np.uint8))
+    drefused(ValueError, r"k_cache\.shape\[1\]=5000: the page size is 1 \.\. 4096",
+             k_cache=np.zeros((1, 5000, 1, 584), np.uint8))
+    # a dense [2, 61, 1, 584] array: its pages are 35624 bytes, not 35712
+    drefused(ValueError, r"k_cache\.stride\(\)=\[35624, 584, 584, 1\]: a page of 61 tokens is "
+             r"35712 bytes .*want strides \(35712, 584, 584, 1\)",
+             k_cache=np.zeros((2, 61, 1, 584), np.uint8))
+
+
+def test_decode_indices_and_lengths():
+    drefused(NotImplementedError, r"indices=None: .*dense paged decode", indices=None)
+    drefused(TypeError, r"indices\.dtype=int64: must be int32", indices=IDX.astype(np.int64))
+    drefused(ValueError, r"indices\.shape=\[1, 1, 16\]: want \[batch, seq_len_q, topk\] = "
+             r"\[2, 1, topk\]", indices=IDX[:1])
+    drefused(ValueError, r"indices\.shape\[2\]=0: topk is 1 \.\. 4096", indices=IDX[..., :0])
+    drefused(ValueError, r"indices\.shape\[2\]=5000: topk is 1 \.\. 4096",
+             indices=np.zeros((2, 1, 5000), np.int32))
+    drefused(ValueError, r"indices\.stride\(\)=.*must be contiguous",
+             indices=np.zeros((2, 1, 32), np.int32)[..., ::2])
+    drefused(ValueError, r"topk_length\.shape=\[3\]: want \[batch\] .* or \[batch, seq_len_q\]",
+             topk_length=np.zeros(3, np.int32))
+    drefused(TypeError, r"topk_length\.dtype=int64: must be int32",
+             topk_length=np.zeros(2, np.int64))
+
+
+def test_decode_extra_source_and_sink():
+    drefused(ValueError, r"extra_indices_in_kvcache=None: the extra source takes both",
+             extra_k_cache=KC)
+    drefused(ValueError, r"extra_k_cache=None: the extra source takes both",
+             extra_indices_in_kvcache=IDX)
+    drefused(ValueError, r"extra_topk_length=a tensor: needs the extra source",
+             extra_topk_length=np.zeros(2, np.int32))
+    drefused(ValueError, r"extra_k_cache\.stride\(\)=\[35624, .*a page of 61 tokens",
+             extra_k_cache=np.zeros((2, 61, 1, 584), np.uint8), extra_indices_in_kvcache=IDX)
+    drefused(ValueError, r"extra_indices_in_kvcache\.shape=\[2, 2, 16\]: want \[batch, "
+             r"seq_len_q, extra_topk\]", extra_k_cache=KC,
+             extra_indices_in_kvcache=np.zeros((2, 2, 16), np.int32))
+    drefused(TypeError, r"attn_sink\.dtype=f64: must be float32", attn_sink=np.zeros(3))
+    drefused(ValueError, r"attn_sink\.shape=\[4\]: want \[num_heads_q\] = \[3\]",
+             attn_sink=np.zeros(4, np.float32))
+
+
+def test_decode_options():
+    drefused(ValueError, r"causal=True: sparse decode has no causal mask", causal=True)
+    drefused(ValueError, r"is_fp8_kvcache=False: .*fp8-v4", is_fp8_kvcache=False)
+    drefused(ValueError, r"head_dim_v=576: .*head_dim_v is 512", head_dim_v=576)
+    drefused(ValueError, r"softmax_scale=0\.0: a positive finite number", softmax_scale=0.0)
+    drefused(ValueError, r"num_splits=0: None .* an int 1 \.\. 256", num_splits=0)
+    drefused(ValueError, r"num_splits=True: ", num_splits=True)
+    drefused(ValueError, r"out\.shape=\[2, 1, 3, 256\]: want \[2, 1, 3, 512\]",
+             out=np.zeros((2, 1, 3, 256), np.uint16))
+    drefused(ValueError, r"target='sm_80': the emulator runs sm_90a or sm_100a kernels",
+             target="sm_80")
+
+
+def test_decode_target_rule():
+    have = kgen._decode.targets()
+    missing = [t for t in ("sm_90a", "sm_100a") if t not in have]
+    if not missing:
+        pytest.skip("every target generates decode kernels")
+    drefused(ValueError, r"target='%s': decode kernels are generated for %s in this kgen"
+             % (missing[0], " and ".join(have)), target=missing[0])

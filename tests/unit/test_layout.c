@@ -370,9 +370,32 @@ test_wgmma_fragment(void)
 			EQ(seen[r][c], 1, "64x16 covered once");
 }
 
+/* sm_100a decode keeps a 64-row K-major 128B-swizzled Q tile and reads it
+ * with an M=128 MMA (gen/sm100/decode.c): the descriptor's row groups 8..15
+ * lie 8 SBO on, which is rows 0..63 of the next 64-column slice. By hand:
+ * 64 rows of 128 bytes make an 8192-byte slice and SBO is 1024 bytes (8
+ * rows), so row 64 + r, column c of slice s is row r of slice s + 1. */
+static void
+test_m128_over_64_rows(void)
+{
+	TileLayout t;
+
+	if (canon(__LINE__, &t, MAJOR_K, SWZ_128B, 16, 64, 512))
+		return;
+	EQ(t.slice_bytes, 8192, "64-row slice");
+	EQ(t.sbo, 1024, "SBO: 8 rows of 128 bytes");
+	EQ(8 * t.sbo, t.slice_bytes, "row group 8 is the next slice");
+	for (int s = 0; s + 1 < 8; s++)
+		for (int r = 0; r < 64; r += 9)
+			for (int c = 0; c < 64; c += 13)
+				EQ(layout_offset(&t, r, 64 * s + c) + 8 * t.sbo, layout_offset(&t, r, 64 * (s + 1) + c),
+				   "row 64+r of slice s = row r of slice s+1");
+}
+
 int
 main(void)
 {
+	test_m128_over_64_rows();
 	test_tmem_and_window();
 	test_wgmma_fragment();
 	test_names();
