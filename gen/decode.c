@@ -12,40 +12,33 @@
 
 #define P(f) offsetof(DecodeParams, f)
 
-/* Columns: name, d_qk, d_nope, d_rope, row bytes, NoPE values per scale,
- * scale bytes per token, page alignment. fp8-v4: 448 E4M3 + 64 BF16 RoPE
- * (576 bytes) per token; after a page's rows, 8 bytes per token: 7 UE8M0
- * exponents (one per 64 NoPE values) and a pad byte; a page's bytes round
- * up to a multiple of 576 (FlashMLA's MODEL1 layout, docs/ABI.md "decode"). */
-const DecodeFormat decode_formats[] = {
-	[DEC_FMT_FP8_V4] = {"fp8-v4", 512, 448, 64, 576, 64, 8, 576},
-};
-
-uint32_t
-decode_page_bytes(const DecodeFormat *fmt, int ps)
-{
-	uint32_t b = (uint32_t)ps * (uint32_t)(fmt->row_bytes + fmt->scale_bytes);
-
-	return (b + (uint32_t)fmt->page_align - 1) / (uint32_t)fmt->page_align * (uint32_t)fmt->page_align;
-}
-
 /* See family.h for the columns. */
 static const ParamSpec decode_params[] = {
 	{"target", PK_TARGET, P(target), "sm_90a,sm_100a", 0, 0, 0, "sm_90a",
 	 "sm_90a: a producer warpgroup gathers and dequantizes K=V tiles to bf16 in smem; fmha's split-O consumers. sm_100a: the same producer feeding fmha's tcgen05 pipeline",
 	 NULL},
-	{"format", PK_ENUM, P(format), "fp8-v4", 0, 0, 0, "fp8-v4", "KV cache format (docs/ABI.md \"decode\")",
-	 NULL},
+	{"format", PK_ENUM, P(format), "bf16,fp8-token,fp8-v4,fp8-v32", 0, 0, 0, "fp8-v4",
+	 "KV cache format (docs/ABI.md \"decode\", \"Cache formats\")", NULL},
+	{"head-dim-qk", PK_INT, P(head_dim_qk), "0,512,576", 0, 0, 0, "0",
+	 "Q and K dims, 64 of them RoPE (0: the format's own, 576 for fp8-v32, else 512); V is the first 512", NULL},
 	{"heads-q", PK_INT, P(heads_q), NULL, 1, 128, 1, "64", "query heads sharing the one KV head", NULL},
-	{"topk", PK_INT, P(topk), NULL, 1, 4096, 1, "512", "main source: indices per query row", NULL},
+	{"addressing", PK_ENUM, P(addressing), "sparse,paged", 0, 0, 0, "sparse",
+	 "main source: sparse (an index list per query row) or paged (a block table; the first seqlens[b] tokens)",
+	 NULL},
+	{"topk", PK_INT, P(topk), NULL, 1, 4096, 1, "512", "main source: indices per query row", "addressing=sparse"},
 	{"page-size", PK_INT, P(page_size), NULL, 1, 4096, 1, "64", "main source: tokens per page", NULL},
+	{"addressing-extra", PK_ENUM, P(addressing_extra), "sparse,paged", 0, 0, 0, "sparse",
+	 "extra source: sparse (needs --topk-extra > 0) or paged (the SWA ring: a block table and lengths)", NULL},
 	{"topk-extra", PK_INT, P(topk_extra), NULL, 0, 4096, 1, "0",
-	 "extra source (SWA window): indices per query row (0: no extra source)", NULL},
+	 "extra source (SWA window): indices per query row (0: no sparse extra source)", "addressing-extra=sparse"},
 	{"page-size-extra", PK_INT, P(page_size_extra), NULL, 1, 4096, 1, "256", "extra source: tokens per page",
 	 NULL},
 	{"topk-length", PK_INT, P(topk_length), "0,1", 0, 0, 0, "0",
 	 "per-row valid lengths of the index lists (topk_length tensors)", NULL},
 	{"sink", PK_INT, P(sink), "0,1", 0, 0, 0, "0", "per-head attention-sink logits join the denominator", NULL},
+	{"unnormalized", PK_INT, P(unnormalized), "0,1", 0, 0, 0, "0",
+	 "O as f32 without the 1/rowsum, plus LSE and the reference max M, for a later merge (no split-KV, no sink)",
+	 NULL},
 };
 
 static int decode_finish(Emit *e, const FmhaCfg *f, const FmhaRegs *r, KgErr *err);
@@ -61,18 +54,33 @@ decode_configure(DecodeCfg *d, const DecodeParams *p, KgErr *err)
 	ops = f->t->decode;
 	if (!ops)
 		return kg_fail(err, "--target=%s: decode is not generated for this target yet", f->t->name);
-	d->fmt = &decode_formats[p->format];
+	if (decode_format_resolve(p->format, p->head_dim_qk, &d->fmtv, err) < 0)
+		return -1;
+	d->fmt = &d->fmtv;
 	d->hq = p->heads_q;
 	d->hblocks = (d->hq + 63) / 64;
-	d->nsrc = p->topk_extra ? 2 : 1;
-	d->topk[0] = p->topk;
+	d->paged[0] = p->addressing == DEC_ADDR_PAGED;
+	d->paged[1] = p->addressing_extra == DEC_ADDR_PAGED;
+	if (d->paged[1] && p->topk_extra)
+		return kg_fail(err, "--topk-extra=%d with --addressing-extra=paged: a paged source has no index list (leave it 0)",
+		               p->topk_extra);
+	d->nsrc = p->topk_extra || d->paged[1] ? 2 : 1;
+	d->topk[0] = d->paged[0] ? 0 : p->topk;
 	d->ps[0] = p->page_size;
-	d->topk[1] = p->topk_extra;
+	d->topk[1] = d->paged[1] ? 0 : p->topk_extra;
 	d->ps[1] = p->page_size_extra;
+	for (int s = 0; s < d->nsrc; s++)
+		if (!d->paged[s])
+			d->sp[d->nsparse++] = s;
+	if (p->topk_length && !d->nsparse)
+		return kg_fail(err, "--topk-length=1: every source is paged, so there is no index list to shorten");
 	for (int s = 0; s < d->nsrc; s++)
 		d->page_bytes[s] = decode_page_bytes(d->fmt, d->ps[s]);
 	d->has_len = p->topk_length;
 	d->sink = p->sink;
+	d->unnorm = p->unnormalized;
+	if (d->unnorm && d->sink)
+		return kg_fail(err, "--sink=1 with --unnormalized=1: the sink joins the denominator once, in the merge (docs/ABI.md \"decode\")");
 	d->list_len = d->topk[0] + d->topk[1];
 
 	/* The consumers: fmha's split-O plan over one query token of 64 packed
@@ -103,13 +111,19 @@ decode_configure(DecodeCfg *d, const DecodeParams *p, KgErr *err)
 	f->rows = 1;
 	f->head_guard = d->hq % 64 != 0;
 	f->gather = ops->gather;
-	f->finish = decode_finish;
-	f->producer_regs = ops->producer_regs;
+	f->finish = d->unnorm ? NULL : decode_finish;
+	f->o_unnorm = d->unnorm;
+	f->producer_regs = ops->regs_for ? ops->regs_for(d->fmt) : ops->producer_regs;
+	f->p_in_kv = f->d > f->dv;
 	f->ext = d;
 	d->cons_tid0 = 128;
 	d->cons_threads = 256;
 	if (ops->configure && ops->configure(d, err) < 0)
 		return -1;
+	/* the f32 unnormalized epilogue exists in the split-O consumers only */
+	if (d->unnorm && !f->split)
+		return kg_fail(err, "--unnormalized=1 with --target=%s: not generated for this target yet (sm_90a only)",
+		               f->t->name);
 	if (layout_canonical(&f->lq, MAJOR_K, SWZ_128B, 16, 64, f->d, err) < 0 ||
 	    layout_canonical(&f->lk, MAJOR_K, SWZ_128B, 16, f->bn, f->d, err) < 0 ||
 	    layout_canonical(&f->lv, MAJOR_K, SWZ_128B, 16, f->bn, f->dv, err) < 0)
@@ -136,27 +150,114 @@ decode_configure(DecodeCfg *d, const DecodeParams *p, KgErr *err)
 	 * ptxas suite to no spills. */
 	if (f->split)
 		f->plan.regs_need_max = f->bn / 2 + f->dv / 4 + f->bn / 4 + 24;
-	d->r_list = plan_smem(&f->plan, "key list", 4u * (uint32_t)d->list_len, 16, 1);
+	d->r_list = plan_smem(&f->plan, "key list", d->list_len ? 4u * (uint32_t)d->list_len : 16, 16, 1);
 	d->r_count = plan_smem(&f->plan, "key count", 16, 16, 1);
-	d->r_chunks = plan_smem(&f->plan, "chunk counts", 4u * (uint32_t)((d->topk[0] + 31) / 32 + (d->topk[1] + 31) / 32),
+	d->r_keys = d->nsparse < d->nsrc ? plan_smem(&f->plan, "tile keys (paged)", 64 * 4, 16, 3) : -1;
+	d->r_chunks = plan_smem(&f->plan, "chunk counts",
+	                        d->list_len ? 4u * (uint32_t)((d->topk[0] + 31) / 32 + (d->topk[1] + 31) / 32) : 16,
 	                        16, 1);
-	snprintf(f->name, sizeof f->name, "decode_%s_h%d_k%dp%d", d->fmt->name, d->hq, d->topk[0], d->ps[0]);
+	snprintf(f->name, sizeof f->name, "decode_%s%s_h%d_", d->fmt->name, d->fmt->d_qk != 512 ? "_d576" : "", d->hq);
+	{
+		size_t n = strlen(f->name);
+		if (d->paged[0])
+			snprintf(f->name + n, sizeof f->name - n, "pg%d", d->ps[0]);
+		else
+			snprintf(f->name + n, sizeof f->name - n, "k%dp%d", d->topk[0], d->ps[0]);
+	}
 	for (char *c = f->name; *c; c++)
 		if (*c == '-')
 			*c = '_';
 	if (d->nsrc > 1) {
 		size_t n = strlen(f->name);
-		snprintf(f->name + n, sizeof f->name - n, "_x%dp%d", d->topk[1], d->ps[1]);
+		if (d->paged[1])
+			snprintf(f->name + n, sizeof f->name - n, "_xpg%d", d->ps[1]);
+		else
+			snprintf(f->name + n, sizeof f->name - n, "_x%dp%d", d->topk[1], d->ps[1]);
 	}
 	{
 		size_t n = strlen(f->name);
-		snprintf(f->name + n, sizeof f->name - n, "%s%s_%s", d->has_len ? "_len" : "",
-		         d->sink ? "_sink" : "", f->t->tag);
+		snprintf(f->name + n, sizeof f->name - n, "%s%s%s_%s", d->has_len ? "_len" : "",
+		         d->sink ? "_sink" : "", d->unnorm ? "_unnorm" : "", f->t->tag);
 	}
 	return plan_check(&f->plan, err);
 }
 
 static const char *const src_sfx[2] = {"", "_extra"};
+
+Reg
+decode_emit_paged_len(Emit *e, const DecodeCfg *d, const FmhaRegs *r, int s)
+{
+	Reg l = reg_new(e, RC_B32), m = reg_new(e, RC_B32), a = reg_new(e, RC_B64), o = reg_new(e, RC_B64);
+
+	emitf(e, "\tld.param.u64 %s, [p_seqlens%s];\n\tcvta.to.global.u64 %s, %s;\n", a.s, src_sfx[s], a.s, a.s);
+	emitf(e, "\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n\tld.global.nc.s32 %s, [%s];\n", o.s, r->b.s,
+	      a.s, a.s, o.s, l.s, a.s);
+	emitf(e, "\tld.param.u32 %s, [p_max_pages%s];\n\tmul.lo.u32 %s, %s, %d;\n", m.s, src_sfx[s], m.s, m.s,
+	      d->ps[s]);
+	emitf(e, "\tmax.s32 %s, %s, 0;\n\tmin.u32 %s, %s, %s;\n", l.s, l.s, l.s, l.s, m.s);
+	return l;
+}
+
+void
+decode_emit_tile_keys(Emit *e, const DecodeCfg *d, const FmhaRegs *r, Reg n0, Reg j, Reg tid, Reg dst)
+{
+	Reg pos = reg_new(e, RC_B32), loc = reg_new(e, RC_B32), ent = reg_new(e, RC_B32), t = reg_new(e, RC_B32);
+	Reg pg = reg_new(e, RC_B32), a = reg_new(e, RC_B64), o = reg_new(e, RC_B64);
+	Reg act = reg_new(e, RC_PRED), v = reg_new(e, RC_PRED), s1 = reg_new(e, RC_PRED), q = reg_new(e, RC_PRED);
+	Reg list = op_plan_smem(e, &d->f.plan, r->base, d->r_list);
+
+	emit_block(e, "decode.tile_keys");
+	emitf(e, "\tsetp.lt.u32 %s, %s, 64;\n\tmad.lo.u32 %s, %s, 64, %s;\n\tmov.u32 %s, -1;\n", act.s, tid.s, pos.s,
+	      j.s, tid.s, ent.s);
+	emitf(e, "\tsetp.lt.and.u32 %s, %s, %s, %s;\n", v.s, pos.s, r->sk.s, act.s);
+	if (d->nsrc > 1) {
+		emitf(e, "\tsetp.ge.u32 %s, %s, %s;\n\tselp.u32 %s, %s, 0, %s;\n\tsub.u32 %s, %s, %s;\n", s1.s, pos.s,
+		      n0.s, t.s, n0.s, s1.s, loc.s, pos.s, t.s);
+	} else {
+		emitf(e, "\tmov.u32 %s, %s;\n", loc.s, pos.s);
+	}
+	for (int s = 0; s < d->nsrc; s++) {
+		emitf(e, "\tsetp.%s.and.u32 %s, %s, %s, %s;\n", s ? "ge" : "lt", q.s, pos.s, d->nsrc > 1 ? n0.s : "0x7fffffff",
+		      v.s);
+		if (!d->paged[s]) {
+			/* the list holds this source alone */
+			emitf(e, "\tmad.lo.u32 %s, %s, 4, %s;\n\t@%s ld.shared.u32 %s, [%s];\n", t.s, loc.s, list.s, q.s,
+			      ent.s, t.s);
+			if (s)
+				emitf(e, "\t@%s or.b32 %s, %s, 0x80000000;\n", q.s, ent.s, ent.s);
+			continue;
+		}
+		/* key i: token block_table[b, i / ps]·ps + i % ps */
+		emitf(e, "\tdiv.u32 %s, %s, %d;\n", pg.s, loc.s, d->ps[s]);
+		emitf(e, "\tld.param.u32 %s, [p_max_pages%s];\n\tmad.lo.u32 %s, %s, %s, %s;\n", t.s, src_sfx[s], t.s, t.s,
+		      r->b.s, pg.s);
+		emitf(e, "\tld.param.u64 %s, [p_block_table%s];\n\tcvta.to.global.u64 %s, %s;\n", a.s, src_sfx[s], a.s,
+		      a.s);
+		emitf(e, "\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n\t@%s ld.global.nc.u32 %s, [%s];\n", o.s,
+		      t.s, a.s, a.s, o.s, q.s, t.s, a.s);
+		/* a page outside the cache (capacity / ps pages): no key */
+		emitf(e, "\tld.param.u32 %s, [p_capacity%s];\n\tdiv.u32 %s, %s, %d;\n", pg.s, src_sfx[s], pg.s, pg.s,
+		      d->ps[s]);
+		emitf(e, "\tsetp.lt.and.u32 %s, %s, %s, %s;\n", q.s, t.s, pg.s, q.s);
+		emitf(e, "\trem.u32 %s, %s, %d;\n\t@%s mad.lo.u32 %s, %s, %d, %s;\n", pg.s, loc.s, d->ps[s], q.s, ent.s,
+		      t.s, d->ps[s], pg.s);
+		if (s)
+			emitf(e, "\t@%s or.b32 %s, %s, 0x80000000;\n", q.s, ent.s, ent.s);
+	}
+	emitf(e, "\tmad.lo.u32 %s, %s, 4, %s;\n\t@%s st.shared.u32 [%s], %s;\n", t.s, tid.s, dst.s, act.s, t.s, ent.s);
+}
+
+Reg
+decode_emit_main_count(Emit *e, const DecodeCfg *d, const FmhaRegs *r)
+{
+	Reg n;
+
+	if (d->paged[0])
+		return decode_emit_paged_len(e, d, r, 0);
+	n = reg_new(e, RC_B32);
+	emitf(e, "\tld.shared.u32 %s, [%s];\n", n.s, op_plan_smem(e, &d->f.plan, r->base, d->r_count).s);
+	return n;
+}
 
 /* Every warp of the CTA compacts 32-entry chunks of the two index lists
  * (chunk c: source 0's chunks first) into one key list in shared memory
@@ -170,7 +271,8 @@ static const char *const src_sfx[2] = {"", "_extra"};
 static void
 emit_compact(Emit *e, const DecodeCfg *d, const FmhaRegs *r, Reg qrow)
 {
-	int nch0 = (d->topk[0] + 31) / 32, nch = nch0 + (d->topk[1] + 31) / 32;
+	int ns = d->nsparse, nch0 = (d->topk[d->sp[0]] + 31) / 32;
+	int nch = nch0 + (ns > 1 ? (d->topk[d->sp[1]] + 31) / 32 : 0);
 	int warps = d->f.plan.threads / 32, K = (nch + warps - 1) / warps, G = (nch + 31) / 32;
 	Reg len[2], cap[2], base[2], v[64], c = reg_new(e, RC_B32), t = reg_new(e, RC_B32);
 	Reg pos = reg_new(e, RC_B32), ln = reg_new(e, RC_B32), cp = reg_new(e, RC_B32);
@@ -183,30 +285,31 @@ emit_compact(Emit *e, const DecodeCfg *d, const FmhaRegs *r, Reg qrow)
 
 	emit_block(e, "decode.compact");
 	emitf(e, "\tmov.u32 %s, %%lanemask_lt;\n", lt.s);
-	for (int s = 0; s < d->nsrc; s++) {
-		len[s] = reg_new(e, RC_B32);
-		cap[s] = reg_new(e, RC_B32);
-		base[s] = reg_new(e, RC_B64);
-		emitf(e, "\tmov.u32 %s, %d;\n", len[s].s, d->topk[s]);
+	for (int k = 0; k < ns; k++) {
+		int s = d->sp[k];
+		len[k] = reg_new(e, RC_B32);
+		cap[k] = reg_new(e, RC_B32);
+		base[k] = reg_new(e, RC_B64);
+		emitf(e, "\tmov.u32 %s, %d;\n", len[k].s, d->topk[s]);
 		if (d->has_len) {
 			/* clamp the row's length to [0, topk] */
 			emitf(e, "\tld.param.u64 %s, [p_topk_length%s];\n\tcvta.to.global.u64 %s, %s;\n", a.s,
 			      src_sfx[s], a.s, a.s);
 			emitf(e, "\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n", b.s, qrow.s, a.s, a.s, b.s);
-			emitf(e, "\tld.global.nc.s32 %s, [%s];\n\tmax.s32 %s, %s, 0;\n\tmin.s32 %s, %s, %d;\n", len[s].s,
-			      a.s, len[s].s, len[s].s, len[s].s, len[s].s, d->topk[s]);
+			emitf(e, "\tld.global.nc.s32 %s, [%s];\n\tmax.s32 %s, %s, 0;\n\tmin.s32 %s, %s, %d;\n", len[k].s,
+			      a.s, len[k].s, len[k].s, len[k].s, len[k].s, d->topk[s]);
 		}
-		emitf(e, "\tld.param.u32 %s, [p_capacity%s];\n", cap[s].s, src_sfx[s]);
-		emitf(e, "\tld.param.u64 %s, [p_indices%s];\n\tcvta.to.global.u64 %s, %s;\n", base[s].s, src_sfx[s],
-		      base[s].s, base[s].s);
+		emitf(e, "\tld.param.u32 %s, [p_capacity%s];\n", cap[k].s, src_sfx[s]);
+		emitf(e, "\tld.param.u64 %s, [p_indices%s];\n\tcvta.to.global.u64 %s, %s;\n", base[k].s, src_sfx[s],
+		      base[k].s, base[k].s);
 		emitf(e, "\tmul.wide.u32 %s, %s, %d;\n\tadd.u64 %s, %s, %s;\n", b.s, qrow.s, 4 * d->topk[s],
-		      base[s].s, base[s].s, b.s);
+		      base[k].s, base[k].s, b.s);
 	}
 	/* phase 1: chunk warp + warps·k; v = the index, or -1 when skipped */
 	for (int k = 0; k < K; k++) {
 		v[k] = reg_new(e, RC_B32);
 		emitf(e, "\tadd.u32 %s, %s, %d;\n\tmov.u32 %s, -1;\n", c.s, r->warp.s, warps * k, v[k].s);
-		if (d->nsrc > 1) {
+		if (ns > 1) {
 			emitf(e, "\tsetp.ge.u32 %s, %s, %d;\n", s1.s, c.s, nch0);
 			emitf(e, "\tselp.u32 %s, %d, 0, %s;\n\tsub.u32 %s, %s, %s;\n", t.s, nch0, s1.s, pos.s, c.s, t.s);
 			emitf(e, "\tselp.u32 %s, %s, %s, %s;\n\tselp.b64 %s, %s, %s, %s;\n", ln.s, len[1].s, len[0].s,
@@ -225,7 +328,7 @@ emit_compact(Emit *e, const DecodeCfg *d, const FmhaRegs *r, Reg qrow)
 		/* unsigned: -1 and every negative index fail; the valid ones of
 		 * source 1 carry bit 31 */
 		emitf(e, "\tadd.u32 %s, %s, %d;\n", c.s, r->warp.s, warps * k);
-		if (d->nsrc > 1) {
+		if (ns > 1) {
 			emitf(e, "\tsetp.ge.u32 %s, %s, %d;\n\tselp.u32 %s, %s, %s, %s;\n", s1.s, c.s, nch0, cp.s,
 			      cap[1].s, cap[0].s, s1.s);
 			emitf(e, "\tsetp.lt.u32 %s, %s, %s;\n\t@%s or.b32 %s, %s, 0x80000000;\n", ok.s, v[k].s, cp.s,
@@ -273,6 +376,23 @@ emit_compact(Emit *e, const DecodeCfg *d, const FmhaRegs *r, Reg qrow)
 	}
 }
 
+/* With splits > 1 the part's O and LSE go to its row of O_partial and
+ * LSE_partial, without the sink. */
+static void
+emit_split_rows(Emit *e, const DecodeCfg *d, FmhaRegs *r, Reg t, Reg ps)
+{
+	emitf(e, "\tsetp.gt.u32 %s, %s, 1;\n", ps.s, r->splits.s);
+	emitf(e, "\tmad.lo.u32 %s, %s, %s, %s;\n\t@%s mov.u32 %s, %s;\n", t.s, r->qrow.s, r->splits.s, r->split.s,
+	      ps.s, r->qs.s, t.s);
+	emitf(e, "\t@%s mov.u32 %s, 1;\n\t@%s mul.lo.u32 %s, %s, %d;\n", ps.s, r->total_q.s, ps.s, r->lse_q0.s,
+	      t.s, d->hq);
+	emitf(e, "\t@%s mov.u32 %s, 0;\n", ps.s, r->sink_hq.s);
+	emitf(e, "\t@%s ld.param.u64 %s, [p_O_partial];\n\t@%s ld.param.u64 %s, [p_LSE_partial];\n", ps.s,
+	      r->o.s, ps.s, r->lse.s);
+	emitf(e, "\t@%s cvta.to.global.u64 %s, %s;\n\t@%s cvta.to.global.u64 %s, %s;\n", ps.s, r->o.s, r->o.s,
+	      ps.s, r->lse.s, r->lse.s);
+}
+
 static int
 emit_prologue(Emit *e, const DecodeCfg *d, FmhaRegs *r, KgErr *err)
 {
@@ -313,7 +433,10 @@ emit_prologue(Emit *e, const DecodeCfg *d, FmhaRegs *r, KgErr *err)
 	/* CTA (x, y, z): head block x % HB of split x / HB, query token y of
 	 * sequence z; with O split by columns (ohalves 2), x first picks the
 	 * half: columns vcol = (x % 2)·dv/2 */
-	emitf(e, "\tld.param.u32 %s, [p_splits];\n\tmov.u32 %s, %%ctaid.x;\n", r->splits.s, t.s);
+	if (d->unnorm)
+		emitf(e, "\tmov.u32 %s, 1;\n\tmov.u32 %s, %%ctaid.x;\n", r->splits.s, t.s);
+	else
+		emitf(e, "\tld.param.u32 %s, [p_splits];\n\tmov.u32 %s, %%ctaid.x;\n", r->splits.s, t.s);
 	if (f->ohalves > 1) {
 		r->vcol = reg_new(e, RC_B32);
 		emitf(e, "\trem.u32 %s, %s, %d;\n\tmul.lo.u32 %s, %s, %d;\n\tdiv.u32 %s, %s, %d;\n", r->vcol.s, t.s,
@@ -339,29 +462,34 @@ emit_prologue(Emit *e, const DecodeCfg *d, FmhaRegs *r, KgErr *err)
 	if (d->sink)
 		emitf(e, "\tld.param.u64 %s, [p_sink];\n\tcvta.to.global.u64 %s, %s;\n", r->sink.s, r->sink.s,
 		      r->sink.s);
+	if (d->unnorm) {
+		r->mref = reg_new(e, RC_B64);
+		emitf(e, "\tld.param.u64 %s, [p_M];\n\tcvta.to.global.u64 %s, %s;\n", r->mref.s, r->mref.s, r->mref.s);
+	}
 	/* Split-KV (docs/ABI.md "decode"): a part writes its normalized O and
 	 * LSE, without the sink, to row (qrow·splits + split) of O_partial /
 	 * LSE_partial ([.., Hq] rows: head stride 1), and the last part to
 	 * finish combines them (decode_finish). */
-	emitf(e, "\tsetp.gt.u32 %s, %s, 1;\n", ps.s, r->splits.s);
-	emitf(e, "\tmad.lo.u32 %s, %s, %s, %s;\n\t@%s mov.u32 %s, %s;\n", t.s, r->qrow.s, r->splits.s, r->split.s,
-	      ps.s, r->qs.s, t.s);
-	emitf(e, "\t@%s mov.u32 %s, 1;\n\t@%s mul.lo.u32 %s, %s, %d;\n", ps.s, r->total_q.s, ps.s, r->lse_q0.s,
-	      t.s, d->hq);
-	emitf(e, "\t@%s mov.u32 %s, 0;\n", ps.s, r->sink_hq.s);
-	emitf(e, "\t@%s ld.param.u64 %s, [p_O_partial];\n\t@%s ld.param.u64 %s, [p_LSE_partial];\n", ps.s,
-	      r->o.s, ps.s, r->lse.s);
-	emitf(e, "\t@%s cvta.to.global.u64 %s, %s;\n\t@%s cvta.to.global.u64 %s, %s;\n", ps.s, r->o.s, r->o.s,
-	      ps.s, r->lse.s, r->lse.s);
+	if (!d->unnorm)
+		emit_split_rows(e, d, r, t, ps);
 	op_init_barriers(e, &f->plan, r->base, r->tid, "decode.barrier_init");
 	if (f->t->fmha->setup && f->t->fmha->setup(e, f, r, err) < 0)
 		return -1;
-	emit_compact(e, d, r, r->qrow);
+	if (d->nsparse)
+		emit_compact(e, d, r, r->qrow);
 	op_bar_sync(e, 0, f->plan.threads);
-	/* this part's tiles: [split·T/splits, (split+1)·T/splits) of T */
+	/* this part's tiles: [split·T/splits, (split+1)·T/splits) of T keys:
+	 * the compacted list, then each paged source's keys */
 	emit_block(e, "decode.tile_counts");
 	cnt = op_plan_smem(e, &f->plan, r->base, d->r_count);
-	emitf(e, "\tld.shared.u32 %s, [%s];\n\tmov.u32 %s, 0;\n", r->sk.s, cnt.s, r->n_lead.s);
+	emitf(e, "\tmov.u32 %s, 0;\n\tmov.u32 %s, 0;\n", r->sk.s, r->n_lead.s);
+	if (d->nsparse)
+		emitf(e, "\tld.shared.u32 %s, [%s];\n", r->sk.s, cnt.s);
+	for (int s = 0; s < d->nsrc; s++)
+		if (d->paged[s]) {
+			Reg l = decode_emit_paged_len(e, d, r, s);
+			emitf(e, "\tadd.u32 %s, %s, %s;\n", r->sk.s, r->sk.s, l.s);
+		}
 	emitf(e, "\tadd.u32 %s, %s, %d;\n\tdiv.u32 %s, %s, %d;\n", tiles.s, r->sk.s, f->bn - 1, tiles.s,
 	      tiles.s, f->bn);
 	emitf(e, "\tmul.lo.u32 %s, %s, %s;\n\tdiv.u32 %s, %s, %s;\n", r->j0.s, r->split.s, tiles.s, r->j0.s,
@@ -564,24 +692,43 @@ decode_abi(const DecodeCfg *d, const char *args, KernelAbi *k)
 	k->min_ctas = 1;
 	k->cluster[0] = k->cluster[1] = k->cluster[2] = 1;
 	k->smem = d->f.plan.smem_request;
-	snprintf(k->grid[0], sizeof k->grid[0], "%d*splits", d->hblocks * d->f.ohalves);
+	if (d->unnorm)
+		snprintf(k->grid[0], sizeof k->grid[0], "%d", d->hblocks * d->f.ohalves);
+	else
+		snprintf(k->grid[0], sizeof k->grid[0], "%d*splits", d->hblocks * d->f.ohalves);
 	snprintf(k->grid[1], sizeof k->grid[1], "s_q");
 	snprintf(k->grid[2], sizeof k->grid[2], "batch");
 	p = abi_add(k, ABI_PTR, "Q");
 	p->dtype = DT_BF16;
 	snprintf(p->tensor, sizeof p->tensor, "Q[batch,s_q,Hq,%d]", d->f.d);
 	p = abi_add(k, ABI_PTR, "O");
-	p->dtype = DT_BF16;
+	p->dtype = d->unnorm ? DT_F32 : DT_BF16;
 	snprintf(p->tensor, sizeof p->tensor, "O[batch,s_q,Hq,%d]", d->f.dv);
 	p = abi_add(k, ABI_PTR, "LSE");
 	p->dtype = DT_F32;
 	snprintf(p->tensor, sizeof p->tensor, "LSE[batch,Hq,s_q]");
+	if (d->unnorm) {
+		p = abi_add(k, ABI_PTR, "M");
+		p->dtype = DT_F32;
+		snprintf(p->tensor, sizeof p->tensor, "M[batch,Hq,s_q]");
+	}
 	for (int s = 0; s < d->nsrc; s++) {
 		char n[32];
 		snprintf(n, sizeof n, "KV%s", src_sfx[s]);
 		p = abi_add(k, ABI_PTR, n);
 		p->dtype = DT_U8;
 		snprintf(p->tensor, sizeof p->tensor, "%s[pages%s,%u]", n, src_sfx[s], d->page_bytes[s]);
+		if (d->paged[s]) {
+			snprintf(n, sizeof n, "block_table%s", src_sfx[s]);
+			p = abi_add(k, ABI_PTR, n);
+			p->dtype = DT_S32;
+			snprintf(p->tensor, sizeof p->tensor, "%s[batch,max_pages%s]", n, src_sfx[s]);
+			snprintf(n, sizeof n, "seqlens%s", src_sfx[s]);
+			p = abi_add(k, ABI_PTR, n);
+			p->dtype = DT_S32;
+			snprintf(p->tensor, sizeof p->tensor, "%s[batch]", n);
+			continue;
+		}
 		snprintf(n, sizeof n, "indices%s", src_sfx[s]);
 		p = abi_add(k, ABI_PTR, n);
 		p->dtype = DT_S32;
@@ -598,22 +745,28 @@ decode_abi(const DecodeCfg *d, const char *args, KernelAbi *k)
 		p->dtype = DT_F32;
 		snprintf(p->tensor, sizeof p->tensor, "sink[Hq]");
 	}
-	p = abi_add(k, ABI_PTR, "O_partial");
-	p->dtype = DT_BF16;
-	snprintf(p->tensor, sizeof p->tensor, "O_partial[batch,s_q,splits,Hq,%d]", d->f.dv);
-	p = abi_add(k, ABI_PTR, "LSE_partial");
-	p->dtype = DT_F32;
-	snprintf(p->tensor, sizeof p->tensor, "LSE_partial[batch,s_q,splits,Hq]");
-	p = abi_add(k, ABI_PTR, "counters");
-	p->dtype = DT_S32;
-	snprintf(p->tensor, sizeof p->tensor, "counters[batch,s_q,%d]", d->hblocks);
+	if (!d->unnorm) {
+		p = abi_add(k, ABI_PTR, "O_partial");
+		p->dtype = DT_BF16;
+		snprintf(p->tensor, sizeof p->tensor, "O_partial[batch,s_q,splits,Hq,%d]", d->f.dv);
+		p = abi_add(k, ABI_PTR, "LSE_partial");
+		p->dtype = DT_F32;
+		snprintf(p->tensor, sizeof p->tensor, "LSE_partial[batch,s_q,splits,Hq]");
+		p = abi_add(k, ABI_PTR, "counters");
+		p->dtype = DT_S32;
+		snprintf(p->tensor, sizeof p->tensor, "counters[batch,s_q,%d]", d->hblocks);
+	}
 	abi_add(k, ABI_U32, "batch");
 	abi_add(k, ABI_U32, "s_q");
 	abi_add(k, ABI_U32, "capacity");
 	if (d->nsrc > 1)
 		abi_add(k, ABI_U32, "capacity_extra");
+	for (int s = 0; s < d->nsrc; s++)
+		if (d->paged[s])
+			abi_add(k, ABI_U32, s ? "max_pages_extra" : "max_pages");
 	abi_add(k, ABI_F32, "softmax_scale");
-	abi_add(k, ABI_U32, "splits");
+	if (!d->unnorm)
+		abi_add(k, ABI_U32, "splits");
 }
 
 static int
@@ -641,6 +794,29 @@ decode_generate(const void *params, const char *args, Buf *out, KgErr *err)
 	return rc;
 }
 
+/* The cache line of `kgen plan`: the token's bytes and what dequantizing
+ * them costs in accuracy. */
+static void
+decode_plan_format(const DecodeFormat *fm, Buf *text)
+{
+	static const char *const sk[] = {"", "UE8M0 exponent", "fp32"};
+
+	buf_printf(text, "cache           %s: %d NoPE %s + %d RoPE BF16 = %d bytes per token row", fm->name, fm->d_nope,
+	           fm->nope_fp8 ? "E4M3" : "BF16", fm->d_rope, fm->row_bytes);
+	if (fm->nscales)
+		buf_printf(text, "; %d %s scale%s (one per %d NoPE values) %s", fm->nscales, sk[fm->scale],
+		           fm->nscales > 1 ? "s" : "", fm->group,
+		           fm->scale_at >= 0 ? "inside the row" : "in the page's tail");
+	if (fm->scale_bytes)
+		buf_printf(text, ", %d bytes per token", fm->scale_bytes);
+	buf_printf(text, "; head_dim_qk %d, head_dim_v 512\n", fm->d_qk);
+	buf_printf(text, "accuracy        %s\n",
+	           !fm->nope_fp8 ? "the cache is BF16: keys as stored"
+	           : fm->scale == DEC_SCALE_UE8M0
+	               ? "E4M3 times a power of two is exact in BF16: keys as stored"
+	               : "E4M3 times an fp32 scale rounds to BF16 (2^-9 relative per value; exact when the scale is a power of two)");
+}
+
 static int
 decode_plan(const void *params, Buf *text, KgErr *err)
 {
@@ -649,23 +825,34 @@ decode_plan(const void *params, Buf *text, KgErr *err)
 	if (decode_configure(&d, params, err) < 0)
 		return -1;
 	buf_printf(text, "kernel          %s\n", d.f.name);
-	buf_printf(text, "cache           %s: %d NoPE E4M3 + %d RoPE BF16 = %d bytes per token row; %d-byte scale tail per token (%d UE8M0 exponents, one per %d NoPE values); head_dim_qk %d, head_dim_v %d\n",
-	           d.fmt->name, d.fmt->d_nope, d.fmt->d_rope, d.fmt->row_bytes, d.fmt->scale_bytes,
-	           d.fmt->d_nope / d.fmt->group, d.fmt->group, d.f.d, d.f.dv);
+	decode_plan_format(d.fmt, text);
 	for (int s = 0; s < d.nsrc; s++)
-		buf_printf(text, "source %d        %s: top-k %d, page %d tokens, %u bytes per page\n", s,
-		           s ? "extra" : "main", d.topk[s], d.ps[s], d.page_bytes[s]);
+		if (d.paged[s])
+			buf_printf(text, "source %d        %s: paged (block table, the first seqlens[b] tokens), page %d tokens, %u bytes per page\n",
+			           s, s ? "extra" : "main", d.ps[s], d.page_bytes[s]);
+		else
+			buf_printf(text, "source %d        %s: sparse, top-k %d, page %d tokens, %u bytes per page\n", s,
+			           s ? "extra" : "main", d.topk[s], d.ps[s], d.page_bytes[s]);
 	buf_printf(text, "heads           %d query heads over one KV head; %d head block%s of 64", d.hq, d.hblocks,
 	           d.hblocks > 1 ? "s" : "");
 	if (d.f.head_guard)
 		buf_printf(text, " (rows of heads >= %d not stored)", d.hq);
 	buf_printf(text, "\n");
 	buf_printf(text, "dequant         %s\n", d.f.t->decode->how);
-	buf_printf(text, "keys            every warp compacts 32-entry chunks of %s into one list in index order (%d entries at most); all sources share one softmax\n",
-	           d.nsrc > 1 ? "both index lists" : "the index list", d.list_len);
+	if (d.nsparse)
+		buf_printf(text, "keys            every warp compacts 32-entry chunks of %s into one list in index order (%d entries at most)%s; all sources share one softmax\n",
+		           d.nsparse > 1 ? "both index lists" : "the index list", d.list_len,
+		           d.nsparse < d.nsrc ? ", then the paged source's keys" : "");
+	else
+		buf_printf(text, "keys            the paged source%s' first seqlens[b] tokens%s; all sources share one softmax\n",
+		           d.nsrc > 1 ? "s" : "", d.nsrc > 1 ? ", main then extra" : "");
+	if (d.nsparse < d.nsrc)
+		buf_printf(text, "paged keys      per 64-key tile, 64 producer threads resolve each key to its token (block table, list) into a 3-tile ring in smem, a tile ahead\n");
 	buf_printf(text, "softmax         exp2(s*scale*log2(e) - m), scale a run-time argument%s; LSE natural log\n",
 	           d.sink ? ", sink exp(sink[h]) added to the denominator" : "");
 	d.f.t->fmha->describe(&d.f, text);
+	if (d.unnorm)
+		buf_printf(text, "output          unnormalized: O f32 = sum_j e^(s_j - M) V_j, LSE and M (the row max) for a merge; no split-KV\n");
 	buf_printf(text, "grid            %d head block%s%s x splits (run time: split-KV parts, combined by the last) x s_q x batch\n",
 	           d.hblocks, d.hblocks > 1 ? "s" : "", d.f.ohalves > 1 ? " x 2 O-column halves" : "");
 	if (d.f.t->decode->bound)
@@ -676,7 +863,7 @@ decode_plan(const void *params, Buf *text, KgErr *err)
 
 const Family family_decode = {
 	"decode",
-	"decode attention over a paged FP8 KV cache: sparse top-k indices, an extra (SWA) source, sink, LSE",
+	"decode attention over a paged KV cache (bf16, fp8-token, fp8-v4, fp8-v32): sparse top-k indices or block tables, an extra (SWA) source, sink, LSE",
 	decode_params,
 	sizeof decode_params / sizeof decode_params[0],
 	sizeof(DecodeParams),

@@ -14,9 +14,10 @@
 #include "numarg.h"
 #include "target.h"
 
-extern const Family family_gemm, family_fmha, family_decode, family_indexer;
+extern const Family family_gemm, family_fmha, family_decode, family_decode_merge, family_indexer;
 
-const Family *const families[] = {&family_gemm, &family_fmha, &family_decode, &family_indexer, NULL};
+const Family *const families[] = {&family_gemm, &family_fmha, &family_decode, &family_decode_merge,
+                                  &family_indexer, NULL};
 
 const Family *
 family_find(const char *name)

@@ -94,6 +94,14 @@ typedef struct FmhaCfg {
 	 * their epilogue (the split-KV combine); NULL for fmha */
 	int (*finish)(Emit *e, const struct FmhaCfg *f, const struct FmhaRegs *r, KgErr *err);
 	int head_guard;            /* store only rows of heads < hq (a head block past hq) */
+	/* decode at head_dim_qk = dv + 64 (split O): P tile b lives in the
+	 * last 64 columns of K=V stage b, which only S reads (their RoPE
+	 * keys), so Q, two K=V stages and P fit shared memory */
+	int p_in_kv;
+	/* decode --unnormalized 1 (split O): O stored as f32 without the
+	 * 1/rowsum, and beside LSE the reference M (natural log) with O·e^(M -
+	 * LSE) the normalized output (docs/ABI.md "decode") */
+	int o_unnorm;
 	const void *ext;           /* the caller's configuration (decode: DecodeCfg) */
 	char name[120];
 } FmhaCfg;
@@ -118,6 +126,7 @@ typedef struct FmhaRegs {
 	Reg sink_hq;               /* with sink: heads below it add their sink (0: none, split-KV parts) */
 	Reg qrow;                  /* decode: the query token's row of Q (qs may name a partial's row) */
 	Reg splits, split;         /* decode: split-KV parts of the row, this CTA's part */
+	Reg mref;                  /* decode, o_unnorm: global address of M (LSE's layout) */
 } FmhaRegs;
 
 typedef struct FmhaOps {

@@ -751,12 +751,14 @@ check_draw_matrix(NumRng *r, CheckFill fill, NumType t, CheckEdge e, uint64_t ro
 extern const CheckFamily check_family_gemm; /* check_gemm.c */
 extern const CheckFamily check_family_fmha; /* check_fmha.c */
 extern const CheckFamily check_family_decode; /* check_decode.c */
+extern const CheckFamily check_family_decode_merge; /* check_decode_merge.c */
 extern const CheckFamily check_family_indexer; /* check_indexer.c */
 
 static const CheckFamily *const families[] = {
 	&check_family_gemm,
 	&check_family_fmha,
 	&check_family_decode,
+	&check_family_decode_merge,
 	&check_family_indexer,
 };
 

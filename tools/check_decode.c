@@ -5,7 +5,8 @@
  * page size of each source, topk-length, sink). The shape is batch x s_q
  * [x pages x pages_extra x full x splits] (0 pages: 2·topk + 17 tokens'
  * worth; 0 splits: 1, no split-KV). Each case
- * builds real fp8-v4 caches with the reference quantizer from BF16 values
+ * builds real caches of the kernel's format (--format, --head-dim-qk) with
+ * the reference quantizer from BF16 values
  * of mixed magnitudes, and index lists with -1 entries, indices outside
  * [0, capacity) (also skipped), duplicates, pages in random order, and
  * per-row lengths below top-k; the first query row skips every key, so it
@@ -23,20 +24,24 @@
 
 #define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
-enum { D_QK = DECODE_V4_D, D_V = 512 };
+enum { D_MAX = 576, D_V = 512 };
 
 typedef struct Src {
 	int topk, ps;
-	uint32_t pages, capacity;
+	int paged;         /* a block table and lengths instead of index lists */
+	uint32_t pages, capacity, max_pages;
 	uint8_t *cache;    /* host copies, owned by the bufs */
 	int32_t *idx, *len;
+	int32_t *bt, *seqlens; /* paged: [batch, max_pages], [batch] */
 } Src;
 
 typedef struct Decode {
+	DecodeRefFormat fmt;
 	uint32_t hq, batch, sq;
 	int nsrc, has_len, sink;
 	Src src[2];
 	int full;
+	int unnorm;        /* --unnormalized 1: O f32 without 1/rowsum, and M; no split-KV */
 	uint32_t splits;
 	float scale;
 	uint16_t *q;
@@ -58,33 +63,57 @@ arg_int(const CheckCase *c, const char *name)
 	return -1;
 }
 
+/* "--name WORD" of the args line into w ("" when absent). */
+static void
+arg_word(const CheckCase *c, const char *name, char *w, size_t n)
+{
+	char key[48], fmtw[16];
+	const char *a = c->abi->args, *p;
+
+	w[0] = 0;
+	snprintf(key, sizeof key, "--%s ", name);
+	snprintf(fmtw, sizeof fmtw, "%%%zus", n - 1);
+	for (p = strstr(a, key); p; p = strstr(p + 1, key))
+		if (p == a || p[-1] == ' ') {
+			sscanf(p + strlen(key), fmtw, w);
+			return;
+		}
+}
+
 static int
 read_config(CheckCase *c, Decode *d, KrtErr *err)
 {
-	static const char *const need[] = {"heads-q", "topk", "page-size"};
-	char fmt[32] = "";
+	static const char *const need[] = {"heads-q", "page-size", "topk"};
+	char fmt[32] = "", addr[2][16];
 	const char *f = strstr(c->abi->args, "--format ");
 
-	for (int i = 0; i < COUNT(need); i++)
+	arg_word(c, "addressing", addr[0], sizeof addr[0]);
+	arg_word(c, "addressing-extra", addr[1], sizeof addr[1]);
+	d->src[0].paged = strcmp(addr[0], "paged") == 0;
+	d->src[1].paged = strcmp(addr[1], "paged") == 0;
+	for (int i = 0; i < COUNT(need) - d->src[0].paged; i++)
 		if (arg_int(c, need[i]) <= 0)
 			return check_fail(err, KRT_EABI, "%s: args \"%s\" lack --%s, which the decode checker needs",
 			                  c->abi->kernel, c->abi->args, need[i]);
 	if (f)
 		sscanf(f + 9, "%31s", fmt);
-	if (strcmp(fmt, "fp8-v4") != 0)
-		return check_fail(err, KRT_EABI, "%s: --format %s: the decode checker knows fp8-v4",
-		                  c->abi->kernel, fmt[0] ? fmt : "(none)");
+	if (decode_ref_format(fmt, arg_int(c, "head-dim-qk") > 0 ? (int)arg_int(c, "head-dim-qk") : 0, &d->fmt) < 0)
+		return check_fail(err, KRT_EABI, "%s: --format %s --head-dim-qk %ld: not a cache format the decode checker knows",
+		                  c->abi->kernel, fmt[0] ? fmt : "(none)", arg_int(c, "head-dim-qk"));
 	d->hq = (uint32_t)arg_int(c, "heads-q");
 	d->src[0].topk = (int)arg_int(c, "topk");
 	d->src[0].ps = (int)arg_int(c, "page-size");
 	d->src[1].topk = (int)(arg_int(c, "topk-extra") > 0 ? arg_int(c, "topk-extra") : 0);
 	d->src[1].ps = (int)arg_int(c, "page-size-extra");
-	d->nsrc = d->src[1].topk ? 2 : 1;
+	d->nsrc = d->src[1].topk || d->src[1].paged ? 2 : 1;
+	for (int s = 0; s < 2; s++)
+		if (d->src[s].paged)
+			d->src[s].topk = 0;
 	d->has_len = arg_int(c, "topk-length") == 1;
+	d->unnorm = arg_int(c, "unnormalized") == 1;
 	d->sink = arg_int(c, "sink") == 1;
 	if (d->nsrc > 1 && d->src[1].ps <= 0)
-		return check_fail(err, KRT_EABI, "%s: --topk-extra %d without --page-size-extra",
-		                  c->abi->kernel, d->src[1].topk);
+		return check_fail(err, KRT_EABI, "%s: an extra source without --page-size-extra", c->abi->kernel);
 	return 0;
 }
 
@@ -109,11 +138,11 @@ draw_bf16(NumRng *r, double scale)
  * magnitude varies by token (1, 1/64, 30) and by group, so the UE8M0
  * scales differ; the padding after the scale tail is garbage. */
 static int
-build_cache(CheckCase *c, Src *s, const char *name, KrtErr *err)
+build_cache(CheckCase *c, const DecodeRefFormat *fm, Src *s, const char *name, KrtErr *err)
 {
-	size_t pb = decode_v4_page_bytes(s->ps), bytes = (size_t)s->pages * pb;
+	size_t pb = decode_ref_page_bytes(fm, s->ps), bytes = (size_t)s->pages * pb;
 	uint8_t *cache = malloc(bytes + 1);
-	uint16_t v[D_QK];
+	uint16_t v[D_MAX];
 
 	if (!cache)
 		return check_fail(err, KRT_ENOMEM, "decode: no host memory for %s", name);
@@ -122,9 +151,9 @@ build_cache(CheckCase *c, Src *s, const char *name, KrtErr *err)
 	for (uint32_t t = 0; t < s->capacity; t++) {
 		static const double mag[3] = {1.0, 1.0 / 64, 30.0};
 		double m = mag[num_rng_below(&c->rng, 3)];
-		for (int i = 0; i < D_QK; i++)
+		for (int i = 0; i < fm->d_qk; i++)
 			v[i] = draw_bf16(&c->rng, m * (1.0 + (double)(i / 64)));
-		decode_v4_quantize(v, decode_v4_row(cache, s->ps, t), decode_v4_scales(cache, s->ps, t));
+		decode_ref_quantize(fm, v, decode_ref_token(fm, cache, s->ps, t), decode_ref_token_scales(fm, cache, s->ps, t));
 	}
 	s->cache = cache;
 	return check_add_raw_input(c, name, "u8", 1, bytes, cache, err);
@@ -194,6 +223,131 @@ build_indices(CheckCase *c, Decode *d, Src *s, const char *sfx, KrtErr *err)
 	return check_add_raw_input(c, name, "s32", 4, rows, len, err);
 }
 
+/* A paged source (docs/ABI.md "decode"): each sequence's block-table row
+ * is a random permutation of the cache's pages (so pages come in random
+ * order), the column past them random in [-3, pages + 3); about 1 row in
+ * 8 also has one out-of-range entry among its pages (its tokens read as
+ * zero keys). Lengths: sequence 0 none (with one sequence: all but 5,
+ * so a single-sequence case such as the mutation test's has keys and a
+ * partial last tile), every third
+ * one past max_pages·ps (clamped), else uniform in 0 .. max_pages·ps;
+ * full = 1: the capacity. */
+static int
+build_paged(CheckCase *c, Decode *d, Src *s, const char *sfx, KrtErr *err)
+{
+	int32_t *bt = malloc(sizeof *bt * (size_t)d->batch * s->max_pages + 1);
+	int32_t *sl = malloc(sizeof *sl * (size_t)d->batch + 1);
+	char name[32];
+	int rc;
+
+	if (!bt || !sl) {
+		free(bt);
+		free(sl);
+		return check_fail(err, KRT_ENOMEM, "decode: no host memory for the block table");
+	}
+	for (uint32_t b = 0; b < d->batch; b++) {
+		int32_t *row = bt + (size_t)b * s->max_pages;
+		uint64_t span = (uint64_t)s->max_pages * (uint64_t)s->ps;
+		for (uint32_t i = 0; i < s->pages; i++)
+			row[i] = (int32_t)i;
+		for (uint32_t i = s->pages; i > 1; i--) {
+			uint32_t j = (uint32_t)num_rng_below(&c->rng, i);
+			int32_t t = row[i - 1];
+			row[i - 1] = row[j];
+			row[j] = t;
+		}
+		for (uint32_t i = s->pages; i < s->max_pages; i++)
+			row[i] = (int32_t)num_rng_below(&c->rng, (uint64_t)s->pages + 6) - 3;
+		if (!d->full && num_rng_below(&c->rng, 8) == 0)
+			row[num_rng_below(&c->rng, s->pages)] = num_rng_below(&c->rng, 2) ? -5 : (int32_t)s->pages + 2;
+		if (d->full)
+			sl[b] = (int32_t)s->capacity;
+		else if (b == 0 && d->batch > 1)
+			sl[b] = 0;
+		else if (d->batch == 1)
+			sl[b] = (int32_t)(span > 5 ? span - 5 : span);
+		else if (b % 3 == 1)
+			sl[b] = (int32_t)(span + 7);
+		else
+			sl[b] = (int32_t)num_rng_below(&c->rng, span + 1);
+	}
+	s->bt = bt;
+	s->seqlens = sl;
+	snprintf(name, sizeof name, "block_table%s", sfx);
+	rc = check_add_raw_input(c, name, "s32", 4, (uint64_t)d->batch * s->max_pages, bt, err);
+	if (rc) {
+		free(sl);
+		return rc;
+	}
+	snprintf(name, sizeof name, "seqlens%s", sfx);
+	return check_add_raw_input(c, name, "s32", 4, d->batch, sl, err);
+}
+
+/* The tokens row r (= b·s_q + y) attends in source x, in key order, into
+ * out (-1: a zero key, a paged entry outside the cache); returns the count. */
+static size_t
+row_tokens(const Decode *d, const Src *x, uint64_t r, int32_t *out)
+{
+	size_t n = 0;
+
+	if (x->paged) {
+		uint64_t b = r / d->sq, span = (uint64_t)x->max_pages * (uint64_t)x->ps;
+		int64_t len = x->seqlens[b];
+		len = len < 0 ? 0 : (uint64_t)len > span ? (int64_t)span : len;
+		for (int64_t i = 0; i < len; i++) {
+			int32_t pg = x->bt[b * x->max_pages + (uint64_t)i / (uint64_t)x->ps];
+			out[n++] = pg < 0 || (uint32_t)pg >= x->pages ? -1 : pg * x->ps + (int32_t)(i % x->ps);
+		}
+		return n;
+	}
+	int len = x->len ? x->len[r] : x->topk;
+	len = len < 0 ? 0 : len > x->topk ? x->topk : len;
+	for (int i = 0; i < len; i++) {
+		int32_t v = x->idx[r * (uint64_t)x->topk + (uint64_t)i];
+		if (v >= 0 && (uint32_t)v < x->capacity)
+			out[n++] = v;
+	}
+	return n;
+}
+
+/* The most keys a row can attend in source x. */
+static size_t
+src_max_keys(const Src *x)
+{
+	return x->paged ? (size_t)x->max_pages * (size_t)x->ps : (size_t)x->topk;
+}
+
+/* Split-KV scratch (docs/ABI.md "decode"): the parts' O and LSE hold
+ * garbage before the launch, the counters zeros (the kernel leaves them
+ * zero). */
+static int
+add_split_scratch(CheckCase *c, const Decode *d, uint64_t no, KrtErr *err)
+{
+	uint64_t np = no * d->splits, hb = (d->hq + 63) / 64;
+	int rc;
+	uint16_t *opart = malloc(sizeof *opart * np * D_V + 1);
+	float *lpart = malloc(sizeof *lpart * np + 1);
+	int32_t *ctr = calloc(d->batch * (uint64_t)d->sq * hb + 1, sizeof *ctr);
+	if (!opart || !lpart || !ctr) {
+		free(opart);
+		free(lpart);
+		free(ctr);
+		return check_fail(err, KRT_ENOMEM, "decode: no host memory for the split-KV scratch");
+	}
+	memset(opart, 0x7b, sizeof *opart * np * D_V);
+	memset(lpart, 0x7b, sizeof *lpart * np);
+	rc = check_add_input(c, "O_partial", NUM_BF16, np * D_V, opart, err);
+	if (!rc)
+		rc = check_add_input(c, "LSE_partial", NUM_F32, np, lpart, err);
+	else
+		free(lpart);
+	if (!rc)
+		rc = check_add_raw_input(c, "counters", "s32", 4, d->batch * (uint64_t)d->sq * hb, ctr, err);
+	else
+		free(ctr);
+	return rc;
+}
+
 static int
 decode_prepare(CheckCase *c, KrtErr *err)
 {
@@ -210,15 +364,17 @@ decode_prepare(CheckCase *c, KrtErr *err)
 	d->batch = (uint32_t)c->shape.d[0];
 	d->sq = (uint32_t)c->shape.d[1];
 	d->full = c->shape.d[4] != 0;
-	d->splits = c->shape.d[5] ? (uint32_t)c->shape.d[5] : 1;
+	d->splits = c->shape.d[5] && !d->unnorm ? (uint32_t)c->shape.d[5] : 1;
 	if (!d->batch || !d->sq)
 		return check_fail(err, KRT_EINVAL, "decode: batch %u, s_q %u: both must be at least 1", d->batch,
 		                  d->sq);
 	for (int s = 0; s < d->nsrc; s++) {
 		Src *x = &d->src[s];
 		uint64_t pages = c->shape.d[2 + s];
+		/* 0: 2·topk + 17 tokens' worth; paged, ~200 tokens */
 		if (!pages)
-			pages = ((uint64_t)2 * (uint64_t)x->topk + 17 + (uint64_t)x->ps - 1) / (uint64_t)x->ps;
+			pages = ((x->paged ? 200 : (uint64_t)2 * (uint64_t)x->topk + 17) + (uint64_t)x->ps - 1) /
+			        (uint64_t)x->ps;
 		if (d->full && pages * (uint64_t)x->ps < (uint64_t)x->topk)
 			return check_fail(err, KRT_EINVAL, "decode: full=1 with pages%s %llu of %d tokens: distinct indices need a capacity of top-k %d",
 			                  sfx[s], (unsigned long long)pages, x->ps, x->topk);
@@ -227,15 +383,16 @@ decode_prepare(CheckCase *c, KrtErr *err)
 			                  sfx[s], (unsigned long long)pages, x->ps);
 		x->pages = (uint32_t)pages;
 		x->capacity = x->pages * (uint32_t)x->ps;
+		x->max_pages = x->pages + 1;
 		char name[32];
 		snprintf(name, sizeof name, "KV%s", sfx[s]);
-		rc = build_cache(c, x, name, err);
+		rc = build_cache(c, &d->fmt, x, name, err);
 		if (!rc)
-			rc = build_indices(c, d, x, sfx[s], err);
+			rc = x->paged ? build_paged(c, d, x, sfx[s], err) : build_indices(c, d, x, sfx[s], err);
 		if (rc)
 			return rc;
 	}
-	uint64_t nq = (uint64_t)d->batch * d->sq * d->hq * D_QK;
+	uint64_t nq = (uint64_t)d->batch * d->sq * d->hq * (uint64_t)d->fmt.d_qk;
 	uint16_t *q = malloc(sizeof *q * nq + 1);
 	if (!q)
 		return check_fail(err, KRT_ENOMEM, "decode: no host memory for Q");
@@ -253,47 +410,24 @@ decode_prepare(CheckCase *c, KrtErr *err)
 		rc = check_add_input(c, "sink", NUM_F32, d->hq, sk, err);
 	}
 	/* the scale is a run-time argument: a fresh one per case */
-	d->scale = (float)((0.5 + num_rng_uniform(&c->rng)) / sqrt((double)D_QK));
+	d->scale = (float)((0.5 + num_rng_uniform(&c->rng)) / sqrt((double)d->fmt.d_qk));
 	static const char *const names[] = {"batch", "s_q", "Hq", "capacity", "capacity_extra", "pages",
-	                                    "pages_extra", "splits"};
+	                                    "pages_extra", "splits", "max_pages", "max_pages_extra"};
 	uint64_t vals[] = {d->batch, d->sq, d->hq, d->src[0].capacity, d->src[1].capacity,
-	                   d->src[0].pages, d->src[1].pages, d->splits};
+	                   d->src[0].pages, d->src[1].pages, d->splits, d->src[0].max_pages, d->src[1].max_pages};
 	for (int i = 0; i < COUNT(names) && !rc; i++)
 		rc = check_set_var(c, names[i], vals[i], err);
 	if (!rc)
 		rc = check_set_f32(c, "softmax_scale", d->scale, err);
 	uint64_t no = (uint64_t)d->batch * d->sq * d->hq;
-	/* split-KV scratch (docs/ABI.md "decode"): the parts' O and LSE hold
-	 * garbage before the launch, the counters zeros (the kernel leaves
-	 * them zero) */
-	uint64_t np = no * d->splits, hb = (d->hq + 63) / 64;
-	uint16_t *opart = malloc(sizeof *opart * np * D_V + 1);
-	float *lpart = malloc(sizeof *lpart * np + 1);
-	int32_t *ctr = calloc(d->batch * (uint64_t)d->sq * hb + 1, sizeof *ctr);
-	if (!opart || !lpart || !ctr) {
-		free(opart);
-		free(lpart);
-		free(ctr);
-		return check_fail(err, KRT_ENOMEM, "decode: no host memory for the split-KV scratch");
-	}
-	memset(opart, 0x7b, sizeof *opart * np * D_V);
-	memset(lpart, 0x7b, sizeof *lpart * np);
+	if (!rc && !d->unnorm)
+		rc = add_split_scratch(c, d, no, err);
 	if (!rc)
-		rc = check_add_input(c, "O_partial", NUM_BF16, np * D_V, opart, err);
-	else
-		free(opart);
-	if (!rc)
-		rc = check_add_input(c, "LSE_partial", NUM_F32, np, lpart, err);
-	else
-		free(lpart);
-	if (!rc)
-		rc = check_add_raw_input(c, "counters", "s32", 4, d->batch * (uint64_t)d->sq * hb, ctr, err);
-	else
-		free(ctr);
-	if (!rc)
-		rc = check_add_output(c, "O", NUM_BF16, no * D_V, 65536, err);
+		rc = check_add_output(c, "O", d->unnorm ? NUM_F32 : NUM_BF16, no * D_V, 65536, err);
 	if (!rc)
 		rc = check_add_output(c, "LSE", NUM_F32, no, 65536, err);
+	if (!rc && d->unnorm)
+		rc = check_add_output(c, "M", NUM_F32, no, 65536, err);
 	return rc;
 }
 
@@ -306,23 +440,30 @@ decode_prepare(CheckCase *c, KrtErr *err)
 static const double decode_tol = 1e-2;
 static const double decode_lse_tol = 1e-3;
 
-/* The dequantized keys row r attends, in list order; returns the count. */
+/* The dequantized keys row r attends, in key order; returns the count. */
 static size_t
-gather_keys(const Decode *d, uint64_t r, double *k)
+gather_keys(const Decode *d, uint64_t r, double *k, int32_t *tok)
 {
 	size_t n = 0;
+	int dqk = d->fmt.d_qk;
 
 	for (int s = 0; s < d->nsrc; s++) {
 		const Src *x = &d->src[s];
-		int len = x->len ? x->len[r] : x->topk;
-		len = len < 0 ? 0 : len > x->topk ? x->topk : len;
-		for (int i = 0; i < len; i++) {
-			int32_t v = x->idx[r * (uint64_t)x->topk + (uint64_t)i];
-			if (v < 0 || (uint32_t)v >= x->capacity)
+		size_t m = row_tokens(d, x, r, tok);
+		for (size_t i = 0; i < m; i++, n++) {
+			double *kk = k + n * (size_t)dqk;
+			if (tok[i] < 0) {
+				for (int z = 0; z < dqk; z++)
+					kk[z] = 0;
 				continue;
-			decode_v4_dequantize(decode_v4_row(x->cache, x->ps, (uint32_t)v),
-			                     decode_v4_scales(x->cache, x->ps, (uint32_t)v), k + n * D_QK);
-			n++;
+			}
+			decode_ref_dequantize(&d->fmt, decode_ref_token(&d->fmt, x->cache, x->ps, (uint32_t)tok[i]),
+			                      decode_ref_token_scales(&d->fmt, x->cache, x->ps, (uint32_t)tok[i]), kk);
+			/* the attended key is BF16 (docs/ABI.md, "Cache formats"):
+			 * an fp32 scale's product rounds */
+			if (d->fmt.scale == 2)
+				for (int z = 0; z < d->fmt.d_nope; z++)
+					kk[z] = num_bf16_to_f32(num_f64_to_bf16(kk[z]));
 		}
 	}
 	return n;
@@ -333,33 +474,51 @@ decode_compare(CheckCase *c, CheckResult *res, KrtErr *err)
 {
 	const Decode *d = c->priv;
 	const CheckBuf *ob = check_find_buf_const(c, "O"), *lb = check_find_buf_const(c, "LSE");
+	const CheckBuf *mb = d->unnorm ? check_find_buf_const(c, "M") : NULL;
 	const void *out = (const char *)ob->host + ob->guard, *lout = (const char *)lb->host + lb->guard;
+	const void *mout = mb ? (const char *)mb->host + mb->guard : NULL;
+	NumType ot = d->unnorm ? NUM_F32 : NUM_BF16;
 	uint64_t max_report = (uint64_t)(c->opts->max_report ? c->opts->max_report : CHECK_MAX_REPORT);
-	size_t maxk = (size_t)d->src[0].topk + (size_t)d->src[1].topk;
-	double *k = malloc(sizeof *k * (maxk + 1) * D_QK), q[D_QK], ref[D_V], lse;
+	size_t maxk = src_max_keys(&d->src[0]) + (d->nsrc > 1 ? src_max_keys(&d->src[1]) : 0);
+	int dqk = d->fmt.d_qk;
+	double *k = malloc(sizeof *k * (maxk + 1) * (size_t)dqk), q[D_MAX], ref[D_V], lse;
+	int32_t *tok = malloc(sizeof *tok * (maxk + 1));
 
 	res->tol = decode_tol;
 	res->lse_tol = decode_lse_tol;
-	if (!k)
+	if (!k || !tok) {
+		free(k);
+		free(tok);
 		return check_fail(err, KRT_ENOMEM, "decode: no host memory for the reference");
+	}
 	for (uint32_t b = 0; b < d->batch; b++)
 		for (uint32_t s = 0; s < d->sq; s++) {
 			uint64_t r = (uint64_t)b * d->sq + s;
-			size_t n = gather_keys(d, r, k);
+			size_t n = gather_keys(d, r, k, tok);
 			for (uint32_t h = 0; h < d->hq; h++) {
 				uint64_t row = r * d->hq + h;
 				double rowmax = 0;
-				for (int i = 0; i < D_QK; i++)
-					q[i] = num_bf16_to_f32(d->q[row * D_QK + (uint64_t)i]);
-				decode_ref_row(q, k, n, D_QK, D_V, (double)d->scale, d->sink,
+				for (int i = 0; i < dqk; i++)
+					q[i] = num_bf16_to_f32(d->q[row * (uint64_t)dqk + (uint64_t)i]);
+				decode_ref_row(q, k, n, dqk, D_V, (double)d->scale, d->sink,
 				               d->sink ? (double)d->sinkv[h] : 0, ref, &lse);
 				for (int i = 0; i < D_V; i++)
 					rowmax = fmax(rowmax, fabs(ref[i]));
+				uint64_t li = ((uint64_t)b * d->hq + h) * d->sq + s;
+				/* unnormalized: O·e^(M - LSE) is the normalized output (a
+				 * row with no key: O = 0) */
+				double w = 1;
+				if (d->unnorm) {
+					double gl = num_load(NUM_F32, lout, li), gm = num_load(NUM_F32, mout, li);
+					w = gl == -INFINITY ? 1 : exp(gm - gl);
+					if (num_is_fill(NUM_F32, mout, li, CHECK_POISON_BYTE) || !isfinite(gm))
+						w = NAN;
+				}
 				for (int i = 0; i < D_V; i++) {
 					uint64_t idx = row * D_V + (uint64_t)i;
-					if (num_is_fill(NUM_BF16, out, idx, CHECK_POISON_BYTE))
+					if (num_is_fill(ot, out, idx, CHECK_POISON_BYTE))
 						continue;
-					double got = num_load(NUM_BF16, out, idx), e;
+					double got = num_load(ot, out, idx) * w, e;
 					if (rowmax == 0)
 						e = got == 0 ? 0 : INFINITY;
 					else
@@ -371,7 +530,6 @@ decode_compare(CheckCase *c, CheckResult *res, KrtErr *err)
 						check_report(c, "  O   b %u s %u head %u col %d: got %.8g want %.8g rel err %.3e; %zu keys\n",
 						             b, s, h, i, got, ref[i], e, n);
 				}
-				uint64_t li = ((uint64_t)b * d->hq + h) * d->sq + s;
 				if (num_is_fill(NUM_F32, lout, li, CHECK_POISON_BYTE))
 					continue;
 				double got = num_load(NUM_F32, lout, li), e;
@@ -388,6 +546,7 @@ decode_compare(CheckCase *c, CheckResult *res, KrtErr *err)
 			}
 		}
 	free(k);
+	free(tok);
 	return 0;
 }
 
@@ -400,50 +559,51 @@ decode_flops(const CheckCase *c)
 {
 	const Decode *d = c->priv;
 	double keys = 0;
+	size_t maxk = src_max_keys(&d->src[0]) > src_max_keys(&d->src[1]) ? src_max_keys(&d->src[0])
+	                                                                    : src_max_keys(&d->src[1]);
+	int32_t *tok = malloc(sizeof *tok * (maxk + 1));
 
+	if (!tok)
+		return 0;
 	for (uint64_t r = 0; r < (uint64_t)d->batch * d->sq; r++)
-		for (int s = 0; s < d->nsrc; s++) {
-			const Src *x = &d->src[s];
-			int len = x->len ? x->len[r] : x->topk;
-			len = len < 0 ? 0 : len > x->topk ? x->topk : len;
-			for (int i = 0; i < len; i++) {
-				int32_t v = x->idx[r * (uint64_t)x->topk + (uint64_t)i];
-				keys += v >= 0 && (uint32_t)v < x->capacity;
-			}
-		}
-	return keys * d->hq * 2.0 * (D_QK + D_V);
+		for (int s = 0; s < d->nsrc; s++)
+			keys += (double)row_tokens(d, &d->src[s], r, tok);
+	free(tok);
+	return keys * d->hq * 2.0 * (d->fmt.d_qk + D_V);
+}
+
+static int
+cmp_s32(const void *a, const void *b)
+{
+	int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+
+	return (x > y) - (x < y);
 }
 
 /* Q + the distinct tokens each row gathers x bytes per token (row and
- * scales: 584) + O: FlashMLA's accounting of a sparse decode's traffic. */
+ * tail: fp8-v4 584, fp8-v32 656) + O: FlashMLA's accounting of a sparse
+ * decode's traffic. */
 static double
 decode_bytes(const CheckCase *c)
 {
 	const Decode *d = c->priv;
 	uint64_t rows = (uint64_t)d->batch * d->sq, tokens = 0;
-	size_t maxk = (size_t)d->src[0].topk > (size_t)d->src[1].topk ? (size_t)d->src[0].topk : (size_t)d->src[1].topk;
+	size_t maxk = src_max_keys(&d->src[0]) > src_max_keys(&d->src[1]) ? src_max_keys(&d->src[0])
+	                                                                    : src_max_keys(&d->src[1]);
 	int32_t *seen = malloc(sizeof *seen * (maxk + 1));
 
 	if (!seen)
 		return 0;
 	for (uint64_t r = 0; r < rows; r++)
 		for (int s = 0; s < d->nsrc; s++) {
-			const Src *x = &d->src[s];
-			int len = x->len ? x->len[r] : x->topk, n = 0;
-			len = len < 0 ? 0 : len > x->topk ? x->topk : len;
-			for (int i = 0; i < len; i++) {
-				int32_t v = x->idx[r * (uint64_t)x->topk + (uint64_t)i], dup = 0;
-				if (v < 0 || (uint32_t)v >= x->capacity)
-					continue;
-				for (int j = 0; j < n && !dup; j++)
-					dup = seen[j] == v;
-				if (!dup)
-					seen[n++] = v;
-			}
-			tokens += (uint64_t)n;
+			size_t n = row_tokens(d, &d->src[s], r, seen);
+			qsort(seen, n, sizeof *seen, cmp_s32);
+			for (size_t i = 0; i < n; i++)
+				tokens += seen[i] >= 0 && (i == 0 || seen[i] != seen[i - 1]);
 		}
 	free(seen);
-	return (double)rows * d->hq * (D_QK + D_V) * 2 + (double)tokens * (DECODE_V4_ROW + DECODE_V4_SCALES);
+	return (double)rows * d->hq * (d->fmt.d_qk + D_V) * 2 +
+	       (double)tokens * (double)(d->fmt.row_bytes + d->fmt.tail_bytes);
 }
 
 /* "decode B SQ HQ TOPK PS TOPKX PSX PAGES PAGESX SINK ITERS WARMUP FLOPS
@@ -468,12 +628,16 @@ decode_describe(const CheckCase *c, FILE *out)
 
 	if (!d || !d->q)
 		return;
-	fprintf(out, "  decode: fp8-v4, %u heads, %u split%s, scale %.9g%s%s", d->hq, d->splits,
-	        d->splits > 1 ? "s" : "", (double)d->scale,
+	fprintf(out, "  decode: %s d_qk %d, %u heads, %u split%s, scale %.9g%s%s%s", d->fmt.name, d->fmt.d_qk, d->hq,
+	        d->splits, d->splits > 1 ? "s" : "", (double)d->scale, d->unnorm ? ", unnormalized" : "",
 	        d->sink ? ", sink" : "", d->has_len ? ", topk_length" : "");
 	for (int s = 0; s < d->nsrc; s++)
-		fprintf(out, "; source %d: top-k %d, page %d, %u pages", s, d->src[s].topk, d->src[s].ps,
-		        d->src[s].pages);
+		if (d->src[s].paged)
+			fprintf(out, "; source %d: paged, page %d, %u pages, block table of %u", s, d->src[s].ps,
+			        d->src[s].pages, d->src[s].max_pages);
+		else
+			fprintf(out, "; source %d: top-k %d, page %d, %u pages", s, d->src[s].topk, d->src[s].ps,
+			        d->src[s].pages);
 	fprintf(out, "\n");
 }
 

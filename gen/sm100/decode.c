@@ -127,4 +127,5 @@ const DecodeOps decode_sm100 = {
 	"relative per element) and still need V in a second format for P.V: not taken",
 	sm100_decode_configure,
 	sm100_decode_bound,
+	NULL,
 };

@@ -183,7 +183,7 @@ fmha90_epilogue(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Consumer *c, KgErr
 	Reg inv[2], addr[2], prow[2], pk = reg_new(e, RC_B32), a = reg_new(e, RC_B64);
 	Reg t64 = reg_new(e, RC_B64), lse = reg_new(e, RC_F32), pl = reg_new(e, RC_PRED);
 	Reg c4 = reg_new(e, RC_B32), sa = reg_new(e, RC_B32);
-	int esz = f->esz;
+	int esz = f->o_unnorm ? 4 : f->esz;
 
 	emit_block(e, "sm90.fmha_epilogue");
 	emitf(e, "\tand.b32 %s, %s, 3;\n", c4.s, r->lane.s);
@@ -214,6 +214,8 @@ fmha90_epilogue(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Consumer *c, KgErr
 		emitf(e, "\tsetp.gt.f32 %s, %s, 0f00000000;\n", c->p.s, c->l[r2].s);
 		emitf(e, "\trcp.rn.f32 %s, %s;\n\tselp.f32 %s, %s, 0f00000000, %s;\n", inv[r2].s, c->l[r2].s,
 		      inv[r2].s, inv[r2].s, c->p.s);
+		if (f->o_unnorm)
+			emitf(e, "\tmov.f32 %s, 0f3F800000;\n", inv[r2].s);
 		emitf(e, "\tsetp.lt.u32 %s, %s, %s;\n", prow[r2].s, c->rowq[r2].s, r->sq.s);
 		if (f->head_guard)
 			emitf(e, "\tsetp.lt.and.u32 %s, %s, %d, %s;\n", prow[r2].s, c->hrow[r2].s, f->hq, prow[r2].s);
@@ -237,12 +239,23 @@ fmha90_epilogue(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Consumer *c, KgErr
 			      r->total_q.s, r->lse_q0.s[0] ? r->lse_q0.s : r->qs.s, c->lo.s, c->lo.s, c->rowq[r2].s);
 			emitf(e, "\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n", a.s, c->lo.s, a.s, a.s, r->lse.s);
 			emitf(e, "\t@%s st.global.f32 [%s], %s;\n", pl.s, a.s, lse.s);
+			if (f->o_unnorm) {
+				/* M = the row max, max·scale·log2e·ln 2 (0 for a row with no key) */
+				emitf(e, "\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n", a.s, c->lo.s, a.s, a.s, r->mref.s);
+				emitf(e, "\tmul.f32 %s, %s, 0f3F317218;\n", lse.s, c->ms[r2].s);
+				emitf(e, "\t@%s st.global.f32 [%s], %s;\n", pl.s, a.s, lse.s);
+			}
 		}
 	}
 	if (c->l_to_smem)
 		op_mbar_arrive(e, c->lbar, NULL);
 	for (int i = 0; i < c->ocols / 2; i += 2) {
 		int rr = row_of(i), off = col_of(i) * esz;
+		if (f->o_unnorm) {
+			emitf(e, "\t@%s st.global.v2.f32 [%s+%d], {%s, %s};\n", prow[rr].s, addr[rr].s, off, c->O[i].s,
+			      c->O[i + 1].s);
+			continue;
+		}
 		emitf(e, "\tmul.f32 %s, %s, %s;\n\tmul.f32 %s, %s, %s;\n", c->O[i].s, c->O[i].s, inv[rr].s,
 		      c->O[i + 1].s, c->O[i + 1].s, inv[rr].s);
 		emitf(e, "\tcvt.rn.%s.f32 %s, %s, %s;\n", f->in == DT_BF16 ? "bf16x2" : "f16x2", pk.s,

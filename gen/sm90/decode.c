@@ -2,9 +2,9 @@
  * gathering instead of TMA (tokens are scattered one per index, so no
  * tiled box fits). Its 128 threads load Q once, then per K=V tile of 64
  * keys read each token's row and scales with 16-byte ld.global.nc (four
- * threads per token, coalesced), dequantize E4M3 -> f16 (cvt, exact) ->
- * f32 times the UE8M0 scale (a power of two: exact) -> bf16 (exact: three
- * mantissa bits), and st.shared the bf16 rows into the 128-byte swizzled
+ * or eight threads per token, coalesced), dequantize E4M3 -> f16 (cvt,
+ * exact) -> f32 times the scale (UE8M0 or fp32) -> bf16 (exact for a power
+ * of two: three mantissa bits), and st.shared the bf16 rows into the 128-byte swizzled
  * K-major layout a TMA box would have written (gen/layout.h), so the
  * consumers' descriptors are fmha's. Generic-proxy stores read by wgmma
  * need fence.proxy.async before the full barrier's arrival (PTX ISA
@@ -15,11 +15,17 @@
 #include "../decode.h"
 #include "../ops.h"
 
-/* 38 data registers per half-tile (7 NoPE + 2 RoPE chunks of 16 bytes, 8
- * scale bytes), two in flight, beside addresses and the dequantization's
- * scratch; the consumers keep (168·384 - 128·104) / 256 = 200
- * (plan_regs_split). */
-enum { GATHER_REGS = 104 };
+/* The gather's threads per token T: four where one pass of 128/T tokens
+ * keeps at most PASS_REGS data registers per thread (fp8-v4: 7 NoPE + 2
+ * RoPE chunks of 16 bytes and 8 scale bytes = 38), else eight; two passes
+ * are in flight beside addresses and the dequantization's scratch; the
+ * consumers keep (168·384 - 128·104) / 256 = 200 (plan_regs_split). */
+enum { GATHER_REGS = 104, PASS_REGS = 40, MAX_CHUNKS = 16 };
+/* At eight threads per token with at most one scale register a pass holds
+ * at most 36 data registers: 96 leave the consumers 208, which
+ * head_dim_qk 576's longer S wants (fp8-token at 576 spills at 200);
+ * fp8-v32's four scales keep its producer at 104 (ptxas -v). */
+enum { GATHER_REGS_T8 = 96 };
 
 /* addr = addr ^ ((addr & mask) >> 3): the tile's swizzle at run time */
 static void
@@ -29,11 +35,11 @@ emit_swizzle(Emit *e, Reg addr, Reg t, uint32_t mask)
 	      t.s, t.s, addr.s, addr.s, t.s);
 }
 
-/* Q [.., Hq, 512] bf16 rows h..h+63 of query row qs into the Q tile: thread
- * tid takes 16-byte chunk tid%64 of rows tid/64 + 2i; heads past Hq are
- * zeros. */
-static int
-emit_q(Emit *e, const DecodeCfg *d, const FmhaRegs *r, Reg q0)
+/* Q [.., Hq, D] bf16 rows h..h+63 of query row qs into the Q tile, 16-byte
+ * chunks [c0, c0 + w) of each row (w = 64 or 8): thread tid takes chunk
+ * c0 + tid%w of rows tid/w + (128/w)·i; heads past Hq are zeros. */
+static void
+emit_q_part(Emit *e, const DecodeCfg *d, const FmhaRegs *r, Reg q0, int c0, int w)
 {
 	const FmhaCfg *f = &d->f;
 	uint32_t mask = swizzle_mask(SWZ_128B);
@@ -41,12 +47,12 @@ emit_q(Emit *e, const DecodeCfg *d, const FmhaRegs *r, Reg q0)
 	Reg row0 = reg_new(e, RC_B32), dst0 = reg_new(e, RC_B32), dst = reg_new(e, RC_B32);
 	Reg t = reg_new(e, RC_B32), hl = reg_new(e, RC_B32), p = reg_new(e, RC_PRED);
 	Reg v[8][4];
-	int batch = 8;
+	int step = 128 / w, n = 64 / step, batch = n < 8 ? n : 8;
 
-	emit_block(e, "sm90.decode_q");
 	for (int i = 0; i < batch; i++)
 		reg_array(e, RC_B32, v[i], 4);
-	emitf(e, "\tand.b32 %s, %s, 63;\n\tshr.u32 %s, %s, 6;\n", ch.s, r->tid.s, row0.s, r->tid.s);
+	emitf(e, "\tand.b32 %s, %s, %d;\n\tshr.u32 %s, %s, %d;\n\tadd.u32 %s, %s, %d;\n", ch.s, r->tid.s, w - 1,
+	      row0.s, r->tid.s, w == 64 ? 6 : 3, ch.s, ch.s, c0);
 	/* element ((qs·Hq + h + row0)·D + 8·ch) */
 	emitf(e, "\tmad.lo.u32 %s, %s, %d, %s;\n\tadd.u32 %s, %s, %s;\n", t.s, r->qrow.s, d->hq, r->h.s, t.s, t.s,
 	      row0.s);
@@ -54,18 +60,18 @@ emit_q(Emit *e, const DecodeCfg *d, const FmhaRegs *r, Reg q0)
 	emitf(e, "\tld.param.u64 %s, [p_Q];\n\tcvta.to.global.u64 %s, %s;\n\tadd.u64 %s, %s, %s;\n", src.s,
 	      src.s, src.s, src.s, src.s, o.s);
 	emitf(e, "\tmul.wide.u32 %s, %s, 16;\n\tadd.u64 %s, %s, %s;\n", o.s, ch.s, src.s, src.s, o.s);
-	/* heads left for this thread's rows: 2i < Hq - h - row0 (row0 counts:
-	 * with an odd Hq the second row of the last pair is past Hq) */
-	emitf(e, "\tmov.u32 %s, %d;\n\tsub.u32 %s, %s, %s;\n\tsub.u32 %s, %s, %s;\n", t.s, d->hq, hl.s,
-	      t.s, r->h.s, hl.s, hl.s, row0.s);
+	/* heads left for this thread's rows: step·i < Hq - h - row0 (row0
+	 * counts: with an odd Hq the second row of the last pair is past Hq) */
+	emitf(e, "\tmov.u32 %s, %d;\n\tsub.u32 %s, %s, %s;\n\tsub.u32 %s, %s, %s;\n", t.s, d->hq, hl.s, t.s,
+	      r->h.s, hl.s, hl.s, row0.s);
 	/* dst0 = Q + (ch/8)·slice + row0·128 + (ch%8)·16 */
 	emitf(e, "\tshr.u32 %s, %s, 3;\n\tmul.lo.u32 %s, %s, %u;\n", t.s, ch.s, dst0.s, t.s, f->lq.slice_bytes);
 	emitf(e, "\tadd.u32 %s, %s, %s;\n\tmad.lo.u32 %s, %s, 128, %s;\n", dst0.s, dst0.s, q0.s, dst0.s, row0.s,
 	      dst0.s);
 	emitf(e, "\tand.b32 %s, %s, 7;\n\tmad.lo.u32 %s, %s, 16, %s;\n", t.s, ch.s, dst0.s, t.s, dst0.s);
-	for (int i0 = 0; i0 < 32; i0 += batch) {
+	for (int i0 = 0; i0 < n; i0 += batch) {
 		for (int i = 0; i < batch; i++) {
-			int row = 2 * (i0 + i);
+			int row = step * (i0 + i);
 			emitf(e, "\tmov.b32 %s, 0;\n\tmov.b32 %s, 0;\n\tmov.b32 %s, 0;\n\tmov.b32 %s, 0;\n", v[i][0].s,
 			      v[i][1].s, v[i][2].s, v[i][3].s);
 			emitf(e, "\tsetp.lt.s32 %s, %d, %s;\n", p.s, row, hl.s);
@@ -73,17 +79,27 @@ emit_q(Emit *e, const DecodeCfg *d, const FmhaRegs *r, Reg q0)
 			      v[i][2].s, v[i][3].s, src.s, row * 2 * f->d);
 		}
 		for (int i = 0; i < batch; i++) {
-			emitf(e, "\tadd.u32 %s, %s, %d;\n", dst.s, dst0.s, 2 * (i0 + i) * 128);
+			emitf(e, "\tadd.u32 %s, %s, %d;\n", dst.s, dst0.s, step * (i0 + i) * 128);
 			emit_swizzle(e, dst, t, mask);
 			emitf(e, "\tst.shared.v4.b32 [%s], {%s, %s, %s, %s};\n", dst.s, v[i][0].s, v[i][1].s,
 			      v[i][2].s, v[i][3].s);
 		}
 	}
-	/* published with the first K=V tile (gen/sm90/fmha_split.c, "Q full") */
-	return 0;
 }
 
-/* Four E4M3 (one 32-bit word) times a power of two into two bf16x2. */
+/* The Q tile: the first 64 chunks of each row, then the rest (head_dim_qk
+ * 576: 8 more); published with the first K=V tile (gen/sm90/fmha_split.c,
+ * "Q full"). */
+static void
+emit_q(Emit *e, const DecodeCfg *d, const FmhaRegs *r, Reg q0)
+{
+	emit_block(e, "sm90.decode_q");
+	emit_q_part(e, d, r, q0, 0, 64);
+	if (d->f.d > 512)
+		emit_q_part(e, d, r, q0, 64, (d->f.d - 512) / 8);
+}
+
+/* Four E4M3 (one 32-bit word) times a scale into two bf16x2. */
 static void
 emit_dequant_word(Emit *e, Reg w, Reg sc, Reg out0, Reg out1, Reg h[4], Reg y[2], Reg x[4])
 {
@@ -99,45 +115,111 @@ emit_dequant_word(Emit *e, Reg w, Reg sc, Reg out0, Reg out1, Reg h[4], Reg y[2]
 	      out1.s, x[3].s, x[2].s);
 }
 
-/* One half-tile of 32 keys in flight: the thread's token data. */
+/* The gather's shape for a cache format (docs/ABI.md,
+ * "decode (attention over a paged FP8 KV cache)"): T threads per token, each loading the token's 16-byte chunks
+ * T·c + q (q = tid % T) of the NoPE bytes and of the RoPE bytes, and the
+ * token's whole scale entry. */
+typedef struct Shape {
+	int T, passes, tokens;     /* threads per token; passes per 64-key tile; tokens per pass */
+	int nn, nr;                /* NoPE, RoPE chunks per thread */
+	int sregs;                 /* scale-entry registers */
+} Shape;
+
+static int
+shape_for(const DecodeFormat *fm, int T, Shape *s)
+{
+	int nope_chunks = fm->d_nope * (fm->nope_fp8 ? 1 : 2) / 16, rope_chunks = fm->d_rope * 2 / 16;
+
+	s->T = T;
+	s->passes = T / 2;
+	s->tokens = 128 / T;
+	s->nn = nope_chunks / T;
+	s->nr = rope_chunks / T;
+	s->sregs = (fm->scale_entry + 3) / 4;
+	/* every chunk T·c + q of a thread shares chunk c's scale: 16·T
+	 * values divide a scale group */
+	return nope_chunks % T == 0 && rope_chunks % T == 0 && s->nn + s->nr <= MAX_CHUNKS &&
+	       (!fm->nscales || !fm->nope_fp8 || fm->group % (16 * T) == 0);
+}
+
+static int
+choose_shape(const DecodeFormat *fm, Shape *s, KgErr *err)
+{
+	if (shape_for(fm, 4, s) && 4 * (s->nn + s->nr) + s->sregs <= PASS_REGS)
+		return 0;
+	if (shape_for(fm, 8, s))
+		return 0;
+	return kg_fail(err, "--format=%s --head-dim-qk=%d: no gather shape of 4 or 8 threads per token fits the row",
+	               fm->name, fm->d_qk);
+}
+
+/* One pass of 128/T keys in flight: the thread's token data. */
 typedef struct Pass {
-	Reg sw[2], nope[8][4], rope[4][4];
+	Reg sc[4], nope[MAX_CHUNKS][4], rope[MAX_CHUNKS][4];
 } Pass;
 
 /* The producer's registers across the loop. */
 typedef struct Gather {
 	const DecodeCfg *d;
 	const FmhaRegs *r;
-	int nch, rch;              /* NoPE, RoPE 16-byte chunks per thread: 7, 2 */
-	Reg tq, q4, list, k0, kv[2];
+	Shape sh;
+	Reg tq, qt, list, k0, kv[2];
 	Reg lim;                   /* keys past min(list length, this CTA's last tile) load nothing */
 	Reg ok, pos, ent, idx, page, off, t, ps, pbytes, srcp;
 	Reg pb, a, o;
-	Reg d0, d1, dr, sc[8], h[4], y[2], x[4], out[8];
+
+
+	Reg rb, a0, a1, a2, dsl, sc, h[4], y[2], x[4], out[8];
 	Pass pass[2];
 } Gather;
 
-/* Issues the loads of keys 64j + 32·half + tid/4 of the list into
- * g->pass[half]: the token's scale entry, NoPE chunks 4c + q4 (64 bytes
- * apart, so the token's four threads read 64 contiguous bytes per c) and
- * RoPE chunks q4 + 4c. A key past the list's end (also every key of tile
- * n_total, which the pipeline asks for once) loads nothing: zeros, so its
- * P·V adds 0 instead of 0·garbage. */
-static void
-emit_pass_load(Emit *e, Gather *g, Reg j, int half)
+/* Issues the loads of key 64j + pass·tokens + tid/T of the list into
+ * g->pass[pass % 2]: the token's scale entry and its chunks T·c + q. A
+ * key past the list's end (also every key of tile n_total, which the
+ * pipeline asks for once) loads nothing: zeros, so its P·V adds 0 instead
+ * of 0·garbage. */
+/* The tile-keys ring slot of tile j: keys + (j % 3)·256, computed at each
+ * use so no register holds it across the loop (the producer has none to
+ * spare at fp8-v4). */
+static Reg
+emit_keys_slot(Emit *e, const Gather *g, Reg j)
 {
 	const DecodeCfg *d = g->d;
-	const DecodeFormat *fmt = d->fmt;
-	Pass *ps = &g->pass[half];
+	Reg a = op_plan_smem(e, &d->f.plan, g->r->base, d->r_keys), t = reg_new(e, RC_B32);
+
+	emitf(e, "\trem.u32 %s, %s, 3;\n\tmad.lo.u32 %s, %s, 256, %s;\n", t.s, j.s, a.s, t.s, a.s);
+	return a;
+}
+
+static void
+emit_pass_load(Emit *e, Gather *g, Reg j, int pass)
+{
+	const DecodeCfg *d = g->d;
+	const DecodeFormat *fm = d->fmt;
+	const Shape *sh = &g->sh;
+	Pass *ps = &g->pass[pass % 2];
+	static const char *const vec[] = {"", ".b32", ".v2.b32", "", ".v4.b32"};
 
 	emitf(e, "\tmad.lo.u32 %s, %s, %d, %s;\n\tadd.u32 %s, %s, %d;\n", g->pos.s, j.s, d->f.bn, g->tq.s,
-	      g->pos.s, g->pos.s, 32 * half);
+	      g->pos.s, g->pos.s, sh->tokens * pass);
 	emitf(e, "\tsetp.lt.u32 %s, %s, %s;\n\tmov.u32 %s, 0;\n", g->ok.s, g->pos.s, g->lim.s, g->ent.s);
-	emitf(e, "\tmad.lo.u32 %s, %s, 4, %s;\n\t@%s ld.shared.u32 %s, [%s];\n", g->t.s, g->pos.s, g->list.s,
-	      g->ok.s, g->ent.s, g->t.s);
-	emitf(e, "\tand.b32 %s, %s, 0x7fffffff;\n", g->idx.s, g->ent.s);
+	if (d->nsparse < d->nsrc) {
+		/* the tile's resolved keys: word tid/T + pass·tokens of its slot */
+		Reg slot = emit_keys_slot(e, g, j);
+		emitf(e, "\tmad.lo.u32 %s, %s, 4, %s;\n", g->t.s, g->tq.s, slot.s);
+		emitf(e, "\t@%s ld.shared.u32 %s, [%s+%d];\n", g->ok.s, g->ent.s, g->t.s, 4 * sh->tokens * pass);
+		emitf(e, "\tsetp.ne.and.u32 %s, %s, -1, %s;\n", g->ok.s, g->ent.s, g->ok.s);
+		emitf(e, "\tand.b32 %s, %s, 0x7fffffff;\n", g->idx.s, g->ent.s);
+		if (d->nsrc > 1)
+			emitf(e, "\tsetp.lt.s32 %s, %s, 0;\n", g->srcp.s, g->ent.s);
+	} else {
+		emitf(e, "\tmad.lo.u32 %s, %s, 4, %s;\n\t@%s ld.shared.u32 %s, [%s];\n", g->t.s, g->pos.s, g->list.s,
+		      g->ok.s, g->ent.s, g->t.s);
+		emitf(e, "\tand.b32 %s, %s, 0x7fffffff;\n", g->idx.s, g->ent.s);
+		if (d->nsrc > 1)
+			emitf(e, "\tsetp.lt.s32 %s, %s, 0;\n", g->srcp.s, g->ent.s);
+	}
 	if (d->nsrc > 1) {
-		emitf(e, "\tsetp.lt.s32 %s, %s, 0;\n", g->srcp.s, g->ent.s);
 		emitf(e, "\tselp.u32 %s, %d, %d, %s;\n\tselp.u32 %s, %u, %u, %s;\n", g->ps.s, d->ps[1], d->ps[0],
 		      g->srcp.s, g->pbytes.s, d->page_bytes[1], d->page_bytes[0], g->srcp.s);
 		emitf(e, "\tselp.b64 %s, %s, %s, %s;\n", g->pb.s, g->kv[1].s, g->kv[0].s, g->srcp.s);
@@ -147,23 +229,37 @@ emit_pass_load(Emit *e, Gather *g, Reg j, int half)
 		      d->page_bytes[0], g->pb.s, g->kv[0].s);
 		emitf(e, "\tdiv.u32 %s, %s, %d;\n", g->page.s, g->idx.s, d->ps[0]);
 	}
-	/* token row: page·page_bytes + off·row_bytes; its scales:
-	 * page·page_bytes + ps·row_bytes + off·scale_bytes */
+	/* the page: page·page_bytes; off = idx - page·ps */
 	emitf(e, "\tmul.lo.u32 %s, %s, %s;\n\tsub.u32 %s, %s, %s;\n", g->t.s, g->page.s, g->ps.s, g->off.s,
 	      g->idx.s, g->t.s);
 	emitf(e, "\tmul.wide.u32 %s, %s, %s;\n\tadd.u64 %s, %s, %s;\n", g->o.s, g->page.s, g->pbytes.s, g->pb.s,
 	      g->pb.s, g->o.s);
-	emitf(e, "\tmul.lo.u32 %s, %s, %d;\n\tmad.lo.u32 %s, %s, %d, %s;\n", g->t.s, g->ps.s, fmt->row_bytes,
-	      g->t.s, g->off.s, fmt->scale_bytes, g->t.s);
+	if (fm->nscales) {
+		/* the scales (gen/decode_format.c): inline at off·row_bytes +
+		 * scale_at, or in the tail at ps·row_bytes + off·scale_bytes */
+		if (fm->scale_at >= 0)
+			emitf(e, "\tmad.lo.u32 %s, %s, %d, %d;\n", g->t.s, g->off.s, fm->row_bytes, fm->scale_at);
+		else
+			emitf(e, "\tmul.lo.u32 %s, %s, %d;\n\tmad.lo.u32 %s, %s, %d, %s;\n", g->t.s, g->ps.s,
+			      fm->row_bytes, g->t.s, g->off.s, fm->scale_bytes, g->t.s);
+		emitf(e, "\tcvt.u64.u32 %s, %s;\n\tadd.u64 %s, %s, %s;\n", g->o.s, g->t.s, g->a.s, g->pb.s, g->o.s);
+		for (int i = 0; i < sh->sregs; i++)
+			emitf(e, "\tmov.b32 %s, 0;\n", ps->sc[i].s);
+		if (sh->sregs == 1)
+			emitf(e, "\t@%s ld.global.nc.b32 %s, [%s];\n", g->ok.s, ps->sc[0].s, g->a.s);
+		else if (sh->sregs == 2)
+			emitf(e, "\t@%s ld.global.nc%s {%s, %s}, [%s];\n", g->ok.s, vec[2], ps->sc[0].s, ps->sc[1].s,
+			      g->a.s);
+		else
+			emitf(e, "\t@%s ld.global.nc%s {%s, %s, %s, %s}, [%s];\n", g->ok.s, vec[4], ps->sc[0].s,
+			      ps->sc[1].s, ps->sc[2].s, ps->sc[3].s, g->a.s);
+	}
+	emitf(e, "\tmul.lo.u32 %s, %s, %d;\n\tmad.lo.u32 %s, %s, 16, %s;\n", g->t.s, g->off.s, fm->row_bytes,
+	      g->t.s, g->qt.s, g->t.s);
 	emitf(e, "\tcvt.u64.u32 %s, %s;\n\tadd.u64 %s, %s, %s;\n", g->o.s, g->t.s, g->a.s, g->pb.s, g->o.s);
-	emitf(e, "\tmov.b32 %s, 0;\n\tmov.b32 %s, 0;\n", ps->sw[0].s, ps->sw[1].s);
-	emitf(e, "\t@%s ld.global.nc.v2.b32 {%s, %s}, [%s];\n", g->ok.s, ps->sw[0].s, ps->sw[1].s, g->a.s);
-	emitf(e, "\tmul.lo.u32 %s, %s, %d;\n\tmad.lo.u32 %s, %s, 16, %s;\n", g->t.s, g->off.s, fmt->row_bytes,
-	      g->t.s, g->q4.s, g->t.s);
-	emitf(e, "\tcvt.u64.u32 %s, %s;\n\tadd.u64 %s, %s, %s;\n", g->o.s, g->t.s, g->a.s, g->pb.s, g->o.s);
-	for (int c = 0; c < g->nch + g->rch; c++) {
-		const Reg *v = c < g->nch ? ps->nope[c] : ps->rope[c - g->nch];
-		int at = c < g->nch ? 64 * c : fmt->d_nope + 64 * (c - g->nch);
+	for (int c = 0; c < sh->nn + sh->nr; c++) {
+		const Reg *v = c < sh->nn ? ps->nope[c] : ps->rope[c - sh->nn];
+		int at = c < sh->nn ? 16 * sh->T * c : fm->rope_at + 16 * sh->T * (c - sh->nn);
 		emitf(e, "\tmov.b32 %s, 0;\n\tmov.b32 %s, 0;\n\tmov.b32 %s, 0;\n\tmov.b32 %s, 0;\n", v[0].s, v[1].s,
 		      v[2].s, v[3].s);
 		emitf(e, "\t@%s ld.global.nc.v4.b32 {%s, %s, %s, %s}, [%s+%d];\n", g->ok.s, v[0].s, v[1].s, v[2].s,
@@ -171,54 +267,82 @@ emit_pass_load(Emit *e, Gather *g, Reg j, int half)
 	}
 }
 
-/* Dequantizes g->pass[half] and stores it into rows 32·half + tid/4 of
- * the K=V stage. */
+/* Stores BF16 chunk T·c + q of the values from element e0 (a multiple of
+ * 64) on: element e0 + 8(T·c + q) is slice e0/64 + T·c/8, byte 16((T·c)%8 +
+ * q) of the row (T·c%8 + q < 8), so g->rb (the row + 16q) plus the static
+ * part, swizzled. */
 static void
-emit_pass_store(Emit *e, Gather *g, Reg stage, int half)
+emit_store_bf16(Emit *e, Gather *g, int e0, int c, const Reg v[4])
 {
-	const DecodeCfg *d = g->d;
-	const FmhaCfg *f = &d->f;
-	uint32_t mask = swizzle_mask(SWZ_128B), slice = f->lk.slice_bytes;
-	Pass *ps = &g->pass[half];
+	const FmhaCfg *f = &g->d->f;
+	int T = g->sh.T;
 
-	/* UE8M0 e is 2^(e-127): as an f32 its bits are e << 23 */
-	for (int c = 0; c < g->nch; c++)
-		emitf(e, "\tbfe.u32 %s, %s, %d, 8;\n\tshl.b32 %s, %s, 23;\n\tmov.b32 %s, %s;\n", g->t.s,
-		      ps->sw[c / 4].s, 8 * (c % 4), g->t.s, g->t.s, g->sc[c].s, g->t.s);
-	/* smem: stage + row·128 + chunk·16, swizzled; NoPE chunk 4c+q4
-	 * is columns 16(4c+q4).. = slice c, 16-byte chunks 2q4, 2q4+1 */
-	emitf(e, "\tmad.lo.u32 %s, %s, %u, %s;\n\tadd.u32 %s, %s, %d;\n", g->d0.s, stage.s, f->k_bytes,
-	      g->k0.s, g->d0.s, g->d0.s, 32 * 128 * half);
-	emitf(e, "\tmad.lo.u32 %s, %s, 128, %s;\n\tmov.u32 %s, %s;\n", g->d0.s, g->tq.s, g->d0.s, g->dr.s,
-	      g->d0.s);
-	emitf(e, "\tmad.lo.u32 %s, %s, 32, %s;\n\tadd.u32 %s, %s, 16;\n", g->d0.s, g->q4.s, g->d0.s, g->d1.s,
-	      g->d0.s);
-	emit_swizzle(e, g->d0, g->t, mask);
-	emit_swizzle(e, g->d1, g->t, mask);
-	for (int c = 0; c < g->nch; c++) {
-		for (int k = 0; k < 4; k++)
-			emit_dequant_word(e, ps->nope[c][k], g->sc[c], g->out[2 * k], g->out[2 * k + 1], g->h, g->y,
-			                  g->x);
-		emitf(e, "\tst.shared.v4.b32 [%s+%u], {%s, %s, %s, %s};\n", g->d0.s, (uint32_t)c * slice,
-		      g->out[0].s, g->out[1].s, g->out[2].s, g->out[3].s);
-		emitf(e, "\tst.shared.v4.b32 [%s+%u], {%s, %s, %s, %s};\n", g->d1.s, (uint32_t)c * slice,
-		      g->out[4].s, g->out[5].s, g->out[6].s, g->out[7].s);
-	}
-	/* RoPE chunk q4 + 4c: slice d_nope/64, 16-byte chunk q4 + 4c */
-	emitf(e, "\tmad.lo.u32 %s, %s, 16, %s;\n", g->dr.s, g->q4.s, g->dr.s);
-	for (int c = 0; c < g->rch; c++) {
-		emitf(e, "\tadd.u32 %s, %s, %d;\n", g->d0.s, g->dr.s, 64 * c);
-		emit_swizzle(e, g->d0, g->t, mask);
-		emitf(e, "\tst.shared.v4.b32 [%s+%u], {%s, %s, %s, %s};\n", g->d0.s,
-		      (uint32_t)(d->fmt->d_nope / 64) * slice, ps->rope[c][0].s, ps->rope[c][1].s,
-		      ps->rope[c][2].s, ps->rope[c][3].s);
-	}
+	emitf(e, "\tadd.u32 %s, %s, %d;\n", g->a0.s, g->rb.s, 16 * ((T * c) % 8));
+	emit_swizzle(e, g->a0, g->t, swizzle_mask(SWZ_128B));
+	emitf(e, "\tst.shared.v4.b32 [%s+%u], {%s, %s, %s, %s};\n", g->a0.s,
+	      (uint32_t)(e0 / 64 + T * c / 8) * f->lk.slice_bytes, v[0].s, v[1].s, v[2].s, v[3].s);
 }
 
-/* The K=V tiles, software-pipelined by half-tiles so that one half's
- * loads are always in flight while the other is dequantized: half 0 of
- * tile j was issued in the previous iteration; issue half 1, wait for the
- * slot, store half 0, issue half 0 of tile j+1, store half 1, publish. */
+/* Dequantizes g->pass[pass % 2] and stores it into rows pass·tokens + tid/T
+ * of the K=V stage. */
+static void
+emit_pass_store(Emit *e, Gather *g, Reg stage, int pass)
+{
+	const DecodeCfg *d = g->d;
+	const DecodeFormat *fm = d->fmt;
+	const FmhaCfg *f = &d->f;
+	const Shape *sh = &g->sh;
+	uint32_t mask = swizzle_mask(SWZ_128B), slice = f->lk.slice_bytes;
+	Pass *ps = &g->pass[pass % 2];
+
+	/* the row: stage + (pass·tokens + tid/T)·128; rb = the row + 16q */
+	emitf(e, "\tmad.lo.u32 %s, %s, %u, %s;\n\tadd.u32 %s, %s, %d;\n", g->a2.s, stage.s, f->k_bytes,
+	      g->k0.s, g->a2.s, g->a2.s, sh->tokens * 128 * pass);
+	emitf(e, "\tmad.lo.u32 %s, %s, 128, %s;\n\tmad.lo.u32 %s, %s, 16, %s;\n", g->a2.s, g->tq.s, g->a2.s,
+	      g->rb.s, g->qt.s, g->a2.s);
+	if (!fm->nope_fp8) {
+		for (int c = 0; c < sh->nn; c++)
+			emit_store_bf16(e, g, 0, c, ps->nope[c]);
+	} else {
+		/* E4M3 chunk T·c + q: elements 16(T·c + q).. = slice T·c/4 +
+		 * q/4, bytes 32(q%4) and 32(q%4) + 16 of the row */
+		emitf(e, "\tand.b32 %s, %s, 3;\n\tmad.lo.u32 %s, %s, 32, %s;\n\tadd.u32 %s, %s, 16;\n", g->t.s,
+		      g->qt.s, g->a0.s, g->t.s, g->a2.s, g->a1.s, g->a0.s);
+		emit_swizzle(e, g->a0, g->t, mask);
+		emit_swizzle(e, g->a1, g->t, mask);
+		if (sh->T > 4) {
+			emitf(e, "\tshr.u32 %s, %s, 2;\n\tmul.lo.u32 %s, %s, %u;\n", g->t.s, g->qt.s, g->dsl.s, g->t.s,
+			      slice);
+			emitf(e, "\tadd.u32 %s, %s, %s;\n\tadd.u32 %s, %s, %s;\n", g->a0.s, g->a0.s, g->dsl.s, g->a1.s,
+			      g->a1.s, g->dsl.s);
+		}
+		for (int c = 0; c < sh->nn; c++) {
+			int gi = 16 * sh->T * c / fm->group;
+			if (fm->scale == DEC_SCALE_UE8M0) {
+				/* UE8M0 e is 2^(e-127): as an f32 its bits are e << 23 */
+				emitf(e, "\tbfe.u32 %s, %s, %d, 8;\n\tshl.b32 %s, %s, 23;\n\tmov.b32 %s, %s;\n", g->t.s,
+				      ps->sc[gi / 4].s, 8 * (gi % 4), g->t.s, g->t.s, g->sc.s, g->t.s);
+			} else {
+				emitf(e, "\tmov.b32 %s, %s;\n", g->sc.s, ps->sc[gi].s);
+			}
+			for (int k = 0; k < 4; k++)
+				emit_dequant_word(e, ps->nope[c][k], g->sc, g->out[2 * k], g->out[2 * k + 1], g->h, g->y,
+				                  g->x);
+			emitf(e, "\tst.shared.v4.b32 [%s+%u], {%s, %s, %s, %s};\n", g->a0.s, (uint32_t)(sh->T * c / 4) * slice,
+			      g->out[0].s, g->out[1].s, g->out[2].s, g->out[3].s);
+			emitf(e, "\tst.shared.v4.b32 [%s+%u], {%s, %s, %s, %s};\n", g->a1.s, (uint32_t)(sh->T * c / 4) * slice,
+			      g->out[4].s, g->out[5].s, g->out[6].s, g->out[7].s);
+		}
+	}
+	for (int c = 0; c < sh->nr; c++)
+		emit_store_bf16(e, g, fm->d_nope, c, ps->rope[c]);
+}
+
+/* The K=V tiles, software-pipelined by passes so that one pass's loads
+ * are always in flight while the previous one is dequantized: pass 0 of
+ * tile j was issued in the previous iteration; for each pass k, issue
+ * pass k+1 (after the last: pass 0 of tile j+1), wait for the slot before
+ * the first store, store pass k; then publish. */
 static int
 emit_tiles(Emit *e, KgErr *err, const DecodeCfg *d, const FmhaRegs *r, Reg k0, Reg kbar0, Reg kfree0,
            Reg list)
@@ -229,31 +353,33 @@ emit_tiles(Emit *e, KgErr *err, const DecodeCfg *d, const FmhaRegs *r, Reg k0, R
 	Reg jn = reg_new(e, RC_B32), bar = reg_new(e, RC_B32), par = reg_new(e, RC_B32);
 	Reg p = reg_new(e, RC_PRED);
 	char loop[48], done[48];
+	int P, paged = d->nsparse < d->nsrc;
 
-	g.nch = d->fmt->d_nope / 16 / 4;
-	g.rch = d->fmt->d_rope * 2 / 16 / 4;
+	if (choose_shape(d->fmt, &g.sh, err) < 0)
+		return -1;
+	P = g.sh.passes;
 	g.lim = reg_new(e, RC_B32);
 	emitf(e, "\tmul.lo.u32 %s, %s, %d;\n\tmin.u32 %s, %s, %s;\n", g.lim.s, r->n_total.s, f->bn, g.lim.s,
 	      g.lim.s, r->sk.s);
 	g.tq = reg_new(e, RC_B32);
-	g.q4 = reg_new(e, RC_B32);
+	g.qt = reg_new(e, RC_B32);
 	g.ok = reg_new(e, RC_PRED);
 	g.srcp = reg_new(e, RC_PRED);
 	reg_array(e, RC_B32, &g.pos, 8);
 	g.pb = reg_new(e, RC_B64);
 	g.a = reg_new(e, RC_B64);
 	g.o = reg_new(e, RC_B64);
-	reg_array(e, RC_B32, &g.d0, 3);
-	reg_array(e, RC_F32, g.sc, g.nch);
+	reg_array(e, RC_B32, &g.rb, 5);
+	g.sc = reg_new(e, RC_F32);
 	reg_array(e, RC_B16, g.h, 4);
 	reg_array(e, RC_B32, g.y, 2);
 	reg_array(e, RC_F32, g.x, 4);
 	reg_array(e, RC_B32, g.out, 8);
 	for (int hf = 0; hf < 2; hf++) {
-		reg_array(e, RC_B32, g.pass[hf].sw, 2);
-		for (int c = 0; c < g.nch; c++)
+		reg_array(e, RC_B32, g.pass[hf].sc, g.sh.sregs ? g.sh.sregs : 1);
+		for (int c = 0; c < g.sh.nn; c++)
 			reg_array(e, RC_B32, g.pass[hf].nope[c], 4);
-		for (int c = 0; c < g.rch; c++)
+		for (int c = 0; c < g.sh.nr; c++)
 			reg_array(e, RC_B32, g.pass[hf].rope[c], 4);
 	}
 	for (int s = 0; s < d->nsrc; s++) {
@@ -261,24 +387,43 @@ emit_tiles(Emit *e, KgErr *err, const DecodeCfg *d, const FmhaRegs *r, Reg k0, R
 		emitf(e, "\tld.param.u64 %s, [p_KV%s];\n\tcvta.to.global.u64 %s, %s;\n", g.kv[s].s,
 		      s ? "_extra" : "", g.kv[s].s, g.kv[s].s);
 	}
-	/* four threads per token: q4 = tid % 4 */
-	emitf(e, "\tand.b32 %s, %s, 3;\n\tshr.u32 %s, %s, 2;\n", g.q4.s, r->tid.s, g.tq.s, r->tid.s);
+
+	/* T threads per token: q = tid % T */
+	emitf(e, "\tand.b32 %s, %s, %d;\n\tshr.u32 %s, %s, %d;\n", g.qt.s, r->tid.s, g.sh.T - 1, g.tq.s, r->tid.s,
+	      g.sh.T == 4 ? 2 : 3);
 	label_new(e, loop, sizeof loop, "gather");
 	label_new(e, done, sizeof done, "gather_done");
 	emitf(e, "\tmov.u32 %s, 0;\n\tmov.u32 %s, 0;\n\tmov.u32 %s, %s;\n", stage.s, phase.s, j.s, r->j0.s);
 	emitf(e, "\tsetp.ge.u32 %s, %s, %s;\n\t@%s bra %s;\n", p.s, j.s, r->n_total.s, p.s, done);
+	if (paged) {
+		/* ring slots j % 3: three, so that the barrier after resolving
+		 * tile j+1 also proves every read of tile j-2's slot done */
+		decode_emit_tile_keys(e, d, r, d->nsrc > 1 ? decode_emit_main_count(e, d, r) : r->sk, j, r->tid,
+		                      emit_keys_slot(e, &g, j));
+		op_bar_sync_why(e, 3, 128, "the producer's resolved keys of its first tile");
+	}
 	emit_pass_load(e, &g, j, 0);
 	emit_label(e, loop);
 	emit_block(e, "sm90.decode_gather");
-	emit_pass_load(e, &g, j, 1);
-	emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n\txor.b32 %s, %s, 1;\n", bar.s, stage.s, kfree0.s, par.s,
-	      phase.s);
-	if (op_mbar_wait(e, err, bar, par.s) < 0)
-		return -1;
-	emit_pass_store(e, &g, stage, 0);
 	emitf(e, "\tadd.u32 %s, %s, 1;\n", jn.s, j.s);
-	emit_pass_load(e, &g, jn, 0);
-	emit_pass_store(e, &g, stage, 1);
+	if (paged) {
+		decode_emit_tile_keys(e, d, r, d->nsrc > 1 ? decode_emit_main_count(e, d, r) : r->sk, jn, r->tid,
+		                      emit_keys_slot(e, &g, jn));
+		op_bar_sync_why(e, 3, 128, "the producer's resolved keys of the next tile");
+	}
+	for (int k = 0; k < P; k++) {
+		if (k + 1 < P)
+			emit_pass_load(e, &g, j, k + 1);
+		else
+			emit_pass_load(e, &g, jn, 0);
+		if (k == 0) {
+			emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n\txor.b32 %s, %s, 1;\n", bar.s, stage.s, kfree0.s,
+			      par.s, phase.s);
+			if (op_mbar_wait(e, err, bar, par.s) < 0)
+				return -1;
+		}
+		emit_pass_store(e, &g, stage, k);
+	}
 	/* the wgmma reads of this tile are async-proxy reads of generic stores */
 	emitf(e, "\tfence.proxy.async.shared::cta;\n");
 	emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n", bar.s, stage.s, kbar0.s);
@@ -302,16 +447,25 @@ decode_gather_warpgroup(Emit *e, const FmhaCfg *f, const FmhaRegs *r, KgErr *err
 	kbar0 = op_plan_bar(e, &f->plan, r->base, f->b_k);
 	kfree0 = op_plan_bar(e, &f->plan, r->base, f->b_kfree);
 	list = op_plan_smem(e, &f->plan, r->base, d->r_list);
-	if (emit_q(e, d, r, q0) < 0)
-		return -1;
+	emit_q(e, d, r, q0);
 	return emit_tiles(e, err, d, r, k0, kbar0, kfree0, list);
+}
+
+static int
+gather_regs(const DecodeFormat *fm)
+{
+	Shape s;
+	KgErr err;
+
+	return choose_shape(fm, &s, &err) == 0 && s.T == 8 && s.sregs <= 1 ? GATHER_REGS_T8 : GATHER_REGS;
 }
 
 const DecodeOps decode_sm90 = {
 	decode_gather_warpgroup,
 	GATHER_REGS,
-	"sm_90a: E4M3 -> f16 (cvt) -> f32 x 2^(e-127) -> bf16 in registers of the producer warpgroup, "
-	"stored to smem; exact (E4M3 times a power of two fits bf16), so the only rounding is fmha's bf16 P",
+	"sm_90a: E4M3 -> f16 (cvt) -> f32 x scale -> bf16 in registers of the producer warpgroup (bf16 caches: "
+	"copied), stored to smem; then the only rounding beyond the key's is fmha's bf16 P",
 	NULL,
 	NULL,
+	gather_regs,
 };

@@ -42,7 +42,13 @@ fmha90_split_plan(FmhaCfg *f, KgErr *err)
 	/* S (bn/2), O half (dv/4), row state, P pairs and addresses */
 	p->regs_need_max = f->bn / 2 + f->dv / 4 + f->bn / 4 + 56;
 	snprintf(p->regs_need_who, sizeof p->regs_need_who, "scores");
-	f->r_p = plan_smem(p, "P tiles", 64u * (uint32_t)f->bn * (uint32_t)f->esz, 1024, PBUFS);
+	/* P tile j%2 in K=V stage j%2's last slice: written after S_j has read
+	 * it (the scores warpgroup waited for S), read by P·V_j, and the
+	 * stage is refilled only after both warpgroups' P·V_j */
+	if (f->p_in_kv && (!f->kv_shared || f->d - f->dv != 64 || f->bn != 64 || f->stages != PBUFS))
+		return kg_fail(err, "P in the K=V stages needs kv-shared, head-dim = head-dim-v + 64, 64-key tiles and %d stages",
+		               PBUFS);
+	f->r_p = f->p_in_kv ? -1 : plan_smem(p, "P tiles", 64u * (uint32_t)f->bn * (uint32_t)f->esz, 1024, PBUFS);
 	f->r_corr = plan_smem(p, "rescale", 64 * 4, 16, PBUFS);
 	f->r_lsum = plan_smem(p, "row sums", 64 * 4, 16, 1);
 	if (f->gather && !f->kv_shared)
@@ -89,9 +95,15 @@ split_init(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Consumer *c, Split *s)
 	s->ppb = reg_new(e, RC_B32);
 	s->x16 = reg_new(e, RC_B32);
 	s->c4 = reg_new(e, RC_B32);
-	s->p_bytes = f->plan.smem[f->r_p].bytes;
 	s->pfull0 = op_plan_bar(e, &f->plan, r->base, f->b_pfull);
-	s->p0 = op_plan_smem(e, &f->plan, r->base, f->r_p);
+	if (f->p_in_kv) {
+		s->p_bytes = f->k_bytes;
+		s->p0 = op_plan_smem(e, &f->plan, r->base, f->r_k);
+		emitf(e, "\tadd.u32 %s, %s, %u;\n", s->p0.s, s->p0.s, (uint32_t)(f->dv / 64) * f->lk.slice_bytes);
+	} else {
+		s->p_bytes = f->plan.smem[f->r_p].bytes;
+		s->p0 = op_plan_smem(e, &f->plan, r->base, f->r_p);
+	}
 	s->corr0 = op_plan_smem(e, &f->plan, r->base, f->r_corr);
 	emitf(e, "\tmov.u32 %s, 0;\n\tmov.u32 %s, 0;\n\tmov.u32 %s, 0;\n", s->pb.s, s->pbph.s, s->ppb.s);
 	emitf(e, "\tand.b32 %s, %s, 3;\n", s->c4.s, r->lane.s);
@@ -153,6 +165,8 @@ split_publish(Emit *e, KgErr *err, const FmhaCfg *f, Consumer *c, Split *s)
 	Reg pc = reg_new(e, RC_PRED);
 
 	emit_block(e, "sm90.fmha_split_publish");
+	if (f->p_in_kv)
+		op_bar_sync_why(e, 2, 128, "every scores warp's S_j has read the RoPE keys that P_j overwrites");
 	for (int k = 0; k < 2; k++) {
 		base[k] = reg_new(e, RC_B32);
 		/* P[pb] + 128*row + 4*(lane%4) */

@@ -677,7 +677,9 @@ int
 et_decode(KrtDevice *dev, KrtModule *mod, uint32_t batch, uint32_t sq, uint32_t splits, uint64_t seed,
           EtFmha *res)
 {
-	CheckShape shape = {6, {batch, sq, 0, 0, 0, splits}};
+	/* decode_merge (tools/check_decode_merge.c): batch x s_q x parts */
+	int merge = strcmp(krt_module_abi(mod)->family, "decode_merge") == 0;
+	CheckShape shape = merge ? (CheckShape){3, {batch, sq, splits}} : (CheckShape){6, {batch, sq, 0, 0, 0, splits}};
 
 	return et_check(dev, mod, &shape, seed, CHECK_FILL_NORMAL, res);
 }

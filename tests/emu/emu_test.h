@@ -75,10 +75,12 @@ typedef struct EtFmha {
 int et_fmha(KrtDevice *dev, KrtModule *mod, const EtFmhaShape *shape, uint64_t seed, EtFmha *res);
 
 /* Runs a decode module through the checker (tools/check_decode.c: real
- * fp8-v4 caches, -1/out-of-range/duplicate indices, a row that skips
- * everything) at batch x s_q on seeded inputs. Fills max_err, tol, bad,
- * first_bad (the checker's report) or err; returns as et_gemm. splits > 1
- * runs split-KV parts and their combine. */
+ * caches of its format, -1/out-of-range/duplicate indices or block tables,
+ * a row that skips everything) at batch x s_q on seeded inputs. Fills
+ * max_err, tol, bad, first_bad (the checker's report) or err; returns as
+ * et_gemm. splits > 1 runs split-KV parts and their combine. A
+ * decode_merge module (tools/check_decode_merge.c) merges `splits` parts
+ * (0: 3). */
 int et_decode(KrtDevice *dev, KrtModule *mod, uint32_t batch, uint32_t sq, uint32_t splits, uint64_t seed,
               EtFmha *res);
 

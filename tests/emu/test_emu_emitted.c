@@ -93,7 +93,8 @@ run_file(const char *path)
 		return 1;
 	}
 	int gemm = strcmp(abi.family, "gemm") == 0, fmha = strcmp(abi.family, "fmha") == 0;
-	int decode = strcmp(abi.family, "decode") == 0, indexer = strcmp(abi.family, "indexer") == 0;
+	int decode = strcmp(abi.family, "decode") == 0 || strcmp(abi.family, "decode_merge") == 0;
+	int indexer = strcmp(abi.family, "indexer") == 0;
 	if (!gemm && !fmha && !decode && !indexer) {
 		printf("FAIL %s: family %s has no runner in test_emu_emitted.c\n", path, abi.family);
 		free(ptx);

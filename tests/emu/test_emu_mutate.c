@@ -207,7 +207,7 @@ pick_shape(const KrtAbi *abi, Shape *s)
 		s->K = (uint32_t)et_arg(abi, "topk", 512) + 40;
 		return;
 	}
-	if (strcmp(abi->family, "decode") == 0) {
+	if (strcmp(abi->family, "decode") == 0 || strcmp(abi->family, "decode_merge") == 0) {
 		/* 2 query rows: the second attends about 3/4 of its top-k (more
 		 * key tiles than the 2 stages); the first skips everything */
 		s->decode = 1;
@@ -306,7 +306,8 @@ run_file(const char *path, int *mutants, int *missed)
 	KrtDevice *dev = NULL;
 	if (krt_abi_parse(ptx, len, &abi, &err) ||
 	    (strcmp(abi.family, "gemm") != 0 && strcmp(abi.family, "fmha") != 0 &&
-	     strcmp(abi.family, "decode") != 0 && strcmp(abi.family, "indexer") != 0) ||
+	     strcmp(abi.family, "decode") != 0 && strcmp(abi.family, "decode_merge") != 0 &&
+	     strcmp(abi.family, "indexer") != 0) ||
 	    et_open_for(abi.target, &dev, &err)) {
 		printf("FAIL %s: %s\n", path, err.msg);
 		free(ptx);

@@ -1,9 +1,11 @@
 /* The gpu suite for decode: the configurations below, generated
- * in-process, and every emitted/sm_90a/decode*.ptx file, checked on a GPU
+ * in-process, and every emitted/sm_90a/decode*.ptx file (decode_merge
+ * among them, on its own shapes), checked on a GPU
  * against the float64 reference (tools/check_decode.c, tests/ref/decode_ref.c)
- * with a fresh seed. The checker builds real fp8-v4 caches and index lists
+ * with a fresh seed. The checker builds real caches of each format and index lists
  * with -1, out-of-range and duplicate entries, pages in random order,
- * lengths below top-k and a first row that skips everything.
+ * lengths below top-k and a first row that skips everything; paged
+ * sources get block tables in random page order.
  *
  *   test_decode_gpu SOURCE_ROOT
  *
@@ -35,42 +37,77 @@ static const GpuCase cases[] = {
 
 static const GpuSuite suite = {cases, COUNT(cases), 0};
 
+/* decode_merge: batch x s_q x parts (tools/check_decode_merge.c) */
+static const GpuCase merge_cases[] = {
+	{{3, {1, 1, 1}}, CHECK_FILL_NORMAL},
+	{{3, {7, 2, 2}}, CHECK_FILL_NORMAL},
+	{{3, {33, 1, 5}}, CHECK_FILL_NORMAL},
+	{{3, {2, 3, 70}}, CHECK_FILL_NORMAL},
+};
+
+static const GpuSuite merge_suite = {merge_cases, COUNT(merge_cases), 0};
+
 /* Page sizes 1, 2, 61, 64, 256; heads 8..128 (a partial head block);
- * with and without sink, lengths, an extra source. */
-static const char *const configs[][16] = {
+ * with and without sink, lengths, an extra source; every cache format
+ * at both head_dim_qk it stores (docs/ABI.md, "Cache formats"). */
+static const char *const configs[][20] = {
 	{"--heads-q", "64", "--topk", "64", "--page-size", "64"},
 	{"--heads-q", "8", "--topk", "100", "--page-size", "1", "--sink", "1"},
 	{"--heads-q", "16", "--topk", "96", "--page-size", "2", "--topk-length", "1"},
 	{"--heads-q", "128", "--topk", "200", "--page-size", "61", "--topk-extra", "64", "--page-size-extra", "256", "--sink", "1"},
 	{"--heads-q", "100", "--topk", "512", "--page-size", "256", "--topk-extra", "128", "--page-size-extra", "2", "--topk-length", "1"},
 	{"--heads-q", "32", "--topk", "2048", "--page-size", "64", "--topk-extra", "128", "--page-size-extra", "256", "--sink", "1", "--topk-length", "1"},
+	{"--format", "fp8-v32", "--heads-q", "128", "--topk", "2048", "--page-size", "64", "--sink", "1"},
+	{"--format", "fp8-v32", "--heads-q", "16", "--topk", "100", "--page-size", "1", "--topk-extra", "64", "--page-size-extra", "61", "--topk-length", "1"},
+	{"--format", "fp8-token", "--heads-q", "64", "--topk", "512", "--page-size", "2", "--sink", "1"},
+	{"--format", "fp8-token", "--head-dim-qk", "576", "--heads-q", "100", "--topk", "200", "--page-size", "61", "--topk-extra", "128", "--page-size-extra", "256"},
+	{"--format", "bf16", "--heads-q", "8", "--topk", "64", "--page-size", "256", "--topk-length", "1"},
+	{"--format", "bf16", "--head-dim-qk", "576", "--heads-q", "128", "--topk", "512", "--page-size", "64", "--topk-extra", "128", "--page-size-extra", "2", "--sink", "1"},
+	/* paged sources: block tables in random page order, lengths past the
+	 * table (clamped), out-of-range entries (zero keys) */
+	{"--format", "fp8-token", "--addressing", "paged", "--heads-q", "64", "--page-size", "1"},
+	{"--addressing-extra", "paged", "--heads-q", "128", "--topk", "512", "--page-size", "64", "--page-size-extra", "256", "--sink", "1", "--topk-length", "1"},
+	{"--format", "bf16", "--head-dim-qk", "576", "--addressing", "paged", "--heads-q", "16", "--page-size", "61", "--topk-extra", "64", "--page-size-extra", "2"},
+	{"--format", "fp8-v32", "--addressing", "paged", "--addressing-extra", "paged", "--heads-q", "128", "--page-size", "256", "--page-size-extra", "64", "--sink", "1"},
+	/* unnormalized O (f32) and M: checked as O·e^(M - LSE) */
+	{"--heads-q", "64", "--topk", "512", "--page-size", "64", "--unnormalized", "1", "--topk-length", "1"},
+	{"--format", "bf16", "--addressing", "paged", "--heads-q", "100", "--page-size", "2", "--unnormalized", "1"},
+};
+
+/* decode_merge configurations: heads 1..128, with and without sink */
+static const char *const merge_configs[][8] = {
+	{"--heads-q", "64", "--sink", "1"},
+	{"--heads-q", "100"},
+	{"--heads-q", "1", "--sink", "1"},
+	{"--heads-q", "128"},
 };
 
 static void
-check_config(KrtDevice *dev, GpuTally *t, const char *const *cfg)
+check_config(KrtDevice *dev, GpuTally *t, const char *family, const GpuSuite *gs, const char *const *cfg)
 {
-	const char *args[20] = {"--target", "sm_90a"};
+	const char *args[24] = {"--target", "sm_90a"};
 	int n = 2;
-	char replay[1024] = "--gen decode", what[256] = "";
+	char replay[1024], what[256] = "";
 	char *ptx = NULL;
 	size_t len = 0;
 	KgErr kerr = {{0}};
 
-	for (int i = 0; i < 16 && cfg[i]; i++)
+	snprintf(replay, sizeof replay, "--gen %s", family);
+	for (int i = 0; i < 20 && cfg[i]; i++)
 		args[n++] = cfg[i];
 	for (int i = 0; i < n; i++) {
 		snprintf(replay + strlen(replay), sizeof replay - strlen(replay), " %s", args[i]);
 		if (i >= 2)
 			snprintf(what + strlen(what), sizeof what - strlen(what), "%s%s", i > 2 ? " " : "", args[i]);
 	}
-	if (kgen_generate("decode", n, args, &ptx, &len, &kerr)) {
+	if (kgen_generate(family, n, args, &ptx, &len, &kerr)) {
 		printf("FAIL  %s: kgen refuses: %s\n", what, kerr.msg);
 		t->refused++;
 		t->failed++;
 		t->run++;
 		return;
 	}
-	gpu_check_module(dev, &suite, ptx, len, what, replay, t);
+	gpu_check_module(dev, gs, ptx, len, what, replay, t);
 	free(ptx);
 }
 
@@ -86,8 +123,13 @@ main(int argc, char **argv)
 	if ((rc = check_open_sm90(&dev, t.seed)) != 0)
 		return rc;
 	for (size_t i = 0; i < COUNT(configs) && !t.dead; i++)
-		check_config(dev, &t, configs[i]);
-	gpu_check_emitted(dev, &suite, root, "decode", &t);
+		check_config(dev, &t, "decode", &suite, configs[i]);
+	for (size_t i = 0; i < COUNT(merge_configs) && !t.dead; i++)
+		check_config(dev, &t, "decode_merge", &merge_suite, merge_configs[i]);
+	/* the attention kernels by format prefix; the merges on their own shapes */
+	gpu_check_emitted(dev, &suite, root, "decode_bf16", &t);
+	gpu_check_emitted(dev, &suite, root, "decode_fp8", &t);
+	gpu_check_emitted(dev, &merge_suite, root, "decode_merge", &t);
 	krt_device_close(dev);
 	printf("test_decode_gpu: %d of %d passed over %d kernels (seed %llu)\n", t.run - t.failed, t.run,
 	       t.modules, (unsigned long long)t.seed);

@@ -1,5 +1,5 @@
 /* Decode attention in float64 (docs/ABI.md "decode") and the reference
- * quantizer that writes the fp8-v4 KV cache from BF16 values, so tests
+ * quantizer that writes each KV cache format from BF16 values, so tests
  * build real caches. The attention reads the cache through the same
  * dequantization the kernel must apply, so it measures the kernel's
  * arithmetic and not the format's rounding. */
@@ -15,29 +15,37 @@
 uint8_t decode_f64_to_e4m3(double v);
 double decode_e4m3_to_f64(uint8_t b);
 
-/* fp8-v4 (DeepSeek-V4, FlashMLA's MODEL1): a page of ps tokens is ps rows
- * of 576 bytes (448 E4M3 NoPE values, then 64 BF16 RoPE values), then ps
- * scale entries of 8 bytes (7 UE8M0 exponents, one per 64 NoPE values, and
- * a zero pad byte); the page's size rounds up to a multiple of 576. */
-enum {
-	DECODE_V4_D = 512,
-	DECODE_V4_NOPE = 448,
-	DECODE_V4_ROPE = 64,
-	DECODE_V4_ROW = 576,
-	DECODE_V4_SCALES = 8,
-	DECODE_V4_GROUP = 64,
-};
-size_t decode_v4_page_bytes(int ps);
+/* A KV cache format (docs/ABI.md, "Cache formats"), resolved
+ * for one head_dim_qk, written here apart from the generator's table
+ * (gen/decode_format.c) so a slip in either shows as a mismatch. */
+typedef struct DecodeRefFormat {
+	const char *name;
+	int d_qk, d_nope;          /* RoPE: the last 64 */
+	int nope_fp8;              /* NoPE E4M3 (else BF16) */
+	int scale;                 /* 0 none, 1 UE8M0 byte, 2 fp32 */
+	int group;                 /* NoPE values per scale */
+	size_t row_bytes;          /* one token's row, and the stride of rows in a page */
+	size_t rope_at;            /* the RoPE BF16 values' offset in the row */
+	long scale_at;             /* the scales' offset in the row; -1: the page's tail */
+	size_t tail_bytes;         /* per token in the page's tail */
+	size_t page_align;
+} DecodeRefFormat;
+
+/* Fills *f for a format name and head_dim_qk (0: the format's own);
+ * -1 for an unknown name or a head_dim_qk the format does not store. */
+int decode_ref_format(const char *name, int d_qk, DecodeRefFormat *f);
+size_t decode_ref_page_bytes(const DecodeRefFormat *f, int ps);
 /* Token idx (= page·ps + offset) of a cache of ps-token pages: its row and
- * its scale entry. */
-uint8_t *decode_v4_row(uint8_t *cache, int ps, uint32_t idx);
-uint8_t *decode_v4_scales(uint8_t *cache, int ps, uint32_t idx);
-/* Quantizes 512 BF16 values (bit patterns): per 64 NoPE values the scale
- * 2^ceil(log2(max(amax/448, 1e-4))) as UE8M0, values / scale to E4M3; the
- * RoPE values kept as BF16. */
-void decode_v4_quantize(const uint16_t *bf16, uint8_t *row, uint8_t *scales);
-/* The 512 values the kernel attends: E4M3 · 2^(e-127), RoPE as is. */
-void decode_v4_dequantize(const uint8_t *row, const uint8_t *scales, double *out);
+ * its scales (NULL without scales). */
+uint8_t *decode_ref_token(const DecodeRefFormat *f, uint8_t *cache, int ps, uint32_t idx);
+uint8_t *decode_ref_token_scales(const DecodeRefFormat *f, uint8_t *cache, int ps, uint32_t idx);
+/* Quantizes d_qk BF16 values (bit patterns) into a token's row and
+ * scales: per scale group s = max(amax/448, 1e-4), rounded up to a power of
+ * two for fp8-v4 and fp8-v32 (FlashMLA's quantizers) and to fp32 for
+ * fp8-token; values / s to E4M3; RoPE (and bf16 rows) kept as BF16. */
+void decode_ref_quantize(const DecodeRefFormat *f, const uint16_t *bf16, uint8_t *row, uint8_t *scales);
+/* The d_qk values the kernel attends: E4M3 · scale, BF16 as is. */
+void decode_ref_dequantize(const DecodeRefFormat *f, const uint8_t *row, const uint8_t *scales, double *out);
 
 /* One attention row: query q (d values) against n keys k[i·d ..] (V = the
  * first dv values of each key), scores scaled by `scale`; with a sink,

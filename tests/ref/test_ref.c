@@ -500,46 +500,135 @@ test_e4m3(void)
 	EXPECT(decode_f64_to_e4m3(15.5) == 0x58, "15.5 rounds up a binade to 16");
 }
 
-/* fp8-v4: the page layout by hand (page of 64: 64·584 = 37376 -> 65·576)
- * and a token through quantize/dequantize: the scale is 2^ceil(log2(amax/448)),
- * every NoPE value within half an E4M3 step (2^-4 relative to its group's
- * amax at most), RoPE exact. */
+/* Each format's layout by hand (docs/ABI.md, "Cache formats"):
+ * row bytes, RoPE and scale offsets, page bytes (fp8-v4 page of 64: 64·584
+ * = 37376 -> 65·576). */
 static void
-test_decode_v4(NumRng *r)
+test_decode_layouts(void)
 {
-	uint16_t in[DECODE_V4_D];
-	uint8_t row[DECODE_V4_ROW], sc[DECODE_V4_SCALES];
-	double out[DECODE_V4_D];
-	static uint8_t cache[2 * 37440];
+	static const struct {
+		const char *name;
+		int d_qk;
+		size_t row, rope;
+		long scale_at;
+		size_t page64, page1;
+	} want[] = {
+		{"bf16", 512, 1024, 896, -1, 65536, 1024},
+		{"bf16", 576, 1152, 1024, -1, 73728, 1152},
+		{"fp8-token", 512, 592, 464, 448, 37888, 592},
+		{"fp8-token", 576, 656, 528, 512, 41984, 656},
+		{"fp8-v4", 512, 576, 448, -1, 37440, 1152},
+		{"fp8-v32", 576, 656, 528, 512, 41984, 656},
+	};
+	DecodeRefFormat f;
+	static uint8_t cache[2 * 41984];
 
-	EXPECT(decode_v4_page_bytes(64) == 37440, "page of 64: %zu", decode_v4_page_bytes(64));
-	EXPECT(decode_v4_page_bytes(1) == 1152, "page of 1: %zu", decode_v4_page_bytes(1));
-	EXPECT(decode_v4_page_bytes(256) == 149760, "page of 256: %zu", decode_v4_page_bytes(256));
-	EXPECT(decode_v4_row(cache, 64, 65) == cache + 37440 + 576, "row of token 65");
-	EXPECT(decode_v4_scales(cache, 64, 65) == cache + 37440 + 64 * 576 + 8, "scales of token 65");
-	for (int i = 0; i < DECODE_V4_D; i++)
-		in[i] = num_f64_to_bf16(num_rng_normal(r) * (i < 64 ? 100.0 : i < 128 ? 1e-3 : 1.0));
-	in[5] = num_f64_to_bf16(448.0); /* group 0 amax 448 exactly: scale 2^0 */
-	for (int i = 6; i < 64; i++)
-		in[i] = num_f64_to_bf16(fmin(fmax(num_bf16_to_f32(in[i]), -440), 440));
-	decode_v4_quantize(in, row, sc);
-	decode_v4_dequantize(row, sc, out);
-	EXPECT(sc[0] == 127, "group 0 scale byte %d, want 127", sc[0]);
-	EXPECT(sc[7] == 0, "pad byte %d", sc[7]);
-	for (int g = 0; g < 7; g++) {
-		double amax = 0;
-		for (int i = 0; i < 64; i++)
-			amax = fmax(amax, fabs((double)num_bf16_to_f32(in[64 * g + i])));
-		double s = ldexp(1, sc[g] - 127);
-		double lo = fmax(amax / 448, 1e-4); /* the clamp keeps tiny groups' scales normal */
-		EXPECT(s >= lo && s < 2 * lo, "group %d scale %g for amax %g", g, s, amax);
-		for (int i = 0; i < 64; i++) {
-			double x = num_bf16_to_f32(in[64 * g + i]), y = out[64 * g + i];
-			EXPECT(fabs(x - y) <= amax / 16, "group %d value %d: %g -> %g", g, i, x, y);
-		}
+	for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+		EXPECT(decode_ref_format(want[i].name, want[i].d_qk, &f) == 0, "%s %d", want[i].name, want[i].d_qk);
+		EXPECT(f.row_bytes == want[i].row && f.rope_at == want[i].rope && f.scale_at == want[i].scale_at,
+		       "%s %d: row %zu rope %zu scales %ld", want[i].name, want[i].d_qk, f.row_bytes, f.rope_at,
+		       f.scale_at);
+		EXPECT(decode_ref_page_bytes(&f, 64) == want[i].page64 && decode_ref_page_bytes(&f, 1) == want[i].page1,
+		       "%s %d: pages %zu %zu", want[i].name, want[i].d_qk, decode_ref_page_bytes(&f, 64),
+		       decode_ref_page_bytes(&f, 1));
 	}
-	for (int i = DECODE_V4_NOPE; i < DECODE_V4_D; i++)
-		EXPECT(out[i] == num_bf16_to_f32(in[i]), "rope %d", i);
+	EXPECT(decode_ref_format("fp8-v4", 576, &f) < 0, "fp8-v4 stores 512 only");
+	EXPECT(decode_ref_format("fp8-v32", 512, &f) < 0, "fp8-v32 stores 576 only");
+	(void)decode_ref_format("fp8-v4", 0, &f);
+	EXPECT(decode_ref_token(&f, cache, 64, 65) == cache + 37440 + 576, "v4 row of token 65");
+	EXPECT(decode_ref_token_scales(&f, cache, 64, 65) == cache + 37440 + 64 * 576 + 8, "v4 scales of token 65");
+	(void)decode_ref_format("fp8-v32", 0, &f);
+	EXPECT(decode_ref_token_scales(&f, cache, 64, 65) == cache + 41984 + 656 + 512, "v32 scales of token 65");
+	(void)decode_ref_format("bf16", 0, &f);
+	EXPECT(decode_ref_token_scales(&f, cache, 64, 65) == NULL, "bf16 has no scales");
+}
+
+/* Hand-derived bytes: a NoPE group whose amax is 3·448 gets the fp32 scale
+ * 3 (fp8-token) or 4 (2^ceil(log2 3): fp8-v32; UE8M0 byte 127 + 2 = 129
+ * for fp8-v4). 1344 / 3 = 448 is E4M3 0x7e; 1344 / 4 = 336 = 1.3125·2^8
+ * lies halfway between 0x7a (1.25·2^8 = 320) and 0x7b (352) and rounds to
+ * the even 0x7a; 1.5 / 3 = 0.5 is 0x30 (exponent -1 + 7 = 6), 1.5 / 4 =
+ * 0.375 = 1.5·2^-2 is 0x2c. */
+static void
+test_decode_bytes(void)
+{
+	static const char *const names[] = {"fp8-token", "fp8-v32", "fp8-v4"};
+	uint16_t in[576];
+	uint8_t row[1152], tail[16];
+	double out[576];
+	DecodeRefFormat f;
+
+	for (int n = 0; n < 3; n++) {
+		float s;
+		(void)decode_ref_format(names[n], 0, &f);
+		for (int i = 0; i < f.d_qk; i++)
+			in[i] = num_f64_to_bf16(i < f.d_nope ? (i % 7 == 0 ? 1.5 : 0.0) : (double)(i - f.d_nope) / 8);
+		in[1] = num_f64_to_bf16(1344);
+		memset(row, 0xee, sizeof row);
+		memset(tail, 0xee, sizeof tail);
+		uint8_t *sc = f.scale_at >= 0 ? row + f.scale_at : tail;
+		decode_ref_quantize(&f, in, row, sc);
+		decode_ref_dequantize(&f, row, sc, out);
+		if (n == 2) {
+			EXPECT(sc[0] == 129 && row[1] == 0x7a && row[0] == 0x2c, "v4: scale byte %d, 0x%02x 0x%02x", sc[0],
+			       row[1], row[0]);
+			/* group 1's amax 1.5: 1.5/448 = 0.0033 rounds up to 2^-8 */
+			EXPECT(sc[1] == 119 && sc[7] == 0, "v4: group 1 scale byte %d, pad %d", sc[1],
+			       sc[7]);
+			EXPECT(out[1] == 1280 && out[0] == 1.5, "v4 dequantized %g %g", out[1], out[0]);
+		} else {
+			memcpy(&s, sc, 4);
+			EXPECT(s == (n == 0 ? 3.0f : 4.0f), "%s: scale %g", names[n], (double)s);
+			EXPECT(row[1] == (n == 0 ? 0x7e : 0x7a) && row[0] == (n == 0 ? 0x30 : 0x2c), "%s: 0x%02x 0x%02x",
+			       names[n], row[1], row[0]);
+			EXPECT(out[1] == (n == 0 ? 1344 : 1280) && out[0] == 1.5, "%s dequantized %g %g", names[n], out[1],
+			       out[0]);
+			if (n == 0)
+				EXPECT(sc[4] == 0 && sc[15] == 0, "fp8-token: scale pad zeroed");
+		}
+		for (int i = f.d_nope; i < f.d_qk; i++)
+			EXPECT(out[i] == (double)(i - f.d_nope) / 8, "%s rope %d", names[n], i);
+	}
+	(void)decode_ref_format("bf16", 576, &f);
+	for (int i = 0; i < 576; i++)
+		in[i] = num_f64_to_bf16(i * 0.25 - 3);
+	decode_ref_quantize(&f, in, row, NULL);
+	decode_ref_dequantize(&f, row, NULL, out);
+	EXPECT(memcmp(row, in, 1152) == 0 && out[575] == num_bf16_to_f32(in[575]), "bf16 576: the row is the values");
+}
+
+/* A token through quantize/dequantize in every format: each NoPE value
+ * within half an E4M3 step (2^-4 relative to its group's amax) of its
+ * input, RoPE exact; power-of-two scales within [amax/448, 2·amax/448). */
+static void
+test_decode_roundtrip(NumRng *r)
+{
+	static const char *const names[] = {"bf16", "fp8-token", "fp8-v4", "fp8-v32"};
+	uint16_t in[576];
+	uint8_t row[1152], tail[16];
+	double out[576];
+	DecodeRefFormat f;
+
+	for (int n = 0; n < 4; n++) {
+		(void)decode_ref_format(names[n], 0, &f);
+		for (int i = 0; i < f.d_qk; i++)
+			in[i] = num_f64_to_bf16(num_rng_normal(r) * (i < 64 ? 100.0 : i < 128 ? 1e-3 : 1.0));
+		uint8_t *sc = f.scale_at >= 0 ? row + f.scale_at : tail;
+		decode_ref_quantize(&f, in, row, sc);
+		decode_ref_dequantize(&f, row, sc, out);
+		for (int g = 0; g < f.d_nope / f.group; g++) {
+			double amax = 0;
+			for (int i = 0; i < f.group; i++)
+				amax = fmax(amax, fabs((double)num_bf16_to_f32(in[f.group * g + i])));
+			for (int i = 0; i < f.group; i++) {
+				double x = num_bf16_to_f32(in[f.group * g + i]), y = out[f.group * g + i];
+				EXPECT(f.nope_fp8 ? fabs(x - y) <= amax / 16 : x == y, "%s group %d value %d: %g -> %g",
+				       names[n], g, i, x, y);
+			}
+		}
+		for (int i = f.d_nope; i < f.d_qk; i++)
+			EXPECT(out[i] == num_bf16_to_f32(in[i]), "%s rope %d", names[n], i);
+	}
 }
 
 /* Two keys by hand: scores 0 and ln 3 give weights 1/4, 3/4; a sink of
@@ -669,7 +758,9 @@ main(void)
 	test_fmha_gqa_varlen();
 	test_fmha_random(&r);
 	test_e4m3();
-	test_decode_v4(&r);
+	test_decode_layouts();
+	test_decode_bytes();
+	test_decode_roundtrip(&r);
 	test_decode_row();
 	test_indexer_logit();
 	test_indexer_fp4();
