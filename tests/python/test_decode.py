@@ -200,9 +200,15 @@ def test_quantizer_round_trip(rng):
 def test_quantizer_matches_the_c_reference(rng):
     lib = ctypes.CDLL(os.environ["KGEN_REF_LIB"])
     u8p = ctypes.POINTER(ctypes.c_uint8)
-    lib.decode_v4_quantize.argtypes = [ctypes.c_void_p, u8p, u8p]
-    lib.decode_v4_dequantize.argtypes = [u8p, u8p, ctypes.POINTER(ctypes.c_double)]
-    lib.decode_v4_page_bytes.restype = ctypes.c_size_t
+    # tests/ref/decode_ref.h: a DecodeRefFormat resolved by name (an opaque
+    # buffer here, larger than the struct), then quantize/dequantize with it
+    fmt = ctypes.create_string_buffer(256)
+    lib.decode_ref_format.argtypes = [ctypes.c_char_p, ctypes.c_int, ctypes.c_void_p]
+    assert lib.decode_ref_format(b"fp8-v4", 512, fmt) == 0
+    lib.decode_ref_quantize.argtypes = [ctypes.c_void_p, ctypes.c_void_p, u8p, u8p]
+    lib.decode_ref_dequantize.argtypes = [ctypes.c_void_p, u8p, u8p, ctypes.POINTER(ctypes.c_double)]
+    lib.decode_ref_page_bytes.argtypes = [ctypes.c_void_p, ctypes.c_int]
+    lib.decode_ref_page_bytes.restype = ctypes.c_size_t
     nb, ps = 3, 7
     k = keys(rng, nb, ps)
     k[0, 0, 0, :64] = 0
@@ -210,14 +216,14 @@ def test_quantizer_matches_the_c_reference(rng):
     k[0, 2, 0, 128:192] = bf16(rng.standard_normal(64) * 1e-6)  # E4M3 subnormals
     k[1, 0, 0, :448] = bf16(rng.standard_normal(448) * 1e4)
     kc = kgen.quantize_kv_cache(k)
-    pb = lib.decode_v4_page_bytes(ps)
+    pb = lib.decode_ref_page_bytes(fmt, ps)
     assert pb == _fp8v4.page_bytes(ps)
     cbuf = np.zeros(nb * pb, np.uint8)
     p = cbuf.ctypes.data
     for t in range(nb * ps):
         pg, off = divmod(t, ps)
         kt = np.ascontiguousarray(k[pg, off, 0])
-        lib.decode_v4_quantize(kt.ctypes.data,
+        lib.decode_ref_quantize(fmt, kt.ctypes.data,
                                ctypes.cast(p + pg * pb + off * 576, u8p),
                                ctypes.cast(p + pg * pb + ps * 576 + off * 8, u8p))
     ours = np.lib.stride_tricks.as_strided(kc, (nb * pb,), (1,))
@@ -226,7 +232,7 @@ def test_quantizer_matches_the_c_reference(rng):
     want = np.zeros(512)
     for t in (0, 1, 2, 7, nb * ps - 1):
         pg, off = divmod(t, ps)
-        lib.decode_v4_dequantize(ctypes.cast(p + pg * pb + off * 576, u8p),
+        lib.decode_ref_dequantize(fmt, ctypes.cast(p + pg * pb + off * 576, u8p),
                                  ctypes.cast(p + pg * pb + ps * 576 + off * 8, u8p),
                                  want.ctypes.data_as(ctypes.POINTER(ctypes.c_double)))
         assert np.array_equal(deq[pg, off, 0].astype(np.float64), want)
