@@ -748,6 +748,35 @@ check_draw_matrix(NumRng *r, CheckFill fill, NumType t, CheckEdge e, uint64_t ro
  * family's functions: prepare (inputs, outputs), compare (against the
  * reference), flops (for TFLOP/s), peer_args (the command line of
  * tools/peers.py), describe (failure details). */
+long
+check_arg_int(const CheckCase *c, const char *name)
+{
+	char key[48];
+	const char *a = c->abi->args, *p;
+
+	snprintf(key, sizeof key, "--%s ", name);
+	for (p = strstr(a, key); p; p = strstr(p + 1, key))
+		if (p == a || p[-1] == ' ')
+			return strtol(p + strlen(key), NULL, 10);
+	return -1;
+}
+
+void
+check_arg_word(const CheckCase *c, const char *name, char *w, size_t n)
+{
+	char key[48], fmtw[16];
+	const char *a = c->abi->args, *p;
+
+	w[0] = 0;
+	snprintf(key, sizeof key, "--%s ", name);
+	snprintf(fmtw, sizeof fmtw, "%%%zus", n - 1);
+	for (p = strstr(a, key); p; p = strstr(p + 1, key))
+		if (p == a || p[-1] == ' ') {
+			sscanf(p + strlen(key), fmtw, w);
+			return;
+		}
+}
+
 extern const CheckFamily check_family_gemm; /* check_gemm.c */
 extern const CheckFamily check_family_fmha; /* check_fmha.c */
 extern const CheckFamily check_family_decode; /* check_decode.c */

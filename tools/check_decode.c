@@ -49,37 +49,6 @@ typedef struct Decode {
 	uint64_t unique_tokens; /* distinct (source, token) pairs per row, summed */
 } Decode;
 
-/* "--name V" of the args line; -1 when absent. */
-static long
-arg_int(const CheckCase *c, const char *name)
-{
-	char key[48];
-	const char *a = c->abi->args, *p;
-
-	snprintf(key, sizeof key, "--%s ", name);
-	for (p = strstr(a, key); p; p = strstr(p + 1, key))
-		if (p == a || p[-1] == ' ')
-			return strtol(p + strlen(key), NULL, 10);
-	return -1;
-}
-
-/* "--name WORD" of the args line into w ("" when absent). */
-static void
-arg_word(const CheckCase *c, const char *name, char *w, size_t n)
-{
-	char key[48], fmtw[16];
-	const char *a = c->abi->args, *p;
-
-	w[0] = 0;
-	snprintf(key, sizeof key, "--%s ", name);
-	snprintf(fmtw, sizeof fmtw, "%%%zus", n - 1);
-	for (p = strstr(a, key); p; p = strstr(p + 1, key))
-		if (p == a || p[-1] == ' ') {
-			sscanf(p + strlen(key), fmtw, w);
-			return;
-		}
-}
-
 static int
 read_config(CheckCase *c, Decode *d, KrtErr *err)
 {
@@ -87,31 +56,31 @@ read_config(CheckCase *c, Decode *d, KrtErr *err)
 	char fmt[32] = "", addr[2][16];
 	const char *f = strstr(c->abi->args, "--format ");
 
-	arg_word(c, "addressing", addr[0], sizeof addr[0]);
-	arg_word(c, "addressing-extra", addr[1], sizeof addr[1]);
+	check_arg_word(c, "addressing", addr[0], sizeof addr[0]);
+	check_arg_word(c, "addressing-extra", addr[1], sizeof addr[1]);
 	d->src[0].paged = strcmp(addr[0], "paged") == 0;
 	d->src[1].paged = strcmp(addr[1], "paged") == 0;
 	for (int i = 0; i < COUNT(need) - d->src[0].paged; i++)
-		if (arg_int(c, need[i]) <= 0)
+		if (check_arg_int(c, need[i]) <= 0)
 			return check_fail(err, KRT_EABI, "%s: args \"%s\" lack --%s, which the decode checker needs",
 			                  c->abi->kernel, c->abi->args, need[i]);
 	if (f)
 		sscanf(f + 9, "%31s", fmt);
-	if (decode_ref_format(fmt, arg_int(c, "head-dim-qk") > 0 ? (int)arg_int(c, "head-dim-qk") : 0, &d->fmt) < 0)
+	if (decode_ref_format(fmt, check_arg_int(c, "head-dim-qk") > 0 ? (int)check_arg_int(c, "head-dim-qk") : 0, &d->fmt) < 0)
 		return check_fail(err, KRT_EABI, "%s: --format %s --head-dim-qk %ld: not a cache format the decode checker knows",
-		                  c->abi->kernel, fmt[0] ? fmt : "(none)", arg_int(c, "head-dim-qk"));
-	d->hq = (uint32_t)arg_int(c, "heads-q");
-	d->src[0].topk = (int)arg_int(c, "topk");
-	d->src[0].ps = (int)arg_int(c, "page-size");
-	d->src[1].topk = (int)(arg_int(c, "topk-extra") > 0 ? arg_int(c, "topk-extra") : 0);
-	d->src[1].ps = (int)arg_int(c, "page-size-extra");
+		                  c->abi->kernel, fmt[0] ? fmt : "(none)", check_arg_int(c, "head-dim-qk"));
+	d->hq = (uint32_t)check_arg_int(c, "heads-q");
+	d->src[0].topk = (int)check_arg_int(c, "topk");
+	d->src[0].ps = (int)check_arg_int(c, "page-size");
+	d->src[1].topk = (int)(check_arg_int(c, "topk-extra") > 0 ? check_arg_int(c, "topk-extra") : 0);
+	d->src[1].ps = (int)check_arg_int(c, "page-size-extra");
 	d->nsrc = d->src[1].topk || d->src[1].paged ? 2 : 1;
 	for (int s = 0; s < 2; s++)
 		if (d->src[s].paged)
 			d->src[s].topk = 0;
-	d->has_len = arg_int(c, "topk-length") == 1;
-	d->unnorm = arg_int(c, "unnormalized") == 1;
-	d->sink = arg_int(c, "sink") == 1;
+	d->has_len = check_arg_int(c, "topk-length") == 1;
+	d->unnorm = check_arg_int(c, "unnormalized") == 1;
+	d->sink = check_arg_int(c, "sink") == 1;
 	if (d->nsrc > 1 && d->src[1].ps <= 0)
 		return check_fail(err, KRT_EABI, "%s: an extra source without --page-size-extra", c->abi->kernel);
 	return 0;

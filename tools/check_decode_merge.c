@@ -31,19 +31,6 @@ typedef struct Merge {
 	float *val;        /* the keys' values, as exact floats */
 } Merge;
 
-static long
-arg_int(const CheckCase *c, const char *name)
-{
-	char key[48];
-	const char *a = c->abi->args, *p;
-
-	snprintf(key, sizeof key, "--%s ", name);
-	for (p = strstr(a, key); p; p = strstr(p + 1, key))
-		if (p == a || p[-1] == ' ')
-			return strtol(p + strlen(key), NULL, 10);
-	return -1;
-}
-
 static size_t
 kidx(const Merge *m, uint32_t part, uint64_t row)
 {
@@ -55,7 +42,7 @@ merge_prepare(CheckCase *c, KrtErr *err)
 {
 	uint32_t batch = (uint32_t)c->shape.d[0], sq = (uint32_t)c->shape.d[1];
 	uint32_t parts = c->shape.n > 2 && c->shape.d[2] ? (uint32_t)c->shape.d[2] : 3;
-	long hq = arg_int(c, "heads-q");
+	long hq = check_arg_int(c, "heads-q");
 	uint64_t rows, n;
 	float *op, *lp, *mp;
 	Merge *m;
@@ -75,7 +62,7 @@ merge_prepare(CheckCase *c, KrtErr *err)
 	m = (Merge *)(void *)block;
 	c->priv = m;
 	m->hq = (uint32_t)hq;
-	m->sink = arg_int(c, "sink") == 1;
+	m->sink = check_arg_int(c, "sink") == 1;
 	m->batch = batch;
 	m->sq = sq;
 	m->parts = parts;

@@ -47,19 +47,6 @@ typedef struct Indexer {
 	uint64_t keys_read; /* Σ over rows of the visible keys */
 } Indexer;
 
-static long
-arg_int(const CheckCase *c, const char *name)
-{
-	char key[48];
-	const char *a = c->abi->args, *p;
-
-	snprintf(key, sizeof key, "--%s ", name);
-	for (p = strstr(a, key); p; p = strstr(p + 1, key))
-		if (p == a || p[-1] == ' ')
-			return strtol(p + strlen(key), NULL, 10);
-	return -1;
-}
-
 /* The keys row t of sequence b sees (docs/ABI.md "indexer"). */
 static uint32_t
 visible(const Indexer *x, uint32_t b, uint32_t t)
@@ -92,9 +79,9 @@ indexer_prepare(CheckCase *c, KrtErr *err)
 		                  fmt[0] ? fmt : "(none)");
 	x->fp4 = strcmp(fmt, "fp4") == 0;
 	x->kb = x->fp4 ? INDEXER_FP4_KEY : INDEXER_FP8_KEY;
-	x->heads = (int)arg_int(c, "heads");
-	x->topk = (int)arg_int(c, "topk");
-	x->ps = (int)arg_int(c, "page-size");
+	x->heads = (int)check_arg_int(c, "heads");
+	x->topk = (int)check_arg_int(c, "topk");
+	x->ps = (int)check_arg_int(c, "page-size");
 	if (x->heads <= 0 || x->topk <= 0 || x->ps <= 0)
 		return check_fail(err, KRT_EABI, "%s: args \"%s\" lack --heads, --topk or --page-size", c->abi->kernel,
 		                  c->abi->args);

@@ -73,6 +73,10 @@ struct CheckCase {
 };
 
 int check_fail(KrtErr *err, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* "--name V" of the kernel's //@args line as a number; -1 when absent. */
+long check_arg_int(const CheckCase *c, const char *name);
+/* "--name WORD" of the //@args line into w (n bytes; "" when absent). */
+void check_arg_word(const CheckCase *c, const char *name, char *w, size_t n);
 /* Appends a line to the case's failure report (dropped when full). */
 void check_report(CheckCase *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 CheckBuf *check_find_buf(CheckCase *c, const char *name);
