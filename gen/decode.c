@@ -401,21 +401,7 @@ emit_prologue(Emit *e, const DecodeCfg *d, FmhaRegs *r, KgErr *err)
 	Reg t = reg_new(e, RC_B32), tiles = reg_new(e, RC_B32), ps = reg_new(e, RC_PRED);
 	Reg cnt;
 
-	memset(r, 0, sizeof *r);
-	reg_array(e, RC_B32, &r->tid, 4);
-	r->b = reg_new(e, RC_B32);
-	r->h = reg_new(e, RC_B32);
-	r->hk = reg_new(e, RC_B32);
-	r->qs = reg_new(e, RC_B32);
-	r->sq = reg_new(e, RC_B32);
-	r->ks = reg_new(e, RC_B32);
-	r->sk = reg_new(e, RC_B32);
-	r->m0 = reg_new(e, RC_B32);
-	r->total_q = reg_new(e, RC_B32);
-	r->j0 = reg_new(e, RC_B32);
-	r->n_lead = reg_new(e, RC_B32);
-	r->n_full = reg_new(e, RC_B32);
-	r->n_total = reg_new(e, RC_B32);
+	fmha_regs_new(e, r);
 	r->o = reg_new(e, RC_B64);
 	r->lse = reg_new(e, RC_B64);
 	r->lse_q0 = reg_new(e, RC_B32);

@@ -327,12 +327,11 @@ emit_tile_counts(Emit *e, const FmhaCfg *f, FmhaRegs *r)
 	emitf(e, "\tmin.u32 %s, %s, %s;\n", r->n_lead.s, r->n_lead.s, r->n_total.s);
 }
 
-static int
-emit_prologue(Emit *e, const FmhaCfg *f, FmhaRegs *r, KgErr *err)
+/* The registers every attention prologue sets (thread, batch, heads, query
+ * and key ranges, tile counts), allocated in one order for fmha and decode. */
+void
+fmha_regs_new(Emit *e, FmhaRegs *r)
 {
-	Reg raw = reg_new(e, RC_B32), p = reg_new(e, RC_PRED), nb = reg_new(e, RC_B32);
-	Reg t = reg_new(e, RC_B32);
-
 	reg_array(e, RC_B32, &r->tid, 4);
 	r->b = reg_new(e, RC_B32);
 	r->h = reg_new(e, RC_B32);
@@ -347,6 +346,15 @@ emit_prologue(Emit *e, const FmhaCfg *f, FmhaRegs *r, KgErr *err)
 	r->n_lead = reg_new(e, RC_B32);
 	r->n_full = reg_new(e, RC_B32);
 	r->n_total = reg_new(e, RC_B32);
+}
+
+static int
+emit_prologue(Emit *e, const FmhaCfg *f, FmhaRegs *r, KgErr *err)
+{
+	Reg raw = reg_new(e, RC_B32), p = reg_new(e, RC_PRED), nb = reg_new(e, RC_B32);
+	Reg t = reg_new(e, RC_B32);
+
+	fmha_regs_new(e, r);
 	if (f->ohalves > 1)
 		r->vcol = reg_new(e, RC_B32);
 	r->tq = reg_new(e, RC_B64);

@@ -164,6 +164,8 @@ int fmha_emit_producer(Emit *e, const FmhaCfg *f, const FmhaRegs *r, KgErr *err)
  * in a new f32 register: the softmax computes exp2(s·scale·log2(e) - m)
  * (docs/ABI.md, "fmha (attention forward)"). */
 Reg fmha_emit_scale_log2(Emit *e);
+/* Allocates the prologue registers fmha and decode share (gen/fmha.c). */
+void fmha_regs_new(Emit *e, FmhaRegs *r);
 Reg fmha_emit_row_head(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Reg trow, Reg rowq);
 
 #endif
