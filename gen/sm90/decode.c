@@ -51,8 +51,10 @@ emit_q_part(Emit *e, const DecodeCfg *d, const FmhaRegs *r, Reg q0, int c0, int 
 
 	for (int i = 0; i < batch; i++)
 		reg_array(e, RC_B32, v[i], 4);
-	emitf(e, "\tand.b32 %s, %s, %d;\n\tshr.u32 %s, %s, %d;\n\tadd.u32 %s, %s, %d;\n", ch.s, r->tid.s, w - 1,
-	      row0.s, r->tid.s, w == 64 ? 6 : 3, ch.s, ch.s, c0);
+	emitf(e, "\tand.b32 %s, %s, %d;\n\tshr.u32 %s, %s, %d;\n", ch.s, r->tid.s, w - 1, row0.s, r->tid.s,
+	      w == 64 ? 6 : 3);
+	if (c0)
+		emitf(e, "\tadd.u32 %s, %s, %d;\n", ch.s, ch.s, c0);
 	/* element ((qs·Hq + h + row0)·D + 8·ch) */
 	emitf(e, "\tmad.lo.u32 %s, %s, %d, %s;\n\tadd.u32 %s, %s, %s;\n", t.s, r->qrow.s, d->hq, r->h.s, t.s, t.s,
 	      row0.s);
