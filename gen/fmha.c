@@ -71,7 +71,7 @@ fmha_plan_kernel(FmhaCfg *f, KgErr *err)
 	return f->t->fmha->plan(f, err);
 }
 
-static int
+int
 fmha_configure(FmhaCfg *f, const FmhaParams *p, KgErr *err)
 {
 	memset(f, 0, sizeof *f);

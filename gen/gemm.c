@@ -41,7 +41,7 @@ static const ParamSpec gemm_params[] = {
 
 /* Validates the parameter combination and builds the plan. Every rule that
  * is not a plain allowed-values check is here, with its reason. */
-static int
+int
 gemm_configure(GemmCfg *g, const GemmParams *p, KgErr *err)
 {
 	memset(g, 0, sizeof *g);

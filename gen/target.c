@@ -4,6 +4,7 @@
 
 #include "target.h"
 #include "decode.h"
+#include "estimate.h"
 #include "fmha.h"
 #include "gemm.h"
 #include "indexer.h"
@@ -12,12 +13,12 @@
  * release notes: sm_90a in 8.0, sm_100a in 8.6; docs/hardware.md, "Targets and PTX versions"),
  * features, opt-in smem per block (227 KiB on both), TMEM columns (docs/hardware.md,
  * "TMEM addressing"), threads per block, registers per SM and per thread, descriptor format
- * (docs/hardware.md, "Shared-memory descriptor (sm_90)"), family building blocks (gemm, fmha, decode, indexer). */
+ * (docs/hardware.md, "Shared-memory descriptor (sm_90)"), family building blocks (gemm, fmha, decode, indexer), launch-time models (docs/estimate.md). */
 const Target targets[] = {
 	{"sm_90a", "sm90a", 90, 80, FEAT_WGMMA | FEAT_SETMAXNREG | FEAT_TMA, 232448, 0, 1024, 65536, 255,
-	 DESC_SM90, &gemm_sm90, &fmha_sm90, &decode_sm90, &indexer_sm90},
+	 DESC_SM90, &gemm_sm90, &fmha_sm90, &decode_sm90, &indexer_sm90, &est_sm90},
 	{"sm_100a", "sm100a", 100, 86, FEAT_TCGEN05 | FEAT_SETMAXNREG | FEAT_TMA, 232448, 512, 1024, 65536,
-	 255, DESC_SM100, &gemm_sm100, &fmha_sm100, &decode_sm100, NULL},
+	 255, DESC_SM100, &gemm_sm100, &fmha_sm100, &decode_sm100, NULL, NULL},
 };
 const int ntargets = sizeof targets / sizeof targets[0];
 

@@ -18,6 +18,7 @@ enum {
 struct GemmOps;
 struct FmhaOps;
 struct IndexerOps;
+struct EstOps;
 
 typedef struct Target {
 	const char *name;     /* .target spelling, also the CLI value */
@@ -35,6 +36,7 @@ typedef struct Target {
 	const struct FmhaOps *fmha; /* NULL: not generated for this target yet */
 	const struct DecodeOps *decode; /* NULL: not generated for this target yet */
 	const struct IndexerOps *indexer; /* NULL: not generated for this target yet */
+	const struct EstOps *est; /* launch-time models (gen/estimate.h); NULL: none yet */
 } Target;
 
 extern const Target targets[];

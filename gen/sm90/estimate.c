@@ -1,0 +1,124 @@
+/* The sm_90a launch-time model (docs/estimate.md): one tile of a plan,
+ * priced unit by unit at H100 rates (rates.h), and a CTA's fixed cost.
+ * gen/estimate.c lays the CTAs onto the SMs. */
+#include <stdio.h>
+
+#include "../estimate.h"
+#include "../fmha.h"
+#include "../gemm.h"
+#include "rates.h"
+
+/* Softmax thread-instructions per score (max, scale FMA, ex2, sum, half a
+ * cvt pack; the polynomial exp2 nine more), the mask's per score (index,
+ * compare, select), and per thread and tile the rest of a consumer's loop
+ * (barrier waits, descriptors, wgmma issue, row statistics): counted in
+ * emitted/sm_90a/fmha_bf16_d128_h16kv16_causal_m128n176_s2_sm90a.ptx. */
+#define SOFTMAX_ISSUE_PER_SCORE 4.5
+#define EXP2_FMA_EXTRA_ISSUE 9.0
+#define MASK_ISSUE_PER_SCORE 3.0
+#define LOOP_ISSUE_PER_THREAD 90.0
+
+static const EstGpu h100 = {"H100 SXM", H100_SMS, H100_CLK_MHZ, H100_LAUNCH_NS / 1000.0,
+                            H100_HBM_GB_S};
+
+static double
+mma_rate(DType t)
+{
+	return dtype_bits(t) == 8 ? H100_MMA_FP8_FLOP_CLK : H100_MMA_FLOP_CLK;
+}
+
+/* CTAs resident per SM: registers (the entry cap x threads), threads and
+ * shared memory (228 KiB per SM, 1 KiB of it reserved per CTA). */
+static int
+per_sm(const Plan *p)
+{
+	int regs = p->regs_entry * p->threads, n = 65536 / (regs > 0 ? regs : 1);
+	int by_smem = 233472 / (int)(p->smem_request + 1024), by_threads = 2048 / p->threads;
+
+	if (by_smem < n)
+		n = by_smem;
+	if (by_threads < n)
+		n = by_threads;
+	return n < 1 ? 1 : n;
+}
+
+/* One KV tile for the whole CTA: every consumer warpgroup's 64 rows
+ * against bn keys. Ping-pong (W warpgroups taking MMA turns): the tensor
+ * core runs W turns per tile, each paying the hand-off; one warpgroup's
+ * own S, softmax and P·V must also fit (its chain). Split O (head dims
+ * above 256): S, the softmax and P's trip through shared memory run in
+ * series with the P·V halves, the tensor core idle meanwhile. */
+static void
+fmha(const FmhaCfg *f, Estimate *e)
+{
+	double r = mma_rate(f->in), rows = 64, bn = f->bn;
+	double kv = bn * f->d * f->esz + (f->kv_shared ? 0.0 : bn * f->dv * f->esz);
+	double ex2 = rows * (bn * (8 - f->e2f) / 8.0 + 1) / H100_EX2_CLK;
+	double soft = rows * bn * (SOFTMAX_ISSUE_PER_SCORE + EXP2_FMA_EXTRA_ISSUE * f->e2f / 8.0);
+	double load = kv / H100_L2_B_CLK;
+
+	e->per_sm = per_sm(&f->plan);
+	if (f->split) {
+		double s = 2 * rows * bn * f->d / r, pv = 2 * rows * bn * f->dv / r;
+		double smem = ((rows + bn) * f->d + 2 * rows * bn + bn * f->dv) * f->esz / H100_SMEM_B_CLK;
+		double chain = (ex2 > soft / H100_ISSUE_CLK ? ex2 : soft / H100_ISSUE_CLK) +
+		               128.0 * (f->dv / 4 + LOOP_ISSUE_PER_THREAD) / H100_ISSUE_CLK + H100_HANDOFF_CLK;
+		snprintf(e->tile, sizeof e->tile, "KV tile of %d keys against 64 query rows (split O)", f->bn);
+		est_unit(e, "tensor core", s + pv);
+		est_unit(e, "shared memory", smem);
+		est_unit(e, "K/V from L2", load);
+		/* the softmax and P's hand-off: the tensor core waits for them */
+		e->serial_clk = chain;
+		/* one stage: the next K waits for this S, then its latency */
+		if (f->stages == 1) {
+			double win = chain + pv, need = H100_LOAD_LAT_CLK + bn * f->d * f->esz / H100_L2_B_CLK;
+			e->serial_clk += need > win ? need - win : 0;
+		}
+		e->masked_clk = rows * bn * MASK_ISSUE_PER_SCORE / H100_ISSUE_CLK;
+		e->fill_clk = H100_CTA_CLK + H100_LOAD_LAT_CLK + (f->q_bytes + kv) / H100_L2_B_CLK + s;
+		e->drain_clk = pv + H100_WGMMA_LAT_CLK + rows * f->dv * f->esz / H100_L2_B_CLK;
+		return;
+	}
+	int w = f->wgs;
+	double mma = 2 * rows * bn * (f->d + f->dv) / r;
+	double issue = soft + 128.0 * (f->dv / 2 + LOOP_ISSUE_PER_THREAD);
+	snprintf(e->tile, sizeof e->tile, "KV tile of %d keys against %d x 64 query rows (MMA turns)",
+	         f->bn, w);
+	est_unit(e, "tensor core + MMA turns", w * (mma + H100_TURN_CLK));
+	est_unit(e, "MUFU ex2", w * ex2);
+	est_unit(e, "instruction issue", w * issue / H100_ISSUE_CLK);
+	est_unit(e, "shared memory", w * ((rows + bn) * f->d + bn * f->dv) * f->esz / H100_SMEM_B_CLK);
+	est_unit(e, "K/V from L2", load);
+	est_unit(e, "one warpgroup's chain", mma + H100_TURN_CLK + (ex2 > issue / H100_ISSUE_CLK ? ex2 : issue / H100_ISSUE_CLK));
+	e->masked_clk = w * rows * bn * MASK_ISSUE_PER_SCORE / H100_ISSUE_CLK;
+	e->fill_clk = H100_CTA_CLK + H100_LOAD_LAT_CLK + (f->q_bytes + kv) / H100_L2_B_CLK +
+	              2 * rows * bn * f->d / r;
+	e->drain_clk = 2 * rows * bn * f->dv / r + H100_WGMMA_LAT_CLK +
+	               w * rows * f->dv * f->esz / H100_L2_B_CLK;
+}
+
+/* One K tile of the CTA's output tile: the consumers' wgmmas, the bytes
+ * they read from shared memory (each warpgroup its 64 rows of A and all of
+ * B), the stage's TMA bytes; block-scaled, each warpgroup waits for its
+ * K block's MMAs and scales them into the accumulator before the next. */
+static void
+gemm(const GemmCfg *g, Estimate *e)
+{
+	double r = mma_rate(g->in), c = g->consumers, tm = g->tm, tn = g->tn, tk = g->tk;
+	double mma = 2 * tm * tn * tk / r, stage = (tm + tn) * tk * g->esz_in;
+
+	e->per_sm = per_sm(&g->plan);
+	snprintf(e->tile, sizeof e->tile, "K tile of %d (a %dx%d output tile)", g->tk, g->tm, g->tn);
+	est_unit(e, "tensor core", mma);
+	est_unit(e, "shared memory", c * (64 + tn) * tk * g->esz_in / H100_SMEM_B_CLK);
+	est_unit(e, "A/B from L2", stage / H100_L2_B_CLK);
+	if (g->sblock) {
+		double promote = tn / 2 + 16;
+		est_unit(e, "instruction issue", c * 128 * promote / H100_ISSUE_CLK);
+		est_unit(e, "one warpgroup's chain", mma / c + H100_WGMMA_LAT_CLK + promote);
+	}
+	e->fill_clk = H100_CTA_CLK + H100_LOAD_LAT_CLK + stage / H100_L2_B_CLK;
+	e->drain_clk = H100_WGMMA_LAT_CLK + tm * tn * g->esz_out / H100_L2_B_CLK;
+}
+
+const EstOps est_sm90 = {&h100, fmha, gemm};

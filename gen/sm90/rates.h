@@ -1,0 +1,31 @@
+/* H100 SXM rates per SM and clock, the one place the sm_90a launch-time
+ * estimate (gen/sm90/estimate.c) takes them from; each with its source in
+ * docs/estimate.md, "H100 rates". Datasheet rates: 989 TFLOP/s dense
+ * bf16/fp16 and 1979 fp8 on 132 SMs at 1830 MHz are 4096 and 8192 FLOP per
+ * clock and SM; 16 MUFU ex2, 128 shared-memory bytes and four schedulers
+ * of one warp instruction (128 thread-instructions) per clock and SM. The
+ * rest were measured on this project's H100 (docs/estimate.md,
+ * "Calibration"). */
+#ifndef KGEN_SM90_RATES_H
+#define KGEN_SM90_RATES_H
+
+enum {
+	H100_MMA_FLOP_CLK = 4096,
+	H100_MMA_FP8_FLOP_CLK = 8192,
+	H100_EX2_CLK = 16,
+	H100_ISSUE_CLK = 128,
+	H100_SMEM_B_CLK = 128,
+	H100_SMS = 132,
+	H100_HBM_GB_S = 3350,
+	/* measured (docs/estimate.md, "Calibration") */
+	H100_CLK_MHZ = 1650,        /* SM clock under tensor load, kbench's runs */
+	H100_L2_B_CLK = 64,         /* TMA bytes from L2 per clock and SM */
+	H100_LOAD_LAT_CLK = 1500,   /* a TMA load's latency from issue to mbarrier */
+	H100_TURN_CLK = 300,        /* per warpgroup MMA turn: hand-off and wgmma latency */
+	H100_WGMMA_LAT_CLK = 150,   /* wgmma issue to wait_group completing, beyond its rate */
+	H100_HANDOFF_CLK = 400,     /* P through smem: st.shared, fence.proxy.async, mbarrier */
+	H100_CTA_CLK = 2000,        /* per CTA: launch on the SM, prologue, barrier init */
+	H100_LAUNCH_NS = 4000,      /* per launch, host-visible (events around one launch) */
+};
+
+#endif
