@@ -1,5 +1,6 @@
 /* The shared half of the launch-time estimate (estimate.h): units, the
  * bound, CTAs laid onto SMs, the printout. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,14 @@ est_init(Estimate *e, const EstGpu *gpu)
 	memset(e, 0, sizeof *e);
 	e->gpu = gpu;
 	e->per_sm = 1;
+}
+
+double
+est_overlap(double a, double b, double p)
+{
+	if (a <= 0 || b <= 0)
+		return a > b ? a : b;
+	return pow(pow(a, p) + pow(b, p), 1.0 / p);
 }
 
 void

@@ -65,6 +65,9 @@ typedef struct EstOps {
 extern const EstOps est_sm90;
 
 void est_init(Estimate *e, const EstGpu *gpu);
+/* (a^p + b^p)^(1/p): two units that take turns, neither waiting for the
+ * other (p large: the larger) nor fully serial (p = 1: the sum). */
+double est_overlap(double a, double b, double p);
 void est_unit(Estimate *e, const char *name, double clk);
 /* tile_clk = the slowest unit + serial_clk; sets bound. */
 void est_bound(Estimate *e);

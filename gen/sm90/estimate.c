@@ -76,31 +76,45 @@ fmha(const FmhaCfg *f, Estimate *e)
 		}
 		e->masked_clk = rows * bn * MASK_ISSUE_PER_SCORE / H100_ISSUE_CLK;
 		e->fill_clk = H100_CTA_CLK + H100_LOAD_LAT_CLK + (f->q_bytes + kv) / H100_L2_B_CLK + s;
-		e->drain_clk = pv + H100_WGMMA_LAT_CLK + rows * f->dv * f->esz / H100_L2_B_CLK;
+		e->drain_clk = pv + H100_WGMMA_LAT_CLK + rows * f->dv * f->esz / H100_STORE_B_CLK;
 		return;
 	}
 	int w = f->wgs;
 	double mma = 2 * rows * bn * (f->d + f->dv) / r;
-	double issue = soft + 128.0 * (f->dv / 2 + LOOP_ISSUE_PER_THREAD);
+	double issue = (soft + 128.0 * (f->dv / 2 + LOOP_ISSUE_PER_THREAD)) / H100_ISSUE_CLK;
+	double softmax = ex2 > issue ? ex2 : issue;
 	snprintf(e->tile, sizeof e->tile, "KV tile of %d keys against %d x 64 query rows (MMA turns)",
 	         f->bn, w);
-	est_unit(e, "tensor core + MMA turns", w * (mma + H100_TURN_CLK));
-	est_unit(e, "MUFU ex2", w * ex2);
-	est_unit(e, "instruction issue", w * issue / H100_ISSUE_CLK);
+	/* W warpgroups' MMAs take turns on the tensor core while the others
+	 * run their softmax (ex2 and the rest of the issue): the ring overlaps
+	 * the two imperfectly */
+	est_unit(e, "MMA ring with softmax", est_overlap(w * mma, w * softmax, H100_SOFTMAX_OVERLAP_P10 / 10.0));
 	est_unit(e, "shared memory", w * ((rows + bn) * f->d + bn * f->dv) * f->esz / H100_SMEM_B_CLK);
 	est_unit(e, "K/V from L2", load);
-	est_unit(e, "one warpgroup's chain", mma + H100_TURN_CLK + (ex2 > issue / H100_ISSUE_CLK ? ex2 : issue / H100_ISSUE_CLK));
+	est_unit(e, "one warpgroup's chain", mma + softmax);
 	e->masked_clk = w * rows * bn * MASK_ISSUE_PER_SCORE / H100_ISSUE_CLK;
 	e->fill_clk = H100_CTA_CLK + H100_LOAD_LAT_CLK + (f->q_bytes + kv) / H100_L2_B_CLK +
 	              2 * rows * bn * f->d / r;
 	e->drain_clk = 2 * rows * bn * f->dv / r + H100_WGMMA_LAT_CLK +
-	               w * rows * f->dv * f->esz / H100_L2_B_CLK;
+	               w * rows * f->dv * f->esz / H100_STORE_B_CLK;
+}
+
+/* wgmma operand bytes per clock from shared memory for this swizzle span */
+static double
+smem_rate(int span)
+{
+	for (size_t i = 0; i < sizeof h100_smem_by_span / sizeof h100_smem_by_span[0]; i++)
+		if (h100_smem_by_span[i].span == span)
+			return h100_smem_by_span[i].b_clk;
+	return H100_SMEM_B_CLK;
 }
 
 /* One K tile of the CTA's output tile: the consumers' wgmmas, the bytes
  * they read from shared memory (each warpgroup its 64 rows of A and all of
- * B), the stage's TMA bytes; block-scaled, each warpgroup waits for its
- * K block's MMAs and scales them into the accumulator before the next. */
+ * B) at the swizzle's rate, the stage's TMA bytes; block-scaled, each
+ * warpgroup waits for the K block's MMAs (its own and, queued before them,
+ * the other's), then scales them into the accumulator, in series. The
+ * epilogue stores C from registers after the last tile. */
 static void
 gemm(const GemmCfg *g, Estimate *e)
 {
@@ -109,16 +123,17 @@ gemm(const GemmCfg *g, Estimate *e)
 
 	e->per_sm = per_sm(&g->plan);
 	snprintf(e->tile, sizeof e->tile, "K tile of %d (a %dx%d output tile)", g->tk, g->tm, g->tn);
-	est_unit(e, "tensor core", mma);
-	est_unit(e, "shared memory", c * (64 + tn) * tk * g->esz_in / H100_SMEM_B_CLK);
+	/* wgmma against its operand reads from shared memory */
+	est_unit(e, "tensor core with smem reads",
+	         est_overlap(mma, c * (64 + tn) * tk * g->esz_in / smem_rate(g->span), H100_SMEM_OVERLAP_P10 / 10.0));
 	est_unit(e, "A/B from L2", stage / H100_L2_B_CLK);
 	if (g->sblock) {
 		double promote = tn / 2 + 16;
 		est_unit(e, "instruction issue", c * 128 * promote / H100_ISSUE_CLK);
-		est_unit(e, "one warpgroup's chain", mma / c + H100_WGMMA_LAT_CLK + promote);
+		est_unit(e, "one warpgroup's chain", mma + H100_WGMMA_LAT_CLK + promote);
 	}
 	e->fill_clk = H100_CTA_CLK + H100_LOAD_LAT_CLK + stage / H100_L2_B_CLK;
-	e->drain_clk = H100_WGMMA_LAT_CLK + tm * tn * g->esz_out / H100_L2_B_CLK;
+	e->drain_clk = H100_WGMMA_LAT_CLK + tm * tn * g->esz_out / H100_STORE_B_CLK;
 }
 
 const EstOps est_sm90 = {&h100, fmha, gemm};

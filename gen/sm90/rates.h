@@ -21,11 +21,25 @@ enum {
 	H100_CLK_MHZ = 1650,        /* SM clock under tensor load, kbench's runs */
 	H100_L2_B_CLK = 64,         /* TMA bytes from L2 per clock and SM */
 	H100_LOAD_LAT_CLK = 1500,   /* a TMA load's latency from issue to mbarrier */
-	H100_TURN_CLK = 300,        /* per warpgroup MMA turn: hand-off and wgmma latency */
-	H100_WGMMA_LAT_CLK = 150,   /* wgmma issue to wait_group completing, beyond its rate */
+	H100_WGMMA_LAT_CLK = 260,   /* wgmma issue to wait_group completing, beyond its rate */
+	H100_STORE_B_CLK = 16,      /* epilogue st.global from registers, bytes per clock and SM */
+	/* how two units that take turns overlap: the tile takes the p-norm
+	 * of their clocks (est_overlap), p in tenths: the MMA ring against the
+	 * softmax of the warpgroups waiting for their turn, and wgmma against
+	 * its shared-memory operand reads */
+	H100_SOFTMAX_OVERLAP_P10 = 18,
+	H100_SMEM_OVERLAP_P10 = 30,
 	H100_HANDOFF_CLK = 400,     /* P through smem: st.shared, fence.proxy.async, mbarrier */
-	H100_CTA_CLK = 2000,        /* per CTA: launch on the SM, prologue, barrier init */
+	H100_CTA_CLK = 500,         /* per CTA: launch on the SM, prologue, barrier init */
 	H100_LAUNCH_NS = 4000,      /* per launch, host-visible (events around one launch) */
 };
+
+/* wgmma operand reads from shared memory, bytes per clock and SM, by the
+ * swizzle span of the layout (16: none; gen/layout.h swizzle_span):
+ * narrower swizzles serve a core matrix's rows from fewer banks. Measured
+ * (docs/estimate.md, "Calibration"). */
+static const struct {
+	int span, b_clk;
+} h100_smem_by_span[] = {{16, 16}, {32, 26}, {64, 32}, {128, H100_SMEM_B_CLK}};
 
 #endif

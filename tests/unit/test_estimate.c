@@ -1,0 +1,176 @@
+/* The launch-time estimate (gen/estimate.h, docs/estimate.md): the overlap
+ * law, CTAs placed in launch order, and `kgen plan`'s figures for one fmha
+ * and one gemm plan against values derived by hand in the comments from
+ * the rates in gen/sm90/rates.h. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gen/estimate.h"
+#include "gen/kgen.h"
+
+static int fails;
+
+#define CHECK(cond, ...)                                                                 \
+	do {                                                                             \
+		if (!(cond)) {                                                           \
+			fails++;                                                         \
+			printf("FAIL %s:%d: ", __FILE__, __LINE__);                      \
+			printf(__VA_ARGS__);                                             \
+			printf("\n");                                                    \
+		}                                                                        \
+	} while (0)
+
+static void
+test_overlap(void)
+{
+	CHECK(fabs(est_overlap(3, 4, 2) - 5) < 1e-12, "p=2 of 3,4: %g, want 5", est_overlap(3, 4, 2));
+	CHECK(fabs(est_overlap(3, 4, 1) - 7) < 1e-12, "p=1 is the sum: %g", est_overlap(3, 4, 1));
+	CHECK(est_overlap(9, 0, 1.8) == 9, "an idle unit adds nothing: %g", est_overlap(9, 0, 1.8));
+	/* equal units at p = 1.8: 2^(1/1.8) = 1.4697 times one */
+	CHECK(fabs(est_overlap(100, 100, 1.8) - 146.97) < 0.01, "p=1.8 of equals: %g",
+	      est_overlap(100, 100, 1.8));
+}
+
+static const double cta_list[] = {5, 3, 3, 1};
+
+static double
+list_clk(uint64_t i, void *arg, double *tiles)
+{
+	(void)arg;
+	*tiles = 1;
+	return cta_list[i];
+}
+
+static void
+test_schedule(void)
+{
+	EstGpu gpu = {"two SMs", 2, 1000, 1, 1000};
+	Estimate e;
+
+	/* 5 -> SM0, 3 -> SM1, 3 -> SM1 (frees at 3, ends 6), 1 -> SM0 (5, ends
+	 * 6): the last SM is done at 6 clk = 0.006 us, + 1 us launch */
+	est_init(&e, &gpu);
+	est_schedule(&e, 4, list_clk, NULL);
+	CHECK(e.makespan_clk == 6, "makespan %g, want 6", e.makespan_clk);
+	CHECK(e.busy_clk == 6, "busy %g, want 12/2", e.busy_clk);
+	CHECK(fabs(e.us - 1.006) < 1e-9, "us %g, want 1.006", e.us);
+	CHECK(e.ctas == 4 && e.tiles == 4 && e.tiles_max == 1, "counts %llu %g %g",
+	      (unsigned long long)e.ctas, e.tiles, e.tiles_max);
+	/* the HBM floor: 1 MB at 1000 GB/s is 1 us, above 0.006 */
+	e.hbm_bytes = 1e6;
+	est_schedule(&e, 4, list_clk, NULL);
+	CHECK(fabs(e.us - 2.0) < 1e-9, "us with the HBM floor %g, want 2", e.us);
+}
+
+/* The number after `key` on the plan's estimate lines. */
+static double
+field(const char *text, const char *key)
+{
+	const char *p = strstr(text, key);
+	return p ? strtod(p + strlen(key), NULL) : -1;
+}
+
+static char *
+plan(const char *family, const char *const *args, int n)
+{
+	char *text = NULL;
+	KgErr err = {{0}};
+
+	if (kgen_plan_text(family, n, args, &text, &err) < 0) {
+		CHECK(0, "kgen plan %s: %s", family, err.msg);
+		return NULL;
+	}
+	return text;
+}
+
+static void
+test_fmha(void)
+{
+	static const char *const args[] = {"--target", "sm_90a", "--head-dim", "128", "--mask", "causal",
+	                                   "--batch", "1", "--seqlen-q", "256", "--seqlen-k", "256"};
+	char *t = plan("fmha", args, 12);
+
+	if (!t)
+		return;
+	/* m128n176: two warpgroups of 64 rows, 176 keys, D = Dv = 128, bf16.
+	 * Per warpgroup and tile: MMA 2*64*176*256/4096 = 1408 clk; ex2
+	 * 64*177/16 = 708 clk; issue (64*176*4.5 + 128*(64+90))/128 = 550,
+	 * so the softmax takes 708. The ring: (2816^1.8 + 1416^1.8)^(1/1.8)
+	 * = 2816 * 1.15202 = 3244.1 clk; smem 2*(240*128 + 176*128)*2/128 =
+	 * 1664; K/V 176*256*2/64 = 1408; chain 1408 + 708 = 2116. Masked:
+	 * 2*64*176*3/128 = 528. Fill 500 + 1500 + (32768 + 90112)/64 + 704
+	 * = 4624; drain 704 + 260 + 2*64*128*2/16 = 3012. Grid 2 row blocks
+	 * x 16 heads = 32 CTAs on 132 SMs: the longest CTA (rows 128..255)
+	 * visits both tiles, both masked: 4624 + 3012 + 2*3244.1 + 2*528 =
+	 * 15180 clk; the other 1 tile: 48 tiles. 15180/1650 + 4 = 13.2 us. */
+	CHECK(fabs(field(t, "MMA ring with softmax ") - 3244) < 0.6, "ring %g", field(t, "MMA ring with softmax "));
+	CHECK(field(t, ", shared memory ") == 1664, "smem %g", field(t, ", shared memory "));
+	CHECK(field(t, "K/V from L2 ") == 1408, "K/V %g", field(t, "K/V from L2 "));
+	CHECK(field(t, "one warpgroup's chain ") == 2116, "chain %g", field(t, "one warpgroup's chain "));
+	CHECK(field(t, "a masked tile adds ") == 528, "masked %g", field(t, "a masked tile adds "));
+	CHECK(field(t, "fill ") == 4624, "fill %g", field(t, "fill "));
+	CHECK(field(t, "drain ") == 3012, "drain %g", field(t, "drain "));
+	CHECK(field(t, "launch          ") == 32, "CTAs %g", field(t, "launch          "));
+	CHECK(field(t, "CTAs, ") == 48, "tiles %g", field(t, "CTAs, "));
+	CHECK(fabs(field(t, "last SM done at ") - 15180) <= 1, "makespan %g", field(t, "last SM done at "));
+	CHECK(fabs(field(t, "predicted       ") - 13.2) < 0.05, "predicted %g us", field(t, "predicted       "));
+	free(t);
+}
+
+static void
+test_gemm(void)
+{
+	static const char *const args[] = {"--target", "sm_90a"};
+	char *t = plan("gemm", args, 2);
+
+	if (!t)
+		return;
+	/* 128x256x64 bf16, 4 stages, SW128, two consumer warpgroups. Per K
+	 * tile: MMA 2*128*256*64/4096 = 1024 clk; operand reads 2*(64+256)*
+	 * 64*2 = 81920 bytes at 128/clk = 640; together (1024^3 + 640^3)^(1/3)
+	 * = 1101.34; A/B (128+256)*64*2/64 = 768. Fill 500 + 1500 + 768 =
+	 * 2768; drain 260 + 128*256*2/16 = 4356. 64 x 32 = 2048 CTAs of 128
+	 * K tiles on 132 SMs: 16 rounds (15 full and 68 CTAs) of 2768 + 4356
+	 * + 128*1101.344 = 148096.1 clk -> 2369537 clk; /1650 + 4 us =
+	 * 1440.1 us. */
+	CHECK(field(t, "tensor core with smem reads ") == 1101, "tile %g", field(t, "tensor core with smem reads "));
+	CHECK(field(t, "A/B from L2 ") == 768, "A/B %g", field(t, "A/B from L2 "));
+	CHECK(field(t, "fill ") == 2768, "fill %g", field(t, "fill "));
+	CHECK(field(t, "drain ") == 4356, "drain %g", field(t, "drain "));
+	CHECK(field(t, "launch          ") == 2048, "CTAs %g", field(t, "launch          "));
+	CHECK(fabs(field(t, "last SM done at ") - 2369537) <= 1, "makespan %g", field(t, "last SM done at "));
+	CHECK(fabs(field(t, "predicted       ") - 1440.1) < 0.05, "predicted %g us", field(t, "predicted       "));
+	free(t);
+}
+
+static void
+test_bad_shape(void)
+{
+	static const char *const zero[] = {"--target", "sm_90a", "--batch", "0"};
+	static const char *const junk[] = {"--m", "12x"};
+	char *text = NULL;
+	KgErr err = {{0}};
+
+	CHECK(kgen_plan_text("fmha", 4, zero, &text, &err) < 0 && strstr(err.msg, "--batch=0"),
+	      "batch 0: %s", err.msg);
+	memset(&err, 0, sizeof err);
+	CHECK(kgen_plan_text("gemm", 2, junk, &text, &err) < 0 && strstr(err.msg, "--m"),
+	      "m 12x: %s", err.msg);
+}
+
+int
+main(void)
+{
+	test_overlap();
+	test_schedule();
+	test_fmha();
+	test_gemm();
+	test_bad_shape();
+	if (fails)
+		printf("%d failure(s)\n", fails);
+	else
+		printf("estimate: all passed\n");
+	return fails != 0;
+}
