@@ -1,7 +1,8 @@
 /* kgen: plan a tensor-core kernel and print its PTX.
  *
  *   kgen FAMILY [--param value ...] [-o FILE.ptx]
- *   kgen plan FAMILY [--param value ...]
+ *   kgen plan FAMILY [--param value ...] [shape]   shape: gemm --m --n --k,
+ *                                                  fmha --batch --seqlen-q --seqlen-k
  *   kgen list
  *   kgen desc ... | kgen idesc ...
  *
@@ -20,7 +21,9 @@
 
 static const char usage[] =
 	"usage: kgen FAMILY [--param value ...] [-o FILE.ptx]   generate a kernel\n"
-	"       kgen plan FAMILY [--param value ...]            print its budget\n"
+	"       kgen plan FAMILY [--param value ...]            print its budget and, for gemm\n"
+	"                                                       (--m --n --k) and fmha (--batch\n"
+	"                                                       --seqlen-q --seqlen-k), its estimated time\n"
 	"       kgen list                                       families and parameters\n"
 	"       kgen FAMILY --help | kgen desc --help | ...     one subcommand's options\n"
 	"       kgen desc --target T --major K|MN --swizzle S --dtype D --rows R --cols C [--addr A]\n"

@@ -28,12 +28,13 @@ mma_rate(DType t)
 }
 
 /* CTAs resident per SM: registers (the entry cap x threads), threads and
- * shared memory (228 KiB per SM, 1 KiB of it reserved per CTA). */
+ * shared memory (1 KiB of it reserved per CTA). */
 static int
 per_sm(const Plan *p)
 {
-	int regs = p->regs_entry * p->threads, n = 65536 / (regs > 0 ? regs : 1);
-	int by_smem = 233472 / (int)(p->smem_request + 1024), by_threads = 2048 / p->threads;
+	int regs = p->regs_entry * p->threads, n = H100_SM_REGS / (regs > 0 ? regs : 1);
+	int by_smem = H100_SM_SMEM_BYTES / (int)(p->smem_request + 1024);
+	int by_threads = H100_SM_THREADS / p->threads;
 
 	if (by_smem < n)
 		n = by_smem;
@@ -44,10 +45,12 @@ per_sm(const Plan *p)
 
 /* One KV tile for the whole CTA: every consumer warpgroup's 64 rows
  * against bn keys. Ping-pong (W warpgroups taking MMA turns): the tensor
- * core runs W turns per tile, each paying the hand-off; one warpgroup's
- * own S, softmax and P·V must also fit (its chain). Split O (head dims
- * above 256): S, the softmax and P's trip through shared memory run in
- * series with the P·V halves, the tensor core idle meanwhile. */
+ * core runs W turns per tile while the warpgroups not at their turn run
+ * their softmax, which the ring hides only in part (the p-norm of the
+ * two); one warpgroup's own S, softmax and P·V must also fit (its chain).
+ * Split O (head dims above 256): S, the softmax and P's trip through
+ * shared memory run in series with the P·V halves, the tensor core idle
+ * meanwhile. */
 static void
 fmha(const FmhaCfg *f, Estimate *e)
 {

@@ -17,10 +17,16 @@ enum {
 	H100_SMEM_B_CLK = 128,
 	H100_SMS = 132,
 	H100_HBM_GB_S = 3350,
-	/* measured (docs/estimate.md, "Calibration") */
-	H100_CLK_MHZ = 1650,        /* SM clock under tensor load, kbench's runs */
+	H100_SM_SMEM_BYTES = 233472, /* shared memory per SM, 1 KiB of it reserved per CTA */
+	H100_SM_REGS = 65536,
+	H100_SM_THREADS = 2048,
+	/* fitted to one H100 run (docs/estimate.md, "Calibration"): the clock
+	 * at which the rates above reproduce kbench's times */
+	H100_CLK_MHZ = 1650,
+	/* assumed, binding in none of the calibrated rows (docs/estimate.md) */
 	H100_L2_B_CLK = 64,         /* TMA bytes from L2 per clock and SM */
 	H100_LOAD_LAT_CLK = 1500,   /* a TMA load's latency from issue to mbarrier */
+	/* fitted (docs/estimate.md, "Calibration") */
 	H100_WGMMA_LAT_CLK = 260,   /* wgmma issue to wait_group completing, beyond its rate */
 	H100_STORE_B_CLK = 16,      /* epilogue st.global from registers, bytes per clock and SM */
 	/* how two units that take turns overlap: the tile takes the p-norm
