@@ -99,8 +99,8 @@ est_print(const Estimate *e, const char *shape, Buf *o)
 	for (int i = 0; i < e->nunit; i++)
 		buf_printf(o, "%s%s %.0f clk", i ? ", " : "", e->unit[i].name, e->unit[i].clk);
 	buf_printf(o, "\n");
-	buf_printf(o, "                 bound: %s; %.0f clk per tile (%.0f serial beyond the bound unit)%s\n",
-	           e->bound, e->tile_clk, e->serial_clk, e->masked_clk > 0 ? "" : "");
+	buf_printf(o, "                 bound: %s; %.0f clk per tile (%.0f serial beyond the bound unit)\n",
+	           e->bound, e->tile_clk, e->serial_clk);
 	if (e->masked_clk > 0)
 		buf_printf(o, "                 a masked tile adds %.0f clk\n", e->masked_clk);
 	buf_printf(o, "                 per CTA: fill %.0f clk, drain %.0f clk; %d CTA%s per SM\n",

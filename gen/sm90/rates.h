@@ -23,7 +23,7 @@ enum {
 	/* fitted to one H100 run (docs/estimate.md, "Calibration"): the clock
 	 * at which the rates above reproduce kbench's times */
 	H100_CLK_MHZ = 1650,
-	/* assumed, binding in none of the calibrated rows (docs/estimate.md) */
+	/* assumed; checked only through the rows they enter (docs/estimate.md) */
 	H100_L2_B_CLK = 64,         /* TMA bytes from L2 per clock and SM */
 	H100_LOAD_LAT_CLK = 1500,   /* a TMA load's latency from issue to mbarrier */
 	/* fitted (docs/estimate.md, "Calibration") */
@@ -35,7 +35,7 @@ enum {
 	 * its shared-memory operand reads */
 	H100_SOFTMAX_OVERLAP_P10 = 18,
 	H100_SMEM_OVERLAP_P10 = 30,
-	H100_HANDOFF_CLK = 400,     /* P through smem: st.shared, fence.proxy.async, mbarrier */
+	H100_HANDOFF_CLK = 400,     /* split O, P through smem: st.shared, fence.proxy.async, mbarrier (assumed) */
 	H100_CTA_CLK = 500,         /* per CTA: launch on the SM, prologue, barrier init */
 	H100_LAUNCH_NS = 4000,      /* per launch, host-visible (events around one launch) */
 };
