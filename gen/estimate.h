@@ -9,7 +9,8 @@
 #include <stdint.h>
 #include "emit.h"
 
-enum { EST_MAX_UNITS = 8 };
+/* EST_MAX_CTAS: launches placed CTA by CTA (a few seconds at most) */
+enum { EST_MAX_UNITS = 8, EST_MAX_CTAS = 1 << 22 };
 
 struct FmhaCfg;
 struct GemmCfg;

@@ -98,6 +98,10 @@ fmha_estimate(const FmhaCfg *f, uint64_t batch, uint64_t sq, uint64_t sk, Buf *o
 	l.sk = (int64_t)sk;
 	l.gx = (uint64_t)cdiv64((int64_t)sq, f->rows) * (uint64_t)f->ohalves;
 	l.gy = (uint64_t)(f->hq / f->hcta);
+	if (l.gx * l.gy * batch > EST_MAX_CTAS)
+		return kg_fail(err, "--batch=%llu --seqlen-q=%llu: %llu CTAs; the estimate places at most %d, give a smaller shape",
+		               (unsigned long long)batch, (unsigned long long)sq,
+		               (unsigned long long)(l.gx * l.gy * batch), EST_MAX_CTAS);
 	e.flops = (double)batch * f->hq * (double)sq * (double)sk * 2.0 * (f->d + f->dv) *
 	          (f->mask == MASK_CAUSAL ? 0.5 : 1.0);
 	e.hbm_bytes = (double)batch * f->esz *

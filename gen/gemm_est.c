@@ -39,15 +39,18 @@ gemm_estimate(const GemmCfg *g, uint64_t m, uint64_t n, uint64_t k, Buf *out, Kg
 	est_init(&e, ops->gpu);
 	ops->gemm(g, &e);
 	est_bound(&e);
+	uint64_t ctas = (m + (uint64_t)g->tile_rows - 1) / (uint64_t)g->tile_rows *
+	                ((n + (uint64_t)g->tn - 1) / (uint64_t)g->tn) * (uint64_t)(g->pair ? 2 : 1);
+	if (ctas > EST_MAX_CTAS)
+		return kg_fail(err, "--m=%llu --n=%llu: %llu CTAs; the estimate places at most %d, give a smaller shape",
+		               (unsigned long long)m, (unsigned long long)n, (unsigned long long)ctas,
+		               EST_MAX_CTAS);
 	l.e = &e;
 	l.ktiles = (double)((k + (uint64_t)g->tk - 1) / (uint64_t)g->tk);
 	e.flops = 2.0 * (double)m * (double)n * (double)k;
 	e.hbm_bytes = ((double)m + (double)n) * (double)k * g->esz_in + (double)m * (double)n * g->esz_out;
 	/* a CTA pair's two CTAs each hold one of the pair's SM slots */
-	est_schedule(&e,
-	             (m + (uint64_t)g->tile_rows - 1) / (uint64_t)g->tile_rows *
-	                 ((n + (uint64_t)g->tn - 1) / (uint64_t)g->tn) * (uint64_t)(g->pair ? 2 : 1),
-	             cta_clk, &l);
+	est_schedule(&e, ctas, cta_clk, &l);
 	snprintf(shape, sizeof shape, "M %llu, N %llu, K %llu", (unsigned long long)m,
 	         (unsigned long long)n, (unsigned long long)k);
 	est_print(&e, shape, out);

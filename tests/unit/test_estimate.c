@@ -150,6 +150,7 @@ test_bad_shape(void)
 {
 	static const char *const zero[] = {"--target", "sm_90a", "--batch", "0"};
 	static const char *const junk[] = {"--m", "12x"};
+	static const char *const huge[] = {"--m", "1000000", "--n", "1000000"};
 	char *text = NULL;
 	KgErr err = {{0}};
 
@@ -158,6 +159,9 @@ test_bad_shape(void)
 	memset(&err, 0, sizeof err);
 	CHECK(kgen_plan_text("gemm", 2, junk, &text, &err) < 0 && strstr(err.msg, "--m"),
 	      "m 12x: %s", err.msg);
+	memset(&err, 0, sizeof err);
+	CHECK(kgen_plan_text("gemm", 4, huge, &text, &err) < 0 && strstr(err.msg, "at most 4194304"),
+	      "1e6 x 1e6: %s", err.msg);
 }
 
 int
