@@ -172,13 +172,13 @@ Reg fmha_emit_row_head(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Reg trow, R
  * tile counts) and how many of them are masked (fmha_est.c). */
 void fmha_cta_tiles(const FmhaCfg *f, int64_t sq, int64_t sk, int64_t m0, int64_t *visited,
                     int64_t *masked);
+/* Validates the parameters and plans the kernel (tiles, layout, plan,
+ * name): what generate and plan start from. */
+int fmha_configure(FmhaCfg *f, const FmhaParams *p, KgErr *err);
 /* The launch-time estimate of the plan at this shape, `kgen plan`'s
  * "estimate" lines (gen/estimate.h); fmha_predict from the parameters,
  * shape = {batch, seqlen-q, seqlen-k}. */
 int fmha_predict(const void *params, const uint64_t *shape, Buf *text, KgErr *err);
-/* Validates the parameters and plans the kernel (tiles, layout, plan,
- * name): what generate and plan start from. */
-int fmha_configure(FmhaCfg *f, const FmhaParams *p, KgErr *err);
 int fmha_estimate(const FmhaCfg *f, uint64_t batch, uint64_t sq, uint64_t sk, Buf *out,
                   KgErr *err);
 

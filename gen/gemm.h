@@ -98,13 +98,13 @@ int gemm_mma_loop_head(Emit *e, KgErr *err, const GemmRegs *r, Reg stage, Reg ph
 int gemm_desc_words(const GemmCfg *g, const TileLayout *l, uint32_t *lo0, uint32_t *hi,
                     KgErr *err);
 
+/* Validates the parameters and plans the kernel: what generate and plan
+ * start from. */
+int gemm_configure(GemmCfg *g, const GemmParams *p, KgErr *err);
 /* The launch-time estimate of the plan at M x N x K, `kgen plan`'s
  * "estimate" lines (gemm_est.c, gen/estimate.h); gemm_predict from the
  * parameters, shape = {m, n, k}. */
 int gemm_predict(const void *params, const uint64_t *shape, Buf *text, KgErr *err);
-/* Validates the parameters and plans the kernel: what generate and plan
- * start from. */
-int gemm_configure(GemmCfg *g, const GemmParams *p, KgErr *err);
 int gemm_estimate(const GemmCfg *g, uint64_t m, uint64_t n, uint64_t k, Buf *out, KgErr *err);
 
 #endif
