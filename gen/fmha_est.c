@@ -102,8 +102,10 @@ fmha_estimate(const FmhaCfg *f, uint64_t batch, uint64_t sq, uint64_t sk, Buf *o
 		return kg_fail(err, "--batch=%llu --seqlen-q=%llu: %llu CTAs; the estimate places at most %d, give a smaller shape",
 		               (unsigned long long)batch, (unsigned long long)sq,
 		               (unsigned long long)(l.gx * l.gy * batch), EST_MAX_CTAS);
-	e.flops = (double)batch * f->hq * (double)sq * (double)sk * 2.0 * (f->d + f->dv) *
-	          (f->mask == MASK_CAUSAL ? 0.5 : 1.0);
+	/* kbench's count (halved for causal); a window's has no such figure */
+	e.flops = f->mask == MASK_WINDOW ? 0.0
+	                                  : (double)batch * f->hq * (double)sq * (double)sk * 2.0 *
+	                                        (f->d + f->dv) * (f->mask == MASK_CAUSAL ? 0.5 : 1.0);
 	e.hbm_bytes = (double)batch * f->esz *
 	              ((double)sq * f->hq * (f->d + f->dv) +
 	               (double)sk * f->hkv * (f->d + (f->kv_shared ? 0 : f->dv)));
