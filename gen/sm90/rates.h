@@ -37,7 +37,7 @@ enum {
 	H100_SMEM_OVERLAP_P10 = 30,
 	H100_HANDOFF_CLK = 400,     /* split O, P through smem: st.shared, fence.proxy.async, mbarrier (assumed) */
 	H100_CTA_CLK = 500,         /* per CTA: launch on the SM, prologue, barrier init */
-	H100_LAUNCH_NS = 4000,      /* per launch, host-visible (events around one launch) */
+	H100_LAUNCH_NS = 4000,      /* per launch, host-visible (events around one launch; assumed) */
 };
 
 /* wgmma operand reads from shared memory, bytes per clock and SM, by the
