@@ -131,6 +131,8 @@ gemm(const GemmCfg *g, Estimate *e)
 	         est_overlap(mma, c * (64 + tn) * tk * g->esz_in / smem_rate(g->span), H100_SMEM_OVERLAP_P10 / 10.0));
 	est_unit(e, "A/B from L2", stage / H100_L2_B_CLK);
 	if (g->sblock) {
+		/* per thread: tn/2 FMAs of acc += tmp * SA * SB, ~16 for the
+		 * scales' loads and products (gen/sm90/gemm.c emit_promote) */
 		double promote = tn / 2 + 16;
 		est_unit(e, "instruction issue", c * 128 * promote / H100_ISSUE_CLK);
 		est_unit(e, "one warpgroup's chain", mma + H100_WGMMA_LAT_CLK + promote);
