@@ -331,10 +331,13 @@ static int
 moe_peer_args(const CheckCase *c, int iters, int warmup, char *buf, size_t n)
 {
 	const CheckBuf *out = check_find_buf_const(c, "C");
-	int len = snprintf(buf, n, "gemm_moe %llu %llu %llu %u %s %d %d %s",
+	/* the flops of the drawn table, so that the peers' TFLOP/s count the
+	 * same work as ours (tools/peers.py, gemm_moe) */
+	int len = snprintf(buf, n, "gemm_moe %llu %llu %llu %u %s %d %d %s %.17g",
 	                   (unsigned long long)c->shape.d[0], (unsigned long long)c->shape.d[1],
 	                   (unsigned long long)c->shape.d[2], moe_experts(c),
-	                   moe_masked(c) ? "masked" : "contiguous", iters, warmup, num_type_name(out->type));
+	                   moe_masked(c) ? "masked" : "contiguous", iters, warmup, num_type_name(out->type),
+	                   moe_flops(c));
 	return len < 0 || (size_t)len >= n ? -1 : 0;
 }
 
@@ -370,6 +373,7 @@ moe_fit_default(const KrtAbi *abi, CheckShape *s)
 
 const CheckFamily check_family_gemm_moe = {
 	.name = "gemm_moe",
+	.kgen = "gemm",
 	.dims = "M,N,K,E",
 	.ndims = 4,
 	.nrequired = 3,
