@@ -277,7 +277,9 @@ emit_epilogue(Emit *e, const GemmCfg *g, const GemmRegs *r, Reg tmem, KgErr *err
 	sm100_quarter_taddr(e, tw, r->warp, tmem, 0);
 	sm100_quarter_row(e, row, r->warp, r->lane, 0);
 	emitf(e, "\tadd.u32 %s, %s, %s;\n", row.s, row.s, r->m0.s);
-	emitf(e, "\tsetp.lt.u32 %s, %s, %s;\n", prow.s, row.s, r->M.s);
+	emitf(e, "\tsetp.lt.u32 %s, %s, %s;\n", prow.s, row.s, r->mhi.s);
+	if (g->moe) /* MoE: the expert's rows only */
+		emitf(e, "\tsetp.ge.and.u32 %s, %s, %s, %s;\n", prow.s, row.s, r->mlo.s, prow.s);
 	emitf(e, "\tand.b32 %s, %s, %d;\n\tsetp.eq.u32 %s, %s, 0;\n", t.s, r->N.s, 16 / esz - 1, vec.s, t.s);
 	emitf(e, "\tmul.wide.u32 %s, %s, %s;\n", ra.s, row.s, r->N.s);
 	emitf(e, "\tcvt.u64.u32 %s, %s;\n\tadd.u64 %s, %s, %s;\n", rb.s, r->n0.s, ra.s, ra.s, rb.s);

@@ -71,7 +71,9 @@ emit_store_fragment(Emit *e, const GemmCfg *g, const GemmRegs *r, Reg wgc, const
 		addr[h8] = reg_new(e, RC_B64);
 		prow[h8] = reg_new(e, RC_PRED);
 		emitf(e, "\tadd.u32 %s, %s, %d;\n", rr.s, row.s, 8 * h8);
-		emitf(e, "\tsetp.lt.u32 %s, %s, %s;\n", prow[h8].s, rr.s, r->M.s);
+		emitf(e, "\tsetp.lt.u32 %s, %s, %s;\n", prow[h8].s, rr.s, r->mhi.s);
+		if (g->moe) /* MoE: the expert's rows only */
+			emitf(e, "\tsetp.ge.and.u32 %s, %s, %s, %s;\n", prow[h8].s, rr.s, r->mlo.s, prow[h8].s);
 		/* element offset row*N + col, in 64 bits: M*N may exceed 2^32 */
 		emitf(e, "\tmul.wide.u32 %s, %s, %s;\n", addr[h8].s, rr.s, r->N.s);
 		emitf(e, "\tcvt.u64.u32 %s, %s;\n\tadd.u64 %s, %s, %s;\n", ra.s, col.s, addr[h8].s, addr[h8].s, ra.s);
@@ -132,9 +134,9 @@ emit_scale_addrs(Emit *e, const GemmCfg *g, const GemmRegs *r, Reg wgc, Scales *
 	emit_block(e, "sm90.gemm_scale_addrs");
 	reg_array(e, RC_F32, sc->tmp, g->tn / 2);
 	sc->stride = reg_new(e, RC_B64);
-	emitf(e, "\tmul.wide.u32 %s, %s, 4;\n", sc->stride.s, r->M.s);
+	emitf(e, "\tmul.wide.u32 %s, %s, 4;\n", sc->stride.s, r->rows.s);
 	sm90_acc_row0(e, row, wgc, r->warp, r->lane, t);
-	emitf(e, "\tadd.u32 %s, %s, %s;\n\tsub.u32 %s, %s, 1;\n", row.s, row.s, r->m0.s, last.s, r->M.s);
+	emitf(e, "\tadd.u32 %s, %s, %s;\n\tsub.u32 %s, %s, 1;\n", row.s, row.s, r->m0.s, last.s, r->rows.s);
 	for (int h = 0; h < 2; h++) {
 		/* rows past M are never stored; clamped they read a real scale */
 		sc->pa[h] = reg_new(e, RC_B64);
@@ -143,13 +145,16 @@ emit_scale_addrs(Emit *e, const GemmCfg *g, const GemmRegs *r, Reg wgc, Scales *
 		emitf(e, "\tadd.u32 %s, %s, %d;\n\tmin.u32 %s, %s, %s;\n", t.s, row.s, 8 * h, t.s, t.s, last.s);
 		emitf(e, "\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n", w.s, t.s, sc->pa[h].s, r->sa.s, w.s);
 	}
-	/* SB row n0 / 128 (n0 < N: the tile exists), K block 0 */
+	/* SB row n0 / 128 (n0 < N: the tile exists; MoE: of its expert), K block 0 */
 	sc->pb = reg_new(e, RC_B64);
 	sc->b = reg_new(e, RC_F32);
 	sc->nb = reg_new(e, RC_F32);
 	sc->e8 = reg_new(e, RC_B32);
 	sc->e8p = reg_new(e, RC_PRED);
-	emitf(e, "\tdiv.u32 %s, %s, %d;\n", t.s, r->n0.s, g->sblock);
+	if (g->moe)
+		emitf(e, "\tmov.u32 %s, %s;\n", t.s, r->sbrow.s);
+	else
+		emitf(e, "\tdiv.u32 %s, %s, %d;\n", t.s, r->n0.s, g->sblock);
 	emitf(e, "\tmul.lo.u32 %s, %s, %s;\n\tmul.wide.u32 %s, %s, %d;\n\tadd.u64 %s, %s, %s;\n", t.s, t.s,
 	      r->nk.s, w.s, t.s, dtype_bits(g->sbtype) / 8, sc->pb.s, r->sb.s, w.s);
 	for (int h = 0; h < 2; h++)

@@ -23,6 +23,14 @@ static const uint32_t gemm_shapes[][3] = {
 	{200, 300, 136},
 };
 
+/* gemm_moe: M (all rows, or a slab's), N, K, E: a single row, odd sizes
+ * with empty and one-row experts, more experts than a warp's 32 */
+static const uint32_t moe_shapes[][4] = {
+	{1, 136, 128, 2},
+	{131, 200, 128, 5},
+	{77, 128, 128, 40},
+};
+
 /* batch, then the query and key lengths of each sequence: a single token,
  * varlen with a sequence longer on the query side (causal rows that see no
  * key), and tails of the 128-row / KV tiles */
@@ -92,7 +100,8 @@ run_file(const char *path)
 		free(ptx);
 		return 1;
 	}
-	int gemm = strcmp(abi.family, "gemm") == 0, fmha = strcmp(abi.family, "fmha") == 0;
+	int moe = strcmp(abi.family, "gemm_moe") == 0;
+	int gemm = strcmp(abi.family, "gemm") == 0 || moe, fmha = strcmp(abi.family, "fmha") == 0;
 	int decode = strcmp(abi.family, "decode") == 0 || strcmp(abi.family, "decode_merge") == 0;
 	int indexer = strcmp(abi.family, "indexer") == 0;
 	if (!gemm && !fmha && !decode && !indexer) {
@@ -110,7 +119,8 @@ run_file(const char *path)
 		return 1;
 	}
 	free(ptx);
-	size_t nshapes = gemm     ? sizeof gemm_shapes / sizeof gemm_shapes[0]
+	size_t nshapes = moe      ? sizeof moe_shapes / sizeof moe_shapes[0]
+	                 : gemm   ? sizeof gemm_shapes / sizeof gemm_shapes[0]
 	                 : decode ? sizeof decode_shapes / sizeof decode_shapes[0]
 	                 : indexer ? sizeof indexer_shapes / sizeof indexer_shapes[0]
 	                          : sizeof fmha_shapes / sizeof fmha_shapes[0];
@@ -135,7 +145,14 @@ run_file(const char *path)
 		const char *first, *msg;
 		EtGemm g = {.keep = 0};
 		EtFmha f = {.keep = 0};
-		if (gemm) {
+		if (moe) {
+			/* the long shape: K wraps the ring twice, in whole scale blocks */
+			uint32_t lm[4] = {70, 40, 2 * ts * tk + tk, 3};
+			const uint32_t *d = i < nshapes ? moe_shapes[i] : lm;
+			snprintf(shape, sizeof shape, "%ux%ux%u E=%u", d[0], d[1], d[2], d[3]);
+			rc = et_gemm_moe(dev, mod, d[0], d[1], d[2], d[3], 5000 + i, &f);
+			maxerr = f.max_err, tol = f.tol, bad = f.bad, first = f.first_bad, msg = f.err.msg;
+		} else if (gemm) {
 			const uint32_t *d = i < nshapes ? gemm_shapes[i] : long_gemm;
 			uint32_t k = et_gemm_k(&abi, d[2]); /* block-scaled: whole scale blocks */
 			snprintf(shape, sizeof shape, "%ux%ux%u", d[0], d[1], k);

@@ -1,5 +1,5 @@
 /* Mutation test: the emulator must notice every missing synchronization.
- * For each emitted kernel (gemm, fmha, decode, indexer), each single tcgen05.wait::ld,
+ * For each emitted kernel (gemm, gemm_moe, fmha, decode, indexer), each single tcgen05.wait::ld,
  * tcgen05.wait::st, tcgen05.fence::after_thread_sync and
  * ::before_thread_sync, tcgen05.commit, mbarrier wait loop (the try_wait
  * and its branch back), fence.proxy.async, wgmma.fence,
@@ -184,7 +184,7 @@ static const Kind kinds[] = {
 /* One run of the kernel at the mutation shape: 0 pass, 1 wrong, -1 launch
  * error (message in msg). */
 typedef struct Shape {
-	int fmha, decode, indexer;
+	int fmha, decode, indexer, moe;
 	uint32_t M, N, K;
 	EtFmhaShape f;
 } Shape;
@@ -255,6 +255,8 @@ pick_shape(const KrtAbi *abi, Shape *s)
 		return;
 	}
 	uint32_t tn = (uint32_t)et_arg(abi, "tile-n", 128), tk = (uint32_t)et_arg(abi, "tile-k", 64);
+	/* MoE: three experts (the checker's: empty, one row, the rest) */
+	s->moe = strcmp(abi->family, "gemm_moe") == 0;
 	s->M = tm + 2;
 	s->N = tn + 40;
 	s->K = tk * 2 * st + 8; /* 2·st tiles and a tail: every stage refilled */
@@ -285,6 +287,11 @@ run_once(KrtDevice *dev, KrtModule *mod, const Shape *s, char *msg, size_t n)
 		snprintf(msg, n, "%.500s", rc < 0 ? f.err.msg : f.first_bad);
 		if (rc > 0)
 			snprintf(msg, n, "%llu bad, %.400s", (unsigned long long)f.bad, f.first_bad);
+	} else if (s->moe) {
+		rc = et_gemm_moe(dev, mod, s->M, s->N, s->K, 3, 7, &f);
+		snprintf(msg, n, "%.500s", rc < 0 ? f.err.msg : f.first_bad);
+		if (rc > 0)
+			snprintf(msg, n, "%llu bad, %.400s", (unsigned long long)f.bad, f.first_bad);
 	} else {
 		rc = et_gemm(dev, mod, s->M, s->N, s->K, 7, &g);
 		snprintf(msg, n, "%.500s", rc < 0 ? g.err.msg : g.first_bad);
@@ -305,7 +312,7 @@ run_file(const char *path, int *mutants, int *missed)
 	KrtAbi abi;
 	KrtDevice *dev = NULL;
 	if (krt_abi_parse(ptx, len, &abi, &err) ||
-	    (strcmp(abi.family, "gemm") != 0 && strcmp(abi.family, "fmha") != 0 &&
+	    (strcmp(abi.family, "gemm") != 0 && strcmp(abi.family, "gemm_moe") != 0 && strcmp(abi.family, "fmha") != 0 &&
 	     strcmp(abi.family, "decode") != 0 && strcmp(abi.family, "decode_merge") != 0 &&
 	     strcmp(abi.family, "indexer") != 0) ||
 	    et_open_for(abi.target, &dev, &err)) {

@@ -738,6 +738,24 @@ test_indexer_topk(void)
 	}
 }
 
+/* MoE row owners by hand: contiguous offsets {0,0,1,1,4} (experts 0 and 2
+ * empty, 1 owns row 0, 3 owns 1..3, rows 4.. nobody's), masked slabs of 3
+ * with counts {0,1,3}. */
+static void
+test_moe_owner(void)
+{
+	static const int32_t offs[] = {0, 0, 1, 1, 4}, counts[] = {0, 1, 3};
+	static const int want_c[] = {1, 3, 3, 3, -1, -1};
+	static const int want_m[] = {-1, -1, -1, 1, -1, -1, 2, 2, 2, -1};
+
+	for (uint32_t r = 0; r < 6; r++)
+		EXPECT(gemm_moe_owner(0, offs, 4, 6, r) == want_c[r], "contiguous row %u: %d, want %d", r,
+		       gemm_moe_owner(0, offs, 4, 6, r), want_c[r]);
+	for (uint32_t r = 0; r < 10; r++)
+		EXPECT(gemm_moe_owner(1, counts, 3, 3, r) == want_m[r], "masked row %u: %d, want %d", r,
+		       gemm_moe_owner(1, counts, 3, 3, r), want_m[r]);
+}
+
 int
 main(void)
 {
@@ -752,6 +770,7 @@ main(void)
 	test_rng();
 	test_gemm(NUM_BF16, &r);
 	test_gemm(NUM_FP16, &r);
+	test_moe_owner();
 	test_fmha_one_key();
 	test_fmha_equal_keys();
 	test_fmha_causal();

@@ -326,6 +326,10 @@ test_expr(void)
 	EXPECT(eval_ok("cdiv(1024,K)*2", args) == 32);
 	EXPECT(eval_ok("cdiv(0,K)", args) == 0);
 	EXPECT(eval_ok("cdiv(M,1)", args) == 1000);
+	/* sums of products ('*' binds tighter), also inside cdiv */
+	EXPECT(eval_ok("cdiv(M,128)*cdiv(N,256)+K*cdiv(N,256)", args) == 8 * 4 + 64 * 4);
+	EXPECT(eval_ok("1+2*3", args) == 7);
+	EXPECT(eval_ok("cdiv(M+K,8)", args) == 133);
 	/* Names only, no args: every name counts as 1. */
 	EXPECT(eval_ok("cdiv(M,128)*N", NULL) == 1);
 
@@ -344,7 +348,10 @@ test_expr(void)
 		{"", "got the end"},
 		{"M N", "unexpected ' ' at column 2"},
 		{"(M)", "got '('"},
-		{"M+1", "unexpected '+'"},
+		{"M+", "got the end"},
+		{"+M", "got '+'"},
+		{"M++N", "at column 3, got '+'"},
+		{"18446744073709551615+1", "overflow: 18446744073709551615 + 1"},
 		{"012", "leading zero"},
 		{"99999999999999999999", "does not fit in 64 bits"},
 		{"cdiv(M,0)", "division by zero in cdiv(M,0)"},

@@ -70,6 +70,22 @@ grep -q 'wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3 ' "$tmp/bs.ptx" ||
 "$kgen" gemm --dtype e4m3 --scale block128 --scale-b ue8m0 --tile-k 128 --tile-n 128 -o "$tmp/e8.ptx" || fail "gemm --scale-b ue8m0"
 grep -q '^//@param ptr SB dtype=ue8m0 tensor=SB\[cdiv(N,128),cdiv(K,128)\]$' "$tmp/e8.ptx" || fail "bs gemm: no UE8M0 SB"
 expect_error "--scale-b=e4m3: must be one of f32,ue8m0" gemm --dtype e4m3 --scale block128 --tile-k 128 --scale-b e4m3
+# MoE layouts (docs/ABI.md, "MoE layouts")
+expect_error "--moe=masked with --dtype=bf16: the MoE layouts are for the block-scaled gemm" gemm --moe masked
+expect_error "--moe=masked with --cta-pair=1: the MoE layouts map one CTA to one expert's tile" gemm --target sm_100a --dtype e4m3 --scale mx32 --tile-k 128 --tile-n 256 --cta-pair 1 --moe masked
+expect_error "--moe=x: must be one of none,contiguous,masked" gemm --dtype e4m3 --scale block128 --moe x
+"$kgen" gemm --dtype e4m3 --scale block128 --tile-k 128 --tile-n 128 --moe contiguous -o "$tmp/moec.ptx" || fail "gemm --moe contiguous"
+grep -q '^//@family gemm_moe$' "$tmp/moec.ptx" && grep -q '^//@shape kmult=16 kblock=128 moe=contiguous$' "$tmp/moec.ptx" ||
+	fail "moe gemm: no gemm_moe family or //@shape moe"
+grep -q '^//@grid cdiv(M,128)\*cdiv(N,128)+E\*cdiv(N,128) 1 1$' "$tmp/moec.ptx" || fail "moe gemm: grid"
+grep -q '^//@param ptr offsets dtype=s32 tensor=offsets\[E+1\]$' "$tmp/moec.ptx" && grep -q '^//@param u32 E$' "$tmp/moec.ptx" ||
+	fail "moe gemm: no offsets or E"
+grep -q 'vote.sync.ballot.b32' "$tmp/moec.ptx" && grep -q 'shfl.sync.up.b32' "$tmp/moec.ptx" || fail "moe gemm: no warp scan"
+"$kgen" gemm --target sm_100a --dtype e4m3 --scale mx32 --tile-k 128 --moe masked -o "$tmp/moem.ptx" || fail "gemm --moe masked"
+grep -q '^//@param ptr SA dtype=ue8m0 tensor=SA\[E\*cdiv(M,128),cdiv(K,128),512\]$' "$tmp/moem.ptx" &&
+	grep -q '^//@param ptr counts dtype=s32 tensor=counts\[E\]$' "$tmp/moem.ptx" && grep -q '^//@grid E\*cdiv(M,128)\*cdiv(N,256) 1 1$' "$tmp/moem.ptx" ||
+	fail "moe masked gemm: SA images per slab, counts, grid"
+"$kgen" gemm --dtype e4m3 --scale block128 --tile-k 128 --tile-n 128 | grep -q -- '--moe none' || fail "e4m3 gemm args lack --moe none"
 # indexer (docs/ABI.md "indexer")
 expect_error "--page-size=48: must be one of 16,32,64,128" indexer --page-size 48
 expect_error "--heads=0: must be in 1..128" indexer --heads 0
