@@ -290,11 +290,13 @@ corr_ring(const FmhaCfg *f)
  * K=V in as many stages as S slots and one Q tile, a tile's stage last
  * held the tile whose P·V read its slot, and the MMA issuer's K=V full
  * wait already follows that P·V's "K=V free" commit through the
- * producer: the slot is free, and the barrier would order nothing. */
+ * producer: the slot is free, and the barrier would order nothing. With
+ * one stage (decode at head_dim_qk 576) the K=V full wait follows the
+ * previous tile's P·V commit, which tracks the slot's reader before it. */
 static int
 slot_free_barrier(const FmhaCfg *f)
 {
-	return !(f->kv_shared && f->stages == SLOTS && qtiles(f) == 1);
+	return !(f->kv_shared && f->stages <= SLOTS && qtiles(f) == 1);
 }
 
 static int
