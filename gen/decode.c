@@ -162,10 +162,6 @@ decode_configure(DecodeCfg *d, const DecodeParams *p, KgErr *err)
 	d->cons_threads = 256;
 	if (ops->configure && ops->configure(d, err) < 0)
 		return -1;
-	/* the f32 unnormalized epilogue exists in the split-O consumers only */
-	if (d->unnorm && !f->split)
-		return kg_fail(err, "--unnormalized=1 with --target=%s: not generated for this target yet (sm_90a only)",
-		               f->t->name);
 	/* The most K=V stages, up to the target's, whose plan fits shared
 	 * memory: head_dim_qk 576 on sm_100a (Q, its zero slice and two 72
 	 * KiB stages) keeps one, which exposes each tile's gather */
