@@ -25,10 +25,11 @@ static const char *const configs[][16] = {
 	{"--format", "bf16", "--addressing", "paged", "--heads-q", "100", "--page-size", "2", "--unnormalized", "1"},
 };
 
-/* batch, s_q, split-KV parts */
+/* batch, s_q, split-KV parts: s_q 1, 2 and 4 (multi-token prediction) */
 static const uint32_t shapes[][3] = {
 	{3, 2, 1},
 	{2, 1, 3},
+	{1, 4, 2},
 };
 
 static int
