@@ -43,6 +43,48 @@ static const ParamSpec decode_params[] = {
 
 static int decode_finish(Emit *e, const FmhaCfg *f, const FmhaRegs *r, KgErr *err);
 
+/* Lays out shared memory, barriers and the consumers' plan for f->stages
+ * K=V stages. */
+static int
+decode_plan_stages(DecodeCfg *d, KgErr *err)
+{
+	FmhaCfg *f = &d->f;
+
+	if (layout_canonical(&f->lq, MAJOR_K, SWZ_128B, 16, 64, f->d, err) < 0 ||
+	    layout_canonical(&f->lk, MAJOR_K, SWZ_128B, 16, f->bn, f->d, err) < 0 ||
+	    layout_canonical(&f->lv, MAJOR_K, SWZ_128B, 16, f->bn, f->dv, err) < 0)
+		return -1;
+	f->q_bytes = f->lq.bytes;
+	f->k_bytes = f->lk.bytes;
+	f->v_bytes = f->lv.bytes;
+	plan_init(&f->plan, f->t);
+	f->r_q = plan_smem(&f->plan, "Q", f->q_bytes + (uint32_t)d->q_pad_slices * f->lq.slice_bytes, 1024, 1);
+	f->r_k = f->r_v = plan_smem(&f->plan, "K=V stages (bf16)", f->k_bytes, 1024, f->stages);
+	/* Q needs no barrier of its own: the producer threads that store it
+	 * fence and arrive on K=V full after their first tile, which every
+	 * consumer waits for before its first read of Q */
+	f->b_q = -1;
+	f->b_k = f->b_v = plan_barrier(&f->plan, "K=V full", f->stages, 128, 0,
+	                               "every producer thread after its stores and proxy fence");
+	if (f->t->fmha->plan(f, err) < 0)
+		return -1;
+	/* The split plan's estimate keeps 56 registers of row state beside S,
+	 * half of O and P (232); ptxas allocates these consumers 168 in all
+	 * (emitted/sm_90a/fmha_bf16_d512_h128kv1_kvshared_causal_pk64_*.ptxas.txt).
+	 * The gathering producer needs more than a TMA thread, so decode holds
+	 * the consumers to 24 beside S, O and P: 200 of what the producer leaves, and the
+	 * ptxas suite to no spills. */
+	if (f->split)
+		f->plan.regs_need_max = f->bn / 2 + f->dv / 4 + f->bn / 4 + 24;
+	d->r_list = plan_smem(&f->plan, "key list", d->list_len ? 4u * (uint32_t)d->list_len : 16, 16, 1);
+	d->r_count = plan_smem(&f->plan, "key count", 16, 16, 1);
+	d->r_keys = d->nsparse < d->nsrc ? plan_smem(&f->plan, "tile keys (paged)", 64 * 4, 16, 3) : -1;
+	d->r_chunks = plan_smem(&f->plan, "chunk counts",
+	                        d->list_len ? 4u * (uint32_t)((d->topk[0] + 31) / 32 + (d->topk[1] + 31) / 32) : 16,
+	                        16, 1);
+	return 0;
+}
+
 static int
 decode_configure(DecodeCfg *d, const DecodeParams *p, KgErr *err)
 {
@@ -120,42 +162,16 @@ decode_configure(DecodeCfg *d, const DecodeParams *p, KgErr *err)
 	d->cons_threads = 256;
 	if (ops->configure && ops->configure(d, err) < 0)
 		return -1;
-	/* the f32 unnormalized epilogue exists in the split-O consumers only */
-	if (d->unnorm && !f->split)
-		return kg_fail(err, "--unnormalized=1 with --target=%s: not generated for this target yet (sm_90a only)",
-		               f->t->name);
-	if (layout_canonical(&f->lq, MAJOR_K, SWZ_128B, 16, 64, f->d, err) < 0 ||
-	    layout_canonical(&f->lk, MAJOR_K, SWZ_128B, 16, f->bn, f->d, err) < 0 ||
-	    layout_canonical(&f->lv, MAJOR_K, SWZ_128B, 16, f->bn, f->dv, err) < 0)
-		return -1;
-	f->q_bytes = f->lq.bytes;
-	f->k_bytes = f->lk.bytes;
-	f->v_bytes = f->lv.bytes;
-	plan_init(&f->plan, f->t);
-	f->r_q = plan_smem(&f->plan, "Q", f->q_bytes + (uint32_t)d->q_pad_slices * f->lq.slice_bytes, 1024, 1);
-	f->r_k = f->r_v = plan_smem(&f->plan, "K=V stages (bf16)", f->k_bytes, 1024, f->stages);
-	/* Q needs no barrier of its own: the producer threads that store it
-	 * fence and arrive on K=V full after their first tile, which every
-	 * consumer waits for before its first read of Q */
-	f->b_q = -1;
-	f->b_k = f->b_v = plan_barrier(&f->plan, "K=V full", f->stages, 128, 0,
-	                               "every producer thread after its stores and proxy fence");
-	if (f->t->fmha->plan(f, err) < 0)
-		return -1;
-	/* The split plan's estimate keeps 56 registers of row state beside S,
-	 * half of O and P (232); ptxas allocates these consumers 168 in all
-	 * (emitted/sm_90a/fmha_bf16_d512_h128kv1_kvshared_causal_pk64_*.ptxas.txt).
-	 * The gathering producer needs more than a TMA thread, so decode holds
-	 * the consumers to 24 beside S, O and P: 200 of what the producer leaves, and the
-	 * ptxas suite to no spills. */
-	if (f->split)
-		f->plan.regs_need_max = f->bn / 2 + f->dv / 4 + f->bn / 4 + 24;
-	d->r_list = plan_smem(&f->plan, "key list", d->list_len ? 4u * (uint32_t)d->list_len : 16, 16, 1);
-	d->r_count = plan_smem(&f->plan, "key count", 16, 16, 1);
-	d->r_keys = d->nsparse < d->nsrc ? plan_smem(&f->plan, "tile keys (paged)", 64 * 4, 16, 3) : -1;
-	d->r_chunks = plan_smem(&f->plan, "chunk counts",
-	                        d->list_len ? 4u * (uint32_t)((d->topk[0] + 31) / 32 + (d->topk[1] + 31) / 32) : 16,
-	                        16, 1);
+	/* The most K=V stages, up to the target's, whose plan fits shared
+	 * memory: head_dim_qk 576 on sm_100a (Q, its zero slice and two 72
+	 * KiB stages) keeps one, which exposes each tile's gather */
+	for (;;) {
+		if (decode_plan_stages(d, err) < 0)
+			return -1;
+		if (f->stages == 1 || plan_smem_total(&f->plan) <= f->t->smem_max)
+			break;
+		f->stages--;
+	}
 	snprintf(f->name, sizeof f->name, "decode_%s%s_h%d_", d->fmt->name, d->fmt->d_qk != 512 ? "_d576" : "", d->hq);
 	{
 		size_t n = strlen(f->name);

@@ -41,14 +41,14 @@ static const EtFmhaShape fmha_shapes[] = {
 };
 
 /* decode: batch x s_q x split-KV parts (the checker draws the caches and indices; the first
- * row skips every key) */
+ * row skips every key); s_q 1 to 4 (multi-token prediction) */
 static const uint32_t decode_shapes[][3] = {
 	{1, 1, 1},
-	{2, 2, 1},
+	{1, 3, 1},
 	{2, 1, 3},
 };
 /* the long decode shape: a row of top-k keys wraps the 2-stage ring */
-static const uint32_t long_decode[3] = {1, 2, 1};
+static const uint32_t long_decode[3] = {1, 4, 1};
 
 /* indexer: batch x s_q x max_len (0: 2·topk + 37 keys: sequence 0's rows
  * take the radix select, the others mostly see fewer keys than top-k) x
