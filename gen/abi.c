@@ -90,6 +90,8 @@ write_header(const KernelAbi *k, int ptx, Buf *o)
 			buf_printf(o, " tensor=%s", p->tensor);
 		} else if (p->kind == ABI_PTR) {
 			buf_printf(o, " dtype=%s tensor=%s", dtype_name(p->dtype), p->tensor);
+			if (p->align)
+				buf_printf(o, " align=%d", p->align);
 		}
 		buf_printf(o, "\n");
 	}

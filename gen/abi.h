@@ -20,6 +20,7 @@ typedef struct AbiParam {
 	int box[5];     /* tmap, innermost first */
 	Swizzle swz;    /* tmap */
 	char tensor[64];
+	int align;      /* ptr: the address must be a multiple of this (0: no rule beyond the dtype's) */
 } AbiParam;
 
 typedef struct KernelAbi {

@@ -700,10 +700,14 @@ decode_abi(const DecodeCfg *d, const char *args, KernelAbi *k)
 		snprintf(k->grid[0], sizeof k->grid[0], "%d*splits", d->hblocks * d->f.ohalves);
 	snprintf(k->grid[1], sizeof k->grid[1], "s_q");
 	snprintf(k->grid[2], sizeof k->grid[2], "batch");
+	/* Q, O, the caches and O_partial move as 16-byte vectors (docs/ABI.md
+	 * "decode"): libkrt refuses other addresses (align=16) */
 	p = abi_add(k, ABI_PTR, "Q");
 	p->dtype = DT_BF16;
+	p->align = 16;
 	snprintf(p->tensor, sizeof p->tensor, "Q[batch,s_q,Hq,%d]", d->f.d);
 	p = abi_add(k, ABI_PTR, "O");
+	p->align = 16;
 	p->dtype = d->unnorm ? DT_F32 : DT_BF16;
 	snprintf(p->tensor, sizeof p->tensor, "O[batch,s_q,Hq,%d]", d->f.dv);
 	p = abi_add(k, ABI_PTR, "LSE");
@@ -719,6 +723,7 @@ decode_abi(const DecodeCfg *d, const char *args, KernelAbi *k)
 		snprintf(n, sizeof n, "KV%s", src_sfx[s]);
 		p = abi_add(k, ABI_PTR, n);
 		p->dtype = DT_U8;
+		p->align = 16;
 		snprintf(p->tensor, sizeof p->tensor, "%s[pages%s,%u]", n, src_sfx[s], d->page_bytes[s]);
 		if (d->paged[s]) {
 			snprintf(n, sizeof n, "block_table%s", src_sfx[s]);
@@ -750,6 +755,7 @@ decode_abi(const DecodeCfg *d, const char *args, KernelAbi *k)
 	if (!d->unnorm) {
 		p = abi_add(k, ABI_PTR, "O_partial");
 		p->dtype = DT_BF16;
+		p->align = 16;
 		snprintf(p->tensor, sizeof p->tensor, "O_partial[batch,s_q,splits,Hq,%d]", d->f.dv);
 		p = abi_add(k, ABI_PTR, "LSE_partial");
 		p->dtype = DT_F32;

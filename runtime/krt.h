@@ -69,6 +69,7 @@ typedef struct KrtAbiParam {
 	uint32_t box[KRT_MAX_RANK]; /* tmap, innermost first */
 	int swizzle;     /* tmap: 0 (none), 32, 64, 128 */
 	char tensor[64]; /* description, e.g. "A[M,K]" */
+	int align;       /* ptr: the address must be a multiple of this (the optional align=N; else elem_bytes) */
 } KrtAbiParam;
 
 /* One NAME=VALUE field of //@shape (docs/ABI.md, "Shape fields"). */

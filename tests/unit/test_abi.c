@@ -215,6 +215,12 @@ test_malformed(void)
 		{13, "//@param f64 C", "line 13:", "unknown param kind 'f64'"},
 		{13, "//@param ptr 3C dtype=bf16 tensor=C[M,N]", "line 13:", "param name '3C'"},
 		{14, "//@param u32 M extra=1", "line 14:", "unexpected 'extra=1'"},
+		{13, "//@param ptr C dtype=bf16 tensor=C[M,N] align=24", "line 13:",
+		 "ptr param C: align must be a power of two 1..256, got '24'"},
+		{13, "//@param ptr C dtype=bf16 tensor=C[M,N] align=512", "line 13:",
+		 "align must be a power of two 1..256, got '512'"},
+		{13, "//@param ptr C dtype=bf16 tensor=C[M,N] align=16 x=1", "line 13:", "unexpected 'x=1'"},
+		{14, "//@param u32 M align=4", "line 14:", "unexpected 'align=4'"},
 		{17, "//@param u32 L", "line 18:", "end of the PTX where '//@end"},
 		{17, "//@end now", "line 17:", "'//@end' takes no value"},
 	};
@@ -230,6 +236,17 @@ test_malformed(void)
 			        e.msg);
 			failures++;
 		}
+	}
+
+	/* A ptr's optional align=N: parsed, and 0 where absent. */
+	{
+		const char *ptx = mutate(13, "//@param ptr C dtype=bf16 tensor=C[M,N] align=16");
+		KrtAbi a16;
+		KrtErr e16;
+		EXPECT(krt_abi_parse(ptx, strlen(ptx), &a16, &e16) == KRT_OK);
+		EXPECT(a16.params[2].kind == KRT_ARG_PTR && a16.params[2].align == 16);
+		ptx = mutate(13, "//@param ptr C dtype=bf16 tensor=C[M,N]");
+		EXPECT(krt_abi_parse(ptx, strlen(ptx), &a16, &e16) == KRT_OK && a16.params[2].align == 0);
 	}
 
 	/* The header must end with //@end before the body. */

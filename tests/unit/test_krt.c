@@ -334,6 +334,20 @@ test_args(void)
 	EXPECT(krt_args_check(&b, args, 7, tm, &e) == KRT_EINVAL);
 	EXPECT_MSG(e.msg, "arg 4 (M): expected kind u32, given kind 42 (not a KrtArgKind)");
 
+	/* A ptr's address: its dtype's element size, or its align=N. */
+	launch_args(args);
+	args[3].v.p = 0x30001;
+	EXPECT(krt_args_check(&b, args, 7, tm, &e) == KRT_EINVAL);
+	EXPECT_MSG(e.msg, "kernel gemm_test: arg 3 (C): address 0x30001 is not 2-byte aligned (its dtype's element size)");
+	args[3].v.p = 0x30008;
+	EXPECT(krt_args_check(&b, args, 7, tm, &e) == KRT_OK);
+	b.params[3].align = 16;
+	EXPECT(krt_args_check(&b, args, 7, tm, &e) == KRT_EINVAL);
+	EXPECT_MSG(e.msg, "arg 3 (C): address 0x30008 is not 16-byte aligned (align= in its //@param line");
+	args[3].v.p = 0x30010;
+	EXPECT(krt_args_check(&b, args, 7, tm, &e) == KRT_OK);
+	b.params[3].align = 0;
+
 	/* A tensor-map problem inside a launch names the kernel too. */
 	launch_args(args);
 	args[1].v.t.strides[2] = 250;
