@@ -50,7 +50,8 @@ sm90_plan(GemmCfg *g, KgErr *err)
  * one 2-element store where the row exists, both columns are inside N and N is even
  * (alignment); otherwise each column alone where it is inside N. */
 static void
-emit_store_fragment(Emit *e, const GemmCfg *g, const GemmRegs *r, Reg wgc, const Reg *acc)
+emit_store_fragment(Emit *e, const GemmCfg *g, const GemmRegs *r, Reg wgc, const Reg *acc, int ncols,
+                    Reg N)
 {
 	Reg row = reg_new(e, RC_B32), col = reg_new(e, RC_B32), t = reg_new(e, RC_B32);
 	Reg addr[2], prow[2], pfull = reg_new(e, RC_PRED), pone = reg_new(e, RC_PRED);
@@ -65,7 +66,7 @@ emit_store_fragment(Emit *e, const GemmCfg *g, const GemmRegs *r, Reg wgc, const
 	emitf(e, "\tadd.u32 %s, %s, %s;\n", row.s, row.s, r->m0.s);
 	sm90_acc_col0(e, t, r->lane);
 	emitf(e, "\tadd.u32 %s, %s, %s;\n", col.s, t.s, r->n0.s);
-	emitf(e, "\tand.b32 %s, %s, 1;\n\tsetp.eq.u32 %s, %s, 0;\n", t.s, r->N.s, neven.s, t.s);
+	emitf(e, "\tand.b32 %s, %s, 1;\n\tsetp.eq.u32 %s, %s, 0;\n", t.s, N.s, neven.s, t.s);
 	for (int h8 = 0; h8 < 2; h8++) {
 		Reg rr = reg_new(e, RC_B32);
 		addr[h8] = reg_new(e, RC_B64);
@@ -75,18 +76,18 @@ emit_store_fragment(Emit *e, const GemmCfg *g, const GemmRegs *r, Reg wgc, const
 		if (g->moe) /* MoE: the expert's rows only */
 			emitf(e, "\tsetp.ge.and.u32 %s, %s, %s, %s;\n", prow[h8].s, rr.s, r->mlo.s, prow[h8].s);
 		/* element offset row*N + col, in 64 bits: M*N may exceed 2^32 */
-		emitf(e, "\tmul.wide.u32 %s, %s, %s;\n", addr[h8].s, rr.s, r->N.s);
+		emitf(e, "\tmul.wide.u32 %s, %s, %s;\n", addr[h8].s, rr.s, N.s);
 		emitf(e, "\tcvt.u64.u32 %s, %s;\n\tadd.u64 %s, %s, %s;\n", ra.s, col.s, addr[h8].s, addr[h8].s, ra.s);
 		emitf(e, "\tmad.lo.u64 %s, %s, %d, %s;\n", addr[h8].s, addr[h8].s, esz, r->c.s);
 	}
-	for (int q = 0; q < g->tn / 8; q++) {
+	for (int q = 0; q < ncols / 8; q++) {
 		/* columns c = col + 8q and c + 1: a pair store, or each alone */
 		emitf(e, "\tadd.u32 %s, %s, %d;\n", t.s, col.s, 8 * q + 1);
-		emitf(e, "\tsetp.lt.u32 %s, %s, %s;\n", phi.s, t.s, r->N.s);
+		emitf(e, "\tsetp.lt.u32 %s, %s, %s;\n", phi.s, t.s, N.s);
 		emitf(e, "\tand.pred %s, %s, %s;\n", pc2.s, phi.s, neven.s);
 		emitf(e, "\txor.pred %s, %s, %s;\n", phi.s, phi.s, pc2.s);
 		emitf(e, "\tsub.u32 %s, %s, 1;\n", t.s, t.s);
-		emitf(e, "\tsetp.lt.u32 %s, %s, %s;\n", pc1.s, t.s, r->N.s);
+		emitf(e, "\tsetp.lt.u32 %s, %s, %s;\n", pc1.s, t.s, N.s);
 		emitf(e, "\txor.pred %s, %s, %s;\n", pc1.s, pc1.s, pc2.s);
 		for (int h8 = 0; h8 < 2; h8++) {
 			int i = 4 * q + 2 * h8, off = 8 * q * esz;
@@ -120,6 +121,8 @@ typedef struct Scales {
 	Reg pb;           /* &SB[n0/128][kb] */
 	Reg stride;       /* bytes from SA[kb] to SA[kb+1]: 4*M */
 	Reg a[2], b;      /* this K block's scales */
+	Reg pbu, bu;      /* swiglu: the up half's SB, &SB[(N/2 + n0)/128][kb] and its value */
+	Reg abu[2];       /* swiglu: a[row] * bu */
 	Reg e8, e8p;      /* UE8M0 SB: its byte, and a predicate */
 	Reg ab[2];        /* a[row] * b */
 } Scales;
@@ -156,6 +159,36 @@ emit_scale_addrs(Emit *e, const GemmCfg *g, const GemmRegs *r, Reg wgc, Scales *
 	      r->nk.s, w.s, t.s, dtype_bits(g->sbtype) / 8, sc->pb.s, r->sb.s, w.s);
 	for (int h = 0; h < 2; h++)
 		sc->ab[h] = reg_new(e, RC_F32);
+	if (g->swiglu) {
+		/* the up half's row block: (N/2)/128 past the gate's (N/2 is whole blocks: nmult) */
+		sc->pbu = reg_new(e, RC_B64);
+		sc->bu = reg_new(e, RC_F32);
+		for (int h = 0; h < 2; h++)
+			sc->abu[h] = reg_new(e, RC_F32);
+		emitf(e, "\tshr.u32 %s, %s, 8;\n\tmul.lo.u32 %s, %s, %s;\n", t.s, r->N.s, t.s, t.s, r->nk.s);
+		emitf(e, "\tmul.wide.u32 %s, %s, %d;\n\tadd.u64 %s, %s, %s;\n", w.s, t.s, dtype_bits(g->sbtype) / 8,
+		      sc->pbu.s, sc->pb.s, w.s);
+	}
+}
+
+/* One SB value into b from *pb, which steps to the next K block. */
+static void
+emit_sb_load(Emit *e, const GemmCfg *g, Scales *sc, Reg b, Reg pb)
+{
+	if (g->sbtype == DT_UE8M0) {
+		/* 2^(e-127) as f32 bits: e << 23 for e = 1..254; e = 0 is the
+		 * subnormal 2^-127, 255 NaN (docs/hardware.md, "Number formats") */
+		emitf(e, "\tld.global.nc.u8 %s, [%s];\n", sc->e8.s, pb.s);
+		emitf(e, "\tsetp.eq.u32 %s, %s, 0;\n", sc->e8p.s, sc->e8.s);
+		emitf(e, "\tshl.b32 %s, %s, 23;\n\t@%s mov.b32 %s, 0x00400000;\n", sc->e8.s, sc->e8.s, sc->e8p.s,
+		      sc->e8.s);
+		emitf(e, "\tsetp.eq.u32 %s, %s, 0x7f800000;\n\t@%s mov.b32 %s, 0x7fc00000;\n", sc->e8p.s, sc->e8.s,
+		      sc->e8p.s, sc->e8.s);
+		emitf(e, "\tmov.b32 %s, %s;\n\tadd.u64 %s, %s, 1;\n", b.s, sc->e8.s, pb.s, pb.s);
+		return;
+	}
+	emitf(e, "\tld.global.nc.f32 %s, [%s];\n", b.s, pb.s);
+	emitf(e, "\tadd.u64 %s, %s, 4;\n", pb.s, pb.s);
 }
 
 /* This K block's scales, issued before the MMAs so that their latency
@@ -168,20 +201,9 @@ emit_scale_loads(Emit *e, const GemmCfg *g, Scales *sc)
 		emitf(e, "\tld.global.nc.f32 %s, [%s];\n", sc->a[h].s, sc->pa[h].s);
 		emitf(e, "\tadd.u64 %s, %s, %s;\n", sc->pa[h].s, sc->pa[h].s, sc->stride.s);
 	}
-	if (g->sbtype == DT_UE8M0) {
-		/* 2^(e-127) as f32 bits: e << 23 for e = 1..254; e = 0 is the
-		 * subnormal 2^-127, 255 NaN (docs/hardware.md, "Number formats") */
-		emitf(e, "\tld.global.nc.u8 %s, [%s];\n", sc->e8.s, sc->pb.s);
-		emitf(e, "\tsetp.eq.u32 %s, %s, 0;\n", sc->e8p.s, sc->e8.s);
-		emitf(e, "\tshl.b32 %s, %s, 23;\n\t@%s mov.b32 %s, 0x00400000;\n", sc->e8.s, sc->e8.s, sc->e8p.s,
-		      sc->e8.s);
-		emitf(e, "\tsetp.eq.u32 %s, %s, 0x7f800000;\n\t@%s mov.b32 %s, 0x7fc00000;\n", sc->e8p.s, sc->e8.s,
-		      sc->e8p.s, sc->e8.s);
-		emitf(e, "\tmov.b32 %s, %s;\n\tadd.u64 %s, %s, 1;\n", sc->b.s, sc->e8.s, sc->pb.s, sc->pb.s);
-		return;
-	}
-	emitf(e, "\tld.global.nc.f32 %s, [%s];\n", sc->b.s, sc->pb.s);
-	emitf(e, "\tadd.u64 %s, %s, 4;\n", sc->pb.s, sc->pb.s);
+	emit_sb_load(e, g, sc, sc->b, sc->pb);
+	if (g->swiglu)
+		emit_sb_load(e, g, sc, sc->bu, sc->pbu);
 }
 
 /* Which of the thread's rows (g, g+8) accumulator register i is in
@@ -195,6 +217,17 @@ row_of_acc(int i)
 	return drow / 8;
 }
 
+/* Whether accumulator register i is in the tile's up half (swiglu: columns
+ * tn/2..; the thread's own columns step by 8 per 4 registers). */
+static int
+up_half(const GemmCfg *g, int i)
+{
+	int drow, dcol;
+
+	wgmma_acc_reg(i, &drow, &dcol);
+	return g->swiglu && dcol >= g->tn / 2;
+}
+
 /* acc += tmp * SA[row] * SB[column block], once per K block. */
 static void
 emit_promote(Emit *e, const GemmCfg *g, Scales *sc, const Reg *acc)
@@ -202,9 +235,29 @@ emit_promote(Emit *e, const GemmCfg *g, Scales *sc, const Reg *acc)
 	emit_block(e, "sm90.gemm_promote");
 	for (int h = 0; h < 2; h++)
 		emitf(e, "\tmul.f32 %s, %s, %s;\n", sc->ab[h].s, sc->a[h].s, sc->b.s);
+	for (int h = 0; g->swiglu && h < 2; h++)
+		emitf(e, "\tmul.f32 %s, %s, %s;\n", sc->abu[h].s, sc->a[h].s, sc->bu.s);
 	for (int i = 0; i < g->tn / 2; i++)
-		emitf(e, "\tfma.rn.f32 %s, %s, %s, %s;\n", acc[i].s, sc->tmp[i].s, sc->ab[row_of_acc(i)].s,
-		      acc[i].s);
+		emitf(e, "\tfma.rn.f32 %s, %s, %s, %s;\n", acc[i].s, sc->tmp[i].s,
+		      (up_half(g, i) ? sc->abu : sc->ab)[row_of_acc(i)].s, acc[i].s);
+}
+
+/* The SwiGLU epilogue (docs/ABI.md, "SwiGLU epilogue"): the up value of
+ * the thread's gate column c is column c + tn/2, tn/4 registers on
+ * (docs/hardware.md, "wgmma accumulator fragment"); the gate registers
+ * take the results and go out as a tn/2-column fragment of C[.., N/2]. */
+static void
+emit_swiglu(Emit *e, const GemmCfg *g, const GemmRegs *r, Reg wgc, Reg *acc)
+{
+	Reg lim = reg_new(e, RC_F32), nlim = reg_new(e, RC_F32), t = reg_new(e, RC_F32);
+	Reg half = reg_new(e, RC_B32);
+
+	emit_block(e, "sm90.gemm_swiglu");
+	emitf(e, "\tld.param.f32 %s, [p_swiglu_limit];\n\tneg.f32 %s, %s;\n", lim.s, nlim.s, lim.s);
+	for (int i = 0; i < g->tn / 4; i++)
+		op_swiglu(e, acc[i], acc[i], acc[i + g->tn / 4], lim, nlim, t);
+	emitf(e, "\tshr.u32 %s, %s, 1;\n", half.s, r->N.s);
+	emit_store_fragment(e, g, r, wgc, acc, g->tn / 2, half);
 }
 
 static int
@@ -293,7 +346,9 @@ emit_consumer(Emit *e, const GemmCfg *g, const GemmRegs *r, KgErr *err)
 	/* block-scaled: every group was waited for inside the loop */
 	if (!g->sblock)
 		sm90_wgmma_wait(e, 0);
-	emit_store_fragment(e, g, r, wgc, acc);
+	if (g->swiglu)
+		return emit_swiglu(e, g, r, wgc, acc), 0;
+	emit_store_fragment(e, g, r, wgc, acc, g->tn, r->N);
 	return 0;
 }
 
