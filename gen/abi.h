@@ -26,6 +26,7 @@ typedef struct AbiParam {
 typedef struct KernelAbi {
 	char kernel[128];
 	const char *family;
+	const char *kgen_family; /* the kgen family that emits it, NULL: family (gemm_moe: gemm) */
 	const Target *target;
 	char args[1024];
 	char shape[256];  /* "Hq=16 Hkv=2 D=128 ...": see abi_shape */

@@ -41,6 +41,10 @@ static const ParamSpec gemm_params[] = {
 	 "one launch for E experts, B[E,N,K]: contiguous (rows of all experts along M, s32 "
 	 "offsets[E+1]) or masked (E slabs of M rows, s32 counts[E]); docs/ABI.md \"MoE layouts\"",
 	 "dtype=e4m3"},
+	{"epilogue", PK_ENUM, P(epilogue), "none,swiglu", 0, 0, 0, "none",
+	 "swiglu: B's N rows are the gate then the up half, C[:,j] = silu(min(gate,L))·clamp(up,-L,L) "
+	 "over N/2 columns, L the f32 param swiglu_limit (DeepSeek-V4: 10); docs/ABI.md \"SwiGLU epilogue\"",
+	 "dtype=e4m3"},
 };
 
 /* Validates the parameter combination and builds the plan. Every rule that
@@ -75,6 +79,12 @@ gemm_configure(GemmCfg *g, const GemmParams *p, KgErr *err)
 	g->tn_cta = g->tn / (1 + g->pair);
 	g->cn = p->cluster_n;
 	g->moe = p->moe;
+	g->swiglu = p->epilogue == GE_SWIGLU;
+	/* the gate+up GEMM of the experts: a tile's B rows come from both
+	 * halves of its expert's B (docs/ABI.md, "SwiGLU epilogue") */
+	if (g->swiglu && !g->moe)
+		return kg_fail(err, "--epilogue=swiglu with --moe=none: the SwiGLU epilogue is the experts' "
+		               "gate+up GEMM; add --moe contiguous or masked");
 	if (g->moe && g->pair)
 		return kg_fail(err, "--moe=%s with --cta-pair=1: the MoE layouts map one CTA to one "
 		               "expert's tile; use --cta-pair 0", g->moe == GM_MASKED ? "masked" : "contiguous");
@@ -109,7 +119,14 @@ gemm_configure(GemmCfg *g, const GemmParams *p, KgErr *err)
 	if (g->sblock && g->tk != g->sblock)
 		return kg_fail(err, "--tile-k=%d with --scale=block128: tile-k must be the scale block, "
 		               "128", g->tk);
-	if (g->sblock && g->sblock % g->tn)
+	if (g->sblock && g->swiglu && g->sblock % (g->tn / 2))
+		return kg_fail(err, "--tile-n=%d with --epilogue=swiglu: tile-n/2 must divide 128 (each half "
+		               "of the tile, gate and up, shares one B scale per K block)", g->tn);
+	if (g->sfvec && g->swiglu && g->tn != 2 * SF_ROWS)
+		return kg_fail(err, "--tile-n=%d with --epilogue=swiglu and --scale=mx32: tile-n must be %d "
+		               "(gate and up halves of %d rows, one factor image each)", g->tn, 2 * SF_ROWS,
+		               SF_ROWS);
+	if (g->sblock && !g->swiglu && g->sblock % g->tn)
 		return kg_fail(err, "--tile-n=%d with --scale=block128: tile-n must divide 128 (a tile's "
 		               "columns share one B scale per K block)", g->tn);
 
@@ -147,12 +164,12 @@ gemm_configure(GemmCfg *g, const GemmParams *p, KgErr *err)
 	         g->swz == SWZ_NONE ? "none" : (g->swz == SWZ_32B ? "32" : g->swz == SWZ_64B ? "64" : "128"),
 	         g->cn > 1 ? "_pair2" : g->pair ? "_pair" : "", g->sblock ? (g->sbtype == DT_UE8M0 ? "_bs128e8" : "_bs128") : g->sfvec ? "_mx32" : "", g->t->tag);
 	if (g->moe) {
-		/* the layout before the target tag: gemm_..._moec_sm90a */
+		/* the layout (and epilogue) before the target tag: gemm_..._moec_swiglu_sm90a */
 		size_t n = strlen(g->name), tl = strlen(g->t->tag);
 		char tail[16];
 		snprintf(tail, sizeof tail, "%s", g->name + n - tl);
-		snprintf(g->name + n - tl, sizeof g->name - (n - tl), "%s_%s",
-		         g->moe == GM_MASKED ? "moem" : "moec", tail);
+		snprintf(g->name + n - tl, sizeof g->name - (n - tl), "%s_%s%s",
+		         g->moe == GM_MASKED ? "moem" : "moec", g->swiglu ? "swiglu_" : "", tail);
 	}
 	return plan_check(&g->plan, err);
 }
@@ -235,7 +252,7 @@ emit_sf_loads(Emit *e, const GemmCfg *g, const GemmRegs *r, SfSrc *sf, Reg stage
 	emitf(e, "\tmul.wide.u32 %s, %s, %u;\n\tadd.u64 %s, %s, %s;\n", w.s, kt.s, SF_IMAGE_BYTES, sf->src.s,
 	      sf->a.s, w.s);
 	op_bulk_load(e, sf->dst, sf->src, g->sfa_bytes, full);
-	if (sf->nb > 1) {
+	if (sf->nb > 1 && !g->swiglu) {
 		/* images of B row blocks n0/128 + j, j < nb, but at most cdiv(N,128) - 1 */
 		emitf(e, "\tadd.u32 %s, %s, %d;\n\tshr.u32 %s, %s, 7;\n", lastb.s, r->N.s, SF_ROWS - 1, lastb.s,
 		      lastb.s);
@@ -246,7 +263,11 @@ emit_sf_loads(Emit *e, const GemmCfg *g, const GemmRegs *r, SfSrc *sf, Reg stage
 		emitf(e, "\tmad.lo.u32 %s, %s, %u, %s;\n", sf->dst.s, stage.s, g->sfb_bytes, sf->sb0.s);
 		if (j)
 			emitf(e, "\tadd.u32 %s, %s, %u;\n", sf->dst.s, sf->dst.s, j * SF_IMAGE_BYTES);
-		if (j) {
+		if (j && g->swiglu) {
+			/* the up half's images: (N/2)/128 row blocks past the gate's */
+			emitf(e, "\tshr.u32 %s, %s, 8;\n\tmad.lo.u32 %s, %s, %s, %s;\n", t.s, r->N.s, t.s, t.s,
+			      r->nk.s, kt.s);
+		} else if (j) {
 			/* row block min(j, last - n0/128) past this tile's first */
 			emitf(e, "\tmin.u32 %s, %s, %d;\n\tmad.lo.u32 %s, %s, %s, %s;\n", t.s, lastb.s, j, t.s, t.s,
 			      r->nk.s, kt.s);
@@ -311,6 +332,11 @@ gemm_emit_producer(Emit *e, const GemmCfg *g, const GemmRegs *r, KgErr *err)
 		emitf(e, "\tmad.lo.u32 %s, %s, %u, %s;\n", am.s, r->pairid.s, ahalf, r->m0.s);
 		emitf(e, "\tshl.b32 %s, 5, %s;\n\tcvt.u16.u32 %s, %s;\n", t.s, r->prank.s, mask.s, t.s);
 	}
+	Reg nbu = {0};
+	if (g->swiglu) {
+		nbu = reg_new(e, RC_B32);
+		emitf(e, "\tshr.u32 %s, %s, 1;\n\tadd.u32 %s, %s, %s;\n", nbu.s, r->N.s, nbu.s, nbu.s, nb.s);
+	}
 	SfSrc sf;
 	if (g->sfvec)
 		emit_sf_setup(e, g, r, &sf);
@@ -358,6 +384,14 @@ gemm_emit_producer(Emit *e, const GemmCfg *g, const GemmRegs *r, KgErr *err)
 		               : op_tma_load_group(e, err, da, r->tmap_a, ca, 2, full, 1 + g->pair)) < 0 ||
 		    op_tma_load_group(e, err, db, r->tmap_b, cb, 2, full, 1 + g->pair) < 0)
 			return -1;
+		if (g->swiglu) {
+			/* the up half: B rows N/2 + n0.., tile rows tn/2.. */
+			Reg du = reg_new(e, RC_B32), cu[2] = {kx, nbu};
+			emitf(e, "\tadd.u32 %s, %s, %u;\n", du.s, bdst.s,
+			      layout_offset(&g->lb, g->tn / 2, j * g->span / g->esz_in));
+			if (op_tma_load_group(e, err, du, r->tmap_b, cu, 2, full, 1) < 0)
+				return -1;
+		}
 	}
 	if (g->sfvec)
 		emit_sf_loads(e, g, r, &sf, stage, kt, full);
@@ -400,7 +434,7 @@ emit_tile_coords(Emit *e, const GemmCfg *g, GemmRegs *r)
 	if (g->pair)
 		emitf(e, "\tmad.lo.u32 %s, %s, %d, %s;\n", r->m0.s, r->prank.s, g->tm, r->m0.s);
 	emitf(e, "\tdiv.u32 %s, %s, %s;\n", t.s, within.s, gs.s);
-	emitf(e, "\tmul.lo.u32 %s, %s, %d;\n", r->n0.s, t.s, g->tn * g->cn);
+	emitf(e, "\tmul.lo.u32 %s, %s, %d;\n", r->n0.s, t.s, g->tn * g->cn >> g->swiglu);
 	if (g->cn > 1)
 		emitf(e, "\tmad.lo.u32 %s, %s, %d, %s;\n", r->n0.s, r->pairid.s, g->tn, r->n0.s);
 	emitf(e, "\tadd.u32 %s, %s, %d;\n\tdiv.u32 %s, %s, %d;\n", r->nk.s, r->K.s, g->tk - 1, r->nk.s, r->nk.s, g->tk);
@@ -448,7 +482,9 @@ emit_moe_coords(Emit *e, const GemmCfg *g, GemmRegs *r)
 	      masked ? "counts" : "offsets", lay.s, lay.s);
 	emitf(e, "\tadd.u32 %s, %s, %d;\n\tdiv.u32 %s, %s, %d;\n", ntn.s, r->N.s, g->tn - 1, ntn.s, ntn.s, g->tn);
 	emitf(e, "\tmov.u32 %s, %%ctaid.x;\n", id.s);
-	emitf(e, "\trem.u32 %s, %s, %s;\n\tmul.lo.u32 %s, %s, %d;\n", t.s, id.s, ntn.s, r->n0.s, t.s, g->tn);
+	/* swiglu: n0 is C's column, tn/2 per tile (B's gate row; its up row N/2 + n0) */
+	emitf(e, "\trem.u32 %s, %s, %s;\n\tmul.lo.u32 %s, %s, %d;\n", t.s, id.s, ntn.s, r->n0.s, t.s,
+	      g->tn >> g->swiglu);
 	emitf(e, "\tdiv.u32 %s, %s, %s;\n", mt.s, id.s, ntn.s);
 	emitf(e, "\tmov.u32 %s, 0;\n\tmov.u32 %s, 0;\n", base.s, c.s);
 	emit_label(e, loop);
@@ -592,6 +628,7 @@ gemm_abi(const GemmCfg *g, const char *args, KernelAbi *k)
 	memset(k, 0, sizeof *k);
 	snprintf(k->kernel, sizeof k->kernel, "%s", g->name);
 	k->family = g->moe ? "gemm_moe" : "gemm"; /* its own checker: tools/check_moe.c */
+	k->kgen_family = "gemm";
 	k->target = g->t;
 	snprintf(k->args, sizeof k->args, "%s", args);
 	k->threads = g->plan.threads;
@@ -618,7 +655,7 @@ gemm_abi(const GemmCfg *g, const char *args, KernelAbi *k)
 		p->dtype = g->in;
 		p->rank = 2;
 		p->box[0] = g->span / g->esz_in;
-		p->box[1] = i ? g->tn_cta : g->tm / g->cn;
+		p->box[1] = i ? g->tn_cta >> g->swiglu : g->tm / g->cn; /* swiglu: a box per half */
 		p->swz = g->swz;
 		snprintf(p->tensor, sizeof p->tensor, "%s", i ? (g->moe ? "B[E*N,K]" : "B[N,K]")
 		         : g->moe == GM_MASKED ? "A[E*M,K]" : "A[M,K]");
@@ -628,7 +665,7 @@ gemm_abi(const GemmCfg *g, const char *args, KernelAbi *k)
 	const char *rows = g->moe == GM_MASKED ? "E*M" : "M", *eb = g->moe ? "E*" : "";
 	p = abi_add(k, ABI_PTR, "C");
 	p->dtype = g->out;
-	snprintf(p->tensor, sizeof p->tensor, "C[%s,N]", rows);
+	snprintf(p->tensor, sizeof p->tensor, "C[%s,%s]", rows, g->swiglu ? "N/2" : "N");
 	if (g->sblock) {
 		/* K-block-major SA, so that the rows of one K block are adjacent */
 		p = abi_add(k, ABI_PTR, "SA");
@@ -658,6 +695,8 @@ gemm_abi(const GemmCfg *g, const char *args, KernelAbi *k)
 	abi_add(k, ABI_U32, "K");
 	if (g->moe)
 		abi_add(k, ABI_U32, "E");
+	if (g->swiglu)
+		abi_add(k, ABI_F32, "swiglu_limit");
 	/* A and B rows are K elements: their byte stride must be a multiple of
 	 * 16 (docs/hardware.md, "Tensor map encoding") */
 	abi_shape(k, "kmult", "%d", 16 / g->esz_in);
@@ -665,6 +704,11 @@ gemm_abi(const GemmCfg *g, const char *args, KernelAbi *k)
 		abi_shape(k, "kblock", "%d", g->sblock ? g->sblock : g->tk);
 	if (g->moe)
 		abi_shape(k, "moe", "%s", g->moe == GM_MASKED ? "masked" : "contiguous");
+	if (g->swiglu) {
+		/* gate and up halves of whole 128-row scale blocks */
+		abi_shape(k, "nmult", "256");
+		abi_shape(k, "epilogue", "swiglu");
+	}
 }
 
 static int
@@ -720,6 +764,9 @@ gemm_plan(const void *params, Buf *text, KgErr *err)
 		buf_printf(text, "moe             contiguous: expert e owns rows offsets[e]..offsets[e+1]-1 of A and C, B[e] its N rows; one CTA per (tile-m row block met by an expert, N tile), found by a warp scan of the experts' tile counts\n");
 	if (g.moe == GM_MASKED)
 		buf_printf(text, "moe             masked: expert e owns slab rows e*M..e*M+counts[e]-1 of A and C, B[e] its N rows; one CTA per (tile of a slab's live rows, N tile), found by a warp scan of the experts' tile counts\n");
+	if (g.swiglu)
+		buf_printf(text, "epilogue        swiglu: tile rows 0..%d of B are gate rows n0.., %d.. up rows N/2+n0..; C[m, n0+j] = silu(min(gate,L))*clamp(up,-L,L), N/2 columns\n",
+		           g.tn / 2 - 1, g.tn / 2);
 	if (g.moe)
 		buf_printf(text, "grid            %s CTAs, N tiles fastest; CTAs past the experts' tiles exit at once\n",
 		           g.moe == GM_MASKED ? "E*cdiv(M,tile-m)*cdiv(N,tile-n)" : "cdiv(M,tile-m)*cdiv(N,tile-n)+E*cdiv(N,tile-n)");

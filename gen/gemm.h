@@ -22,7 +22,15 @@ typedef struct GemmParams {
 	int scale; /* GemmScale */
 	int scale_b; /* block128: B's scale type, DT_F32 or DT_UE8M0 */
 	int moe; /* GemmMoe */
+	int epilogue; /* GemmEpilogue */
 } GemmParams;
+
+/* What the epilogue writes (the --epilogue values, in order). */
+typedef enum GemmEpilogue {
+	GE_NONE,   /* C = A·B^T */
+	GE_SWIGLU, /* B's N rows are gate then up halves: C[:, j] = silu(clamp gate)·clamp up,
+	            * N/2 columns (docs/ABI.md, "SwiGLU epilogue") */
+} GemmEpilogue;
 
 /* Mixture-of-experts layouts (the --moe values, in order; docs/ABI.md,
  * "MoE layouts"): one launch for E experts, B [E,N,K] with per-expert
@@ -62,6 +70,7 @@ typedef struct GemmCfg {
 	int group_m;            /* grouped rasterization: M tiles per group */
 	int consumers;          /* sm90: consumer warpgroups */
 	int moe;                /* GemmMoe */
+	int swiglu;             /* 1: the SwiGLU epilogue; a tile's B rows are tn/2 of gate, tn/2 of up */
 	Plan plan;
 	int r_a, r_b, r_slot;   /* smem region indices (r_slot: TMEM address, or -1) */
 	int r_sfa, r_sfb;       /* mx32: scale-factor image stages */
@@ -84,6 +93,8 @@ typedef struct GemmRegs {
 	/* C rows this CTA may write: [mlo, mhi) (--moe only; mhi is M without) */
 	Reg mlo, mhi;
 	Reg rows;            /* rows of A, SA and C: M, or E*M when masked */
+	/* n0: this tile's first column of C; with --epilogue swiglu also its
+	 * first gate row of B (its up rows start at N/2 + n0) */
 	Reg nb;              /* B's first row of this tile: n0, or expert*N + n0 */
 	Reg sbrow;           /* SB's row block of this tile: n0/128 (+ expert*cdiv(N,128)) */
 	Reg sfa_rb;          /* mx32: SA's image row block of this tile: m0/128, or masked

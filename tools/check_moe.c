@@ -24,6 +24,17 @@ moe_masked(const CheckCase *c)
 	return v && strcmp(v, "masked") == 0;
 }
 
+/* The SwiGLU epilogue (docs/ABI.md, "SwiGLU epilogue"): C is N/2 wide. */
+static int
+moe_swiglu(const CheckCase *c)
+{
+	const char *v = krt_abi_shape(c->abi, "epilogue");
+	return v && strcmp(v, "swiglu") == 0;
+}
+
+/* DeepSeek-V4's swiglu_limit, the value the checker passes */
+#define MOE_SWIGLU_LIMIT 10.0
+
 static uint32_t
 moe_experts(const CheckCase *c)
 {
@@ -111,6 +122,11 @@ moe_prepare(CheckCase *c, KrtErr *err)
 	if (K % MOE_BLK)
 		return check_fail(err, KRT_EINVAL, "gemm_moe K=%llu: must be a multiple of %d (the kernel's "
 		                  "scale block, //@shape kblock)", (unsigned long long)K, MOE_BLK);
+	int sw = moe_swiglu(c);
+	if (sw && N % (2 * MOE_BLK))
+		return check_fail(err, KRT_EINVAL, "gemm_moe N=%llu: must be a multiple of %d (gate and up "
+		                  "halves of whole scale blocks, //@shape nmult)", (unsigned long long)N,
+		                  2 * MOE_BLK);
 	uint64_t R = masked ? (uint64_t)E * M : M; /* rows of A, SA and C */
 	if (!R || R > UINT32_MAX || (uint64_t)E * N > UINT32_MAX)
 		return check_fail(err, KRT_EINVAL, "gemm_moe M=%llu E=%u: the rows of A (%llu) must be in "
@@ -185,9 +201,22 @@ moe_prepare(CheckCase *c, KrtErr *err)
 		rc = check_add_raw_input(c, masked ? "counts" : "offsets", "s32", 4, masked ? E : E + 1, tab, err);
 	else
 		free(tab);
+	if (!rc && sw)
+		rc = check_set_f32(c, "swiglu_limit", (float)MOE_SWIGLU_LIMIT, err);
 	if (!rc)
-		rc = check_add_output(c, "C", out, R * N, 256 * N * (size_t)num_type_size(out) + 65536, err);
+		rc = check_add_output(c, "C", out, R * (N >> sw), 256 * N * (size_t)num_type_size(out) + 65536, err);
 	return rc;
+}
+
+/* A row of N = 2I products, gate then up, into its I outputs in place:
+ * silu(min(g, L))·clamp(u, -L, L) in float64 (docs/ABI.md, "SwiGLU epilogue"). */
+static void
+moe_swiglu_row(double *x, uint64_t N)
+{
+	for (uint64_t j = 0; j < N / 2; j++) {
+		double g = fmin(x[j], MOE_SWIGLU_LIMIT), u = fmax(fmin(x[N / 2 + j], MOE_SWIGLU_LIMIT), -MOE_SWIGLU_LIMIT);
+		x[j] = g / (1.0 + exp(-g)) * u;
+	}
 }
 
 static const int32_t *
@@ -225,7 +254,7 @@ moe_compare(CheckCase *c, CheckResult *res, KrtErr *err)
 	uint64_t R = masked ? (uint64_t)E * M : M, nkb = K / MOE_BLK, nnb = (N + MOE_BLK - 1) / MOE_BLK;
 	uint64_t mb = (M + MOE_BLK - 1) / MOE_BLK, limit = c->opts->full_limit ? c->opts->full_limit
 	                                                                       : CHECK_FULL_LIMIT;
-	int mx = !sa->is_num;
+	int mx = !sa->is_num, sw = moe_swiglu(c);
 	enum { BLOCK = 64 };
 
 	res->tol = gemm_tol[cb->type];
@@ -272,8 +301,12 @@ moe_compare(CheckCase *c, CheckResult *res, KrtErr *err)
 				gemm_bs_ref_rows(a->host, be, sa->host, sbs + e * nnb * nkb, (uint32_t)R, (uint32_t)N,
 				                 (uint32_t)K, MOE_BLK, rows, n, ref);
 			}
-			for (uint32_t i = 0; i < n; i++)
-				gemm_compare_row(c, cb, rows[i], N, ref + (size_t)i * N, res);
+			for (uint32_t i = 0; i < n; i++) {
+				double *x = ref + (size_t)i * N;
+				if (sw)
+					moe_swiglu_row(x, N);
+				gemm_compare_row(c, cb, rows[i], N >> sw, x, res);
+			}
 			n = 0;
 		}
 	}
@@ -284,13 +317,14 @@ moe_compare(CheckCase *c, CheckResult *res, KrtErr *err)
 	for (uint64_t m = 0; m < R; m++) {
 		if (gemm_moe_owner(masked, tab, E, (uint32_t)M, (uint32_t)m) >= 0)
 			continue;
-		for (uint64_t n = 0; n < N; n++) {
-			if (num_is_fill(cb->type, out, m * N + n, CHECK_POISON_BYTE)) {
+		uint64_t w = N >> sw;
+		for (uint64_t n = 0; n < w; n++) {
+			if (num_is_fill(cb->type, out, m * w + n, CHECK_POISON_BYTE)) {
 				kept++;
 			} else if (wrote++ == 0) {
 				check_report(c, "  row %llu (no expert's) col %llu: written (%g), should keep the "
 				             "poison\n", (unsigned long long)m, (unsigned long long)n,
-				             num_load(cb->type, out, m * N + n));
+				             num_load(cb->type, out, m * w + n));
 			}
 		}
 	}
@@ -324,7 +358,7 @@ moe_bytes(const CheckCase *c)
 		live += (moe_masked(c) ? t[e] : t[e + 1] - t[e]) > 0;
 	double rows = (double)moe_owned(c);
 	double sbytes = sb ? (double)(sb->count * (uint64_t)sb->esize) / E : 0;
-	return live * (N * K + sbytes) + rows * (K + N * (cb ? cb->esize : 2));
+	return live * (N * K + sbytes) + rows * (K + N / (moe_swiglu(c) ? 2 : 1) * (cb ? cb->esize : 2));
 }
 
 static int
@@ -365,8 +399,10 @@ static const CheckShape moe_shapes[] = {
 static void
 moe_fit_default(const KrtAbi *abi, CheckShape *s)
 {
-	(void)abi;
+	const char *ep = krt_abi_shape(abi, "epilogue");
 	s->d[2] = (s->d[2] + MOE_BLK - 1) / MOE_BLK * MOE_BLK;
+	if (ep && strcmp(ep, "swiglu") == 0) /* N: gate and up halves of whole blocks */
+		s->d[1] = (s->d[1] + 2 * MOE_BLK - 1) / (2 * MOE_BLK) * (2 * MOE_BLK);
 }
 
 #define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))

@@ -50,7 +50,8 @@ sm90_plan(GemmCfg *g, KgErr *err)
  * one 2-element store where the row exists, both columns are inside N and N is even
  * (alignment); otherwise each column alone where it is inside N. */
 static void
-emit_store_fragment(Emit *e, const GemmCfg *g, const GemmRegs *r, Reg wgc, const Reg *acc)
+emit_store_fragment(Emit *e, const GemmCfg *g, const GemmRegs *r, Reg wgc, const Reg *acc, int ncols,
+                    Reg N)
 {
 	Reg row = reg_new(e, RC_B32), col = reg_new(e, RC_B32), t = reg_new(e, RC_B32);
 	Reg addr[2], prow[2], pfull = reg_new(e, RC_PRED), pone = reg_new(e, RC_PRED);
@@ -65,7 +66,7 @@ emit_store_fragment(Emit *e, const GemmCfg *g, const GemmRegs *r, Reg wgc, const
 	emitf(e, "\tadd.u32 %s, %s, %s;\n", row.s, row.s, r->m0.s);
 	sm90_acc_col0(e, t, r->lane);
 	emitf(e, "\tadd.u32 %s, %s, %s;\n", col.s, t.s, r->n0.s);
-	emitf(e, "\tand.b32 %s, %s, 1;\n\tsetp.eq.u32 %s, %s, 0;\n", t.s, r->N.s, neven.s, t.s);
+	emitf(e, "\tand.b32 %s, %s, 1;\n\tsetp.eq.u32 %s, %s, 0;\n", t.s, N.s, neven.s, t.s);
 	for (int h8 = 0; h8 < 2; h8++) {
 		Reg rr = reg_new(e, RC_B32);
 		addr[h8] = reg_new(e, RC_B64);
@@ -75,18 +76,18 @@ emit_store_fragment(Emit *e, const GemmCfg *g, const GemmRegs *r, Reg wgc, const
 		if (g->moe) /* MoE: the expert's rows only */
 			emitf(e, "\tsetp.ge.and.u32 %s, %s, %s, %s;\n", prow[h8].s, rr.s, r->mlo.s, prow[h8].s);
 		/* element offset row*N + col, in 64 bits: M*N may exceed 2^32 */
-		emitf(e, "\tmul.wide.u32 %s, %s, %s;\n", addr[h8].s, rr.s, r->N.s);
+		emitf(e, "\tmul.wide.u32 %s, %s, %s;\n", addr[h8].s, rr.s, N.s);
 		emitf(e, "\tcvt.u64.u32 %s, %s;\n\tadd.u64 %s, %s, %s;\n", ra.s, col.s, addr[h8].s, addr[h8].s, ra.s);
 		emitf(e, "\tmad.lo.u64 %s, %s, %d, %s;\n", addr[h8].s, addr[h8].s, esz, r->c.s);
 	}
-	for (int q = 0; q < g->tn / 8; q++) {
+	for (int q = 0; q < ncols / 8; q++) {
 		/* columns c = col + 8q and c + 1: a pair store, or each alone */
 		emitf(e, "\tadd.u32 %s, %s, %d;\n", t.s, col.s, 8 * q + 1);
-		emitf(e, "\tsetp.lt.u32 %s, %s, %s;\n", phi.s, t.s, r->N.s);
+		emitf(e, "\tsetp.lt.u32 %s, %s, %s;\n", phi.s, t.s, N.s);
 		emitf(e, "\tand.pred %s, %s, %s;\n", pc2.s, phi.s, neven.s);
 		emitf(e, "\txor.pred %s, %s, %s;\n", phi.s, phi.s, pc2.s);
 		emitf(e, "\tsub.u32 %s, %s, 1;\n", t.s, t.s);
-		emitf(e, "\tsetp.lt.u32 %s, %s, %s;\n", pc1.s, t.s, r->N.s);
+		emitf(e, "\tsetp.lt.u32 %s, %s, %s;\n", pc1.s, t.s, N.s);
 		emitf(e, "\txor.pred %s, %s, %s;\n", pc1.s, pc1.s, pc2.s);
 		for (int h8 = 0; h8 < 2; h8++) {
 			int i = 4 * q + 2 * h8, off = 8 * q * esz;
@@ -120,7 +121,9 @@ typedef struct Scales {
 	Reg pb;           /* &SB[n0/128][kb] */
 	Reg stride;       /* bytes from SA[kb] to SA[kb+1]: 4*M */
 	Reg a[2], b;      /* this K block's scales */
-	Reg na[2], nb;    /* the next K block's, loaded while this one's second half runs */
+	Reg na[2], nb, nbu; /* the next K block's, loaded while this one's second half runs */
+	Reg pbu, bu;      /* swiglu: the up half's SB, &SB[(N/2 + n0)/128][kb] and its value */
+	Reg abu[2];       /* swiglu: a[row] * bu */
 	Reg e8, e8p;      /* UE8M0 SB: its byte, and a predicate */
 	Reg ab[2];        /* a[row] * b */
 } Scales;
@@ -159,33 +162,53 @@ emit_scale_addrs(Emit *e, const GemmCfg *g, const GemmRegs *r, Reg wgc, Scales *
 	      r->nk.s, w.s, t.s, dtype_bits(g->sbtype) / 8, sc->pb.s, r->sb.s, w.s);
 	for (int h = 0; h < 2; h++)
 		sc->ab[h] = reg_new(e, RC_F32);
+	if (g->swiglu) {
+		/* the up half's row block: (N/2)/128 past the gate's (N/2 is whole blocks: nmult) */
+		sc->pbu = reg_new(e, RC_B64);
+		sc->bu = reg_new(e, RC_F32);
+		sc->nbu = reg_new(e, RC_F32);
+		for (int h = 0; h < 2; h++)
+			sc->abu[h] = reg_new(e, RC_F32);
+		emitf(e, "\tshr.u32 %s, %s, 8;\n\tmul.lo.u32 %s, %s, %s;\n", t.s, r->N.s, t.s, t.s, r->nk.s);
+		emitf(e, "\tmul.wide.u32 %s, %s, %d;\n\tadd.u64 %s, %s, %s;\n", w.s, t.s, dtype_bits(g->sbtype) / 8,
+		      sc->pbu.s, sc->pb.s, w.s);
+	}
+}
+
+/* One SB value into b from *pb, which steps to the next K block. */
+static void
+emit_sb_load(Emit *e, const GemmCfg *g, Scales *sc, Reg b, Reg pb)
+{
+	if (g->sbtype == DT_UE8M0) {
+		/* 2^(e-127) as f32 bits: e << 23 for e = 1..254; e = 0 is the
+		 * subnormal 2^-127, 255 NaN (docs/hardware.md, "Number formats") */
+		emitf(e, "\tld.global.nc.u8 %s, [%s];\n", sc->e8.s, pb.s);
+		emitf(e, "\tsetp.eq.u32 %s, %s, 0;\n", sc->e8p.s, sc->e8.s);
+		emitf(e, "\tshl.b32 %s, %s, 23;\n\t@%s mov.b32 %s, 0x00400000;\n", sc->e8.s, sc->e8.s, sc->e8p.s,
+		      sc->e8.s);
+		emitf(e, "\tsetp.eq.u32 %s, %s, 0x7f800000;\n\t@%s mov.b32 %s, 0x7fc00000;\n", sc->e8p.s, sc->e8.s,
+		      sc->e8p.s, sc->e8.s);
+		emitf(e, "\tmov.b32 %s, %s;\n\tadd.u64 %s, %s, 1;\n", b.s, sc->e8.s, pb.s, pb.s);
+		return;
+	}
+	emitf(e, "\tld.global.nc.f32 %s, [%s];\n", b.s, pb.s);
+	emitf(e, "\tadd.u64 %s, %s, 4;\n", pb.s, pb.s);
 }
 
 /* A K block's scales into a[2], b (the current set or the next one),
  * issued before that block's MMAs so that their latency hides behind
  * them; the pointers then step to the next block. */
 static void
-emit_scale_loads(Emit *e, const GemmCfg *g, Scales *sc, const Reg *a, Reg b)
+emit_scale_loads(Emit *e, const GemmCfg *g, Scales *sc, const Reg *a, Reg b, Reg bu)
 {
 	emit_block(e, "sm90.gemm_scale_loads");
 	for (int h = 0; h < 2; h++) {
 		emitf(e, "\tld.global.nc.f32 %s, [%s];\n", a[h].s, sc->pa[h].s);
 		emitf(e, "\tadd.u64 %s, %s, %s;\n", sc->pa[h].s, sc->pa[h].s, sc->stride.s);
 	}
-	if (g->sbtype == DT_UE8M0) {
-		/* 2^(e-127) as f32 bits: e << 23 for e = 1..254; e = 0 is the
-		 * subnormal 2^-127, 255 NaN (docs/hardware.md, "Number formats") */
-		emitf(e, "\tld.global.nc.u8 %s, [%s];\n", sc->e8.s, sc->pb.s);
-		emitf(e, "\tsetp.eq.u32 %s, %s, 0;\n", sc->e8p.s, sc->e8.s);
-		emitf(e, "\tshl.b32 %s, %s, 23;\n\t@%s mov.b32 %s, 0x00400000;\n", sc->e8.s, sc->e8.s, sc->e8p.s,
-		      sc->e8.s);
-		emitf(e, "\tsetp.eq.u32 %s, %s, 0x7f800000;\n\t@%s mov.b32 %s, 0x7fc00000;\n", sc->e8p.s, sc->e8.s,
-		      sc->e8p.s, sc->e8.s);
-		emitf(e, "\tmov.b32 %s, %s;\n\tadd.u64 %s, %s, 1;\n", b.s, sc->e8.s, sc->pb.s, sc->pb.s);
-		return;
-	}
-	emitf(e, "\tld.global.nc.f32 %s, [%s];\n", b.s, sc->pb.s);
-	emitf(e, "\tadd.u64 %s, %s, 4;\n", sc->pb.s, sc->pb.s);
+	emit_sb_load(e, g, sc, b, sc->pb);
+	if (g->swiglu)
+		emit_sb_load(e, g, sc, bu, sc->pbu);
 }
 
 /* Which of the thread's rows (g, g+8) accumulator register i is in
@@ -200,22 +223,25 @@ row_of_acc(int i)
 }
 
 /* acc += tmp * SA[row] * SB[column block] for one column half of the
- * tile (half 0 first, which also forms the products SA*SB). The halves'
+ * tile (half 0 first, which also forms the products SA*SB; swiglu: half 1
+ * is the up half, scaled by its own SB, bu). The halves'
  * fragments are the tile's registers 0..tn/4-1 and tn/4..tn/2-1: a column
  * block of 8 is 4 registers, so register i of a half is tile register
  * i + h*tn/4, in the same row (docs/hardware.md, "wgmma accumulator fragment"). */
 static void
 emit_promote_half(Emit *e, const GemmCfg *g, Scales *sc, const Reg *acc, int half)
 {
-	int q = g->tn / 4;
+	int q = g->tn / 4, up = half && g->swiglu;
 
 	emit_block(e, half ? "sm90.gemm_promote_hi" : "sm90.gemm_promote_lo");
 	if (!half)
 		for (int h = 0; h < 2; h++)
 			emitf(e, "\tmul.f32 %s, %s, %s;\n", sc->ab[h].s, sc->a[h].s, sc->b.s);
+	for (int h = 0; up && h < 2; h++)
+		emitf(e, "\tmul.f32 %s, %s, %s;\n", sc->abu[h].s, sc->a[h].s, sc->bu.s);
 	for (int i = 0; i < q; i++)
 		emitf(e, "\tfma.rn.f32 %s, %s, %s, %s;\n", acc[q * half + i].s, sc->tmp[q * half + i].s,
-		      sc->ab[row_of_acc(i)].s, acc[q * half + i].s);
+		      (up ? sc->abu : sc->ab)[row_of_acc(i)].s, acc[q * half + i].s);
 }
 
 /* Operands of one stage's MMAs: the stage's A and B bases (16-byte units),
@@ -280,7 +306,7 @@ emit_bs_loop(Emit *e, KgErr *err, const GemmCfg *g, const GemmRegs *r, Scales *s
 	emitf(e, "\tmov.u32 %s, %s;\n", full.s, full0.s);
 	if (op_mbar_wait(e, err, full, phase.s) < 0)
 		return -1;
-	emit_scale_loads(e, g, sc, sc->a, sc->b);
+	emit_scale_loads(e, g, sc, sc->a, sc->b, sc->bu);
 	emit_stage_bases(e, g, o, stage, a0, b0);
 	emit_half_mmas(e, g, sc, o, 0);
 	emit_half_mmas(e, g, sc, o, 1);
@@ -297,7 +323,7 @@ emit_bs_loop(Emit *e, KgErr *err, const GemmCfg *g, const GemmRegs *r, Scales *s
 	emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n", full.s, stage.s, full0.s);
 	if (op_mbar_wait(e, err, full, phase.s) < 0)
 		return -1;
-	emit_scale_loads(e, g, sc, sc->na, sc->nb);
+	emit_scale_loads(e, g, sc, sc->na, sc->nb, sc->nbu);
 	emit_stage_bases(e, g, o, stage, a0, b0);
 	/* half 1 of block k ran while half 0 was promoted: wait for it before
 	 * issuing more, so that no group is pending across a read of another's
@@ -312,6 +338,8 @@ emit_bs_loop(Emit *e, KgErr *err, const GemmCfg *g, const GemmRegs *r, Scales *s
 	emit_block(e, "sm90.gemm_block_scales_next");
 	for (int h = 0; h < 2; h++)
 		emitf(e, "\tmov.f32 %s, %s;\n", sc->a[h].s, sc->na[h].s);
+	if (g->swiglu)
+		emitf(e, "\tmov.f32 %s, %s;\n", sc->bu.s, sc->nbu.s);
 	emitf(e, "\tmov.f32 %s, %s;\n\tbra %s;\n", sc->b.s, sc->nb.s, loop);
 	/* The last block: the paths do not join, so that ptxas sees which group
 	 * each wait leaves pending (a join makes it inject a wait of its own). */
@@ -322,6 +350,24 @@ emit_bs_loop(Emit *e, KgErr *err, const GemmCfg *g, const GemmRegs *r, Scales *s
 	emit_promote_half(e, g, sc, acc, 1);
 	emit_label(e, done);
 	return 0;
+}
+
+/* The SwiGLU epilogue (docs/ABI.md, "SwiGLU epilogue"): the up value of
+ * the thread's gate column c is column c + tn/2, tn/4 registers on
+ * (docs/hardware.md, "wgmma accumulator fragment"); the gate registers
+ * take the results and go out as a tn/2-column fragment of C[.., N/2]. */
+static void
+emit_swiglu(Emit *e, const GemmCfg *g, const GemmRegs *r, Reg wgc, Reg *acc)
+{
+	Reg lim = reg_new(e, RC_F32), nlim = reg_new(e, RC_F32), t = reg_new(e, RC_F32);
+	Reg half = reg_new(e, RC_B32);
+
+	emit_block(e, "sm90.gemm_swiglu");
+	emitf(e, "\tld.param.f32 %s, [p_swiglu_limit];\n\tneg.f32 %s, %s;\n", lim.s, nlim.s, lim.s);
+	for (int i = 0; i < g->tn / 4; i++)
+		op_swiglu(e, acc[i], acc[i], acc[i + g->tn / 4], lim, nlim, t);
+	emitf(e, "\tshr.u32 %s, %s, 1;\n", half.s, r->N.s);
+	emit_store_fragment(e, g, r, wgc, acc, g->tn / 2, half);
 }
 
 static int
@@ -363,7 +409,9 @@ emit_consumer(Emit *e, const GemmCfg *g, const GemmRegs *r, KgErr *err)
 		emit_scale_addrs(e, g, r, wgc, &sc);
 		if (emit_bs_loop(e, err, g, r, &sc, acc, &o, ring, a0, b0, full0, empty0, lane0) < 0)
 			return -1;
-		emit_store_fragment(e, g, r, wgc, acc);
+		if (g->swiglu)
+			return emit_swiglu(e, g, r, wgc, acc), 0;
+		emit_store_fragment(e, g, r, wgc, acc, g->tn, r->N);
 		return 0;
 	}
 	if (gemm_mma_loop_head(e, err, r, stage, phase, kt, full0, full, p, loop, done, sizeof loop) < 0)
@@ -395,7 +443,9 @@ emit_consumer(Emit *e, const GemmCfg *g, const GemmRegs *r, KgErr *err)
 	emitf(e, "\tsetp.lt.u32 %s, %s, %s;\n\t@%s bra %s;\n", p.s, kt.s, r->nk.s, p.s, loop);
 	emit_label(e, done);
 	sm90_wgmma_wait(e, 0);
-	emit_store_fragment(e, g, r, wgc, acc);
+	if (g->swiglu)
+		return emit_swiglu(e, g, r, wgc, acc), 0;
+	emit_store_fragment(e, g, r, wgc, acc, g->tn, r->N);
 	return 0;
 }
 

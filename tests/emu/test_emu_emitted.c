@@ -149,8 +149,10 @@ run_file(const char *path)
 			/* the long shape: K wraps the ring twice, in whole scale blocks */
 			uint32_t lm[4] = {70, 40, 2 * ts * tk + tk, 3};
 			const uint32_t *d = i < nshapes ? moe_shapes[i] : lm;
-			snprintf(shape, sizeof shape, "%ux%ux%u E=%u", d[0], d[1], d[2], d[3]);
-			rc = et_gemm_moe(dev, mod, d[0], d[1], d[2], d[3], 5000 + i, &f);
+			/* SwiGLU: N of gate and up halves of whole 128-row blocks */
+			uint32_t n = krt_abi_shape(&abi, "nmult") ? (d[1] + 255) / 256 * 256 : d[1];
+			snprintf(shape, sizeof shape, "%ux%ux%u E=%u", d[0], n, d[2], d[3]);
+			rc = et_gemm_moe(dev, mod, d[0], n, d[2], d[3], 5000 + i, &f);
 			maxerr = f.max_err, tol = f.tol, bad = f.bad, first = f.first_bad, msg = f.err.msg;
 		} else if (gemm) {
 			const uint32_t *d = i < nshapes ? gemm_shapes[i] : long_gemm;

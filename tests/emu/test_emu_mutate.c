@@ -259,6 +259,8 @@ pick_shape(const KrtAbi *abi, Shape *s)
 	s->moe = strcmp(abi->family, "gemm_moe") == 0;
 	s->M = tm + 2;
 	s->N = tn + 40;
+	if (krt_abi_shape(abi, "nmult")) /* SwiGLU: whole gate and up halves, two N tiles */
+		s->N = 2 * tn > 256 ? 2 * tn : 256;
 	s->K = tk * 2 * st + 8; /* 2·st tiles and a tail: every stage refilled */
 	s->K = et_gemm_k(abi, s->K); /* block-scaled: whole scale blocks (2·st + 1 tiles) */
 }

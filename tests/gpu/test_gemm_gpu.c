@@ -55,6 +55,10 @@ static const char *const moe_configs[][MAX_CFG_ARGS] = {
 	{MOE_ARGS, "--moe", "masked", NULL},
 	{MOE_ARGS, "--moe", "masked", "--tile-m", "64", "--stages", "8", "--scale-b", "ue8m0", NULL},
 	{MOE_ARGS, "--moe", "contiguous", "--scale-b", "ue8m0", "--out-dtype", "f32", NULL},
+	/* the gate+up GEMM (docs/ABI.md, "SwiGLU epilogue"): N fitted to whole halves */
+	{MOE_ARGS, "--moe", "masked", "--epilogue", "swiglu", NULL},
+	{MOE_ARGS, "--moe", "contiguous", "--tile-m", "64", "--tile-n", "64", "--scale-b", "ue8m0", "--epilogue",
+	 "swiglu", NULL},
 #undef MOE_ARGS
 };
 

@@ -664,6 +664,25 @@ test_shape(void)
 		EXPECT_MSG(e.msg, "arg 5 (K)=1008: must be a multiple of 128 (//@shape kblock=128",
 		           "scales per kblock elements of K");
 	}
+	/* SwiGLU gemm: N of whole gate and up halves */
+	{
+		char h[sizeof header + 64];
+		const char *args_end = strstr(header, "//@threads");
+		snprintf(h, sizeof h, "%.*s//@shape kmult=16 kblock=128 nmult=256\n%s", (int)(args_end - header),
+		         header, args_end);
+		KrtArg g[6];
+		EXPECT(krt_abi_parse(h, strlen(h), &a, &e) == KRT_OK);
+		memset(g, 0, sizeof g);
+		for (int i = 3; i < 6; i++)
+			g[i].kind = KRT_ARG_U32;
+		g[3].v.u32 = 1000;
+		g[4].v.u32 = 6144;
+		g[5].v.u32 = 7168;
+		EXPECT(krt_shape_check(&a, g, 6, &e) == KRT_OK);
+		g[4].v.u32 = 6016;
+		EXPECT(krt_shape_check(&a, g, 6, &e) == KRT_EINVAL);
+		EXPECT_MSG(e.msg, "arg 4 (N)=6016: must be a multiple of 256 (//@shape nmult=256", "gate and up halves");
+	}
 
 	/* malformed lines name the field and the rule */
 	static const struct {

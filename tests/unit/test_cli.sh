@@ -86,6 +86,15 @@ grep -q '^//@param ptr SA dtype=ue8m0 tensor=SA\[E\*cdiv(M,128),cdiv(K,128),512\
 	grep -q '^//@param ptr counts dtype=s32 tensor=counts\[E\]$' "$tmp/moem.ptx" && grep -q '^//@grid E\*cdiv(M,128)\*cdiv(N,256) 1 1$' "$tmp/moem.ptx" ||
 	fail "moe masked gemm: SA images per slab, counts, grid"
 "$kgen" gemm --dtype e4m3 --scale block128 --tile-k 128 --tile-n 128 | grep -q -- '--moe none' || fail "e4m3 gemm args lack --moe none"
+# SwiGLU epilogue (docs/ABI.md, "SwiGLU epilogue")
+expect_error "--epilogue=swiglu with --moe=none: the SwiGLU epilogue is the experts' gate+up GEMM" gemm --dtype e4m3 --scale block128 --tile-k 128 --tile-n 128 --epilogue swiglu
+expect_error "--tile-n=96 with --epilogue=swiglu: tile-n/2 must divide 128" gemm --dtype e4m3 --scale block128 --tile-k 128 --tile-n 96 --moe masked --epilogue swiglu
+expect_error "--tile-n=128 with --epilogue=swiglu and --scale=mx32: tile-n must be 256" gemm --target sm_100a --dtype e4m3 --scale mx32 --tile-k 128 --tile-n 128 --moe masked --epilogue swiglu
+"$kgen" gemm --dtype e4m3 --scale block128 --tile-k 128 --tile-n 128 --moe masked --epilogue swiglu -o "$tmp/sw.ptx" || fail "gemm --epilogue swiglu"
+grep -q '^//@shape kmult=16 kblock=128 moe=masked nmult=256 epilogue=swiglu$' "$tmp/sw.ptx" &&
+	grep -q '^//@param tmap B dtype=e4m3 rank=2 box=128,64 swizzle=128 tensor=B\[E\*N,K\]$' "$tmp/sw.ptx" &&
+	grep -q '^//@param ptr C dtype=bf16 tensor=C\[E\*M,N/2\]$' "$tmp/sw.ptx" && grep -q '^//@param f32 swiglu_limit$' "$tmp/sw.ptx" ||
+	fail "swiglu gemm: shape fields, half-tile B box, C[E*M,N/2], swiglu_limit"
 # indexer (docs/ABI.md "indexer")
 expect_error "--page-size=48: must be one of 16,32,64,128" indexer --page-size 48
 expect_error "--heads=0: must be in 1..128" indexer --heads 0
