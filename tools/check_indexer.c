@@ -15,10 +15,15 @@
  * its sequence (equal scores: ties at the k-th score); with the edge fill 3
  * keys in 4 copy one of the sequence's first four, so the k-th score is
  * shared by many keys. The logits are
- * compared key by key, held to 1e-5 of the key's bound Σ_h |w|·|s|·Σ|q·k|
- * (f32 sums of 128 and H terms), masked ones exactly -inf; the index list
- * as a set (indexer_topk_check) with the row's largest bound times 1e-5 as
- * the tie tolerance. */
+ * compared key by key, held to a tolerance of the key's bound
+ * Σ_h |w|·|s|·Σ|q·k| (INDEXER_TOL_F32: f32 sums of 128 and H terms;
+ * INDEXER_TOL_WGMMA for `--score wgmma`, whose FP8 MMA keeps fewer bits:
+ * docs/hardware.md, "FP8 wgmma accumulation"), masked ones exactly -inf;
+ * the index list as a set (indexer_topk_check) against the reference with
+ * twice the row's largest bound times that tolerance as the tie window
+ * (the kernel ranks its own scores, each off by up to one tolerance), and
+ * exactly against the logits the kernel stored (docs/ABI.md "indexer":
+ * the list is a top-k of that output). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,14 +37,13 @@
 
 enum { IDX_POISON = 0x7b }; /* 0x7b7b7b7b: an index no cache here reaches */
 
-static const double indexer_tol = 1e-5;
-
 typedef struct Indexer {
 	int heads, topk, ps;
 	int fp4, kb;        /* the format: E2M1 keys; bytes of a key's values */
 	uint32_t batch, sq, max_len, max_pages, pages;
 	int full;           /* every sequence max_len keys (kbench's shape) */
 	uint32_t splits;    /* CTAs per query row (run time) */
+	double tol;         /* of a logit, relative to its bound */
 	uint8_t *q, *cache;
 	float *w;
 	int32_t *bt, *lens;
@@ -78,6 +82,7 @@ indexer_prepare(CheckCase *c, KrtErr *err)
 		return check_fail(err, KRT_EABI, "%s: --format %s: the indexer checker knows fp8 and fp4", c->abi->kernel,
 		                  fmt[0] ? fmt : "(none)");
 	x->fp4 = strcmp(fmt, "fp4") == 0;
+	x->tol = strstr(c->abi->args, "--score wgmma") ? INDEXER_TOL_WGMMA : INDEXER_TOL_F32;
 	x->kb = x->fp4 ? INDEXER_FP4_KEY : INDEXER_FP8_KEY;
 	x->heads = (int)check_arg_int(c, "heads");
 	x->topk = (int)check_arg_int(c, "topk");
@@ -241,13 +246,15 @@ indexer_compare(CheckCase *c, CheckResult *res, KrtErr *err)
 	const int32_t *ix = (const int32_t *)((const char *)ib->host + ib->guard);
 	uint64_t max_report = (uint64_t)(c->opts->max_report ? c->opts->max_report : CHECK_MAX_REPORT);
 	double *s = malloc(sizeof *s * (x->max_len + 1));
+	double *own = malloc(sizeof *own * (x->max_len + 1));
 	int32_t *got = malloc(sizeof *got * (size_t)x->topk);
 	double kd[INDEXER_D];
 	char why[256];
 
-	res->tol = indexer_tol;
-	if (!s || !got) {
+	res->tol = x->tol;
+	if (!s || !own || !got) {
 		free(s);
+		free(own);
 		free(got);
 		return check_fail(err, KRT_ENOMEM, "indexer: no host memory for the reference");
 	}
@@ -260,6 +267,7 @@ indexer_compare(CheckCase *c, CheckResult *res, KrtErr *err)
 			for (uint32_t j = 0; j < x->max_len; j++) {
 				uint64_t at = row * x->max_len + j;
 				double e, bound = 0, got_v;
+				own[j] = (double)lg[at];
 				if (num_is_fill(NUM_F32, lg, at, CHECK_POISON_BYTE))
 					continue;
 				got_v = (double)lg[at];
@@ -307,11 +315,15 @@ indexer_compare(CheckCase *c, CheckResult *res, KrtErr *err)
 					got[i] = (int32_t)(((uint32_t)o % x->max_pages) * (uint32_t)x->ps + (uint32_t)g % (uint32_t)x->ps);
 			}
 			res->checked += (uint64_t)x->topk;
-			if (indexer_topk_check(s, n, indexer_tol * bmax, got, x->topk, why, sizeof why) &&
+			if (indexer_topk_check(s, n, 2 * x->tol * bmax, got, x->topk, why, sizeof why) &&
 			    res->bad++ < max_report)
 				check_report(c, "  indices b %u t %u (%u keys visible, top-k %d): %s\n", b, t, n, x->topk, why);
+			else if (indexer_topk_check(own, n, 0, got, x->topk, why, sizeof why) && res->bad++ < max_report)
+				check_report(c, "  indices b %u t %u (%u keys visible, top-k %d), against the stored logits: %s\n",
+				             b, t, n, x->topk, why);
 		}
 	free(s);
+	free(own);
 	free(got);
 	/* the counters are back at zero for the next launch */
 	const CheckBuf *cb = check_find_buf_const(c, "counters");

@@ -11,6 +11,15 @@
 
 enum { INDEXER_D = 128, INDEXER_FP8_KEY = 128, INDEXER_FP4_KEY = 64, INDEXER_SCALE = 4, INDEXER_FP4_GROUP = 32 };
 
+/* The tolerances of a logit, relative to its bound (indexer_ref_logit):
+ * f32 FMA sums of 128 and H terms stay within 1e-5; the FP8 wgmma scoring
+ * (sm_90a `--score wgmma`) keeps 13 fraction bits per k32 step, 2^-11 of
+ * Σ|q·k| over a 128-deep dot, plus the f32 part (docs/hardware.md, "FP8
+ * wgmma accumulation"). The top-k check's tie window follows from it
+ * (indexer_topk_check). */
+#define INDEXER_TOL_F32 1e-5
+#define INDEXER_TOL_WGMMA (0x1p-11 + INDEXER_TOL_F32)
+
 /* A page of ps keys is ps rows of key_bytes (fp8: 128 E4M3; fp4: 64 bytes
  * of E2M1, value 2i in the low nibble of byte i), then ps scale words of 4
  * bytes (fp8: an fp32; fp4: four UE8M0 exponents, byte g for values 32g ..
@@ -40,8 +49,10 @@ double indexer_ref_logit(const uint8_t *q, const float *w, int heads, const doub
  * distinct keys in [0, n), got[m..k-1] are -1; with n > k every key
  * scoring above the k-th largest score τ by more than tol is in the list
  * and every listed key scores at least τ - tol (a tie at the k-th score,
- * within tol, may be broken either way). 0 if so, else -1 with the reason
- * in why. */
+ * within tol, may be broken either way). A kernel that selects exactly
+ * over its own scores, each within e of s, needs tol = 2e: it may rank a
+ * key e below τ over one e above it. 0 if so, else -1 with the reason in
+ * why. */
 int indexer_topk_check(const double *s, size_t n, double tol, const int32_t *got, int k, char *why,
                        size_t whylen);
 
