@@ -693,3 +693,11 @@ et_indexer(KrtDevice *dev, KrtModule *mod, uint32_t batch, uint32_t sq, uint32_t
 	/* the edge fill: the k-th score shared by many keys in every pass */
 	return et_check(dev, mod, &shape, seed, CHECK_FILL_EDGE, res);
 }
+
+int
+et_topk(KrtDevice *dev, KrtModule *mod, uint32_t rows, uint32_t n, uint64_t seed, int edge, EtFmha *res)
+{
+	CheckShape shape = {2, {rows, n}};
+
+	return et_check(dev, mod, &shape, seed, edge ? CHECK_FILL_EDGE : CHECK_FILL_NORMAL, res);
+}
