@@ -39,7 +39,8 @@ enum { IDX_POISON = 0x7b }; /* 0x7b7b7b7b: an index no cache here reaches */
 
 typedef struct Indexer {
 	int heads, topk, ps;
-	int fp4, kb;        /* the format: E2M1 keys; bytes of a key's values */
+	int fp4, nv, kb, sb; /* the format: E2M1 keys (nv: NVFP4); bytes of a key's values, of its scales */
+	float global;       /* NVFP4: K_global, the per-tensor scale */
 	uint32_t batch, sq, max_len, max_pages, pages;
 	int full;           /* every sequence max_len keys (kbench's shape) */
 	uint32_t splits;    /* CTAs per query row (run time) */
@@ -78,10 +79,12 @@ indexer_prepare(CheckCase *c, KrtErr *err)
 	c->priv = x;
 	if (f)
 		sscanf(f + 9, "%31s", fmt);
-	if (strcmp(fmt, "fp8") != 0 && strcmp(fmt, "fp4") != 0)
-		return check_fail(err, KRT_EABI, "%s: --format %s: the indexer checker knows fp8 and fp4", c->abi->kernel,
+	if (strcmp(fmt, "fp8") != 0 && strcmp(fmt, "fp4") != 0 && strcmp(fmt, "nvfp4") != 0)
+		return check_fail(err, KRT_EABI, "%s: --format %s: the indexer checker knows fp8, fp4 and nvfp4", c->abi->kernel,
 		                  fmt[0] ? fmt : "(none)");
-	x->fp4 = strcmp(fmt, "fp4") == 0;
+	x->nv = strcmp(fmt, "nvfp4") == 0;
+	x->fp4 = x->nv || strcmp(fmt, "fp4") == 0;
+	x->sb = x->nv ? INDEXER_NVFP4_SCALE : INDEXER_SCALE;
 	x->tol = strstr(c->abi->args, "--score wgmma") ? INDEXER_TOL_WGMMA : INDEXER_TOL_F32;
 	x->kb = x->fp4 ? INDEXER_FP4_KEY : INDEXER_FP8_KEY;
 	x->heads = (int)check_arg_int(c, "heads");
@@ -154,8 +157,11 @@ indexer_prepare(CheckCase *c, KrtErr *err)
 	}
 	free(perm);
 
+	/* NVFP4's per-tensor scale: sized so that the normal fill's groups
+	 * (amax up to about 30·4) keep UE4M3 scales under 448 */
+	x->global = x->nv ? (float)(0.04 * (1 + num_rng_uniform(&c->rng))) : 1.0f;
 	/* the cache: garbage everywhere, then every used key */
-	size_t pb = indexer_ref_page_bytes(x->ps, x->kb), bytes = (size_t)x->pages * pb;
+	size_t pb = indexer_ref_page_bytes(x->ps, x->kb, x->sb), bytes = (size_t)x->pages * pb;
 	if (!(x->cache = malloc(bytes + 1)))
 		return check_fail(err, KRT_ENOMEM, "indexer: no host memory for the cache");
 	for (size_t i = 0; i < bytes; i++)
@@ -163,16 +169,34 @@ indexer_prepare(CheckCase *c, KrtErr *err)
 	for (uint32_t b = 0; b < x->batch; b++)
 		for (int32_t j = 0; j < x->lens[b]; j++) {
 			const int32_t *row = x->bt + (uint64_t)b * x->max_pages;
-			uint8_t *key = indexer_ref_key(x->cache, x->ps, x->kb, (uint32_t)row[j / x->ps], j % x->ps);
-			uint8_t *sc = indexer_ref_scale(x->cache, x->ps, x->kb, (uint32_t)row[j / x->ps], j % x->ps);
+			uint8_t *key = indexer_ref_key(x->cache, x->ps, x->kb, x->sb, (uint32_t)row[j / x->ps], j % x->ps);
+			uint8_t *sc = indexer_ref_scale(x->cache, x->ps, x->kb, x->sb, (uint32_t)row[j / x->ps], j % x->ps);
 			/* ties: a copy of an earlier key (edge fill: 3 in 4 keys
 			 * copy one of the first four, so every radix pass sees
 			 * large groups of equal logits) */
 			int edge = c->fill == CHECK_FILL_EDGE && j >= 4;
 			if (edge ? num_rng_below(&c->rng, 4) != 0 : j > 0 && num_rng_below(&c->rng, 8) == 0) {
 				int32_t i = (int32_t)num_rng_below(&c->rng, edge ? 4 : (uint64_t)j);
-				memcpy(key, indexer_ref_key(x->cache, x->ps, x->kb, (uint32_t)row[i / x->ps], i % x->ps), (size_t)x->kb);
-				memcpy(sc, indexer_ref_scale(x->cache, x->ps, x->kb, (uint32_t)row[i / x->ps], i % x->ps), 4);
+				memcpy(key, indexer_ref_key(x->cache, x->ps, x->kb, x->sb, (uint32_t)row[i / x->ps], i % x->ps), (size_t)x->kb);
+				memcpy(sc, indexer_ref_scale(x->cache, x->ps, x->kb, x->sb, (uint32_t)row[i / x->ps], i % x->ps),
+				       (size_t)x->sb);
+				continue;
+			}
+			static const double mag[3] = {1.0, 1.0 / 64, 30.0};
+			double v[INDEXER_D], m = mag[num_rng_below(&c->rng, 3)];
+			if (x->nv && c->fill == CHECK_FILL_EDGE) {
+				/* every E2M1 code, every UE4M3 scale but NaN (0x7f):
+				 * zero, the subnormals 2^-9 .. 7·2^-9, up to 448 */
+				for (int i = 0; i < INDEXER_FP4_KEY; i++)
+					key[i] = (uint8_t)num_rng_below(&c->rng, 256);
+				for (int g = 0; g < INDEXER_NVFP4_SCALE; g++)
+					sc[g] = (uint8_t)num_rng_below(&c->rng, 127);
+				continue;
+			}
+			if (x->nv) {
+				for (int i = 0; i < INDEXER_D; i++)
+					v[i] = num_rng_normal(&c->rng) * m;
+				indexer_nvfp4_quantize(v, x->global, key, sc);
 				continue;
 			}
 			if (x->fp4) {
@@ -187,8 +211,6 @@ indexer_prepare(CheckCase *c, KrtErr *err)
 					                                   : (uint8_t)(118 + num_rng_below(&c->rng, 19));
 				continue;
 			}
-			static const double mag[3] = {1.0, 1.0 / 64, 30.0};
-			double v[INDEXER_D], m = mag[num_rng_below(&c->rng, 3)];
 			float fs;
 			for (int i = 0; i < INDEXER_D; i++)
 				v[i] = num_rng_normal(&c->rng) * m;
@@ -214,6 +236,13 @@ indexer_prepare(CheckCase *c, KrtErr *err)
 		rc = check_add_input(c, "weights", NUM_F32, rows * (uint64_t)x->heads, x->w, err);
 	if (!rc)
 		rc = check_add_raw_input(c, "K", "u8", 1, bytes, x->cache, err);
+	if (!rc && x->nv) {
+		float *g = malloc(sizeof *g);
+		if (!g)
+			return check_fail(err, KRT_ENOMEM, "indexer: no host memory for K_global");
+		*g = x->global;
+		rc = check_add_input(c, "K_global", NUM_F32, 1, g, err);
+	}
 	if (!rc)
 		rc = check_add_raw_input(c, "block_table", "s32", 4, x->batch * (uint64_t)x->max_pages, x->bt, err);
 	if (!rc)
@@ -277,9 +306,11 @@ indexer_compare(CheckCase *c, CheckResult *res, KrtErr *err)
 				} else {
 					uint32_t pg = (uint32_t)bt[j / (uint32_t)x->ps];
 					int off = (int)(j % (uint32_t)x->ps);
-					const uint8_t *key = indexer_ref_key(x->cache, x->ps, x->kb, pg, off);
-					const uint8_t *sc = indexer_ref_scale(x->cache, x->ps, x->kb, pg, off);
-					if (x->fp4)
+					const uint8_t *key = indexer_ref_key(x->cache, x->ps, x->kb, x->sb, pg, off);
+					const uint8_t *sc = indexer_ref_scale(x->cache, x->ps, x->kb, x->sb, pg, off);
+					if (x->nv)
+						indexer_nvfp4_dequantize(key, sc, x->global, kd);
+					else if (x->fp4)
 						indexer_fp4_dequantize(key, sc, kd);
 					else
 						indexer_fp8_dequantize(key, sc, kd);
@@ -359,7 +390,7 @@ indexer_bytes(const CheckCase *c)
 {
 	const Indexer *x = c->priv;
 
-	return (double)x->keys_read * (x->kb + INDEXER_SCALE);
+	return (double)x->keys_read * (x->kb + x->sb);
 }
 
 /* "indexer B SQ H TOPK PS LEN ITERS WARMUP FLOPS BYTES": tools/peers.py
@@ -386,7 +417,8 @@ indexer_describe(const CheckCase *c, FILE *out)
 
 	if (!x || !x->lens)
 		return;
-	fprintf(out, "  indexer: %s, %d heads, top-k %d, page %d, %u pages, max_len %u; lengths", x->fp4 ? "fp4" : "fp8",
+	fprintf(out, "  indexer: %s, %d heads, top-k %d, page %d, %u pages, max_len %u; lengths",
+	        x->nv ? "nvfp4" : x->fp4 ? "fp4" : "fp8",
 	        x->heads, x->topk, x->ps, x->pages, x->max_len);
 	for (uint32_t b = 0; b < x->batch && b < 16; b++)
 		fprintf(out, " %d", x->lens[b]);

@@ -44,6 +44,8 @@ static const char *const configs[][10] = {
 	{"--heads", "128", "--topk", "333", "--page-size", "64"},
 	{"--format", "fp4", "--heads", "64", "--topk", "512", "--page-size", "32"},
 	{"--format", "fp4", "--heads", "9", "--topk", "1024", "--page-size", "128"},
+	{"--format", "nvfp4", "--heads", "64", "--topk", "512", "--page-size", "64"},
+	{"--format", "nvfp4", "--heads", "17", "--topk", "2048", "--page-size", "32"},
 	{"--score", "wgmma", "--heads", "64", "--topk", "512", "--page-size", "16"},
 	{"--score", "wgmma", "--heads", "37", "--topk", "2048", "--page-size", "128"},
 };

@@ -74,7 +74,9 @@ expect_error "--scale-b=e4m3: must be one of f32,ue8m0" gemm --dtype e4m3 --scal
 expect_error "--page-size=48: must be one of 16,32,64,128" indexer --page-size 48
 expect_error "--heads=0: must be in 1..128" indexer --heads 0
 expect_error "--topk=4096: must be in 1..2048" indexer --topk 4096
-expect_error "--format=nvfp4: must be one of fp8,fp4" indexer --format nvfp4
+expect_error "--format=mxfp4: must be one of fp8,fp4,nvfp4" indexer --format mxfp4
+"$kgen" plan indexer --format nvfp4 | grep -q 'nvfp4: 128 E2M1 values per key (64 bytes), then .* 8 UE4M3 scales per key, one per 16 values; times K_global' ||
+	fail "plan indexer nvfp4 lacks the cache line"
 "$kgen" plan indexer --format fp4 | grep -q 'fp4: 128 E2M1 values per key (64 bytes)' || fail "plan indexer fp4 lacks the cache line"
 expect_error "--target=sm_100a: indexer is not generated for this target yet" indexer --target sm_100a
 "$kgen" plan indexer --topk 1024 | grep -q 'top-k           1024: radix select' || fail "plan indexer lacks the top-k line"
