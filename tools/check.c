@@ -783,6 +783,7 @@ extern const CheckFamily check_family_fmha; /* check_fmha.c */
 extern const CheckFamily check_family_decode; /* check_decode.c */
 extern const CheckFamily check_family_decode_merge; /* check_decode_merge.c */
 extern const CheckFamily check_family_indexer; /* check_indexer.c */
+extern const CheckFamily check_family_topk;    /* check_topk.c */
 
 static const CheckFamily *const families[] = {
 	&check_family_gemm,
@@ -791,6 +792,7 @@ static const CheckFamily *const families[] = {
 	&check_family_decode,
 	&check_family_decode_merge,
 	&check_family_indexer,
+	&check_family_topk,
 };
 
 const CheckFamily *

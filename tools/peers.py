@@ -6,6 +6,7 @@
     python3 tools/peers.py fmha B SQ SK HQ HKV D DV MASK DTYPE ITERS WARMUP SCALE KVSHARED
     python3 tools/peers.py decode B SQ HQ TOPK PS TOPKX PSX PAGES PAGESX SINK ITERS WARMUP FLOPS BYTES
     python3 tools/peers.py indexer B SQ H TOPK PS LEN ITERS WARMUP FLOPS BYTES
+    python3 tools/peers.py topk ROWS N K ITERS WARMUP
 
 kbench runs this in a child process right after timing our kernel, on the
 same GPU in the same run, and reads the lines on stdout, one per peer:
@@ -514,6 +515,25 @@ def indexer(torch, argv):
     return results
 
 
+def topk(torch, argv):
+    """torch.topk over the same shape as the standalone top-k (docs/ABI.md
+    "topk"): ROWS rows of N fp32 N(0,1) logits, k = K. Reported in µs (a
+    select does no floating-point work to rate)."""
+    if len(argv) != 5:
+        return [(None, None, "topk: want 5 arguments")]
+    rows, n, k, iters, warmup = (int(x) for x in argv)
+    g = torch.Generator(device="cuda")
+    g.manual_seed(1)
+    x = torch.randn(rows, n, device="cuda", generator=g)
+    try:
+        med, lo, hi = time_calls(torch, [lambda: torch.topk(x, min(k, n), dim=-1)], iters, warmup)
+    except Exception as ex:  # noqa: BLE001 - report, never crash kbench
+        return [("torch.topk", None, f"does not run: {first_line(str(ex))}")]
+    say(f"peers.py: torch.topk over [{rows}, {n}] fp32, k {k}: median {med * 1e3:.1f} us "
+        f"(min {lo * 1e3:.1f}, max {hi * 1e3:.1f}), {torch.cuda.get_device_name(0)}, torch {torch.__version__}")
+    return [("torch.topk", None, f"{med * 1e3:.1f} us over [{rows}, {n}]")]
+
+
 # One row per family: the function that times its peers. Each returns a
 # list of (name, tflops, None) for a peer that ran, (name, None, why) for one
 # that cannot run the case, or [(None, None, why)] when there is no peer.
@@ -523,6 +543,7 @@ FAMILIES = {
     "fmha": fmha,
     "decode": decode,
     "indexer": indexer,
+    "topk": topk,
 }
 
 

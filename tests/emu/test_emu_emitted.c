@@ -61,6 +61,17 @@ static const uint32_t indexer_shapes[][4] = {
 /* the long indexer shape: more keys than four rounds of the CTA's threads */
 static const uint32_t long_indexer[4] = {1, 2, 1100, 3};
 
+/* topk: rows x n (fewer logits than k; one chunk; a last chunk of fewer
+ * than k logits, so a merge over padded candidates) */
+static const uint32_t topk_shapes[][2] = {
+	{3, 77},
+	{2, 3001},
+	{2, 2 * 16384 + 100},
+};
+/* the long topk shape: 18 chunks, whose candidates (18·k) take more than
+ * one merge window of 8192 at every k: two rounds or more */
+static const uint32_t long_topk[2] = {1, 17 * 16384 + 7};
+
 /* Tile and stage counts from the kernel name (..._m128n96_s4_... for fmha,
  * ..._m128n112k64_s3_... for gemm). */
 static int
@@ -103,8 +114,8 @@ run_file(const char *path)
 	int moe = strcmp(abi.family, "gemm_moe") == 0;
 	int gemm = strcmp(abi.family, "gemm") == 0 || moe, fmha = strcmp(abi.family, "fmha") == 0;
 	int decode = strcmp(abi.family, "decode") == 0 || strcmp(abi.family, "decode_merge") == 0;
-	int indexer = strcmp(abi.family, "indexer") == 0;
-	if (!gemm && !fmha && !decode && !indexer) {
+	int indexer = strcmp(abi.family, "indexer") == 0, topk = strcmp(abi.family, "topk") == 0;
+	if (!gemm && !fmha && !decode && !indexer && !topk) {
 		printf("FAIL %s: family %s has no runner in test_emu_emitted.c\n", path, abi.family);
 		free(ptx);
 		return 1;
@@ -123,9 +134,10 @@ run_file(const char *path)
 	                 : gemm   ? sizeof gemm_shapes / sizeof gemm_shapes[0]
 	                 : decode ? sizeof decode_shapes / sizeof decode_shapes[0]
 	                 : indexer ? sizeof indexer_shapes / sizeof indexer_shapes[0]
+	                 : topk ? sizeof topk_shapes / sizeof topk_shapes[0]
 	                          : sizeof fmha_shapes / sizeof fmha_shapes[0];
 	unsigned tn = 0, tk = 0, ts = 0;
-	if (!decode && !indexer && name_tiles(abi.kernel, gemm, &tn, &tk, &ts)) {
+	if (!decode && !indexer && !topk && name_tiles(abi.kernel, gemm, &tn, &tk, &ts)) {
 		printf("FAIL %s: no _mMnN[kK]_sS tile and stage counts in the kernel name\n", abi.kernel);
 		krt_module_unload(mod);
 		krt_device_close(dev);
@@ -164,6 +176,11 @@ run_file(const char *path)
 			const uint32_t *d = i < nshapes ? indexer_shapes[i] : long_indexer;
 			snprintf(shape, sizeof shape, "batch %u s_q %u max_len %u splits %u", d[0], d[1], d[2], d[3]);
 			rc = et_indexer(dev, mod, d[0], d[1], d[2], d[3], 4000 + i, &f);
+			maxerr = f.max_err, tol = f.tol, bad = f.bad, first = f.first_bad, msg = f.err.msg;
+		} else if (topk) {
+			const uint32_t *d = i < nshapes ? topk_shapes[i] : long_topk;
+			snprintf(shape, sizeof shape, "rows %u n %u", d[0], d[1]);
+			rc = et_topk(dev, mod, d[0], d[1], 5000 + i, 1, &f);
 			maxerr = f.max_err, tol = f.tol, bad = f.bad, first = f.first_bad, msg = f.err.msg;
 		} else if (decode) {
 			const uint32_t *d = i < nshapes ? decode_shapes[i] : long_decode;

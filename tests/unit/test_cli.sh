@@ -99,7 +99,9 @@ grep -q '^//@shape kmult=16 kblock=128 moe=masked nmult=256 epilogue=swiglu$' "$
 expect_error "--page-size=48: must be one of 16,32,64,128" indexer --page-size 48
 expect_error "--heads=0: must be in 1..128" indexer --heads 0
 expect_error "--topk=4096: must be in 1..2048" indexer --topk 4096
-expect_error "--format=nvfp4: must be one of fp8,fp4" indexer --format nvfp4
+expect_error "--format=mxfp4: must be one of fp8,fp4,nvfp4" indexer --format mxfp4
+"$kgen" plan indexer --format nvfp4 | grep -q 'nvfp4: 128 E2M1 values per key (64 bytes), then .* 8 UE4M3 scales per key, one per 16 values; times K_global' ||
+	fail "plan indexer nvfp4 lacks the cache line"
 "$kgen" plan indexer --format fp4 | grep -q 'fp4: 128 E2M1 values per key (64 bytes)' || fail "plan indexer fp4 lacks the cache line"
 expect_error "--target=sm_100a: indexer is not generated for this target yet" indexer --target sm_100a
 "$kgen" plan indexer --topk 1024 | grep -q 'top-k           1024: radix select' || fail "plan indexer lacks the top-k line"
@@ -107,6 +109,12 @@ expect_error "--target=sm_100a: indexer is not generated for this target yet" in
 expect_error "--heads=96: --score wgmma takes at most 64 heads" indexer --score wgmma --heads 96
 expect_error "--format=fp4: --score wgmma takes fp8 keys" indexer --score wgmma --format fp4
 "$kgen" plan indexer --score wgmma | grep -q 'scoring         FP8 wgmma m64n64k32' || fail "plan indexer --score wgmma lacks the scoring line"
+# topk (docs/ABI.md "topk"): shared code, both targets
+expect_error "--topk=4096: must be in 1..2048" topk --topk 4096
+"$kgen" list | grep -q '^topk' || fail "list lacks the topk family"
+"$kgen" plan topk --target sm_100a --topk 1024 | grep -q 'rounds of 8192 staged candidates' || fail "plan topk lacks the merge line"
+"$kgen" topk --target sm_100a -o "$tmp/topk.ptx" || fail "topk --target sm_100a"
+grep -q '^//@grid cdiv(n,16384) rows 1$' "$tmp/topk.ptx" || fail "topk: grid line"
 # the CTA pair (docs/cta-pair.md): clusters of 2, one M = 256 MMA, half of B per CTA
 "$kgen" plan gemm --target sm_100a --cta-pair 1 >"$tmp/pair" || fail "plan gemm --cta-pair 1"
 grep -q 'tcgen05.mma.cta_group::2 M=256 N=256; each CTA holds 128 rows of A, 128 of B and D' "$tmp/pair" ||
@@ -178,7 +186,7 @@ expect_error "--addr=0200x: must be an integer" desc --target sm_100a --major K 
 expect_error "softmax-scale" fmha --softmax-scale 0.125
 
 # families: every one in the table, and each subcommand's own options
-expect_error "family=nope: unknown (families: gemm, fmha, decode, decode_merge, indexer)" nope
+expect_error "family=nope: unknown (families: gemm, fmha, decode, decode_merge, indexer, topk)" nope
 # decode cache formats: the head_dim_qk each stores
 expect_error "--head-dim-qk=576 with --format=fp8-v4: the format stores head_dim_qk 512" decode --format fp8-v4 --head-dim-qk 576
 expect_error "--head-dim-qk=512 with --format=fp8-v32: the format stores head_dim_qk 576" decode --format fp8-v32 --head-dim-qk 512
@@ -192,7 +200,8 @@ expect_error "--sink=1 with --unnormalized=1: the sink joins the denominator onc
 for f in $("$kgen" list | sed -n 's/^\([a-z0-9_]*\) — .*/\1/p'); do
 	"$kgen" "$f" --help >"$tmp/help" || fail "kgen $f --help: status $?"
 	"$kgen" plan "$f" -h | cmp -s - "$tmp/help" || fail "kgen plan $f -h differs from kgen $f --help"
-	[ "$(wc -l <"$tmp/help")" -gt 3 ] || fail "kgen $f --help: too short"
+	# the family line and a row per parameter: --target and at least one more
+	[ "$(wc -l <"$tmp/help")" -ge 3 ] || fail "kgen $f --help: too short"
 	# the same rows `kgen list` prints for it, derived from one table
 	grep -vxFf <("$kgen" list) "$tmp/help" | grep -q . && fail "kgen $f --help: lines not in kgen list"
 done
