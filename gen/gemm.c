@@ -26,7 +26,8 @@ static const ParamSpec gemm_params[] = {
 	 "smem swizzle of the A/B tiles (TMA and MMA agree)", NULL},
 	{"dtype", PK_DTYPE, P(dtype), "bf16,fp16,e4m3", 0, 0, 0, "bf16",
 	 "A and B element type (e4m3 needs --scale block128)", NULL},
-	{"out-dtype", PK_DTYPE, P(out_dtype), "bf16,f32", 0, 0, 0, "bf16", "C element type", NULL},
+	{"out-dtype", PK_DTYPE, P(out_dtype), "bf16,f32,e4m3", 0, 0, 0, "bf16",
+	 "C element type (e4m3: the SwiGLU output as MXFP8 with its UE8M0 factor images CS, sm_100a)", NULL},
 	{"cta-pair", PK_INT, P(cta_pair), "0,1", 0, 0, 0, "0",
 	 "1: clusters of 2 CTAs, one cta_group::2 MMA of M = 2*tile-m per pair", "target=sm_100a"},
 	{"cluster-n", PK_INT, P(cluster_n), "1,2", 0, 0, 0, "1",
@@ -122,6 +123,10 @@ gemm_configure(GemmCfg *g, const GemmParams *p, KgErr *err)
 	if (g->sblock && g->swiglu && g->sblock % (g->tn / 2))
 		return kg_fail(err, "--tile-n=%d with --epilogue=swiglu: tile-n/2 must divide 128 (each half "
 		               "of the tile, gate and up, shares one B scale per K block)", g->tn);
+	/* MXFP8 out: the factor images the mx32 down GEMM reads as its SA */
+	if (g->out == DT_E4M3 && !(g->swiglu && g->sfvec))
+		return kg_fail(err, "--out-dtype=e4m3: an FP8 C is the SwiGLU output quantized for the down "
+		               "GEMM; it needs --epilogue swiglu and --scale mx32 (sm_100a)");
 	if (g->sfvec && g->swiglu && g->tn != 2 * SF_ROWS)
 		return kg_fail(err, "--tile-n=%d with --epilogue=swiglu and --scale=mx32: tile-n must be %d "
 		               "(gate and up halves of %d rows, one factor image each)", g->tn, 2 * SF_ROWS,
@@ -684,6 +689,14 @@ gemm_abi(const GemmCfg *g, const char *args, KernelAbi *k)
 		p = abi_add(k, ABI_PTR, "SB");
 		p->dtype = DT_UE8M0;
 		snprintf(p->tensor, sizeof p->tensor, "SB[%scdiv(N,128),cdiv(K,128),512]", eb);
+	}
+	if (g->out == DT_E4M3) {
+		/* C's UE8M0 factors per 32 columns, as the images SA of an mx32
+		 * gemm with K = N/2 (docs/ABI.md, "SwiGLU epilogue") */
+		p = abi_add(k, ABI_PTR, "CS");
+		p->dtype = DT_UE8M0;
+		snprintf(p->tensor, sizeof p->tensor, "CS[%scdiv(M,128),cdiv(N/2,128),512]",
+		         g->moe == GM_MASKED ? "E*" : "");
 	}
 	if (g->moe) {
 		p = abi_add(k, ABI_PTR, g->moe == GM_MASKED ? "counts" : "offsets");
