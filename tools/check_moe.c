@@ -219,9 +219,11 @@ moe_prepare(CheckCase *c, KrtErr *err)
 		uint64_t nki = (N / 2 + MOE_BLK - 1) / MOE_BLK;
 		uint64_t imgs = masked ? E * mb : (R + MOE_BLK - 1) / MOE_BLK;
 		rc = check_add_raw_output(c, "C", "e4m3", 1, R * (N / 2), 256 * N + 65536, CHECK_POISON_BYTE, err);
-		if (!rc)
+		if (!rc && mx)
 			rc = check_add_raw_output(c, "CS", "ue8m0", 1, imgs * nki * MOE_IMAGE, 65536, CHECK_POISON_BYTE,
 			                          err);
+		else if (!rc) /* block128: fp32 per 1x128 of C, [cdiv(N/2,128), rows] as SA */
+			rc = check_add_output(c, "CS", NUM_F32, nki * R, 65536, err);
 		return rc;
 	}
 	if (!rc)
@@ -238,13 +240,17 @@ moe_prepare(CheckCase *c, KrtErr *err)
  * a value from the wrong column or row, or a lost clamp is far above it. */
 #define MOE_FP8_TOL 0.07
 
-/* Byte of CS holding the factor of row m (expert e), columns j..j+31:
- * image (row block, j/128) of the layout of an mx32 gemm's SA with K = N/2
- * (masked: a slab's own row blocks; docs/ABI.md, "MoE layouts"). */
+/* Element of CS holding the scale of row m (expert e), column j: the SA
+ * layout of the down GEMM with K = N/2. UE8M0 (mx32): the byte of image
+ * (row block, j/128) for columns j..j+31 (masked: a slab's own row blocks;
+ * docs/ABI.md, "MoE layouts"); fp32 (block128): [j/128][m]. */
 static uint64_t
 moe_cs_index(const CheckCase *c, uint32_t e, uint64_t m, uint64_t j)
 {
 	uint64_t M = c->shape.d[0], N = c->shape.d[1];
+	const CheckBuf *cs = check_find_buf_const(c, "CS");
+	if (cs && cs->is_num)
+		return j / MOE_BLK * (moe_masked(c) ? moe_experts(c) * M : M) + m;
 	uint64_t nki = (N / 2 + MOE_BLK - 1) / MOE_BLK, mb = (M + MOE_BLK - 1) / MOE_BLK, rb, r;
 	if (moe_masked(c)) {
 		rb = e * mb + (m - e * M) / MOE_BLK;
@@ -270,19 +276,26 @@ moe_compare_fp8(CheckCase *c, const CheckBuf *cb, const CheckBuf *cs, uint32_t m
 		rowmax = fmax(rowmax, fabs(ref[j]));
 	double denom = rowmax > 0.0 ? rowmax : DBL_MIN;
 	for (uint64_t j = 0; j < W; j++) {
-		uint8_t b = q[(uint64_t)m * W + j], x = f[moe_cs_index(c, e, m, j)];
+		uint8_t b = q[(uint64_t)m * W + j], x = 0;
 		if (b == CHECK_POISON_BYTE)
 			continue; /* counted as unwritten */
-		double got = ldexp(decode_e4m3_to_f64(b), (int)x - 127);
-		double err = isfinite(got) && x != CHECK_POISON_BYTE ? fabs(got - ref[j]) / denom : INFINITY;
+		double s;
+		if (cs->is_num) {
+			s = num_load(cs->type, f, moe_cs_index(c, e, m, j));
+		} else {
+			x = f[moe_cs_index(c, e, m, j)];
+			s = x == CHECK_POISON_BYTE ? NAN : ldexp(1.0, (int)x - 127);
+		}
+		double got = decode_e4m3_to_f64(b) * s;
+		double err = isfinite(got) ? fabs(got - ref[j]) / denom : INFINITY;
 		res->checked++;
 		if (err > res->max_err || isnan(err))
 			res->max_err = isnan(err) ? INFINITY : err;
 		if (!(err <= res->tol) && res->bad++ < (uint64_t)max_report) {
 			if (res->bad == 1)
 				check_report(c, "  %8s %8s %16s %16s %10s\n", "row", "col", "got", "want", "rel err");
-			check_report(c, "  %8u %8llu %16.8g %16.8g %10.3e  (e4m3 0x%02x, factor %u)\n", m,
-			             (unsigned long long)j, got, ref[j], err, b, x);
+			check_report(c, "  %8u %8llu %16.8g %16.8g %10.3e  (e4m3 0x%02x, scale %g)\n", m,
+			             (unsigned long long)j, got, ref[j], err, b, s);
 		}
 	}
 }
@@ -425,9 +438,11 @@ moe_compare(CheckCase *c, CheckResult *res, KrtErr *err)
 			uint64_t lo = masked ? (uint64_t)e * M : (uint64_t)tab[e];
 			uint64_t hi = masked ? lo + (uint64_t)tab[e] : (uint64_t)tab[e + 1];
 			for (uint64_t m = lo; m < hi; m++)
-				for (uint64_t j = 0; j < N / 2; j += 32)
-					left += ((const uint8_t *)cs->host + cs->guard)[moe_cs_index(c, e, m, j)] ==
-					        CHECK_POISON_BYTE;
+				for (uint64_t j = 0; j < N / 2; j += cs->is_num ? MOE_BLK : 32)
+					left += cs->is_num ? num_is_fill(cs->type, (const char *)cs->host + cs->guard,
+					                                 moe_cs_index(c, e, m, j), CHECK_POISON_BYTE)
+					                   : ((const uint8_t *)cs->host + cs->guard)[moe_cs_index(c, e, m, j)] ==
+					                     CHECK_POISON_BYTE;
 		}
 		res->unwritten -= cs->unwritten < res->unwritten ? cs->unwritten : res->unwritten;
 		res->unwritten += left;

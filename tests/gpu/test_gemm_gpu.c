@@ -18,7 +18,7 @@
 #include "gen/kgen.h"
 #include "suite.h"
 
-enum { MAX_CFG_ARGS = 32 };
+enum { MAX_CFG_ARGS = 40 };
 
 /* kgen arguments of each configuration, NULL-terminated: the default one,
  * then one change at a time, so a failure points at what changed. */
@@ -59,6 +59,11 @@ static const char *const moe_configs[][MAX_CFG_ARGS] = {
 	{MOE_ARGS, "--moe", "masked", "--epilogue", "swiglu", NULL},
 	{MOE_ARGS, "--moe", "contiguous", "--tile-m", "64", "--tile-n", "64", "--scale-b", "ue8m0", "--epilogue",
 	 "swiglu", NULL},
+	/* the FP8 output for the down GEMM: fp32 scales per 1x128 of C */
+	{MOE_ARGS, "--moe", "masked", "--tile-m", "64", "--tile-n", "256", "--stages", "4", "--epilogue", "swiglu",
+	 "--out-dtype", "e4m3", NULL},
+	{MOE_ARGS, "--moe", "contiguous", "--tile-m", "64", "--tile-n", "256", "--stages", "4", "--scale-b", "ue8m0",
+	 "--epilogue", "swiglu", "--out-dtype", "e4m3", NULL},
 #undef MOE_ARGS
 };
 
