@@ -95,6 +95,13 @@ grep -q '^//@shape kmult=16 kblock=128 moe=masked nmult=256 epilogue=swiglu$' "$
 	grep -q '^//@param tmap B dtype=e4m3 rank=2 box=128,64 swizzle=128 tensor=B\[E\*N,K\]$' "$tmp/sw.ptx" &&
 	grep -q '^//@param ptr C dtype=bf16 tensor=C\[E\*M,N/2\]$' "$tmp/sw.ptx" && grep -q '^//@param f32 swiglu_limit$' "$tmp/sw.ptx" ||
 	fail "swiglu gemm: shape fields, half-tile B box, C[E*M,N/2], swiglu_limit"
+expect_error "--out-dtype=e4m3: an FP8 C is the SwiGLU output quantized for the down GEMM" gemm --dtype e4m3 --scale block128 --tile-k 128 --tile-n 128 --moe masked --epilogue swiglu --out-dtype e4m3
+"$kgen" gemm --target sm_100a --dtype e4m3 --scale mx32 --tile-k 128 --tile-n 256 --moe masked --epilogue swiglu --out-dtype e4m3 -o "$tmp/sw8.ptx" || fail "gemm --out-dtype e4m3"
+grep -q '^//@param ptr CS dtype=ue8m0 tensor=CS\[E\*cdiv(M,128),cdiv(N/2,128),512\]$' "$tmp/sw8.ptx" &&
+	grep -q 'cvt.rn.satfinite.e4m3x2.f32 ' "$tmp/sw8.ptx" || fail "mxfp8 swiglu gemm: CS images, e4m3 conversion"
+"$kgen" gemm --dtype e4m3 --scale block128 --tile-k 128 --tile-m 64 --tile-n 256 --moe masked --epilogue swiglu --out-dtype e4m3 -o "$tmp/sw9.ptx" || fail "sm_90a gemm --out-dtype e4m3"
+grep -q '^//@param ptr CS dtype=f32 tensor=CS\[cdiv(N/2,128),E\*M\]$' "$tmp/sw9.ptx" && grep -q 'bar.sync 1, 256;' "$tmp/sw9.ptx" &&
+	grep -q '^//@param tmap B dtype=e4m3 rank=2 box=128,64 ' "$tmp/sw9.ptx" || fail "sm_90a fp8 swiglu gemm: CS, amax exchange, 64-row B boxes"
 # indexer (docs/ABI.md "indexer")
 expect_error "--page-size=48: must be one of 16,32,64,128" indexer --page-size 48
 expect_error "--heads=0: must be in 1..128" indexer --heads 0
