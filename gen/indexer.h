@@ -81,6 +81,11 @@ typedef struct IndexerOps {
 
 extern const IndexerOps indexer_sm90;
 
+/* The FMA scoring every target shares (gen/indexer_fma.c): IndexerOps.score
+ * and its `how`. */
+int indexer_score_fma(Emit *e, const IndexerCfg *c, const IndexerRegs *r, KgErr *err);
+extern const char indexer_how_fma[];
+
 /* Bytes of one page of ps keys: ps key rows, then ps scales. */
 uint32_t indexer_page_bytes(const IndexerFormat *fmt, int ps);
 
