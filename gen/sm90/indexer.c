@@ -4,8 +4,9 @@
 #include "indexer_mma.h"
 
 const IndexerOps indexer_sm90 = {
-	indexer_score_fma,
-	indexer_how_fma,
-	sm90_indexer_score_mma,
-	"FP8 wgmma m64n64k32: the heads (A) against 64-key tiles (B) that each warpgroup gathers into 128-byte swizzled smem; relu, weights and the head sum in the epilogue",
+	.score = indexer_score_fma,
+	.how = indexer_how_fma,
+	.score_mma = sm90_indexer_score_mma,
+	.how_mma = "FP8 wgmma m64n64k32: the heads (A) against 64-key tiles (B) that each warpgroup gathers into 128-byte swizzled smem; relu, weights and the head sum in the epilogue",
+	.mma_score = IDX_SCORE_WGMMA,
 };
