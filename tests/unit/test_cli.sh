@@ -110,7 +110,11 @@ expect_error "--format=mxfp4: must be one of fp8,fp4,nvfp4" indexer --format mxf
 "$kgen" plan indexer --format nvfp4 | grep -q 'nvfp4: 128 E2M1 values per key (64 bytes), then .* 8 UE4M3 scales per key, one per 16 values; times K_global' ||
 	fail "plan indexer nvfp4 lacks the cache line"
 "$kgen" plan indexer --format fp4 | grep -q 'fp4: 128 E2M1 values per key (64 bytes)' || fail "plan indexer fp4 lacks the cache line"
-expect_error "--target=sm_100a: indexer is not generated for this target yet" indexer --target sm_100a
+expect_error "--score=wgmma: sm_100a scores on the tensor cores with --score tcgen05" indexer --target sm_100a --score wgmma
+expect_error "--score=tcgen05: sm_90a scores on the tensor cores with --score wgmma" indexer --score tcgen05
+expect_error "--format=fp4: --score tcgen05 takes fp8 keys" indexer --target sm_100a --score tcgen05 --format fp4
+"$kgen" plan indexer --target sm_100a --score tcgen05 | grep -q 'scoring         FP8 tcgen05.mma kind::f8f6f4 M=128 N=64' ||
+	fail "plan indexer --target sm_100a --score tcgen05 lacks the scoring line"
 "$kgen" plan indexer --topk 1024 | grep -q 'top-k           1024: radix select' || fail "plan indexer lacks the top-k line"
 "$kgen" list | grep -q '^indexer' || fail "list lacks the indexer family"
 expect_error "--heads=96: --score wgmma takes at most 64 heads" indexer --score wgmma --heads 96
