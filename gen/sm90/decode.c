@@ -193,23 +193,27 @@ emit_keys_slot(Emit *e, const Gather *g, Reg j)
 	return a;
 }
 
+/* Resolves key 64j + kt + add of the tile's list for this thread (guard:
+ * only where that predicate holds, or NULL): g->ok (a key to load), g->off
+ * (its row in the page), g->pb (the page's first byte), g->ps (the page's
+ * tokens). */
 static void
-emit_pass_load(Emit *e, Gather *g, Reg j, int pass)
+emit_key_page(Emit *e, Gather *g, Reg j, Reg kt, int add, const Reg *guard)
 {
 	const DecodeCfg *d = g->d;
-	const DecodeFormat *fm = d->fmt;
-	const Shape *sh = &g->sh;
-	Pass *ps = &g->pass[pass % 2];
-	static const char *const vec[] = {"", ".b32", ".v2.b32", "", ".v4.b32"};
 
-	emitf(e, "\tmad.lo.u32 %s, %s, %d, %s;\n\tadd.u32 %s, %s, %d;\n", g->pos.s, j.s, d->f.bn, g->tq.s,
-	      g->pos.s, g->pos.s, sh->tokens * pass);
-	emitf(e, "\tsetp.lt.u32 %s, %s, %s;\n\tmov.u32 %s, 0;\n", g->ok.s, g->pos.s, g->lim.s, g->ent.s);
+	emitf(e, "\tmad.lo.u32 %s, %s, %d, %s;\n\tadd.u32 %s, %s, %d;\n", g->pos.s, j.s, d->f.bn, kt.s, g->pos.s,
+	      g->pos.s, add);
+	if (guard)
+		emitf(e, "\tsetp.lt.and.u32 %s, %s, %s, %s;\n\tmov.u32 %s, 0;\n", g->ok.s, g->pos.s, g->lim.s,
+		      guard->s, g->ent.s);
+	else
+		emitf(e, "\tsetp.lt.u32 %s, %s, %s;\n\tmov.u32 %s, 0;\n", g->ok.s, g->pos.s, g->lim.s, g->ent.s);
 	if (d->nsparse < d->nsrc) {
-		/* the tile's resolved keys: word tid/T + pass·tokens of its slot */
+		/* the tile's resolved keys: word kt + add of its slot */
 		Reg slot = emit_keys_slot(e, g, j);
-		emitf(e, "\tmad.lo.u32 %s, %s, 4, %s;\n", g->t.s, g->tq.s, slot.s);
-		emitf(e, "\t@%s ld.shared.u32 %s, [%s+%d];\n", g->ok.s, g->ent.s, g->t.s, 4 * sh->tokens * pass);
+		emitf(e, "\tmad.lo.u32 %s, %s, 4, %s;\n", g->t.s, kt.s, slot.s);
+		emitf(e, "\t@%s ld.shared.u32 %s, [%s+%d];\n", g->ok.s, g->ent.s, g->t.s, 4 * add);
 		emitf(e, "\tsetp.ne.and.u32 %s, %s, -1, %s;\n", g->ok.s, g->ent.s, g->ok.s);
 		emitf(e, "\tand.b32 %s, %s, 0x7fffffff;\n", g->idx.s, g->ent.s);
 		if (d->nsrc > 1)
@@ -236,6 +240,18 @@ emit_pass_load(Emit *e, Gather *g, Reg j, int pass)
 	      g->idx.s, g->t.s);
 	emitf(e, "\tmul.wide.u32 %s, %s, %s;\n\tadd.u64 %s, %s, %s;\n", g->o.s, g->page.s, g->pbytes.s, g->pb.s,
 	      g->pb.s, g->o.s);
+}
+
+static void
+emit_pass_load(Emit *e, Gather *g, Reg j, int pass)
+{
+	const DecodeCfg *d = g->d;
+	const DecodeFormat *fm = d->fmt;
+	const Shape *sh = &g->sh;
+	Pass *ps = &g->pass[pass % 2];
+	static const char *const vec[] = {"", ".b32", ".v2.b32", "", ".v4.b32"};
+
+	emit_key_page(e, g, j, g->tq, sh->tokens * pass, NULL);
 	if (fm->nscales) {
 		/* the scales (gen/decode_format.c): inline at off·row_bytes +
 		 * scale_at, or in the tail at ps·row_bytes + off·scale_bytes */
