@@ -501,7 +501,10 @@ emit_prologue(Emit *e, const DecodeCfg *d, FmhaRegs *r, KgErr *err)
 		Reg ctr = reg_new(e, RC_B64), a = reg_new(e, RC_B64), p0 = reg_new(e, RC_PRED);
 
 		emit_split_rows(e, d, r, t, ps);
-		/* a part counts itself started (decode_finish) */
+		/* the part counts itself started (decode_finish): resident, with
+		 * everything a part that waits for it needs from it (its smem is
+		 * the launch's; sm_100a's TMEM comes later, but no sm_100a part
+		 * waits, DecodeOps.combine_wait) */
 		decode_emit_counter(e, d, r, ctr, a, t);
 		emitf(e, "\tsetp.eq.and.u32 %s, %s, 0, %s;\n", p0.s, r->tid.s, ps.s);
 		emitf(e, "\t@%s red.relaxed.gpu.global.add.u32 [%s], %d;\n", p0.s, ctr.s, DEC_CNT_START);
@@ -555,6 +558,7 @@ static int
 decode_finish(Emit *e, const FmhaCfg *f, const FmhaRegs *r, KgErr *err)
 {
 	const DecodeCfg *d = f->ext;
+	int wait = f->t->decode->combine_wait;
 	Reg c = reg_new(e, RC_B32), w8 = reg_new(e, RC_B32), t = reg_new(e, RC_B32), hh = reg_new(e, RC_B32);
 	Reg s = reg_new(e, RC_B32), head = reg_new(e, RC_B32), row0 = reg_new(e, RC_B32), flag = reg_new(e, RC_B32);
 	Reg bq = reg_new(e, RC_B32), yq = reg_new(e, RC_B32), sl = reg_new(e, RC_B32);
@@ -611,9 +615,13 @@ decode_finish(Emit *e, const FmhaCfg *f, const FmhaRegs *r, KgErr *err)
 	emitf(e, "\tfence.acq_rel.gpu;\n\tbar.sync 1, %d;\n", d->cons_threads);
 	decode_emit_counter(e, d, r, cnt, a, t);
 	emitf(e, "\tmul.lo.u32 %s, %s, %d;\n", nn.s, r->splits.s, f->ohalves);
-	emitf(e, "\t@%s ld.relaxed.gpu.global.u32 %s, [%s];\n", pc.s, flag.s, cnt.s);
-	emitf(e, "\tand.b32 %s, %s, %d;\n\tsetp.eq.and.u32 %s, %s, %s, %s;\n", t.s, flag.s, DEC_CNT_MASK, pcl.s, t.s,
-	      nn.s, pc.s);
+	if (wait) {
+		emitf(e, "\t@%s ld.relaxed.gpu.global.u32 %s, [%s];\n", pc.s, flag.s, cnt.s);
+		emitf(e, "\tand.b32 %s, %s, %d;\n\tsetp.eq.and.u32 %s, %s, %s, %s;\n", t.s, flag.s, DEC_CNT_MASK, pcl.s,
+		      t.s, nn.s, pc.s);
+	} else {
+		emitf(e, "\tsetp.ne.u32 %s, 0, 0;\n", pcl.s);
+	}
 	emitf(e, "\tselp.u32 %s, %u, %u, %s;\n", t.s, DEC_CNT_DONE + DEC_CNT_CLAIM, DEC_CNT_DONE, pcl.s);
 	emitf(e, "\t@%s atom.acq_rel.gpu.global.add.u32 %s, [%s], %s;\n", pc.s, flag.s, cnt.s, t.s);
 	/* lo = the claims before this one; the last part: done + 1 = N */
@@ -635,15 +643,17 @@ decode_finish(Emit *e, const FmhaCfg *f, const FmhaRegs *r, KgErr *err)
 	      fl.s, hi.s, fl.s, flag.s, fl.s);
 	emitf(e, "\tsetp.ge.u32 %s, %s, %s;\n\t@%s bra %s;\n", p.s, lo.s, hi.s, p.s, done);
 	/* a claim before the last: wait until the done count is N or 0 */
-	emitf(e, "\tsetp.eq.u32 %s, %s, 0;\n\t@%s bra %s;\n", p.s, flag.s, p.s, spun);
-	emit_label(e, spin);
-	emitf(e, "\tld.acquire.gpu.global.u32 %s, [%s];\n\tbfe.u32 %s, %s, %d, %d;\n", t.s, cnt.s, t.s, t.s,
-	      DEC_CNT_DONE_AT, DEC_CNT_BITS);
-	emitf(e, "\tsetp.ne.u32 %s, %s, 0;\n\tsetp.ne.and.u32 %s, %s, %s, %s;\n", p.s, t.s, p.s, t.s, nn.s, p.s);
-	emitf(e, "\t@%s nanosleep.u32 64;\n\t@%s bra %s;\n", p.s, p.s, spin);
-	emitf(e, "\tmov.u32 %s, %u;\n\tneg.s32 %s, %s;\n\t@%s atom.acq_rel.gpu.global.add.u32 %s, [%s], %s;\n", t.s,
-	      DEC_CNT_CLAIM, t.s, t.s, pc.s, t.s, cnt.s, t.s);
-	emit_label(e, spun);
+	if (wait) {
+		emitf(e, "\tsetp.eq.u32 %s, %s, 0;\n\t@%s bra %s;\n", p.s, flag.s, p.s, spun);
+		emit_label(e, spin);
+		emitf(e, "\tld.acquire.gpu.global.u32 %s, [%s];\n\tbfe.u32 %s, %s, %d, %d;\n", t.s, cnt.s, t.s, t.s,
+		      DEC_CNT_DONE_AT, DEC_CNT_BITS);
+		emitf(e, "\tsetp.ne.u32 %s, %s, 0;\n\tsetp.ne.and.u32 %s, %s, %s, %s;\n", p.s, t.s, p.s, t.s, nn.s, p.s);
+		emitf(e, "\t@%s nanosleep.u32 64;\n\t@%s bra %s;\n", p.s, p.s, spin);
+		emitf(e, "\tmov.u32 %s, %u;\n\tneg.s32 %s, %s;\n\t@%s atom.acq_rel.gpu.global.add.u32 %s, [%s], %s;\n", t.s,
+		      DEC_CNT_CLAIM, t.s, t.s, pc.s, t.s, cnt.s, t.s);
+		emit_label(e, spun);
+	}
 	emitf(e, "\tfence.acq_rel.gpu;\n");
 	emitf(e, "\tld.param.u64 %s, [p_O_partial];\n\tcvta.to.global.u64 %s, %s;\n", op.s, op.s, op.s);
 	emitf(e, "\tld.param.u64 %s, [p_LSE_partial];\n\tcvta.to.global.u64 %s, %s;\n", lp.s, lp.s, lp.s);
@@ -927,7 +937,10 @@ decode_plan(const void *params, Buf *text, KgErr *err)
 	           1 + decode_prefetch_tiles(&d),
 	           d.nsparse < d.nsrc ? "a paged source's keys are resolved one tile ahead" : "the key list is known: tiles 0..2 before the first");
 	if (!d.unnorm)
-		buf_printf(text, "combine         split-KV: every part that finds all parts started claims a slice of the heads, waits for the count and combines it; the last part combines the rest\n");
+		buf_printf(text, "combine         split-KV: %s\n",
+		           d.f.t->decode->combine_wait
+		               ? "every part that finds all parts started claims a slice of the heads, waits for the count and combines it; the last part combines the rest"
+		               : "the last part to finish combines every head");
 	buf_printf(text, "softmax         exp2(s*scale*log2(e) - m), scale a run-time argument%s; LSE natural log\n",
 	           d.sink ? ", sink exp(sink[h]) added to the denominator" : "");
 	d.f.t->fmha->describe(&d.f, text);

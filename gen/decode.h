@@ -116,6 +116,11 @@ typedef struct DecodeOps {
 	void (*bound)(const DecodeCfg *d, Buf *out);
 	/* Optional: the producer's registers for a cache format (NULL: producer_regs) */
 	int (*regs_for)(const DecodeFormat *fmt);
+	/* Split-KV parts claim head slices and wait for the count (decode.c
+	 * decode_finish); 0: the last part combines every slice. Only where the
+	 * waiting path has run interleaved on the emulator (tests/emu
+	 * test_emu_decode.c, one cluster per row). */
+	int combine_wait;
 } DecodeOps;
 
 extern const DecodeOps decode_sm90, decode_sm100;

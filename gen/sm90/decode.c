@@ -520,4 +520,5 @@ const DecodeOps decode_sm90 = {
 	NULL,
 	NULL,
 	gather_regs,
+	1,
 };
