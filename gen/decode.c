@@ -392,6 +392,29 @@ emit_compact(Emit *e, const DecodeCfg *d, const FmhaRegs *r, Reg qrow)
 	}
 }
 
+/* Tiles the gather (gen/sm90/decode.c) prefetches ahead of the tile whose loads come next,
+ * issued after a tile is published, where the producer holds the fewest
+ * registers (fp8-v32 and the paged fp8-token spill at the loop's top):
+ * with only sparse sources the whole key list is known, so two; with a
+ * paged source the keys are resolved one tile ahead (the 3-tile ring) at
+ * the loop's top, so none: the next tile, whose first pass is already
+ * loading. */
+int
+decode_prefetch_tiles(const DecodeCfg *d)
+{
+	return d->nsparse < d->nsrc ? 0 : 2;
+}
+
+/* cnt = &counters[qrow·HB + h/64]: the row's split-KV completion word. */
+static void
+decode_emit_counter(Emit *e, const DecodeCfg *d, const FmhaRegs *r, Reg cnt, Reg a, Reg t)
+{
+	emitf(e, "\tld.param.u64 %s, [p_counters];\n\tcvta.to.global.u64 %s, %s;\n", cnt.s, cnt.s, cnt.s);
+	emitf(e, "\tshr.u32 %s, %s, 6;\n\tmad.lo.u32 %s, %s, %d, %s;\n", t.s, r->h.s, t.s, r->qrow.s, d->hblocks,
+	      t.s);
+	emitf(e, "\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n", a.s, t.s, cnt.s, cnt.s, a.s);
+}
+
 /* With splits > 1 the part's O and LSE go to its row of O_partial and
  * LSE_partial, without the sink. */
 static void
@@ -407,6 +430,24 @@ emit_split_rows(Emit *e, const DecodeCfg *d, FmhaRegs *r, Reg t, Reg ps)
 	      r->o.s, ps.s, r->lse.s);
 	emitf(e, "\t@%s cvta.to.global.u64 %s, %s;\n\t@%s cvta.to.global.u64 %s, %s;\n", ps.s, r->o.s, r->o.s,
 	      ps.s, r->lse.s, r->lse.s);
+}
+
+/* Q's rows of this head block into L2 before the key list is compacted:
+ * thread tid < 64 (and head h + tid < Hq) prefetches row (qrow·Hq + h +
+ * tid) of Q, 2·D bytes at a 16-byte aligned offset (PTX ISA
+ * "cp.async.bulk.prefetch"), so the producer's Q loads later hit L2. */
+static void
+emit_q_prefetch(Emit *e, const DecodeCfg *d, const FmhaRegs *r)
+{
+	Reg t = reg_new(e, RC_B32), a = reg_new(e, RC_B64), o = reg_new(e, RC_B64), p = reg_new(e, RC_PRED);
+
+	emitf(e, "\tadd.u32 %s, %s, %s;\n\tsetp.lt.u32 %s, %s, %d;\n", t.s, r->h.s, r->tid.s, p.s, t.s, d->hq);
+	emitf(e, "\tsetp.lt.and.u32 %s, %s, 64, %s;\n", p.s, r->tid.s, p.s);
+	emitf(e, "\tmad.lo.u32 %s, %s, %d, %s;\n\tmul.wide.u32 %s, %s, %d;\n", t.s, r->qrow.s, d->hq, t.s, o.s, t.s,
+	      2 * d->f.d);
+	emitf(e, "\tld.param.u64 %s, [p_Q];\n\tcvta.to.global.u64 %s, %s;\n\tadd.u64 %s, %s, %s;\n", a.s, a.s, a.s,
+	      a.s, a.s, o.s);
+	emitf(e, "\t@%s cp.async.bulk.prefetch.L2.global [%s], %d;\n", p.s, a.s, 2 * d->f.d);
 }
 
 static int
@@ -472,8 +513,19 @@ emit_prologue(Emit *e, const DecodeCfg *d, FmhaRegs *r, KgErr *err)
 	 * LSE, without the sink, to row (qrow·splits + split) of O_partial /
 	 * LSE_partial ([.., Hq] rows: head stride 1), and the last part to
 	 * finish combines them (decode_finish). */
-	if (!d->unnorm)
+	if (!d->unnorm) {
+		Reg ctr = reg_new(e, RC_B64), a = reg_new(e, RC_B64), p0 = reg_new(e, RC_PRED);
+
 		emit_split_rows(e, d, r, t, ps);
+		/* the part counts itself started (decode_finish): resident, with
+		 * everything a part that waits for it needs from it (its smem is
+		 * the launch's; sm_100a's TMEM comes later, but no sm_100a part
+		 * waits, DecodeOps.combine_wait) */
+		decode_emit_counter(e, d, r, ctr, a, t);
+		emitf(e, "\tsetp.eq.and.u32 %s, %s, 0, %s;\n", p0.s, r->tid.s, ps.s);
+		emitf(e, "\t@%s red.relaxed.gpu.global.add.u32 [%s], %d;\n", p0.s, ctr.s, DEC_CNT_START);
+	}
+	emit_q_prefetch(e, d, r);
 	op_init_barriers(e, &f->plan, r->base, r->tid, "decode.barrier_init");
 	if (f->t->fmha->setup && f->t->fmha->setup(e, f, r, err) < 0)
 		return -1;
@@ -522,6 +574,7 @@ static int
 decode_finish(Emit *e, const FmhaCfg *f, const FmhaRegs *r, KgErr *err)
 {
 	const DecodeCfg *d = f->ext;
+	int wait = f->t->decode->combine_wait;
 	Reg c = reg_new(e, RC_B32), w8 = reg_new(e, RC_B32), t = reg_new(e, RC_B32), hh = reg_new(e, RC_B32);
 	Reg s = reg_new(e, RC_B32), head = reg_new(e, RC_B32), row0 = reg_new(e, RC_B32), flag = reg_new(e, RC_B32);
 	Reg bq = reg_new(e, RC_B32), yq = reg_new(e, RC_B32), sl = reg_new(e, RC_B32);
@@ -529,10 +582,11 @@ decode_finish(Emit *e, const FmhaCfg *f, const FmhaRegs *r, KgErr *err)
 	Reg sk = reg_new(e, RC_B64), o = reg_new(e, RC_B64), l = reg_new(e, RC_B64), tt = reg_new(e, RC_B64);
 	Reg m = reg_new(e, RC_F32), ls = reg_new(e, RC_F32), w = reg_new(e, RC_F32), L = reg_new(e, RC_F32);
 	Reg x = reg_new(e, RC_F32), mo = reg_new(e, RC_F32);
+	Reg nn = reg_new(e, RC_B32), lo = reg_new(e, RC_B32), hi = reg_new(e, RC_B32), pcl = reg_new(e, RC_PRED);
 	Reg acc[16], v[UNROLL][8], ws[UNROLL], h[2], pk[8];
 	Reg p = reg_new(e, RC_PRED), pc = reg_new(e, RC_PRED), pe = reg_new(e, RC_PRED), pu[UNROLL];
 	Reg fl = op_plan_smem(e, &f->plan, r->base, d->r_count);
-	char done[48], hloop[48], s1[48], s1end[48], s2[48], out[48];
+	char done[48], hloop[48], s1[48], s1end[48], s2[48], out[48], spin[48], spun[48];
 
 	(void)err;
 	reg_array(e, RC_F32, acc, 16);
@@ -550,29 +604,72 @@ decode_finish(Emit *e, const FmhaCfg *f, const FmhaRegs *r, KgErr *err)
 	label_new(e, s1end, sizeof s1end, "combine_max_done");
 	label_new(e, s2, sizeof s2, "combine_sum");
 	label_new(e, out, sizeof out, "combine_store");
+	label_new(e, spin, sizeof spin, "combine_wait");
+	label_new(e, spun, sizeof spun, "combine_waited");
 	emitf(e, "\tsetp.le.u32 %s, %s, 1;\n\t@%s bra %s;\n", p.s, r->splits.s, p.s, done);
-	/* The flag "this CTA combines" starts 0 (its CTA barrier orders the
-	 * zero before any warp's store of 1). Each thread releases its part
-	 * (PTX ISA "Memory consistency model": fence, then the warp barrier,
-	 * then one lane's atomic), so each warp counts itself: a row is
-	 * complete at splits·ohalves·warps. The warp whose count completes it
-	 * sets the flag; the CTA barrier hands it to every thread. */
-	emitf(e, "\tsub.u32 %s, %s, %d;\n\tsetp.eq.u32 %s, %s, 0;\n", c.s, r->tid.s, d->cons_tid0, pc.s, c.s);
-	emitf(e, "\tmov.u32 %s, 0;\n\t@%s st.shared.u32 [%s+4], %s;\n\tbar.sync 1, %d;\n", flag.s, pc.s, fl.s,
-	      flag.s, d->cons_threads);
-	emitf(e, "\tfence.acq_rel.gpu;\n\tbar.warp.sync 0xffffffff;\n");
-	emitf(e, "\tld.param.u64 %s, [p_counters];\n\tcvta.to.global.u64 %s, %s;\n", cnt.s, cnt.s, cnt.s);
-	emitf(e, "\tshr.u32 %s, %s, 6;\n\tmad.lo.u32 %s, %s, %d, %s;\n", t.s, r->h.s, t.s, r->qrow.s, d->hblocks,
-	      t.s);
-	emitf(e, "\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n", a.s, t.s, cnt.s, cnt.s, a.s);
-	emitf(e, "\tsetp.eq.u32 %s, %s, 0;\n", pe.s, r->lane.s);
-	emitf(e, "\t@%s atom.acq_rel.gpu.global.add.u32 %s, [%s], 1;\n", pe.s, flag.s, cnt.s);
-	emitf(e, "\tmul.lo.u32 %s, %s, %d;\n\tadd.u32 %s, %s, 1;\n", t.s, r->splits.s,
-	      f->ohalves * d->cons_threads / 32, flag.s, flag.s);
-	emitf(e, "\tsetp.eq.and.u32 %s, %s, %s, %s;\n\tmov.u32 %s, 1;\n", pe.s, flag.s, t.s, pe.s, flag.s);
-	emitf(e, "\t@%s st.shared.u32 [%s+4], %s;\n\tbar.sync 1, %d;\n\tld.shared.u32 %s, [%s+4];\n", pe.s,
-	      fl.s, flag.s, d->cons_threads, flag.s, fl.s);
-	emitf(e, "\tsetp.eq.u32 %s, %s, 0;\n\t@%s bra %s;\n", p.s, flag.s, p.s, done);
+	/* The counter word (gen/decode.h DEC_CNT_*, docs/ABI.md "decode"):
+	 * every consumer thread fences its part's stores and meets the others
+	 * at a CTA barrier; then the last consumer thread reads how many of the
+	 * row's N = splits·ohalves parts have started and, in one atomic, counts
+	 * its part done and claims a slice when all N have started (then each
+	 * part is resident or finished, so waiting for them cannot deadlock).
+	 * Slice i is heads [i·64/N, (i+1)·64/N) of the block. The part that
+	 * completes the count combines slices [claims before it, N), its own
+	 * among them, and takes the row's counts and its claim back out; a part
+	 * that claimed earlier waits (every consumer thread) until the done
+	 * count is N or taken out, combines its slice, then takes its claim
+	 * out: the word is 0 once every part is gone. Every atomic is acq_rel,
+	 * so a reader of the word synchronizes with every part before it (PTX
+	 * ISA "Memory consistency model"). The first consumer thread clears
+	 * [fl+4] lo, [fl+8] hi, [fl+12] wait (no slice) before the barrier; the
+	 * counting thread sets them when it has slices; a second barrier hands
+	 * them to every consumer thread. */
+	emitf(e, "\tsub.u32 %s, %s, %d;\n\tsetp.eq.u32 %s, %s, 0;\n", c.s, r->tid.s, d->cons_tid0, pe.s, c.s);
+	emitf(e, "\tsetp.eq.u32 %s, %s, %d;\n\tmov.u32 %s, 0;\n", pc.s, c.s, d->cons_threads - 1, flag.s);
+	for (int i = 1; i < 4; i++)
+		emitf(e, "\t@%s st.shared.u32 [%s+%d], %s;\n", pe.s, fl.s, 4 * i, flag.s);
+	emitf(e, "\tfence.acq_rel.gpu;\n\tbar.sync 1, %d;\n", d->cons_threads);
+	decode_emit_counter(e, d, r, cnt, a, t);
+	emitf(e, "\tmul.lo.u32 %s, %s, %d;\n", nn.s, r->splits.s, f->ohalves);
+	if (wait) {
+		emitf(e, "\t@%s ld.relaxed.gpu.global.u32 %s, [%s];\n", pc.s, flag.s, cnt.s);
+		emitf(e, "\tand.b32 %s, %s, %d;\n\tsetp.eq.and.u32 %s, %s, %s, %s;\n", t.s, flag.s, DEC_CNT_MASK, pcl.s,
+		      t.s, nn.s, pc.s);
+	} else {
+		emitf(e, "\tsetp.ne.u32 %s, 0, 0;\n", pcl.s);
+	}
+	emitf(e, "\tselp.u32 %s, %u, %u, %s;\n", t.s, DEC_CNT_DONE + DEC_CNT_CLAIM, DEC_CNT_DONE, pcl.s);
+	emitf(e, "\t@%s atom.acq_rel.gpu.global.add.u32 %s, [%s], %s;\n", pc.s, flag.s, cnt.s, t.s);
+	/* lo = the claims before this one; the last part: done + 1 = N */
+	emitf(e, "\tbfe.u32 %s, %s, %d, %d;\n\tbfe.u32 %s, %s, %d, %d;\n", lo.s, flag.s, DEC_CNT_CLAIM_AT,
+	      DEC_CNT_BITS, t.s, flag.s, DEC_CNT_DONE_AT, DEC_CNT_BITS);
+	emitf(e, "\tadd.u32 %s, %s, 1;\n\tsetp.eq.and.u32 %s, %s, %s, %s;\n", t.s, t.s, pe.s, t.s, nn.s, pc.s);
+	/* the last part takes the row's counts and its own claim back out */
+	emitf(e, "\tselp.u32 %s, %u, 0, %s;\n\tmad.lo.u32 %s, %s, %u, %s;\n\tneg.s32 %s, %s;\n", t.s,
+	      DEC_CNT_CLAIM, pcl.s, t.s, nn.s, DEC_CNT_START + DEC_CNT_DONE, t.s, t.s, t.s);
+	emitf(e, "\t@%s atom.acq_rel.gpu.global.add.u32 %s, [%s], %s;\n", pe.s, t.s, cnt.s, t.s);
+	/* slices: a claim [lo, lo + 1), waited for; the last [lo, N), not */
+	emitf(e, "\tadd.u32 %s, %s, 1;\n\tselp.u32 %s, %s, %s, %s;\n\tselp.u32 %s, 0, 1, %s;\n", hi.s, lo.s, hi.s,
+	      nn.s, hi.s, pe.s, flag.s, pe.s);
+	emitf(e, "\tor.pred %s, %s, %s;\n", pcl.s, pcl.s, pe.s);
+	emitf(e, "\t@%s st.shared.u32 [%s+4], %s;\n\t@%s st.shared.u32 [%s+8], %s;\n\t@%s st.shared.u32 [%s+12], %s;\n",
+	      pcl.s, fl.s, lo.s, pcl.s, fl.s, hi.s, pcl.s, fl.s, flag.s);
+	emitf(e, "\tbar.sync 1, %d;\n", d->cons_threads);
+	emitf(e, "\tld.shared.u32 %s, [%s+4];\n\tld.shared.u32 %s, [%s+8];\n\tld.shared.u32 %s, [%s+12];\n", lo.s,
+	      fl.s, hi.s, fl.s, flag.s, fl.s);
+	emitf(e, "\tsetp.ge.u32 %s, %s, %s;\n\t@%s bra %s;\n", p.s, lo.s, hi.s, p.s, done);
+	/* a claim before the last: wait until the done count is N or 0 */
+	if (wait) {
+		emitf(e, "\tsetp.eq.u32 %s, %s, 0;\n\t@%s bra %s;\n", p.s, flag.s, p.s, spun);
+		emit_label(e, spin);
+		emitf(e, "\tld.acquire.gpu.global.u32 %s, [%s];\n\tbfe.u32 %s, %s, %d, %d;\n", t.s, cnt.s, t.s, t.s,
+		      DEC_CNT_DONE_AT, DEC_CNT_BITS);
+		emitf(e, "\tsetp.ne.u32 %s, %s, 0;\n\tsetp.ne.and.u32 %s, %s, %s, %s;\n", p.s, t.s, p.s, t.s, nn.s, p.s);
+		emitf(e, "\t@%s nanosleep.u32 64;\n\t@%s bra %s;\n", p.s, p.s, spin);
+		emitf(e, "\tmov.u32 %s, %u;\n\tneg.s32 %s, %s;\n\t@%s atom.acq_rel.gpu.global.add.u32 %s, [%s], %s;\n", t.s,
+		      DEC_CNT_CLAIM, t.s, t.s, pc.s, t.s, cnt.s, t.s);
+		emit_label(e, spun);
+	}
 	emitf(e, "\tfence.acq_rel.gpu;\n");
 	emitf(e, "\tld.param.u64 %s, [p_O_partial];\n\tcvta.to.global.u64 %s, %s;\n", op.s, op.s, op.s);
 	emitf(e, "\tld.param.u64 %s, [p_LSE_partial];\n\tcvta.to.global.u64 %s, %s;\n", lp.s, lp.s, lp.s);
@@ -580,12 +677,16 @@ decode_finish(Emit *e, const FmhaCfg *f, const FmhaRegs *r, KgErr *err)
 	emitf(e, "\tld.param.u64 %s, [p_LSE];\n\tcvta.to.global.u64 %s, %s;\n", l.s, l.s, l.s);
 	if (d->sink)
 		emitf(e, "\tld.param.u64 %s, [p_sink];\n\tcvta.to.global.u64 %s, %s;\n", sk.s, sk.s, sk.s);
-	/* parts' rows qrow·splits + s; this warp's first head */
-	emitf(e, "\tmul.lo.u32 %s, %s, %s;\n\tshr.u32 %s, %s, 5;\n\tmov.u32 %s, %s;\n", row0.s, r->qrow.s,
-	      r->splits.s, w8.s, c.s, hh.s, w8.s);
+	/* heads [lo·64/N, hi·64/N) of the block; parts' rows qrow·splits + s;
+	 * this warp's first head */
+	emitf(e, "\tshl.b32 %s, %s, 6;\n\tdiv.u32 %s, %s, %s;\n\tshl.b32 %s, %s, 6;\n\tdiv.u32 %s, %s, %s;\n",
+	      lo.s, lo.s, lo.s, lo.s, nn.s, hi.s, hi.s, hi.s, hi.s, nn.s);
+	emitf(e, "\tmul.lo.u32 %s, %s, %s;\n\tshr.u32 %s, %s, 5;\n\tadd.u32 %s, %s, %s;\n", row0.s, r->qrow.s,
+	      r->splits.s, w8.s, c.s, hh.s, w8.s, lo.s);
 	emitf(e, "\tld.param.u32 %s, [p_s_q];\n\tdiv.u32 %s, %s, %s;\n\trem.u32 %s, %s, %s;\n", t.s, bq.s,
 	      r->qrow.s, t.s, yq.s, r->qrow.s, t.s);
 	emit_label(e, hloop);
+	emitf(e, "\tsetp.ge.u32 %s, %s, %s;\n\t@%s bra %s;\n", p.s, hh.s, hi.s, p.s, out);
 	emitf(e, "\tadd.u32 %s, %s, %s;\n\tsetp.ge.u32 %s, %s, %d;\n\t@%s bra %s;\n", head.s, r->h.s, hh.s, p.s,
 	      head.s, d->hq, p.s, out);
 	/* m = max(sink, LSE_s): lanes over parts, then the warp */
@@ -671,11 +772,9 @@ decode_finish(Emit *e, const FmhaCfg *f, const FmhaRegs *r, KgErr *err)
 	emitf(e, "\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n", a.s, flag.s, a.s, a.s, l.s);
 	emitf(e, "\tselp.f32 %s, 0fFF800000, %s, %s;\n\tsetp.eq.u32 %s, %s, 0;\n\t@%s st.global.f32 [%s], %s;\n",
 	      L.s, L.s, pe.s, p.s, r->lane.s, p.s, a.s, L.s);
-	emitf(e, "\tadd.u32 %s, %s, %d;\n\tsetp.lt.u32 %s, %s, 64;\n\t@%s bra %s;\n", hh.s, hh.s,
-	      d->cons_threads / 32, p.s, hh.s, p.s, hloop);
+	emitf(e, "\tadd.u32 %s, %s, %d;\n\tsetp.lt.u32 %s, %s, %s;\n\t@%s bra %s;\n", hh.s, hh.s,
+	      d->cons_threads / 32, p.s, hh.s, hi.s, p.s, hloop);
 	emit_label(e, out);
-	/* every part has counted: reset for the next launch */
-	emitf(e, "\t@%s st.global.u32 [%s], 0;\n", pc.s, cnt.s);
 	emit_label(e, done);
 	return 0;
 }
@@ -856,12 +955,20 @@ decode_plan(const void *params, Buf *text, KgErr *err)
 		           d.nsrc > 1 ? "s" : "", d.nsrc > 1 ? ", main then extra" : "");
 	if (d.nsparse < d.nsrc)
 		buf_printf(text, "paged keys      per 64-key tile, 64 producer threads resolve each key to its token (block table, list) into a 3-tile ring in smem, a tile ahead\n");
+	buf_printf(text, "prefetch        Q's rows at the start; once tile j is published, tile j+%d's token rows (and tail scales) into L2 (%s)\n",
+	           1 + decode_prefetch_tiles(&d),
+	           d.nsparse < d.nsrc ? "a paged source's keys are resolved one tile ahead" : "the key list is known: tiles 0..2 before the first");
+	if (!d.unnorm)
+		buf_printf(text, "combine         split-KV: %s\n",
+		           d.f.t->decode->combine_wait
+		               ? "every part that finds all parts started claims a slice of the heads, waits for the count and combines it; the last part combines the rest"
+		               : "the last part to finish combines every head");
 	buf_printf(text, "softmax         exp2(s*scale*log2(e) - m), scale a run-time argument%s; LSE natural log\n",
 	           d.sink ? ", sink exp(sink[h]) added to the denominator" : "");
 	d.f.t->fmha->describe(&d.f, text);
 	if (d.unnorm)
 		buf_printf(text, "output          unnormalized: O f32 = sum_j e^(s_j - M) V_j, LSE and M (the row max) for a merge; no split-KV\n");
-	buf_printf(text, "grid            %d head block%s%s x splits (run time: split-KV parts, combined by the last) x s_q x batch\n",
+	buf_printf(text, "grid            %d head block%s%s x splits (run time: split-KV parts, combined in head slices) x s_q x batch\n",
 	           d.hblocks, d.hblocks > 1 ? "s" : "", d.f.ohalves > 1 ? " x 2 O-column halves" : "");
 	if (d.f.t->decode->bound)
 		d.f.t->decode->bound(&d, text);

@@ -88,6 +88,22 @@ typedef struct DecodeCfg {
 	int cons_tid0, cons_threads; /* the consumer threads that run the split-KV combine */
 } DecodeCfg;
 
+/* The split-KV completion word counters[b, y, hb] (docs/ABI.md "decode"):
+ * three counts of the row's N = splits·ohalves parts, DEC_CNT_BITS each:
+ * parts started (from bit 0), parts done (DEC_CNT_DONE_AT) and slices
+ * claimed (DEC_CNT_CLAIM_AT), so N stays below 2^10: splits at most
+ * DEC_MAX_SPLITS (ohalves 2 on sm_100a). */
+enum {
+	DEC_CNT_BITS = 10,
+	DEC_CNT_MASK = (1 << DEC_CNT_BITS) - 1,
+	DEC_CNT_START = 1,
+	DEC_CNT_DONE_AT = DEC_CNT_BITS,
+	DEC_CNT_DONE = 1 << DEC_CNT_DONE_AT,
+	DEC_CNT_CLAIM_AT = 2 * DEC_CNT_BITS,
+	DEC_CNT_CLAIM = 1 << DEC_CNT_CLAIM_AT,
+	DEC_MAX_SPLITS = 256,
+};
+
 typedef struct DecodeOps {
 	/* The producer warpgroup: Q, then every K=V tile of the key list. */
 	int (*gather)(Emit *e, const FmhaCfg *f, const FmhaRegs *r, KgErr *err);
@@ -100,6 +116,11 @@ typedef struct DecodeOps {
 	void (*bound)(const DecodeCfg *d, Buf *out);
 	/* Optional: the producer's registers for a cache format (NULL: producer_regs) */
 	int (*regs_for)(const DecodeFormat *fmt);
+	/* Split-KV parts claim head slices and wait for the count (decode.c
+	 * decode_finish); 0: the last part combines every slice. Only where the
+	 * waiting path has run interleaved on the emulator (tests/emu
+	 * test_emu_decode.c, one cluster per row). */
+	int combine_wait;
 } DecodeOps;
 
 extern const DecodeOps decode_sm90, decode_sm100;
@@ -111,6 +132,8 @@ extern const DecodeOps decode_sm90, decode_sm100;
  * memory through the async proxy can take it. r->tid: 0..127 within the
  * warpgroup. */
 int decode_gather_warpgroup(Emit *e, const FmhaCfg *f, const FmhaRegs *r, KgErr *err);
+/* Tiles ahead of its loads the gather prefetches the token rows into L2. */
+int decode_prefetch_tiles(const DecodeCfg *d);
 
 /* Emits, for every thread, the keys paged source s gives query rows of
  * sequence r->b: min(seqlens[b], max_pages·page_size), at least 0. */

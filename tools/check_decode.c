@@ -22,6 +22,10 @@
 #include "decode_ref.h"
 #include "tools/check_internal.h"
 
+/* Split-KV parts a launch may have (docs/ABI.md "decode"; gen/decode.h
+ * DEC_MAX_SPLITS, python/kgen/_decode.py MAX_SPLITS). */
+enum { DECODE_MAX_SPLITS = 256 };
+
 #define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
 enum { D_MAX = 576, D_V = 512 };
@@ -355,6 +359,10 @@ decode_prepare(CheckCase *c, KrtErr *err)
 	d->batch = (uint32_t)c->shape.d[0];
 	d->sq = (uint32_t)c->shape.d[1];
 	d->full = c->shape.d[4] != 0;
+	if (c->shape.d[5] > DECODE_MAX_SPLITS)
+		return check_fail(err, KRT_EINVAL,
+		                  "decode: splits %llu: at most %d (the completion counter holds 10-bit counts of the parts, docs/ABI.md \"decode\")",
+		                  (unsigned long long)c->shape.d[5], DECODE_MAX_SPLITS);
 	d->splits = c->shape.d[5] && !d->unnorm ? (uint32_t)c->shape.d[5] : 1;
 	for (int s = 0; s < d->nsrc; s++) {
 		Src *x = &d->src[s];
@@ -457,6 +465,28 @@ gather_keys(const Decode *d, uint64_t r, double *k, int32_t *tok)
 	return n;
 }
 
+/* Split-KV: the launch leaves every completion counter 0 again (docs/ABI.md
+ * "decode"); a counter that is not counts as a bad element. */
+static int
+check_counters(CheckCase *c, CheckResult *res, uint64_t max_report, KrtErr *err)
+{
+	const CheckBuf *cb = check_find_buf_const(c, "counters");
+	int32_t *v = malloc(cb->bytes + 1);
+	int rc;
+
+	if (!v)
+		return check_fail(err, KRT_ENOMEM, "decode: no host memory for the counters");
+	rc = krt_download(c->dev, v, cb->ptr, cb->bytes, err);
+	for (uint64_t i = 0; !rc && i < cb->count; i++) {
+		res->total++;
+		res->checked++;
+		if (v[i] != 0 && res->bad++ < max_report)
+			check_report(c, "  counters[%llu] = %d after the launch, want 0\n", (unsigned long long)i, v[i]);
+	}
+	free(v);
+	return rc;
+}
+
 static int
 decode_compare(CheckCase *c, CheckResult *res, KrtErr *err)
 {
@@ -535,7 +565,7 @@ decode_compare(CheckCase *c, CheckResult *res, KrtErr *err)
 		}
 	free(k);
 	free(tok);
-	return 0;
+	return d->splits > 1 ? check_counters(c, res, max_report, err) : 0;
 }
 
 /* ---- flops, bytes, description ------------------------------------------ */

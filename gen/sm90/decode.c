@@ -167,7 +167,7 @@ typedef struct Gather {
 	Shape sh;
 	Reg tq, qt, list, k0, kv[2];
 	Reg lim;                   /* keys past min(list length, this CTA's last tile) load nothing */
-	Reg ok, pos, ent, idx, page, off, t, ps, pbytes, srcp;
+	Reg ok, pos, ent, idx, page, off, t, ps, pbytes, srcp, pf;
 	Reg pb, a, o;
 
 
@@ -193,23 +193,27 @@ emit_keys_slot(Emit *e, const Gather *g, Reg j)
 	return a;
 }
 
+/* Resolves key 64j + kt + add of the tile's list for this thread (guard:
+ * only where that predicate holds, or NULL): g->ok (a key to load), g->off
+ * (its row in the page), g->pb (the page's first byte), g->ps (the page's
+ * tokens). */
 static void
-emit_pass_load(Emit *e, Gather *g, Reg j, int pass)
+emit_key_page(Emit *e, Gather *g, Reg j, Reg kt, int add, const Reg *guard)
 {
 	const DecodeCfg *d = g->d;
-	const DecodeFormat *fm = d->fmt;
-	const Shape *sh = &g->sh;
-	Pass *ps = &g->pass[pass % 2];
-	static const char *const vec[] = {"", ".b32", ".v2.b32", "", ".v4.b32"};
 
-	emitf(e, "\tmad.lo.u32 %s, %s, %d, %s;\n\tadd.u32 %s, %s, %d;\n", g->pos.s, j.s, d->f.bn, g->tq.s,
-	      g->pos.s, g->pos.s, sh->tokens * pass);
-	emitf(e, "\tsetp.lt.u32 %s, %s, %s;\n\tmov.u32 %s, 0;\n", g->ok.s, g->pos.s, g->lim.s, g->ent.s);
+	emitf(e, "\tmad.lo.u32 %s, %s, %d, %s;\n\tadd.u32 %s, %s, %d;\n", g->pos.s, j.s, d->f.bn, kt.s, g->pos.s,
+	      g->pos.s, add);
+	if (guard)
+		emitf(e, "\tsetp.lt.and.u32 %s, %s, %s, %s;\n\tmov.u32 %s, 0;\n", g->ok.s, g->pos.s, g->lim.s,
+		      guard->s, g->ent.s);
+	else
+		emitf(e, "\tsetp.lt.u32 %s, %s, %s;\n\tmov.u32 %s, 0;\n", g->ok.s, g->pos.s, g->lim.s, g->ent.s);
 	if (d->nsparse < d->nsrc) {
-		/* the tile's resolved keys: word tid/T + pass·tokens of its slot */
+		/* the tile's resolved keys: word kt + add of its slot */
 		Reg slot = emit_keys_slot(e, g, j);
-		emitf(e, "\tmad.lo.u32 %s, %s, 4, %s;\n", g->t.s, g->tq.s, slot.s);
-		emitf(e, "\t@%s ld.shared.u32 %s, [%s+%d];\n", g->ok.s, g->ent.s, g->t.s, 4 * sh->tokens * pass);
+		emitf(e, "\tmad.lo.u32 %s, %s, 4, %s;\n", g->t.s, kt.s, slot.s);
+		emitf(e, "\t@%s ld.shared.u32 %s, [%s+%d];\n", g->ok.s, g->ent.s, g->t.s, 4 * add);
 		emitf(e, "\tsetp.ne.and.u32 %s, %s, -1, %s;\n", g->ok.s, g->ent.s, g->ok.s);
 		emitf(e, "\tand.b32 %s, %s, 0x7fffffff;\n", g->idx.s, g->ent.s);
 		if (d->nsrc > 1)
@@ -236,6 +240,43 @@ emit_pass_load(Emit *e, Gather *g, Reg j, int pass)
 	      g->idx.s, g->t.s);
 	emitf(e, "\tmul.wide.u32 %s, %s, %s;\n\tadd.u64 %s, %s, %s;\n", g->o.s, g->page.s, g->pbytes.s, g->pb.s,
 	      g->pb.s, g->o.s);
+}
+
+/* An L2 prefetch of tile j's token rows: thread tid < 64 takes key 64j +
+ * tid, one cp.async.bulk.prefetch.L2 of its row (rows start 16-byte
+ * aligned and are a multiple of 16 bytes, gen/decode_format.c; PTX ISA
+ * "cp.async.bulk.prefetch") and a prefetch.global.L2 of the line of its
+ * tail scales. Issued decode_prefetch_tiles tiles before the tile's loads,
+ * so they find the rows in L2 instead of each pass waiting on HBM with
+ * only its own rows in flight; nothing is written, so nothing waits. */
+static void
+emit_prefetch_tile(Emit *e, Gather *g, Reg j)
+{
+	const DecodeFormat *fm = g->d->fmt;
+
+	emitf(e, "\tsetp.lt.u32 %s, %s, 64;\n", g->pf.s, g->r->tid.s);
+	emit_key_page(e, g, j, g->r->tid, 0, &g->pf);
+	if (fm->nscales && fm->scale_at < 0) {
+		emitf(e, "\tmul.lo.u32 %s, %s, %d;\n\tmad.lo.u32 %s, %s, %d, %s;\n", g->t.s, g->ps.s, fm->row_bytes,
+		      g->t.s, g->off.s, fm->scale_bytes, g->t.s);
+		emitf(e, "\tcvt.u64.u32 %s, %s;\n\tadd.u64 %s, %s, %s;\n\t@%s prefetch.global.L2 [%s];\n", g->o.s,
+		      g->t.s, g->a.s, g->pb.s, g->o.s, g->ok.s, g->a.s);
+	}
+	emitf(e, "\tmul.wide.u32 %s, %s, %d;\n\tadd.u64 %s, %s, %s;\n", g->o.s, g->off.s, fm->row_bytes, g->a.s,
+	      g->pb.s, g->o.s);
+	emitf(e, "\t@%s cp.async.bulk.prefetch.L2.global [%s], %d;\n", g->ok.s, g->a.s, fm->row_bytes);
+}
+
+static void
+emit_pass_load(Emit *e, Gather *g, Reg j, int pass)
+{
+	const DecodeCfg *d = g->d;
+	const DecodeFormat *fm = d->fmt;
+	const Shape *sh = &g->sh;
+	Pass *ps = &g->pass[pass % 2];
+	static const char *const vec[] = {"", ".b32", ".v2.b32", "", ".v4.b32"};
+
+	emit_key_page(e, g, j, g->tq, sh->tokens * pass, NULL);
 	if (fm->nscales) {
 		/* the scales (gen/decode_format.c): inline at off·row_bytes +
 		 * scale_at, or in the tail at ps·row_bytes + off·scale_bytes */
@@ -353,9 +394,9 @@ emit_tiles(Emit *e, KgErr *err, const DecodeCfg *d, const FmhaRegs *r, Reg k0, R
 	Gather g = {.d = d, .r = r, .k0 = k0, .list = list};
 	Reg stage = reg_new(e, RC_B32), phase = reg_new(e, RC_B32), j = reg_new(e, RC_B32);
 	Reg jn = reg_new(e, RC_B32), bar = reg_new(e, RC_B32), par = reg_new(e, RC_B32);
-	Reg p = reg_new(e, RC_PRED);
+	Reg jd = reg_new(e, RC_B32), p = reg_new(e, RC_PRED);
 	char loop[48], done[48];
-	int P, paged = d->nsparse < d->nsrc;
+	int P, paged = d->nsparse < d->nsrc, D = decode_prefetch_tiles(d);
 
 	if (choose_shape(d->fmt, &g.sh, err) < 0)
 		return -1;
@@ -367,6 +408,7 @@ emit_tiles(Emit *e, KgErr *err, const DecodeCfg *d, const FmhaRegs *r, Reg k0, R
 	g.qt = reg_new(e, RC_B32);
 	g.ok = reg_new(e, RC_PRED);
 	g.srcp = reg_new(e, RC_PRED);
+	g.pf = reg_new(e, RC_PRED);
 	reg_array(e, RC_B32, &g.pos, 8);
 	g.pb = reg_new(e, RC_B64);
 	g.a = reg_new(e, RC_B64);
@@ -404,6 +446,12 @@ emit_tiles(Emit *e, KgErr *err, const DecodeCfg *d, const FmhaRegs *r, Reg k0, R
 		                      emit_keys_slot(e, &g, j));
 		op_bar_sync_why(e, 3, 128, "the producer's resolved keys of its first tile");
 	}
+	/* the prefetches: tiles j..j+D now, tile j+1+D at the end of
+	 * iteration j (gen/decode.h decode_prefetch_tiles) */
+	for (int k = 0; k <= D; k++) {
+		emitf(e, "\tadd.u32 %s, %s, %d;\n", jd.s, j.s, k);
+		emit_prefetch_tile(e, &g, jd);
+	}
 	emit_pass_load(e, &g, j, 0);
 	emit_label(e, loop);
 	emit_block(e, "sm90.decode_gather");
@@ -431,6 +479,8 @@ emit_tiles(Emit *e, KgErr *err, const DecodeCfg *d, const FmhaRegs *r, Reg k0, R
 	emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n", bar.s, stage.s, kbar0.s);
 	op_mbar_arrive(e, bar, NULL);
 	op_ring_advance(e, stage, phase, f->stages, p);
+	emitf(e, "\tadd.u32 %s, %s, %d;\n", jd.s, j.s, D + 1);
+	emit_prefetch_tile(e, &g, jd);
 	emitf(e, "\tmov.u32 %s, %s;\n\tsetp.lt.u32 %s, %s, %s;\n\t@%s bra %s;\n", j.s, jn.s, p.s, j.s,
 	      r->n_total.s, p.s, loop);
 	emit_label(e, done);
@@ -472,4 +522,5 @@ const DecodeOps decode_sm90 = {
 	NULL,
 	NULL,
 	gather_regs,
+	1,
 };

@@ -35,6 +35,7 @@ enum {
 	EMU_TMEM_COLS = 512,
 	EMU_MAX_TMEM_ALLOCS = 16,
 	EMU_MAX_CLUSTER = 16, /* CTAs per cluster (16 with the non-portable size) */
+	EMU_MAX_SYNC = 16,    /* global words a cluster synchronizes through (atom .release) */
 };
 
 /* A shared::cluster address of another CTA's shared memory, as mapa makes
@@ -171,6 +172,8 @@ enum {
 	OPF_FIMM = 1 << 4,      /* immediates take the instruction's (float) type */
 	OPF_SCHED = 1 << 5,     /* publishes to other threads: with KRT_EMU_SEED the
 	                         * scheduler may switch warps right after it */
+	OPF_YIELD = 1 << 6,     /* the thread gives way once it has executed it (nanosleep:
+	                         * a loop polling global memory lets the others run) */
 };
 
 typedef struct EmuParse EmuParse;
@@ -536,6 +539,10 @@ typedef struct EmuCluster {
 	EmuClock *bar_vc;
 	EmuClock *bar_done_vc;
 	int start;           /* the CTA the scheduler started with this pass */
+	/* global words released into by atomics (hb.c emu_sync_global) */
+	int nsync;
+	uint64_t sync_addr[EMU_MAX_SYNC];
+	EmuClock *sync_vc[EMU_MAX_SYNC];
 } EmuCluster;
 
 struct EmuCta {
@@ -703,6 +710,10 @@ int emu_vc_covers(const EmuCta *c, const EmuClock *vc, int self, const EmuTag *t
  * `into` (may be NULL), then its own clock ticks. */
 void emu_release(EmuCta *c, EmuThread *t, EmuClock *into);
 void emu_acquire(EmuCta *c, EmuThread *t, const EmuClock *from);
+/* Release/acquire through global word addr by an atom/red or ld: acq, rel
+ * say which the instruction's order does. EMU_STOP when the cluster's
+ * table of such words is full. */
+int emu_sync_global(EmuCta *c, EmuThread *t, const EmuInsn *in, uint64_t addr, int acq, int rel);
 /* Merge the clocks of the lanes of a collective. */
 void emu_warp_sync(EmuCta *c, EmuWarp *w, uint32_t lanes);
 /* Checks of smem accesses against in-flight and unordered async writes and

@@ -224,6 +224,8 @@ run_thread(EmuCta *c, EmuThread *t, int budget)
 		default:
 			return EMU_STOP;
 		}
+		if ((in->def->flags & OPF_YIELD) && rc == EMU_NEXT)
+			return EMU_YIELD;
 		/* a scheduling point: what it published may be seen (or missed)
 		 * by any other warp before this thread goes on */
 		if (c->lc->seed && (in->def->flags & OPF_SCHED) && emu_rand(c) % 2)
@@ -792,6 +794,8 @@ cluster_free(EmuCluster *cl)
 		cta_free(cl->cta[r]);
 	free(cl->bar_vc);
 	free(cl->bar_done_vc);
+	for (int i = 0; i < EMU_MAX_SYNC; i++)
+		free(cl->sync_vc[i]);
 }
 
 /* Cluster shape: the launch's, else the kernel's .reqnctapercluster. */
@@ -846,7 +850,10 @@ emu_run_launch(EmuLaunchCtx *lc, KrtErr *err)
 		}
 	cl.bar_vc = emu_vc_new(cl.cta[0]);
 	cl.bar_done_vc = emu_vc_new(cl.cta[0]);
-	if (!cl.bar_vc || !cl.bar_done_vc) {
+	int sync_ok = 1;
+	for (int i = 0; i < EMU_MAX_SYNC; i++)
+		sync_ok &= (cl.sync_vc[i] = emu_vc_new(cl.cta[0])) != NULL;
+	if (!cl.bar_vc || !cl.bar_done_vc || !sync_ok) {
 		cluster_free(&cl);
 		return krt_errf(err, KRT_ENOMEM, "emu: out of host memory");
 	}
@@ -868,6 +875,7 @@ emu_run_launch(EmuLaunchCtx *lc, KrtErr *err)
 					cta_reset(cl.cta[r], id);
 				}
 				cl.bar_arrived = 0;
+				cl.nsync = 0;
 				cl.bar_phase = 0;
 				memset(cl.bar_vc, 0, (size_t)cl.cta[0]->nslots * sizeof *cl.bar_vc);
 				memset(cl.bar_done_vc, 0, (size_t)cl.cta[0]->nslots * sizeof *cl.bar_vc);

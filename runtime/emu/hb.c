@@ -120,6 +120,40 @@ emu_acquire(EmuCta *c, EmuThread *t, const EmuClock *from)
 	emu_vc_join(c, t->vc, from);
 }
 
+/* Release and acquire through global memory (PTX ISA §8 "Memory
+ * consistency model", release and acquire patterns): an atom or red with
+ * .release, .acq_rel or .sc releases the thread's clock into the word's;
+ * an ld or atom with .acquire, .acq_rel or .sc acquires it (an RMW
+ * acquires first, so what it releases includes what it observed). A word
+ * keeps every release so far, as a release sequence does when every later
+ * write to it is an atomic, which is how kernels count through such words
+ * (gen/decode.c's split-KV counter). Fences are not modeled: a relaxed
+ * atomic after fence.acq_rel orders nothing here. */
+int
+emu_sync_global(EmuCta *c, EmuThread *t, const EmuInsn *in, uint64_t addr, int acq, int rel)
+{
+	EmuCluster *cl = c->cl;
+	int i = 0;
+
+	while (i < cl->nsync && cl->sync_addr[i] != addr)
+		i++;
+	if (i == cl->nsync) {
+		if (!rel)
+			return EMU_NEXT; /* nothing released there yet */
+		if (i == EMU_MAX_SYNC)
+			return emu_fault(c, t, in, "more than %d global words released into by atomics in one cluster",
+			                 EMU_MAX_SYNC);
+		cl->sync_addr[i] = addr;
+		memset(cl->sync_vc[i], 0, (size_t)c->nslots * sizeof *cl->sync_vc[i]);
+		cl->nsync++;
+	}
+	if (acq)
+		emu_acquire(c, t, cl->sync_vc[i]);
+	if (rel)
+		emu_release(c, t, cl->sync_vc[i]);
+	return EMU_NEXT;
+}
+
 void
 emu_warp_sync(EmuCta *c, EmuWarp *w, uint32_t lanes)
 {

@@ -171,6 +171,8 @@ emu_op_ld(EmuCta *c, EmuThread *t, const EmuInsn *in)
 		if (emu_set(c, t, in, in->vec ? emu_sub(c, d, i) : d, v))
 			return EMU_STOP;
 	}
+	if (sa == UINT32_MAX && (in->order == 4 || in->order == 7) && emu_sync_global(c, t, in, a, 1, 0) != EMU_NEXT)
+		return EMU_STOP;
 	return EMU_NEXT;
 }
 
@@ -311,6 +313,9 @@ emu_op_atom(EmuCta *c, EmuThread *t, const EmuInsn *in)
 	r &= m;
 	memcpy(h, &r, bytes);
 	c->gen++;
+	if (sa == UINT32_MAX && in->order >= 4 && in->order <= 7 &&
+	    emu_sync_global(c, t, in, a, in->order != 5, in->order != 4) != EMU_NEXT)
+		return EMU_STOP;
 	if (!red && emu_set(c, t, in, emu_opnd(c, in, 0), old & m))
 		return EMU_STOP;
 	return EMU_NEXT;

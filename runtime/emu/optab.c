@@ -109,7 +109,7 @@ static const EmuOpDef optab[] = {
 	{"prefetch", emu_op_nop, NULL, emu_mod_prefetch, NULL, CAT_SPACE, 1, 1, 0},
 	{"prefetchu", emu_op_nop, NULL, emu_mod_prefetch, NULL, 0, 1, 1, 0},
 	{"createpolicy", emu_op_createpolicy, NULL, emu_mod_prefetch, NULL, CAT_TYPE, 2, 3, 0},
-	{"nanosleep", emu_op_nop, NULL, NULL, NULL, CAT_TYPE, 1, 1, 0},
+	{"nanosleep", emu_op_nop, NULL, NULL, NULL, CAT_TYPE, 1, 1, OPF_YIELD},
 	{"pmevent", emu_op_nop, NULL, NULL, NULL, 0, 1, 1, 0},
 	/* ops_ctl.c: §9.7.12 control flow, §9.7.13 synchronization */
 	{"bra", emu_op_bra, NULL, NULL, NULL, CAT_UNI, 1, 1, OPF_BRANCH},

@@ -29,7 +29,7 @@ static const GpuCase cases[] = {
 	{{5, {7, 2, 0, 0}}, CHECK_FILL_NORMAL},
 	{{5, {33, 1, 0, 0}}, CHECK_FILL_NORMAL},
 	{{5, {16, 2, 0, 0, 1}}, CHECK_FILL_NORMAL},
-	/* split-KV: parts combined by the last to finish */
+	/* split-KV: the parts combine slices of the heads */
 	{{6, {3, 2, 0, 0, 0, 2}}, CHECK_FILL_NORMAL},
 	{{6, {1, 1, 0, 0, 1, 7}}, CHECK_FILL_NORMAL},
 	{{6, {4, 1, 0, 0, 0, 16}}, CHECK_FILL_NORMAL},
