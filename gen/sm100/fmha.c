@@ -30,6 +30,7 @@
 #include "../desc.h"
 #include "../fmha.h"
 #include "../ops.h"
+#include "fmha_cost.h"
 #include "mma.h"
 #include "rates.h"
 
@@ -51,13 +52,6 @@ enum {
 };
 
 
-/* Softmax instructions per score: max, scale fma, ex2, sum add, half a
- * bf16x2 cvt and the tcgen05.ld/st share (~4.5); op_exp2_fma takes ten
- * instructions where ex2 took one. The H100 agrees on the extra nine: at
- * hd64, each eighth of the exponentials moved to the polynomial added the
- * issue time of 8.5 instructions per moved exponential (BENCHMARKS.md). */
-#define SOFTMAX_ISSUE_PER_SCORE 4.5
-#define EXP2_FMA_EXTRA_ISSUE 9.0
 
 static int
 qtiles(const FmhaCfg *f)
@@ -123,52 +117,14 @@ smem_need(const FmhaCfg *f, int qt, int bn, int stages)
 }
 
 
-/* Static cost of one KV tile for one CTA at B200 rates: the MMA FLOPs,
- * the MUFU ex2 count (the scores op_exp2_fma does not take, and one
- * rescale factor per row), the softmax's instruction issue, the bytes the
- * MMAs read from shared memory (Q and K per S, V per P·V; P comes from
- * TMEM), and, with a single stage, the tile's load exposed at an assumed
- * 64 bytes per clock of L2 fill. `useful`: the FLOPs the attention needs
- * (an O-column pair recomputes S). */
-typedef struct Est {
-	double mma, ex2, issue, smem, tmem, c_mma, c_ex2, c_issue, c_smem, c_load, clk, useful;
-	const char *bound;
-} Est;
-
+/* The cost of this kernel's kind of plan at a tile shape (fmha_cost.h):
+ * one CTA, or an O-column pair beyond 256 columns of O. */
 static void
-estimate(const FmhaCfg *f, int qt, int bn, int stages, int e2f, Est *o)
+estimate(const FmhaCfg *f, int qt, int bn, int stages, int e2f, FmhaCost *o)
 {
-	int rows = 128 * qt;
-	double kv = (double)bn * f->d * f->esz + (f->kv_shared ? 0.0 : (double)bn * f->dvc * f->esz);
+	FmhaCand c = {f->ohalves > 1 ? FP_OSPLIT : FP_CTA, f->d, f->dv, f->esz, f->kv_shared, qt, bn, stages, e2f};
 
-	memset(o, 0, sizeof *o);
-	o->mma = 2.0 * rows * bn * (f->d + f->dvc);
-	o->ex2 = (double)rows * (bn * (8 - e2f) / 8.0 + 1);
-	o->issue = (double)rows * bn * (SOFTMAX_ISSUE_PER_SCORE + EXP2_FMA_EXTRA_ISSUE * e2f / 8.0);
-	o->smem = (double)qt * (128.0 * f->d + (double)bn * f->d + (double)bn * f->dvc) * f->esz;
-	o->tmem = (double)rows * bn * (4 + 2);
-	o->c_mma = o->mma / B200_MMA_FLOP_CLK;
-	o->c_ex2 = o->ex2 / B200_EX2_CLK;
-	o->c_issue = o->issue / B200_ISSUE_CLK;
-	o->c_smem = o->smem / B200_SMEM_B_CLK;
-	o->c_load = stages > 1 ? 0.0 : kv / 64.0;
-	/* the slowest unit bounds the tile; columns: its clocks, its name */
-	const struct {
-		double clk;
-		const char *name;
-	} units[] = {
-		{o->c_mma, "tensor core"},
-		{o->c_ex2, "exp unit"},
-		{o->c_issue, "softmax instruction issue"},
-		{o->c_smem, "shared-memory bandwidth"},
-	};
-	for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
-		if (units[i].clk > o->clk) {
-			o->clk = units[i].clk;
-			o->bound = units[i].name;
-		}
-	o->clk += o->c_load;
-	o->useful = 2.0 * rows * bn * (f->d + f->dv) / f->ohalves;
+	sm100_fmha_cost(&c, o);
 }
 
 /* Tiles: of the (Q tiles, KV tile) pairs that fit TMEM (two S slots and
@@ -204,7 +160,7 @@ sm100_fmha_tiles(FmhaCfg *f, const FmhaParams *p, KgErr *err)
 	for (int c = 0; c < (int)(sizeof cand / sizeof cand[0]); c++) {
 		int qt = cand[c][0], bn = p->tile_n ? p->tile_n : cand[c][1], st;
 		double rate;
-		Est est;
+		FmhaCost est;
 		Plan tmp;
 
 		if ((p->tile_m && qt * 128 != p->tile_m) || (p->tile_n && c && cand[c][1] != 128))
@@ -1054,11 +1010,58 @@ sm100_fmha_body(Emit *e, const FmhaCfg *f, const FmhaRegs *r, KgErr *err)
 
 /* ---- plan printout ---------------------------------------------------- */
 
+/* The plans of fmha_cost.h ranked by the fraction of the tensor peak
+ * their best tile shape can reach: this kernel's (its own tiles) and the
+ * best of each plan the generator does not emit yet. */
+static void
+describe_candidates(const FmhaCfg *f, const FmhaCost *mine, Buf *o)
+{
+	static const FmhaPlanKind others[] = {FP_M64, FP_PAIR64};
+	struct {
+		FmhaCand c;
+		FmhaCost cost;
+		int emitted;
+	} r[3], t;
+	int n = 0;
+
+	r[0].c = (FmhaCand){f->ohalves > 1 ? FP_OSPLIT : FP_CTA, f->d, f->dv, f->esz, f->kv_shared, qtiles(f),
+	                    f->bn, f->stages, f->e2f};
+	r[0].cost = *mine;
+	r[0].emitted = 1;
+	n = 1;
+	for (size_t i = 0; i < sizeof others / sizeof others[0]; i++)
+		if (sm100_fmha_best(others[i], f->d, f->dv, f->esz, f->kv_shared, f->t->smem_max, &r[n].c,
+		                    &r[n].cost)) {
+			r[n].emitted = 0;
+			n++;
+		}
+	for (int i = 1; i < n; i++)
+		for (int j = i; j > 0 && sm100_fmha_peak(&r[j].cost) > sm100_fmha_peak(&r[j - 1].cost); j--) {
+			t = r[j];
+			r[j] = r[j - 1];
+			r[j - 1] = t;
+		}
+	buf_printf(o, "candidates      the plans of the cost model (docs/estimate.md, \"sm_100a fmha plans\"), ranked by their best tile's bound per KV tile and CTA:\n");
+	for (int i = 0; i < n; i++) {
+		const FmhaCost *c = &r[i].cost;
+		buf_printf(o, "                  %d. %-8s %3d rows per CTA, %3d keys, %d stage%s: MMA %.0f, ex2 %.0f, issue %.0f, smem %.0f, L2 fill %.0f, exposed load %.0f clk; bound %s -> %.0f%%%s\n",
+		           i + 1, sm100_fmha_kind_name(r[i].c.kind), c->rows, r[i].c.bn, r[i].c.stages,
+		           r[i].c.stages > 1 ? "s" : "", c->c_mma, c->c_ex2, c->c_issue, c->c_smem, c->c_l2,
+		           c->c_exposed, c->bound, 100.0 * sm100_fmha_peak(c),
+		           r[i].emitted ? " (this kernel)" : " (not emitted by kgen yet)");
+	}
+	for (int i = 0; i < n; i++)
+		if (r[i].emitted)
+			buf_printf(o, "choice          %s, the best plan the generator emits (%s)\n",
+			           sm100_fmha_kind_name(r[i].c.kind),
+			           i ? "the plans above it wait for the generator" : "ranked first");
+}
+
 static void
 sm100_fmha_describe(const FmhaCfg *f, Buf *o)
 {
 	int qt = qtiles(f);
-	Est est;
+	FmhaCost est;
 
 	estimate(f, qt, f->bn, f->stages, f->e2f, &est);
 	buf_printf(o, "tiles           %d Q tile%s of 128 rows per CTA (%s), %d keys per KV tile, %d stages; S slots alternate, S of the next item %s\n",
@@ -1066,15 +1069,16 @@ sm100_fmha_describe(const FmhaCfg *f, Buf *o)
 	           f->bn, f->stages,
 	           lookahead(f) ? "is issued before this item's P·V" : "waits for its slot's P·V");
 	if (f->ohalves > 1)
-		buf_printf(o, "split           O has %d columns: two S slots (%d) and O (%d) exceed 512 TMEM columns, so the two CTAs of a pair (adjacent in grid x) each own %d O columns and recompute S (%.0f%% of the MMA work is useful). A cta_group::2 plan would not recompute S; it waits for the emulator to run CTA pairs.\n",
+		buf_printf(o, "split           O has %d columns: two S slots (%d) and O (%d) exceed 512 TMEM columns, so the two CTAs of a pair (adjacent in grid x) each own %d O columns and recompute S (%.0f%% of the MMA work is useful). A cta_group::2 plan computes S once (pair64 in the candidates below).\n",
 		           f->dv, SLOTS * f->bn, f->dv, f->dvc,
 		           100.0 * (f->d + f->dv) / (2.0 * f->d + f->dv));
 	buf_printf(o, "estimate        per KV tile and CTA at B200 rates (8192 FLOP, 16 ex2, 128 thread-instructions, 128 smem bytes per clock and SM; a single stage exposes the tile load at 64 B/clock):\n");
 	buf_printf(o, "                  MMA %.3g MFLOP (%.0f clk), MUFU ex2 %.0f (%.0f clk; %d of 8 scores by FMA polynomial), softmax issue %.0f (%.0f clk), smem read by MMA %.0f KiB (%.0f clk), TMEM S ld + P st %.0f KiB, exposed load %.0f clk\n",
 	           est.mma / 1e6, est.c_mma, est.ex2, est.c_ex2, f->e2f, est.issue, est.c_issue, est.smem / 1024,
-	           est.c_smem, est.tmem / 1024, est.c_load);
+	           est.c_smem, est.tmem / 1024, est.c_exposed);
 	buf_printf(o, "                  bound: %s, %.0f clk per tile -> at most %.0f%% of tensor peak in useful FLOPs (the tile shape with the best such figure is the default)\n",
 	           est.bound, est.clk, 100.0 * est.useful / B200_MMA_FLOP_CLK / est.clk);
+	describe_candidates(f, &est, o);
 }
 
 const FmhaOps fmha_sm100 = {sm100_fmha_tiles, sm100_fmha_plan, sm100_fmha_setup, sm100_fmha_body,

@@ -130,6 +130,17 @@ grep -q 'softmax issue 110592 (864 clk)' "$tmp/e2" || fail "hd64 issue: $(grep M
 grep -q 'bound: softmax instruction issue, 864 clk per tile -> at most 59%' "$tmp/e2" ||
 	fail "hd64 default bound: $(grep bound "$tmp/e2")"
 
+# the sm_100a plans ranked at hd512 (docs/estimate.md, "sm_100a fmha plans";
+# tests/unit/test_fmha_cost.c derives the figures): pair64 89 %, m64 50 %,
+# this kernel's o-split 36 %, the choice being the best plan emitted
+"$kgen" plan fmha --target sm_100a --head-dim 512 >"$tmp/c512"
+grep -q '1\. pair64 .* 64 keys, 2 stages: .*bound shared-memory bandwidth -> 89% (not emitted by kgen yet)' "$tmp/c512" ||
+	fail "hd512 candidates: $(grep -A4 '^candidates' "$tmp/c512")"
+grep -q '2\. m64 .*-> 50%' "$tmp/c512" || fail "hd512 m64: $(grep -A4 '^candidates' "$tmp/c512")"
+grep -q '3\. o-split .*-> 36% (this kernel)' "$tmp/c512" || fail "hd512 o-split: $(grep -A4 '^candidates' "$tmp/c512")"
+grep -q '^choice          o-split, the best plan the generator emits' "$tmp/c512" ||
+	fail "hd512 choice: $(grep '^choice' "$tmp/c512")"
+
 # -o: written whole, no temporary left behind, old file kept on failure
 "$kgen" gemm --target sm_90a -o "$tmp/k.ptx" || fail "gemm -o"
 head -1 "$tmp/k.ptx" | grep -q '^//@kgen-abi 1$' || fail "-o file lacks the header"
