@@ -58,8 +58,8 @@ fmha_plan_kernel(FmhaCfg *f, KgErr *err)
 
 	plan_init(&f->plan, f->t);
 	f->r_q = plan_smem(&f->plan, "Q", f->q_bytes, 1024, 1);
-	f->r_k = plan_smem(&f->plan, f->kv_shared ? "K=V stages" : "K stages", f->k_bytes, 1024, f->stages);
-	f->r_v = f->kv_shared ? f->r_k : plan_smem(&f->plan, "V stages", f->v_bytes, 1024, f->stages);
+	f->r_k = plan_smem(&f->plan, fmha_kv_one(f) ? "K=V stages" : "K stages", f->k_bytes, 1024, f->stages);
+	f->r_v = fmha_kv_one(f) ? f->r_k : plan_smem(&f->plan, "V stages", f->v_bytes, 1024, f->stages);
 	/* the barriers the shared producer (fmha_emit_producer) completes, the
 	 * first of every target's barriers */
 	{
@@ -67,9 +67,9 @@ fmha_plan_kernel(FmhaCfg *f, KgErr *err)
 		int n = 1 + f->pair;
 		const char *who = f->pair ? "both producers: expect_tx on rank 0's + TMA" : "producer: expect_tx + TMA";
 		f->b_q = plan_barrier(&f->plan, "Q full", 1, n, f->q_bytes * (uint32_t)n, who);
-		f->b_k = plan_barrier(&f->plan, f->kv_shared ? "K=V full" : "K full", f->stages, n,
+		f->b_k = plan_barrier(&f->plan, fmha_kv_one(f) ? "K=V full" : "K full", f->stages, n,
 		                      f->k_bytes * (uint32_t)n, who);
-		f->b_v = f->kv_shared ? f->b_k
+		f->b_v = fmha_kv_one(f) ? f->b_k
 		                      : plan_barrier(&f->plan, "V full", f->stages, n, f->v_bytes * (uint32_t)n, who);
 	}
 	return f->t->fmha->plan(f, err);
@@ -139,6 +139,12 @@ fmha_configure(FmhaCfg *f, const FmhaParams *p, KgErr *err)
 }
 
 int
+fmha_kv_one(const FmhaCfg *f)
+{
+	return f->kv_shared && !f->pair;
+}
+
+int
 fmha_has_unmasked_tiles(const FmhaCfg *f)
 {
 	return f->mask != MASK_WINDOW || f->wl + f->wr >= f->rows + f->bn - 2;
@@ -172,13 +178,21 @@ static int
 emit_pair_v_loads(Emit *e, KgErr *err, const FmhaCfg *f, const FmhaRegs *r, Reg vd, Reg row, Reg bar)
 {
 	int n = f->dv < 256 ? f->dv : 256;
-	Reg col = reg_new(e, RC_B32), dst = reg_new(e, RC_B32);
+	/* with K=V the tensor map's box is K's, bn/2 rows: two per tile */
+	int rows = f->kv_shared ? f->bn / 2 : f->bn;
+	Reg col = reg_new(e, RC_B32), dst = reg_new(e, RC_B32), vr = row;
 
-	for (int c = 0; c < f->dv / n; c++) {
-		emitf(e, "\tmad.lo.u32 %s, %s, %d, %d;\n", col.s, r->rank.s, n / 2, c * n);
-		emitf(e, "\tadd.u32 %s, %s, %u;\n", dst.s, vd.s, layout_offset(&f->lv, 0, c * n / 2));
-		if (emit_tile_loads(e, err, &f->lv, n / 2, dst, r->tv, r->hk, row, bar, &col, 2) < 0)
-			return -1;
+	if (rows < f->bn)
+		vr = reg_new(e, RC_B32);
+	for (int h = 0; h < f->bn / rows; h++) {
+		if (rows < f->bn)
+			emitf(e, "\tadd.u32 %s, %s, %d;\n", vr.s, row.s, h * rows);
+		for (int c = 0; c < f->dv / n; c++) {
+			emitf(e, "\tmad.lo.u32 %s, %s, %d, %d;\n", col.s, r->rank.s, n / 2, c * n);
+			emitf(e, "\tadd.u32 %s, %s, %u;\n", dst.s, vd.s, layout_offset(&f->lv, h * rows, c * n / 2));
+			if (emit_tile_loads(e, err, &f->lv, n / 2, dst, r->tv, r->hk, vr, bar, &col, 2) < 0)
+				return -1;
+		}
 	}
 	return 0;
 }
@@ -218,7 +232,7 @@ fmha_emit_producer(Emit *e, const FmhaCfg *f, const FmhaRegs *r, KgErr *err)
 	 * thread waits on (docs/cta-pair.md) */
 	qbar = lead_bar(e, f, qbar);
 	kbar0 = lead_bar(e, f, kbar0);
-	if (!f->kv_shared)
+	if (!fmha_kv_one(f))
 		vbar0 = lead_bar(e, f, vbar0);
 	/* Q once: each Q tile's rows, all head-dim columns */
 	if (f->pair)
@@ -267,7 +281,7 @@ fmha_emit_producer(Emit *e, const FmhaCfg *f, const FmhaRegs *r, KgErr *err)
 		if (emit_tile_loads(e, err, &f->lk, f->d, kd, r->tk, r->hk, row, bar, NULL, 1) < 0)
 			return -1;
 	}
-	if (!f->kv_shared) {
+	if (!fmha_kv_one(f)) {
 		emitf(e, "\tmad.lo.u32 %s, %s, 8, %s; // mbar %s[stage]\n", bar.s, stage.s, vfree0.s,
 		      f->plan.bars[f->b_vfree].name);
 		if (op_mbar_wait(e, err, bar, par.s) < 0)

@@ -135,8 +135,8 @@ estimate(const FmhaCfg *f, int qt, int bn, int stages, int e2f, FmhaCost *o)
 	sm100_fmha_cost(&c, o);
 }
 
-/* pair64 (fmha_cost.h), where one CTA's TMEM cannot hold O: K != V, one
- * head per Q tile, no window, no tile shape forced; the cost model's tile,
+/* pair64 (fmha_cost.h), where one CTA's TMEM cannot hold O: one head per
+ * Q tile, no window, no tile shape forced; the cost model's tile,
  * with as many of its stages as the plan's regions leave room for. 0: the
  * o-split plan instead. */
 static int
@@ -146,9 +146,8 @@ pair_tiles(FmhaCfg *f, const FmhaParams *p)
 	FmhaCost cost;
 	int st;
 
-	if (f->dv <= 256 || f->dv % 256 || f->kv_shared || p->pack_heads > 1 || f->mask == MASK_WINDOW ||
-	    p->tile_m || p->tile_n ||
-	    !sm100_fmha_best(FP_PAIR64, f->d, f->dv, f->esz, 0, f->t->smem_max, &c, &cost))
+	if (f->dv <= 256 || f->dv % 256 || p->pack_heads > 1 || f->mask == MASK_WINDOW || p->tile_m || p->tile_n ||
+	    !sm100_fmha_best(FP_PAIR64, f->d, f->dv, f->esz, f->kv_shared, f->t->smem_max, &c, &cost))
 		return 0;
 	f->pair = 1;
 	f->ohalves = 1;
@@ -273,7 +272,7 @@ sm100_fmha_tiles(FmhaCfg *f, const FmhaParams *p, KgErr *err)
 static int
 lookahead(const FmhaCfg *f)
 {
-	return qtiles(f) == 1 && (!f->kv_shared || f->stages >= 2);
+	return qtiles(f) == 1 && (!fmha_kv_one(f) || f->stages >= 2);
 }
 
 /* With one Q tile, item t+1's S needs only the P·V of item t-1, so the
@@ -298,7 +297,7 @@ corr_ring(const FmhaCfg *f)
 static int
 slot_free_barrier(const FmhaCfg *f)
 {
-	return !(f->kv_shared && f->stages == SLOTS && qtiles(f) == 1);
+	return !(fmha_kv_one(f) && f->stages == SLOTS && qtiles(f) == 1);
 }
 
 static int
@@ -352,7 +351,7 @@ sm100_fmha_plan(FmhaCfg *f, KgErr *err)
 		f->r_xp = plan_smem(p, "P hand-off", 128 * (uint32_t)f->bn, 16, 1);
 	}
 
-	if (f->kv_shared) {
+	if (fmha_kv_one(f)) {
 		f->b_kfree = f->b_vfree = plan_barrier(p, "K=V free", f->stages, 1, 0,
 		                                       "tcgen05.commit after the tile's P·V");
 	} else {
@@ -523,7 +522,7 @@ emit_s_phase(Emit *e, const FmhaCfg *f, Mma *m, int first, KgErr *err)
 		commit_bar(e, m, m->sfull0, 0, &m->slot, m->bar, 0);
 		emitf(e, "\tadd.u32 %s, %s, 1;\n", m->si.s, m->si.s);
 	}
-	if (!f->kv_shared) {
+	if (!fmha_kv_one(f)) {
 		emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n", m->bar.s, m->kst.s, m->kfree0.s);
 		mma_commit(e, m, m->bar, 0);
 	}
@@ -536,9 +535,9 @@ emit_s_phase(Emit *e, const FmhaCfg *f, Mma *m, int first, KgErr *err)
 static int
 emit_pv_phase(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Mma *m, KgErr *err)
 {
-	uint32_t vstride = f->kv_shared ? f->k_bytes : f->v_bytes;
+	uint32_t vstride = fmha_kv_one(f) ? f->k_bytes : f->v_bytes;
 
-	if (!f->kv_shared) {
+	if (!fmha_kv_one(f)) {
 		emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n", m->bar.s, m->vst.s, m->vfull0.s);
 		if (op_mbar_wait(e, err, m->bar, m->vph.s) < 0)
 			return -1;
@@ -567,7 +566,7 @@ emit_pv_phase(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Mma *m, KgErr *err)
 				/* 16 keys: 8 TMEM columns of packed P (docs/hardware.md,
 				 * "A operand in TMEM"), two 8-key groups of V (+2 SBO,
 				 * docs/hardware.md, "Advancing along K") */
-				uint32_t va = layout_offset(f->kv_shared ? &f->lk : &f->lv, 16 * kk, ch * half) >> 4;
+				uint32_t va = layout_offset(fmha_kv_one(f) ? &f->lk : &f->lv, 16 * kk, ch * half) >> 4;
 				Reg a = m->at;
 				if (kk) {
 					emitf(e, "\tadd.u32 %s, %s, %d;\n", m->jn.s, m->at.s, 8 * kk);
@@ -609,7 +608,7 @@ emit_mma(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Reg tmem, KgErr *err)
 		return -1;
 	/* V as B of P·V: N (head dim) contiguous in 128-byte swizzled rows, K
 	 * (keys) across rows */
-	if (desc_for_tile_mn(&dv, f->t->desc, f->kv_shared ? &f->lk : &f->lv, 0, err) < 0)
+	if (desc_for_tile_mn(&dv, f->t->desc, fmha_kv_one(f) ? &f->lk : &f->lv, 0, err) < 0)
 		return -1;
 	if (sm100_idesc_f16_group(f->in, 128, f->bn, 0, 1 + f->pair, &ids, err) < 0 ||
 	    sm100_idesc_f16_group(f->in, 128, pv_n(f), 1, 1 + f->pair, &ido, err) < 0)
@@ -1253,7 +1252,7 @@ describe_candidates(const FmhaCfg *f, const FmhaCost *mine, Buf *o)
 		           r[i].c.stages > 1 ? "s" : "", c->c_mma, c->c_ex2, c->c_issue, c->c_smem, c->c_l2,
 		           c->c_exposed, c->bound, 100.0 * sm100_fmha_peak(c),
 		           r[i].emitted ? " (this kernel)"
-		           : r[i].c.kind == FP_PAIR64 ? " (emitted only with K != V, no head packing, no window)"
+		           : r[i].c.kind == FP_PAIR64 ? " (emitted only without head packing or a window)"
 		                                      : " (not emitted by kgen yet)");
 	}
 	for (int i = 0; i < n; i++)

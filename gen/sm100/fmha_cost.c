@@ -101,9 +101,10 @@ amounts(const FmhaCand *c, FmhaCost *o)
 		 * columns of all bn keys), the P hand-off written and read */
 		o->smem = (64.0 * d + bn / 2 * d + bn * dv / 2) * esz + 128 * bn * esz;
 		o->tmem = 64 * bn * (4 + 4);
-		/* K=V: the key half for S covers half of the V half; the other
-		 * keys' dv/2 columns are loaded besides */
-		o->l2 = (bn / 2 * d + (c->kv_shared ? bn / 2 * dv / 2 : bn * dv / 2)) * esz;
+		/* K=V too: the key half for S and the V half for P·V are
+		 * loaded apart (the generator's pair64; the key half holds half
+		 * of the V half, which a later plan could reuse) */
+		o->l2 = (bn / 2 * d + bn * dv / 2) * esz;
 		o->useful = o->mma;
 		/* two S slots and O in Layout B (docs/hardware.md, "Accumulator layout of the CTA pair") */
 		o->tmem_cols = 2 * tmem_pair128_d_cols(c->bn) + tmem_pair128_d_cols(c->dv);
