@@ -792,6 +792,7 @@ typedef struct Soft {
 	Reg p, pm;
 	Reg sfull0, pfull0, cfull0;
 	Reg sc;                    /* softmax_scale·log2(e) */
+	Reg sc2, nms2, x2, sum2[2];/* .b64 pairs of the packed f32x2 scale and sums */
 	/* pair: this thread's row half hh = lane / 64 (keys hh·bn/2..),
 	 * its and its partner's (lane ^ 64) hand-off slots, the TMEM column
 	 * offsets of its own and its partner's P words */
@@ -879,16 +880,25 @@ emit_softmax_tile(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Soft *s, KgErr *
 	}
 	emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n", s->bar.s, corr_ring(f) ? s->slot.s : s->q.s, s->cfull0.s);
 	op_mbar_arrive(e, s->bar, NULL);
-	for (int k = 0; k < 4; k++)
-		emitf(e, "\tmov.f32 %s, 0f00000000;\n", s->sum[k].s);
-	for (int c = 0; c < bn; c++) {
-		emitf(e, "\tfma.rn.f32 %s, %s, %s, %s;\n", s->S[c].s, s->S[c].s, s->sc.s, s->nms.s);
+	/* scores two at a time: the scale fma and the sum add as packed
+	 * f32x2 operations, each half the f32 one (sm_100; the .b64 pairs are
+	 * register pairs to ptxas). sum2[k] holds the partial sums of the
+	 * scores c = 4i + 2k (low) and 4i + 2k + 1 (high). */
+	emitf(e, "\tmov.b64 %s, {%s, %s};\n", s->nms2.s, s->nms.s, s->nms.s);
+	emitf(e, "\tmov.b64 %s, 0;\n\tmov.b64 %s, 0;\n", s->sum2[0].s, s->sum2[1].s);
+	for (int c = 0; c < bn; c += 2) {
+		emitf(e, "\tmov.b64 %s, {%s, %s};\n", s->x2.s, s->S[c].s, s->S[c + 1].s);
+		emitf(e, "\tfma.rn.f32x2 %s, %s, %s, %s;\n", s->x2.s, s->x2.s, s->sc2.s, s->nms2.s);
+		emitf(e, "\tmov.b64 {%s, %s}, %s;\n", s->S[c].s, s->S[c + 1].s, s->x2.s);
 		op_exp2_mix(e, &s->ex, c, s->S[c]);
-		emitf(e, "\tadd.f32 %s, %s, %s;\n", s->sum[c & 3].s, s->sum[c & 3].s, s->S[c].s);
-		if (c & 1)
-			emitf(e, "\tcvt.rn.%s.f32 %s, %s, %s;\n", f->in == DT_BF16 ? "bf16x2" : "f16x2",
-			      s->P[c / 2].s, s->S[c].s, s->S[c - 1].s);
+		op_exp2_mix(e, &s->ex, c + 1, s->S[c + 1]);
+		emitf(e, "\tmov.b64 %s, {%s, %s};\n\tadd.rn.f32x2 %s, %s, %s;\n", s->x2.s, s->S[c].s, s->S[c + 1].s,
+		      s->sum2[c / 2 & 1].s, s->sum2[c / 2 & 1].s, s->x2.s);
+		emitf(e, "\tcvt.rn.%s.f32 %s, %s, %s;\n", f->in == DT_BF16 ? "bf16x2" : "f16x2", s->P[c / 2].s,
+		      s->S[c + 1].s, s->S[c].s);
 	}
+	emitf(e, "\tmov.b64 {%s, %s}, %s;\n\tmov.b64 {%s, %s}, %s;\n", s->sum[0].s, s->sum[1].s, s->sum2[0].s,
+	      s->sum[2].s, s->sum[3].s, s->sum2[1].s);
 	emitf(e, "\tadd.f32 %s, %s, %s;\n\tadd.f32 %s, %s, %s;\n\tadd.f32 %s, %s, %s;\n", s->sum[0].s, s->sum[0].s,
 	      s->sum[1].s, s->sum[2].s, s->sum[2].s, s->sum[3].s, s->sum[0].s, s->sum[0].s, s->sum[2].s);
 	emitf(e, "\tfma.rn.f32 %s, %s, %s, %s;\n", s->l.s, s->l.s, s->corr.s, s->sum[0].s);
@@ -1068,6 +1078,12 @@ emit_softmax(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Reg tmem, KgErr *err)
 	s.pm = reg_new(e, RC_PRED);
 	exp2_mix_init(e, &s.ex, f->e2f);
 	s.sc = fmha_emit_scale_log2(e);
+	s.sc2 = reg_new(e, RC_B64);
+	s.nms2 = reg_new(e, RC_B64);
+	s.x2 = reg_new(e, RC_B64);
+	s.sum2[0] = reg_new(e, RC_B64);
+	s.sum2[1] = reg_new(e, RC_B64);
+	emitf(e, "\tmov.b64 %s, {%s, %s};\n", s.sc2.s, s.sc.s, s.sc.s);
 	emit_block(e, "sm100.fmha_softmax_init");
 	s.sfull0 = op_plan_bar(e, &f->plan, r->base, f->b_sfull);
 	s.pfull0 = lead_addr(e, f, op_plan_bar(e, &f->plan, r->base, f->b_pfull));

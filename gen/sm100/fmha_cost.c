@@ -6,12 +6,11 @@
 #include "fmha_cost.h"
 #include "rates.h"
 
-/* Softmax instructions per score: max, scale fma, ex2, sum add, half a
- * bf16x2 cvt and the tcgen05.ld/st share (~4.5); op_exp2_fma takes ten
- * instructions where ex2 took one. The H100 agrees on the extra nine: at
- * hd64, each eighth of the exponentials moved to the polynomial added the
- * issue time of 8.5 instructions per moved exponential (BENCHMARKS.md). */
-#define SOFTMAX_ISSUE_PER_SCORE 4.5
+/* op_exp2_fma takes ten instructions where ex2 took one. The H100 agrees
+ * on the extra nine: at hd64, each eighth of the exponentials moved to the
+ * polynomial added the issue time of 8.5 instructions per moved
+ * exponential (BENCHMARKS.md). */
+#define SOFTMAX_ISSUE_PER_SCORE SM100_SOFTMAX_ISSUE_PER_SCORE
 #define EXP2_FMA_EXTRA_ISSUE 9.0
 /* The TMA fill of shared memory from L2 per clock and SM: assumed, as on
  * the H100 (docs/estimate.md, "H100 rates"); a single stage exposes it. */

@@ -10,6 +10,12 @@
 
 #include <stdint.h>
 
+/* Softmax thread-instructions per score of the sm_100a softmax
+ * (gen/sm100/fmha.c): max, ex2, half a bf16x2 cvt, the tcgen05.ld/st
+ * share, and half each of the packed f32x2 scale fma and sum add (the .b64
+ * pairs they need are register pairs to ptxas, counted free): ~3.5. */
+#define SM100_SOFTMAX_ISSUE_PER_SCORE 3.5
+
 /* The plans the model knows. */
 typedef enum FmhaPlanKind {
 	FP_CTA,    /* one CTA: qt 128-row Q tiles (M = 128, cta_group::1), all of O */
