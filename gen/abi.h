@@ -20,11 +20,13 @@ typedef struct AbiParam {
 	int box[5];     /* tmap, innermost first */
 	Swizzle swz;    /* tmap */
 	char tensor[64];
+	int align;      /* ptr: the address must be a multiple of this (0: no rule beyond the dtype's) */
 } AbiParam;
 
 typedef struct KernelAbi {
 	char kernel[128];
 	const char *family;
+	const char *kgen_family; /* the kgen family that emits it, NULL: family (gemm_moe: gemm) */
 	const Target *target;
 	char args[1024];
 	char shape[256];  /* "Hq=16 Hkv=2 D=128 ...": see abi_shape */

@@ -43,6 +43,48 @@ static const ParamSpec decode_params[] = {
 
 static int decode_finish(Emit *e, const FmhaCfg *f, const FmhaRegs *r, KgErr *err);
 
+/* Lays out shared memory, barriers and the consumers' plan for f->stages
+ * K=V stages. */
+static int
+decode_plan_stages(DecodeCfg *d, KgErr *err)
+{
+	FmhaCfg *f = &d->f;
+
+	if (layout_canonical(&f->lq, MAJOR_K, SWZ_128B, 16, 64, f->d, err) < 0 ||
+	    layout_canonical(&f->lk, MAJOR_K, SWZ_128B, 16, f->bn, f->d, err) < 0 ||
+	    layout_canonical(&f->lv, MAJOR_K, SWZ_128B, 16, f->bn, f->dv, err) < 0)
+		return -1;
+	f->q_bytes = f->lq.bytes;
+	f->k_bytes = f->lk.bytes;
+	f->v_bytes = f->lv.bytes;
+	plan_init(&f->plan, f->t);
+	f->r_q = plan_smem(&f->plan, "Q", f->q_bytes + (uint32_t)d->q_pad_slices * f->lq.slice_bytes, 1024, 1);
+	f->r_k = f->r_v = plan_smem(&f->plan, "K=V stages (bf16)", f->k_bytes, 1024, f->stages);
+	/* Q needs no barrier of its own: the producer threads that store it
+	 * fence and arrive on K=V full after their first tile, which every
+	 * consumer waits for before its first read of Q */
+	f->b_q = -1;
+	f->b_k = f->b_v = plan_barrier(&f->plan, "K=V full", f->stages, 128, 0,
+	                               "every producer thread after its stores and proxy fence");
+	if (f->t->fmha->plan(f, err) < 0)
+		return -1;
+	/* The split plan's estimate keeps 56 registers of row state beside S,
+	 * half of O and P (232); ptxas allocates these consumers 168 in all
+	 * (emitted/sm_90a/fmha_bf16_d512_h128kv1_kvshared_causal_pk64_*.ptxas.txt).
+	 * The gathering producer needs more than a TMA thread, so decode holds
+	 * the consumers to 24 beside S, O and P: 200 of what the producer leaves, and the
+	 * ptxas suite to no spills. */
+	if (f->split)
+		f->plan.regs_need_max = f->bn / 2 + f->dv / 4 + f->bn / 4 + 24;
+	d->r_list = plan_smem(&f->plan, "key list", d->list_len ? 4u * (uint32_t)d->list_len : 16, 16, 1);
+	d->r_count = plan_smem(&f->plan, "key count", 16, 16, 1);
+	d->r_keys = d->nsparse < d->nsrc ? plan_smem(&f->plan, "tile keys (paged)", 64 * 4, 16, 3) : -1;
+	d->r_chunks = plan_smem(&f->plan, "chunk counts",
+	                        d->list_len ? 4u * (uint32_t)((d->topk[0] + 31) / 32 + (d->topk[1] + 31) / 32) : 16,
+	                        16, 1);
+	return 0;
+}
+
 static int
 decode_configure(DecodeCfg *d, const DecodeParams *p, KgErr *err)
 {
@@ -120,42 +162,16 @@ decode_configure(DecodeCfg *d, const DecodeParams *p, KgErr *err)
 	d->cons_threads = 256;
 	if (ops->configure && ops->configure(d, err) < 0)
 		return -1;
-	/* the f32 unnormalized epilogue exists in the split-O consumers only */
-	if (d->unnorm && !f->split)
-		return kg_fail(err, "--unnormalized=1 with --target=%s: not generated for this target yet (sm_90a only)",
-		               f->t->name);
-	if (layout_canonical(&f->lq, MAJOR_K, SWZ_128B, 16, 64, f->d, err) < 0 ||
-	    layout_canonical(&f->lk, MAJOR_K, SWZ_128B, 16, f->bn, f->d, err) < 0 ||
-	    layout_canonical(&f->lv, MAJOR_K, SWZ_128B, 16, f->bn, f->dv, err) < 0)
-		return -1;
-	f->q_bytes = f->lq.bytes;
-	f->k_bytes = f->lk.bytes;
-	f->v_bytes = f->lv.bytes;
-	plan_init(&f->plan, f->t);
-	f->r_q = plan_smem(&f->plan, "Q", f->q_bytes + (uint32_t)d->q_pad_slices * f->lq.slice_bytes, 1024, 1);
-	f->r_k = f->r_v = plan_smem(&f->plan, "K=V stages (bf16)", f->k_bytes, 1024, f->stages);
-	/* Q needs no barrier of its own: the producer threads that store it
-	 * fence and arrive on K=V full after their first tile, which every
-	 * consumer waits for before its first read of Q */
-	f->b_q = -1;
-	f->b_k = f->b_v = plan_barrier(&f->plan, "K=V full", f->stages, 128, 0,
-	                               "every producer thread after its stores and proxy fence");
-	if (f->t->fmha->plan(f, err) < 0)
-		return -1;
-	/* The split plan's estimate keeps 56 registers of row state beside S,
-	 * half of O and P (232); ptxas allocates these consumers 168 in all
-	 * (emitted/sm_90a/fmha_bf16_d512_h128kv1_kvshared_causal_pk64_*.ptxas.txt).
-	 * The gathering producer needs more than a TMA thread, so decode holds
-	 * the consumers to 24 beside S, O and P: 200 of what the producer leaves, and the
-	 * ptxas suite to no spills. */
-	if (f->split)
-		f->plan.regs_need_max = f->bn / 2 + f->dv / 4 + f->bn / 4 + 24;
-	d->r_list = plan_smem(&f->plan, "key list", d->list_len ? 4u * (uint32_t)d->list_len : 16, 16, 1);
-	d->r_count = plan_smem(&f->plan, "key count", 16, 16, 1);
-	d->r_keys = d->nsparse < d->nsrc ? plan_smem(&f->plan, "tile keys (paged)", 64 * 4, 16, 3) : -1;
-	d->r_chunks = plan_smem(&f->plan, "chunk counts",
-	                        d->list_len ? 4u * (uint32_t)((d->topk[0] + 31) / 32 + (d->topk[1] + 31) / 32) : 16,
-	                        16, 1);
+	/* The most K=V stages, up to the target's, whose plan fits shared
+	 * memory: head_dim_qk 576 on sm_100a (Q, its zero slice and two 72
+	 * KiB stages) keeps one, which exposes each tile's gather */
+	for (;;) {
+		if (decode_plan_stages(d, err) < 0)
+			return -1;
+		if (f->stages == 1 || plan_smem_total(&f->plan) <= f->t->smem_max)
+			break;
+		f->stages--;
+	}
 	snprintf(f->name, sizeof f->name, "decode_%s%s_h%d_", d->fmt->name, d->fmt->d_qk != 512 ? "_d576" : "", d->hq);
 	{
 		size_t n = strlen(f->name);
@@ -684,10 +700,14 @@ decode_abi(const DecodeCfg *d, const char *args, KernelAbi *k)
 		snprintf(k->grid[0], sizeof k->grid[0], "%d*splits", d->hblocks * d->f.ohalves);
 	snprintf(k->grid[1], sizeof k->grid[1], "s_q");
 	snprintf(k->grid[2], sizeof k->grid[2], "batch");
+	/* Q, O, the caches and O_partial move as 16-byte vectors (docs/ABI.md
+	 * "decode"): libkrt refuses other addresses (align=16) */
 	p = abi_add(k, ABI_PTR, "Q");
 	p->dtype = DT_BF16;
+	p->align = 16;
 	snprintf(p->tensor, sizeof p->tensor, "Q[batch,s_q,Hq,%d]", d->f.d);
 	p = abi_add(k, ABI_PTR, "O");
+	p->align = 16;
 	p->dtype = d->unnorm ? DT_F32 : DT_BF16;
 	snprintf(p->tensor, sizeof p->tensor, "O[batch,s_q,Hq,%d]", d->f.dv);
 	p = abi_add(k, ABI_PTR, "LSE");
@@ -703,6 +723,7 @@ decode_abi(const DecodeCfg *d, const char *args, KernelAbi *k)
 		snprintf(n, sizeof n, "KV%s", src_sfx[s]);
 		p = abi_add(k, ABI_PTR, n);
 		p->dtype = DT_U8;
+		p->align = 16;
 		snprintf(p->tensor, sizeof p->tensor, "%s[pages%s,%u]", n, src_sfx[s], d->page_bytes[s]);
 		if (d->paged[s]) {
 			snprintf(n, sizeof n, "block_table%s", src_sfx[s]);
@@ -734,6 +755,7 @@ decode_abi(const DecodeCfg *d, const char *args, KernelAbi *k)
 	if (!d->unnorm) {
 		p = abi_add(k, ABI_PTR, "O_partial");
 		p->dtype = DT_BF16;
+		p->align = 16;
 		snprintf(p->tensor, sizeof p->tensor, "O_partial[batch,s_q,splits,Hq,%d]", d->f.dv);
 		p = abi_add(k, ABI_PTR, "LSE_partial");
 		p->dtype = DT_F32;

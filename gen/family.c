@@ -14,10 +14,11 @@
 #include "numarg.h"
 #include "target.h"
 
-extern const Family family_gemm, family_fmha, family_decode, family_decode_merge, family_indexer;
+extern const Family family_gemm, family_fmha, family_decode, family_decode_merge, family_indexer,
+    family_topk;
 
 const Family *const families[] = {&family_gemm, &family_fmha, &family_decode, &family_decode_merge,
-                                  &family_indexer, NULL};
+                                  &family_indexer, &family_topk, NULL};
 
 const Family *
 family_find(const char *name)

@@ -37,6 +37,14 @@ static const ParamSpec gemm_params[] = {
 	 "of K for every row of A and of B, applied by tcgen05.mma kind::mxf8f6f4", "dtype=e4m3"},
 	{"scale-b", PK_DTYPE, P(scale_b), "f32,ue8m0", 0, 0, 0, "f32",
 	 "block128: B's 128x128 scales as fp32, or as UE8M0 powers of two (2^(e-127))", "scale=block128"},
+	{"moe", PK_ENUM, P(moe), "none,contiguous,masked", 0, 0, 0, "none",
+	 "one launch for E experts, B[E,N,K]: contiguous (rows of all experts along M, s32 "
+	 "offsets[E+1]) or masked (E slabs of M rows, s32 counts[E]); docs/ABI.md \"MoE layouts\"",
+	 "dtype=e4m3"},
+	{"epilogue", PK_ENUM, P(epilogue), "none,swiglu", 0, 0, 0, "none",
+	 "swiglu: B's N rows are the gate then the up half, C[:,j] = silu(min(gate,L))·clamp(up,-L,L) "
+	 "over N/2 columns, L the f32 param swiglu_limit (DeepSeek-V4: 10); docs/ABI.md \"SwiGLU epilogue\"",
+	 "dtype=e4m3"},
 };
 
 /* Validates the parameter combination and builds the plan. Every rule that
@@ -70,6 +78,16 @@ gemm_configure(GemmCfg *g, const GemmParams *p, KgErr *err)
 	 * N is the multiple of 16 that M = 256 needs */
 	g->tn_cta = g->tn / (1 + g->pair);
 	g->cn = p->cluster_n;
+	g->moe = p->moe;
+	g->swiglu = p->epilogue == GE_SWIGLU;
+	/* the gate+up GEMM of the experts: a tile's B rows come from both
+	 * halves of its expert's B (docs/ABI.md, "SwiGLU epilogue") */
+	if (g->swiglu && !g->moe)
+		return kg_fail(err, "--epilogue=swiglu with --moe=none: the SwiGLU epilogue is the experts' "
+		               "gate+up GEMM; add --moe contiguous or masked");
+	if (g->moe && g->pair)
+		return kg_fail(err, "--moe=%s with --cta-pair=1: the MoE layouts map one CTA to one "
+		               "expert's tile; use --cta-pair 0", g->moe == GM_MASKED ? "masked" : "contiguous");
 	if (g->cn > 1 && !g->pair)
 		return kg_fail(err, "--cluster-n=%d: clusters along N are pairs sharing A; it needs "
 		               "--cta-pair 1", g->cn);
@@ -79,6 +97,11 @@ gemm_configure(GemmCfg *g, const GemmParams *p, KgErr *err)
 	if (dtype_bits(g->in) == 8 && !g->sblock && !g->sfvec)
 		return kg_fail(err, "--dtype=%s: FP8 inputs carry block scales; add --scale block128 "
 		               "(sm_90a) or mx32 (sm_100a)", dtype_name(g->in));
+	/* the MoE layouts carry per-expert scales (docs/ABI.md, "MoE layouts") */
+	if (g->moe && dtype_bits(g->in) != 8)
+		return kg_fail(err, "--moe=%s with --dtype=%s: the MoE layouts are for the block-scaled "
+		               "gemm (--dtype e4m3 with --scale block128 or mx32)",
+		               g->moe == GM_MASKED ? "masked" : "contiguous", dtype_name(g->in));
 	if ((g->sblock || g->sfvec) && dtype_bits(g->in) != 8)
 		return kg_fail(err, "--scale=%s with --dtype=%s: block scales apply to FP8 inputs "
 		               "(--dtype e4m3)", g->sblock ? "block128" : "mx32", dtype_name(g->in));
@@ -96,7 +119,14 @@ gemm_configure(GemmCfg *g, const GemmParams *p, KgErr *err)
 	if (g->sblock && g->tk != g->sblock)
 		return kg_fail(err, "--tile-k=%d with --scale=block128: tile-k must be the scale block, "
 		               "128", g->tk);
-	if (g->sblock && g->sblock % g->tn)
+	if (g->sblock && g->swiglu && g->sblock % (g->tn / 2))
+		return kg_fail(err, "--tile-n=%d with --epilogue=swiglu: tile-n/2 must divide 128 (each half "
+		               "of the tile, gate and up, shares one B scale per K block)", g->tn);
+	if (g->sfvec && g->swiglu && g->tn != 2 * SF_ROWS)
+		return kg_fail(err, "--tile-n=%d with --epilogue=swiglu and --scale=mx32: tile-n must be %d "
+		               "(gate and up halves of %d rows, one factor image each)", g->tn, 2 * SF_ROWS,
+		               SF_ROWS);
+	if (g->sblock && !g->swiglu && g->sblock % g->tn)
 		return kg_fail(err, "--tile-n=%d with --scale=block128: tile-n must divide 128 (a tile's "
 		               "columns share one B scale per K block)", g->tn);
 
@@ -133,6 +163,14 @@ gemm_configure(GemmCfg *g, const GemmParams *p, KgErr *err)
 	         dtype_name(g->out), g->tile_rows, g->tn, g->tk, g->stages,
 	         g->swz == SWZ_NONE ? "none" : (g->swz == SWZ_32B ? "32" : g->swz == SWZ_64B ? "64" : "128"),
 	         g->cn > 1 ? "_pair2" : g->pair ? "_pair" : "", g->sblock ? (g->sbtype == DT_UE8M0 ? "_bs128e8" : "_bs128") : g->sfvec ? "_mx32" : "", g->t->tag);
+	if (g->moe) {
+		/* the layout (and epilogue) before the target tag: gemm_..._moec_swiglu_sm90a */
+		size_t n = strlen(g->name), tl = strlen(g->t->tag);
+		char tail[16];
+		snprintf(tail, sizeof tail, "%s", g->name + n - tl);
+		snprintf(g->name + n - tl, sizeof g->name - (n - tl), "%s_%s%s",
+		         g->moe == GM_MASKED ? "moem" : "moec", g->swiglu ? "swiglu_" : "", tail);
+	}
 	return plan_check(&g->plan, err);
 }
 
@@ -185,11 +223,17 @@ emit_sf_setup(Emit *e, const GemmCfg *g, const GemmRegs *r, SfSrc *sf)
 	sf->nb = g->tn / SF_ROWS;
 	sf->sa0 = op_plan_smem(e, &g->plan, r->base, g->r_sfa);
 	sf->sb0 = op_plan_smem(e, &g->plan, r->base, g->r_sfb);
-	/* A: row block m0 / 128 (tile-m is 128) */
-	emitf(e, "\tshr.u32 %s, %s, 7;\n\tmul.lo.u32 %s, %s, %s;\n", t.s, r->m0.s, t.s, t.s, r->nk.s);
+	/* A: row block m0 / 128 (tile-m is 128); MoE: the walk's */
+	if (g->moe)
+		emitf(e, "\tmul.lo.u32 %s, %s, %s;\n", t.s, r->sfa_rb.s, r->nk.s);
+	else
+		emitf(e, "\tshr.u32 %s, %s, 7;\n\tmul.lo.u32 %s, %s, %s;\n", t.s, r->m0.s, t.s, t.s, r->nk.s);
 	emitf(e, "\tmul.wide.u32 %s, %s, %u;\n\tadd.u64 %s, %s, %s;\n", w.s, t.s, SF_IMAGE_BYTES, sf->a.s,
 	      r->sa.s, w.s);
-	emitf(e, "\tshr.u32 %s, %s, 7;\n\tmul.lo.u32 %s, %s, %s;\n", t.s, r->n0.s, t.s, t.s, r->nk.s);
+	if (g->moe) /* B: expert*cdiv(N,128) + n0/128 */
+		emitf(e, "\tmul.lo.u32 %s, %s, %s;\n", t.s, r->sbrow.s, r->nk.s);
+	else
+		emitf(e, "\tshr.u32 %s, %s, 7;\n\tmul.lo.u32 %s, %s, %s;\n", t.s, r->n0.s, t.s, t.s, r->nk.s);
 	emitf(e, "\tmul.wide.u32 %s, %s, %u;\n\tadd.u64 %s, %s, %s;\n", w.s, t.s, SF_IMAGE_BYTES, sf->b.s,
 	      r->sb.s, w.s);
 }
@@ -208,7 +252,7 @@ emit_sf_loads(Emit *e, const GemmCfg *g, const GemmRegs *r, SfSrc *sf, Reg stage
 	emitf(e, "\tmul.wide.u32 %s, %s, %u;\n\tadd.u64 %s, %s, %s;\n", w.s, kt.s, SF_IMAGE_BYTES, sf->src.s,
 	      sf->a.s, w.s);
 	op_bulk_load(e, sf->dst, sf->src, g->sfa_bytes, full);
-	if (sf->nb > 1) {
+	if (sf->nb > 1 && !g->swiglu) {
 		/* images of B row blocks n0/128 + j, j < nb, but at most cdiv(N,128) - 1 */
 		emitf(e, "\tadd.u32 %s, %s, %d;\n\tshr.u32 %s, %s, 7;\n", lastb.s, r->N.s, SF_ROWS - 1, lastb.s,
 		      lastb.s);
@@ -219,7 +263,11 @@ emit_sf_loads(Emit *e, const GemmCfg *g, const GemmRegs *r, SfSrc *sf, Reg stage
 		emitf(e, "\tmad.lo.u32 %s, %s, %u, %s;\n", sf->dst.s, stage.s, g->sfb_bytes, sf->sb0.s);
 		if (j)
 			emitf(e, "\tadd.u32 %s, %s, %u;\n", sf->dst.s, sf->dst.s, j * SF_IMAGE_BYTES);
-		if (j) {
+		if (j && g->swiglu) {
+			/* the up half's images: (N/2)/128 row blocks past the gate's */
+			emitf(e, "\tshr.u32 %s, %s, 8;\n\tmad.lo.u32 %s, %s, %s, %s;\n", t.s, r->N.s, t.s, t.s,
+			      r->nk.s, kt.s);
+		} else if (j) {
 			/* row block min(j, last - n0/128) past this tile's first */
 			emitf(e, "\tmin.u32 %s, %s, %d;\n\tmad.lo.u32 %s, %s, %s, %s;\n", t.s, lastb.s, j, t.s, t.s,
 			      r->nk.s, kt.s);
@@ -266,7 +314,7 @@ gemm_emit_producer(Emit *e, const GemmCfg *g, const GemmRegs *r, KgErr *err)
 	kx = reg_new(e, RC_B32);
 	p = reg_new(e, RC_PRED);
 	/* B rows of this CTA: the pair's second CTA holds the upper half */
-	Reg nb = r->n0;
+	Reg nb = r->nb;
 	if (g->pair) {
 		nb = reg_new(e, RC_B32);
 		emitf(e, "\tmad.lo.u32 %s, %s, %d, %s;\n", nb.s, r->prank.s, g->tn_cta, r->n0.s);
@@ -283,6 +331,11 @@ gemm_emit_producer(Emit *e, const GemmCfg *g, const GemmRegs *r, KgErr *err)
 		Reg t = reg_new(e, RC_B32);
 		emitf(e, "\tmad.lo.u32 %s, %s, %u, %s;\n", am.s, r->pairid.s, ahalf, r->m0.s);
 		emitf(e, "\tshl.b32 %s, 5, %s;\n\tcvt.u16.u32 %s, %s;\n", t.s, r->prank.s, mask.s, t.s);
+	}
+	Reg nbu = {0};
+	if (g->swiglu) {
+		nbu = reg_new(e, RC_B32);
+		emitf(e, "\tshr.u32 %s, %s, 1;\n\tadd.u32 %s, %s, %s;\n", nbu.s, r->N.s, nbu.s, nbu.s, nb.s);
 	}
 	SfSrc sf;
 	if (g->sfvec)
@@ -331,6 +384,14 @@ gemm_emit_producer(Emit *e, const GemmCfg *g, const GemmRegs *r, KgErr *err)
 		               : op_tma_load_group(e, err, da, r->tmap_a, ca, 2, full, 1 + g->pair)) < 0 ||
 		    op_tma_load_group(e, err, db, r->tmap_b, cb, 2, full, 1 + g->pair) < 0)
 			return -1;
+		if (g->swiglu) {
+			/* the up half: B rows N/2 + n0.., tile rows tn/2.. */
+			Reg du = reg_new(e, RC_B32), cu[2] = {kx, nbu};
+			emitf(e, "\tadd.u32 %s, %s, %u;\n", du.s, bdst.s,
+			      layout_offset(&g->lb, g->tn / 2, j * g->span / g->esz_in));
+			if (op_tma_load_group(e, err, du, r->tmap_b, cu, 2, full, 1) < 0)
+				return -1;
+		}
 	}
 	if (g->sfvec)
 		emit_sf_loads(e, g, r, &sf, stage, kt, full);
@@ -373,9 +434,120 @@ emit_tile_coords(Emit *e, const GemmCfg *g, GemmRegs *r)
 	if (g->pair)
 		emitf(e, "\tmad.lo.u32 %s, %s, %d, %s;\n", r->m0.s, r->prank.s, g->tm, r->m0.s);
 	emitf(e, "\tdiv.u32 %s, %s, %s;\n", t.s, within.s, gs.s);
-	emitf(e, "\tmul.lo.u32 %s, %s, %d;\n", r->n0.s, t.s, g->tn * g->cn);
+	emitf(e, "\tmul.lo.u32 %s, %s, %d;\n", r->n0.s, t.s, g->tn * g->cn >> g->swiglu);
 	if (g->cn > 1)
 		emitf(e, "\tmad.lo.u32 %s, %s, %d, %s;\n", r->n0.s, r->pairid.s, g->tn, r->n0.s);
+	emitf(e, "\tadd.u32 %s, %s, %d;\n\tdiv.u32 %s, %s, %d;\n", r->nk.s, r->K.s, g->tk - 1, r->nk.s, r->nk.s, g->tk);
+}
+
+/* MoE (docs/ABI.md, "MoE layouts"): CTA id -> (N tile, global M tile),
+ * N tiles fastest so that live tiles form a prefix of the grid; the M
+ * tile is then found in the experts' tile counts by every warp alike: 32
+ * experts per round, an inclusive warp scan of their tile counts, and a
+ * ballot for the first expert whose running count passes the tile. A tile
+ * past every expert's tiles exits the whole CTA (uniform: every warp walks
+ * the same values) before any barrier or TMEM exists, so experts without
+ * rows cost one walk and write nothing. Counts and offsets are clamped into
+ * 0..M, so bad ones cannot send a tile outside A and C.
+ *
+ * Contiguous: expert e owns rows [offsets[e], offsets[e+1]); its tiles are
+ * the tile-m aligned row blocks its rows meet (so mx32's 128-row SA images
+ * are the dense gemm's), rows of a neighbour computed but not stored.
+ * Masked: expert e's slab is rows e*M .. e*M+M-1, of which the first
+ * counts[e] are live; its tiles start at the slab. */
+static void
+emit_moe_coords(Emit *e, const GemmCfg *g, GemmRegs *r)
+{
+	Reg E = reg_new(e, RC_B32), lay = reg_new(e, RC_B64), ntn = reg_new(e, RC_B32);
+	Reg id = reg_new(e, RC_B32), mt = reg_new(e, RC_B32), base = reg_new(e, RC_B32);
+	Reg c = reg_new(e, RC_B32), ex = reg_new(e, RC_B32), lo = reg_new(e, RC_B32);
+	Reg hi = reg_new(e, RC_B32), t = reg_new(e, RC_B32), s = reg_new(e, RC_B32);
+	Reg x = reg_new(e, RC_B32), b = reg_new(e, RC_B32), l = reg_new(e, RC_B32);
+	Reg a = reg_new(e, RC_B64), p = reg_new(e, RC_PRED), pin = reg_new(e, RC_PRED);
+	Reg w = reg_new(e, RC_B64);
+	int masked = g->moe == GM_MASKED, tm = g->tm;
+	char loop[48], found[48];
+
+	r->mlo = reg_new(e, RC_B32);
+	r->mhi = reg_new(e, RC_B32);
+	r->rows = masked ? reg_new(e, RC_B32) : r->M;
+	r->nb = reg_new(e, RC_B32);
+	r->sbrow = reg_new(e, RC_B32);
+	r->sfa_rb = reg_new(e, RC_B32);
+	emit_block(e, "gemm.moe_tiles");
+	label_new(e, loop, sizeof loop, "moe_walk");
+	label_new(e, found, sizeof found, "moe_found");
+	emitf(e, "\tld.param.u32 %s, [p_E];\n", E.s);
+	emitf(e, "\tld.param.u64 %s, [p_%s];\n\tcvta.to.global.u64 %s, %s;\n", lay.s,
+	      masked ? "counts" : "offsets", lay.s, lay.s);
+	emitf(e, "\tadd.u32 %s, %s, %d;\n\tdiv.u32 %s, %s, %d;\n", ntn.s, r->N.s, g->tn - 1, ntn.s, ntn.s, g->tn);
+	emitf(e, "\tmov.u32 %s, %%ctaid.x;\n", id.s);
+	/* swiglu: n0 is C's column, tn/2 per tile (B's gate row; its up row N/2 + n0) */
+	emitf(e, "\trem.u32 %s, %s, %s;\n\tmul.lo.u32 %s, %s, %d;\n", t.s, id.s, ntn.s, r->n0.s, t.s,
+	      g->tn >> g->swiglu);
+	emitf(e, "\tdiv.u32 %s, %s, %s;\n", mt.s, id.s, ntn.s);
+	emitf(e, "\tmov.u32 %s, 0;\n\tmov.u32 %s, 0;\n", base.s, c.s);
+	emit_label(e, loop);
+	emitf(e, "\tsetp.ge.u32 %s, %s, %s;\n\t@%s ret;\n", p.s, c.s, E.s, p.s);
+	emitf(e, "\tadd.u32 %s, %s, %s;\n\tsetp.lt.u32 %s, %s, %s;\n", ex.s, c.s, r->lane.s, pin.s, ex.s, E.s);
+	emitf(e, "\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n", w.s, ex.s, a.s, lay.s, w.s);
+	emitf(e, "\tmov.u32 %s, 0;\n\tmov.u32 %s, 0;\n", lo.s, hi.s);
+	if (masked) {
+		/* rows live in the slab: counts[e] in 0..M */
+		emitf(e, "\t@%s ld.global.nc.u32 %s, [%s];\n", pin.s, hi.s, a.s);
+		emitf(e, "\tmax.s32 %s, %s, 0;\n\tmin.u32 %s, %s, %s;\n", hi.s, hi.s, hi.s, hi.s, r->M.s);
+		emitf(e, "\tadd.u32 %s, %s, %d;\n\tdiv.u32 %s, %s, %d;\n", t.s, hi.s, tm - 1, t.s, t.s, tm);
+	} else {
+		/* rows [lo, hi) with 0 <= lo <= hi <= M; tiles: the tm-row
+		 * blocks from lo/tm to (hi-1)/tm, none when empty */
+		emitf(e, "\t@%s ld.global.nc.u32 %s, [%s];\n\t@%s ld.global.nc.u32 %s, [%s+4];\n", pin.s, lo.s,
+		      a.s, pin.s, hi.s, a.s);
+		emitf(e, "\tmax.s32 %s, %s, 0;\n\tmin.u32 %s, %s, %s;\n", lo.s, lo.s, lo.s, lo.s, r->M.s);
+		emitf(e, "\tmax.s32 %s, %s, %s;\n\tmin.u32 %s, %s, %s;\n", hi.s, hi.s, lo.s, hi.s, hi.s, r->M.s);
+		emitf(e, "\tsub.u32 %s, %s, 1;\n\tdiv.u32 %s, %s, %d;\n", x.s, hi.s, x.s, x.s, tm);
+		emitf(e, "\tdiv.u32 %s, %s, %d;\n\tsub.u32 %s, %s, %s;\n\tadd.u32 %s, %s, 1;\n", t.s, lo.s, tm, t.s,
+		      x.s, t.s, t.s, t.s);
+		emitf(e, "\tsetp.gt.u32 %s, %s, %s;\n\tselp.b32 %s, %s, 0, %s;\n", p.s, hi.s, lo.s, t.s, t.s, p.s);
+	}
+	/* inclusive scan of the tile counts over the warp */
+	emitf(e, "\tmov.u32 %s, %s;\n", s.s, t.s);
+	for (int d = 1; d < 32; d *= 2) {
+		emitf(e, "\tshfl.sync.up.b32 %s|%s, %s, %d, 0, 0xffffffff;\n", x.s, p.s, s.s, d);
+		emitf(e, "\t@%s add.u32 %s, %s, %s;\n", p.s, s.s, s.s, x.s);
+	}
+	emitf(e, "\tadd.u32 %s, %s, %s;\n", s.s, s.s, base.s);
+	emitf(e, "\tsetp.gt.u32 %s, %s, %s;\n\tvote.sync.ballot.b32 %s, %s, 0xffffffff;\n", p.s, s.s, mt.s,
+	      b.s, p.s);
+	emitf(e, "\tsetp.ne.u32 %s, %s, 0;\n\t@%s bra %s;\n", p.s, b.s, p.s, found);
+	emitf(e, "\tshfl.sync.idx.b32 %s, %s, 31, 0x1f, 0xffffffff;\n", base.s, s.s);
+	emitf(e, "\tadd.u32 %s, %s, 32;\n\tbra %s;\n", c.s, c.s, loop);
+	emit_label(e, found);
+	/* the first lane whose running count passes mt holds the expert */
+	emitf(e, "\tbrev.b32 %s, %s;\n\tclz.b32 %s, %s;\n", x.s, b.s, l.s, x.s);
+	emitf(e, "\tshfl.sync.idx.b32 %s, %s, %s, 0x1f, 0xffffffff;\n", s.s, s.s, l.s);
+	emitf(e, "\tshfl.sync.idx.b32 %s, %s, %s, 0x1f, 0xffffffff;\n", t.s, t.s, l.s);
+	emitf(e, "\tshfl.sync.idx.b32 %s, %s, %s, 0x1f, 0xffffffff;\n", lo.s, lo.s, l.s);
+	emitf(e, "\tshfl.sync.idx.b32 %s, %s, %s, 0x1f, 0xffffffff;\n", hi.s, hi.s, l.s);
+	emitf(e, "\tadd.u32 %s, %s, %s;\n", ex.s, c.s, l.s);
+	/* the tile's place among its expert's: mt - (s - t) */
+	emitf(e, "\tsub.u32 %s, %s, %s;\n\tsub.u32 %s, %s, %s;\n", s.s, s.s, t.s, mt.s, mt.s, s.s);
+	if (masked) {
+		emitf(e, "\tmul.lo.u32 %s, %s, %s;\n\tadd.u32 %s, %s, %s;\n", r->mlo.s, ex.s, r->M.s, r->mhi.s,
+		      r->mlo.s, hi.s);
+		emitf(e, "\tmad.lo.u32 %s, %s, %d, %s;\n", r->m0.s, mt.s, tm, r->mlo.s);
+		emitf(e, "\tmul.lo.u32 %s, %s, %s;\n", r->rows.s, E.s, r->M.s);
+		/* mx32: SA's images are per slab, cdiv(M,128) of them */
+		emitf(e, "\tadd.u32 %s, %s, 127;\n\tshr.u32 %s, %s, 7;\n", t.s, r->M.s, t.s, t.s);
+		emitf(e, "\tmad.lo.u32 %s, %s, %s, %s;\n", r->sfa_rb.s, ex.s, t.s, mt.s);
+	} else {
+		emitf(e, "\tmov.u32 %s, %s;\n\tmov.u32 %s, %s;\n", r->mlo.s, lo.s, r->mhi.s, hi.s);
+		emitf(e, "\tdiv.u32 %s, %s, %d;\n\tadd.u32 %s, %s, %s;\n", t.s, lo.s, tm, t.s, t.s, mt.s);
+		emitf(e, "\tmul.lo.u32 %s, %s, %d;\n\tshr.u32 %s, %s, 7;\n", r->m0.s, t.s, tm, r->sfa_rb.s, r->m0.s);
+	}
+	/* B rows and SB row blocks of expert ex */
+	emitf(e, "\tmad.lo.u32 %s, %s, %s, %s;\n", r->nb.s, ex.s, r->N.s, r->n0.s);
+	emitf(e, "\tadd.u32 %s, %s, 127;\n\tshr.u32 %s, %s, 7;\n", t.s, r->N.s, t.s, t.s);
+	emitf(e, "\tshr.u32 %s, %s, 7;\n\tmad.lo.u32 %s, %s, %s, %s;\n", x.s, r->n0.s, r->sbrow.s, ex.s, t.s, x.s);
 	emitf(e, "\tadd.u32 %s, %s, %d;\n\tdiv.u32 %s, %s, %d;\n", r->nk.s, r->K.s, g->tk - 1, r->nk.s, r->nk.s, g->tk);
 }
 
@@ -429,7 +601,12 @@ emit_prologue(Emit *e, const GemmCfg *g, GemmRegs *r, KgErr *err)
 		emitf(e, "\tand.b32 %s, %s, 1;\n\tshr.u32 %s, %s, 1;\n", r->prank.s, r->rank.s, r->pairid.s,
 		      r->rank.s);
 	}
-	emit_tile_coords(e, g, r);
+	r->mhi = r->rows = r->M;
+	r->nb = r->n0;
+	if (g->moe)
+		emit_moe_coords(e, g, r);
+	else
+		emit_tile_coords(e, g, r);
 
 	op_init_barriers(e, &g->plan, r->base, r->tid, "gemm.barrier_init");
 	if (g->t->gemm->setup && g->t->gemm->setup(e, g, r, err) < 0)
@@ -450,7 +627,8 @@ gemm_abi(const GemmCfg *g, const char *args, KernelAbi *k)
 
 	memset(k, 0, sizeof *k);
 	snprintf(k->kernel, sizeof k->kernel, "%s", g->name);
-	k->family = "gemm";
+	k->family = g->moe ? "gemm_moe" : "gemm"; /* its own checker: tools/check_moe.c */
+	k->kgen_family = "gemm";
 	k->target = g->t;
 	snprintf(k->args, sizeof k->args, "%s", args);
 	k->threads = g->plan.threads;
@@ -458,7 +636,12 @@ gemm_abi(const GemmCfg *g, const char *args, KernelAbi *k)
 	k->cluster[0] = k->cluster[1] = k->cluster[2] = 1;
 	k->cluster[0] = (1 + g->pair) * g->cn;
 	k->smem = g->plan.smem_request;
-	if (g->pair)
+	if (g->moe == GM_CONTIGUOUS)
+		/* every expert adds at most one partial row block */
+		snprintf(k->grid[0], sizeof k->grid[0], "cdiv(M,%d)*cdiv(N,%d)+E*cdiv(N,%d)", g->tm, g->tn, g->tn);
+	else if (g->moe == GM_MASKED)
+		snprintf(k->grid[0], sizeof k->grid[0], "E*cdiv(M,%d)*cdiv(N,%d)", g->tm, g->tn);
+	else if (g->pair)
 		snprintf(k->grid[0], sizeof k->grid[0], "cdiv(M,%d)*cdiv(N,%d)*%d", g->tile_rows, g->tn * g->cn,
 		         2 * g->cn);
 	else
@@ -472,39 +655,60 @@ gemm_abi(const GemmCfg *g, const char *args, KernelAbi *k)
 		p->dtype = g->in;
 		p->rank = 2;
 		p->box[0] = g->span / g->esz_in;
-		p->box[1] = i ? g->tn_cta : g->tm / g->cn;
+		p->box[1] = i ? g->tn_cta >> g->swiglu : g->tm / g->cn; /* swiglu: a box per half */
 		p->swz = g->swz;
-		snprintf(p->tensor, sizeof p->tensor, "%s", i ? "B[N,K]" : "A[M,K]");
+		snprintf(p->tensor, sizeof p->tensor, "%s", i ? (g->moe ? "B[E*N,K]" : "B[N,K]")
+		         : g->moe == GM_MASKED ? "A[E*M,K]" : "A[M,K]");
 	}
+	/* MoE: the rows of A, SA and C (E slabs of M when masked), and B's
+	 * experts (a prefix EB of "E*" on B's and SB's rows) */
+	const char *rows = g->moe == GM_MASKED ? "E*M" : "M", *eb = g->moe ? "E*" : "";
 	p = abi_add(k, ABI_PTR, "C");
 	p->dtype = g->out;
-	snprintf(p->tensor, sizeof p->tensor, "C[M,N]");
+	snprintf(p->tensor, sizeof p->tensor, "C[%s,%s]", rows, g->swiglu ? "N/2" : "N");
 	if (g->sblock) {
 		/* K-block-major SA, so that the rows of one K block are adjacent */
 		p = abi_add(k, ABI_PTR, "SA");
 		p->dtype = DT_F32;
-		snprintf(p->tensor, sizeof p->tensor, "SA[cdiv(K,%d),M]", g->sblock);
+		snprintf(p->tensor, sizeof p->tensor, "SA[cdiv(K,%d),%s]", g->sblock, rows);
 		p = abi_add(k, ABI_PTR, "SB");
 		p->dtype = g->sbtype;
-		snprintf(p->tensor, sizeof p->tensor, "SB[cdiv(N,%d),cdiv(K,%d)]", g->sblock, g->sblock);
+		snprintf(p->tensor, sizeof p->tensor, "SB[%scdiv(N,%d),cdiv(K,%d)]", eb, g->sblock, g->sblock);
 	}
 	if (g->sfvec) {
 		/* the tcgen05.cp images of each 128 rows by 128 of K (docs/ABI.md, "gemm") */
 		p = abi_add(k, ABI_PTR, "SA");
 		p->dtype = DT_UE8M0;
-		snprintf(p->tensor, sizeof p->tensor, "SA[cdiv(M,128),cdiv(K,128),512]");
+		snprintf(p->tensor, sizeof p->tensor, "SA[%scdiv(M,128),cdiv(K,128),512]",
+		         g->moe == GM_MASKED ? "E*" : "");
 		p = abi_add(k, ABI_PTR, "SB");
 		p->dtype = DT_UE8M0;
-		snprintf(p->tensor, sizeof p->tensor, "SB[cdiv(N,128),cdiv(K,128),512]");
+		snprintf(p->tensor, sizeof p->tensor, "SB[%scdiv(N,128),cdiv(K,128),512]", eb);
+	}
+	if (g->moe) {
+		p = abi_add(k, ABI_PTR, g->moe == GM_MASKED ? "counts" : "offsets");
+		p->dtype = DT_S32;
+		snprintf(p->tensor, sizeof p->tensor, "%s", g->moe == GM_MASKED ? "counts[E]" : "offsets[E+1]");
 	}
 	abi_add(k, ABI_U32, "M");
 	abi_add(k, ABI_U32, "N");
 	abi_add(k, ABI_U32, "K");
+	if (g->moe)
+		abi_add(k, ABI_U32, "E");
+	if (g->swiglu)
+		abi_add(k, ABI_F32, "swiglu_limit");
 	/* A and B rows are K elements: their byte stride must be a multiple of
 	 * 16 (docs/hardware.md, "Tensor map encoding") */
 	abi_shape(k, "kmult", "%d", 16 / g->esz_in);
 	if (g->sblock || g->sfvec)
 		abi_shape(k, "kblock", "%d", g->sblock ? g->sblock : g->tk);
+	if (g->moe)
+		abi_shape(k, "moe", "%s", g->moe == GM_MASKED ? "masked" : "contiguous");
+	if (g->swiglu) {
+		/* gate and up halves of whole 128-row scale blocks */
+		abi_shape(k, "nmult", "256");
+		abi_shape(k, "epilogue", "swiglu");
+	}
 }
 
 static int
@@ -556,6 +760,17 @@ gemm_plan(const void *params, Buf *text, KgErr *err)
 	if (g.cn > 1)
 		buf_printf(text, "multicast       %d pairs along N; each CTA loads %d of its %d A rows and multicasts them to the same place in the other pair\n",
 		           g.cn, g.tm / g.cn, g.tm);
+	if (g.moe == GM_CONTIGUOUS)
+		buf_printf(text, "moe             contiguous: expert e owns rows offsets[e]..offsets[e+1]-1 of A and C, B[e] its N rows; one CTA per (tile-m row block met by an expert, N tile), found by a warp scan of the experts' tile counts\n");
+	if (g.moe == GM_MASKED)
+		buf_printf(text, "moe             masked: expert e owns slab rows e*M..e*M+counts[e]-1 of A and C, B[e] its N rows; one CTA per (tile of a slab's live rows, N tile), found by a warp scan of the experts' tile counts\n");
+	if (g.swiglu)
+		buf_printf(text, "epilogue        swiglu: tile rows 0..%d of B are gate rows n0.., %d.. up rows N/2+n0..; C[m, n0+j] = silu(min(gate,L))*clamp(up,-L,L), N/2 columns\n",
+		           g.tn / 2 - 1, g.tn / 2);
+	if (g.moe)
+		buf_printf(text, "grid            %s CTAs, N tiles fastest; CTAs past the experts' tiles exit at once\n",
+		           g.moe == GM_MASKED ? "E*cdiv(M,tile-m)*cdiv(N,tile-n)" : "cdiv(M,tile-m)*cdiv(N,tile-n)+E*cdiv(N,tile-n)");
+	else
 	buf_printf(text, "grid            cdiv(M,%d)*cdiv(N,%d)%s CTAs, grouped %d M-tiles per column band\n",
 	           g.tile_rows, g.tn, g.pair ? "*2" : "", g.group_m);
 	plan_print(&g.plan, text);

@@ -21,7 +21,25 @@ typedef struct GemmParams {
 	int cluster_n; /* pairs per cluster along N (2: A multicast to both) */
 	int scale; /* GemmScale */
 	int scale_b; /* block128: B's scale type, DT_F32 or DT_UE8M0 */
+	int moe; /* GemmMoe */
+	int epilogue; /* GemmEpilogue */
 } GemmParams;
+
+/* What the epilogue writes (the --epilogue values, in order). */
+typedef enum GemmEpilogue {
+	GE_NONE,   /* C = A·B^T */
+	GE_SWIGLU, /* B's N rows are gate then up halves: C[:, j] = silu(clamp gate)·clamp up,
+	            * N/2 columns (docs/ABI.md, "SwiGLU epilogue") */
+} GemmEpilogue;
+
+/* Mixture-of-experts layouts (the --moe values, in order; docs/ABI.md,
+ * "MoE layouts"): one launch for E experts, B [E,N,K] with per-expert
+ * scales. */
+typedef enum GemmMoe {
+	GM_NONE,
+	GM_CONTIGUOUS, /* experts' rows concatenated along M, offsets[E+1] */
+	GM_MASKED,     /* E slabs of M rows each, counts[E] rows used */
+} GemmMoe;
 
 /* How A and B are scaled (the --scale values, in order). */
 typedef enum GemmScale {
@@ -51,6 +69,8 @@ typedef struct GemmCfg {
 	uint32_t stage_bytes;   /* A + B bytes landing on one full barrier */
 	int group_m;            /* grouped rasterization: M tiles per group */
 	int consumers;          /* sm90: consumer warpgroups */
+	int moe;                /* GemmMoe */
+	int swiglu;             /* 1: the SwiGLU epilogue; a tile's B rows are tn/2 of gate, tn/2 of up */
 	Plan plan;
 	int r_a, r_b, r_slot;   /* smem region indices (r_slot: TMEM address, or -1) */
 	int r_sfa, r_sfb;       /* mx32: scale-factor image stages */
@@ -70,6 +90,15 @@ typedef struct GemmRegs {
 	Reg tmap_a, tmap_b;  /* generic addresses of the tensor-map params */
 	Reg c;               /* global address of C */
 	Reg sa, sb;          /* scaled: global addresses of SA and SB */
+	/* C rows this CTA may write: [mlo, mhi) (--moe only; mhi is M without) */
+	Reg mlo, mhi;
+	Reg rows;            /* rows of A, SA and C: M, or E*M when masked */
+	/* n0: this tile's first column of C; with --epilogue swiglu also its
+	 * first gate row of B (its up rows start at N/2 + n0) */
+	Reg nb;              /* B's first row of this tile: n0, or expert*N + n0 */
+	Reg sbrow;           /* SB's row block of this tile: n0/128 (+ expert*cdiv(N,128)) */
+	Reg sfa_rb;          /* mx32: SA's image row block of this tile: m0/128, or masked
+	                      * expert*cdiv(M,128) + m-tile */
 } GemmRegs;
 
 typedef struct GemmOps {

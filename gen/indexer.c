@@ -19,10 +19,13 @@
  * scales. fp8: 128 E4M3 bytes and one fp32 scale per key (DeepGEMM's
  * paged indexer cache, docs/ABI.md "indexer"); fp4: 64 bytes of E2M1 (two
  * a byte) and four UE8M0 exponents, one per 32 values (docs/indexer.md,
- * "FP4 keys"). */
+ * "FP4 keys"); nvfp4: the same 64 bytes of E2M1, eight UE4M3 scales, one
+ * per 16 values, and one fp32 scale for the whole cache (docs/indexer.md,
+ * "NVFP4 keys"). */
 const IndexerFormat indexer_formats[] = {
-	[IDX_FMT_FP8] = {"fp8", 128, 128, 4, 8, 0},
-	[IDX_FMT_FP4] = {"fp4", 128, 64, 4, 4, 32},
+	[IDX_FMT_FP8] = {"fp8", 128, 128, 4, 8, 0, 0},
+	[IDX_FMT_FP4] = {"fp4", 128, 64, 4, 4, 32, 0},
+	[IDX_FMT_NVFP4] = {"nvfp4", 128, 64, 8, 4, 16, 1},
 };
 
 uint32_t
@@ -35,7 +38,7 @@ indexer_page_bytes(const IndexerFormat *fmt, int ps)
 static const ParamSpec indexer_params[] = {
 	{"target", PK_TARGET, P(target), "sm_90a,sm_100a", 0, 0, 0, "sm_90a",
 	 "sm_90a: one CTA per query row, f32 FMA scoring, radix top-k", NULL},
-	{"format", PK_ENUM, P(format), "fp8,fp4", 0, 0, 0, "fp8",
+	{"format", PK_ENUM, P(format), "fp8,fp4,nvfp4", 0, 0, 0, "fp8",
 	 "key cache format (docs/ABI.md \"indexer\")", NULL},
 	{"heads", PK_INT, P(heads), NULL, 1, 128, 1, "64", "indexer query heads", NULL},
 	{"topk", PK_INT, P(topk), NULL, 1, 2048, 1, "512", "indices kept per query row", NULL},
@@ -150,6 +153,11 @@ emit_prologue(Emit *e, const IndexerCfg *c, IndexerRegs *r)
 	emitf(e, "\tmul.wide.u32 %s, %s, %s;\n\tshl.b64 %s, %s, 2;\n\tadd.u64 %s, %s, %s;\n", o.s, r->b.s, mp.s,
 	      o.s, o.s, r->bt.s, r->bt.s, o.s);
 	load_param_ptr(e, r->kv, "K");
+	if (c->fmt->nv) {
+		r->kglobal = reg_new(e, RC_F32);
+		load_param_ptr(e, a, "K_global");
+		emitf(e, "\tld.global.nc.f32 %s, [%s];\n", r->kglobal.s, a.s);
+	}
 	load_param_ptr(e, r->logits, "logits");
 	emitf(e, "\tmul.wide.u32 %s, %s, %s;\n\tshl.b64 %s, %s, 2;\n\tadd.u64 %s, %s, %s;\n", o.s, r->row.s,
 	      r->max_len.s, o.s, o.s, r->logits.s, r->logits.s, o.s);
@@ -437,6 +445,11 @@ indexer_abi(const IndexerCfg *c, const char *args, KernelAbi *k)
 	p = abi_add(k, ABI_PTR, "K");
 	p->dtype = DT_U8;
 	snprintf(p->tensor, sizeof p->tensor, "K[pages,%u]", c->page_bytes);
+	if (c->fmt->nv) {
+		p = abi_add(k, ABI_PTR, "K_global");
+		p->dtype = DT_F32;
+		snprintf(p->tensor, sizeof p->tensor, "K_global[1]");
+	}
 	p = abi_add(k, ABI_PTR, "block_table");
 	p->dtype = DT_S32;
 	snprintf(p->tensor, sizeof p->tensor, "block_table[batch,max_pages]");
@@ -497,7 +510,11 @@ indexer_plan(const void *params, Buf *text, KgErr *err)
 	if (indexer_configure(&c, params, err) < 0)
 		return -1;
 	buf_printf(text, "kernel          %s\n", c.name);
-	if (c.fmt->group)
+	if (c.fmt->nv)
+		buf_printf(text, "cache           %s: %d E2M1 values per key (%d bytes), then (after the page's %d key rows) %d UE4M3 scales per key, one per %d values; times K_global (fp32, the whole cache); %u bytes per page of %d keys\n",
+		           c.fmt->name, c.fmt->d, c.fmt->key_bytes, c.ps, c.fmt->d / c.fmt->group, c.fmt->group,
+		           c.page_bytes, c.ps);
+	else if (c.fmt->group)
 		buf_printf(text, "cache           %s: %d E2M1 values per key (%d bytes), then (after the page's %d key rows) %d UE8M0 exponents per key, one per %d values; %u bytes per page of %d keys\n",
 		           c.fmt->name, c.fmt->d, c.fmt->key_bytes, c.ps, c.fmt->d / c.fmt->group, c.fmt->group,
 		           c.page_bytes, c.ps);

@@ -11,7 +11,7 @@
 #include "plan.h"
 #include "target.h"
 
-enum { IDX_FMT_FP8, IDX_FMT_FP4 };
+enum { IDX_FMT_FP8, IDX_FMT_FP4, IDX_FMT_NVFP4 };
 
 /* A key-cache format: the one place its byte layout is described
  * (docs/ABI.md "indexer"). */
@@ -21,7 +21,8 @@ typedef struct IndexerFormat {
 	int key_bytes;   /* bytes of one key's values */
 	int scale_bytes; /* bytes of one key's scale(s), in the page's tail */
 	int value_bits;  /* 8: E4M3; 4: E2M1 */
-	int group;       /* values per UE8M0 scale; 0: one fp32 scale per key */
+	int group;       /* values per group scale; 0: one fp32 scale per key */
+	int nv;          /* NVFP4: UE4M3 group scales (else UE8M0) and a per-tensor fp32 scale, K_global */
 } IndexerFormat;
 
 extern const IndexerFormat indexer_formats[];
@@ -59,6 +60,7 @@ typedef struct IndexerRegs {
 	Reg kv;                 /* global: the key cache */
 	Reg logits;             /* global: logits row of this query row */
 	Reg max_len;
+	Reg kglobal;            /* f32: the per-tensor key scale (NVFP4 only) */
 	Reg split, splits;      /* this CTA's part of the row's keys, of how many */
 } IndexerRegs;
 

@@ -275,3 +275,13 @@ op_exp2_mix(Emit *e, const Exp2Mix *m, int i, Reg x)
 	else
 		emitf(e, "\tex2.approx.ftz.f32 %s, %s;\n", x.s, x.s);
 }
+
+void
+op_swiglu(Emit *e, Reg out, Reg gate, Reg up, Reg lim, Reg nlim, Reg t)
+{
+	emitf(e, "\tmin.f32 %s, %s, %s;\n\tmul.f32 %s, %s, 0fBFB8AA3B;\n", gate.s, gate.s, lim.s, t.s, gate.s);
+	emitf(e, "\tex2.approx.f32 %s, %s;\n\tadd.f32 %s, %s, 0f3F800000;\n", t.s, t.s, t.s, t.s);
+	emitf(e, "\tdiv.rn.f32 %s, %s, %s;\n", t.s, gate.s, t.s);
+	emitf(e, "\tmax.f32 %s, %s, %s;\n\tmin.f32 %s, %s, %s;\n\tmul.f32 %s, %s, %s;\n", out.s, up.s, nlim.s,
+	      out.s, out.s, lim.s, out.s, out.s, t.s);
+}

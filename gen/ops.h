@@ -92,4 +92,10 @@ void exp2_mix_init(Emit *e, Exp2Mix *m, int k);
  * exp2_fma_takes(i, k), else ex2.approx.ftz. */
 void op_exp2_mix(Emit *e, const Exp2Mix *m, int i, Reg x);
 
+/* out = silu(min(gate, L)) · clamp(up, -L, L), DeepSeek-V4's clamped SwiGLU
+ * (docs/ABI.md, "SwiGLU epilogue"), with lim = L and nlim = -L; gate is
+ * clamped in place, t is scratch. silu(g) = g / (1 + 2^(-g·log2 e)): a very
+ * negative g makes the power +inf and the quotient -0, silu's limit. */
+void op_swiglu(Emit *e, Reg out, Reg gate, Reg up, Reg lim, Reg nlim, Reg t);
+
 #endif

@@ -583,6 +583,15 @@ parse_param(Parser *p, char *v, KrtAbi *a)
 			return p->err->code;
 		i++;
 	}
+	/* ptr: an optional align=N after the tensor, a power of two 1..256
+	 * (docs/ABI.md: the kernel moves the tensor in N-byte vectors) */
+	if (q->kind == KRT_ARG_PTR && i < n && strncmp(f[i], "align=", 6) == 0) {
+		uint64_t al;
+		if (parse_uint(f[i] + 6, 256, &al) != 0 || al == 0 || (al & (al - 1)))
+			return bad(p, "ptr param %s: align must be a power of two 1..256, got '%s'", q->name, f[i] + 6);
+		q->align = (int)al;
+		i++;
+	}
 	if (i < n)
 		return bad(p, "%s param %s: unexpected '%s' after its fields", f[0], q->name, f[i]);
 	a->nparams++;

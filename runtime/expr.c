@@ -190,7 +190,7 @@ ev_term(Ev *e)
 }
 
 static uint64_t
-ev_expr(Ev *e)
+ev_prod(Ev *e)
 {
 	uint64_t v = ev_term(e);
 	while (!e->failed && *e->p == '*') {
@@ -198,6 +198,24 @@ ev_expr(Ev *e)
 		uint64_t t = ev_term(e);
 		if (!e->failed)
 			v = mul(e, v, t);
+	}
+	return v;
+}
+
+static uint64_t
+ev_expr(Ev *e)
+{
+	uint64_t v = ev_prod(e);
+	while (!e->failed && *e->p == '+') {
+		e->p++;
+		uint64_t t = ev_prod(e);
+		if (e->failed)
+			return 0;
+		if (v > UINT64_MAX - t) {
+			fail(e, "overflow: %" PRIu64 " + %" PRIu64 " does not fit in 64 bits", v, t);
+			return 0;
+		}
+		v += t;
 	}
 	return v;
 }

@@ -54,6 +54,17 @@ krt_args_check(const KrtAbi *abi, const KrtArg *args, int nargs, KrtTmapArgs *tm
 			                "kernel %s: arg %d (%s): expected kind %s%s, given kind %s",
 			                abi->kernel, i, p->name, krt_arg_kind_name(p->kind), detail, given);
 		}
+		/* a ptr's address: a multiple of its align=N, else of its element
+		 * size (docs/ABI.md: param kinds) */
+		if (a->kind == KRT_ARG_PTR) {
+			int al = p->align ? p->align : p->elem_bytes;
+			if (al > 1 && a->v.p % (uint64_t)al)
+				return krt_errf(err, KRT_EINVAL,
+				                "kernel %s: arg %d (%s): address 0x%llx is not %d-byte aligned (%s)",
+				                abi->kernel, i, p->name, (unsigned long long)a->v.p, al,
+				                p->align ? "align= in its //@param line: the kernel moves it in vectors of that size"
+				                         : "its dtype's element size");
+		}
 		if (a->kind == KRT_ARG_TMAP) {
 			KrtTmapArgs scratch;
 			if (krt_tmap_prepare(abi, i, &a->v.t, tm ? &tm[i] : &scratch, err))

@@ -69,6 +69,7 @@ typedef struct KrtAbiParam {
 	uint32_t box[KRT_MAX_RANK]; /* tmap, innermost first */
 	int swizzle;     /* tmap: 0 (none), 32, 64, 128 */
 	char tensor[64]; /* description, e.g. "A[M,K]" */
+	int align;       /* ptr: the address must be a multiple of this (the optional align=N; else elem_bytes) */
 } KrtAbiParam;
 
 /* One NAME=VALUE field of //@shape (docs/ABI.md, "Shape fields"). */
@@ -98,6 +99,12 @@ int krt_abi_parse(const char *ptx, size_t len, KrtAbi *out, KrtErr *err);
 const KrtAbiParam *krt_abi_find(const KrtAbi *abi, const char *name);
 /* The value of //@shape field `name`, NULL if the header has none. */
 const char *krt_abi_shape(const KrtAbi *abi, const char *name);
+/* A gemm kernel with a MoE layout (//@shape moe; docs/ABI.md, "MoE
+ * layouts"): checks the host copy of its expert table before a launch,
+ * v = offsets[E+1] (contiguous: non-decreasing from >= 0 to <= M) or
+ * counts[E] (masked: each in 0..M). KRT_EINVAL names the entry, its value
+ * and the rule; KRT_OK also for kernels without a MoE layout. */
+int krt_moe_check(const KrtAbi *abi, const int32_t *v, uint32_t E, uint32_t M, KrtErr *err);
 
 /* ---- modules and launches --------------------------------------------- */
 

@@ -30,6 +30,8 @@ static const struct {
 	{"kmult", "K", "rows of A and B are K elements and their byte stride a multiple of 16"},
 	{"kblock", "K", "A and B carry their scales per kblock elements of K (SA, SB; docs/ABI.md, "
 	 "\"gemm\")"},
+	{"nmult", "N", "B's N rows are the gate and up halves of a SwiGLU gemm, each whole 128-row scale "
+	 "blocks (docs/ABI.md, \"SwiGLU epilogue\")"},
 };
 
 /* The index of param `name` of the given kind, -1 if the kernel has none. */

@@ -778,17 +778,21 @@ check_arg_word(const CheckCase *c, const char *name, char *w, size_t n)
 }
 
 extern const CheckFamily check_family_gemm; /* check_gemm.c */
+extern const CheckFamily check_family_gemm_moe; /* check_moe.c */
 extern const CheckFamily check_family_fmha; /* check_fmha.c */
 extern const CheckFamily check_family_decode; /* check_decode.c */
 extern const CheckFamily check_family_decode_merge; /* check_decode_merge.c */
 extern const CheckFamily check_family_indexer; /* check_indexer.c */
+extern const CheckFamily check_family_topk;    /* check_topk.c */
 
 static const CheckFamily *const families[] = {
 	&check_family_gemm,
+	&check_family_gemm_moe,
 	&check_family_fmha,
 	&check_family_decode,
 	&check_family_decode_merge,
 	&check_family_indexer,
+	&check_family_topk,
 };
 
 const CheckFamily *

@@ -91,6 +91,8 @@ typedef struct CheckCase CheckCase;
 
 typedef struct CheckFamily {
 	const char *name;       /* as the ABI `family` line spells it */
+	const char *kgen;       /* the kgen family that emits it, NULL: the same
+	                         * name (gemm_moe: gemm --moe ...) */
 	const char *dims;       /* dimension names, comma-separated: "M,N,K";
 	                         * kcheck takes each as an option (--m; an
 	                         * underscore is spelled '-': --seqlen-q) */

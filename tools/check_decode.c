@@ -9,7 +9,7 @@
  * the reference quantizer from BF16 values
  * of mixed magnitudes, and index lists with -1 entries, indices outside
  * [0, capacity) (also skipped), duplicates, pages in random order, and
- * per-row lengths below top-k; the first query row skips every key, so it
+ * per-row lengths below top-k, past it and negative (clamped); the first query row skips every key, so it
  * must give O = 0 and LSE = -inf (with a sink, LSE = the sink). full = 1
  * draws what a model's decode step sees instead (kbench's shape): every
  * entry valid, distinct within its row, all lengths top-k. */
@@ -132,7 +132,8 @@ build_cache(CheckCase *c, const DecodeRefFormat *fm, Src *s, const char *name, K
  * random order), about 1 in 10 -1, 1 in 20 outside [0, capacity) (other
  * negatives, capacity and above: skipped too), 1 in 10 a duplicate of an
  * earlier entry. Row 0 skips everything. Lengths: uniform in 0 .. topk,
- * every third row the whole list. */
+ * every third row the whole list; rows 2, 8, .. past it and rows 5, 11,
+ * .. negative (both clamped). */
 static int
 build_indices(CheckCase *c, Decode *d, Src *s, const char *sfx, KrtErr *err)
 {
@@ -174,7 +175,14 @@ build_indices(CheckCase *c, Decode *d, Src *s, const char *sfx, KrtErr *err)
 			else
 				x[i] = (int32_t)num_rng_below(&c->rng, s->capacity);
 		}
+		/* bad lengths are clamped to [0, topk] (docs/ABI.md "decode"):
+		 * rows 2, 8, 14, .. past the list (up to 2^30 over), rows 5, 11,
+		 * .. negative */
 		len[r] = r % 3 == 1 ? s->topk : (int32_t)num_rng_below(&c->rng, (uint64_t)s->topk + 1);
+		if (r % 6 == 2)
+			len[r] = s->topk + 1 + (int32_t)num_rng_below(&c->rng, 1u << 30);
+		else if (r % 6 == 5)
+			len[r] = -1 - (int32_t)num_rng_below(&c->rng, 1u << 30);
 	}
 	s->idx = idx;
 	s->len = d->has_len ? len : NULL;
@@ -199,7 +207,8 @@ build_indices(CheckCase *c, Decode *d, Src *s, const char *sfx, KrtErr *err)
  * zero keys). Lengths: sequence 0 none (with one sequence: all but 5,
  * so a single-sequence case such as the mutation test's has keys and a
  * partial last tile), every third
- * one past max_pages·ps (clamped), else uniform in 0 .. max_pages·ps;
+ * one past max_pages·ps (clamped), every sixth from sequence 5 negative
+ * (none), else uniform in 0 .. max_pages·ps;
  * full = 1: the capacity. */
 static int
 build_paged(CheckCase *c, Decode *d, Src *s, const char *sfx, KrtErr *err)
@@ -237,6 +246,8 @@ build_paged(CheckCase *c, Decode *d, Src *s, const char *sfx, KrtErr *err)
 			sl[b] = (int32_t)(span > 5 ? span - 5 : span);
 		else if (b % 3 == 1)
 			sl[b] = (int32_t)(span + 7);
+		else if (b % 6 == 5)
+			sl[b] = -1 - (int32_t)num_rng_below(&c->rng, 1u << 30);
 		else
 			sl[b] = (int32_t)num_rng_below(&c->rng, span + 1);
 	}
@@ -330,13 +341,21 @@ decode_prepare(CheckCase *c, KrtErr *err)
 	rc = read_config(c, d, err);
 	if (rc)
 		return rc;
+	/* the launch's limits (docs/ABI.md "decode"), before any buffer is
+	 * built: grid z and y, and the 32-bit row index of O_partial's rows
+	 * ((b·s_q + y)·splits + s)·Hq */
+	if (!c->shape.d[0] || !c->shape.d[1] || c->shape.d[0] > 65535 || c->shape.d[1] > 65535)
+		return check_fail(err, KRT_EINVAL, "decode: batch %llu, s_q %llu: both must be in 1..65535 (grid z and y)",
+		                  (unsigned long long)c->shape.d[0], (unsigned long long)c->shape.d[1]);
+	uint64_t rows = c->shape.d[0] * c->shape.d[1] * (c->shape.d[5] ? c->shape.d[5] : 1) * (uint64_t)d->hq;
+	if (rows > INT32_MAX)
+		return check_fail(err, KRT_EINVAL, "decode: batch %llu x s_q %llu x splits %llu x Hq %u = %llu: must be below 2^31 (the kernel's 32-bit row index of O_partial and LSE)",
+		                  (unsigned long long)c->shape.d[0], (unsigned long long)c->shape.d[1],
+		                  (unsigned long long)(c->shape.d[5] ? c->shape.d[5] : 1), d->hq, (unsigned long long)rows);
 	d->batch = (uint32_t)c->shape.d[0];
 	d->sq = (uint32_t)c->shape.d[1];
 	d->full = c->shape.d[4] != 0;
 	d->splits = c->shape.d[5] && !d->unnorm ? (uint32_t)c->shape.d[5] : 1;
-	if (!d->batch || !d->sq)
-		return check_fail(err, KRT_EINVAL, "decode: batch %u, s_q %u: both must be at least 1", d->batch,
-		                  d->sq);
 	for (int s = 0; s < d->nsrc; s++) {
 		Src *x = &d->src[s];
 		uint64_t pages = c->shape.d[2 + s];

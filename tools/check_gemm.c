@@ -10,9 +10,10 @@
 
 #include "decode_ref.h"
 #include "gemm_ref.h"
+#include "tools/check_gemm.h"
 #include "tools/check_internal.h"
 
-static int
+int
 gemm_dtype(const CheckCase *c, const char *name, KrtArgKind kind, NumType *out, KrtErr *err)
 {
 	const KrtAbiParam *p = krt_abi_find(c->abi, name);
@@ -130,7 +131,7 @@ gemm_prepare(CheckCase *c, KrtErr *err)
  * significand bits), so its floor is ~4e-3 and 1e-2 is the tightest round
  * number with margin; an fp16 output (2^-11 ≈ 4.9e-4) gets 5e-3. Any NaN
  * or Inf fails. */
-static const double gemm_tol[NUM_NTYPES] = {
+const double gemm_tol[NUM_NTYPES] = {
 	[NUM_BF16] = 1e-2,
 	[NUM_FP16] = 5e-3,
 	[NUM_F32] = 1e-3,
@@ -173,7 +174,7 @@ gemm_rows(CheckCase *c, uint64_t M, uint64_t N, uint64_t K, uint32_t *nrows)
 	return rows;
 }
 
-static void
+void
 gemm_compare_row(CheckCase *c, const CheckBuf *cb, uint32_t m, uint64_t N, const double *ref,
                  CheckResult *res)
 {
@@ -246,7 +247,7 @@ gemm_compare(CheckCase *c, CheckResult *res, KrtErr *err)
  * largest magnitude to E4M3's largest, 448, and each value is rounded to
  * E4M3 at that scale. The scale is an fp32 and the values are divided by
  * that very fp32, so q·scale is what the kernel multiplies. */
-static float
+float
 bs_scale(const double *v, size_t n)
 {
 	double amax = 0.0;
@@ -256,7 +257,7 @@ bs_scale(const double *v, size_t n)
 	return amax > 0.0 ? (float)(amax / 448.0) : 1.0f;
 }
 
-static void
+void
 bs_quantize(const double *v, size_t n, float s, uint8_t *q)
 {
 	for (size_t i = 0; i < n; i++)
@@ -267,7 +268,7 @@ bs_quantize(const double *v, size_t n, float s, uint8_t *q)
  * blocks' scales differ by up to 2^(2r) and a scale applied to the wrong
  * block shows; the edge pattern widens r and zeroes or saturates (±amax,
  * E4M3 448 after scaling) one value in 16. */
-static void
+void
 bs_draw(CheckCase *c, double *v, size_t n, int r)
 {
 	double mul = ldexp(1.0, (int)num_rng_below(&c->rng, (uint64_t)(2 * r + 1)) - r);
@@ -417,7 +418,7 @@ mx_factor(const double *v, size_t n)
 
 /* rows x K of E4M3 into q, their factors into the images sf (rows past
  * `rows` in the last 128-row block keep factor 127, 2^0). */
-static void
+void
 mx_draw(CheckCase *c, uint64_t rows, uint64_t K, int r, uint8_t *q, uint8_t *sf, size_t sfbytes)
 {
 	double v[32];

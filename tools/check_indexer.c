@@ -15,10 +15,15 @@
  * its sequence (equal scores: ties at the k-th score); with the edge fill 3
  * keys in 4 copy one of the sequence's first four, so the k-th score is
  * shared by many keys. The logits are
- * compared key by key, held to 1e-5 of the key's bound Σ_h |w|·|s|·Σ|q·k|
- * (f32 sums of 128 and H terms), masked ones exactly -inf; the index list
- * as a set (indexer_topk_check) with the row's largest bound times 1e-5 as
- * the tie tolerance. */
+ * compared key by key, held to a tolerance of the key's bound
+ * Σ_h |w|·|s|·Σ|q·k| (INDEXER_TOL_F32: f32 sums of 128 and H terms;
+ * INDEXER_TOL_WGMMA for `--score wgmma`, whose FP8 MMA keeps fewer bits:
+ * docs/hardware.md, "FP8 wgmma accumulation"), masked ones exactly -inf;
+ * the index list as a set (indexer_topk_check) against the reference with
+ * twice the row's largest bound times that tolerance as the tie window
+ * (the kernel ranks its own scores, each off by up to one tolerance), and
+ * exactly against the logits the kernel stored (docs/ABI.md "indexer":
+ * the list is a top-k of that output). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,14 +37,14 @@
 
 enum { IDX_POISON = 0x7b }; /* 0x7b7b7b7b: an index no cache here reaches */
 
-static const double indexer_tol = 1e-5;
-
 typedef struct Indexer {
 	int heads, topk, ps;
-	int fp4, kb;        /* the format: E2M1 keys; bytes of a key's values */
+	int fp4, nv, kb, sb; /* the format: E2M1 keys (nv: NVFP4); bytes of a key's values, of its scales */
+	float global;       /* NVFP4: K_global, the per-tensor scale */
 	uint32_t batch, sq, max_len, max_pages, pages;
 	int full;           /* every sequence max_len keys (kbench's shape) */
 	uint32_t splits;    /* CTAs per query row (run time) */
+	double tol;         /* of a logit, relative to its bound */
 	uint8_t *q, *cache;
 	float *w;
 	int32_t *bt, *lens;
@@ -74,10 +79,13 @@ indexer_prepare(CheckCase *c, KrtErr *err)
 	c->priv = x;
 	if (f)
 		sscanf(f + 9, "%31s", fmt);
-	if (strcmp(fmt, "fp8") != 0 && strcmp(fmt, "fp4") != 0)
-		return check_fail(err, KRT_EABI, "%s: --format %s: the indexer checker knows fp8 and fp4", c->abi->kernel,
+	if (strcmp(fmt, "fp8") != 0 && strcmp(fmt, "fp4") != 0 && strcmp(fmt, "nvfp4") != 0)
+		return check_fail(err, KRT_EABI, "%s: --format %s: the indexer checker knows fp8, fp4 and nvfp4", c->abi->kernel,
 		                  fmt[0] ? fmt : "(none)");
-	x->fp4 = strcmp(fmt, "fp4") == 0;
+	x->nv = strcmp(fmt, "nvfp4") == 0;
+	x->fp4 = x->nv || strcmp(fmt, "fp4") == 0;
+	x->sb = x->nv ? INDEXER_NVFP4_SCALE : INDEXER_SCALE;
+	x->tol = strstr(c->abi->args, "--score wgmma") ? INDEXER_TOL_WGMMA : INDEXER_TOL_F32;
 	x->kb = x->fp4 ? INDEXER_FP4_KEY : INDEXER_FP8_KEY;
 	x->heads = (int)check_arg_int(c, "heads");
 	x->topk = (int)check_arg_int(c, "topk");
@@ -149,8 +157,11 @@ indexer_prepare(CheckCase *c, KrtErr *err)
 	}
 	free(perm);
 
+	/* NVFP4's per-tensor scale: sized so that the normal fill's groups
+	 * (amax up to about 30·4) keep UE4M3 scales under 448 */
+	x->global = x->nv ? (float)(0.04 * (1 + num_rng_uniform(&c->rng))) : 1.0f;
 	/* the cache: garbage everywhere, then every used key */
-	size_t pb = indexer_ref_page_bytes(x->ps, x->kb), bytes = (size_t)x->pages * pb;
+	size_t pb = indexer_ref_page_bytes(x->ps, x->kb, x->sb), bytes = (size_t)x->pages * pb;
 	if (!(x->cache = malloc(bytes + 1)))
 		return check_fail(err, KRT_ENOMEM, "indexer: no host memory for the cache");
 	for (size_t i = 0; i < bytes; i++)
@@ -158,16 +169,34 @@ indexer_prepare(CheckCase *c, KrtErr *err)
 	for (uint32_t b = 0; b < x->batch; b++)
 		for (int32_t j = 0; j < x->lens[b]; j++) {
 			const int32_t *row = x->bt + (uint64_t)b * x->max_pages;
-			uint8_t *key = indexer_ref_key(x->cache, x->ps, x->kb, (uint32_t)row[j / x->ps], j % x->ps);
-			uint8_t *sc = indexer_ref_scale(x->cache, x->ps, x->kb, (uint32_t)row[j / x->ps], j % x->ps);
+			uint8_t *key = indexer_ref_key(x->cache, x->ps, x->kb, x->sb, (uint32_t)row[j / x->ps], j % x->ps);
+			uint8_t *sc = indexer_ref_scale(x->cache, x->ps, x->kb, x->sb, (uint32_t)row[j / x->ps], j % x->ps);
 			/* ties: a copy of an earlier key (edge fill: 3 in 4 keys
 			 * copy one of the first four, so every radix pass sees
 			 * large groups of equal logits) */
 			int edge = c->fill == CHECK_FILL_EDGE && j >= 4;
 			if (edge ? num_rng_below(&c->rng, 4) != 0 : j > 0 && num_rng_below(&c->rng, 8) == 0) {
 				int32_t i = (int32_t)num_rng_below(&c->rng, edge ? 4 : (uint64_t)j);
-				memcpy(key, indexer_ref_key(x->cache, x->ps, x->kb, (uint32_t)row[i / x->ps], i % x->ps), (size_t)x->kb);
-				memcpy(sc, indexer_ref_scale(x->cache, x->ps, x->kb, (uint32_t)row[i / x->ps], i % x->ps), 4);
+				memcpy(key, indexer_ref_key(x->cache, x->ps, x->kb, x->sb, (uint32_t)row[i / x->ps], i % x->ps), (size_t)x->kb);
+				memcpy(sc, indexer_ref_scale(x->cache, x->ps, x->kb, x->sb, (uint32_t)row[i / x->ps], i % x->ps),
+				       (size_t)x->sb);
+				continue;
+			}
+			static const double mag[3] = {1.0, 1.0 / 64, 30.0};
+			double v[INDEXER_D], m = mag[num_rng_below(&c->rng, 3)];
+			if (x->nv && c->fill == CHECK_FILL_EDGE) {
+				/* every E2M1 code, every UE4M3 scale but NaN (0x7f):
+				 * zero, the subnormals 2^-9 .. 7·2^-9, up to 448 */
+				for (int i = 0; i < INDEXER_FP4_KEY; i++)
+					key[i] = (uint8_t)num_rng_below(&c->rng, 256);
+				for (int g = 0; g < INDEXER_NVFP4_SCALE; g++)
+					sc[g] = (uint8_t)num_rng_below(&c->rng, 127);
+				continue;
+			}
+			if (x->nv) {
+				for (int i = 0; i < INDEXER_D; i++)
+					v[i] = num_rng_normal(&c->rng) * m;
+				indexer_nvfp4_quantize(v, x->global, key, sc);
 				continue;
 			}
 			if (x->fp4) {
@@ -182,8 +211,6 @@ indexer_prepare(CheckCase *c, KrtErr *err)
 					                                   : (uint8_t)(118 + num_rng_below(&c->rng, 19));
 				continue;
 			}
-			static const double mag[3] = {1.0, 1.0 / 64, 30.0};
-			double v[INDEXER_D], m = mag[num_rng_below(&c->rng, 3)];
 			float fs;
 			for (int i = 0; i < INDEXER_D; i++)
 				v[i] = num_rng_normal(&c->rng) * m;
@@ -209,6 +236,13 @@ indexer_prepare(CheckCase *c, KrtErr *err)
 		rc = check_add_input(c, "weights", NUM_F32, rows * (uint64_t)x->heads, x->w, err);
 	if (!rc)
 		rc = check_add_raw_input(c, "K", "u8", 1, bytes, x->cache, err);
+	if (!rc && x->nv) {
+		float *g = malloc(sizeof *g);
+		if (!g)
+			return check_fail(err, KRT_ENOMEM, "indexer: no host memory for K_global");
+		*g = x->global;
+		rc = check_add_input(c, "K_global", NUM_F32, 1, g, err);
+	}
 	if (!rc)
 		rc = check_add_raw_input(c, "block_table", "s32", 4, x->batch * (uint64_t)x->max_pages, x->bt, err);
 	if (!rc)
@@ -241,13 +275,15 @@ indexer_compare(CheckCase *c, CheckResult *res, KrtErr *err)
 	const int32_t *ix = (const int32_t *)((const char *)ib->host + ib->guard);
 	uint64_t max_report = (uint64_t)(c->opts->max_report ? c->opts->max_report : CHECK_MAX_REPORT);
 	double *s = malloc(sizeof *s * (x->max_len + 1));
+	double *own = malloc(sizeof *own * (x->max_len + 1));
 	int32_t *got = malloc(sizeof *got * (size_t)x->topk);
 	double kd[INDEXER_D];
 	char why[256];
 
-	res->tol = indexer_tol;
-	if (!s || !got) {
+	res->tol = x->tol;
+	if (!s || !own || !got) {
 		free(s);
+		free(own);
 		free(got);
 		return check_fail(err, KRT_ENOMEM, "indexer: no host memory for the reference");
 	}
@@ -260,6 +296,7 @@ indexer_compare(CheckCase *c, CheckResult *res, KrtErr *err)
 			for (uint32_t j = 0; j < x->max_len; j++) {
 				uint64_t at = row * x->max_len + j;
 				double e, bound = 0, got_v;
+				own[j] = (double)lg[at];
 				if (num_is_fill(NUM_F32, lg, at, CHECK_POISON_BYTE))
 					continue;
 				got_v = (double)lg[at];
@@ -269,9 +306,11 @@ indexer_compare(CheckCase *c, CheckResult *res, KrtErr *err)
 				} else {
 					uint32_t pg = (uint32_t)bt[j / (uint32_t)x->ps];
 					int off = (int)(j % (uint32_t)x->ps);
-					const uint8_t *key = indexer_ref_key(x->cache, x->ps, x->kb, pg, off);
-					const uint8_t *sc = indexer_ref_scale(x->cache, x->ps, x->kb, pg, off);
-					if (x->fp4)
+					const uint8_t *key = indexer_ref_key(x->cache, x->ps, x->kb, x->sb, pg, off);
+					const uint8_t *sc = indexer_ref_scale(x->cache, x->ps, x->kb, x->sb, pg, off);
+					if (x->nv)
+						indexer_nvfp4_dequantize(key, sc, x->global, kd);
+					else if (x->fp4)
 						indexer_fp4_dequantize(key, sc, kd);
 					else
 						indexer_fp8_dequantize(key, sc, kd);
@@ -307,11 +346,15 @@ indexer_compare(CheckCase *c, CheckResult *res, KrtErr *err)
 					got[i] = (int32_t)(((uint32_t)o % x->max_pages) * (uint32_t)x->ps + (uint32_t)g % (uint32_t)x->ps);
 			}
 			res->checked += (uint64_t)x->topk;
-			if (indexer_topk_check(s, n, indexer_tol * bmax, got, x->topk, why, sizeof why) &&
+			if (indexer_topk_check(s, n, 2 * x->tol * bmax, got, x->topk, why, sizeof why) &&
 			    res->bad++ < max_report)
 				check_report(c, "  indices b %u t %u (%u keys visible, top-k %d): %s\n", b, t, n, x->topk, why);
+			else if (indexer_topk_check(own, n, 0, got, x->topk, why, sizeof why) && res->bad++ < max_report)
+				check_report(c, "  indices b %u t %u (%u keys visible, top-k %d), against the stored logits: %s\n",
+				             b, t, n, x->topk, why);
 		}
 	free(s);
+	free(own);
 	free(got);
 	/* the counters are back at zero for the next launch */
 	const CheckBuf *cb = check_find_buf_const(c, "counters");
@@ -347,7 +390,7 @@ indexer_bytes(const CheckCase *c)
 {
 	const Indexer *x = c->priv;
 
-	return (double)x->keys_read * (x->kb + INDEXER_SCALE);
+	return (double)x->keys_read * (x->kb + x->sb);
 }
 
 /* "indexer B SQ H TOPK PS LEN ITERS WARMUP FLOPS BYTES": tools/peers.py
@@ -374,7 +417,8 @@ indexer_describe(const CheckCase *c, FILE *out)
 
 	if (!x || !x->lens)
 		return;
-	fprintf(out, "  indexer: %s, %d heads, top-k %d, page %d, %u pages, max_len %u; lengths", x->fp4 ? "fp4" : "fp8",
+	fprintf(out, "  indexer: %s, %d heads, top-k %d, page %d, %u pages, max_len %u; lengths",
+	        x->nv ? "nvfp4" : x->fp4 ? "fp4" : "fp8",
 	        x->heads, x->topk, x->ps, x->pages, x->max_len);
 	for (uint32_t b = 0; b < x->batch && b < 16; b++)
 		fprintf(out, " %d", x->lens[b]);

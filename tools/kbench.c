@@ -236,8 +236,9 @@ get_ptx(const Args *a, KrtDevice *dev, char **ptx, size_t *len)
 		argv[n++] = "--target";
 		argv[n++] = target;
 	}
-	if (kgen_generate(a->fam->name, n, argv, ptx, len, &kerr)) {
-		fprintf(stderr, "kbench: kgen %s: %s\n", a->fam->name, kerr.msg);
+	const char *kfam = a->fam->kgen ? a->fam->kgen : a->fam->name;
+	if (kgen_generate(kfam, n, argv, ptx, len, &kerr)) {
+		fprintf(stderr, "kbench: kgen %s: %s\n", kfam, kerr.msg);
 		return 2;
 	}
 	return 0;

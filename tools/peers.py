@@ -2,9 +2,11 @@
 """Time the peers at the shape kbench just timed.
 
     python3 tools/peers.py gemm M N K DTYPE ITERS WARMUP [OUT_DTYPE]   (DTYPE e4m3: block-scaled)
+    python3 tools/peers.py gemm_moe M N K E contiguous|masked ITERS WARMUP OUT_DTYPE FLOPS
     python3 tools/peers.py fmha B SQ SK HQ HKV D DV MASK DTYPE ITERS WARMUP SCALE KVSHARED
     python3 tools/peers.py decode B SQ HQ TOPK PS TOPKX PSX PAGES PAGESX SINK ITERS WARMUP FLOPS BYTES
     python3 tools/peers.py indexer B SQ H TOPK PS LEN ITERS WARMUP FLOPS BYTES
+    python3 tools/peers.py topk ROWS N K ITERS WARMUP
 
 kbench runs this in a child process right after timing our kernel, on the
 same GPU in the same run, and reads the lines on stdout, one per peer:
@@ -148,6 +150,70 @@ def gemm_fp8(torch, m, n, k, iters, warmup, out):
     c = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
     med, _, _ = time_calls(torch, [lambda: torch.mm(a, b.t(), out=c)], iters, warmup)
     results.append(("torch.matmul[bf16]", 2.0 * m * n * k / (med * 1e-3) / 1e12, None))
+    return results
+
+
+def gemm_moe(torch, argv):
+    """Peers of the MoE gemm (docs/ABI.md, "MoE layouts"), E experts of
+    N x K e4m3 weights with block scales, timed alone, each reported as
+    FLOPS (ours: 2·N·K per row an expert owns, from kbench's drawn table)
+    over its median time, so the TF/s compare the same work:
+    - torch._scaled_mm[block,loop]: one cuBLAS block-scaled call per
+      expert (1x128 A scales, 128x128 B scales), the experts' rows split
+      evenly (contiguous: M/E each; masked: every slab's M rows, as a
+      graph-captured loop would run them);
+    - torch.bmm[bf16] (masked: [E,M,K]·[E,K,N], all slab rows) or
+      torch.matmul[bf16] (contiguous: one dense M x N x K, no expert
+      boundaries: the work with the best shape cuBLAS can get).
+    Weight bytes per second follow from kbench's byte count over the same
+    time (it prints GB/s for ours; for a peer, GB/s = ours · ours_ms /
+    peer_ms)."""
+    if len(argv) != 9:
+        raise SystemExit("usage: peers.py gemm_moe M N K E contiguous|masked ITERS WARMUP OUT_DTYPE FLOPS")
+    m, n, k, e = (int(x) for x in argv[:4])
+    masked, iters, warmup = argv[4] == "masked", int(argv[5]), int(argv[6])
+    out, flops = getattr(torch, DTYPES[argv[7]]), float(argv[8])
+    f8 = getattr(torch, "float8_e4m3fn", None)
+    gen = torch.Generator(device="cuda").manual_seed(1)
+    results = []
+    rows = m if masked else max(1, m // e)
+    if f8 is not None and hasattr(torch, "_scaled_mm"):
+        a = torch.randn(e * rows, k, device="cuda", generator=gen).to(f8)
+        b = torch.randn(e, n, k, device="cuda", generator=gen).to(f8)
+        kb, nb = (k + 127) // 128, (n + 127) // 128
+        sa = torch.rand(kb, e * rows, device="cuda", generator=gen).add_(0.5)
+        sb = torch.rand(e, nb, kb, device="cuda", generator=gen).add_(0.5)
+
+        def loop():
+            for x in range(e):
+                r = slice(x * rows, (x + 1) * rows)
+                torch._scaled_mm(a[r], b[x].t(), scale_a=sa[:, r].t(), scale_b=sb[x].t(), out_dtype=out)
+        name = "torch._scaled_mm[block,loop]"
+        try:
+            loop()
+            torch.cuda.synchronize()
+            med, lo, hi = time_calls(torch, [loop], iters, warmup)
+            say(f"peers.py: {name} E={e} {rows}x{n}x{k} each: median {med:.4f} ms (min {lo:.4f}, max {hi:.4f}), "
+                f"{torch.cuda.get_device_name(0)}, torch {torch.__version__}")
+            results.append((name, flops / (med * 1e-3) / 1e12, None))
+        except (TypeError, RuntimeError, ValueError) as x:
+            say(f"peers.py: {name}: {x}")
+            results.append((name, None, f"does not run: {first_line(x)}"))
+        del a, b, sa, sb
+    else:
+        results.append(("torch._scaled_mm[block,loop]", None, f"torch {torch.__version__} has no float8_e4m3fn/_scaled_mm"))
+    if masked:
+        a = torch.randn(e, m, k, device="cuda", dtype=torch.bfloat16, generator=gen)
+        b = torch.randn(e, n, k, device="cuda", dtype=torch.bfloat16, generator=gen)
+        c = torch.empty(e, m, n, device="cuda", dtype=torch.bfloat16)
+        med, _, _ = time_calls(torch, [lambda: torch.bmm(a, b.transpose(1, 2), out=c)], iters, warmup)
+        results.append(("torch.bmm[bf16]", flops / (med * 1e-3) / 1e12, None))
+    else:
+        a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16, generator=gen)
+        b = torch.randn(n, k, device="cuda", dtype=torch.bfloat16, generator=gen)
+        c = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
+        med, _, _ = time_calls(torch, [lambda: torch.mm(a, b.t(), out=c)], iters, warmup)
+        results.append(("torch.matmul[bf16]", flops / (med * 1e-3) / 1e12, None))
     return results
 
 
@@ -449,14 +515,35 @@ def indexer(torch, argv):
     return results
 
 
+def topk(torch, argv):
+    """torch.topk over the same shape as the standalone top-k (docs/ABI.md
+    "topk"): ROWS rows of N fp32 N(0,1) logits, k = K. Reported in µs (a
+    select does no floating-point work to rate)."""
+    if len(argv) != 5:
+        return [(None, None, "topk: want 5 arguments")]
+    rows, n, k, iters, warmup = (int(x) for x in argv)
+    g = torch.Generator(device="cuda")
+    g.manual_seed(1)
+    x = torch.randn(rows, n, device="cuda", generator=g)
+    try:
+        med, lo, hi = time_calls(torch, [lambda: torch.topk(x, min(k, n), dim=-1)], iters, warmup)
+    except Exception as ex:  # noqa: BLE001 - report, never crash kbench
+        return [("torch.topk", None, f"does not run: {first_line(str(ex))}")]
+    say(f"peers.py: torch.topk over [{rows}, {n}] fp32, k {k}: median {med * 1e3:.1f} us "
+        f"(min {lo * 1e3:.1f}, max {hi * 1e3:.1f}), {torch.cuda.get_device_name(0)}, torch {torch.__version__}")
+    return [("torch.topk", None, f"{med * 1e3:.1f} us over [{rows}, {n}]")]
+
+
 # One row per family: the function that times its peers. Each returns a
 # list of (name, tflops, None) for a peer that ran, (name, None, why) for one
 # that cannot run the case, or [(None, None, why)] when there is no peer.
 FAMILIES = {
     "gemm": gemm,
+    "gemm_moe": gemm_moe,
     "fmha": fmha,
     "decode": decode,
     "indexer": indexer,
+    "topk": topk,
 }
 
 

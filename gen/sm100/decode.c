@@ -104,18 +104,33 @@ sm100_decode_bound(const DecodeCfg *d, Buf *out)
 
 	if (smem > cta)
 		cta = smem;
+	/* one K=V stage (head_dim_qk 576: two do not fit): a tile's gather
+	 * waits for the P.V of the one before, the MMA for the gather, so
+	 * the gather's issue and stores add to the rest instead of overlapping */
+	if (f->stages == 1) {
+		double g_issue = words * GATHER_ISSUE_PER_WORD / B200_ISSUE_CLK, g_smem = f->d * 2.0 / B200_SMEM_B_CLK;
+		double rest = 128.0 * SOFTMAX_ISSUE_PER_SCORE / B200_ISSUE_CLK;
+		double mma_smem = ((128.0 * f->d) / f->bn + f->d + f->dvc) * 2 / B200_SMEM_B_CLK;
+
+		if (mma > rest)
+			rest = mma;
+		if (mma_smem > rest)
+			rest = mma_smem;
+		cta = (g_issue > g_smem ? g_issue : g_smem) + rest;
+	}
 	double clk_token = cta * f->ohalves * d->hblocks;   /* SM clocks per token of a query row */
 	/* SM clocks of HBM time per token, the whole GPU's HBM shared by its SMs */
 	double hbm_clk = hbm * B200_SMS * B200_CLK_MHZ * 1e6 / (B200_HBM_GB_S * 1e9);
 	double useful = 2.0 * d->hq * (f->d + f->dv);
 
-	buf_printf(out, "bound           B200, per token of a query row: %.0f HBM bytes (%.1f SM-clk at %.0f TB/s over %d SMs) vs %d CTA%s x max(tensor %.1f clk [M=128 of which %d rows are heads, S recomputed per O half], shared memory %.1f clk [Q reread per S, K, V, the gather's stores], issue %.1f clk [softmax + dequant], ex2 %.1f clk) = %.1f SM-clk\n",
-	           hbm, hbm_clk, B200_HBM_GB_S / 1e3, B200_SMS, f->ohalves * d->hblocks, f->ohalves * d->hblocks > 1 ? "s" : "", mma,
+	buf_printf(out, "bound           B200, per token of a query row: %.0f HBM bytes (%.1f SM-clk at %.0f TB/s over %d SMs) vs %d CTA%s x %s(tensor %.1f clk [M=128 of which %d rows are heads, S recomputed per O half], shared memory %.1f clk [Q reread per S, K, V, the gather's stores], issue %.1f clk [softmax + dequant], ex2 %.1f clk) = %.1f SM-clk\n",
+	           hbm, hbm_clk, B200_HBM_GB_S / 1e3, B200_SMS, f->ohalves * d->hblocks, f->ohalves * d->hblocks > 1 ? "s" : "",
+	           f->stages == 1 ? "[one K=V stage: the gather, then the rest] " : "max", mma,
 	           d->hq < 64 ? d->hq : 64, smem, issue, ex2, clk_token);
 	double clk = clk_token > hbm_clk ? clk_token : hbm_clk, tok_s = B200_SMS * B200_CLK_MHZ * 1e6 / clk;
 
 	buf_printf(out, "                -> %s-bound: at most %.2f TB/s of unique KV (%.0f%% of HBM), %.0f TFLOP/s useful (%.0f%% of bf16 peak); rows 64..127 and the S recompute are the price of reusing fmha's M=128 pipeline (an M=64 Layout F plan with O halves at lane offsets 0/16 would remove both)\n",
-	           clk_token <= hbm_clk ? "HBM" : cta == smem ? "shared-memory" : cta == mma ? "tensor" : "issue", tok_s * hbm / 1e12, 100.0 * hbm_clk / clk,
+	           clk_token <= hbm_clk ? "HBM" : f->stages == 1 ? "serialized-gather" : cta == smem ? "shared-memory" : cta == mma ? "tensor" : "issue", tok_s * hbm / 1e12, 100.0 * hbm_clk / clk,
 	           tok_s * useful / 1e12, 100.0 * useful / clk / B200_MMA_FLOP_CLK);
 }
 

@@ -293,11 +293,13 @@ corr_ring(const FmhaCfg *f)
  * K=V in as many stages as S slots and one Q tile, a tile's stage last
  * held the tile whose P·V read its slot, and the MMA issuer's K=V full
  * wait already follows that P·V's "K=V free" commit through the
- * producer: the slot is free, and the barrier would order nothing. */
+ * producer: the slot is free, and the barrier would order nothing. With
+ * one stage (decode at head_dim_qk 576) the K=V full wait follows the
+ * previous tile's P·V commit, which tracks the slot's reader before it. */
 static int
 slot_free_barrier(const FmhaCfg *f)
 {
-	return !(fmha_kv_one(f) && f->stages == SLOTS && qtiles(f) == 1);
+	return !(fmha_kv_one(f) && f->stages <= SLOTS && qtiles(f) == 1);
 }
 
 static int
@@ -952,7 +954,8 @@ emit_sink(Emit *e, const FmhaRegs *r, Soft *s)
 /* O_q / l to global, 32 columns at a time: thread t holds its row's
  * columns, stored as 16-byte vectors (Dv and the column offset are
  * multiples of 64, so rows are 16-byte aligned). zero: no KV tile was
- * visited, O is 0 and TMEM is never read. */
+ * visited, O is 0 and TMEM is never read. decode --unnormalized 1
+ * (f->o_unnorm): O as f32 without the 1/l, straight from TMEM. */
 static void
 emit_store_o(Emit *e, const FmhaCfg *f, Soft *s, Reg addr, Reg prow, Reg inv, Reg ta, int zero)
 {
@@ -966,6 +969,21 @@ emit_store_o(Emit *e, const FmhaCfg *f, Soft *s, Reg addr, Reg prow, Reg inv, Re
 
 	for (int c = 0; c < f->dvc; c += CHUNK) {
 		int g = c / h * (f->pair ? pv_n(f) : h) + c % h;
+		if (f->o_unnorm) {
+			if (zero) {
+				for (int i = 0; i < CHUNK; i++)
+					emitf(e, "\tmov.f32 %s, 0f00000000;\n", v[i].s);
+			} else {
+				emitf(e, "\tadd.u32 %s, %s, %d;\n", ta.s, s->tl.s, col_o(f, 0) + c);
+				emitf(e, "\tmad.lo.u32 %s, %s, %d, %s;\n", ta.s, s->q.s, f->dvc, ta.s);
+				sm100_ld_32x32b(e, v, CHUNK, ta);
+				sm100_wait_ld(e);
+			}
+			for (int q4 = 0; q4 < CHUNK / 4; q4++)
+				emitf(e, "\t@%s st.global.v4.f32 [%s+%d], {%s, %s, %s, %s};\n", prow.s, addr.s,
+				      (c + 4 * q4) * 4, v[4 * q4].s, v[4 * q4 + 1].s, v[4 * q4 + 2].s, v[4 * q4 + 3].s);
+			continue;
+		}
 		if (zero) {
 			for (int i = 0; i < CHUNK / 2; i++)
 				emitf(e, "\tmov.b32 %s, 0;\n", pk[i].s);
@@ -1018,7 +1036,7 @@ emit_epilogue(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Soft *s, KgErr *err)
 		op_bar_sync_why(e, 1, 128, "softmax: row sum halves stored");
 		emitf(e, "\tld.shared.f32 %s, [%s];\n\tadd.f32 %s, %s, %s;\n", inv.s, s->xb.s, s->l.s, s->l.s, inv.s);
 	}
-	emitf(e, "\tmad.lo.u64 %s, %s, %d, %s;\n", addr.s, addr.s, f->esz, r->o.s);
+	emitf(e, "\tmad.lo.u64 %s, %s, %d, %s;\n", addr.s, addr.s, f->o_unnorm ? 4 : f->esz, r->o.s);
 	if (r->sink.s[0])
 		emit_sink(e, r, s);
 	emitf(e, "\tsetp.gt.f32 %s, %s, 0f00000000;\n", s->p.s, s->l.s);
@@ -1050,6 +1068,14 @@ emit_epilogue(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Soft *s, KgErr *err)
 		emitf(e, "\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n", addr.s, s->t.s, addr.s, addr.s,
 		      r->lse.s);
 		emitf(e, "\t@%s st.global.f32 [%s], %s;\n", prow.s, addr.s, lse.s);
+		if (f->o_unnorm) {
+			/* M = the row max, ms·ln 2 (0 for a row with no key): O·e^(M - LSE)
+			 * is the normalized output (docs/ABI.md "decode") */
+			emitf(e, "\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n", addr.s, s->t.s, addr.s, addr.s,
+			      r->mref.s);
+			emitf(e, "\tmul.f32 %s, %s, 0f3F317218;\n\t@%s st.global.f32 [%s], %s;\n", lse.s, s->ms.s, prow.s,
+			      addr.s, lse.s);
+		}
 	}
 	return f->finish ? f->finish(e, f, r, err) : 0;
 }

@@ -262,13 +262,26 @@ emit_epilogue(Emit *e, const GemmCfg *g, const GemmRegs *r, Reg tmem, KgErr *err
 	Reg row = reg_new(e, RC_B32), t = reg_new(e, RC_B32), prow = reg_new(e, RC_PRED);
 	Reg vec = reg_new(e, RC_PRED), fast = reg_new(e, RC_PRED), pc = reg_new(e, RC_PRED);
 	Reg ra = reg_new(e, RC_B64), rb = reg_new(e, RC_B64), h = reg_new(e, RC_B16);
-	Reg accbar;
-	int esz = g->esz_out, bf16 = g->out == DT_BF16;
+	Reg accbar, u[CHUNK], N = r->N, lim = {0}, nlim = {0}, st = {0};
+	int esz = g->esz_out, bf16 = g->out == DT_BF16, ncols = g->tn >> g->swiglu;
 
 	reg_array(e, RC_F32, v, CHUNK);
 	if (bf16)
 		reg_array(e, RC_B32, pk, CHUNK / 2);
+	if (g->swiglu) {
+		/* C is N/2 wide: column n0 + j of it from accumulator columns j
+		 * (gate) and tn/2 + j (up) (docs/ABI.md, "SwiGLU epilogue") */
+		reg_array(e, RC_F32, u, CHUNK);
+		N = reg_new(e, RC_B32);
+		lim = reg_new(e, RC_F32);
+		nlim = reg_new(e, RC_F32);
+		st = reg_new(e, RC_F32);
+	}
 	emit_block(e, "sm100.gemm_epilogue");
+	if (g->swiglu) {
+		emitf(e, "\tshr.u32 %s, %s, 1;\n", N.s, r->N.s);
+		emitf(e, "\tld.param.f32 %s, [p_swiglu_limit];\n\tneg.f32 %s, %s;\n", lim.s, nlim.s, lim.s);
+	}
 	accbar = op_plan_bar(e, &g->plan, r->base, g->b_acc);
 	if (op_mbar_wait(e, err, accbar, "0") < 0)
 		return -1;
@@ -277,25 +290,33 @@ emit_epilogue(Emit *e, const GemmCfg *g, const GemmRegs *r, Reg tmem, KgErr *err
 	sm100_quarter_taddr(e, tw, r->warp, tmem, 0);
 	sm100_quarter_row(e, row, r->warp, r->lane, 0);
 	emitf(e, "\tadd.u32 %s, %s, %s;\n", row.s, row.s, r->m0.s);
-	emitf(e, "\tsetp.lt.u32 %s, %s, %s;\n", prow.s, row.s, r->M.s);
-	emitf(e, "\tand.b32 %s, %s, %d;\n\tsetp.eq.u32 %s, %s, 0;\n", t.s, r->N.s, 16 / esz - 1, vec.s, t.s);
-	emitf(e, "\tmul.wide.u32 %s, %s, %s;\n", ra.s, row.s, r->N.s);
+	emitf(e, "\tsetp.lt.u32 %s, %s, %s;\n", prow.s, row.s, r->mhi.s);
+	if (g->moe) /* MoE: the expert's rows only */
+		emitf(e, "\tsetp.ge.and.u32 %s, %s, %s, %s;\n", prow.s, row.s, r->mlo.s, prow.s);
+	emitf(e, "\tand.b32 %s, %s, %d;\n\tsetp.eq.u32 %s, %s, 0;\n", t.s, N.s, 16 / esz - 1, vec.s, t.s);
+	emitf(e, "\tmul.wide.u32 %s, %s, %s;\n", ra.s, row.s, N.s);
 	emitf(e, "\tcvt.u64.u32 %s, %s;\n\tadd.u64 %s, %s, %s;\n", rb.s, r->n0.s, ra.s, ra.s, rb.s);
 	emitf(e, "\tmad.lo.u64 %s, %s, %d, %s;\n", ra.s, ra.s, esz, r->c.s);
 	/* chunks of 32 columns, the last one 16 when tile-n is an odd
 	 * multiple of 16 (every column must be loaded and stored) */
-	for (int col = 0; col < g->tn; col += CHUNK) {
+	for (int col = 0; col < ncols; col += CHUNK) {
 		char slow[48], next[48];
-		int w = g->tn - col < CHUNK ? g->tn - col : CHUNK;
+		int w = ncols - col < CHUNK ? ncols - col : CHUNK;
 		int base = col * esz;
 
 		label_new(e, slow, sizeof slow, "store_slow");
 		label_new(e, next, sizeof next, "store_next");
 		emitf(e, "\tadd.u32 %s, %s, %d;\n", ta.s, tw.s, col);
 		sm100_ld_32x32b(e, v, w, ta);
+		if (g->swiglu) {
+			emitf(e, "\tadd.u32 %s, %s, %d;\n", ta.s, tw.s, col + ncols);
+			sm100_ld_32x32b(e, u, w, ta);
+		}
 		sm100_wait_ld(e);
+		for (int j = 0; g->swiglu && j < w; j++)
+			op_swiglu(e, v[j], v[j], u[j], lim, nlim, st);
 		emitf(e, "\tadd.u32 %s, %s, %d;\n", t.s, r->n0.s, col + w);
-		emitf(e, "\tsetp.le.and.u32 %s, %s, %s, %s;\n", fast.s, t.s, r->N.s, vec.s);
+		emitf(e, "\tsetp.le.and.u32 %s, %s, %s, %s;\n", fast.s, t.s, N.s, vec.s);
 		emitf(e, "\tand.pred %s, %s, %s;\n\t@!%s bra %s;\n", fast.s, fast.s, prow.s, fast.s, slow);
 		for (int q = 0; q < w * esz / 16; q++) {
 			if (bf16) {
@@ -313,7 +334,7 @@ emit_epilogue(Emit *e, const GemmCfg *g, const GemmRegs *r, Reg tmem, KgErr *err
 		emit_label(e, slow);
 		for (int j = 0; j < w; j++) {
 			emitf(e, "\tadd.u32 %s, %s, %d;\n", t.s, r->n0.s, col + j);
-			emitf(e, "\tsetp.lt.and.u32 %s, %s, %s, %s;\n", pc.s, t.s, r->N.s, prow.s);
+			emitf(e, "\tsetp.lt.and.u32 %s, %s, %s, %s;\n", pc.s, t.s, N.s, prow.s);
 			if (bf16) {
 				emitf(e, "\tcvt.rn.bf16.f32 %s, %s;\n", h.s, v[j].s);
 				emitf(e, "\t@%s st.global.b16 [%s+%d], %s;\n", pc.s, ra.s, base + j * esz, h.s);

@@ -466,7 +466,9 @@ const DecodeOps decode_sm90 = {
 	decode_gather_warpgroup,
 	GATHER_REGS,
 	"sm_90a: E4M3 -> f16 (cvt) -> f32 x scale -> bf16 in registers of the producer warpgroup (bf16 caches: "
-	"copied), stored to smem; then the only rounding beyond the key's is fmha's bf16 P",
+	"copied), stored to smem; then the only rounding beyond the key's is fmha's bf16 P. FP8 wgmma is not "
+	"taken: it would round Q and P to E4M3 (~2^-4 relative per element), and it reads only K-major "
+	"operands, while V, stored key by key, is P.V's MN-major B",
 	NULL,
 	NULL,
 	gather_regs,

@@ -50,7 +50,8 @@ sm90_plan(GemmCfg *g, KgErr *err)
  * one 2-element store where the row exists, both columns are inside N and N is even
  * (alignment); otherwise each column alone where it is inside N. */
 static void
-emit_store_fragment(Emit *e, const GemmCfg *g, const GemmRegs *r, Reg wgc, const Reg *acc)
+emit_store_fragment(Emit *e, const GemmCfg *g, const GemmRegs *r, Reg wgc, const Reg *acc, int ncols,
+                    Reg N)
 {
 	Reg row = reg_new(e, RC_B32), col = reg_new(e, RC_B32), t = reg_new(e, RC_B32);
 	Reg addr[2], prow[2], pfull = reg_new(e, RC_PRED), pone = reg_new(e, RC_PRED);
@@ -65,26 +66,28 @@ emit_store_fragment(Emit *e, const GemmCfg *g, const GemmRegs *r, Reg wgc, const
 	emitf(e, "\tadd.u32 %s, %s, %s;\n", row.s, row.s, r->m0.s);
 	sm90_acc_col0(e, t, r->lane);
 	emitf(e, "\tadd.u32 %s, %s, %s;\n", col.s, t.s, r->n0.s);
-	emitf(e, "\tand.b32 %s, %s, 1;\n\tsetp.eq.u32 %s, %s, 0;\n", t.s, r->N.s, neven.s, t.s);
+	emitf(e, "\tand.b32 %s, %s, 1;\n\tsetp.eq.u32 %s, %s, 0;\n", t.s, N.s, neven.s, t.s);
 	for (int h8 = 0; h8 < 2; h8++) {
 		Reg rr = reg_new(e, RC_B32);
 		addr[h8] = reg_new(e, RC_B64);
 		prow[h8] = reg_new(e, RC_PRED);
 		emitf(e, "\tadd.u32 %s, %s, %d;\n", rr.s, row.s, 8 * h8);
-		emitf(e, "\tsetp.lt.u32 %s, %s, %s;\n", prow[h8].s, rr.s, r->M.s);
+		emitf(e, "\tsetp.lt.u32 %s, %s, %s;\n", prow[h8].s, rr.s, r->mhi.s);
+		if (g->moe) /* MoE: the expert's rows only */
+			emitf(e, "\tsetp.ge.and.u32 %s, %s, %s, %s;\n", prow[h8].s, rr.s, r->mlo.s, prow[h8].s);
 		/* element offset row*N + col, in 64 bits: M*N may exceed 2^32 */
-		emitf(e, "\tmul.wide.u32 %s, %s, %s;\n", addr[h8].s, rr.s, r->N.s);
+		emitf(e, "\tmul.wide.u32 %s, %s, %s;\n", addr[h8].s, rr.s, N.s);
 		emitf(e, "\tcvt.u64.u32 %s, %s;\n\tadd.u64 %s, %s, %s;\n", ra.s, col.s, addr[h8].s, addr[h8].s, ra.s);
 		emitf(e, "\tmad.lo.u64 %s, %s, %d, %s;\n", addr[h8].s, addr[h8].s, esz, r->c.s);
 	}
-	for (int q = 0; q < g->tn / 8; q++) {
+	for (int q = 0; q < ncols / 8; q++) {
 		/* columns c = col + 8q and c + 1: a pair store, or each alone */
 		emitf(e, "\tadd.u32 %s, %s, %d;\n", t.s, col.s, 8 * q + 1);
-		emitf(e, "\tsetp.lt.u32 %s, %s, %s;\n", phi.s, t.s, r->N.s);
+		emitf(e, "\tsetp.lt.u32 %s, %s, %s;\n", phi.s, t.s, N.s);
 		emitf(e, "\tand.pred %s, %s, %s;\n", pc2.s, phi.s, neven.s);
 		emitf(e, "\txor.pred %s, %s, %s;\n", phi.s, phi.s, pc2.s);
 		emitf(e, "\tsub.u32 %s, %s, 1;\n", t.s, t.s);
-		emitf(e, "\tsetp.lt.u32 %s, %s, %s;\n", pc1.s, t.s, r->N.s);
+		emitf(e, "\tsetp.lt.u32 %s, %s, %s;\n", pc1.s, t.s, N.s);
 		emitf(e, "\txor.pred %s, %s, %s;\n", pc1.s, pc1.s, pc2.s);
 		for (int h8 = 0; h8 < 2; h8++) {
 			int i = 4 * q + 2 * h8, off = 8 * q * esz;
@@ -118,6 +121,9 @@ typedef struct Scales {
 	Reg pb;           /* &SB[n0/128][kb] */
 	Reg stride;       /* bytes from SA[kb] to SA[kb+1]: 4*M */
 	Reg a[2], b;      /* this K block's scales */
+	Reg na[2], nb, nbu; /* the next K block's, loaded while this one's second half runs */
+	Reg pbu, bu;      /* swiglu: the up half's SB, &SB[(N/2 + n0)/128][kb] and its value */
+	Reg abu[2];       /* swiglu: a[row] * bu */
 	Reg e8, e8p;      /* UE8M0 SB: its byte, and a predicate */
 	Reg ab[2];        /* a[row] * b */
 } Scales;
@@ -131,52 +137,78 @@ emit_scale_addrs(Emit *e, const GemmCfg *g, const GemmRegs *r, Reg wgc, Scales *
 	emit_block(e, "sm90.gemm_scale_addrs");
 	reg_array(e, RC_F32, sc->tmp, g->tn / 2);
 	sc->stride = reg_new(e, RC_B64);
-	emitf(e, "\tmul.wide.u32 %s, %s, 4;\n", sc->stride.s, r->M.s);
+	emitf(e, "\tmul.wide.u32 %s, %s, 4;\n", sc->stride.s, r->rows.s);
 	sm90_acc_row0(e, row, wgc, r->warp, r->lane, t);
-	emitf(e, "\tadd.u32 %s, %s, %s;\n\tsub.u32 %s, %s, 1;\n", row.s, row.s, r->m0.s, last.s, r->M.s);
+	emitf(e, "\tadd.u32 %s, %s, %s;\n\tsub.u32 %s, %s, 1;\n", row.s, row.s, r->m0.s, last.s, r->rows.s);
 	for (int h = 0; h < 2; h++) {
 		/* rows past M are never stored; clamped they read a real scale */
 		sc->pa[h] = reg_new(e, RC_B64);
 		sc->a[h] = reg_new(e, RC_F32);
+		sc->na[h] = reg_new(e, RC_F32);
 		emitf(e, "\tadd.u32 %s, %s, %d;\n\tmin.u32 %s, %s, %s;\n", t.s, row.s, 8 * h, t.s, t.s, last.s);
 		emitf(e, "\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n", w.s, t.s, sc->pa[h].s, r->sa.s, w.s);
 	}
-	/* SB row n0 / 128 (n0 < N: the tile exists), K block 0 */
+	/* SB row n0 / 128 (n0 < N: the tile exists; MoE: of its expert), K block 0 */
 	sc->pb = reg_new(e, RC_B64);
 	sc->b = reg_new(e, RC_F32);
+	sc->nb = reg_new(e, RC_F32);
 	sc->e8 = reg_new(e, RC_B32);
 	sc->e8p = reg_new(e, RC_PRED);
-	emitf(e, "\tdiv.u32 %s, %s, %d;\n", t.s, r->n0.s, g->sblock);
+	if (g->moe)
+		emitf(e, "\tmov.u32 %s, %s;\n", t.s, r->sbrow.s);
+	else
+		emitf(e, "\tdiv.u32 %s, %s, %d;\n", t.s, r->n0.s, g->sblock);
 	emitf(e, "\tmul.lo.u32 %s, %s, %s;\n\tmul.wide.u32 %s, %s, %d;\n\tadd.u64 %s, %s, %s;\n", t.s, t.s,
 	      r->nk.s, w.s, t.s, dtype_bits(g->sbtype) / 8, sc->pb.s, r->sb.s, w.s);
 	for (int h = 0; h < 2; h++)
 		sc->ab[h] = reg_new(e, RC_F32);
+	if (g->swiglu) {
+		/* the up half's row block: (N/2)/128 past the gate's (N/2 is whole blocks: nmult) */
+		sc->pbu = reg_new(e, RC_B64);
+		sc->bu = reg_new(e, RC_F32);
+		sc->nbu = reg_new(e, RC_F32);
+		for (int h = 0; h < 2; h++)
+			sc->abu[h] = reg_new(e, RC_F32);
+		emitf(e, "\tshr.u32 %s, %s, 8;\n\tmul.lo.u32 %s, %s, %s;\n", t.s, r->N.s, t.s, t.s, r->nk.s);
+		emitf(e, "\tmul.wide.u32 %s, %s, %d;\n\tadd.u64 %s, %s, %s;\n", w.s, t.s, dtype_bits(g->sbtype) / 8,
+		      sc->pbu.s, sc->pb.s, w.s);
+	}
 }
 
-/* This K block's scales, issued before the MMAs so that their latency
- * hides behind them; the pointers then step to the next block. */
+/* One SB value into b from *pb, which steps to the next K block. */
 static void
-emit_scale_loads(Emit *e, const GemmCfg *g, Scales *sc)
+emit_sb_load(Emit *e, const GemmCfg *g, Scales *sc, Reg b, Reg pb)
 {
-	emit_block(e, "sm90.gemm_scale_loads");
-	for (int h = 0; h < 2; h++) {
-		emitf(e, "\tld.global.nc.f32 %s, [%s];\n", sc->a[h].s, sc->pa[h].s);
-		emitf(e, "\tadd.u64 %s, %s, %s;\n", sc->pa[h].s, sc->pa[h].s, sc->stride.s);
-	}
 	if (g->sbtype == DT_UE8M0) {
 		/* 2^(e-127) as f32 bits: e << 23 for e = 1..254; e = 0 is the
 		 * subnormal 2^-127, 255 NaN (docs/hardware.md, "Number formats") */
-		emitf(e, "\tld.global.nc.u8 %s, [%s];\n", sc->e8.s, sc->pb.s);
+		emitf(e, "\tld.global.nc.u8 %s, [%s];\n", sc->e8.s, pb.s);
 		emitf(e, "\tsetp.eq.u32 %s, %s, 0;\n", sc->e8p.s, sc->e8.s);
 		emitf(e, "\tshl.b32 %s, %s, 23;\n\t@%s mov.b32 %s, 0x00400000;\n", sc->e8.s, sc->e8.s, sc->e8p.s,
 		      sc->e8.s);
 		emitf(e, "\tsetp.eq.u32 %s, %s, 0x7f800000;\n\t@%s mov.b32 %s, 0x7fc00000;\n", sc->e8p.s, sc->e8.s,
 		      sc->e8p.s, sc->e8.s);
-		emitf(e, "\tmov.b32 %s, %s;\n\tadd.u64 %s, %s, 1;\n", sc->b.s, sc->e8.s, sc->pb.s, sc->pb.s);
+		emitf(e, "\tmov.b32 %s, %s;\n\tadd.u64 %s, %s, 1;\n", b.s, sc->e8.s, pb.s, pb.s);
 		return;
 	}
-	emitf(e, "\tld.global.nc.f32 %s, [%s];\n", sc->b.s, sc->pb.s);
-	emitf(e, "\tadd.u64 %s, %s, 4;\n", sc->pb.s, sc->pb.s);
+	emitf(e, "\tld.global.nc.f32 %s, [%s];\n", b.s, pb.s);
+	emitf(e, "\tadd.u64 %s, %s, 4;\n", pb.s, pb.s);
+}
+
+/* A K block's scales into a[2], b (the current set or the next one),
+ * issued before that block's MMAs so that their latency hides behind
+ * them; the pointers then step to the next block. */
+static void
+emit_scale_loads(Emit *e, const GemmCfg *g, Scales *sc, const Reg *a, Reg b, Reg bu)
+{
+	emit_block(e, "sm90.gemm_scale_loads");
+	for (int h = 0; h < 2; h++) {
+		emitf(e, "\tld.global.nc.f32 %s, [%s];\n", a[h].s, sc->pa[h].s);
+		emitf(e, "\tadd.u64 %s, %s, %s;\n", sc->pa[h].s, sc->pa[h].s, sc->stride.s);
+	}
+	emit_sb_load(e, g, sc, b, sc->pb);
+	if (g->swiglu)
+		emit_sb_load(e, g, sc, bu, sc->pbu);
 }
 
 /* Which of the thread's rows (g, g+8) accumulator register i is in
@@ -190,16 +222,152 @@ row_of_acc(int i)
 	return drow / 8;
 }
 
-/* acc += tmp * SA[row] * SB[column block], once per K block. */
+/* acc += tmp * SA[row] * SB[column block] for one column half of the
+ * tile (half 0 first, which also forms the products SA*SB; swiglu: half 1
+ * is the up half, scaled by its own SB, bu). The halves'
+ * fragments are the tile's registers 0..tn/4-1 and tn/4..tn/2-1: a column
+ * block of 8 is 4 registers, so register i of a half is tile register
+ * i + h*tn/4, in the same row (docs/hardware.md, "wgmma accumulator fragment"). */
 static void
-emit_promote(Emit *e, const GemmCfg *g, Scales *sc, const Reg *acc)
+emit_promote_half(Emit *e, const GemmCfg *g, Scales *sc, const Reg *acc, int half)
 {
-	emit_block(e, "sm90.gemm_promote");
+	int q = g->tn / 4, up = half && g->swiglu;
+
+	emit_block(e, half ? "sm90.gemm_promote_hi" : "sm90.gemm_promote_lo");
+	if (!half)
+		for (int h = 0; h < 2; h++)
+			emitf(e, "\tmul.f32 %s, %s, %s;\n", sc->ab[h].s, sc->a[h].s, sc->b.s);
+	for (int h = 0; up && h < 2; h++)
+		emitf(e, "\tmul.f32 %s, %s, %s;\n", sc->abu[h].s, sc->a[h].s, sc->bu.s);
+	for (int i = 0; i < q; i++)
+		emitf(e, "\tfma.rn.f32 %s, %s, %s, %s;\n", acc[q * half + i].s, sc->tmp[q * half + i].s,
+		      (up ? sc->abu : sc->ab)[row_of_acc(i)].s, acc[q * half + i].s);
+}
+
+/* Operands of one stage's MMAs: the stage's A and B bases (16-byte units),
+ * descriptor words and scratch. */
+typedef struct StageOps {
+	Reg as, bs, lo, ad, bd, ahr, bhr;
+	uint32_t alo, blo;
+} StageOps;
+
+/* One column half of the K block's MMAs into its half of the temporary,
+ * as one wgmma group: N = tn/2 starts tn/2 rows into B's tile. */
+static void
+emit_half_mmas(Emit *e, const GemmCfg *g, Scales *sc, const StageOps *o, int half)
+{
+	emit_block(e, half ? "sm90.gemm_mma_hi" : "sm90.gemm_mma_lo");
+	sm90_wgmma_fence(e);
+	for (int kk = 0; kk < g->tk / g->kmma; kk++) {
+		uint32_t da = layout_offset(&g->la, 0, g->kmma * kk) >> 4;
+		uint32_t db = layout_offset(&g->lb, g->tn / 2 * half, g->kmma * kk) >> 4;
+		emitf(e, "\tadd.u32 %s, %s, %u;\n\tmov.b64 %s, {%s, %s};\n", o->lo.s, o->as.s, o->alo + da, o->ad.s,
+		      o->lo.s, o->ahr.s);
+		emitf(e, "\tadd.u32 %s, %s, %u;\n\tmov.b64 %s, {%s, %s};\n", o->lo.s, o->bs.s, o->blo + db, o->bd.s,
+		      o->lo.s, o->bhr.s);
+		/* the block's first MMA overwrites the temporary */
+		sm90_wgmma(e, g->tn / 2, g->in, sc->tmp + g->tn / 4 * half, &o->ad, NULL, o->bd, kk > 0, 0);
+	}
+	sm90_wgmma_commit(e);
+}
+
+static void
+emit_stage_bases(Emit *e, const GemmCfg *g, const StageOps *o, Reg stage, Reg a0, Reg b0)
+{
+	emitf(e, "\tmad.lo.u32 %s, %s, %u, %s;\n", o->as.s, stage.s, g->la.bytes, a0.s);
+	emitf(e, "\tmad.lo.u32 %s, %s, %u, %s;\n", o->bs.s, stage.s, g->lb.bytes, b0.s);
+	emitf(e, "\tshr.u32 %s, %s, 4;\n\tshr.u32 %s, %s, 4;\n", o->as.s, o->as.s, o->bs.s, o->bs.s);
+}
+
+/* The block-scaled main loop; ring holds stage, phase, kt, full, prev
+ * and a scratch predicate. A scale per K block means the block's product
+ * must be complete before it is scaled into the accumulator; one group per
+ * block leaves the tensor core idle while its warpgroup waits and then
+ * promotes. So each K block is issued as two groups, one per column half of
+ * the tile, and a half is promoted while the other half's group runs:
+ * half 0 of block k while half 1 of k runs (wgmma.wait_group 1 waits for
+ * all but the newest group, PTX ISA §9.7.15.7), half 1 of k while half 0
+ * of k+1 runs. Same registers as one group: the temporary is split, not
+ * doubled. Stage k is released once both of its halves completed. */
+static int
+emit_bs_loop(Emit *e, KgErr *err, const GemmCfg *g, const GemmRegs *r, Scales *sc, const Reg *acc,
+             const StageOps *o, const Reg *ring, Reg a0, Reg b0, Reg full0, Reg empty0, Reg lane0)
+{
+	Reg stage = ring[0], phase = ring[1], kt = ring[2], full = ring[3], prev = ring[4], p = ring[5];
+	Reg more = reg_new(e, RC_PRED);
+	char loop[48], last[48], done[48], guard[16];
+
+	label_new(e, loop, sizeof loop, "mma");
+	label_new(e, last, sizeof last, "mma_last");
+	label_new(e, done, sizeof done, "mma_done");
+	emit_block(e, "sm90.gemm_block_prologue");
+	emitf(e, "\tmov.u32 %s, 0;\n\tmov.u32 %s, 0;\n\tmov.u32 %s, 0;\n", stage.s, phase.s, kt.s);
+	emitf(e, "\tsetp.eq.u32 %s, %s, 0;\n\t@%s bra %s;\n", p.s, r->nk.s, p.s, done);
+	emitf(e, "\tmov.u32 %s, %s;\n", full.s, full0.s);
+	if (op_mbar_wait(e, err, full, phase.s) < 0)
+		return -1;
+	emit_scale_loads(e, g, sc, sc->a, sc->b, sc->bu);
+	emit_stage_bases(e, g, o, stage, a0, b0);
+	emit_half_mmas(e, g, sc, o, 0);
+	emit_half_mmas(e, g, sc, o, 1);
+	emit_label(e, loop);
+	emit_block(e, "sm90.gemm_block_loop");
+	emitf(e, "\tmad.lo.u32 %s, %s, 8, %s; // mbar %s[stage]\n", prev.s, stage.s, empty0.s,
+	      g->plan.bars[g->b_empty].name);
+	op_ring_advance(e, stage, phase, g->stages, reg_new(e, RC_PRED));
+	emitf(e, "\tadd.u32 %s, %s, 1;\n\tsetp.lt.u32 %s, %s, %s;\n", kt.s, kt.s, more.s, kt.s, r->nk.s);
+	sm90_wgmma_wait(e, 1);
+	emit_promote_half(e, g, sc, acc, 0);
+	emitf(e, "\t@!%s bra %s;\n", more.s, last);
+	emit_block(e, "sm90.gemm_block_next");
+	emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n", full.s, stage.s, full0.s);
+	if (op_mbar_wait(e, err, full, phase.s) < 0)
+		return -1;
+	emit_scale_loads(e, g, sc, sc->na, sc->nb, sc->nbu);
+	emit_stage_bases(e, g, o, stage, a0, b0);
+	/* half 1 of block k ran while half 0 was promoted: wait for it before
+	 * issuing more, so that no group is pending across a read of another's
+	 * registers in the same pass (ptxas serializes every wgmma otherwise:
+	 * C7514); both halves of stage k are done, its smem may be refilled */
+	sm90_wgmma_wait(e, 0);
+	snprintf(guard, sizeof guard, "@%s ", lane0.s);
+	op_mbar_arrive(e, prev, guard);
+	emit_half_mmas(e, g, sc, o, 0);
+	emit_promote_half(e, g, sc, acc, 1);
+	emit_half_mmas(e, g, sc, o, 1);
+	emit_block(e, "sm90.gemm_block_scales_next");
 	for (int h = 0; h < 2; h++)
-		emitf(e, "\tmul.f32 %s, %s, %s;\n", sc->ab[h].s, sc->a[h].s, sc->b.s);
-	for (int i = 0; i < g->tn / 2; i++)
-		emitf(e, "\tfma.rn.f32 %s, %s, %s, %s;\n", acc[i].s, sc->tmp[i].s, sc->ab[row_of_acc(i)].s,
-		      acc[i].s);
+		emitf(e, "\tmov.f32 %s, %s;\n", sc->a[h].s, sc->na[h].s);
+	if (g->swiglu)
+		emitf(e, "\tmov.f32 %s, %s;\n", sc->bu.s, sc->nbu.s);
+	emitf(e, "\tmov.f32 %s, %s;\n\tbra %s;\n", sc->b.s, sc->nb.s, loop);
+	/* The last block: the paths do not join, so that ptxas sees which group
+	 * each wait leaves pending (a join makes it inject a wait of its own). */
+	emit_label(e, last);
+	emit_block(e, "sm90.gemm_block_last");
+	sm90_wgmma_wait(e, 0);
+	op_mbar_arrive(e, prev, guard);
+	emit_promote_half(e, g, sc, acc, 1);
+	emit_label(e, done);
+	return 0;
+}
+
+/* The SwiGLU epilogue (docs/ABI.md, "SwiGLU epilogue"): the up value of
+ * the thread's gate column c is column c + tn/2, tn/4 registers on
+ * (docs/hardware.md, "wgmma accumulator fragment"); the gate registers
+ * take the results and go out as a tn/2-column fragment of C[.., N/2]. */
+static void
+emit_swiglu(Emit *e, const GemmCfg *g, const GemmRegs *r, Reg wgc, Reg *acc)
+{
+	Reg lim = reg_new(e, RC_F32), nlim = reg_new(e, RC_F32), t = reg_new(e, RC_F32);
+	Reg half = reg_new(e, RC_B32);
+
+	emit_block(e, "sm90.gemm_swiglu");
+	emitf(e, "\tld.param.f32 %s, [p_swiglu_limit];\n\tneg.f32 %s, %s;\n", lim.s, nlim.s, lim.s);
+	for (int i = 0; i < g->tn / 4; i++)
+		op_swiglu(e, acc[i], acc[i], acc[i + g->tn / 4], lim, nlim, t);
+	emitf(e, "\tshr.u32 %s, %s, 1;\n", half.s, r->N.s);
+	emit_store_fragment(e, g, r, wgc, acc, g->tn / 2, half);
 }
 
 static int
@@ -235,18 +403,22 @@ emit_consumer(Emit *e, const GemmCfg *g, const GemmRegs *r, KgErr *err)
 	for (int i = 0; i < nacc; i++)
 		emitf(e, "\tmov.f32 %s, 0f00000000;\n", acc[i].s);
 	if (g->sblock) {
+		StageOps o = {as, bs, lo, ad, bd, ahr, bhr, alo, blo};
+		Reg ring[6] = {stage, phase, kt, full, prev, p};
+
 		emit_scale_addrs(e, g, r, wgc, &sc);
-		emit_block(e, "sm90.gemm_consumer_loop");
+		if (emit_bs_loop(e, err, g, r, &sc, acc, &o, ring, a0, b0, full0, empty0, lane0) < 0)
+			return -1;
+		if (g->swiglu)
+			return emit_swiglu(e, g, r, wgc, acc), 0;
+		emit_store_fragment(e, g, r, wgc, acc, g->tn, r->N);
+		return 0;
 	}
 	if (gemm_mma_loop_head(e, err, r, stage, phase, kt, full0, full, p, loop, done, sizeof loop) < 0)
 		return -1;
 	emitf(e, "\tmad.lo.u32 %s, %s, %u, %s;\n", as.s, stage.s, g->la.bytes, a0.s);
 	emitf(e, "\tmad.lo.u32 %s, %s, %u, %s;\n", bs.s, stage.s, g->lb.bytes, b0.s);
 	emitf(e, "\tshr.u32 %s, %s, 4;\n\tshr.u32 %s, %s, 4;\n", as.s, as.s, bs.s, bs.s);
-	if (g->sblock) {
-		emit_scale_loads(e, g, &sc);
-		emit_block(e, "sm90.gemm_block_mma");
-	}
 	sm90_wgmma_fence(e);
 	for (int kk = 0; kk < g->tk / g->kmma; kk++) {
 		/* 32 bytes of K per MMA: slice j, offset inside the swizzled row
@@ -255,40 +427,25 @@ emit_consumer(Emit *e, const GemmCfg *g, const GemmRegs *r, KgErr *err)
 		uint32_t db = layout_offset(&g->lb, 0, g->kmma * kk) >> 4;
 		emitf(e, "\tadd.u32 %s, %s, %u;\n\tmov.b64 %s, {%s, %s};\n", lo.s, as.s, alo + da, ad.s, lo.s, ahr.s);
 		emitf(e, "\tadd.u32 %s, %s, %u;\n\tmov.b64 %s, {%s, %s};\n", lo.s, bs.s, blo + db, bd.s, lo.s, bhr.s);
-		if (g->sblock)
-			/* the block's first MMA overwrites the temporary */
-			sm90_wgmma(e, g->tn, g->in, sc.tmp, &ad, NULL, bd, kk > 0, 0);
-		else
-			sm90_wgmma_ss(e, g->tn, g->in, acc, ad, bd);
+		sm90_wgmma_ss(e, g->tn, g->in, acc, ad, bd);
 	}
 	sm90_wgmma_commit(e);
-	if (g->sblock) {
-		/* the temporary is read right away: wait for all, and release this
-		 * stage now (its smem is no longer read) */
-		sm90_wgmma_wait(e, 0);
-		emitf(e, "\tmad.lo.u32 %s, %s, 8, %s; // mbar %s[stage]\n", prev.s, stage.s, empty0.s,
-		      g->plan.bars[g->b_empty].name);
-		snprintf(guard, sizeof guard, "@%s ", lane0.s);
-		op_mbar_arrive(e, prev, guard);
-		emit_promote(e, g, &sc, acc);
-	} else {
-		/* Keep one group in flight: once the previous stage's group is done
-		 * its smem may be refilled. */
-		sm90_wgmma_wait(e, 1);
-		emitf(e, "\tsetp.ne.and.u32 %s, %s, 0, %s;\n", rel.s, kt.s, lane0.s);
-		snprintf(guard, sizeof guard, "@%s ", rel.s);
-		op_mbar_arrive(e, prev, guard);
-		emitf(e, "\tmad.lo.u32 %s, %s, 8, %s; // mbar %s[stage]\n", prev.s, stage.s, empty0.s,
-		      g->plan.bars[g->b_empty].name);
-	}
+	/* Keep one group in flight: once the previous stage's group is done
+	 * its smem may be refilled. */
+	sm90_wgmma_wait(e, 1);
+	emitf(e, "\tsetp.ne.and.u32 %s, %s, 0, %s;\n", rel.s, kt.s, lane0.s);
+	snprintf(guard, sizeof guard, "@%s ", rel.s);
+	op_mbar_arrive(e, prev, guard);
+	emitf(e, "\tmad.lo.u32 %s, %s, 8, %s; // mbar %s[stage]\n", prev.s, stage.s, empty0.s,
+	      g->plan.bars[g->b_empty].name);
 	op_ring_advance(e, stage, phase, g->stages, reg_new(e, RC_PRED));
 	emitf(e, "\tadd.u32 %s, %s, 1;\n", kt.s, kt.s);
 	emitf(e, "\tsetp.lt.u32 %s, %s, %s;\n\t@%s bra %s;\n", p.s, kt.s, r->nk.s, p.s, loop);
 	emit_label(e, done);
-	/* block-scaled: every group was waited for inside the loop */
-	if (!g->sblock)
-		sm90_wgmma_wait(e, 0);
-	emit_store_fragment(e, g, r, wgc, acc);
+	sm90_wgmma_wait(e, 0);
+	if (g->swiglu)
+		return emit_swiglu(e, g, r, wgc, acc), 0;
+	emit_store_fragment(e, g, r, wgc, acc, g->tn, r->N);
 	return 0;
 }
 

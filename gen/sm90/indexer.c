@@ -67,8 +67,8 @@ emit_fp4_word(Emit *e, Reg w, Reg *k, Reg gs, const Fp4 *f)
 static int
 sm90_indexer_score(Emit *e, const IndexerCfg *c, const IndexerRegs *r, KgErr *err)
 {
-	int D = c->fmt->d, fp4 = c->fmt->value_bits == 4, words = c->fmt->key_bytes / 4;
-	Reg k[128], w[32], q[4], dot[4], gs[4];
+	int D = c->fmt->d, fp4 = c->fmt->value_bits == 4, nv = c->fmt->nv, words = c->fmt->key_bytes / 4;
+	Reg k[128], w[32], q[4], dot[4], gs[8];
 	Reg j = reg_new(e, RC_B32), t = reg_new(e, RC_B32), pg = reg_new(e, RC_B32), hl = reg_new(e, RC_B32);
 	Reg qa = reg_new(e, RC_B32), wa = reg_new(e, RC_B32), a = reg_new(e, RC_B64), pb = reg_new(e, RC_B64);
 	Reg o = reg_new(e, RC_B64), sc = reg_new(e, RC_F32), acc = reg_new(e, RC_F32), wv = reg_new(e, RC_F32);
@@ -78,8 +78,9 @@ sm90_indexer_score(Emit *e, const IndexerCfg *c, const IndexerRegs *r, KgErr *er
 	char loop[48], heads[48], done[48];
 
 	(void)err;
-	if (D != 128 || c->fmt->key_bytes * 8 != D * c->fmt->value_bits || (fp4 && c->fmt->group != 32))
-		kg_bug("sm90 indexer scoring: format %s is not 128 values of 8 bits, or of 4 in groups of 32",
+	if (D != 128 || c->fmt->key_bytes * 8 != D * c->fmt->value_bits ||
+	    (fp4 && c->fmt->group != (nv ? 16 : 32)))
+		kg_bug("sm90 indexer scoring: format %s is not 128 values of 8 bits, of 4 in groups of 32 (UE8M0) or of 16 (UE4M3)",
 		       c->fmt->name);
 	if (e2m1_f16_hi_bytes(tab) < 0)
 		kg_bug("E2M1 magnitudes are not f16 values with zero low bytes");
@@ -91,7 +92,7 @@ sm90_indexer_score(Emit *e, const IndexerCfg *c, const IndexerRegs *r, KgErr *er
 	reg_array(e, RC_B32, hf, 2);
 	reg_array(e, RC_B16, hh, 4);
 	if (fp4) {
-		reg_array(e, RC_F32, gs, 4);
+		reg_array(e, RC_F32, gs, nv ? 8 : 4);
 		f.t0 = reg_new(e, RC_B32);
 		f.t1 = reg_new(e, RC_B32);
 		f.zero = reg_new(e, RC_B32);
@@ -131,6 +132,16 @@ sm90_indexer_score(Emit *e, const IndexerCfg *c, const IndexerRegs *r, KgErr *er
 		emitf(e, "\tld.global.nc.f32 %s, [%s+%d];\n", sc.s, a.s, c->ps * c->fmt->key_bytes);
 		for (int i = 0; i < 32; i++)
 			emit_fp8_word(e, w[i], k + 4 * i, hb, hf, hh);
+	} else if (nv) {
+		/* eight UE4M3 scales, byte g for values 16g..16g+15: E4M3 codes
+		 * with the sign bit clear, so the FP8 widening decodes them
+		 * exactly (docs/indexer.md, "NVFP4 keys"); K_global applies to
+		 * the dot product, as the fp8 key's scale */
+		emitf(e, "\tld.global.nc.v2.u32 {%s, %s}, [%s+%d];\n", ex.s, t.s, a.s, c->ps * c->fmt->key_bytes);
+		emit_fp8_word(e, ex, gs, hb, hf, hh);
+		emit_fp8_word(e, t, gs + 4, hb, hf, hh);
+		for (int i = 0; i < 16; i++)
+			emit_fp4_word(e, w[i], k + 8 * i, gs[i / 2], &f);
 	} else {
 		/* four UE8M0 exponents, byte g for values 32g..32g+31: 2^(e-127)
 		 * as f32 bits e << 23 (e = 0: 2^-127, the denormal 0x00400000) */
@@ -159,6 +170,8 @@ sm90_indexer_score(Emit *e, const IndexerCfg *c, const IndexerRegs *r, KgErr *er
 	      dot[1].s, dot[2].s, dot[2].s, dot[3].s, dot[0].s, dot[0].s, dot[2].s);
 	if (!fp4)
 		emitf(e, "\tmul.f32 %s, %s, %s;\n", dot[0].s, dot[0].s, sc.s);
+	else if (nv)
+		emitf(e, "\tmul.f32 %s, %s, %s;\n", dot[0].s, dot[0].s, r->kglobal.s);
 	emitf(e, "\tmax.f32 %s, %s, 0f00000000;\n", dot[0].s, dot[0].s);
 	emitf(e, "\tld.shared.f32 %s, [%s];\n\tfma.rn.f32 %s, %s, %s, %s;\n", wv.s, wa.s, acc.s, wv.s, dot[0].s,
 	      acc.s);

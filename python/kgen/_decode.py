@@ -147,15 +147,17 @@ def plan(q, k_cache, block_table=None, cache_seqlens=None, head_dim_v=D_V,
     del block_table, cache_seqlens, tile_scheduler_metadata
     if indices is None:
         raise NotImplementedError(
-            "%s: indices=None: kgen's decode kernels read sparse index lists (index = "
-            "page x page_block_size + offset, -1 skips); dense paged decode over block_table "
-            "+ cache_seqlens is not generated yet" % WHO)
+            "%s: indices=None: this call reads sparse index lists (index = page x "
+            "page_block_size + offset, -1 skips); dense paged decode over block_table + "
+            "cache_seqlens is generated (kgen decode --addressing paged, docs/ABI.md \"decode\") "
+            "but not taken by this call yet" % WHO)
     if causal:
         _fail(ValueError, "causal", repr(causal), "sparse decode has no causal mask (the "
               "indices choose the keys), as in FlashMLA")
     if is_fp8_kvcache is not None and not is_fp8_kvcache:
-        _fail(ValueError, "is_fp8_kvcache", repr(is_fp8_kvcache), "kgen's decode kernels read "
-              "the fp8-v4 cache; a BF16 cache is not generated yet")
+        _fail(ValueError, "is_fp8_kvcache", repr(is_fp8_kvcache), "this call reads the fp8-v4 "
+              "cache; the bf16 cache is generated (kgen decode --format bf16) but not taken by "
+              "this call yet")
     if isinstance(head_dim_v, bool) or head_dim_v != D_V:
         _fail(ValueError, "head_dim_v", repr(head_dim_v), "V is the first 512 dims of each "
               "key row: head_dim_v is 512")
@@ -170,7 +172,8 @@ def plan(q, k_cache, block_table=None, cache_seqlens=None, head_dim_v=D_V,
     b, sq, hq, d = qv.shape
     if d != _fp8v4.D_QK:
         _fail(ValueError, "q.shape[-1]", d, "head_dim is 512 (448 NoPE + 64 RoPE, the fp8-v4 "
-              "cache); 576 (fp8-v32) is not generated yet")
+              "cache); 576 (fp8-v32) is generated (kgen decode --format fp8-v32) but not taken "
+              "by this call yet")
     if not 1 <= hq <= MAX_HEADS:
         _fail(ValueError, "q.shape[2]", hq, "1 .. %d query heads share the one KV head"
               % MAX_HEADS)

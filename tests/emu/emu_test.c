@@ -693,3 +693,21 @@ et_indexer(KrtDevice *dev, KrtModule *mod, uint32_t batch, uint32_t sq, uint32_t
 	/* the edge fill: the k-th score shared by many keys in every pass */
 	return et_check(dev, mod, &shape, seed, CHECK_FILL_EDGE, res);
 }
+
+int
+et_gemm_moe(KrtDevice *dev, KrtModule *mod, uint32_t M, uint32_t N, uint32_t K, uint32_t E, uint64_t seed,
+            EtFmha *res)
+{
+	CheckShape shape = {4, {M, N, K, E}};
+
+	/* the edge fill: blocks whose scales differ by up to 2^16 */
+	return et_check(dev, mod, &shape, seed, CHECK_FILL_EDGE, res);
+}
+
+int
+et_topk(KrtDevice *dev, KrtModule *mod, uint32_t rows, uint32_t n, uint64_t seed, int edge, EtFmha *res)
+{
+	CheckShape shape = {2, {rows, n}};
+
+	return et_check(dev, mod, &shape, seed, edge ? CHECK_FILL_EDGE : CHECK_FILL_NORMAL, res);
+}

@@ -90,6 +90,17 @@ int et_decode(KrtDevice *dev, KrtModule *mod, uint32_t batch, uint32_t sq, uint3
  * query row. Fills res as et_decode. */
 int et_indexer(KrtDevice *dev, KrtModule *mod, uint32_t batch, uint32_t sq, uint32_t max_len, uint32_t splits,
                uint64_t seed, EtFmha *res);
+/* topk (tools/check_topk.c): rows x n logits; the edge fill (edge 1) shares the
+ * k-th value among many logits, the normal fill has few ties, so a
+ * histogram missing a late count changes the pick. */
+int et_topk(KrtDevice *dev, KrtModule *mod, uint32_t rows, uint32_t n, uint64_t seed, int edge, EtFmha *res);
+
+/* Runs a gemm_moe module (docs/ABI.md, "MoE layouts") through the checker
+ * (tools/check_moe.c: an expert of 0 rows, one of 1, NaN rows that no
+ * expert owns) at M x N x K with E experts (M: all rows when contiguous,
+ * a slab's when masked). Fills res as et_decode. */
+int et_gemm_moe(KrtDevice *dev, KrtModule *mod, uint32_t M, uint32_t N, uint32_t K, uint32_t E, uint64_t seed,
+                EtFmha *res);
 
 /* An integer kgen argument of the module (//@args "--name N"), or def. */
 int et_arg(const KrtAbi *abi, const char *name, int def);

@@ -1,7 +1,7 @@
 /* Decode on sm_100a beyond the emitted configurations: generated in
  * process at the shapes emitted/ does not hold (one head, partial head
  * blocks, page sizes 1, 2 and 61, top-k not a multiple of the 64-key
- * tile, an extra source, sink, topk_length) and run on the emulator
+ * tile, an extra source, sink, topk_length, unnormalized output) and run on the emulator
  * against the float64 reference (tools/check_decode.c: -1, out-of-range
  * and duplicate indices, pages in random order, a first row that skips
  * every key), with and without split-KV. Exit 0 when all pass. */
@@ -19,12 +19,17 @@ static const char *const configs[][16] = {
 	{"--heads-q", "16", "--topk", "100", "--page-size", "1", "--sink", "1", "--topk-length", "1"},
 	{"--heads-q", "100", "--topk", "65", "--page-size", "2", "--topk-extra", "33", "--page-size-extra", "3",
 	 "--sink", "1"},
+	/* unnormalized O (f32) and M, checked as O·e^(M - LSE); split-KV does not apply */
+	{"--heads-q", "64", "--topk", "130", "--page-size", "61", "--topk-extra", "64", "--page-size-extra", "256",
+	 "--unnormalized", "1", "--topk-length", "1"},
+	{"--format", "bf16", "--addressing", "paged", "--heads-q", "100", "--page-size", "2", "--unnormalized", "1"},
 };
 
-/* batch, s_q, split-KV parts */
+/* batch, s_q, split-KV parts: s_q 1, 2 and 4 (multi-token prediction) */
 static const uint32_t shapes[][3] = {
 	{3, 2, 1},
 	{2, 1, 3},
+	{1, 4, 2},
 };
 
 static int

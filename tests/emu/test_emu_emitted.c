@@ -23,6 +23,14 @@ static const uint32_t gemm_shapes[][3] = {
 	{200, 300, 136},
 };
 
+/* gemm_moe: M (all rows, or a slab's), N, K, E: a single row, odd sizes
+ * with empty and one-row experts, more experts than a warp's 32 */
+static const uint32_t moe_shapes[][4] = {
+	{1, 136, 128, 2},
+	{131, 200, 128, 5},
+	{77, 128, 128, 40},
+};
+
 /* batch, then the query and key lengths of each sequence: a single token,
  * varlen with a sequence longer on the query side (causal rows that see no
  * key), and tails of the 128-row / KV tiles */
@@ -33,14 +41,14 @@ static const EtFmhaShape fmha_shapes[] = {
 };
 
 /* decode: batch x s_q x split-KV parts (the checker draws the caches and indices; the first
- * row skips every key) */
+ * row skips every key); s_q 1 to 4 (multi-token prediction) */
 static const uint32_t decode_shapes[][3] = {
 	{1, 1, 1},
-	{2, 2, 1},
+	{1, 3, 1},
 	{2, 1, 3},
 };
 /* the long decode shape: a row of top-k keys wraps the 2-stage ring */
-static const uint32_t long_decode[3] = {1, 2, 1};
+static const uint32_t long_decode[3] = {1, 4, 1};
 
 /* indexer: batch x s_q x max_len (0: 2·topk + 37 keys: sequence 0's rows
  * take the radix select, the others mostly see fewer keys than top-k) x
@@ -52,6 +60,17 @@ static const uint32_t indexer_shapes[][4] = {
 };
 /* the long indexer shape: more keys than four rounds of the CTA's threads */
 static const uint32_t long_indexer[4] = {1, 2, 1100, 3};
+
+/* topk: rows x n (fewer logits than k; one chunk; a last chunk of fewer
+ * than k logits, so a merge over padded candidates) */
+static const uint32_t topk_shapes[][2] = {
+	{3, 77},
+	{2, 3001},
+	{2, 2 * 16384 + 100},
+};
+/* the long topk shape: 18 chunks, whose candidates (18·k) take more than
+ * one merge window of 8192 at every k: two rounds or more */
+static const uint32_t long_topk[2] = {1, 17 * 16384 + 7};
 
 /* Tile and stage counts from the kernel name (..._m128n96_s4_... for fmha,
  * ..._m128n112k64_s3_... for gemm). */
@@ -92,10 +111,11 @@ run_file(const char *path)
 		free(ptx);
 		return 1;
 	}
-	int gemm = strcmp(abi.family, "gemm") == 0, fmha = strcmp(abi.family, "fmha") == 0;
+	int moe = strcmp(abi.family, "gemm_moe") == 0;
+	int gemm = strcmp(abi.family, "gemm") == 0 || moe, fmha = strcmp(abi.family, "fmha") == 0;
 	int decode = strcmp(abi.family, "decode") == 0 || strcmp(abi.family, "decode_merge") == 0;
-	int indexer = strcmp(abi.family, "indexer") == 0;
-	if (!gemm && !fmha && !decode && !indexer) {
+	int indexer = strcmp(abi.family, "indexer") == 0, topk = strcmp(abi.family, "topk") == 0;
+	if (!gemm && !fmha && !decode && !indexer && !topk) {
 		printf("FAIL %s: family %s has no runner in test_emu_emitted.c\n", path, abi.family);
 		free(ptx);
 		return 1;
@@ -110,12 +130,14 @@ run_file(const char *path)
 		return 1;
 	}
 	free(ptx);
-	size_t nshapes = gemm     ? sizeof gemm_shapes / sizeof gemm_shapes[0]
+	size_t nshapes = moe      ? sizeof moe_shapes / sizeof moe_shapes[0]
+	                 : gemm   ? sizeof gemm_shapes / sizeof gemm_shapes[0]
 	                 : decode ? sizeof decode_shapes / sizeof decode_shapes[0]
 	                 : indexer ? sizeof indexer_shapes / sizeof indexer_shapes[0]
+	                 : topk ? sizeof topk_shapes / sizeof topk_shapes[0]
 	                          : sizeof fmha_shapes / sizeof fmha_shapes[0];
 	unsigned tn = 0, tk = 0, ts = 0;
-	if (!decode && !indexer && name_tiles(abi.kernel, gemm, &tn, &tk, &ts)) {
+	if (!decode && !indexer && !topk && name_tiles(abi.kernel, gemm, &tn, &tk, &ts)) {
 		printf("FAIL %s: no _mMnN[kK]_sS tile and stage counts in the kernel name\n", abi.kernel);
 		krt_module_unload(mod);
 		krt_device_close(dev);
@@ -135,7 +157,16 @@ run_file(const char *path)
 		const char *first, *msg;
 		EtGemm g = {.keep = 0};
 		EtFmha f = {.keep = 0};
-		if (gemm) {
+		if (moe) {
+			/* the long shape: K wraps the ring twice, in whole scale blocks */
+			uint32_t lm[4] = {70, 40, 2 * ts * tk + tk, 3};
+			const uint32_t *d = i < nshapes ? moe_shapes[i] : lm;
+			/* SwiGLU: N of gate and up halves of whole 128-row blocks */
+			uint32_t n = krt_abi_shape(&abi, "nmult") ? (d[1] + 255) / 256 * 256 : d[1];
+			snprintf(shape, sizeof shape, "%ux%ux%u E=%u", d[0], n, d[2], d[3]);
+			rc = et_gemm_moe(dev, mod, d[0], n, d[2], d[3], 5000 + i, &f);
+			maxerr = f.max_err, tol = f.tol, bad = f.bad, first = f.first_bad, msg = f.err.msg;
+		} else if (gemm) {
 			const uint32_t *d = i < nshapes ? gemm_shapes[i] : long_gemm;
 			uint32_t k = et_gemm_k(&abi, d[2]); /* block-scaled: whole scale blocks */
 			snprintf(shape, sizeof shape, "%ux%ux%u", d[0], d[1], k);
@@ -145,6 +176,11 @@ run_file(const char *path)
 			const uint32_t *d = i < nshapes ? indexer_shapes[i] : long_indexer;
 			snprintf(shape, sizeof shape, "batch %u s_q %u max_len %u splits %u", d[0], d[1], d[2], d[3]);
 			rc = et_indexer(dev, mod, d[0], d[1], d[2], d[3], 4000 + i, &f);
+			maxerr = f.max_err, tol = f.tol, bad = f.bad, first = f.first_bad, msg = f.err.msg;
+		} else if (topk) {
+			const uint32_t *d = i < nshapes ? topk_shapes[i] : long_topk;
+			snprintf(shape, sizeof shape, "rows %u n %u", d[0], d[1]);
+			rc = et_topk(dev, mod, d[0], d[1], 5000 + i, 1, &f);
 			maxerr = f.max_err, tol = f.tol, bad = f.bad, first = f.first_bad, msg = f.err.msg;
 		} else if (decode) {
 			const uint32_t *d = i < nshapes ? decode_shapes[i] : long_decode;

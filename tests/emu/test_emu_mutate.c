@@ -1,5 +1,5 @@
 /* Mutation test: the emulator must notice every missing synchronization.
- * For each emitted kernel (gemm, fmha, decode, indexer), each single tcgen05.wait::ld,
+ * For each emitted kernel (gemm, gemm_moe, fmha, decode, indexer, topk), each single tcgen05.wait::ld,
  * tcgen05.wait::st, tcgen05.fence::after_thread_sync and
  * ::before_thread_sync, tcgen05.commit, mbarrier wait loop (the try_wait
  * and its branch back), fence.proxy.async, wgmma.fence,
@@ -184,7 +184,7 @@ static const Kind kinds[] = {
 /* One run of the kernel at the mutation shape: 0 pass, 1 wrong, -1 launch
  * error (message in msg). */
 typedef struct Shape {
-	int fmha, decode, indexer;
+	int fmha, decode, indexer, moe, topk;
 	uint32_t M, N, K;
 	EtFmhaShape f;
 } Shape;
@@ -205,6 +205,23 @@ pick_shape(const KrtAbi *abi, Shape *s)
 		s->M = 2;
 		s->N = 2;
 		s->K = (uint32_t)et_arg(abi, "topk", 512) + 40;
+		return;
+	}
+	if (strcmp(abi->family, "topk") == 0) {
+		/* one row of one chunk with few ties (a histogram read before
+		 * every count is in picks a wrong digit, and the CTA writes
+		 * the list itself, past its end into the guard band if it
+		 * places too many); then, each when the run before passes, one
+		 * row of two chunks and a last one of fewer than k logits (the
+		 * chunk select, the padding, the join, one merge round), most
+		 * logits tied, and one row of enough chunks that their
+		 * candidates take two merge rounds (chunks of 16384, windows
+		 * of 8192: docs/indexer.md, "Standalone top-k") */
+		uint32_t k = (uint32_t)et_arg(abi, "topk", 512);
+		s->topk = 1;
+		s->M = 1;
+		s->N = 2 * 16384 + 100;
+		s->K = (8192 / k + 1) * 16384 - 5;
 		return;
 	}
 	if (strcmp(abi->family, "decode") == 0 || strcmp(abi->family, "decode_merge") == 0) {
@@ -255,8 +272,12 @@ pick_shape(const KrtAbi *abi, Shape *s)
 		return;
 	}
 	uint32_t tn = (uint32_t)et_arg(abi, "tile-n", 128), tk = (uint32_t)et_arg(abi, "tile-k", 64);
+	/* MoE: three experts (the checker's: empty, one row, the rest) */
+	s->moe = strcmp(abi->family, "gemm_moe") == 0;
 	s->M = tm + 2;
 	s->N = tn + 40;
+	if (krt_abi_shape(abi, "nmult")) /* SwiGLU: whole gate and up halves, two N tiles */
+		s->N = 2 * tn > 256 ? 2 * tn : 256;
 	s->K = tk * 2 * st + 8; /* 2·st tiles and a tail: every stage refilled */
 	s->K = et_gemm_k(abi, s->K); /* block-scaled: whole scale blocks (2·st + 1 tiles) */
 }
@@ -275,6 +296,15 @@ run_once(KrtDevice *dev, KrtModule *mod, const Shape *s, char *msg, size_t n)
 		snprintf(msg, n, "%.500s", rc < 0 ? f.err.msg : f.first_bad);
 		if (rc > 0)
 			snprintf(msg, n, "%llu bad, %.400s", (unsigned long long)f.bad, f.first_bad);
+	} else if (s->topk) {
+		rc = et_topk(dev, mod, s->M, 16384 - 3, 7, 0, &f);
+		if (rc == 0)
+			rc = et_topk(dev, mod, s->M, s->N, 7, 1, &f);
+		if (rc == 0)
+			rc = et_topk(dev, mod, s->M, s->K, 7, 0, &f);
+		snprintf(msg, n, "%.500s", rc < 0 ? f.err.msg : f.first_bad);
+		if (rc > 0)
+			snprintf(msg, n, "%llu bad, %.400s", (unsigned long long)f.bad, f.first_bad);
 	} else if (s->decode) {
 		rc = et_decode(dev, mod, 1, s->M, s->N, 7, &f);
 		snprintf(msg, n, "%.500s", rc < 0 ? f.err.msg : f.first_bad);
@@ -282,6 +312,11 @@ run_once(KrtDevice *dev, KrtModule *mod, const Shape *s, char *msg, size_t n)
 			snprintf(msg, n, "%llu bad, %.400s", (unsigned long long)f.bad, f.first_bad);
 	} else if (s->fmha) {
 		rc = et_fmha(dev, mod, &s->f, 7, &f);
+		snprintf(msg, n, "%.500s", rc < 0 ? f.err.msg : f.first_bad);
+		if (rc > 0)
+			snprintf(msg, n, "%llu bad, %.400s", (unsigned long long)f.bad, f.first_bad);
+	} else if (s->moe) {
+		rc = et_gemm_moe(dev, mod, s->M, s->N, s->K, 3, 7, &f);
 		snprintf(msg, n, "%.500s", rc < 0 ? f.err.msg : f.first_bad);
 		if (rc > 0)
 			snprintf(msg, n, "%llu bad, %.400s", (unsigned long long)f.bad, f.first_bad);
@@ -305,9 +340,9 @@ run_file(const char *path, int *mutants, int *missed)
 	KrtAbi abi;
 	KrtDevice *dev = NULL;
 	if (krt_abi_parse(ptx, len, &abi, &err) ||
-	    (strcmp(abi.family, "gemm") != 0 && strcmp(abi.family, "fmha") != 0 &&
+	    (strcmp(abi.family, "gemm") != 0 && strcmp(abi.family, "gemm_moe") != 0 && strcmp(abi.family, "fmha") != 0 &&
 	     strcmp(abi.family, "decode") != 0 && strcmp(abi.family, "decode_merge") != 0 &&
-	     strcmp(abi.family, "indexer") != 0) ||
+	     strcmp(abi.family, "indexer") != 0 && strcmp(abi.family, "topk") != 0) ||
 	    et_open_for(abi.target, &dev, &err)) {
 		printf("FAIL %s: %s\n", path, err.msg);
 		free(ptx);

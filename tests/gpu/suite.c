@@ -20,8 +20,14 @@ gpu_check_module(KrtDevice *dev, const GpuSuite *s, const char *ptx, size_t len,
 	const KrtAbi *abi = krt_module_abi(mod);
 	printf("-- %s: %s\n", what, abi->kernel);
 	t->modules++;
+	const CheckFamily *fam = check_family(abi->family);
 	for (size_t i = 0; i < s->ncases && !t->dead; i++) {
-		const GpuCase *c = &s->cases[i];
+		/* fitted to the kernel as kcheck fits its defaults (block-scaled
+		 * K in whole blocks, a SwiGLU gemm's N in whole halves) */
+		GpuCase fitted = s->cases[i];
+		if (fam && fam->fit_default)
+			fam->fit_default(abi, &fitted.shape);
+		const GpuCase *c = &fitted;
 		char shape[64], label[2048], lse[96] = "";
 		CheckResult r;
 		check_shape_str(&c->shape, shape, sizeof shape);

@@ -33,6 +33,10 @@ static const GpuCase cases[] = {
 	{{6, {3, 2, 0, 0, 0, 2}}, CHECK_FILL_NORMAL},
 	{{6, {1, 1, 0, 0, 1, 7}}, CHECK_FILL_NORMAL},
 	{{6, {4, 1, 0, 0, 0, 16}}, CHECK_FILL_NORMAL},
+	/* s_q 3 and 4 (multi-token prediction), with and without split-KV */
+	{{5, {3, 3, 0, 0}}, CHECK_FILL_NORMAL},
+	{{5, {2, 4, 0, 0}}, CHECK_FILL_NORMAL},
+	{{6, {2, 4, 0, 0, 0, 3}}, CHECK_FILL_NORMAL},
 };
 
 static const GpuSuite suite = {cases, COUNT(cases), 0};

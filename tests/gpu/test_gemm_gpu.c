@@ -1,7 +1,8 @@
 /* The gpu suite for gemm: every configuration below, generated in-process,
  * and every emitted/sm_90a/gemm* file, checked on a GPU against the float64
  * reference at shapes that are not tile multiples, small to medium (the
- * block-scaled e4m3 kernels at K a multiple of their 128 scale block), with a
+ * block-scaled e4m3 kernels at K a multiple of their 128 scale block, their MoE
+ * layouts with E experts), with a
  * fresh seed each run (printed; KGEN_TEST_SEED fixes it). Also: an sm_100a
  * module must be refused on an sm_90 device with KRT_EMISMATCH, and the
  * message must name both targets.
@@ -46,6 +47,21 @@ static const char *const bs_configs[][MAX_CFG_ARGS] = {
 #undef BS_ARGS
 };
 
+/* MoE layouts (docs/ABI.md, "MoE layouts") on the block-scaled kernel. */
+static const char *const moe_configs[][MAX_CFG_ARGS] = {
+#define MOE_ARGS "--target", "sm_90a", "--tile-m", "128", "--tile-n", "128", "--tile-k", "128", \
+	"--stages", "6", "--swizzle", "128", "--dtype", "e4m3", "--scale", "block128", "--out-dtype", "bf16"
+	{MOE_ARGS, "--moe", "contiguous", NULL},
+	{MOE_ARGS, "--moe", "masked", NULL},
+	{MOE_ARGS, "--moe", "masked", "--tile-m", "64", "--stages", "8", "--scale-b", "ue8m0", NULL},
+	{MOE_ARGS, "--moe", "contiguous", "--scale-b", "ue8m0", "--out-dtype", "f32", NULL},
+	/* the gate+up GEMM (docs/ABI.md, "SwiGLU epilogue"): N fitted to whole halves */
+	{MOE_ARGS, "--moe", "masked", "--epilogue", "swiglu", NULL},
+	{MOE_ARGS, "--moe", "contiguous", "--tile-m", "64", "--tile-n", "64", "--scale-b", "ue8m0", "--epilogue",
+	 "swiglu", NULL},
+#undef MOE_ARGS
+};
+
 /* Shapes and fills: none a multiple of a tile in M or N, K a multiple of 8
  * only; the edge pattern on two of them. */
 static const GpuCase cases[] = {
@@ -76,6 +92,21 @@ static const GpuCase bs_cases[] = {
 };
 
 static const GpuSuite bs_suite = {bs_cases, COUNT(bs_cases), 0};
+
+/* MoE: M (contiguous: all rows; masked: a slab's) x N x K x E. The checker
+ * (tools/check_moe.c) gives an expert 0 rows and one 1 row; odd M and N,
+ * K at one scale block, more experts than a warp's 32, decode-sized slabs
+ * against DeepSeek-V4's N and K, and a prefill-sized one. */
+static const GpuCase moe_cases[] = {
+	{{4, {1, 136, 128, 2}}, CHECK_FILL_NORMAL},
+	{{4, {131, 200, 128, 5}}, CHECK_FILL_EDGE},
+	{{4, {300, 500, 1024, 7}}, CHECK_FILL_NORMAL},
+	{{4, {77, 128, 256, 40}}, CHECK_FILL_EDGE},
+	{{4, {8, 4096, 7168, 64}}, CHECK_FILL_NORMAL},
+	{{4, {2048, 7168, 2048, 8}}, CHECK_FILL_NORMAL},
+};
+
+static const GpuSuite moe_suite = {moe_cases, COUNT(moe_cases), 0};
 
 /* Later kgen arguments override earlier ones of the same name, so the
  * configurations above can say only what they change. */
@@ -189,10 +220,11 @@ main(int argc, char **argv)
 		return rc;
 	check_configs(dev, &suite, configs, COUNT(configs), "", &t);
 	check_configs(dev, &bs_suite, bs_configs, COUNT(bs_configs), "block-scaled ", &t);
+	check_configs(dev, &moe_suite, moe_configs, COUNT(moe_configs), "moe ", &t);
 	/* by input type: the block-scaled kernels need whole scale blocks of K */
 	gpu_check_emitted(dev, &suite, root, "gemm_bf16", &t);
 	gpu_check_emitted(dev, &suite, root, "gemm_fp16", &t);
-	gpu_check_emitted(dev, &bs_suite, root, "gemm_e4m3", &t);
+	gpu_check_emitted(dev, &bs_suite, root, "gemm_e4m3", &t); /* MoE ones: E = 6 (check_moe.c) */
 	check_refusal(dev, root, &t);
 	krt_device_close(dev);
 	printf("test_gemm_gpu: %d of %d passed (seed %llu)\n", t.run - t.failed, t.run,

@@ -21,7 +21,8 @@ enum { EXIT_SKIP = 77 };
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
 /* batch x s_q x max_len x full x splits (tools/check_indexer.c; max_len 0:
- * 2·topk + 37; splits > 1: several CTAs per row, the last selecting) */
+ * 2·topk + 37; splits > 1: several CTAs per row, the last selecting):
+ * next_n (s_q) 1 to 4, odd lengths */
 static const GpuCase cases[] = {
 	{{3, {1, 1, 0}}, CHECK_FILL_NORMAL},
 	{{3, {3, 2, 0}}, CHECK_FILL_EDGE},
@@ -35,8 +36,8 @@ static const GpuCase cases[] = {
 
 static const GpuSuite suite = {cases, COUNT(cases), 0};
 
-/* Heads 1..128, top-k 1 .. 2048, every page size, both formats, both
- * scorings. */
+/* Heads 1..128, top-k 1 .. 2048, every page size (32 and 128 with every
+ * format and both scorings), every format, both scorings. */
 static const char *const configs[][10] = {
 	{"--heads", "64", "--topk", "2048", "--page-size", "128"},
 	{"--heads", "8", "--topk", "100", "--page-size", "16"},
@@ -44,8 +45,11 @@ static const char *const configs[][10] = {
 	{"--heads", "128", "--topk", "333", "--page-size", "64"},
 	{"--format", "fp4", "--heads", "64", "--topk", "512", "--page-size", "32"},
 	{"--format", "fp4", "--heads", "9", "--topk", "1024", "--page-size", "128"},
+	{"--format", "nvfp4", "--heads", "64", "--topk", "512", "--page-size", "64"},
+	{"--format", "nvfp4", "--heads", "17", "--topk", "2048", "--page-size", "32"},
 	{"--score", "wgmma", "--heads", "64", "--topk", "512", "--page-size", "16"},
 	{"--score", "wgmma", "--heads", "37", "--topk", "2048", "--page-size", "128"},
+	{"--score", "wgmma", "--heads", "64", "--topk", "1024", "--page-size", "32"},
 };
 
 static void

@@ -62,9 +62,14 @@ def indices(rng, b, sq, topk, cap):
 
 
 def lengths(rng, b, sq, topk, per_row):
-    if per_row:
-        return rng.integers(0, topk + 1, (b, sq)).astype(np.int32)
-    return rng.integers(0, topk + 1, (b,)).astype(np.int32)
+    """Uniform in 0 .. topk, the last entry past top-k and, with more than
+    two, the second negative: the kernel clamps both to [0, topk]."""
+    x = rng.integers(0, topk + 1, (b, sq) if per_row else (b,)).astype(np.int32)
+    flat = x.reshape(-1)
+    flat[-1] = topk + 1 + rng.integers(0, 1 << 20)
+    if flat.size > 2:
+        flat[1] = -1 - rng.integers(0, 1 << 20)
+    return x
 
 
 def rows(lens, b, sq):
@@ -76,7 +81,7 @@ def rows(lens, b, sq):
 # (batch, s_q, heads, topk, page, pages, extra (topk, page, pages) or None, sink,
 #  topk_length: None / "b" / "bs" for (main, extra), num_splits)
 CASES = [
-    (2, 2, 3, 40, 61, 2, None, False, (None, None), None),
+    (2, 4, 3, 40, 61, 2, None, False, (None, None), None),
     (1, 3, 5, 70, 61, 3, (20, 2, 9), True, ("b", "bs"), 3),
     (3, 1, 16, 33, 1, 50, (16, 7, 4), True, ("bs", None), None),
     (1, 2, 65, 64, 64, 2, (8, 256, 1), False, (None, "b"), 2),

@@ -184,8 +184,8 @@ def test_decode_q():
     drefused(TypeError, r"sparse_decode: q\.dtype=fp16: .*bfloat16 queries", q=DQ.view(np.float16))
     drefused(ValueError, r"q\.shape=\[2, 3, 512\]: want \[batch, seq_len_q, num_heads_q, "
              r"head_dim\]", q=DQ[:, 0])
-    drefused(ValueError, r"q\.shape\[-1\]=576: head_dim is 512 .*576 \(fp8-v32\) is not "
-             r"generated", q=np.zeros((2, 1, 3, 576), np.uint16))
+    drefused(ValueError, r"q\.shape\[-1\]=576: head_dim is 512 .*576 \(fp8-v32\) is generated "
+             r".* not taken by this call", q=np.zeros((2, 1, 3, 576), np.uint16))
     drefused(ValueError, r"q\.shape\[2\]=129: 1 \.\. 128 query heads",
              q=np.zeros((2, 1, 129, 512), np.uint16))
     drefused(ValueError, r"q\.stride\(\)=.*dense \[batch, seq_len_q, num_heads_q, 512\]",
@@ -212,7 +212,8 @@ def test_decode_cache():
 
 
 def test_decode_indices_and_lengths():
-    drefused(NotImplementedError, r"indices=None: .*dense paged decode", indices=None)
+    drefused(NotImplementedError, r"indices=None: .*dense paged decode .*--addressing paged",
+             indices=None)
     drefused(TypeError, r"indices\.dtype=int64: must be int32", indices=IDX.astype(np.int64))
     drefused(ValueError, r"indices\.shape=\[1, 1, 16\]: want \[batch, seq_len_q, topk\] = "
              r"\[2, 1, topk\]", indices=IDX[:1])
@@ -246,13 +247,18 @@ def test_decode_extra_source_and_sink():
 
 def test_decode_options():
     drefused(ValueError, r"causal=True: sparse decode has no causal mask", causal=True)
-    drefused(ValueError, r"is_fp8_kvcache=False: .*fp8-v4", is_fp8_kvcache=False)
+    drefused(ValueError, r"is_fp8_kvcache=False: .*fp8-v4 cache; the bf16 cache is generated",
+             is_fp8_kvcache=False)
     drefused(ValueError, r"head_dim_v=576: .*head_dim_v is 512", head_dim_v=576)
     drefused(ValueError, r"softmax_scale=0\.0: a positive finite number", softmax_scale=0.0)
     drefused(ValueError, r"num_splits=0: None .* an int 1 \.\. 256", num_splits=0)
     drefused(ValueError, r"num_splits=True: ", num_splits=True)
     drefused(ValueError, r"out\.shape=\[2, 1, 3, 256\]: want \[2, 1, 3, 512\]",
              out=np.zeros((2, 1, 3, 256), np.uint16))
+    drefused(TypeError, r"out\.dtype=f32: must be q's dtype, u16",
+             out=np.zeros((2, 1, 3, 512), np.float32))
+    raw = np.zeros(2 * 3 * 512 + 1, np.uint16)[1:].reshape(2, 1, 3, 512)
+    drefused(ValueError, r"out\.data_ptr\(\)=0x[0-9a-f]+: must be 16-byte aligned", out=raw)
     drefused(ValueError, r"target='sm_80': the emulator runs sm_90a or sm_100a kernels",
              target="sm_80")
 

@@ -176,3 +176,16 @@ gemm_mx_ref_rows(const uint8_t *A, const uint8_t *B, const uint8_t *SA, const ui
 	free(arows);
 	free(brow);
 }
+
+int
+gemm_moe_owner(int masked, const int32_t *lay, uint32_t E, uint32_t M, uint32_t r)
+{
+	if (masked) {
+		uint32_t e = M ? r / M : E;
+		return e < E && (int64_t)(r % M) < (int64_t)lay[e] ? (int)e : -1;
+	}
+	for (uint32_t e = 0; e < E; e++)
+		if ((int64_t)r >= lay[e] && (int64_t)r < lay[e + 1])
+			return (int)e;
+	return -1;
+}

@@ -39,4 +39,12 @@ size_t gemm_mx_sf_index(uint32_t r, uint32_t k, uint32_t K);
 void gemm_mx_ref_rows(const uint8_t *A, const uint8_t *B, const uint8_t *SA, const uint8_t *SB,
                       uint32_t N, uint32_t K, const uint32_t *rows, uint32_t nrows, double *out);
 
+/* MoE layouts (docs/ABI.md, "MoE layouts"): the expert owning row r of A
+ * and C, -1 for a row no expert owns. Contiguous (masked = 0): lay is
+ * offsets[E+1], expert e owns rows offsets[e]..offsets[e+1]-1. Masked: lay
+ * is counts[E], row r lies in slab r/M and is live if r%M < counts[r/M].
+ * An expert's rows then multiply its own B[e] = B + e·N·K and scales, as
+ * the functions above do for one matrix. */
+int gemm_moe_owner(int masked, const int32_t *lay, uint32_t E, uint32_t M, uint32_t r);
+
 #endif

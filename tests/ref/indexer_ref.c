@@ -8,22 +8,22 @@
 #include "indexer_ref.h"
 
 size_t
-indexer_ref_page_bytes(int ps, int key_bytes)
+indexer_ref_page_bytes(int ps, int key_bytes, int scale_bytes)
 {
-	return (size_t)ps * (size_t)(key_bytes + INDEXER_SCALE);
+	return (size_t)ps * (size_t)(key_bytes + scale_bytes);
 }
 
 uint8_t *
-indexer_ref_key(uint8_t *cache, int ps, int key_bytes, uint32_t page, int off)
+indexer_ref_key(uint8_t *cache, int ps, int key_bytes, int scale_bytes, uint32_t page, int off)
 {
-	return cache + page * indexer_ref_page_bytes(ps, key_bytes) + (size_t)off * (size_t)key_bytes;
+	return cache + page * indexer_ref_page_bytes(ps, key_bytes, scale_bytes) + (size_t)off * (size_t)key_bytes;
 }
 
 uint8_t *
-indexer_ref_scale(uint8_t *cache, int ps, int key_bytes, uint32_t page, int off)
+indexer_ref_scale(uint8_t *cache, int ps, int key_bytes, int scale_bytes, uint32_t page, int off)
 {
-	return cache + page * indexer_ref_page_bytes(ps, key_bytes) + (size_t)ps * (size_t)key_bytes +
-	       (size_t)off * INDEXER_SCALE;
+	return cache + page * indexer_ref_page_bytes(ps, key_bytes, scale_bytes) + (size_t)ps * (size_t)key_bytes +
+	       (size_t)off * (size_t)scale_bytes;
 }
 
 void
@@ -63,6 +63,49 @@ indexer_fp4_dequantize(const uint8_t *key, const uint8_t *scale, double *k)
 	for (int i = 0; i < INDEXER_D; i++) {
 		uint8_t c = (uint8_t)(key[i / 2] >> (4 * (i % 2)) & 15);
 		k[i] = indexer_e2m1_to_f64(c) * ldexp(1, (int)scale[i / INDEXER_FP4_GROUP] - 127);
+	}
+}
+
+void
+indexer_nvfp4_dequantize(const uint8_t *key, const uint8_t *scale, float global, double *k)
+{
+	for (int i = 0; i < INDEXER_D; i++) {
+		uint8_t c = (uint8_t)(key[i / 2] >> (4 * (i % 2)) & 15);
+		k[i] = indexer_e2m1_to_f64(c) * decode_e4m3_to_f64(scale[i / INDEXER_NVFP4_GROUP] & 0x7f) * (double)global;
+	}
+}
+
+uint8_t
+indexer_e2m1_nearest(double x)
+{
+	uint8_t best = 0;
+	double a = fabs(x), d = INFINITY;
+
+	for (uint8_t c = 0; c < 8; c++) {
+		double e = fabs(indexer_e2m1_to_f64(c) - a);
+		if (e < d || (e == d && (c & 1) == 0 && (best & 1) == 1)) {
+			d = e;
+			best = c;
+		}
+	}
+	return (uint8_t)(best | (x < 0 ? 8 : 0));
+}
+
+void
+indexer_nvfp4_quantize(const double *v, float global, uint8_t *key, uint8_t *scale)
+{
+	memset(key, 0, INDEXER_FP4_KEY);
+	for (int g = 0; g < INDEXER_D / INDEXER_NVFP4_GROUP; g++) {
+		double amax = 0, s;
+		for (int i = 0; i < INDEXER_NVFP4_GROUP; i++)
+			amax = fmax(amax, fabs(v[g * INDEXER_NVFP4_GROUP + i]));
+		s = fmin(amax / (6 * (double)global), 448);
+		scale[g] = (uint8_t)(decode_f64_to_e4m3(s) & 0x7f);
+		s = decode_e4m3_to_f64(scale[g]) * (double)global;
+		for (int i = 0; i < INDEXER_NVFP4_GROUP && s > 0; i++) {
+			int at = g * INDEXER_NVFP4_GROUP + i;
+			key[at / 2] |= (uint8_t)(indexer_e2m1_nearest(v[at] / s) << (4 * (at % 2)));
+		}
 	}
 }
 

@@ -699,6 +699,60 @@ test_indexer_fp4(void)
 	EXPECT(k[126] == 0 && k[127] == 1.5 * ldexp(1, 127), "fp4 group 3 (x2^127): %g", k[127]);
 }
 
+/* NVFP4: the UE4M3 scales written out (zero, the subnormals m·2^-9, 1,
+ * the largest, 448), the layout (group g of 16 values in scale byte g),
+ * the per-tensor scale; the nearest E2M1 code with ties to the even code,
+ * and a quantized key that decodes back within half a code step. */
+static void
+test_indexer_nvfp4(void)
+{
+	static const struct {
+		uint8_t code;
+		double v;
+	} ue4m3[] = {{0x00, 0}, {0x01, 0x1p-9}, {0x07, 7 * 0x1p-9}, {0x08, 0x1p-6}, {0x38, 1}, {0x39, 1.125},
+	             {0x77, 240}, {0x7e, 448}};
+	uint8_t key[INDEXER_FP4_KEY] = {0}, sc[INDEXER_NVFP4_SCALE] = {0};
+	double k[INDEXER_D], v[INDEXER_D];
+
+	for (size_t i = 0; i < sizeof ue4m3 / sizeof ue4m3[0]; i++) {
+		memset(sc, ue4m3[i].code, sizeof sc);
+		memset(key, 0x77, sizeof key); /* every value 6 */
+		indexer_nvfp4_dequantize(key, sc, 0.5f, k);
+		EXPECT(k[0] == 3 * ue4m3[i].v && k[127] == 3 * ue4m3[i].v, "UE4M3 0x%02x: %g, want %g", ue4m3[i].code,
+		       k[0] / 3, ue4m3[i].v);
+	}
+	memset(key, 0, sizeof key);
+	memset(sc, 0x38, sizeof sc);
+	sc[1] = 0x40; /* values 16..31: x2 */
+	sc[7] = 0x30; /* values 112..127: x0.5 */
+	key[8] = 0x0d;  /* value 16: code 0xd = -3 */
+	key[63] = 0x20; /* value 127: code 2 = 1 */
+	key[0] = 0x05;  /* value 0: 3 */
+	indexer_nvfp4_dequantize(key, sc, 0.25f, k);
+	EXPECT(k[0] == 0.75 && k[16] == -1.5 && k[127] == 0.125 && k[1] == 0, "nvfp4 layout: %g %g %g", k[0], k[16],
+	       k[127]);
+	EXPECT(indexer_e2m1_nearest(0.25) == 0 && indexer_e2m1_nearest(0.75) == 2 && indexer_e2m1_nearest(2.5) == 4 &&
+	       indexer_e2m1_nearest(5) == 6 && indexer_e2m1_nearest(-7) == 15 && indexer_e2m1_nearest(-1.2) == 10,
+	       "nearest E2M1: 0.25 -> %d, 0.75 -> %d, 2.5 -> %d, 5 -> %d, -7 -> %d, -1.2 -> %d",
+	       indexer_e2m1_nearest(0.25), indexer_e2m1_nearest(0.75), indexer_e2m1_nearest(2.5),
+	       indexer_e2m1_nearest(5), indexer_e2m1_nearest(-7), indexer_e2m1_nearest(-1.2));
+	for (int i = 0; i < INDEXER_D; i++)
+		v[i] = (i % 7 - 3) * (1 + i / 16) * 0.37;
+	indexer_nvfp4_quantize(v, 0.05f, key, sc);
+	indexer_nvfp4_dequantize(key, sc, 0.05f, k);
+	for (int g = 0; g < INDEXER_D / INDEXER_NVFP4_GROUP; g++) {
+		double s = decode_e4m3_to_f64(sc[g]) * (double)0.05f, amax = 0, e = 0;
+		for (int i = 0; i < INDEXER_NVFP4_GROUP; i++) {
+			amax = fmax(amax, fabs(v[16 * g + i]));
+			e = fmax(e, fabs(k[16 * g + i] - v[16 * g + i]));
+		}
+		/* the scale puts amax near 6 (UE4M3: within 2^-4); codes are
+		 * at most 1 apart below 4, 2 above */
+		EXPECT(fabs(amax / s - 6) <= 6 * 0x1p-4 + 1e-12 && e <= s * 1.0 + 1e-12 && e <= amax / 4,
+		       "nvfp4 quantize group %d: amax %g scale %g max err %g", g, amax, s, e);
+	}
+}
+
 /* The set comparison: order free, a tie at the k-th score either way, -1
  * padding exactly past min(n, k); duplicates, strays, missing keys and
  * wrong padding fail. */
@@ -738,6 +792,24 @@ test_indexer_topk(void)
 	}
 }
 
+/* MoE row owners by hand: contiguous offsets {0,0,1,1,4} (experts 0 and 2
+ * empty, 1 owns row 0, 3 owns 1..3, rows 4.. nobody's), masked slabs of 3
+ * with counts {0,1,3}. */
+static void
+test_moe_owner(void)
+{
+	static const int32_t offs[] = {0, 0, 1, 1, 4}, counts[] = {0, 1, 3};
+	static const int want_c[] = {1, 3, 3, 3, -1, -1};
+	static const int want_m[] = {-1, -1, -1, 1, -1, -1, 2, 2, 2, -1};
+
+	for (uint32_t r = 0; r < 6; r++)
+		EXPECT(gemm_moe_owner(0, offs, 4, 6, r) == want_c[r], "contiguous row %u: %d, want %d", r,
+		       gemm_moe_owner(0, offs, 4, 6, r), want_c[r]);
+	for (uint32_t r = 0; r < 10; r++)
+		EXPECT(gemm_moe_owner(1, counts, 3, 3, r) == want_m[r], "masked row %u: %d, want %d", r,
+		       gemm_moe_owner(1, counts, 3, 3, r), want_m[r]);
+}
+
 int
 main(void)
 {
@@ -752,6 +824,7 @@ main(void)
 	test_rng();
 	test_gemm(NUM_BF16, &r);
 	test_gemm(NUM_FP16, &r);
+	test_moe_owner();
 	test_fmha_one_key();
 	test_fmha_equal_keys();
 	test_fmha_causal();
@@ -764,6 +837,7 @@ main(void)
 	test_decode_row();
 	test_indexer_logit();
 	test_indexer_fp4();
+	test_indexer_nvfp4();
 	test_indexer_topk();
 	if (failures)
 		fprintf(stderr, "test_ref: %d failures\n", failures);

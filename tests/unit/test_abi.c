@@ -215,6 +215,12 @@ test_malformed(void)
 		{13, "//@param f64 C", "line 13:", "unknown param kind 'f64'"},
 		{13, "//@param ptr 3C dtype=bf16 tensor=C[M,N]", "line 13:", "param name '3C'"},
 		{14, "//@param u32 M extra=1", "line 14:", "unexpected 'extra=1'"},
+		{13, "//@param ptr C dtype=bf16 tensor=C[M,N] align=24", "line 13:",
+		 "ptr param C: align must be a power of two 1..256, got '24'"},
+		{13, "//@param ptr C dtype=bf16 tensor=C[M,N] align=512", "line 13:",
+		 "align must be a power of two 1..256, got '512'"},
+		{13, "//@param ptr C dtype=bf16 tensor=C[M,N] align=16 x=1", "line 13:", "unexpected 'x=1'"},
+		{14, "//@param u32 M align=4", "line 14:", "unexpected 'align=4'"},
 		{17, "//@param u32 L", "line 18:", "end of the PTX where '//@end"},
 		{17, "//@end now", "line 17:", "'//@end' takes no value"},
 	};
@@ -230,6 +236,17 @@ test_malformed(void)
 			        e.msg);
 			failures++;
 		}
+	}
+
+	/* A ptr's optional align=N: parsed, and 0 where absent. */
+	{
+		const char *ptx = mutate(13, "//@param ptr C dtype=bf16 tensor=C[M,N] align=16");
+		KrtAbi a16;
+		KrtErr e16;
+		EXPECT(krt_abi_parse(ptx, strlen(ptx), &a16, &e16) == KRT_OK);
+		EXPECT(a16.params[2].kind == KRT_ARG_PTR && a16.params[2].align == 16);
+		ptx = mutate(13, "//@param ptr C dtype=bf16 tensor=C[M,N]");
+		EXPECT(krt_abi_parse(ptx, strlen(ptx), &a16, &e16) == KRT_OK && a16.params[2].align == 0);
 	}
 
 	/* The header must end with //@end before the body. */
@@ -326,6 +343,10 @@ test_expr(void)
 	EXPECT(eval_ok("cdiv(1024,K)*2", args) == 32);
 	EXPECT(eval_ok("cdiv(0,K)", args) == 0);
 	EXPECT(eval_ok("cdiv(M,1)", args) == 1000);
+	/* sums of products ('*' binds tighter), also inside cdiv */
+	EXPECT(eval_ok("cdiv(M,128)*cdiv(N,256)+K*cdiv(N,256)", args) == 8 * 4 + 64 * 4);
+	EXPECT(eval_ok("1+2*3", args) == 7);
+	EXPECT(eval_ok("cdiv(M+K,8)", args) == 133);
 	/* Names only, no args: every name counts as 1. */
 	EXPECT(eval_ok("cdiv(M,128)*N", NULL) == 1);
 
@@ -344,7 +365,10 @@ test_expr(void)
 		{"", "got the end"},
 		{"M N", "unexpected ' ' at column 2"},
 		{"(M)", "got '('"},
-		{"M+1", "unexpected '+'"},
+		{"M+", "got the end"},
+		{"+M", "got '+'"},
+		{"M++N", "at column 3, got '+'"},
+		{"18446744073709551615+1", "overflow: 18446744073709551615 + 1"},
 		{"012", "leading zero"},
 		{"99999999999999999999", "does not fit in 64 bits"},
 		{"cdiv(M,0)", "division by zero in cdiv(M,0)"},
@@ -639,6 +663,25 @@ test_shape(void)
 		EXPECT(krt_shape_check(&a, g, 6, &e) == KRT_EINVAL);
 		EXPECT_MSG(e.msg, "arg 5 (K)=1008: must be a multiple of 128 (//@shape kblock=128",
 		           "scales per kblock elements of K");
+	}
+	/* SwiGLU gemm: N of whole gate and up halves */
+	{
+		char h[sizeof header + 64];
+		const char *args_end = strstr(header, "//@threads");
+		snprintf(h, sizeof h, "%.*s//@shape kmult=16 kblock=128 nmult=256\n%s", (int)(args_end - header),
+		         header, args_end);
+		KrtArg g[6];
+		EXPECT(krt_abi_parse(h, strlen(h), &a, &e) == KRT_OK);
+		memset(g, 0, sizeof g);
+		for (int i = 3; i < 6; i++)
+			g[i].kind = KRT_ARG_U32;
+		g[3].v.u32 = 1000;
+		g[4].v.u32 = 6144;
+		g[5].v.u32 = 7168;
+		EXPECT(krt_shape_check(&a, g, 6, &e) == KRT_OK);
+		g[4].v.u32 = 6016;
+		EXPECT(krt_shape_check(&a, g, 6, &e) == KRT_EINVAL);
+		EXPECT_MSG(e.msg, "arg 4 (N)=6016: must be a multiple of 256 (//@shape nmult=256", "gate and up halves");
 	}
 
 	/* malformed lines name the field and the rule */

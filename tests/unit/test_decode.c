@@ -1,9 +1,14 @@
 /* The decode family's cache formats (gen/decode_format.c) against byte
  * layouts derived by hand (docs/ABI.md, "Cache formats"): row bytes, the
  * RoPE and scale offsets, the scale entry a producer loads, page bytes and
- * a token's scale offset in its page; and the errors for a head_dim_qk a
- * format does not store. */
+ * a token's scale offset in its page; the errors for a head_dim_qk a
+ * format does not store; and the numbers `kgen plan decode` prints (the
+ * B200 bound on sm_100a, where each target dequantizes). */
+#include <math.h>
+#include <stdlib.h>
+
 #include "gen/decode.h"
+#include "gen/kgen.h"
 
 #include "expect.h"
 
@@ -59,11 +64,119 @@ test_errors(void)
 	EXPECT(decode_format_resolve(DEC_FMT_FP8_TOKEN, 0, &f, &err) == 0 && f.d_qk == 512);
 }
 
+/* The plan text of a decode configuration (NULL: kgen refused it). */
+static char *
+plan_of(const char *const *args, int n)
+{
+	char *text = NULL;
+	KgErr err = {{0}};
+
+	if (kgen_plan_text("decode", n, args, &text, &err)) {
+		fprintf(stderr, "  kgen plan decode refuses: %s\n", err.msg);
+		return NULL;
+	}
+	return text;
+}
+
+/* The number printed right after `key` in text; NAN if absent. */
+static double
+num_after(const char *text, const char *key)
+{
+	const char *at = text ? strstr(text, key) : NULL;
+	return at ? strtod(at + strlen(key), NULL) : NAN;
+}
+
+/* The printed figure equals the hand-derived value to its printed digits. */
+#define EXPECT_NEAR(got, want, tol) EXPECT(fabs((got) - (want)) <= (tol))
+
+/* sm_100a's B200 bound (gen/sm100/decode.c, gen/sm100/rates.h: 8192 FLOP,
+ * 128 smem bytes, 128 thread-instructions, 16 ex2 per clock and SM; 148
+ * SMs at 1850 MHz, 8 TB/s), per key of a query row, derived by hand:
+ * HBM clocks = bytes·148·1.85e9/8e12 = bytes·0.034225; per CTA, tensor
+ * 2·128·(D + 256)/8192, shared memory (128·D/64 + D + 256 + D)·2/128,
+ * issue (128·3.5 + D_nope/4·16)/128 (3.5 softmax instructions per score,
+ * gen/sm100/fmha_cost.h), ex2 128/16; two O-column halves per
+ * head block. Two stages: the CTA takes the largest. One stage (D 576):
+ * gather max(D_nope/4·16/128, D·2/128) + the largest of tensor, softmax
+ * issue 128·3.5/128 and the MMA's shared memory (128·D/64 + D + 256)·2/128.
+ * TB/s = 148·1.85e9/clk·bytes; TFLOP/s = 148·1.85e9/clk·2·Hq·(D + 512). */
+static void
+test_plan_bound(void)
+{
+	static const struct {
+		const char *args[16];
+		double hbm, hbm_clk, tensor, smem, issue, clk, tbs, tfs;
+		const char *bound;
+	} want[] = {
+		/* fp8-v4, 64 heads: 576 + 8 bytes; 24, 36, 17.5 (448/4 words) -> 2·36 */
+		{{"--target", "sm_100a", "--heads-q", "64", "--topk", "512", "--page-size", "64", "--topk-extra", "128",
+		  "--page-size-extra", "256", "--sink", "1"},
+		 584, 19.99, 24.0, 36.0, 17.5, 72.0, 2.22, 498, "shared-memory-bound"},
+		/* 128 heads: two head blocks, 4 CTAs per key */
+		{{"--target", "sm_100a", "--heads-q", "128", "--topk", "1024", "--page-size", "64", "--topk-extra", "128",
+		  "--page-size-extra", "256", "--sink", "1", "--topk-length", "1"},
+		 584, 19.99, 24.0, 36.0, 17.5, 144.0, 1.11, 498, "shared-memory-bound"},
+		/* fp8-token: 592 bytes, scales inline */
+		{{"--target", "sm_100a", "--format", "fp8-token", "--addressing", "paged", "--heads-q", "64",
+		  "--page-size", "64"},
+		 592, 20.26, 24.0, 36.0, 17.5, 72.0, 2.25, 498, "shared-memory-bound"},
+		/* fp8-v32 (D 576, one stage): 656 bytes; tensor 26, smem 40, issue
+		 * (448 + 128·16)/128 = 19.5; gather max(16, 9) + max(26, 3.5, 31) = 47 -> 94 */
+		{{"--target", "sm_100a", "--format", "fp8-v32", "--heads-q", "64", "--topk", "512", "--page-size", "64"},
+		 656, 22.45, 26.0, 40.0, 19.5, 94.0, 1.91, 406, "serialized-gather-bound"},
+	};
+
+	for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+		int n = 0;
+		while (n < 16 && want[i].args[n])
+			n++;
+		char *text = plan_of(want[i].args, n), *t = text ? strstr(text, "bound           B200") : NULL;
+		EXPECT(t != NULL);
+		EXPECT_NEAR(num_after(t, "per token of a query row: "), want[i].hbm, 0.5);
+		EXPECT_NEAR(num_after(t, "HBM bytes ("), want[i].hbm_clk, 0.051);
+		EXPECT_NEAR(num_after(t, "(tensor "), want[i].tensor, 0.051);
+		EXPECT_NEAR(num_after(t, "shared memory "), want[i].smem, 0.051);
+		EXPECT_NEAR(num_after(t, "issue "), want[i].issue, 0.051);
+		EXPECT_NEAR(num_after(t, "ex2 "), 8.0, 0.051);
+		EXPECT_NEAR(num_after(t, " clk) = "), want[i].clk, 0.051);
+		EXPECT_NEAR(num_after(t, "at most "), want[i].tbs, 0.0051);
+		EXPECT_NEAR(num_after(t, "unique KV ("), 100.0 * want[i].hbm_clk / want[i].clk, 0.5);
+		EXPECT_NEAR(num_after(t, "of HBM), "), want[i].tfs, 0.5);
+		EXPECT(t && strstr(t, want[i].bound));
+		free(text);
+	}
+}
+
+/* Where each target dequantizes, and the accuracy cost (docs/ABI.md,
+ * "Cache formats"): sm_90a in the producer's registers, FP8 wgmma not
+ * taken; sm_100a likewise, kind::f8f6f4 not taken; fp8-token's fp32
+ * scale costs up to 2^-9 relative, fp8-v4's power of two nothing. */
+static void
+test_plan_dequant(void)
+{
+	const char *a90[] = {"--target", "sm_90a", "--format", "fp8-token", "--topk", "64"};
+	const char *a100[] = {"--target", "sm_100a", "--topk", "64"};
+	char *t = plan_of(a90, 6);
+
+	EXPECT(t && strstr(t, "dequant         sm_90a: E4M3 -> f16 (cvt) -> f32 x scale -> bf16 in registers of the producer warpgroup"));
+	EXPECT(t && strstr(t, "FP8 wgmma is not taken"));
+	EXPECT(t && strstr(t, "accuracy        E4M3 times an fp32 scale rounds to BF16 (2^-9 relative per value"));
+	EXPECT(t && !strstr(t, "bound           B200"));
+	free(t);
+	t = plan_of(a100, 4);
+	EXPECT(t && strstr(t, "dequant         sm_100a: E4M3 -> f16 -> f32 x 2^(e-127) -> bf16"));
+	EXPECT(t && strstr(t, "kind::f8f6f4 with FP8 Q") && strstr(t, "not taken"));
+	EXPECT(t && strstr(t, "accuracy        E4M3 times a power of two is exact in BF16"));
+	free(t);
+}
+
 int
 main(void)
 {
 	test_layouts();
 	test_errors();
+	test_plan_bound();
+	test_plan_dequant();
 	if (failures) {
 		fprintf(stderr, "test_decode: %d failure%s\n", failures, failures == 1 ? "" : "s");
 		return 1;

@@ -334,6 +334,20 @@ test_args(void)
 	EXPECT(krt_args_check(&b, args, 7, tm, &e) == KRT_EINVAL);
 	EXPECT_MSG(e.msg, "arg 4 (M): expected kind u32, given kind 42 (not a KrtArgKind)");
 
+	/* A ptr's address: its dtype's element size, or its align=N. */
+	launch_args(args);
+	args[3].v.p = 0x30001;
+	EXPECT(krt_args_check(&b, args, 7, tm, &e) == KRT_EINVAL);
+	EXPECT_MSG(e.msg, "kernel gemm_test: arg 3 (C): address 0x30001 is not 2-byte aligned (its dtype's element size)");
+	args[3].v.p = 0x30008;
+	EXPECT(krt_args_check(&b, args, 7, tm, &e) == KRT_OK);
+	b.params[3].align = 16;
+	EXPECT(krt_args_check(&b, args, 7, tm, &e) == KRT_EINVAL);
+	EXPECT_MSG(e.msg, "arg 3 (C): address 0x30008 is not 16-byte aligned (align= in its //@param line");
+	args[3].v.p = 0x30010;
+	EXPECT(krt_args_check(&b, args, 7, tm, &e) == KRT_OK);
+	b.params[3].align = 0;
+
 	/* A tensor-map problem inside a launch names the kernel too. */
 	launch_args(args);
 	args[1].v.t.strides[2] = 250;
@@ -467,6 +481,48 @@ test_errors(void)
 	EXPECT(strcmp(krt_site("x/y/z.c"), "z.c") == 0);
 }
 
+/* MoE expert tables (krt_moe_check): each rule refused with the entry,
+ * its value and the rule; good tables, empty experts included, pass. */
+static void
+test_moe(void)
+{
+	static const char *const lays[] = {"contiguous", "masked"};
+	KrtAbi a[2];
+	KrtErr e;
+
+	for (int i = 0; i < 2; i++) {
+		char h[1024];
+		snprintf(h, sizeof h, "%.*s//@shape kblock=128 moe=%s\n%s", (int)(strstr(header, "//@threads") - header),
+		         header, lays[i], strstr(header, "//@threads"));
+		EXPECT(krt_abi_parse(h, strlen(h), &a[i], &e) == KRT_OK);
+	}
+	/* no MoE layout: nothing to check */
+	EXPECT(krt_moe_check(&abi, NULL, 0, 0, &e) == KRT_OK);
+	const int32_t good[] = {0, 0, 1, 1, 7, 9};
+	EXPECT(krt_moe_check(&a[0], good, 5, 9, &e) == KRT_OK);
+	EXPECT(krt_moe_check(&a[0], good, 5, 100, &e) == KRT_OK); /* rows past offsets[E]: no expert's */
+	const int32_t counts[] = {0, 1, 9, 3};
+	EXPECT(krt_moe_check(&a[1], counts, 4, 9, &e) == KRT_OK);
+
+	const int32_t dec[] = {0, 4, 3, 8};
+	EXPECT(krt_moe_check(&a[0], dec, 3, 8, &e) == KRT_EINVAL);
+	EXPECT_MSG(e.msg, "offsets[2]=3: must be >= offsets[1]=4", "non-decreasing");
+	EXPECT(krt_moe_check(&a[0], good, 5, 8, &e) == KRT_EINVAL);
+	EXPECT_MSG(e.msg, "offsets[5]=9: must be <= M=8");
+	const int32_t neg[] = {-2, 4};
+	EXPECT(krt_moe_check(&a[0], neg, 1, 8, &e) == KRT_EINVAL);
+	EXPECT_MSG(e.msg, "offsets[0]=-2: must be >= 0");
+	EXPECT(krt_moe_check(&a[1], counts, 4, 8, &e) == KRT_EINVAL);
+	EXPECT_MSG(e.msg, "counts[2]=9: must be in 0..M=8");
+	const int32_t cneg[] = {1, -1};
+	EXPECT(krt_moe_check(&a[1], cneg, 2, 8, &e) == KRT_EINVAL);
+	EXPECT_MSG(e.msg, "counts[1]=-1: must be in 0..M=8");
+	EXPECT(krt_moe_check(&a[1], counts, 0, 8, &e) == KRT_EINVAL);
+	EXPECT_MSG(e.msg, "E=0: a MoE launch needs at least one expert");
+	EXPECT(krt_moe_check(&a[0], NULL, 2, 8, &e) == KRT_EINVAL);
+	EXPECT_MSG(e.msg, "offsets: no host copy given");
+}
+
 int
 main(void)
 {
@@ -482,6 +538,7 @@ main(void)
 	test_devices();
 	test_null_safety();
 	test_errors();
+	test_moe();
 	if (failures) {
 		fprintf(stderr, "test_krt: %d failure%s\n", failures, failures == 1 ? "" : "s");
 		return 1;

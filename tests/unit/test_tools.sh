@@ -50,6 +50,20 @@ status "kcheck indexer wgmma" 0 "$kcheck" --device emu --seed 4 --gen indexer --
 grep -q '^kcheck: 2 of 2 passed' "$tmp/out" || fail "kcheck indexer wgmma: $(tail -2 "$tmp/out")"
 status "kcheck indexer batch 0" 2 "$kcheck" --device emu --gen indexer --batch 0 --s-q 1
 grep -q 'batch 0, s_q 1: both must be in 1..65535' "$tmp/out" || fail "kcheck indexer batch 0: $(tail -2 "$tmp/out")"
+# decode: the launch limits, named before any buffer is built
+status "kcheck decode s_q 70000" 2 "$kcheck" --device emu --gen decode --heads-q 8 --topk 64 --batch 1 --s_q 70000
+grep -q 'batch 1, s_q 70000: both must be in 1..65535 (grid z and y)' "$tmp/out" || fail "kcheck decode s_q 70000: $(tail -2 "$tmp/out")"
+status "kcheck decode batch 0" 2 "$kcheck" --device emu --gen decode --heads-q 8 --topk 64 --batch 0 --s_q 1
+grep -q 'batch 0, s_q 1: both must be in 1..65535' "$tmp/out" || fail "kcheck decode batch 0: $(tail -2 "$tmp/out")"
+status "kcheck decode row index" 2 "$kcheck" --device emu --gen decode --heads-q 128 --topk 64 --batch 60000 --s_q 600 --splits 1
+grep -q 'batch 60000 x s_q 600 x splits 1 x Hq 128 = 4608000000: must be below 2^31' "$tmp/out" || fail "kcheck decode row index: $(tail -2 "$tmp/out")"
+# decode's bad lengths on both targets (tools/check_decode.c): topk_length
+# past top-k and negative (rows 2 and 5), seqlens past the table and
+# negative (sequences 1, 4 and 5), all clamped by the kernel
+for t in sm_90a sm_100a; do
+	status "kcheck decode bad lengths $t" 0 "$kcheck" --device emu --seed 5 --gen decode --target $t --heads-q 8 --topk 70 --page-size 3 --topk-extra 40 --page-size-extra 5 --topk-length 1 --batch 2 --s_q 3
+	status "kcheck decode bad seqlens $t" 0 "$kcheck" --device emu --seed 4 --gen decode --target $t --format bf16 --addressing paged --heads-q 8 --page-size 2 --batch 7 --s_q 1
+done
 status "kcheck fmha batch 65536" 2 "$kcheck" --device emu --fill normal --gen fmha --target sm_90a --batch 65536 --seqlen-q 1 --seqlen-k 1
 grep -q 'batch up to 65535' "$tmp/out" || fail "fmha batch 65536: $(cat "$tmp/out")"
 status "kcheck past KRT_EMU_MAX_MEM" 2 env KRT_EMU_MAX_MEM=4096 "$kcheck" --device emu --fill normal --shape 130x70x72 "$tmp/k.ptx"

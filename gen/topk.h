@@ -1,0 +1,33 @@
+/* The standalone top-k family (docs/ABI.md "topk"): the indices of the K
+ * largest of each row of fp32 logits [rows, n], split over several CTAs
+ * per row (docs/indexer.md, "Standalone top-k"). Every instruction it
+ * emits exists on every target, so the whole family is shared code: the
+ * target only names the PTX target and its limits. */
+#ifndef KGEN_TOPK_H
+#define KGEN_TOPK_H
+
+#include "emit.h"
+#include "plan.h"
+#include "target.h"
+
+/* Threads of a CTA, keys of a row one CTA stages (its chunk), radix bins
+ * and passes (8 bits each over 32-bit keys). */
+enum { TK_THREADS = 512, TK_CHUNK = 16384, TK_PER = TK_CHUNK / TK_THREADS, TK_BINS = 256, TK_PASSES = 4 };
+/* A merge window: candidates staged with their indices in the chunk's
+ * shared memory (keys, then indices). */
+enum { TK_WIN = TK_CHUNK / 2 };
+
+typedef struct TopkParams {
+	int target;
+	int topk;
+} TopkParams;
+
+typedef struct TopkCfg {
+	const Target *t;
+	int topk;
+	Plan plan;
+	int r_keys, r_hist, r_scan, r_state; /* smem regions */
+	char name[64];
+} TopkCfg;
+
+#endif

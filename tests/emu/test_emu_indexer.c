@@ -1,0 +1,95 @@
+/* The indexer beyond the emitted configurations (emitted/ holds page 64
+ * only): generated in process at page sizes 32 and 128 (and 16), every
+ * key format and both scorings, and run on the emulator against the
+ * float64 reference (tools/check_indexer.c: scattered pages in random
+ * order, odd lengths, one sequence shorter than s_q and one shorter than
+ * top-k, the edge fill's ties) at next_n (s_q) 1, 2, 3 and 4, with one CTA
+ * per query row and with several. Exit 0 when all pass. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "emu_test.h"
+#include "gen/kgen.h"
+
+#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
+static const char *const configs[][10] = {
+	{"--heads", "8", "--topk", "100", "--page-size", "32"},
+	{"--format", "fp4", "--heads", "5", "--topk", "77", "--page-size", "128"},
+	{"--format", "nvfp4", "--heads", "8", "--topk", "100", "--page-size", "32"},
+	{"--format", "nvfp4", "--heads", "3", "--topk", "64", "--page-size", "128"},
+	{"--score", "wgmma", "--heads", "64", "--topk", "100", "--page-size", "128"},
+	{"--score", "wgmma", "--heads", "13", "--topk", "33", "--page-size", "32"},
+	{"--format", "fp4", "--heads", "4", "--topk", "50", "--page-size", "16"},
+};
+
+/* batch, s_q (next_n), max_len (0: 2·topk + 37), CTAs per query row */
+static const uint32_t shapes[][4] = {
+	{3, 1, 0, 1},
+	{2, 2, 301, 2},
+	{4, 3, 0, 1},
+	{3, 4, 333, 3},
+};
+
+static int
+run_config(const char *const *cfg)
+{
+	const char *args[14] = {"--target", "sm_90a"};
+	char what[256] = "";
+	int n = 2, fails = 0;
+	char *ptx = NULL;
+	size_t len = 0;
+	KgErr kerr = {{0}};
+	KrtErr err;
+	KrtDevice *dev = NULL;
+	KrtModule *mod = NULL;
+
+	memset(&err, 0, sizeof err);
+	for (int i = 0; i < 10 && cfg[i]; i++) {
+		args[n++] = cfg[i];
+		snprintf(what + strlen(what), sizeof what - strlen(what), "%s%s", i ? " " : "", cfg[i]);
+	}
+	if (kgen_generate("indexer", n, args, &ptx, &len, &kerr)) {
+		printf("FAIL %s: kgen refuses: %s\n", what, kerr.msg);
+		return 1;
+	}
+	if (et_open_for("sm_90a", &dev, &err) || krt_module_load(dev, ptx, len, &mod, &err)) {
+		printf("FAIL %s: %s\n", what, err.msg);
+		free(ptx);
+		krt_device_close(dev);
+		return 1;
+	}
+	free(ptx);
+	for (size_t i = 0; i < COUNT(shapes); i++) {
+		EtFmha f = {.keep = 0};
+		const uint32_t *d = shapes[i];
+		int rc = et_indexer(dev, mod, d[0], d[1], d[2], d[3], 6000 + i, &f);
+		if (rc < 0) {
+			printf("FAIL %s, batch %u s_q %u max_len %u splits %u: %s\n", what, d[0], d[1], d[2], d[3], f.err.msg);
+			fails++;
+		} else if (rc > 0) {
+			printf("FAIL %s, batch %u s_q %u max_len %u splits %u: %llu elements over tolerance %.0e, max rel err %.3g; first: %s\n",
+			       what, d[0], d[1], d[2], d[3], (unsigned long long)f.bad, f.tol, f.max_err, f.first_bad);
+			fails++;
+		} else {
+			printf("ok   %s, batch %u s_q %u max_len %u splits %u: max rel err %.3g (tol %.0e)\n", what, d[0], d[1],
+			       d[2], d[3], f.max_err, f.tol);
+		}
+	}
+	krt_module_unload(mod);
+	krt_device_close(dev);
+	return fails;
+}
+
+int
+main(void)
+{
+	int fails = 0;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	for (size_t i = 0; i < COUNT(configs); i++)
+		fails += run_config(configs[i]) != 0;
+	printf("test_emu_indexer: %d of %zu configurations failed\n", fails, COUNT(configs));
+	return fails ? 1 : 0;
+}

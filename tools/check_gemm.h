@@ -1,0 +1,31 @@
+/* The gemm checker's parts that its MoE form (check_moe.c) shares:
+ * DeepSeek's block quantization and OCP MX's, the per-row comparison and
+ * the tolerances (check_gemm.c says why each is what it is). */
+#ifndef KGEN_TOOLS_CHECK_GEMM_H
+#define KGEN_TOOLS_CHECK_GEMM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "num.h"
+#include "tools/check_internal.h"
+
+extern const double gemm_tol[NUM_NTYPES];
+
+/* The dtype of ptr or tmap param `name` as a NumType (bf16, fp16, f32). */
+int gemm_dtype(const CheckCase *c, const char *name, KrtArgKind kind, NumType *out, KrtErr *err);
+/* Compares row m of C (N elements of buffer cb) with ref, normwise by the
+ * row's largest |ref|; fills res and the report. */
+void gemm_compare_row(CheckCase *c, const CheckBuf *cb, uint32_t m, uint64_t N, const double *ref,
+                      CheckResult *res);
+/* N(0,1) values times 2^u per block, u uniform in -r..r (the edge fill
+ * adds zeros and ±4·2^u spikes). */
+void bs_draw(CheckCase *c, double *v, size_t n, int r);
+/* The fp32 scale amax/448 of n values, and the values as E4M3 at scale s. */
+float bs_scale(const double *v, size_t n);
+void bs_quantize(const double *v, size_t n, float s, uint8_t *q);
+/* rows x K of E4M3 into q with their UE8M0 factors per 32 of K in the
+ * 512-byte images sf (sfbytes of them; docs/ABI.md, "gemm"). */
+void mx_draw(CheckCase *c, uint64_t rows, uint64_t K, int r, uint8_t *q, uint8_t *sf, size_t sfbytes);
+
+#endif

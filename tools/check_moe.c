@@ -1,0 +1,426 @@
+/* The gemm_moe family of the checker (check.h): block-scaled gemm kernels
+ * with a MoE layout (docs/ABI.md, "MoE layouts"), E experts in one launch,
+ * against the float64 product of each expert's dequantized operands
+ * (tests/ref/gemm_ref.h). The expert table is drawn with an expert of 0
+ * rows, one of 1 row, a full one (masked) and random others; rows no
+ * expert owns must keep the poison, and their A rows hold E4M3 NaNs so
+ * that a kernel that lets them into an owned row's result shows. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "decode_ref.h"
+#include "gemm_ref.h"
+#include "tools/check_gemm.h"
+#include "tools/check_internal.h"
+
+enum { MOE_BLK = 128, MOE_IMAGE = 512, MOE_DEFAULT_E = 6, E4M3_NAN = 0x7f };
+
+static int
+moe_masked(const CheckCase *c)
+{
+	const char *v = krt_abi_shape(c->abi, "moe");
+	return v && strcmp(v, "masked") == 0;
+}
+
+/* The SwiGLU epilogue (docs/ABI.md, "SwiGLU epilogue"): C is N/2 wide. */
+static int
+moe_swiglu(const CheckCase *c)
+{
+	const char *v = krt_abi_shape(c->abi, "epilogue");
+	return v && strcmp(v, "swiglu") == 0;
+}
+
+/* DeepSeek-V4's swiglu_limit, the value the checker passes */
+#define MOE_SWIGLU_LIMIT 10.0
+
+static uint32_t
+moe_experts(const CheckCase *c)
+{
+	return c->shape.d[3] ? (uint32_t)c->shape.d[3] : MOE_DEFAULT_E;
+}
+
+/* Contiguous: offsets[E+1] over M rows, the last M/16 owned by no expert;
+ * expert 0 empty, expert 1 one row, the rest cut at random. Masked:
+ * counts[E], expert 0 empty, 1 one row, 2 full, the rest random. */
+static int32_t *
+moe_draw_table(CheckCase *c, int masked, uint32_t E, uint32_t M)
+{
+	int32_t *v = malloc(sizeof *v * (E + 1));
+	if (!v)
+		return NULL;
+	if (masked) {
+		for (uint32_t e = 0; e < E; e++)
+			v[e] = e == 0 && E > 1 ? 0 : e == 1 ? (M ? 1 : 0) : e == 2 || E == 1
+			       ? (int32_t)M : (int32_t)num_rng_below(&c->rng, (uint64_t)M + 1);
+		return v;
+	}
+	uint32_t owned = M - (M >= 16 ? M / 16 : 0), at = 0;
+	v[0] = 0;
+	for (uint32_t e = 0; e < E; e++) {
+		uint32_t rem = owned - at, n;
+		if (e == E - 1)
+			n = rem;
+		else if (e == 0)
+			n = 0;
+		else if (e == 1)
+			n = rem ? 1 : 0;
+		else
+			n = (uint32_t)num_rng_below(&c->rng, 2 * (uint64_t)rem / (E - e) + 1);
+		n = n > rem ? rem : n;
+		at += n;
+		v[e + 1] = (int32_t)at;
+	}
+	return v;
+}
+
+/* B's 128x128 scales of one expert, drawn as bs_prepare does (check_gemm.c). */
+static void
+moe_draw_b_bs(CheckCase *c, uint64_t N, uint64_t K, int r, int e8, uint8_t *b, void *sb, double *v)
+{
+	uint64_t nkb = K / MOE_BLK, nnb = (N + MOE_BLK - 1) / MOE_BLK;
+
+	for (uint64_t nb = 0; nb < nnb; nb++) {
+		uint64_t rows = N - nb * MOE_BLK < MOE_BLK ? N - nb * MOE_BLK : MOE_BLK;
+		for (uint64_t kb = 0; kb < nkb; kb++) {
+			bs_draw(c, v, rows * MOE_BLK, r);
+			float s = bs_scale(v, rows * MOE_BLK);
+			if (e8) {
+				int x = (int)ceil(log2((double)s)) + 127;
+				x = x < 1 ? 1 : x > 254 ? 254 : x;
+				((uint8_t *)sb)[nb * nkb + kb] = (uint8_t)x;
+				s = ldexpf(1.0f, x - 127);
+			} else {
+				((float *)sb)[nb * nkb + kb] = s;
+			}
+			for (uint64_t i = 0; i < rows; i++)
+				bs_quantize(v + i * MOE_BLK, MOE_BLK, s, b + (nb * MOE_BLK + i) * K + kb * MOE_BLK);
+		}
+	}
+}
+
+static int
+moe_prepare(CheckCase *c, KrtErr *err)
+{
+	uint64_t M = c->shape.d[0], N = c->shape.d[1], K = c->shape.d[2];
+	uint32_t E = moe_experts(c);
+	int masked = moe_masked(c), r = c->fill == CHECK_FILL_EDGE ? 8 : 3, rc;
+	const KrtAbiParam *psa = krt_abi_find(c->abi, "SA"), *psb = krt_abi_find(c->abi, "SB");
+	NumType out;
+
+	if (!psa || !psb)
+		return check_fail(err, KRT_EABI, "%s: gemm_moe needs SA and SB params (block-scaled)",
+		                  c->abi->kernel);
+	int mx = strcmp(psa->dtype, "ue8m0") == 0, e8 = strcmp(psb->dtype, "ue8m0") == 0;
+	if ((rc = gemm_dtype(c, "C", KRT_ARG_PTR, &out, err)) != 0)
+		return rc;
+	if (!N || !K || M > UINT32_MAX || N > UINT32_MAX || K > UINT32_MAX)
+		return check_fail(err, KRT_EINVAL, "gemm_moe %llux%llux%llu: N, K must be in 1..2^32-1, M in "
+		                  "0..2^32-1", (unsigned long long)M, (unsigned long long)N,
+		                  (unsigned long long)K);
+	if (K % MOE_BLK)
+		return check_fail(err, KRT_EINVAL, "gemm_moe K=%llu: must be a multiple of %d (the kernel's "
+		                  "scale block, //@shape kblock)", (unsigned long long)K, MOE_BLK);
+	int sw = moe_swiglu(c);
+	if (sw && N % (2 * MOE_BLK))
+		return check_fail(err, KRT_EINVAL, "gemm_moe N=%llu: must be a multiple of %d (gate and up "
+		                  "halves of whole scale blocks, //@shape nmult)", (unsigned long long)N,
+		                  2 * MOE_BLK);
+	uint64_t R = masked ? (uint64_t)E * M : M; /* rows of A, SA and C */
+	if (!R || R > UINT32_MAX || (uint64_t)E * N > UINT32_MAX)
+		return check_fail(err, KRT_EINVAL, "gemm_moe M=%llu E=%u: the rows of A (%llu) must be in "
+		                  "1..2^32-1", (unsigned long long)M, E, (unsigned long long)R);
+	int32_t *tab = moe_draw_table(c, masked, E, (uint32_t)M);
+	if (!tab)
+		return check_fail(err, KRT_ENOMEM, "gemm_moe: no host memory for the expert table");
+	/* the table the kernel gets is one libkrt lets through */
+	if ((rc = krt_moe_check(c->abi, tab, E, (uint32_t)M, err)) != 0) {
+		free(tab);
+		return rc;
+	}
+	uint64_t nkb = K / MOE_BLK, nnb = (N + MOE_BLK - 1) / MOE_BLK, mb = (M + MOE_BLK - 1) / MOE_BLK;
+	size_t sfa = mx ? (size_t)(masked ? E * mb : (R + MOE_BLK - 1) / MOE_BLK) * nkb * MOE_IMAGE
+	                : sizeof(float) * nkb * R;
+	size_t sfb = (size_t)E * nnb * nkb * (mx ? MOE_IMAGE : e8 ? 1 : sizeof(float));
+	uint8_t *a = malloc(R * K), *b = malloc(E * N * K), *sa = malloc(sfa), *sb = malloc(sfb);
+	double *v = malloc(sizeof *v * MOE_BLK * MOE_BLK);
+	if (!a || !b || !sa || !sb || !v) {
+		free(a), free(b), free(sa), free(sb), free(v), free(tab);
+		return check_fail(err, KRT_ENOMEM, "gemm_moe: no host memory for the inputs");
+	}
+	if (mx && masked) {
+		for (uint32_t e = 0; e < E; e++)
+			mx_draw(c, M, K, r, a + e * M * K, sa + e * mb * nkb * MOE_IMAGE, mb * nkb * MOE_IMAGE);
+	} else if (mx) {
+		mx_draw(c, R, K, r, a, sa, sfa);
+	} else {
+		float *s = (float *)sa;
+		for (uint64_t m = 0; m < R; m++)
+			for (uint64_t kb = 0; kb < nkb; kb++) {
+				bs_draw(c, v, MOE_BLK, r);
+				s[kb * R + m] = bs_scale(v, MOE_BLK);
+				bs_quantize(v, MOE_BLK, s[kb * R + m], a + m * K + kb * MOE_BLK);
+			}
+	}
+	for (uint64_t m = 0; m < R; m++)
+		if (gemm_moe_owner(masked, tab, E, (uint32_t)M, (uint32_t)m) < 0)
+			memset(a + m * K, E4M3_NAN, K);
+	for (uint32_t e = 0; e < E; e++) {
+		if (mx)
+			mx_draw(c, N, K, r, b + e * N * K, sb + e * nnb * nkb * MOE_IMAGE, nnb * nkb * MOE_IMAGE);
+		else
+			moe_draw_b_bs(c, N, K, r, e8, b + e * N * K, sb + e * nnb * nkb * (e8 ? 1 : sizeof(float)), v);
+	}
+	free(v);
+	rc = check_set_var(c, "E", E, err);
+	if (!rc)
+		rc = check_set_var(c, "E*N", (uint64_t)E * N, err);
+	if (!rc)
+		rc = check_set_var(c, "E*M", R, err);
+	if (rc) {
+		free(a), free(b), free(sa), free(sb), free(tab);
+		return rc;
+	}
+	rc = check_add_raw_input(c, "A", "e4m3", 1, R * K, a, err);
+	if (!rc)
+		rc = check_add_raw_input(c, "B", "e4m3", 1, E * N * K, b, err);
+	else
+		free(b);
+	if (!rc)
+		rc = mx ? check_add_raw_input(c, "SA", "ue8m0", 1, sfa, sa, err)
+		        : check_add_input(c, "SA", NUM_F32, nkb * R, sa, err);
+	else
+		free(sa);
+	if (!rc)
+		rc = mx || e8 ? check_add_raw_input(c, "SB", "ue8m0", 1, sfb, sb, err)
+		              : check_add_input(c, "SB", NUM_F32, E * nnb * nkb, sb, err);
+	else
+		free(sb);
+	if (!rc)
+		rc = check_add_raw_input(c, masked ? "counts" : "offsets", "s32", 4, masked ? E : E + 1, tab, err);
+	else
+		free(tab);
+	if (!rc && sw)
+		rc = check_set_f32(c, "swiglu_limit", (float)MOE_SWIGLU_LIMIT, err);
+	if (!rc)
+		rc = check_add_output(c, "C", out, R * (N >> sw), 256 * N * (size_t)num_type_size(out) + 65536, err);
+	return rc;
+}
+
+/* A row of N = 2I products, gate then up, into its I outputs in place:
+ * silu(min(g, L))·clamp(u, -L, L) in float64 (docs/ABI.md, "SwiGLU epilogue"). */
+static void
+moe_swiglu_row(double *x, uint64_t N)
+{
+	for (uint64_t j = 0; j < N / 2; j++) {
+		double g = fmin(x[j], MOE_SWIGLU_LIMIT), u = fmax(fmin(x[N / 2 + j], MOE_SWIGLU_LIMIT), -MOE_SWIGLU_LIMIT);
+		x[j] = g / (1.0 + exp(-g)) * u;
+	}
+}
+
+static const int32_t *
+moe_table(const CheckCase *c)
+{
+	const CheckBuf *t = check_find_buf_const(c, moe_masked(c) ? "counts" : "offsets");
+	return t ? t->host : NULL;
+}
+
+/* Rows owned, and of them the ones compared: all while the reference
+ * costs at most opts->full_limit multiply-adds, else each expert's first
+ * and last row plus a random share (about 2^31 multiply-adds). */
+static uint64_t
+moe_owned(const CheckCase *c)
+{
+	const int32_t *t = moe_table(c);
+	uint32_t E = moe_experts(c);
+	uint64_t n = 0;
+
+	for (uint32_t e = 0; t && e < E; e++)
+		n += moe_masked(c) ? (uint64_t)t[e] : (uint64_t)(t[e + 1] - t[e]);
+	return n;
+}
+
+static int
+moe_compare(CheckCase *c, CheckResult *res, KrtErr *err)
+{
+	uint64_t M = c->shape.d[0], N = c->shape.d[1], K = c->shape.d[2];
+	uint32_t E = moe_experts(c);
+	int masked = moe_masked(c);
+	const int32_t *tab = moe_table(c);
+	const CheckBuf *a = check_find_buf(c, "A"), *b = check_find_buf(c, "B");
+	const CheckBuf *sa = check_find_buf(c, "SA"), *sb = check_find_buf(c, "SB");
+	CheckBuf *cb = check_find_buf(c, "C");
+	uint64_t R = masked ? (uint64_t)E * M : M, nkb = K / MOE_BLK, nnb = (N + MOE_BLK - 1) / MOE_BLK;
+	uint64_t mb = (M + MOE_BLK - 1) / MOE_BLK, limit = c->opts->full_limit ? c->opts->full_limit
+	                                                                       : CHECK_FULL_LIMIT;
+	int mx = !sa->is_num, sw = moe_swiglu(c);
+	enum { BLOCK = 64 };
+
+	res->tol = gemm_tol[cb->type];
+	double work = (double)moe_owned(c) * (double)N * (double)K;
+	double keep = work > (double)limit ? 0x1p31 / work : 1.0;
+	double *ref = malloc(sizeof *ref * N * BLOCK);
+	uint32_t *rows = malloc(sizeof *rows * BLOCK);
+	float *sbf = NULL;
+	if (!mx && !sb->is_num && (sbf = malloc(sizeof *sbf * (sb->count ? sb->count : 1))) != NULL)
+		for (uint64_t i = 0; i < sb->count; i++)
+			sbf[i] = ldexpf(1.0f, (int)((const uint8_t *)sb->host)[i] - 127);
+	if (!ref || !rows || (!mx && !sb->is_num && !sbf)) {
+		free(ref), free(rows), free(sbf);
+		return check_fail(err, KRT_ENOMEM, "gemm_moe: no host memory for the reference");
+	}
+	const float *sbs = sbf ? sbf : sb->host;
+	for (uint32_t e = 0; e < E; e++) {
+		uint64_t lo = masked ? (uint64_t)e * M : (uint64_t)tab[e];
+		uint64_t hi = masked ? lo + (uint64_t)tab[e] : (uint64_t)tab[e + 1];
+		const uint8_t *be = (const uint8_t *)b->host + (uint64_t)e * N * K;
+		uint32_t n = 0;
+		for (uint64_t m = lo; m < hi; m++) {
+			int take = m == lo || m + 1 == hi || keep >= 1.0 ||
+			           (double)num_rng_below(&c->rng, 1u << 30) < keep * 0x1p30;
+			if (take)
+				rows[n++] = (uint32_t)m;
+			if (n < BLOCK && !(m + 1 == hi && n))
+				continue;
+			if (mx && masked) {
+				/* a slab's rows and SA images are its own (docs/ABI.md) */
+				for (uint32_t i = 0; i < n; i++)
+					rows[i] -= (uint32_t)lo;
+				gemm_mx_ref_rows((const uint8_t *)a->host + lo * K, be,
+				                 (const uint8_t *)sa->host + e * mb * nkb * MOE_IMAGE,
+				                 (const uint8_t *)sb->host + e * nnb * nkb * MOE_IMAGE, (uint32_t)N,
+				                 (uint32_t)K, rows, n, ref);
+				for (uint32_t i = 0; i < n; i++)
+					rows[i] += (uint32_t)lo;
+			} else if (mx) {
+				gemm_mx_ref_rows(a->host, be, sa->host,
+				                 (const uint8_t *)sb->host + e * nnb * nkb * MOE_IMAGE, (uint32_t)N,
+				                 (uint32_t)K, rows, n, ref);
+			} else {
+				gemm_bs_ref_rows(a->host, be, sa->host, sbs + e * nnb * nkb, (uint32_t)R, (uint32_t)N,
+				                 (uint32_t)K, MOE_BLK, rows, n, ref);
+			}
+			for (uint32_t i = 0; i < n; i++) {
+				double *x = ref + (size_t)i * N;
+				if (sw)
+					moe_swiglu_row(x, N);
+				gemm_compare_row(c, cb, rows[i], N >> sw, x, res);
+			}
+			n = 0;
+		}
+	}
+	res->subset = keep < 1.0;
+	/* rows no expert owns: never written; their poison is not "unwritten" */
+	const void *out = (const char *)cb->host + cb->guard;
+	uint64_t kept = 0, wrote = 0;
+	for (uint64_t m = 0; m < R; m++) {
+		if (gemm_moe_owner(masked, tab, E, (uint32_t)M, (uint32_t)m) >= 0)
+			continue;
+		uint64_t w = N >> sw;
+		for (uint64_t n = 0; n < w; n++) {
+			if (num_is_fill(cb->type, out, m * w + n, CHECK_POISON_BYTE)) {
+				kept++;
+			} else if (wrote++ == 0) {
+				check_report(c, "  row %llu (no expert's) col %llu: written (%g), should keep the "
+				             "poison\n", (unsigned long long)m, (unsigned long long)n,
+				             num_load(cb->type, out, m * w + n));
+			}
+		}
+	}
+	res->bad += wrote;
+	res->checked += wrote;
+	res->unwritten -= kept < res->unwritten ? kept : res->unwritten;
+	cb->unwritten -= kept < cb->unwritten ? kept : cb->unwritten;
+	free(ref), free(rows), free(sbf);
+	return 0;
+}
+
+/* 2·N·K per owned row: the work of the experts' rows, not of the tiles. */
+static double
+moe_flops(const CheckCase *c)
+{
+	return 2.0 * (double)moe_owned(c) * (double)c->shape.d[1] * (double)c->shape.d[2];
+}
+
+/* The bytes a decode launch must move at least: the weights and their
+ * scales of every expert with a row, the owned rows of A, and C. */
+static double
+moe_bytes(const CheckCase *c)
+{
+	const int32_t *t = moe_table(c);
+	uint32_t E = moe_experts(c);
+	double N = (double)c->shape.d[1], K = (double)c->shape.d[2], live = 0;
+	const CheckBuf *cb = check_find_buf_const(c, "C");
+	const CheckBuf *sb = check_find_buf_const(c, "SB");
+
+	for (uint32_t e = 0; t && e < E; e++)
+		live += (moe_masked(c) ? t[e] : t[e + 1] - t[e]) > 0;
+	double rows = (double)moe_owned(c);
+	double sbytes = sb ? (double)(sb->count * (uint64_t)sb->esize) / E : 0;
+	return live * (N * K + sbytes) + rows * (K + N / (moe_swiglu(c) ? 2 : 1) * (cb ? cb->esize : 2));
+}
+
+static int
+moe_peer_args(const CheckCase *c, int iters, int warmup, char *buf, size_t n)
+{
+	const CheckBuf *out = check_find_buf_const(c, "C");
+	/* the flops of the drawn table, so that the peers' TFLOP/s count the
+	 * same work as ours (tools/peers.py, gemm_moe) */
+	int len = snprintf(buf, n, "gemm_moe %llu %llu %llu %u %s %d %d %s %.17g",
+	                   (unsigned long long)c->shape.d[0], (unsigned long long)c->shape.d[1],
+	                   (unsigned long long)c->shape.d[2], moe_experts(c),
+	                   moe_masked(c) ? "masked" : "contiguous", iters, warmup, num_type_name(out->type),
+	                   moe_flops(c));
+	return len < 0 || (size_t)len >= n ? -1 : 0;
+}
+
+static void
+moe_describe(const CheckCase *c, FILE *f)
+{
+	const int32_t *t = moe_table(c);
+	uint32_t E = moe_experts(c);
+
+	fprintf(f, "  %s:", moe_masked(c) ? "counts" : "offsets");
+	for (uint32_t e = 0; t && e < (moe_masked(c) ? E : E + 1) && e < 40; e++)
+		fprintf(f, " %d", (int)t[e]);
+	fputc('\n', f);
+}
+
+/* M (contiguous: all rows; masked: a slab's), N, K, E: odd sizes, an
+ * expert with a single row, the smallest K. */
+static const CheckShape moe_shapes[] = {
+	{4, {1, 136, 128, 2}},
+	{4, {131, 200, 128, 5}},
+	{4, {300, 256, 384, 7}},
+	{4, {77, 128, 256, 40}},
+};
+
+static void
+moe_fit_default(const KrtAbi *abi, CheckShape *s)
+{
+	const char *ep = krt_abi_shape(abi, "epilogue");
+	s->d[2] = (s->d[2] + MOE_BLK - 1) / MOE_BLK * MOE_BLK;
+	if (ep && strcmp(ep, "swiglu") == 0) /* N: gate and up halves of whole blocks */
+		s->d[1] = (s->d[1] + 2 * MOE_BLK - 1) / (2 * MOE_BLK) * (2 * MOE_BLK);
+}
+
+#define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
+
+const CheckFamily check_family_gemm_moe = {
+	.name = "gemm_moe",
+	.kgen = "gemm",
+	.dims = "M,N,K,E",
+	.ndims = 4,
+	.nrequired = 3,
+	.shapes = moe_shapes,
+	.nshapes = COUNT(moe_shapes),
+	.bench = {4, {32768, 4096, 7168, 4}},
+	.prepare = moe_prepare,
+	.compare = moe_compare,
+	.flops = moe_flops,
+	.peer_args = moe_peer_args,
+	.bytes = moe_bytes,
+	.describe = moe_describe,
+	.fit_default = moe_fit_default,
+};
