@@ -26,7 +26,8 @@ static const ParamSpec gemm_params[] = {
 	 "smem swizzle of the A/B tiles (TMA and MMA agree)", NULL},
 	{"dtype", PK_DTYPE, P(dtype), "bf16,fp16,e4m3", 0, 0, 0, "bf16",
 	 "A and B element type (e4m3 needs --scale block128)", NULL},
-	{"out-dtype", PK_DTYPE, P(out_dtype), "bf16,f32", 0, 0, 0, "bf16", "C element type", NULL},
+	{"out-dtype", PK_DTYPE, P(out_dtype), "bf16,f32,e4m3", 0, 0, 0, "bf16",
+	 "C element type (e4m3: the SwiGLU output as MXFP8 with its UE8M0 factor images CS, sm_100a)", NULL},
 	{"cta-pair", PK_INT, P(cta_pair), "0,1", 0, 0, 0, "0",
 	 "1: clusters of 2 CTAs, one cta_group::2 MMA of M = 2*tile-m per pair", "target=sm_100a"},
 	{"cluster-n", PK_INT, P(cluster_n), "1,2", 0, 0, 0, "1",
@@ -80,6 +81,7 @@ gemm_configure(GemmCfg *g, const GemmParams *p, KgErr *err)
 	g->cn = p->cluster_n;
 	g->moe = p->moe;
 	g->swiglu = p->epilogue == GE_SWIGLU;
+	g->r_amax = -1;
 	/* the gate+up GEMM of the experts: a tile's B rows come from both
 	 * halves of its expert's B (docs/ABI.md, "SwiGLU epilogue") */
 	if (g->swiglu && !g->moe)
@@ -122,6 +124,15 @@ gemm_configure(GemmCfg *g, const GemmParams *p, KgErr *err)
 	if (g->sblock && g->swiglu && g->sblock % (g->tn / 2))
 		return kg_fail(err, "--tile-n=%d with --epilogue=swiglu: tile-n/2 must divide 128 (each half "
 		               "of the tile, gate and up, shares one B scale per K block)", g->tn);
+	/* FP8 out: the scales the down GEMM reads as its SA: mx32's factor
+	 * images, or block128's fp32 per 1x128, whose 128 columns of C one
+	 * CTA covers with two warpgroups on the same 64 rows (split) */
+	if (g->out == DT_E4M3 && !(g->swiglu && (g->sfvec || (g->sblock && g->tm == 64 && g->tn == 256))))
+		return kg_fail(err, "--out-dtype=e4m3: an FP8 C is the SwiGLU output quantized for the down "
+		               "GEMM; it needs --epilogue swiglu with --scale mx32 (sm_100a) or --scale block128 "
+		               "--tile-m 64 --tile-n 256 (sm_90a: 128 columns of C per CTA, one scale per row)");
+	g->split = g->out == DT_E4M3 && g->sblock;
+	g->wn = g->tn >> g->split;
 	if (g->sfvec && g->swiglu && g->tn != 2 * SF_ROWS)
 		return kg_fail(err, "--tile-n=%d with --epilogue=swiglu and --scale=mx32: tile-n must be %d "
 		               "(gate and up halves of %d rows, one factor image each)", g->tn, 2 * SF_ROWS,
@@ -384,11 +395,23 @@ gemm_emit_producer(Emit *e, const GemmCfg *g, const GemmRegs *r, KgErr *err)
 		               : op_tma_load_group(e, err, da, r->tmap_a, ca, 2, full, 1 + g->pair)) < 0 ||
 		    op_tma_load_group(e, err, db, r->tmap_b, cb, 2, full, 1 + g->pair) < 0)
 			return -1;
-		if (g->swiglu) {
+		if (g->swiglu && !g->split) {
 			/* the up half: B rows N/2 + n0.., tile rows tn/2.. */
 			Reg du = reg_new(e, RC_B32), cu[2] = {kx, nbu};
 			emitf(e, "\tadd.u32 %s, %s, %u;\n", du.s, bdst.s,
 			      layout_offset(&g->lb, g->tn / 2, j * g->span / g->esz_in));
+			if (op_tma_load_group(e, err, du, r->tmap_b, cu, 2, full, 1) < 0)
+				return -1;
+		}
+		for (int w = 0; g->split && w < 4; w++) {
+			/* split: tile rows 64w.. hold gate (w even) or up (w odd) rows
+			 * of columns n0 + 64·(w/2): warpgroup h reads rows 128h.. */
+			if (w == 0)
+				continue; /* the gate box above */
+			Reg du = reg_new(e, RC_B32), bx = reg_new(e, RC_B32), cu[2] = {kx, bx};
+			emitf(e, "\tadd.u32 %s, %s, %d;\n", bx.s, (w & 1 ? nbu : nb).s, g->tn / 4 * (w / 2));
+			emitf(e, "\tadd.u32 %s, %s, %u;\n", du.s, bdst.s,
+			      layout_offset(&g->lb, g->tn / 4 * w, j * g->span / g->esz_in));
 			if (op_tma_load_group(e, err, du, r->tmap_b, cu, 2, full, 1) < 0)
 				return -1;
 		}
@@ -655,7 +678,7 @@ gemm_abi(const GemmCfg *g, const char *args, KernelAbi *k)
 		p->dtype = g->in;
 		p->rank = 2;
 		p->box[0] = g->span / g->esz_in;
-		p->box[1] = i ? g->tn_cta >> g->swiglu : g->tm / g->cn; /* swiglu: a box per half */
+		p->box[1] = i ? g->tn_cta >> (g->swiglu + g->split) : g->tm / g->cn; /* swiglu: a box per half (quarter) */
 		p->swz = g->swz;
 		snprintf(p->tensor, sizeof p->tensor, "%s", i ? (g->moe ? "B[E*N,K]" : "B[N,K]")
 		         : g->moe == GM_MASKED ? "A[E*M,K]" : "A[M,K]");
@@ -684,6 +707,20 @@ gemm_abi(const GemmCfg *g, const char *args, KernelAbi *k)
 		p = abi_add(k, ABI_PTR, "SB");
 		p->dtype = DT_UE8M0;
 		snprintf(p->tensor, sizeof p->tensor, "SB[%scdiv(N,128),cdiv(K,128),512]", eb);
+	}
+	if (g->split) {
+		/* C's fp32 scales per 1x128, as the SA of a block128 gemm with
+		 * K = N/2 (docs/ABI.md, "SwiGLU epilogue") */
+		p = abi_add(k, ABI_PTR, "CS");
+		p->dtype = DT_F32;
+		snprintf(p->tensor, sizeof p->tensor, "CS[cdiv(N/2,128),%s]", rows);
+	} else if (g->out == DT_E4M3) {
+		/* C's UE8M0 factors per 32 columns, as the images SA of an mx32
+		 * gemm with K = N/2 (docs/ABI.md, "SwiGLU epilogue") */
+		p = abi_add(k, ABI_PTR, "CS");
+		p->dtype = DT_UE8M0;
+		snprintf(p->tensor, sizeof p->tensor, "CS[%scdiv(M,128),cdiv(N/2,128),512]",
+		         g->moe == GM_MASKED ? "E*" : "");
 	}
 	if (g->moe) {
 		p = abi_add(k, ABI_PTR, g->moe == GM_MASKED ? "counts" : "offsets");

@@ -71,6 +71,10 @@ typedef struct GemmCfg {
 	int consumers;          /* sm90: consumer warpgroups */
 	int moe;                /* GemmMoe */
 	int swiglu;             /* 1: the SwiGLU epilogue; a tile's B rows are tn/2 of gate, tn/2 of up */
+	int split;              /* sm90 FP8 SwiGLU: 2 consumer warpgroups on the same 64 rows, one per
+	                         * half of the tile's columns (B rows 128w..: 64 gate, 64 up) */
+	int wn;                 /* sm90: a consumer's wgmma N: tn, or tn/2 when split */
+	int r_amax;             /* split: smem for the row amax the two warpgroups exchange, or -1 */
 	Plan plan;
 	int r_a, r_b, r_slot;   /* smem region indices (r_slot: TMEM address, or -1) */
 	int r_sfa, r_sfb;       /* mx32: scale-factor image stages */

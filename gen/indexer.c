@@ -37,20 +37,22 @@ indexer_page_bytes(const IndexerFormat *fmt, int ps)
 /* See family.h for the columns. */
 static const ParamSpec indexer_params[] = {
 	{"target", PK_TARGET, P(target), "sm_90a,sm_100a", 0, 0, 0, "sm_90a",
-	 "sm_90a: one CTA per query row, f32 FMA scoring, radix top-k", NULL},
+	 "CTAs of 256 threads per query row (splits at run time), FMA or tensor-core scoring, radix top-k", NULL},
 	{"format", PK_ENUM, P(format), "fp8,fp4,nvfp4", 0, 0, 0, "fp8",
 	 "key cache format (docs/ABI.md \"indexer\")", NULL},
 	{"heads", PK_INT, P(heads), NULL, 1, 128, 1, "64", "indexer query heads", NULL},
 	{"topk", PK_INT, P(topk), NULL, 1, 2048, 1, "512", "indices kept per query row", NULL},
 	{"page-size", PK_INT, P(page_size), "16,32,64,128", 0, 0, 0, "64", "keys per cache page", NULL},
-	{"score", PK_ENUM, P(score), "fma,wgmma", 0, 0, 0, "fma",
-	 "fma: f32 FMA, one key per thread; wgmma: FP8 tensor cores over 64-key tiles (fp8 keys, at most 64 heads)",
+	{"score", PK_ENUM, P(score), "fma,wgmma,tcgen05", 0, 0, 0, "fma",
+	 "fma: f32 FMA, one key per thread; wgmma (sm_90a), tcgen05 (sm_100a): FP8 tensor cores over key tiles (fp8 keys, at most 64 heads)",
 	 NULL},
 };
 
 static int
 indexer_configure(IndexerCfg *c, const IndexerParams *p, KgErr *err)
 {
+	char score[16], want[16];
+
 	memset(c, 0, sizeof *c);
 	c->t = &targets[p->target];
 	if (!c->t->indexer)
@@ -62,13 +64,19 @@ indexer_configure(IndexerCfg *c, const IndexerParams *p, KgErr *err)
 	while ((1 << c->log2ps) < c->ps)
 		c->log2ps++;
 	c->page_bytes = indexer_page_bytes(c->fmt, c->ps);
-	c->mma = p->score == IDX_SCORE_WGMMA;
+	c->mma = p->score != IDX_SCORE_FMA;
+	family_list_word(indexer_params[5].allowed, p->score, score, sizeof score);
 	if (c->mma && !c->t->indexer->score_mma)
-		return kg_fail(err, "--score=wgmma: %s has no tensor-core indexer scoring yet", c->t->name);
+		return kg_fail(err, "--score=%s: %s has no tensor-core indexer scoring yet", score, c->t->name);
+	if (c->mma && p->score != c->t->indexer->mma_score) {
+		family_list_word(indexer_params[5].allowed, c->t->indexer->mma_score, want, sizeof want);
+		return kg_fail(err, "--score=%s: %s scores on the tensor cores with --score %s", score, c->t->name, want);
+	}
 	if (c->mma && c->heads > 64)
-		return kg_fail(err, "--heads=%d: --score wgmma takes at most 64 heads (one M = 64 MMA)", c->heads);
+		return kg_fail(err, "--heads=%d: --score %s takes at most 64 heads (one N = 64 MMA operand)", c->heads,
+		               score);
 	if (c->mma && c->fmt->value_bits != 8)
-		return kg_fail(err, "--format=%s: --score wgmma takes fp8 keys (E4M3 operands)", c->fmt->name);
+		return kg_fail(err, "--format=%s: --score %s takes fp8 keys (E4M3 operands)", c->fmt->name, score);
 	plan_init(&c->plan, c->t);
 	c->plan.threads = IDX_THREADS;
 	if (c->mma) {
@@ -85,6 +93,8 @@ indexer_configure(IndexerCfg *c, const IndexerParams *p, KgErr *err)
 	}
 	c->r_hist = plan_smem(&c->plan, "radix histograms", 4u * IDX_BINS, 16, IDX_PASSES);
 	c->r_state = plan_smem(&c->plan, "select state", 16, 16, 1);
+	if (c->mma && c->t->indexer->plan_mma && c->t->indexer->plan_mma(c, err) < 0)
+		return -1;
 	plan_role(&c->plan, "all", 0, IDX_THREADS / 32, 0,
 	          "score keys (one per thread), then select the top-k together");
 	snprintf(c->name, sizeof c->name, "indexer_%s_h%d_k%dp%d%s_%s", c->fmt->name, c->heads, c->topk, c->ps,

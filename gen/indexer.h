@@ -36,7 +36,7 @@ typedef struct IndexerParams {
 	int score;     /* IDX_SCORE_*: how keys are scored */
 } IndexerParams;
 
-enum { IDX_SCORE_FMA, IDX_SCORE_WGMMA };
+enum { IDX_SCORE_FMA, IDX_SCORE_WGMMA, IDX_SCORE_TCGEN05 };
 
 enum { IDX_THREADS = 256, IDX_BINS = 256, IDX_PASSES = 4, IDX_TILE = 64 };
 
@@ -44,11 +44,12 @@ typedef struct IndexerCfg {
 	const Target *t;
 	const IndexerFormat *fmt;
 	int heads, topk, ps, log2ps;
-	int mma;                       /* tensor-core scoring (IDX_SCORE_WGMMA) */
+	int mma;                       /* tensor-core scoring (IDX_SCORE_WGMMA, IDX_SCORE_TCGEN05) */
 	uint32_t page_bytes;
 	Plan plan;
 	int r_q, r_w, r_hist, r_state; /* smem regions */
 	int r_tiles, r_scales, r_sums; /* mma: key tiles, their scales, per-warp head sums */
+	int r_tslot, b_mma;            /* the target's own (IndexerOps.plan_mma): TMEM address, MMA barrier */
 	char name[96];
 } IndexerCfg;
 
@@ -77,9 +78,18 @@ typedef struct IndexerOps {
 	 * so the caller puts a CTA barrier after it. */
 	int (*score_mma)(Emit *e, const IndexerCfg *c, const IndexerRegs *r, KgErr *err);
 	const char *how_mma;
+	int mma_score; /* the --score value that selects score_mma */
+	/* NULL, or what score_mma needs beyond the shared regions (TMEM,
+	 * barriers), added to the plan before it is checked */
+	int (*plan_mma)(IndexerCfg *c, KgErr *err);
 } IndexerOps;
 
-extern const IndexerOps indexer_sm90;
+extern const IndexerOps indexer_sm90, indexer_sm100;
+
+/* The FMA scoring every target shares (gen/indexer_fma.c): IndexerOps.score
+ * and its `how`. */
+int indexer_score_fma(Emit *e, const IndexerCfg *c, const IndexerRegs *r, KgErr *err);
+extern const char indexer_how_fma[];
 
 /* Bytes of one page of ps keys: ps key rows, then ps scales. */
 uint32_t indexer_page_bytes(const IndexerFormat *fmt, int ps);

@@ -5,6 +5,7 @@
  * rows, one of 1 row, a full one (masked) and random others; rows no
  * expert owns must keep the poison, and their A rows hold E4M3 NaNs so
  * that a kernel that lets them into an owned row's result shows. */
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +31,14 @@ moe_swiglu(const CheckCase *c)
 {
 	const char *v = krt_abi_shape(c->abi, "epilogue");
 	return v && strcmp(v, "swiglu") == 0;
+}
+
+/* An MXFP8 C with factor images CS (the SwiGLU output for the down GEMM). */
+static int
+moe_fp8(const CheckCase *c)
+{
+	const KrtAbiParam *p = krt_abi_find(c->abi, "C");
+	return p && strcmp(p->dtype, "e4m3") == 0;
 }
 
 /* DeepSeek-V4's swiglu_limit, the value the checker passes */
@@ -113,7 +122,8 @@ moe_prepare(CheckCase *c, KrtErr *err)
 		return check_fail(err, KRT_EABI, "%s: gemm_moe needs SA and SB params (block-scaled)",
 		                  c->abi->kernel);
 	int mx = strcmp(psa->dtype, "ue8m0") == 0, e8 = strcmp(psb->dtype, "ue8m0") == 0;
-	if ((rc = gemm_dtype(c, "C", KRT_ARG_PTR, &out, err)) != 0)
+	int fp8 = moe_fp8(c);
+	if (!fp8 && (rc = gemm_dtype(c, "C", KRT_ARG_PTR, &out, err)) != 0)
 		return rc;
 	if (!N || !K || M > UINT32_MAX || N > UINT32_MAX || K > UINT32_MAX)
 		return check_fail(err, KRT_EINVAL, "gemm_moe %llux%llux%llu: N, K must be in 1..2^32-1, M in "
@@ -203,9 +213,91 @@ moe_prepare(CheckCase *c, KrtErr *err)
 		free(tab);
 	if (!rc && sw)
 		rc = check_set_f32(c, "swiglu_limit", (float)MOE_SWIGLU_LIMIT, err);
+	if (!rc && fp8) {
+		/* MXFP8 C and its factor images (docs/ABI.md, "SwiGLU epilogue");
+		 * 0xff is a NaN of both, never written */
+		uint64_t nki = (N / 2 + MOE_BLK - 1) / MOE_BLK;
+		uint64_t imgs = masked ? E * mb : (R + MOE_BLK - 1) / MOE_BLK;
+		rc = check_add_raw_output(c, "C", "e4m3", 1, R * (N / 2), 256 * N + 65536, CHECK_POISON_BYTE, err);
+		if (!rc && mx)
+			rc = check_add_raw_output(c, "CS", "ue8m0", 1, imgs * nki * MOE_IMAGE, 65536, CHECK_POISON_BYTE,
+			                          err);
+		else if (!rc) /* block128: fp32 per 1x128 of C, [cdiv(N/2,128), rows] as SA */
+			rc = check_add_output(c, "CS", NUM_F32, nki * R, 65536, err);
+		return rc;
+	}
 	if (!rc)
 		rc = check_add_output(c, "C", out, R * (N >> sw), 256 * N * (size_t)num_type_size(out) + 65536, err);
 	return rc;
+}
+
+/* The MXFP8 SwiGLU output's tolerance, normwise per row as gemm_tol: an
+ * E4M3 value of the kernel's f32 result v' is within 2^-4·|v'| of it (3
+ * fraction bits; the factor keeps every value of its block at most 448,
+ * and values below E4M3's normal range lose at most 2^-10 of the factor,
+ * ~4.4e-6 of the block's largest), and v' is within ~1e-6 of the float64
+ * value: 0.07 bounds a correct kernel; a factor off by one power of two,
+ * a value from the wrong column or row, or a lost clamp is far above it. */
+#define MOE_FP8_TOL 0.07
+
+/* Element of CS holding the scale of row m (expert e), column j: the SA
+ * layout of the down GEMM with K = N/2. UE8M0 (mx32): the byte of image
+ * (row block, j/128) for columns j..j+31 (masked: a slab's own row blocks;
+ * docs/ABI.md, "MoE layouts"); fp32 (block128): [j/128][m]. */
+static uint64_t
+moe_cs_index(const CheckCase *c, uint32_t e, uint64_t m, uint64_t j)
+{
+	uint64_t M = c->shape.d[0], N = c->shape.d[1];
+	const CheckBuf *cs = check_find_buf_const(c, "CS");
+	if (cs && cs->is_num)
+		return j / MOE_BLK * (moe_masked(c) ? moe_experts(c) * M : M) + m;
+	uint64_t nki = (N / 2 + MOE_BLK - 1) / MOE_BLK, mb = (M + MOE_BLK - 1) / MOE_BLK, rb, r;
+	if (moe_masked(c)) {
+		rb = e * mb + (m - e * M) / MOE_BLK;
+		r = (m - e * M) % MOE_BLK;
+	} else {
+		rb = m / MOE_BLK;
+		r = m % MOE_BLK;
+	}
+	return (rb * nki + j / MOE_BLK) * MOE_IMAGE + 16 * (r % 32) + 4 * (r / 32) + (j % MOE_BLK) / 32;
+}
+
+/* Row m of an MXFP8 C, dequantized with its factors, against ref (W values),
+ * normwise as gemm_compare_row. */
+static void
+moe_compare_fp8(CheckCase *c, const CheckBuf *cb, const CheckBuf *cs, uint32_t m, uint32_t e, uint64_t W,
+                const double *ref, CheckResult *res)
+{
+	const uint8_t *q = (const uint8_t *)cb->host + cb->guard, *f = (const uint8_t *)cs->host + cs->guard;
+	int max_report = c->opts->max_report ? c->opts->max_report : CHECK_MAX_REPORT;
+	double rowmax = 0.0;
+
+	for (uint64_t j = 0; j < W; j++)
+		rowmax = fmax(rowmax, fabs(ref[j]));
+	double denom = rowmax > 0.0 ? rowmax : DBL_MIN;
+	for (uint64_t j = 0; j < W; j++) {
+		uint8_t b = q[(uint64_t)m * W + j], x = 0;
+		if (b == CHECK_POISON_BYTE)
+			continue; /* counted as unwritten */
+		double s;
+		if (cs->is_num) {
+			s = num_load(cs->type, f, moe_cs_index(c, e, m, j));
+		} else {
+			x = f[moe_cs_index(c, e, m, j)];
+			s = x == CHECK_POISON_BYTE ? NAN : ldexp(1.0, (int)x - 127);
+		}
+		double got = decode_e4m3_to_f64(b) * s;
+		double err = isfinite(got) ? fabs(got - ref[j]) / denom : INFINITY;
+		res->checked++;
+		if (err > res->max_err || isnan(err))
+			res->max_err = isnan(err) ? INFINITY : err;
+		if (!(err <= res->tol) && res->bad++ < (uint64_t)max_report) {
+			if (res->bad == 1)
+				check_report(c, "  %8s %8s %16s %16s %10s\n", "row", "col", "got", "want", "rel err");
+			check_report(c, "  %8u %8llu %16.8g %16.8g %10.3e  (e4m3 0x%02x, scale %g)\n", m,
+			             (unsigned long long)j, got, ref[j], err, b, s);
+		}
+	}
 }
 
 /* A row of N = 2I products, gate then up, into its I outputs in place:
@@ -254,10 +346,11 @@ moe_compare(CheckCase *c, CheckResult *res, KrtErr *err)
 	uint64_t R = masked ? (uint64_t)E * M : M, nkb = K / MOE_BLK, nnb = (N + MOE_BLK - 1) / MOE_BLK;
 	uint64_t mb = (M + MOE_BLK - 1) / MOE_BLK, limit = c->opts->full_limit ? c->opts->full_limit
 	                                                                       : CHECK_FULL_LIMIT;
-	int mx = !sa->is_num, sw = moe_swiglu(c);
+	int mx = !sa->is_num, sw = moe_swiglu(c), fp8 = moe_fp8(c);
+	CheckBuf *cs = check_find_buf(c, "CS");
 	enum { BLOCK = 64 };
 
-	res->tol = gemm_tol[cb->type];
+	res->tol = fp8 ? MOE_FP8_TOL : gemm_tol[cb->type];
 	double work = (double)moe_owned(c) * (double)N * (double)K;
 	double keep = work > (double)limit ? 0x1p31 / work : 1.0;
 	double *ref = malloc(sizeof *ref * N * BLOCK);
@@ -305,7 +398,10 @@ moe_compare(CheckCase *c, CheckResult *res, KrtErr *err)
 				double *x = ref + (size_t)i * N;
 				if (sw)
 					moe_swiglu_row(x, N);
-				gemm_compare_row(c, cb, rows[i], N >> sw, x, res);
+				if (fp8)
+					moe_compare_fp8(c, cb, cs, rows[i], e, N >> 1, x, res);
+				else
+					gemm_compare_row(c, cb, rows[i], N >> sw, x, res);
 			}
 			n = 0;
 		}
@@ -319,12 +415,14 @@ moe_compare(CheckCase *c, CheckResult *res, KrtErr *err)
 			continue;
 		uint64_t w = N >> sw;
 		for (uint64_t n = 0; n < w; n++) {
-			if (num_is_fill(cb->type, out, m * w + n, CHECK_POISON_BYTE)) {
+			if (fp8 ? ((const uint8_t *)out)[m * w + n] == CHECK_POISON_BYTE
+			        : num_is_fill(cb->type, out, m * w + n, CHECK_POISON_BYTE)) {
 				kept++;
 			} else if (wrote++ == 0) {
 				check_report(c, "  row %llu (no expert's) col %llu: written (%g), should keep the "
 				             "poison\n", (unsigned long long)m, (unsigned long long)n,
-				             num_load(cb->type, out, m * w + n));
+				             fp8 ? decode_e4m3_to_f64(((const uint8_t *)out)[m * w + n])
+				                 : num_load(cb->type, out, m * w + n));
 			}
 		}
 	}
@@ -332,6 +430,24 @@ moe_compare(CheckCase *c, CheckResult *res, KrtErr *err)
 	res->checked += wrote;
 	res->unwritten -= kept < res->unwritten ? kept : res->unwritten;
 	cb->unwritten -= kept < cb->unwritten ? kept : cb->unwritten;
+	if (fp8) {
+		/* CS: the factor bytes of owned rows must be written; the others
+		 * (no expert's rows, an image's rows past M) keep the poison */
+		uint64_t left = 0;
+		for (uint32_t e = 0; e < E; e++) {
+			uint64_t lo = masked ? (uint64_t)e * M : (uint64_t)tab[e];
+			uint64_t hi = masked ? lo + (uint64_t)tab[e] : (uint64_t)tab[e + 1];
+			for (uint64_t m = lo; m < hi; m++)
+				for (uint64_t j = 0; j < N / 2; j += cs->is_num ? MOE_BLK : 32)
+					left += cs->is_num ? num_is_fill(cs->type, (const char *)cs->host + cs->guard,
+					                                 moe_cs_index(c, e, m, j), CHECK_POISON_BYTE)
+					                   : ((const uint8_t *)cs->host + cs->guard)[moe_cs_index(c, e, m, j)] ==
+					                     CHECK_POISON_BYTE;
+		}
+		res->unwritten -= cs->unwritten < res->unwritten ? cs->unwritten : res->unwritten;
+		res->unwritten += left;
+		cs->unwritten = left;
+	}
 	free(ref), free(rows), free(sbf);
 	return 0;
 }

@@ -248,8 +248,11 @@ generate(const Args *a, char **ptx, size_t *len)
 		if (a->rest[i].value)
 			argv[n++] = a->rest[i].value;
 	}
-	if (kgen_generate(a->gen, n, argv, ptx, len, &kerr)) {
-		fprintf(stderr, "kcheck: kgen %s: %s\n", a->gen, kerr.msg);
+	/* a checker family emitted by another kgen family (gemm_moe: gemm --moe) */
+	const CheckFamily *fam = check_family(a->gen);
+	const char *kfam = fam && fam->kgen ? fam->kgen : a->gen;
+	if (kgen_generate(kfam, n, argv, ptx, len, &kerr)) {
+		fprintf(stderr, "kcheck: kgen %s: %s\n", kfam, kerr.msg);
 		return 2;
 	}
 	return 0;

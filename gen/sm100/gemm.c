@@ -252,6 +252,91 @@ emit_mma(Emit *e, const GemmCfg *g, const GemmRegs *r, Reg tmem, KgErr *err)
 	return 0;
 }
 
+/* The SwiGLU output as MXFP8 (docs/ABI.md, "SwiGLU epilogue"): the thread
+ * owns one row of the tile and its 128 columns of C (tile-n 256, N/2 whole
+ * 128-column blocks, so every column exists); per 32 columns, the UE8M0
+ * factor e = ceil(log2(amax/448)) + 127 (1..254; 127 for a zero block) and
+ * the values times 2^(127-e) to E4M3 (satfinite: none exceeds 448). The
+ * factor byte goes to the image of the row's 128-row block at
+ * 16·(row%32) + 4·((row%128)/32) + column block: the images an mx32 gemm
+ * with K = N/2 reads as SA (its masked slabs' too: the walk's sfa_rb). */
+static int
+emit_epilogue_mx(Emit *e, const GemmCfg *g, const GemmRegs *r, Reg tmem, KgErr *err)
+{
+	Reg v[CHUNK], u[CHUNK], q[CHUNK / 4], h[2], tw = reg_new(e, RC_B32), ta = reg_new(e, RC_B32);
+	Reg row = reg_new(e, RC_B32), t = reg_new(e, RC_B32), prow = reg_new(e, RC_PRED);
+	Reg N = reg_new(e, RC_B32), lim = reg_new(e, RC_F32), nlim = reg_new(e, RC_F32);
+	Reg st = reg_new(e, RC_F32), amax = reg_new(e, RC_F32), x = reg_new(e, RC_F32);
+	Reg ex = reg_new(e, RC_B32), inv = reg_new(e, RC_F32), p = reg_new(e, RC_PRED);
+	Reg ra = reg_new(e, RC_B64), rb = reg_new(e, RC_B64), cs = reg_new(e, RC_B64), accbar;
+
+	reg_array(e, RC_F32, v, CHUNK);
+	reg_array(e, RC_F32, u, CHUNK);
+	reg_array(e, RC_B32, q, CHUNK / 4);
+	for (int i = 0; i < 2; i++)
+		h[i] = reg_new(e, RC_B16);
+	emit_block(e, "sm100.gemm_epilogue_mxfp8");
+	emitf(e, "\tshr.u32 %s, %s, 1;\n", N.s, r->N.s);
+	emitf(e, "\tld.param.f32 %s, [p_swiglu_limit];\n\tneg.f32 %s, %s;\n", lim.s, nlim.s, lim.s);
+	emitf(e, "\tld.param.u64 %s, [p_CS];\n\tcvta.to.global.u64 %s, %s;\n", cs.s, cs.s, cs.s);
+	accbar = op_plan_bar(e, &g->plan, r->base, g->b_acc);
+	if (op_mbar_wait(e, err, accbar, "0") < 0)
+		return -1;
+	sm100_fence_after(e);
+	sm100_quarter_taddr(e, tw, r->warp, tmem, 0);
+	sm100_quarter_row(e, row, r->warp, r->lane, 0);
+	/* the factor bytes' place: image (sfa_rb, n0/128) of cdiv(N/2,128) per
+	 * row block, byte 16·lane + 4·warp (+ the column block) */
+	emitf(e, "\tshr.u32 %s, %s, 8;\n\tmul.lo.u32 %s, %s, %s;\n", t.s, r->N.s, t.s, t.s, r->sfa_rb.s);
+	emitf(e, "\tshr.u32 %s, %s, 7;\n\tadd.u32 %s, %s, %s;\n", ex.s, r->n0.s, t.s, t.s, ex.s);
+	emitf(e, "\tmul.wide.u32 %s, %s, %u;\n\tadd.u64 %s, %s, %s;\n", rb.s, t.s, SF_IMAGE_BYTES, cs.s, cs.s, rb.s);
+	emitf(e, "\tshl.b32 %s, %s, 4;\n\tmad.lo.u32 %s, %s, 4, %s;\n", t.s, r->lane.s, t.s, r->warp.s, t.s);
+	emitf(e, "\tcvt.u64.u32 %s, %s;\n\tadd.u64 %s, %s, %s;\n", rb.s, t.s, cs.s, cs.s, rb.s);
+	emitf(e, "\tadd.u32 %s, %s, %s;\n", row.s, row.s, r->m0.s);
+	emitf(e, "\tsetp.lt.u32 %s, %s, %s;\n", prow.s, row.s, r->mhi.s);
+	emitf(e, "\tsetp.ge.and.u32 %s, %s, %s, %s;\n", prow.s, row.s, r->mlo.s, prow.s);
+	emitf(e, "\tmul.wide.u32 %s, %s, %s;\n", ra.s, row.s, N.s);
+	emitf(e, "\tcvt.u64.u32 %s, %s;\n\tadd.u64 %s, %s, %s;\n", rb.s, r->n0.s, ra.s, ra.s, rb.s);
+	emitf(e, "\tadd.u64 %s, %s, %s;\n", ra.s, ra.s, r->c.s);
+	for (int col = 0; col < g->tn / 2; col += CHUNK) {
+		emitf(e, "\tadd.u32 %s, %s, %d;\n", ta.s, tw.s, col);
+		sm100_ld_32x32b(e, v, CHUNK, ta);
+		emitf(e, "\tadd.u32 %s, %s, %d;\n", ta.s, tw.s, col + g->tn / 2);
+		sm100_ld_32x32b(e, u, CHUNK, ta);
+		sm100_wait_ld(e);
+		emitf(e, "\tmov.f32 %s, 0f00000000;\n", amax.s);
+		for (int j = 0; j < CHUNK; j++) {
+			op_swiglu(e, v[j], v[j], u[j], lim, nlim, st);
+			emitf(e, "\tabs.f32 %s, %s;\n\tmax.f32 %s, %s, %s;\n", x.s, v[j].s, amax.s, amax.s, x.s);
+		}
+		/* amax = 1.f · 2^(E-127): amax/448 = (1.f/1.75) · 2^(E-135), so
+		 * e = E - 8, one more when 1.f > 1.75 (fraction bits > 0x600000) */
+		emitf(e, "\tmov.b32 %s, %s;\n\tshr.u32 %s, %s, 23;\n", t.s, amax.s, ex.s, t.s);
+		emitf(e, "\tand.b32 %s, %s, 0x7fffff;\n\tsetp.gt.u32 %s, %s, 0x600000;\n", t.s, t.s, p.s, t.s);
+		emitf(e, "\tsub.s32 %s, %s, 8;\n\t@%s add.s32 %s, %s, 1;\n", ex.s, ex.s, p.s, ex.s, ex.s);
+		emitf(e, "\tmax.s32 %s, %s, 1;\n\tmin.s32 %s, %s, 254;\n", ex.s, ex.s, ex.s, ex.s);
+		emitf(e, "\tsetp.eq.f32 %s, %s, 0f00000000;\n\t@%s mov.u32 %s, 127;\n", p.s, amax.s, p.s, ex.s);
+		emitf(e, "\t@%s st.global.u8 [%s+%d], %s;\n", prow.s, cs.s, col / CHUNK, ex.s);
+		/* 2^(127-e) (e <= 247 for any finite amax: a normal float) */
+		emitf(e, "\tsub.u32 %s, 254, %s;\n\tshl.b32 %s, %s, 23;\n\tmov.b32 %s, %s;\n", t.s, ex.s, t.s, t.s,
+		      inv.s, t.s);
+		for (int k = 0; k < CHUNK / 4; k++) {
+			for (int i = 0; i < 2; i++) {
+				int j = 4 * k + 2 * i;
+				emitf(e, "\tmul.f32 %s, %s, %s;\n\tmul.f32 %s, %s, %s;\n", v[j].s, v[j].s, inv.s, v[j + 1].s,
+				      v[j + 1].s, inv.s);
+				/* the first source goes to the upper byte */
+				emitf(e, "\tcvt.rn.satfinite.e4m3x2.f32 %s, %s, %s;\n", h[i].s, v[j + 1].s, v[j].s);
+			}
+			emitf(e, "\tmov.b32 %s, {%s, %s};\n", q[k].s, h[0].s, h[1].s);
+		}
+		for (int k = 0; k < CHUNK / 16; k++)
+			emitf(e, "\t@%s st.global.v4.b32 [%s+%d], {%s, %s, %s, %s};\n", prow.s, ra.s, col + 16 * k,
+			      q[4 * k].s, q[4 * k + 1].s, q[4 * k + 2].s, q[4 * k + 3].s);
+	}
+	return 0;
+}
+
 /* Thread t of warp w holds row m0 + 32w + t, 32 consecutive columns per
  * load. A full chunk inside N with 16-byte aligned rows goes out as 16-byte
  * vector stores; otherwise element by element under a column predicate. */
@@ -376,7 +461,7 @@ sm100_body(Emit *e, const GemmCfg *g, const GemmRegs *r, KgErr *err)
 		return -1;
 	emitf(e, "\tbra %s;\n", join);
 	emit_label(e, epi);
-	if (emit_epilogue(e, g, r, tmem, err) < 0)
+	if ((g->out == DT_E4M3 ? emit_epilogue_mx(e, g, r, tmem, err) : emit_epilogue(e, g, r, tmem, err)) < 0)
 		return -1;
 	emit_label(e, join);
 	emit_block(e, "sm100.gemm_teardown");

@@ -25,17 +25,19 @@ sm90_plan(GemmCfg *g, KgErr *err)
 	if (g->pair)
 		return kg_fail(err, "--cta-pair=1: sm_90a has no CTA-pair MMA (tcgen05.mma.cta_group::2 "
 		               "is sm_100a); use --target sm_100a or --cta-pair 0");
-	g->consumers = g->tm / 64;
+	g->consumers = g->split ? 2 : g->tm / 64;
 	p->threads = 128 * (1 + g->consumers);
 	regs = plan_regs_split(p, 128 * g->consumers, 128, PRODUCER_REGS);
 	plan_role(p, "producer", 0, 4, PRODUCER_REGS, "warp 0, one elected lane: TMA A/B boxes");
-	snprintf(does, sizeof does, "64 rows each: wgmma m64n%dk%d SS%s, epilogue from registers", g->tn,
+	snprintf(does, sizeof does, "64 rows each: wgmma m64n%dk%d SS%s, epilogue from registers", g->wn,
 	         g->kmma, g->sblock ? ", x SA*SB per K block" : "");
 	plan_role(p, "consumer", 4, 4 * g->consumers, regs, does);
 	/* tn/2 f32 accumulators (twice that with the block-scaled temporary)
 	 * plus addresses, descriptors and epilogue predicates (about 48
 	 * measured from ptxas reports; the scales' addresses 16 more). */
-	p->regs_need_max = g->tn / 2 * (g->sblock ? 2 : 1) + 48 + (g->sblock ? 16 : 0);
+	p->regs_need_max = g->wn / 2 * (g->sblock ? 2 : 1) + 48 + (g->sblock ? 16 : 0);
+	if (g->split) /* each warpgroup's row amax for the other (docs/ABI.md, "SwiGLU epilogue") */
+		g->r_amax = plan_smem(p, "row amax exchange", 2 * 64 * 4, 16, 1);
 	snprintf(p->regs_need_who, sizeof p->regs_need_who, "consumer");
 	g->b_full = plan_barrier(p, "full", g->stages, 1, g->stage_bytes,
 	                         "producer: arrive.expect_tx, then TMA complete_tx");
@@ -135,7 +137,7 @@ emit_scale_addrs(Emit *e, const GemmCfg *g, const GemmRegs *r, Reg wgc, Scales *
 	Reg w = reg_new(e, RC_B64);
 
 	emit_block(e, "sm90.gemm_scale_addrs");
-	reg_array(e, RC_F32, sc->tmp, g->tn / 2);
+	reg_array(e, RC_F32, sc->tmp, g->wn / 2);
 	sc->stride = reg_new(e, RC_B64);
 	emitf(e, "\tmul.wide.u32 %s, %s, 4;\n", sc->stride.s, r->rows.s);
 	sm90_acc_row0(e, row, wgc, r->warp, r->lane, t);
@@ -223,15 +225,15 @@ row_of_acc(int i)
 }
 
 /* acc += tmp * SA[row] * SB[column block] for one column half of the
- * tile (half 0 first, which also forms the products SA*SB; swiglu: half 1
- * is the up half, scaled by its own SB, bu). The halves'
- * fragments are the tile's registers 0..tn/4-1 and tn/4..tn/2-1: a column
- * block of 8 is 4 registers, so register i of a half is tile register
- * i + h*tn/4, in the same row (docs/hardware.md, "wgmma accumulator fragment"). */
+ * warpgroup's wn columns (half 0 first, which also forms the products
+ * SA*SB; swiglu: half 1 is the up half, scaled by its own SB, bu). The
+ * halves' fragments are registers 0..wn/4-1 and wn/4..wn/2-1: a column
+ * block of 8 is 4 registers, so register i of a half is register
+ * i + h*wn/4, in the same row (docs/hardware.md, "wgmma accumulator fragment"). */
 static void
 emit_promote_half(Emit *e, const GemmCfg *g, Scales *sc, const Reg *acc, int half)
 {
-	int q = g->tn / 4, up = half && g->swiglu;
+	int q = g->wn / 4, up = half && g->swiglu;
 
 	emit_block(e, half ? "sm90.gemm_promote_hi" : "sm90.gemm_promote_lo");
 	if (!half)
@@ -252,7 +254,7 @@ typedef struct StageOps {
 } StageOps;
 
 /* One column half of the K block's MMAs into its half of the temporary,
- * as one wgmma group: N = tn/2 starts tn/2 rows into B's tile. */
+ * as one wgmma group: N = wn/2 starts wn/2 rows into the warpgroup's B rows. */
 static void
 emit_half_mmas(Emit *e, const GemmCfg *g, Scales *sc, const StageOps *o, int half)
 {
@@ -260,13 +262,13 @@ emit_half_mmas(Emit *e, const GemmCfg *g, Scales *sc, const StageOps *o, int hal
 	sm90_wgmma_fence(e);
 	for (int kk = 0; kk < g->tk / g->kmma; kk++) {
 		uint32_t da = layout_offset(&g->la, 0, g->kmma * kk) >> 4;
-		uint32_t db = layout_offset(&g->lb, g->tn / 2 * half, g->kmma * kk) >> 4;
+		uint32_t db = layout_offset(&g->lb, g->wn / 2 * half, g->kmma * kk) >> 4;
 		emitf(e, "\tadd.u32 %s, %s, %u;\n\tmov.b64 %s, {%s, %s};\n", o->lo.s, o->as.s, o->alo + da, o->ad.s,
 		      o->lo.s, o->ahr.s);
 		emitf(e, "\tadd.u32 %s, %s, %u;\n\tmov.b64 %s, {%s, %s};\n", o->lo.s, o->bs.s, o->blo + db, o->bd.s,
 		      o->lo.s, o->bhr.s);
 		/* the block's first MMA overwrites the temporary */
-		sm90_wgmma(e, g->tn / 2, g->in, sc->tmp + g->tn / 4 * half, &o->ad, NULL, o->bd, kk > 0, 0);
+		sm90_wgmma(e, g->wn / 2, g->in, sc->tmp + g->wn / 4 * half, &o->ad, NULL, o->bd, kk > 0, 0);
 	}
 	sm90_wgmma_commit(e);
 }
@@ -370,6 +372,95 @@ emit_swiglu(Emit *e, const GemmCfg *g, const GemmRegs *r, Reg wgc, Reg *acc)
 	emit_store_fragment(e, g, r, wgc, acc, g->tn / 2, half);
 }
 
+/* The split SwiGLU epilogue writing FP8 (docs/ABI.md, "SwiGLU epilogue"):
+ * warpgroup w holds C columns n0 + 64w .. +63 of the CTA's 64 rows, a
+ * thread rows g and g+8 at 16 columns each. A row's amax over its 128
+ * columns: the thread's, then its quad's (shfl.bfly 1, 2: the lanes of one
+ * row), then the other warpgroup's through smem; s = amax/448 (1 for an
+ * all-zero row) goes to CS[n0/128][row] (warpgroup 0 writes it) and C gets
+ * the E4M3 of each value / s (satfinite: none exceeds 448). */
+static void
+emit_swiglu_fp8(Emit *e, const GemmCfg *g, const GemmRegs *r, Reg wgc, Reg *acc)
+{
+	Reg lim = reg_new(e, RC_F32), nlim = reg_new(e, RC_F32), t = reg_new(e, RC_F32);
+	Reg am[2], sc[2], x = reg_new(e, RC_F32), row = reg_new(e, RC_B32), ti = reg_new(e, RC_B32);
+	Reg xs = reg_new(e, RC_B32), own = reg_new(e, RC_B32), p = reg_new(e, RC_PRED);
+	Reg q0 = reg_new(e, RC_PRED), prow[2], addr[2], w = reg_new(e, RC_B64), h = reg_new(e, RC_B16);
+	Reg cs = reg_new(e, RC_B64), half = reg_new(e, RC_B32), col = reg_new(e, RC_B32);
+	Reg ex = op_plan_smem(e, &g->plan, r->base, g->r_amax);
+	int nv = g->wn / 4; /* result registers: the gate half */
+
+	emit_block(e, "sm90.gemm_swiglu_fp8");
+	emitf(e, "\tld.param.f32 %s, [p_swiglu_limit];\n\tneg.f32 %s, %s;\n", lim.s, nlim.s, lim.s);
+	emitf(e, "\tld.param.u64 %s, [p_CS];\n\tcvta.to.global.u64 %s, %s;\n", cs.s, cs.s, cs.s);
+	emitf(e, "\tshr.u32 %s, %s, 1;\n", half.s, r->N.s);
+	for (int i = 0; i < nv; i++)
+		op_swiglu(e, acc[i], acc[i], acc[i + nv], lim, nlim, t);
+	/* the tile row of the thread's first row: 16·(warp%4) + lane/4 */
+	emitf(e, "\tmov.u32 %s, 0;\n", own.s);
+	sm90_acc_row0(e, row, own, r->warp, r->lane, ti);
+	emitf(e, "\tand.b32 %s, %s, 3;\n\tsetp.eq.u32 %s, %s, 0;\n", ti.s, r->lane.s, q0.s, ti.s);
+	for (int k = 0; k < 2; k++) {
+		am[k] = reg_new(e, RC_F32);
+		sc[k] = reg_new(e, RC_F32);
+		prow[k] = reg_new(e, RC_PRED);
+		addr[k] = reg_new(e, RC_B64);
+		emitf(e, "\tmov.f32 %s, 0f00000000;\n", am[k].s);
+	}
+	for (int i = 0; i < nv; i++)
+		emitf(e, "\tabs.f32 %s, %s;\n\tmax.f32 %s, %s, %s;\n", x.s, acc[i].s, am[row_of_acc(i)].s,
+		      am[row_of_acc(i)].s, x.s);
+	for (int k = 0; k < 2; k++)
+		for (int d = 1; d < 4; d *= 2) {
+			emitf(e, "\tshfl.sync.bfly.b32 %s, %s, %d, 0x1f, 0xffffffff;\n", x.s, am[k].s, d);
+			emitf(e, "\tmax.f32 %s, %s, %s;\n", am[k].s, am[k].s, x.s);
+		}
+	/* exchange: [warpgroup][tile row], one word per row from lane%4 = 0 */
+	for (int k = 0; k < 2; k++) {
+		emitf(e, "\tadd.u32 %s, %s, %d;\n\tmad.lo.u32 %s, %s, 64, %s;\n", own.s, row.s, 8 * k, xs.s, wgc.s,
+		      own.s);
+		emitf(e, "\tshl.b32 %s, %s, 2;\n\tadd.u32 %s, %s, %s;\n", xs.s, xs.s, xs.s, xs.s, ex.s);
+		emitf(e, "\t@%s st.shared.f32 [%s], %s;\n", q0.s, xs.s, am[k].s);
+	}
+	op_bar_sync_why(e, 1, 256, "both consumer warpgroups: row amax written");
+	for (int k = 0; k < 2; k++) {
+		/* the other warpgroup's word: 64 rows away */
+		emitf(e, "\tadd.u32 %s, %s, %d;\n\txor.b32 %s, %s, 1;\n\tmad.lo.u32 %s, %s, 64, %s;\n", own.s, row.s,
+		      8 * k, xs.s, wgc.s, xs.s, xs.s, own.s);
+		emitf(e, "\tshl.b32 %s, %s, 2;\n\tadd.u32 %s, %s, %s;\n", xs.s, xs.s, xs.s, xs.s, ex.s);
+		emitf(e, "\tld.shared.f32 %s, [%s];\n\tmax.f32 %s, %s, %s;\n", x.s, xs.s, am[k].s, am[k].s, x.s);
+		emitf(e, "\tdiv.rn.f32 %s, %s, 0f43E00000;\n", sc[k].s, am[k].s); /* amax / 448 */
+		emitf(e, "\tsetp.eq.f32 %s, %s, 0f00000000;\n\t@%s mov.f32 %s, 0f3F800000;\n", p.s, am[k].s, p.s,
+		      sc[k].s);
+		/* the global row and whether this expert owns it */
+		emitf(e, "\tadd.u32 %s, %s, %s;\n", own.s, own.s, r->m0.s);
+		emitf(e, "\tsetp.lt.u32 %s, %s, %s;\n\tsetp.ge.and.u32 %s, %s, %s, %s;\n", prow[k].s, own.s,
+		      r->mhi.s, prow[k].s, own.s, r->mlo.s, prow[k].s);
+		/* CS[n0/128][row]: warpgroup 0, lane%4 = 0 */
+		emitf(e, "\tshr.u32 %s, %s, 7;\n\tmad.lo.u32 %s, %s, %s, %s;\n", xs.s, r->n0.s, xs.s, xs.s,
+		      r->rows.s, own.s);
+		emitf(e, "\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n", w.s, xs.s, w.s, w.s, cs.s);
+		emitf(e, "\tsetp.eq.and.u32 %s, %s, 0, %s;\n\tand.pred %s, %s, %s;\n", p.s, wgc.s, q0.s, p.s, p.s,
+		      prow[k].s);
+		emitf(e, "\t@%s st.global.f32 [%s], %s;\n", p.s, w.s, sc[k].s);
+		/* &C[row][n0 + 64·wgc + 2·(lane%4)] */
+		emitf(e, "\tmul.wide.u32 %s, %s, %s;\n", addr[k].s, own.s, half.s);
+		emitf(e, "\tmad.lo.u32 %s, %s, %d, %s;\n", col.s, wgc.s, g->wn / 2, r->n0.s);
+		emitf(e, "\tand.b32 %s, %s, 3;\n\tmad.lo.u32 %s, %s, 2, %s;\n", xs.s, r->lane.s, col.s, xs.s, col.s);
+		emitf(e, "\tcvt.u64.u32 %s, %s;\n\tadd.u64 %s, %s, %s;\n\tadd.u64 %s, %s, %s;\n", w.s, col.s,
+		      addr[k].s, addr[k].s, w.s, addr[k].s, addr[k].s, r->c.s);
+	}
+	for (int i = 0; i < nv; i += 2) {
+		int k = row_of_acc(i), drow, dcol;
+		wgmma_acc_reg(i, &drow, &dcol);
+		emitf(e, "\tdiv.rn.f32 %s, %s, %s;\n\tdiv.rn.f32 %s, %s, %s;\n", acc[i].s, acc[i].s, sc[k].s,
+		      acc[i + 1].s, acc[i + 1].s, sc[k].s);
+		/* the first source goes to the upper byte: column dcol + 1 */
+		emitf(e, "\tcvt.rn.satfinite.e4m3x2.f32 %s, %s, %s;\n", h.s, acc[i + 1].s, acc[i].s);
+		emitf(e, "\t@%s st.global.b16 [%s+%d], %s;\n", prow[k].s, addr[k].s, dcol, h.s);
+	}
+}
+
 static int
 emit_consumer(Emit *e, const GemmCfg *g, const GemmRegs *r, KgErr *err)
 {
@@ -382,7 +473,7 @@ emit_consumer(Emit *e, const GemmCfg *g, const GemmRegs *r, KgErr *err)
 	Reg full0, empty0, a0, b0;
 	uint32_t alo, ahi, blo, bhi;
 	char loop[48], done[48], guard[16];
-	int nacc = g->tn / 2;
+	int nacc = g->wn / 2;
 	Scales sc;
 
 	if (gemm_desc_words(g, &g->la, &alo, &ahi, err) < 0 ||
@@ -396,8 +487,16 @@ emit_consumer(Emit *e, const GemmCfg *g, const GemmRegs *r, KgErr *err)
 	empty0 = op_plan_bar(e, &g->plan, r->base, g->b_empty);
 	a0 = op_plan_smem(e, &g->plan, r->base, g->r_a);
 	b0 = op_plan_smem(e, &g->plan, r->base, g->r_b);
-	/* this warpgroup's 64 rows: where the layout puts row 64 of each slice */
-	emitf(e, "\tmad.lo.u32 %s, %s, %u, %s;\n", a0.s, wgc.s, layout_offset(&g->la, 64, 0), a0.s);
+	/* this warpgroup's 64 rows: where the layout puts row 64 of each slice;
+	 * split: the same rows, its 128 B rows (64 gate, 64 up) of the tile */
+	Reg rowblk = wgc;
+	if (g->split) {
+		rowblk = reg_new(e, RC_B32);
+		emitf(e, "\tmov.u32 %s, 0;\n", rowblk.s);
+		emitf(e, "\tmad.lo.u32 %s, %s, %u, %s;\n", b0.s, wgc.s, layout_offset(&g->lb, g->wn, 0), b0.s);
+	} else {
+		emitf(e, "\tmad.lo.u32 %s, %s, %u, %s;\n", a0.s, wgc.s, layout_offset(&g->la, 64, 0), a0.s);
+	}
 	op_desc_hi(e, ahr, g->t->desc, (uint64_t)ahi << 32 | alo, "A");
 	op_desc_hi(e, bhr, g->t->desc, (uint64_t)bhi << 32 | blo, "B");
 	for (int i = 0; i < nacc; i++)
@@ -406,9 +505,11 @@ emit_consumer(Emit *e, const GemmCfg *g, const GemmRegs *r, KgErr *err)
 		StageOps o = {as, bs, lo, ad, bd, ahr, bhr, alo, blo};
 		Reg ring[6] = {stage, phase, kt, full, prev, p};
 
-		emit_scale_addrs(e, g, r, wgc, &sc);
+		emit_scale_addrs(e, g, r, rowblk, &sc);
 		if (emit_bs_loop(e, err, g, r, &sc, acc, &o, ring, a0, b0, full0, empty0, lane0) < 0)
 			return -1;
+		if (g->split)
+			return emit_swiglu_fp8(e, g, r, wgc, acc), 0;
 		if (g->swiglu)
 			return emit_swiglu(e, g, r, wgc, acc), 0;
 		emit_store_fragment(e, g, r, wgc, acc, g->tn, r->N);
@@ -427,7 +528,7 @@ emit_consumer(Emit *e, const GemmCfg *g, const GemmRegs *r, KgErr *err)
 		uint32_t db = layout_offset(&g->lb, 0, g->kmma * kk) >> 4;
 		emitf(e, "\tadd.u32 %s, %s, %u;\n\tmov.b64 %s, {%s, %s};\n", lo.s, as.s, alo + da, ad.s, lo.s, ahr.s);
 		emitf(e, "\tadd.u32 %s, %s, %u;\n\tmov.b64 %s, {%s, %s};\n", lo.s, bs.s, blo + db, bd.s, lo.s, bhr.s);
-		sm90_wgmma_ss(e, g->tn, g->in, acc, ad, bd);
+		sm90_wgmma_ss(e, g->wn, g->in, acc, ad, bd);
 	}
 	sm90_wgmma_commit(e);
 	/* Keep one group in flight: once the previous stage's group is done
@@ -443,6 +544,8 @@ emit_consumer(Emit *e, const GemmCfg *g, const GemmRegs *r, KgErr *err)
 	emitf(e, "\tsetp.lt.u32 %s, %s, %s;\n\t@%s bra %s;\n", p.s, kt.s, r->nk.s, p.s, loop);
 	emit_label(e, done);
 	sm90_wgmma_wait(e, 0);
+	if (g->split)
+		return emit_swiglu_fp8(e, g, r, wgc, acc), 0;
 	if (g->swiglu)
 		return emit_swiglu(e, g, r, wgc, acc), 0;
 	emit_store_fragment(e, g, r, wgc, acc, g->tn, r->N);

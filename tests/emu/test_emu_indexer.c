@@ -1,6 +1,6 @@
 /* The indexer beyond the emitted configurations (emitted/ holds page 64
  * only): generated in process at page sizes 32 and 128 (and 16), every
- * key format and both scorings, and run on the emulator against the
+ * key format and every scoring of both targets, and run on the emulator against the
  * float64 reference (tools/check_indexer.c: scattered pages in random
  * order, odd lengths, one sequence shorter than s_q and one shorter than
  * top-k, the edge fill's ties) at next_n (s_q) 1, 2, 3 and 4, with one CTA
@@ -14,8 +14,11 @@
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
-static const char *const configs[][10] = {
+static const char *const configs[][12] = {
 	{"--heads", "8", "--topk", "100", "--page-size", "32"},
+	{"--target", "sm_100a", "--score", "tcgen05", "--heads", "64", "--topk", "100", "--page-size", "128"},
+	{"--target", "sm_100a", "--score", "tcgen05", "--heads", "21", "--topk", "300", "--page-size", "32"},
+	{"--target", "sm_100a", "--format", "nvfp4", "--heads", "6", "--topk", "100", "--page-size", "128"},
 	{"--format", "fp4", "--heads", "5", "--topk", "77", "--page-size", "128"},
 	{"--format", "nvfp4", "--heads", "8", "--topk", "100", "--page-size", "32"},
 	{"--format", "nvfp4", "--heads", "3", "--topk", "64", "--page-size", "128"},
@@ -35,7 +38,8 @@ static const uint32_t shapes[][4] = {
 static int
 run_config(const char *const *cfg)
 {
-	const char *args[14] = {"--target", "sm_90a"};
+	const char *args[16] = {"--target", "sm_90a"};
+	const char *target = "sm_90a";
 	char what[256] = "";
 	int n = 2, fails = 0;
 	char *ptx = NULL;
@@ -46,7 +50,9 @@ run_config(const char *const *cfg)
 	KrtModule *mod = NULL;
 
 	memset(&err, 0, sizeof err);
-	for (int i = 0; i < 10 && cfg[i]; i++) {
+	for (int i = 0; i < 12 && cfg[i]; i++) {
+		if (i > 0 && strcmp(cfg[i - 1], "--target") == 0)
+			target = cfg[i];
 		args[n++] = cfg[i];
 		snprintf(what + strlen(what), sizeof what - strlen(what), "%s%s", i ? " " : "", cfg[i]);
 	}
@@ -54,7 +60,7 @@ run_config(const char *const *cfg)
 		printf("FAIL %s: kgen refuses: %s\n", what, kerr.msg);
 		return 1;
 	}
-	if (et_open_for("sm_90a", &dev, &err) || krt_module_load(dev, ptx, len, &mod, &err)) {
+	if (et_open_for(target, &dev, &err) || krt_module_load(dev, ptx, len, &mod, &err)) {
 		printf("FAIL %s: %s\n", what, err.msg);
 		free(ptx);
 		krt_device_close(dev);

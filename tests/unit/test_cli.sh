@@ -95,6 +95,13 @@ grep -q '^//@shape kmult=16 kblock=128 moe=masked nmult=256 epilogue=swiglu$' "$
 	grep -q '^//@param tmap B dtype=e4m3 rank=2 box=128,64 swizzle=128 tensor=B\[E\*N,K\]$' "$tmp/sw.ptx" &&
 	grep -q '^//@param ptr C dtype=bf16 tensor=C\[E\*M,N/2\]$' "$tmp/sw.ptx" && grep -q '^//@param f32 swiglu_limit$' "$tmp/sw.ptx" ||
 	fail "swiglu gemm: shape fields, half-tile B box, C[E*M,N/2], swiglu_limit"
+expect_error "--out-dtype=e4m3: an FP8 C is the SwiGLU output quantized for the down GEMM" gemm --dtype e4m3 --scale block128 --tile-k 128 --tile-n 128 --moe masked --epilogue swiglu --out-dtype e4m3
+"$kgen" gemm --target sm_100a --dtype e4m3 --scale mx32 --tile-k 128 --tile-n 256 --moe masked --epilogue swiglu --out-dtype e4m3 -o "$tmp/sw8.ptx" || fail "gemm --out-dtype e4m3"
+grep -q '^//@param ptr CS dtype=ue8m0 tensor=CS\[E\*cdiv(M,128),cdiv(N/2,128),512\]$' "$tmp/sw8.ptx" &&
+	grep -q 'cvt.rn.satfinite.e4m3x2.f32 ' "$tmp/sw8.ptx" || fail "mxfp8 swiglu gemm: CS images, e4m3 conversion"
+"$kgen" gemm --dtype e4m3 --scale block128 --tile-k 128 --tile-m 64 --tile-n 256 --moe masked --epilogue swiglu --out-dtype e4m3 -o "$tmp/sw9.ptx" || fail "sm_90a gemm --out-dtype e4m3"
+grep -q '^//@param ptr CS dtype=f32 tensor=CS\[cdiv(N/2,128),E\*M\]$' "$tmp/sw9.ptx" && grep -q 'bar.sync 1, 256;' "$tmp/sw9.ptx" &&
+	grep -q '^//@param tmap B dtype=e4m3 rank=2 box=128,64 ' "$tmp/sw9.ptx" || fail "sm_90a fp8 swiglu gemm: CS, amax exchange, 64-row B boxes"
 # indexer (docs/ABI.md "indexer")
 expect_error "--page-size=48: must be one of 16,32,64,128" indexer --page-size 48
 expect_error "--heads=0: must be in 1..128" indexer --heads 0
@@ -103,7 +110,11 @@ expect_error "--format=mxfp4: must be one of fp8,fp4,nvfp4" indexer --format mxf
 "$kgen" plan indexer --format nvfp4 | grep -q 'nvfp4: 128 E2M1 values per key (64 bytes), then .* 8 UE4M3 scales per key, one per 16 values; times K_global' ||
 	fail "plan indexer nvfp4 lacks the cache line"
 "$kgen" plan indexer --format fp4 | grep -q 'fp4: 128 E2M1 values per key (64 bytes)' || fail "plan indexer fp4 lacks the cache line"
-expect_error "--target=sm_100a: indexer is not generated for this target yet" indexer --target sm_100a
+expect_error "--score=wgmma: sm_100a scores on the tensor cores with --score tcgen05" indexer --target sm_100a --score wgmma
+expect_error "--score=tcgen05: sm_90a scores on the tensor cores with --score wgmma" indexer --score tcgen05
+expect_error "--format=fp4: --score tcgen05 takes fp8 keys" indexer --target sm_100a --score tcgen05 --format fp4
+"$kgen" plan indexer --target sm_100a --score tcgen05 | grep -q 'scoring         FP8 tcgen05.mma kind::f8f6f4 M=128 N=64' ||
+	fail "plan indexer --target sm_100a --score tcgen05 lacks the scoring line"
 "$kgen" plan indexer --topk 1024 | grep -q 'top-k           1024: radix select' || fail "plan indexer lacks the top-k line"
 "$kgen" list | grep -q '^indexer' || fail "list lacks the indexer family"
 expect_error "--heads=96: --score wgmma takes at most 64 heads" indexer --score wgmma --heads 96

@@ -1,0 +1,238 @@
+/* The sm_100a indexer (docs/ABI.md "indexer"): the shared FMA scoring
+ * (gen/indexer_fma.c) and the tcgen05 scoring (--score tcgen05;
+ * docs/indexer.md, "Tensor-core scoring on sm_100a"): a tile of 128 keys
+ * is the A operand (M = 128: a key per TMEM lane), Q's heads the B operand
+ * (N = 64, rows past the heads zero), so S^T = K·Q^T is four
+ * tcgen05.mma kind::f8f6f4 (E4M3 x E4M3 into f32, 32 bytes of K each) into
+ * 64 TMEM columns. All 256 threads gather the tile into the 128-byte
+ * swizzled K-major layout (as the sm_90a scoring does) with the keys'
+ * scales beside, fence their stores for the async proxy and meet at a CTA
+ * barrier; thread 0 issues the MMAs and commits them to an mbarrier that
+ * every thread waits on. Thread t then holds key row 32·(w % 4) + lane
+ * (its warp's lane quarter) and reads half the heads (columns 32·(w / 4)
+ * ..) with one tcgen05.ld: Σ w[h]·max(0, S·s_j) over its 32 heads needs no
+ * shuffle; warps 0-3 hand their halves to warps 4-7 through shared
+ * memory, which store the logits. */
+#include <stdio.h>
+
+#include "../desc.h"
+#include "../indexer.h"
+#include "../layout.h"
+#include "../ops.h"
+#include "mma.h"
+
+enum { TC_KEYS = 128, TC_HEADS = 64 };
+
+/* The TMEM address slot and the MMA-done barrier; 64 columns of S. */
+static int
+sm100_indexer_plan(IndexerCfg *c, KgErr *err)
+{
+	(void)err;
+	c->r_tslot = plan_smem(&c->plan, "TMEM address", 4, 16, 1);
+	c->b_mma = plan_barrier(&c->plan, "MMA done", 1, 1, 0, "tcgen05.commit after a tile's four MMAs");
+	plan_tmem(&c->plan, "S^T (keys x heads)", 0, TC_HEADS, 128);
+	return 0;
+}
+
+/* Q row b·s_q + t, heads·128 E4M3, into the swizzled B tile (64 rows):
+ * chunk tid + 256i is row chunk / 8, 16-byte part chunk % 8; rows past
+ * the heads 0. */
+static void
+emit_stage_q(Emit *e, const IndexerCfg *c, const IndexerRegs *r, Reg q0)
+{
+	Reg ch = reg_new(e, RC_B32), row = reg_new(e, RC_B32), part = reg_new(e, RC_B32), d = reg_new(e, RC_B32);
+	Reg a = reg_new(e, RC_B64), o = reg_new(e, RC_B64), p = reg_new(e, RC_PRED), v[4];
+
+	reg_array(e, RC_B32, v, 4);
+	emitf(e, "\tld.param.u64 %s, [p_Q];\n\tcvta.to.global.u64 %s, %s;\n", a.s, a.s, a.s);
+	emitf(e, "\tmul.wide.u32 %s, %s, %d;\n\tadd.u64 %s, %s, %s;\n", o.s, r->row.s, c->heads * 128, a.s, a.s, o.s);
+	for (int i = 0; i < TC_HEADS * 8 / IDX_THREADS; i++) {
+		emitf(e, "\tadd.u32 %s, %s, %d;\n\tshr.u32 %s, %s, 3;\n\tand.b32 %s, %s, 7;\n", ch.s, r->tid.s,
+		      IDX_THREADS * i, row.s, ch.s, part.s, ch.s);
+		for (int k = 0; k < 4; k++)
+			emitf(e, "\tmov.b32 %s, 0;\n", v[k].s);
+		emitf(e, "\tsetp.lt.u32 %s, %s, %d;\n\tmul.wide.u32 %s, %s, 16;\n\tadd.u64 %s, %s, %s;\n", p.s, row.s,
+		      c->heads, o.s, ch.s, o.s, a.s, o.s);
+		emitf(e, "\t@%s ld.global.nc.v4.b32 {%s, %s, %s, %s}, [%s];\n", p.s, v[0].s, v[1].s, v[2].s, v[3].s, o.s);
+		/* row·128 + (part ^ row % 8)·16: the 128-byte swizzle */
+		emitf(e, "\tand.b32 %s, %s, 7;\n\txor.b32 %s, %s, %s;\n\tshl.b32 %s, %s, 4;\n", d.s, row.s, d.s, d.s,
+		      part.s, d.s, d.s);
+		emitf(e, "\tmad.lo.u32 %s, %s, 128, %s;\n\tadd.u32 %s, %s, %s;\n", d.s, row.s, d.s, d.s, d.s, q0.s);
+		emitf(e, "\tst.shared.v4.b32 [%s], {%s, %s, %s, %s};\n", d.s, v[0].s, v[1].s, v[2].s, v[3].s);
+	}
+}
+
+static int
+sm100_indexer_score_mma(Emit *e, const IndexerCfg *c, const IndexerRegs *r, KgErr *err)
+{
+	TileLayout la, lb;
+	uint64_t da, db;
+	uint32_t idv;
+	Idesc id = {.kind = IK_F8F6F4, .a = DT_E4M3, .b = DT_E4M3, .d = DT_F32, .m = TC_KEYS, .n = TC_HEADS,
+	            .cta_group = 1};
+	Reg s[32], wt[32], v[4];
+	Reg warp = reg_new(e, RC_B32), lane = reg_new(e, RC_B32), half = reg_new(e, RC_B32), krow = reg_new(e, RC_B32);
+	Reg i = reg_new(e, RC_B32), j = reg_new(e, RC_B32), x = reg_new(e, RC_B32), key = reg_new(e, RC_B32);
+	Reg pt = reg_new(e, RC_B32), d = reg_new(e, RC_B32), pg = reg_new(e, RC_B32), ph = reg_new(e, RC_B32);
+	Reg q0 = reg_new(e, RC_B32), tile = reg_new(e, RC_B32), scs = reg_new(e, RC_B32), sums = reg_new(e, RC_B32);
+	Reg alo = reg_new(e, RC_B32), blo = reg_new(e, RC_B32), hi = reg_new(e, RC_B32), lo = reg_new(e, RC_B32);
+	Reg stride = reg_new(e, RC_B32), tmem = reg_new(e, RC_B32), ta = reg_new(e, RC_B32), idr = reg_new(e, RC_B32);
+	Reg ws = reg_new(e, RC_B32), bar = reg_new(e, RC_B32);
+	Reg a = reg_new(e, RC_B64), o = reg_new(e, RC_B64), ad = reg_new(e, RC_B64), bd = reg_new(e, RC_B64);
+	Reg sc = reg_new(e, RC_F32), y = reg_new(e, RC_F32), acc = reg_new(e, RC_F32);
+	Reg p = reg_new(e, RC_PRED), pl = reg_new(e, RC_PRED), p0 = reg_new(e, RC_PRED), lowh = reg_new(e, RC_PRED);
+	char loop[48], done[48], issued[48], freed[48];
+
+	if (layout_canonical(&la, MAJOR_K, SWZ_128B, 8, TC_KEYS, 128, err) < 0 ||
+	    layout_canonical(&lb, MAJOR_K, SWZ_128B, 8, TC_HEADS, 128, err) < 0 ||
+	    desc_for_tile(&da, c->t->desc, &la, 0, err) < 0 || desc_for_tile(&db, c->t->desc, &lb, 0, err) < 0 ||
+	    idesc_encode(&idv, &id, err) < 0)
+		return -1;
+	if ((uint32_t)(da >> 32) != (uint32_t)(db >> 32))
+		kg_bug("sm100 indexer: key and Q tiles must share the descriptor's high word");
+	reg_array(e, RC_F32, s, 32);
+	reg_array(e, RC_F32, wt, 32);
+	reg_array(e, RC_B32, v, 4);
+
+	emit_block(e, "sm100.indexer_mma");
+	label_new(e, loop, sizeof loop, "tile");
+	label_new(e, done, sizeof done, "tiles_done");
+	label_new(e, freed, sizeof freed, "tmem_freed");
+	emitf(e, "\tshr.u32 %s, %s, 5;\n\tand.b32 %s, %s, 31;\n\tshr.u32 %s, %s, 2;\n", warp.s, r->tid.s, lane.s,
+	      r->tid.s, half.s, warp.s);
+	emitf(e, "\tsetp.eq.u32 %s, %s, 0;\n\tsetp.eq.u32 %s, %s, 0;\n", p0.s, r->tid.s, lowh.s, half.s);
+	/* the barrier (thread 0), the TMEM (warp 0), Q (everyone) */
+	/* the weights of this thread's 32 heads (0 past the heads: the
+	 * prologue, whose barrier published them) */
+	emitf(e, "\tadd.u32 %s, %s, %u;\n\tmad.lo.u32 %s, %s, 128, %s;\n", ws.s, r->base.s, c->plan.smem[c->r_w].offset,
+	      ws.s, half.s, ws.s);
+	for (int h = 0; h < 32; h++)
+		emitf(e, "\tld.shared.f32 %s, [%s+%d];\n", wt[h].s, ws.s, 4 * h);
+	op_init_barriers(e, &c->plan, r->base, r->tid, "sm100.indexer_barrier_init");
+	if (sm100_setup_tmem(e, err, "sm100.indexer_tmem_alloc", warp, 0, &c->plan, r->base, c->r_tslot) < 0)
+		return -1;
+	emit_block(e, "sm100.indexer_mma");
+	emitf(e, "\tadd.u32 %s, %s, %u;\n", q0.s, r->base.s, c->plan.smem[c->r_q].offset);
+	emit_stage_q(e, c, r, q0);
+	emitf(e, "\tadd.u32 %s, %s, %u;\n\tadd.u32 %s, %s, %u;\n", tile.s, r->base.s, c->plan.smem[c->r_tiles].offset,
+	      scs.s, r->base.s, c->plan.smem[c->r_scales].offset);
+	emitf(e, "\tadd.u32 %s, %s, %u;\n", sums.s, r->base.s, c->plan.smem[c->r_sums].offset);
+	op_bar_sync_why(e, 0, IDX_THREADS, "MMA barrier initialized, TMEM allocated");
+	bar = op_plan_bar(e, &c->plan, r->base, c->b_mma);
+	sm100_read_taddr(e, tmem, &c->plan, r->base, c->r_tslot);
+	/* this thread's TMEM quarter and columns: lane 32·(w % 4) + l holds
+	 * key row 32·(w % 4) + l, columns 32·(w / 4) .. its half of the heads */
+	emitf(e, "\tand.b32 %s, %s, 3;\n\tshl.b32 %s, %s, 5;\n\tadd.u32 %s, %s, %s;\n", krow.s, warp.s, krow.s, krow.s,
+	      krow.s, krow.s, lane.s);
+	emitf(e, "\tand.b32 %s, %s, 3;\n\tshl.b32 %s, %s, 21;\n\tadd.u32 %s, %s, %s;\n\tmad.lo.u32 %s, %s, 32, %s;\n",
+	      ta.s, warp.s, ta.s, ta.s, ta.s, ta.s, tmem.s, ta.s, half.s, ta.s);
+	/* descriptors: start address >> 4 in the low word (gen/desc) */
+	emitf(e, "\tshr.u32 %s, %s, 4;\n\tadd.u32 %s, %s, %u;\n", alo.s, tile.s, alo.s, alo.s, (uint32_t)da);
+	emitf(e, "\tshr.u32 %s, %s, 4;\n\tadd.u32 %s, %s, %u;\n", blo.s, q0.s, blo.s, blo.s, (uint32_t)db);
+	op_desc_hi(e, hi, c->t->desc, da, "key and Q tiles, K-major E4M3");
+	op_idesc(e, idr, IK_F8F6F4, idv, "S^T = K*Q^T");
+	emitf(e, "\tmov.u32 %s, 0;\n\tmov.u32 %s, %s;\n\tmov.u32 %s, %s;\n", ph.s, i.s, r->split.s, stride.s,
+	      r->splits.s);
+	emit_label(e, loop);
+	emitf(e, "\tshl.b32 %s, %s, 7;\n\tsetp.ge.s32 %s, %s, %s;\n\t@%s bra %s;\n", x.s, i.s, p.s, x.s, r->n.s, p.s,
+	      done);
+	/* gather: chunk tid + 256k is key chunk / 8, part chunk % 8; keys
+	 * past n are zeros */
+	for (int k = 0; k < TC_KEYS * 8 / IDX_THREADS; k++) {
+		emitf(e, "\tadd.u32 %s, %s, %d;\n\tshr.u32 %s, %s, 3;\n\tand.b32 %s, %s, 7;\n", x.s, r->tid.s,
+		      IDX_THREADS * k, key.s, x.s, pt.s, x.s);
+		emitf(e, "\tshl.b32 %s, %s, 7;\n\tadd.u32 %s, %s, %s;\n\tsetp.lt.s32 %s, %s, %s;\n", j.s, i.s, j.s, j.s,
+		      key.s, p.s, j.s, r->n.s);
+		for (int q = 0; q < 4; q++)
+			emitf(e, "\tmov.b32 %s, 0;\n", v[q].s);
+		emitf(e, "\tshr.u32 %s, %s, %d;\n\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n", d.s, j.s, c->log2ps,
+		      a.s, d.s, a.s, r->bt.s, a.s);
+		emitf(e, "\t@%s ld.global.nc.u32 %s, [%s];\n\tmul.wide.u32 %s, %s, %u;\n\tadd.u64 %s, %s, %s;\n", p.s,
+		      pg.s, a.s, o.s, pg.s, c->page_bytes, a.s, r->kv.s, o.s);
+		emitf(e, "\tand.b32 %s, %s, %d;\n\tmad.lo.u32 %s, %s, 8, %s;\n\tmul.wide.u32 %s, %s, 16;\n", d.s, j.s,
+		      c->ps - 1, d.s, d.s, pt.s, o.s, d.s);
+		emitf(e, "\tadd.u64 %s, %s, %s;\n\t@%s ld.global.nc.v4.b32 {%s, %s, %s, %s}, [%s];\n", a.s, a.s, o.s,
+		      p.s, v[0].s, v[1].s, v[2].s, v[3].s, a.s);
+		emitf(e, "\tand.b32 %s, %s, 7;\n\txor.b32 %s, %s, %s;\n\tshl.b32 %s, %s, 4;\n", d.s, key.s, d.s, d.s,
+		      pt.s, d.s, d.s);
+		emitf(e, "\tmad.lo.u32 %s, %s, 128, %s;\n\tadd.u32 %s, %s, %s;\n", d.s, key.s, d.s, d.s, d.s, tile.s);
+		emitf(e, "\tst.shared.v4.b32 [%s], {%s, %s, %s, %s};\n", d.s, v[0].s, v[1].s, v[2].s, v[3].s);
+	}
+	/* scales: thread tid < 128 takes key tid's (0 past n) */
+	emitf(e, "\tshl.b32 %s, %s, 7;\n\tadd.u32 %s, %s, %s;\n\tsetp.lt.s32 %s, %s, %s;\n", j.s, i.s, j.s, j.s,
+	      r->tid.s, p.s, j.s, r->n.s);
+	emitf(e, "\tsetp.lt.and.u32 %s, %s, %d, %s;\n\tmov.f32 %s, 0f00000000;\n", p.s, r->tid.s, TC_KEYS, p.s, sc.s);
+	emitf(e, "\tshr.u32 %s, %s, %d;\n\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n", d.s, j.s, c->log2ps, a.s,
+	      d.s, a.s, r->bt.s, a.s);
+	emitf(e, "\t@%s ld.global.nc.u32 %s, [%s];\n\tmul.wide.u32 %s, %s, %u;\n\tadd.u64 %s, %s, %s;\n", p.s, pg.s,
+	      a.s, o.s, pg.s, c->page_bytes, a.s, r->kv.s, o.s);
+	emitf(e, "\tand.b32 %s, %s, %d;\n\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n", d.s, j.s, c->ps - 1,
+	      o.s, d.s, a.s, a.s, o.s);
+	emitf(e, "\t@%s ld.global.nc.f32 %s, [%s+%d];\n", p.s, sc.s, a.s, c->ps * 128);
+	emitf(e, "\tsetp.lt.u32 %s, %s, %d;\n\tmad.lo.u32 %s, %s, 4, %s;\n\t@%s st.shared.f32 [%s], %s;\n", pl.s,
+	      r->tid.s, TC_KEYS, d.s, r->tid.s, scs.s, pl.s, d.s, sc.s);
+	/* the tile (and Q, before the first) read by the async proxy; the
+	 * previous tile's TMEM loads are complete (wait::ld) before the
+	 * barrier, after which thread 0's MMAs overwrite S (docs/hardware.md,
+	 * "tcgen05 ordering") */
+	emitf(e, "\tfence.proxy.async.shared::cta;\n");
+	op_bar_sync_why(e, 0, IDX_THREADS, "the key tile stored, the last S read");
+	/* thread 0: S^T = K·Q^T, 32 bytes of K a MMA, the first overwriting */
+	label_new(e, issued, sizeof issued, "issued");
+	emitf(e, "\t@!%s bra %s;\n", p0.s, issued);
+	sm100_fence_after(e);
+	for (int kk = 0; kk < 4; kk++) {
+		uint32_t off = layout_offset(&la, 0, 32 * kk) >> 4;
+		emitf(e, "\tadd.u32 %s, %s, %u;\n\tmov.b64 %s, {%s, %s};\n", lo.s, alo.s, off, ad.s, lo.s, hi.s);
+		emitf(e, "\tadd.u32 %s, %s, %u;\n\tmov.b64 %s, {%s, %s};\n", lo.s, blo.s, off, bd.s, lo.s, hi.s);
+		emitf(e, "\ttcgen05.mma.cta_group::1.kind::f8f6f4 [%s], %s, %s, %s, %d;\n", tmem.s, ad.s, bd.s, idr.s,
+		      kk > 0);
+	}
+	sm100_commit(e, bar);
+	emit_label(e, issued);
+	if (op_mbar_wait(e, err, bar, ph.s) < 0)
+		return -1;
+	emitf(e, "\txor.b32 %s, %s, 1;\n", ph.s, ph.s);
+	sm100_fence_after(e);
+	sm100_ld_32x32b(e, s, 32, ta);
+	sm100_wait_ld(e);
+	/* Σ over this thread's 32 heads of w[h]·max(0, S·s_j) */
+	emitf(e, "\tmad.lo.u32 %s, %s, 4, %s;\n\tld.shared.f32 %s, [%s];\n\tmov.f32 %s, 0f00000000;\n", d.s, krow.s,
+	      scs.s, sc.s, d.s, acc.s);
+	for (int h = 0; h < 32; h++)
+		emitf(e, "\tmul.f32 %s, %s, %s;\n\tmax.f32 %s, %s, 0f00000000;\n\tfma.rn.f32 %s, %s, %s, %s;\n", y.s,
+		      s[h].s, sc.s, y.s, y.s, acc.s, wt[h].s, y.s, acc.s);
+	/* warps 0-3 hand their half to warps 4-7, which store the logits
+	 * (threads 128.. : other threads than the select reads them with,
+	 * so the join's barrier publishes them) */
+	emitf(e, "\tmad.lo.u32 %s, %s, 4, %s;\n\t@%s st.shared.f32 [%s], %s;\n", d.s, krow.s, sums.s, lowh.s, d.s,
+	      acc.s);
+	op_bar_sync_why(e, 0, IDX_THREADS, "the lower heads' sums stored");
+	emitf(e, "\tshl.b32 %s, %s, 7;\n\tadd.u32 %s, %s, %s;\n\tsetp.lt.s32 %s, %s, %s;\n\tand.pred %s, %s, !%s;\n",
+	      j.s, i.s, j.s, j.s, krow.s, pl.s, j.s, r->n.s, pl.s, pl.s, lowh.s);
+	emitf(e, "\t@%s ld.shared.f32 %s, [%s];\n\t@%s add.f32 %s, %s, %s;\n", pl.s, y.s, d.s, pl.s, acc.s, acc.s, y.s);
+	emitf(e, "\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n\t@%s st.global.f32 [%s], %s;\n", a.s, j.s, a.s,
+	      a.s, r->logits.s, pl.s, a.s, acc.s);
+	/* no barrier here: the next tile's scales and sums are stored after
+	 * the next tile barrier, which the readers above reach first */
+	emitf(e, "\tadd.u32 %s, %s, %s;\n\tbra.uni %s;\n", i.s, i.s, stride.s, loop);
+	emit_label(e, done);
+	/* every TMEM load was complete (wait::ld) before the last sums
+	 * barrier, which warp 0 passed too: it frees the columns; the join's
+	 * barrier publishes the last tile's logits */
+	emitf(e, "\tsetp.eq.u32 %s, %s, 0;\n\t@!%s bra %s;\n", p.s, warp.s, p.s, freed);
+	sm100_fence_after(e);
+	if (sm100_tmem_dealloc(e, err, tmem, c->plan.tmem_alloc) < 0)
+		return -1;
+	emit_label(e, freed);
+	return 0;
+}
+
+const IndexerOps indexer_sm100 = {
+	.score = indexer_score_fma,
+	.how = indexer_how_fma,
+	.score_mma = sm100_indexer_score_mma,
+	.how_mma = "FP8 tcgen05.mma kind::f8f6f4 M=128 N=64: 128-key tiles (A, gathered into 128-byte swizzled smem by all threads) against the heads (B), S^T in 64 TMEM columns; a thread reads its key's row (32 heads) with tcgen05.ld, relu, weights and the head sum in registers",
+	.mma_score = IDX_SCORE_TCGEN05,
+	.plan_mma = sm100_indexer_plan,
+};
