@@ -49,7 +49,7 @@ fmha_plan_kernel(FmhaCfg *f, KgErr *err)
 	/* Q, K, V land as 128-byte swizzled rows of 64 elements (one TMA box
 	 * per 64 columns), read by K-major (Q, K) and MN-major (V) descriptors. */
 	if (layout_canonical(&f->lq, MAJOR_K, SWZ_128B, 8 * f->esz, f->q_rows, f->d, err) < 0 ||
-	    layout_canonical(&f->lk, MAJOR_K, SWZ_128B, 8 * f->esz, f->bn, f->d, err) < 0 ||
+	    layout_canonical(&f->lk, MAJOR_K, SWZ_128B, 8 * f->esz, f->pair ? f->bn / 2 : f->bn, f->d, err) < 0 ||
 	    layout_canonical(&f->lv, MAJOR_K, SWZ_128B, 8 * f->esz, f->bn, f->dvc, err) < 0)
 		return -1;
 	f->q_bytes = f->lq.bytes * (uint32_t)f->qblocks;
@@ -58,16 +58,20 @@ fmha_plan_kernel(FmhaCfg *f, KgErr *err)
 
 	plan_init(&f->plan, f->t);
 	f->r_q = plan_smem(&f->plan, "Q", f->q_bytes, 1024, 1);
-	f->r_k = plan_smem(&f->plan, f->kv_shared ? "K=V stages" : "K stages", f->k_bytes, 1024, f->stages);
-	f->r_v = f->kv_shared ? f->r_k : plan_smem(&f->plan, "V stages", f->v_bytes, 1024, f->stages);
+	f->r_k = plan_smem(&f->plan, fmha_kv_one(f) ? "K=V stages" : "K stages", f->k_bytes, 1024, f->stages);
+	f->r_v = fmha_kv_one(f) ? f->r_k : plan_smem(&f->plan, "V stages", f->v_bytes, 1024, f->stages);
 	/* the barriers the shared producer (fmha_emit_producer) completes, the
 	 * first of every target's barriers */
-	f->b_q = plan_barrier(&f->plan, "Q full", 1, 1, f->q_bytes, "producer: expect_tx + TMA");
-	f->b_k = plan_barrier(&f->plan, f->kv_shared ? "K=V full" : "K full", f->stages, 1, f->k_bytes,
-	                      "producer: expect_tx + TMA");
-	f->b_v = f->kv_shared ? f->b_k
-	                      : plan_barrier(&f->plan, "V full", f->stages, 1, f->v_bytes,
-	                                     "producer: expect_tx + TMA");
+	{
+		/* a pair: both producers arrive on rank 0's (docs/cta-pair.md) */
+		int n = 1 + f->pair;
+		const char *who = f->pair ? "both producers: expect_tx on rank 0's + TMA" : "producer: expect_tx + TMA";
+		f->b_q = plan_barrier(&f->plan, "Q full", 1, n, f->q_bytes * (uint32_t)n, who);
+		f->b_k = plan_barrier(&f->plan, fmha_kv_one(f) ? "K=V full" : "K full", f->stages, n,
+		                      f->k_bytes * (uint32_t)n, who);
+		f->b_v = fmha_kv_one(f) ? f->b_k
+		                      : plan_barrier(&f->plan, "V full", f->stages, n, f->v_bytes * (uint32_t)n, who);
+	}
 	return f->t->fmha->plan(f, err);
 }
 
@@ -99,14 +103,14 @@ fmha_configure(FmhaCfg *f, const FmhaParams *p, KgErr *err)
 	f->e2f = p->exp2_fma < 0 ? 0 : p->exp2_fma;
 	if (f->t->fmha->tiles(f, p, err) < 0)
 		return -1;
-	f->dvc = f->dv / f->ohalves;
+	f->dvc = f->pair ? f->dv / 2 : f->dv / f->ohalves;
 	f->pack = p->pack_heads;
 	if (f->q_rows % f->pack)
 		return kg_fail(err, "--pack-heads=%d: a Q tile of %d rows holds whole query rows of the packed heads, so pack-heads must divide %d",
 		               f->pack, f->q_rows, f->q_rows);
 	f->htiles = f->pack > 1 ? f->qblocks : 1;
 	f->hcta = f->pack * f->htiles;
-	f->rows = f->qblocks / f->htiles * (f->q_rows / f->pack);
+	f->rows = f->qblocks / f->htiles * (f->q_rows / f->pack) * (1 + f->pair);
 	if (f->group % f->hcta)
 		return kg_fail(err, "--pack-heads=%d with %d Q tile%s per CTA: the CTA's %d query heads must share one KV head, so %d must divide the group of %d (heads-q/heads-kv)",
 		               f->pack, f->qblocks, f->qblocks > 1 ? "s" : "", f->hcta, f->hcta, f->group);
@@ -126,11 +130,18 @@ fmha_configure(FmhaCfg *f, const FmhaParams *p, KgErr *err)
 			buf_printf(&n, "_pk%d", f->pack);
 		if (f->e2f)
 			buf_printf(&n, "_e%d", f->e2f);
-		buf_printf(&n, "%s_m%dn%d_s%d_%s", f->lse ? "_lse" : "", f->bm, f->bn, f->stages, f->t->tag);
+		buf_printf(&n, "%s%s_m%dn%d_s%d_%s", f->lse ? "_lse" : "", f->pair ? "_pair" : "", f->bm, f->bn,
+		           f->stages, f->t->tag);
 		snprintf(f->name, sizeof f->name, "%s", n.p ? n.p : "fmha");
 		buf_free(&n);
 	}
 	return plan_check(&f->plan, err);
+}
+
+int
+fmha_kv_one(const FmhaCfg *f)
+{
+	return f->kv_shared && !f->pair;
 }
 
 int
@@ -142,7 +153,7 @@ fmha_has_unmasked_tiles(const FmhaCfg *f)
 /* The boxes of one operand tile: 64 columns each, rows [row, row+rows). */
 static int
 emit_tile_loads(Emit *e, KgErr *err, const TileLayout *l, int cols, Reg dst0, Reg tmap, Reg head,
-                Reg row, Reg bar, const Reg *col0)
+                Reg row, Reg bar, const Reg *col0, int group)
 {
 	Reg x = reg_new(e, RC_B32), dst = reg_new(e, RC_B32);
 	Reg c[3] = {x, head, row};
@@ -153,10 +164,50 @@ emit_tile_loads(Emit *e, KgErr *err, const TileLayout *l, int cols, Reg dst0, Re
 		else
 			emitf(e, "\tmov.u32 %s, %d;\n", x.s, 64 * s);
 		emitf(e, "\tadd.u32 %s, %s, %u;\n", dst.s, dst0.s, layout_offset(l, 0, 64 * s));
-		if (op_tma_load(e, err, dst, tmap, c, 3, bar) < 0)
+		if ((group > 1 ? op_tma_load_group(e, err, dst, tmap, c, 3, bar, group)
+		               : op_tma_load(e, err, dst, tmap, c, 3, bar)) < 0)
 			return -1;
 	}
 	return 0;
+}
+
+/* A pair's V stage (pair64): of each chunk of min(dv, 256) columns (one
+ * P·V MMA's N), this CTA's half, columns rank·N/2.. of the chunk, at the
+ * stage's columns c·N/2.. (docs/cta-pair.md) */
+static int
+emit_pair_v_loads(Emit *e, KgErr *err, const FmhaCfg *f, const FmhaRegs *r, Reg vd, Reg row, Reg bar)
+{
+	int n = f->dv < 256 ? f->dv : 256;
+	/* with K=V the tensor map's box is K's, bn/2 rows: two per tile */
+	int rows = f->kv_shared ? f->bn / 2 : f->bn;
+	Reg col = reg_new(e, RC_B32), dst = reg_new(e, RC_B32), vr = row;
+
+	if (rows < f->bn)
+		vr = reg_new(e, RC_B32);
+	for (int h = 0; h < f->bn / rows; h++) {
+		if (rows < f->bn)
+			emitf(e, "\tadd.u32 %s, %s, %d;\n", vr.s, row.s, h * rows);
+		for (int c = 0; c < f->dv / n; c++) {
+			emitf(e, "\tmad.lo.u32 %s, %s, %d, %d;\n", col.s, r->rank.s, n / 2, c * n);
+			emitf(e, "\tadd.u32 %s, %s, %u;\n", dst.s, vd.s, layout_offset(&f->lv, h * rows, c * n / 2));
+			if (emit_tile_loads(e, err, &f->lv, n / 2, dst, r->tv, r->hk, vr, bar, &col, 2) < 0)
+				return -1;
+		}
+	}
+	return 0;
+}
+
+/* pair: the address of this CTA's barrier `b0` in rank 0 */
+static Reg
+lead_bar(Emit *e, const FmhaCfg *f, Reg b0)
+{
+	Reg lead;
+
+	if (!f->pair)
+		return b0;
+	lead = reg_new(e, RC_B32);
+	emitf(e, "\tmapa.shared::cluster.u32 %s, %s, 0;\n", lead.s, b0.s);
+	return lead;
 }
 
 int
@@ -177,18 +228,29 @@ fmha_emit_producer(Emit *e, const FmhaCfg *f, const FmhaRegs *r, KgErr *err)
 	vbar0 = op_plan_bar(e, &f->plan, r->base, f->b_v);
 	kfree0 = op_plan_bar(e, &f->plan, r->base, f->b_kfree);
 	vfree0 = op_plan_bar(e, &f->plan, r->base, f->b_vfree);
+	/* a pair's loads complete on rank 0's full barriers, which its MMA
+	 * thread waits on (docs/cta-pair.md) */
+	qbar = lead_bar(e, f, qbar);
+	kbar0 = lead_bar(e, f, kbar0);
+	if (!fmha_kv_one(f))
+		vbar0 = lead_bar(e, f, vbar0);
 	/* Q once: each Q tile's rows, all head-dim columns */
-	op_mbar_arrive_expect_tx(e, qbar, f->q_bytes);
+	if (f->pair)
+		op_mbar_arrive_expect_tx_cluster(e, qbar, f->q_bytes);
+	else
+		op_mbar_arrive_expect_tx(e, qbar, f->q_bytes);
 	for (int w = 0; w < f->qblocks; w++) {
 		Reg dst = reg_new(e, RC_B32), head = r->h;
 		emitf(e, "\tadd.u32 %s, %s, %s;\n\tadd.u32 %s, %s, %d;\n", row.s, r->qs.s, r->m0.s, row.s,
 		      row.s, w / f->htiles * (f->q_rows / f->pack));
+		if (f->pair)
+			emitf(e, "\tmad.lo.u32 %s, %s, %d, %s;\n", row.s, r->rank.s, f->q_rows, row.s);
 		if (w % f->htiles) {
 			head = reg_new(e, RC_B32);
 			emitf(e, "\tadd.u32 %s, %s, %d;\n", head.s, r->h.s, w % f->htiles * f->pack);
 		}
 		emitf(e, "\tadd.u32 %s, %s, %u;\n", dst.s, q0.s, (uint32_t)w * f->lq.bytes);
-		if (emit_tile_loads(e, err, &f->lq, f->d, dst, r->tq, head, row, qbar, NULL) < 0)
+		if (emit_tile_loads(e, err, &f->lq, f->d, dst, r->tq, head, row, qbar, NULL, 1 + f->pair) < 0)
 			return -1;
 	}
 	label_new(e, loop, sizeof loop, "produce");
@@ -207,20 +269,35 @@ fmha_emit_producer(Emit *e, const FmhaCfg *f, const FmhaRegs *r, KgErr *err)
 	emitf(e, "\tmad.lo.u32 %s, %s, 8, %s; // mbar %s[stage]\n", bar.s, stage.s, kbar0.s, f->plan.bars[f->b_k].name);
 	emitf(e, "\tmad.lo.u32 %s, %s, %u, %s;\n", kd.s, stage.s, f->k_bytes, k0.s);
 	/* K first, on its own barrier, so Q·K^T can start before V lands */
-	op_mbar_arrive_expect_tx(e, bar, f->k_bytes);
-	if (emit_tile_loads(e, err, &f->lk, f->d, kd, r->tk, r->hk, row, bar, NULL) < 0)
-		return -1;
-	if (!f->kv_shared) {
+	if (f->pair) {
+		/* this CTA's bn/2 keys of the tile */
+		Reg kr = reg_new(e, RC_B32);
+		op_mbar_arrive_expect_tx_cluster(e, bar, f->k_bytes);
+		emitf(e, "\tmad.lo.u32 %s, %s, %d, %s;\n", kr.s, r->rank.s, f->bn / 2, row.s);
+		if (emit_tile_loads(e, err, &f->lk, f->d, kd, r->tk, r->hk, kr, bar, NULL, 2) < 0)
+			return -1;
+	} else {
+		op_mbar_arrive_expect_tx(e, bar, f->k_bytes);
+		if (emit_tile_loads(e, err, &f->lk, f->d, kd, r->tk, r->hk, row, bar, NULL, 1) < 0)
+			return -1;
+	}
+	if (!fmha_kv_one(f)) {
 		emitf(e, "\tmad.lo.u32 %s, %s, 8, %s; // mbar %s[stage]\n", bar.s, stage.s, vfree0.s,
 		      f->plan.bars[f->b_vfree].name);
 		if (op_mbar_wait(e, err, bar, par.s) < 0)
 			return -1;
 		emitf(e, "\tmad.lo.u32 %s, %s, 8, %s; // mbar %s[stage]\n", bar.s, stage.s, vbar0.s, f->plan.bars[f->b_v].name);
 		emitf(e, "\tmad.lo.u32 %s, %s, %u, %s;\n", vd.s, stage.s, f->v_bytes, v0.s);
-		op_mbar_arrive_expect_tx(e, bar, f->v_bytes);
-		if (emit_tile_loads(e, err, &f->lv, f->dvc, vd, r->tv, r->hk, row, bar,
-		                    f->ohalves > 1 ? &r->vcol : NULL) < 0)
-			return -1;
+		if (f->pair) {
+			op_mbar_arrive_expect_tx_cluster(e, bar, f->v_bytes);
+			if (emit_pair_v_loads(e, err, f, r, vd, row, bar) < 0)
+				return -1;
+		} else {
+			op_mbar_arrive_expect_tx(e, bar, f->v_bytes);
+			if (emit_tile_loads(e, err, &f->lv, f->dvc, vd, r->tv, r->hk, row, bar,
+			                    f->ohalves > 1 ? &r->vcol : NULL, 1) < 0)
+				return -1;
+		}
 	}
 	op_ring_advance(e, stage, phase, f->stages, p);
 	emitf(e, "\tadd.u32 %s, %s, 1;\n\tsetp.lt.u32 %s, %s, %s;\n\t@%s bra %s;\n", j.s, j.s, p.s, j.s,
@@ -357,6 +434,8 @@ emit_prologue(Emit *e, const FmhaCfg *f, FmhaRegs *r, KgErr *err)
 	fmha_regs_new(e, r);
 	if (f->ohalves > 1)
 		r->vcol = reg_new(e, RC_B32);
+	if (f->pair)
+		r->rank = reg_new(e, RC_B32);
 	r->tq = reg_new(e, RC_B64);
 	r->tk = reg_new(e, RC_B64);
 	r->tv = reg_new(e, RC_B64);
@@ -379,12 +458,15 @@ emit_prologue(Emit *e, const FmhaCfg *f, FmhaRegs *r, KgErr *err)
 		emitf(e, "\tand.b32 %s, %s, 1;\n\tmul.lo.u32 %s, %s, %d;\n\tshr.u32 %s, %s, 1;\n", r->vcol.s,
 		      t.s, r->vcol.s, r->vcol.s, f->dvc, t.s, t.s);
 	}
+	if (f->pair)
+		/* a cluster of two CTAs adjacent in x per row block of 128 */
+		emitf(e, "\tmov.u32 %s, %%cluster_ctarank;\n\tshr.u32 %s, %s, 1;\n", r->rank.s, t.s, t.s);
 	if (f->mask == MASK_CAUSAL) {
 		/* causal work grows with the query tile: launch the longest first
 		 * so the short ones fill the last wave */
 		Reg n = reg_new(e, RC_B32);
 		emitf(e, "\tmov.u32 %s, %%nctaid.x;\n", n.s);
-		if (f->ohalves > 1)
+		if (f->ohalves > 1 || f->pair)
 			emitf(e, "\tshr.u32 %s, %s, 1;\n", n.s, n.s);
 		emitf(e, "\tsub.u32 %s, %s, 1;\n\tsub.u32 %s, %s, %s;\n", n.s, n.s, t.s, n.s, t.s);
 	}
@@ -413,7 +495,13 @@ emit_prologue(Emit *e, const FmhaCfg *f, FmhaRegs *r, KgErr *err)
 	op_init_barriers(e, &f->plan, r->base, r->tid, "fmha.barrier_init");
 	if (f->t->fmha->setup && f->t->fmha->setup(e, f, r, err) < 0)
 		return -1;
-	op_bar_sync_why(e, 0, f->plan.threads, "CTA: mbarrier inits and setup visible");
+	if (f->pair)
+		/* the peer uses rank 0's barriers and both share the TMEM
+		 * columns: inits and allocation published cluster-wide (PTX ISA
+		 * §9.7.13.2) */
+		op_cluster_sync(e);
+	else
+		op_bar_sync_why(e, 0, f->plan.threads, "CTA: mbarrier inits and setup visible");
 	return 0;
 }
 
@@ -432,9 +520,10 @@ fmha_abi(const FmhaCfg *f, const char *args, KernelAbi *k)
 	k->threads = f->plan.threads;
 	k->min_ctas = 1;
 	k->cluster[0] = k->cluster[1] = k->cluster[2] = 1;
+	k->cluster[0] += f->pair;
 	k->smem = f->plan.smem_request;
 	snprintf(k->grid[0], sizeof k->grid[0], "cdiv(max_seqlen_q,%d)%s", f->rows,
-	         f->ohalves > 1 ? "*2" : "");
+	         f->ohalves > 1 || f->pair ? "*2" : "");
 	snprintf(k->grid[1], sizeof k->grid[1], "%d", f->hq / f->hcta);
 	snprintf(k->grid[2], sizeof k->grid[2], "batch");
 	for (int i = 0; i < (f->kv_shared ? 2 : 3); i++) {
@@ -443,7 +532,8 @@ fmha_abi(const FmhaCfg *f, const char *args, KernelAbi *k)
 		p->rank = 3;
 		p->box[0] = 64;
 		p->box[1] = i == 0 ? f->pack : 1;
-		p->box[2] = i == 0 ? f->q_rows / f->pack : f->bn;
+		/* a pair's CTA loads half of each K tile's keys */
+		p->box[2] = i == 0 ? f->q_rows / f->pack : i == 1 && f->pair ? f->bn / 2 : f->bn;
 		p->swz = SWZ_128B;
 		snprintf(p->tensor, sizeof p->tensor, "%s[total_%s,%s,%s]", names[i], i ? "k" : "q",
 		         i ? "Hkv" : "Hq", i == 2 ? "Dv" : "D");
@@ -527,7 +617,7 @@ fmha_plan(const void *params, Buf *text, KgErr *err)
 		           f.q_rows / f.pack, f.q_rows > f.pack ? "s" : "", f.pack, f.pack, f.pack,
 		           f.qblocks > 1 ? "Q tiles cover" : "Q tile covers", f.hcta - 1);
 	buf_printf(text, "grid            cdiv(max_seqlen_q,%d)%s x %d %s%s x batch\n", f.rows,
-	           f.ohalves > 1 ? " x 2 O-column halves" : "", f.hq / f.hcta,
+	           f.ohalves > 1 ? " x 2 O-column halves" : f.pair ? " x 2 CTAs of a cluster pair" : "", f.hq / f.hcta,
 	           f.hcta > 1 ? "head block" : "head", f.hq > f.hcta ? "s" : "");
 	plan_print(&f.plan, text);
 	return 0;

@@ -60,6 +60,14 @@ typedef struct FmhaCfg {
 	int ohalves;               /* 2: each CTA of a pair computes half of O's columns */
 	int dvc;                   /* O (and V) columns one CTA computes: dv / ohalves */
 	int split;                 /* split-O plan: two warpgroups share 64 rows, O halved by columns */
+	/* sm_100a pair64: a cluster of 2 CTAs issuing M = 128 cta_group::2
+	 * MMAs (docs/hardware.md, "Accumulator layout of the CTA pair"): rank
+	 * h holds query rows 64h..64h+63 of the pair's 128 (q_rows 64, rows
+	 * 128: the pair's), K rows h·bn/2.. of each KV tile and, of each
+	 * 256-column chunk of V and O, columns 128h..128h+127 (dvc = dv/2);
+	 * both CTAs' loads complete on rank 0's full barriers */
+	int pair;
+	int r_xrow, r_xp;          /* pair: row max / sum and P halves handed between lane halves */
 	/* Head packing: a Q tile's rows are q_rows/pack query rows of pack
 	 * heads each, row t = query row t/pack of head t%pack (the order a
 	 * 64 x pack x q_rows/pack TMA box lands). Packed, the CTA's Q tiles
@@ -117,6 +125,7 @@ typedef struct FmhaRegs {
 	 * edge); [.., n_full) unmasked; [.., n_total) masked */
 	Reg j0, n_lead, n_full, n_total;
 	Reg vcol;                  /* first V/O column of this CTA (ohalves 2) */
+	Reg rank;                  /* pair: %cluster_ctarank (0 issues the MMAs) */
 	Reg tq, tk, tv;            /* generic addresses of the tensor maps */
 	Reg o, lse;                /* global addresses */
 	/* Optional (decode), unset when .s[0] == 0: the LSE index of head 0
@@ -145,6 +154,10 @@ typedef struct FmhaOps {
 } FmhaOps;
 
 extern const FmhaOps fmha_sm90, fmha_sm100;
+
+/* K and V arrive as one tile (kv_shared), which feeds S and P·V alike; a
+ * CTA pair loads K's key half and V's column half apart even then. */
+int fmha_kv_one(const FmhaCfg *f);
 
 /* Lays out Q, K and V for the tiles in f and plans the kernel: the shared
  * Q/K/V regions and the barriers the shared producer fills, then the

@@ -67,6 +67,28 @@ tmem_quarter_addr_shift(void)
 	return TMEM_LANE_BIT + TMEM_QUARTER_LANE_SHIFT;
 }
 
+void
+tmem_pair128_d(int row, int col, int n, int *lane, int *tcol)
+{
+	int half = tmem_pair128_d_cols(n);
+
+	*lane = row + PAIR128_ROWS * (col / half);
+	*tcol = col % half;
+}
+
+int
+tmem_pair128_d_cols(int n)
+{
+	return n / 2;
+}
+
+void
+tmem_pair128_a16(int row, int k, int copy, int *lane, int *tcol)
+{
+	*lane = row + PAIR128_ROWS * copy;
+	*tcol = k / 2;
+}
+
 int
 wgmma_acc_row(int t)
 {

@@ -68,6 +68,18 @@ int tmem_quarter_lanes(void);
 int tmem_quarter_lane_shift(void);
 int tmem_quarter_addr_shift(void);
 
+/* The CTA pair's M = 128 MMA (.cta_group::2, dense A: PTX "Layout B";
+ * docs/hardware.md, "Accumulator layout of the CTA pair"). CTA h of the
+ * pair holds rows 64h..64h+63 of the 128 x n D, its row r (0..63) and
+ * column c (0..n-1) in lane r + 64(c / (n/2)), column c % (n/2) of its own
+ * TMEM: n/2 columns of all 128 lanes. An A operand read from TMEM (the TS
+ * form) is duplicated: row r's 16-bit elements k, k+1 in the cell at
+ * column k/2 of lane r and, copy 1, of lane r + 64. */
+enum { PAIR128_ROWS = 64 };
+void tmem_pair128_d(int row, int col, int n, int *lane, int *tcol);
+int tmem_pair128_d_cols(int n); /* n/2 */
+void tmem_pair128_a16(int row, int k, int copy, int *lane, int *tcol);
+
 /* Scale factors of a block-scaled tcgen05.mma (docs/hardware.md,
  * "Block-scaled tcgen05.mma" and "tcgen05.cp"), staged by one
  * tcgen05.cp .32x128b.warpx4 per 128 rows: the smem image is 32 rows of 16

@@ -95,6 +95,12 @@ op_mbar_arrive_expect_tx(Emit *e, Reg bar, uint32_t bytes)
 }
 
 void
+op_mbar_arrive_cluster(Emit *e, Reg bar)
+{
+	emitf(e, "\tmbarrier.arrive.release.cluster.shared::cluster.b64 _, [%s];\n", bar.s);
+}
+
+void
 op_mbar_arrive_expect_tx_cluster(Emit *e, Reg bar, uint32_t bytes)
 {
 	emitf(e, "\tmbarrier.arrive.expect_tx.release.cluster.shared::cluster.b64 _, [%s], %u;\n",

@@ -27,6 +27,8 @@ void op_init_barriers(Emit *e, const Plan *plan, Reg base, Reg tid, const char *
 int op_mbar_wait(Emit *e, KgErr *err, Reg bar, const char *parity);
 void op_mbar_arrive(Emit *e, Reg bar, const char *guard);
 void op_mbar_arrive_expect_tx(Emit *e, Reg bar, uint32_t bytes);
+/* A plain arrive on a shared::cluster address (another CTA's barrier). */
+void op_mbar_arrive_cluster(Emit *e, Reg bar);
 /* The same on a shared::cluster address (another CTA's barrier, from mapa). */
 void op_mbar_arrive_expect_tx_cluster(Emit *e, Reg bar, uint32_t bytes);
 /* One TMA tile box of rank n (1..5) with coordinates c[0..n-1], innermost first. */

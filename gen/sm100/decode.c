@@ -23,12 +23,13 @@
 
 #include "../decode.h"
 #include "../ops.h"
+#include "fmha_cost.h"
 #include "rates.h"
 
-/* Softmax thread-instructions per score (gen/sm100/fmha.c's estimate) and
- * the gather's per E4M3 word (ld share, 2 cvt.f16x2.e4m3x2, 4 cvt.f32.f16,
- * 4 mul, 2 cvt.bf16x2, moves: about 16). */
-#define SOFTMAX_ISSUE_PER_SCORE 4.5
+/* Softmax thread-instructions per score (fmha_cost.h) and the gather's
+ * per E4M3 word (ld share, 2 cvt.f16x2.e4m3x2, 4 cvt.f32.f16, 4 mul, 2
+ * cvt.bf16x2, moves: about 16). */
+#define SOFTMAX_ISSUE_PER_SCORE SM100_SOFTMAX_ISSUE_PER_SCORE
 #define GATHER_ISSUE_PER_WORD 16.0
 
 static int

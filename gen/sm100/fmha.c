@@ -30,6 +30,7 @@
 #include "../desc.h"
 #include "../fmha.h"
 #include "../ops.h"
+#include "fmha_cost.h"
 #include "mma.h"
 #include "rates.h"
 
@@ -51,13 +52,6 @@ enum {
 };
 
 
-/* Softmax instructions per score: max, scale fma, ex2, sum add, half a
- * bf16x2 cvt and the tcgen05.ld/st share (~4.5); op_exp2_fma takes ten
- * instructions where ex2 took one. The H100 agrees on the extra nine: at
- * hd64, each eighth of the exponentials moved to the polynomial added the
- * issue time of 8.5 instructions per moved exponential (BENCHMARKS.md). */
-#define SOFTMAX_ISSUE_PER_SCORE 4.5
-#define EXP2_FMA_EXTRA_ISSUE 9.0
 
 static int
 qtiles(const FmhaCfg *f)
@@ -73,8 +67,15 @@ static int w_mma(const FmhaCfg *f) { return 4 * qtiles(f) + 5; }
 static int w_gather(const FmhaCfg *f) { return 4 * qtiles(f) + 8; }
 
 /* TMEM columns: S slots, then one O accumulator per Q tile. */
-static int col_s(const FmhaCfg *f, int slot) { return slot * f->bn; }
-static int col_o(const FmhaCfg *f, int q) { return SLOTS * f->bn + q * f->dvc; }
+/* TMEM columns of one S slot: a pair's M = 128 (layout B) folds the bn
+ * keys of its 64 rows into bn/2 columns of all 128 lanes (docs/hardware.md,
+ * "Accumulator layout of the CTA pair") */
+static int slot_cols(const FmhaCfg *f) { return f->pair ? f->bn / 2 : f->bn; }
+static int col_s(const FmhaCfg *f, int slot) { return slot * slot_cols(f); }
+static int col_o(const FmhaCfg *f, int q) { return SLOTS * slot_cols(f) + q * f->dvc; }
+/* N of one P·V MMA: a pair's O goes in chunks of up to 256 columns, each
+ * CTA holding pv_n/2 of every chunk's columns in pv_n/2 TMEM columns */
+static int pv_n(const FmhaCfg *f) { return f->pair ? (f->dv < 256 ? f->dv : 256) : f->dvc; }
 
 static int
 regs_loadmma(int qt)
@@ -123,52 +124,52 @@ smem_need(const FmhaCfg *f, int qt, int bn, int stages)
 }
 
 
-/* Static cost of one KV tile for one CTA at B200 rates: the MMA FLOPs,
- * the MUFU ex2 count (the scores op_exp2_fma does not take, and one
- * rescale factor per row), the softmax's instruction issue, the bytes the
- * MMAs read from shared memory (Q and K per S, V per P·V; P comes from
- * TMEM), and, with a single stage, the tile's load exposed at an assumed
- * 64 bytes per clock of L2 fill. `useful`: the FLOPs the attention needs
- * (an O-column pair recomputes S). */
-typedef struct Est {
-	double mma, ex2, issue, smem, tmem, c_mma, c_ex2, c_issue, c_smem, c_load, clk, useful;
-	const char *bound;
-} Est;
-
+/* The cost of this kernel's kind of plan at a tile shape (fmha_cost.h):
+ * one CTA, or an O-column pair beyond 256 columns of O. */
 static void
-estimate(const FmhaCfg *f, int qt, int bn, int stages, int e2f, Est *o)
+estimate(const FmhaCfg *f, int qt, int bn, int stages, int e2f, FmhaCost *o)
 {
-	int rows = 128 * qt;
-	double kv = (double)bn * f->d * f->esz + (f->kv_shared ? 0.0 : (double)bn * f->dvc * f->esz);
+	FmhaCand c = {f->pair ? FP_PAIR64 : f->ohalves > 1 ? FP_OSPLIT : FP_CTA, f->d, f->dv, f->esz, f->kv_shared,
+	              qt, bn, stages, e2f};
 
-	memset(o, 0, sizeof *o);
-	o->mma = 2.0 * rows * bn * (f->d + f->dvc);
-	o->ex2 = (double)rows * (bn * (8 - e2f) / 8.0 + 1);
-	o->issue = (double)rows * bn * (SOFTMAX_ISSUE_PER_SCORE + EXP2_FMA_EXTRA_ISSUE * e2f / 8.0);
-	o->smem = (double)qt * (128.0 * f->d + (double)bn * f->d + (double)bn * f->dvc) * f->esz;
-	o->tmem = (double)rows * bn * (4 + 2);
-	o->c_mma = o->mma / B200_MMA_FLOP_CLK;
-	o->c_ex2 = o->ex2 / B200_EX2_CLK;
-	o->c_issue = o->issue / B200_ISSUE_CLK;
-	o->c_smem = o->smem / B200_SMEM_B_CLK;
-	o->c_load = stages > 1 ? 0.0 : kv / 64.0;
-	/* the slowest unit bounds the tile; columns: its clocks, its name */
-	const struct {
-		double clk;
-		const char *name;
-	} units[] = {
-		{o->c_mma, "tensor core"},
-		{o->c_ex2, "exp unit"},
-		{o->c_issue, "softmax instruction issue"},
-		{o->c_smem, "shared-memory bandwidth"},
-	};
-	for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
-		if (units[i].clk > o->clk) {
-			o->clk = units[i].clk;
-			o->bound = units[i].name;
-		}
-	o->clk += o->c_load;
-	o->useful = 2.0 * rows * bn * (f->d + f->dv) / f->ohalves;
+	sm100_fmha_cost(&c, o);
+}
+
+/* pair64 (fmha_cost.h), where one CTA's TMEM cannot hold O: one head per
+ * Q tile, no window, no tile shape forced; the cost model's tile,
+ * with as many of its stages as the plan's regions leave room for. 0: the
+ * o-split plan instead. */
+static int
+pair_tiles(FmhaCfg *f, const FmhaParams *p)
+{
+	FmhaCand c;
+	FmhaCost cost;
+	int st;
+
+	if (f->dv <= 256 || f->dv % 256 || p->pack_heads > 1 || f->mask == MASK_WINDOW || p->tile_m || p->tile_n ||
+	    !sm100_fmha_best(FP_PAIR64, f->d, f->dv, f->esz, f->kv_shared, f->t->smem_max, &c, &cost))
+		return 0;
+	f->pair = 1;
+	f->ohalves = 1;
+	f->q_rows = 64;
+	f->dvc = f->dv / 2;
+	for (st = c.stages; st >= 1; st--)
+		if (smem_need(f, 1, c.bn, st) <= f->t->smem_max)
+			break;
+	if (p->stages)
+		st = p->stages <= st ? p->stages : 0;
+	if (st < 1) {
+		f->pair = 0;
+		f->q_rows = 128;
+		return 0;
+	}
+	f->qblocks = 1;
+	f->bn = c.bn;
+	f->stages = st;
+	f->e2f = p->exp2_fma < 0 ? c.e2f : p->exp2_fma;
+	f->bm = 128;
+	f->wgs = 1;
+	return 1;
 }
 
 /* Tiles: of the (Q tiles, KV tile) pairs that fit TMEM (two S slots and
@@ -197,6 +198,8 @@ sm100_fmha_tiles(FmhaCfg *f, const FmhaParams *p, KgErr *err)
 	if (p->tile_n && (p->tile_n % 32 || p->tile_n > 128))
 		return kg_fail(err, "--tile-n=%d: sm_100a fmha takes 32, 64, 96 or 128 keys per KV tile (S is read in 32-column loads)",
 		               p->tile_n);
+	if (pair_tiles(f, p))
+		return 0;
 	/* exp2-fma: as given, or the best of 0..4 by the estimate (beyond
 	 * half, the issue it adds outweighs the ex2 it saves) */
 	int e2f_lo = p->exp2_fma < 0 ? 0 : p->exp2_fma, e2f_hi = p->exp2_fma < 0 ? 4 : p->exp2_fma;
@@ -204,7 +207,7 @@ sm100_fmha_tiles(FmhaCfg *f, const FmhaParams *p, KgErr *err)
 	for (int c = 0; c < (int)(sizeof cand / sizeof cand[0]); c++) {
 		int qt = cand[c][0], bn = p->tile_n ? p->tile_n : cand[c][1], st;
 		double rate;
-		Est est;
+		FmhaCost est;
 		Plan tmp;
 
 		if ((p->tile_m && qt * 128 != p->tile_m) || (p->tile_n && c && cand[c][1] != 128))
@@ -269,7 +272,7 @@ sm100_fmha_tiles(FmhaCfg *f, const FmhaParams *p, KgErr *err)
 static int
 lookahead(const FmhaCfg *f)
 {
-	return qtiles(f) == 1 && (!f->kv_shared || f->stages >= 2);
+	return qtiles(f) == 1 && (!fmha_kv_one(f) || f->stages >= 2);
 }
 
 /* With one Q tile, item t+1's S needs only the P·V of item t-1, so the
@@ -296,7 +299,7 @@ corr_ring(const FmhaCfg *f)
 static int
 slot_free_barrier(const FmhaCfg *f)
 {
-	return !(f->kv_shared && f->stages <= SLOTS && qtiles(f) == 1);
+	return !(fmha_kv_one(f) && f->stages <= SLOTS && qtiles(f) == 1);
 }
 
 static int
@@ -307,8 +310,8 @@ sm100_fmha_plan(FmhaCfg *f, KgErr *err)
 	uint32_t id;
 	char does[96];
 
-	if (sm100_idesc_f16(f->in, 128, f->bn, 0, &id, err) < 0 ||
-	    sm100_idesc_f16(f->in, 128, f->dvc, 1, &id, err) < 0)
+	if (sm100_idesc_f16_group(f->in, 128, f->bn, 0, 1 + f->pair, &id, err) < 0 ||
+	    sm100_idesc_f16_group(f->in, 128, pv_n(f), 1, 1 + f->pair, &id, err) < 0)
 		return -1;
 	p->threads = 128 * (qt + 2 + (f->gather != NULL));
 	/* With the gathering warpgroup (512 threads, 128 registers each at
@@ -331,7 +334,11 @@ sm100_fmha_plan(FmhaCfg *f, KgErr *err)
 		          "Q, then gathers and dequantizes K=V tiles (st.shared, fence.proxy.async)");
 	else
 		plan_role(p, "load", w_load(f), 1, regs_loadmma(qt), "one elected lane: TMA Q once, then K/V tiles");
-	snprintf(does, sizeof does, "TMEM alloc; one elected lane: tcgen05.mma S (N=%d), O (N=%d)", f->bn, f->dvc);
+	if (f->pair)
+		snprintf(does, sizeof does, "TMEM alloc; rank 0, one elected lane: the pair's tcgen05.mma S (N=%d), O (N=%d)",
+		         f->bn, pv_n(f));
+	else
+		snprintf(does, sizeof does, "TMEM alloc; one elected lane: tcgen05.mma S (N=%d), O (N=%d)", f->bn, f->dvc);
 	plan_role(p, "mma", w_mma(f), 1, f->gather ? 0 : regs_loadmma(qt), does);
 	/* decode: the estimate 2·keys+40 is an upper bound that ptxas beats
 	 * at 64 keys (above); the ptxas suite holds the real count */
@@ -339,8 +346,14 @@ sm100_fmha_plan(FmhaCfg *f, KgErr *err)
 	snprintf(p->regs_need_who, sizeof p->regs_need_who, "softmax0");
 	f->r_tslot = plan_smem(p, "TMEM address", 4, 16, 1);
 	f->r_corr = plan_smem(p, "rescale", 128 * 4, 16, corr_ring(f) ? SLOTS : qt);
+	if (f->pair) {
+		/* a row's two halves (lanes r and r+64) hand each other their
+		 * max, sum and half of P (bn/4 words) */
+		f->r_xrow = plan_smem(p, "row max/sum hand-off", 128 * 4, 16, 1);
+		f->r_xp = plan_smem(p, "P hand-off", 128 * (uint32_t)f->bn, 16, 1);
+	}
 
-	if (f->kv_shared) {
+	if (fmha_kv_one(f)) {
 		f->b_kfree = f->b_vfree = plan_barrier(p, "K=V free", f->stages, 1, 0,
 		                                       "tcgen05.commit after the tile's P·V");
 	} else {
@@ -348,9 +361,15 @@ sm100_fmha_plan(FmhaCfg *f, KgErr *err)
 		f->b_vfree = plan_barrier(p, "V free", f->stages, 1, 0, "tcgen05.commit after the tile's P·V");
 	}
 	f->b_sfull = plan_barrier(p, "S full", SLOTS, 1, 0, "tcgen05.commit after S=QK^T into the slot");
-	f->b_pfull = plan_barrier(p, "P full", SLOTS, 128, 0, "softmax threads: tcgen05.st P, wait::st");
+	/* a pair's MMA thread waits on rank 0's: both CTAs' threads arrive
+	 * there (P written in each CTA's TMEM, O rescaled in each) */
+	f->b_pfull = plan_barrier(p, "P full", SLOTS, 128 * (1 + f->pair), 0,
+	                          f->pair ? "both CTAs' softmax threads on rank 0's: tcgen05.st P, wait::st"
+	                                  : "softmax threads: tcgen05.st P, wait::st");
 	f->b_cfull = plan_barrier(p, "rescale full", corr_ring(f) ? SLOTS : qt, 128, 0, "softmax threads after storing row rescale factors");
-	f->b_oready = plan_barrier(p, "O ready", qt, 128, 0, "correction threads once O is rescaled");
+	f->b_oready = plan_barrier(p, "O ready", qt, 128 * (1 + f->pair), 0,
+	                           f->pair ? "both CTAs' correction threads on rank 0's once O is rescaled"
+	                                   : "correction threads once O is rescaled");
 	if (slot_free_barrier(f))
 		f->b_pvdone = plan_barrier(p, "slot free", SLOTS, 1, 0, "tcgen05.commit after the P·V that read the slot's P");
 	if (lookahead(f))
@@ -361,7 +380,7 @@ sm100_fmha_plan(FmhaCfg *f, KgErr *err)
 		char name[16];
 		int t;
 		snprintf(name, sizeof name, "S%d", s);
-		t = plan_tmem(p, name, col_s(f, s), f->bn, 128);
+		t = plan_tmem(p, name, col_s(f, s), slot_cols(f), 128);
 		snprintf(name, sizeof name, "P%d", s);
 		plan_tmem_alias(p, name, t, 0, f->bn / 2, "P written once S is read; next S after P·V");
 	}
@@ -376,8 +395,8 @@ sm100_fmha_plan(FmhaCfg *f, KgErr *err)
 static int
 sm100_fmha_setup(Emit *e, const FmhaCfg *f, const FmhaRegs *r, KgErr *err)
 {
-	return sm100_setup_tmem(e, err, "sm100.fmha_tmem_alloc", r->warp, w_mma(f), &f->plan, r->base,
-	                        f->r_tslot);
+	return sm100_setup_tmem_group(e, err, "sm100.fmha_tmem_alloc", r->warp, w_mma(f), &f->plan, r->base,
+	                              f->r_tslot, 1 + f->pair);
 }
 
 /* Loop over KV tiles j in [j0, n_total): `head` gets the label at the
@@ -407,8 +426,32 @@ typedef struct Mma {
 	Reg tmem, q0, k0, v0, kfull0, vfull0, kfree0, vfree0, sfull0, pfull0, oready0, pvdone0, odone0;
 	Reg kst, kph, vst, vph, si, pi, j, jn, t, x, slot, par, bar, lo, ad, bd, dt, at, p, acc;
 	Reg id_s, id_o, qhi, khi, vhi, vcol_lo;
+	Reg both, lead;            /* pair: commit masks, rank 0's and both CTAs' barriers */
 	uint32_t q_lo, k_lo, v_lo;
 } Mma;
+
+/* pair: rank 0's copy of this CTA's barrier (mapa), the one its MMA
+ * thread waits on; one CTA: the barrier itself */
+static Reg
+lead_addr(Emit *e, const FmhaCfg *f, Reg b0)
+{
+	Reg lead;
+
+	if (!f->pair)
+		return b0;
+	lead = reg_new(e, RC_B32);
+	emitf(e, "\tmapa.shared::cluster.u32 %s, %s, 0;\n", lead.s, b0.s);
+	return lead;
+}
+
+static void
+arrive(Emit *e, const FmhaCfg *f, Reg bar)
+{
+	if (f->pair)
+		op_mbar_arrive_cluster(e, bar);
+	else
+		op_mbar_arrive(e, bar, NULL);
+}
 
 static int
 wait_bar(Emit *e, KgErr *err, Reg bar0, int idx_imm, const Reg *idx, Reg bar, const char *par)
@@ -420,14 +463,26 @@ wait_bar(Emit *e, KgErr *err, Reg bar0, int idx_imm, const Reg *idx, Reg bar, co
 	return op_mbar_wait(e, err, bar, par);
 }
 
+/* A pair's commits (docs/cta-pair.md) arrive on the barrier at this
+ * offset in both CTAs (mask 3) or in rank 0 only (lead: mask 1, a barrier
+ * only rank 0's MMA thread waits on); one CTA's are plain. */
 static void
-commit_bar(Emit *e, Reg bar0, int idx_imm, const Reg *idx, Reg bar)
+mma_commit(Emit *e, const Mma *m, Reg bar, int lead)
+{
+	if (m->both.s[0])
+		sm100_commit_pair(e, bar, lead ? m->lead : m->both);
+	else
+		sm100_commit(e, bar);
+}
+
+static void
+commit_bar(Emit *e, const Mma *m, Reg bar0, int idx_imm, const Reg *idx, Reg bar, int lead)
 {
 	if (idx)
 		emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n", bar.s, idx->s, bar0.s);
 	else
 		emitf(e, "\tadd.u32 %s, %s, %d;\n", bar.s, bar0.s, 8 * idx_imm);
-	sm100_commit(e, bar);
+	mma_commit(e, m, bar, lead);
 }
 
 /* S-phase of KV tile (register jt): for each Q tile, once the slot's last
@@ -453,7 +508,7 @@ emit_s_phase(Emit *e, const FmhaCfg *f, Mma *m, int first, KgErr *err)
 			return -1;
 		/* orders these MMAs after both waits (K's and the slot's) */
 		sm100_fence_after(e);
-		emitf(e, "\tmad.lo.u32 %s, %s, %d, %s;\n", m->dt.s, m->slot.s, f->bn, m->tmem.s);
+		emitf(e, "\tmad.lo.u32 %s, %s, %d, %s;\n", m->dt.s, m->slot.s, slot_cols(f), m->tmem.s);
 		for (int kk = 0; kk < f->d / 16; kk++) {
 			uint32_t qa = (layout_offset(&f->lq, 0, 16 * kk) + (uint32_t)q * f->lq.bytes) >> 4;
 			uint32_t ka = layout_offset(&f->lk, 0, 16 * kk) >> 4;
@@ -461,14 +516,17 @@ emit_s_phase(Emit *e, const FmhaCfg *f, Mma *m, int first, KgErr *err)
 			      m->ad.s, m->x.s, m->qhi.s);
 			emitf(e, "\tadd.u32 %s, %s, %u;\n\tmov.b64 %s, {%s, %s};\n", m->x.s, m->lo.s, ka, m->bd.s,
 			      m->x.s, m->khi.s);
-			sm100_mma_f16_ss(e, m->dt, m->ad, m->bd, m->id_s, kk ? "1" : "0");
+			if (f->pair)
+				sm100_mma_f16_ss_pair(e, m->dt, m->ad, m->bd, m->id_s, kk ? "1" : "0");
+			else
+				sm100_mma_f16_ss(e, m->dt, m->ad, m->bd, m->id_s, kk ? "1" : "0");
 		}
-		commit_bar(e, m->sfull0, 0, &m->slot, m->bar);
+		commit_bar(e, m, m->sfull0, 0, &m->slot, m->bar, 0);
 		emitf(e, "\tadd.u32 %s, %s, 1;\n", m->si.s, m->si.s);
 	}
-	if (!f->kv_shared) {
+	if (!fmha_kv_one(f)) {
 		emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n", m->bar.s, m->kst.s, m->kfree0.s);
-		sm100_commit(e, m->bar);
+		mma_commit(e, m, m->bar, 0);
 	}
 	op_ring_advance(e, m->kst, m->kph, f->stages, m->p);
 	return 0;
@@ -479,9 +537,9 @@ emit_s_phase(Emit *e, const FmhaCfg *f, Mma *m, int first, KgErr *err)
 static int
 emit_pv_phase(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Mma *m, KgErr *err)
 {
-	uint32_t vstride = f->kv_shared ? f->k_bytes : f->v_bytes;
+	uint32_t vstride = fmha_kv_one(f) ? f->k_bytes : f->v_bytes;
 
-	if (!f->kv_shared) {
+	if (!fmha_kv_one(f)) {
 		emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n", m->bar.s, m->vst.s, m->vfull0.s);
 		if (op_mbar_wait(e, err, m->bar, m->vph.s) < 0)
 			return -1;
@@ -500,30 +558,38 @@ emit_pv_phase(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Mma *m, KgErr *err)
 		if (wait_bar(e, err, m->oready0, q, NULL, m->bar, m->par.s) < 0)
 			return -1;
 		sm100_fence_after(e);
-		emitf(e, "\tmad.lo.u32 %s, %s, %d, %s;\n", m->at.s, m->slot.s, f->bn, m->tmem.s);
-		emitf(e, "\tadd.u32 %s, %s, %d;\n", m->dt.s, m->tmem.s, col_o(f, q));
-		for (int kk = 0; kk < f->bn / 16; kk++) {
-			/* 16 keys: 8 TMEM columns of packed P (docs/hardware.md,
-			 * "A operand in TMEM"), two 8-key groups of V (+2 SBO,
-			 * docs/hardware.md, "Advancing along K") */
-			uint32_t va = layout_offset(f->kv_shared ? &f->lk : &f->lv, 16 * kk, 0) >> 4;
-			Reg a = m->at;
-			if (kk) {
-				emitf(e, "\tadd.u32 %s, %s, %d;\n", m->jn.s, m->at.s, 8 * kk);
-				a = m->jn;
+		emitf(e, "\tmad.lo.u32 %s, %s, %d, %s;\n", m->at.s, m->slot.s, slot_cols(f), m->tmem.s);
+		/* a pair: O in chunks of pv_n columns, pv_n/2 TMEM columns and
+		 * pv_n/2 of V's columns per CTA each (layout B) */
+		for (int ch = 0; ch < f->dvc / (f->pair ? pv_n(f) / 2 : f->dvc); ch++) {
+			int half = f->pair ? pv_n(f) / 2 : 0;
+			emitf(e, "\tadd.u32 %s, %s, %d;\n", m->dt.s, m->tmem.s, col_o(f, q) + ch * half);
+			for (int kk = 0; kk < f->bn / 16; kk++) {
+				/* 16 keys: 8 TMEM columns of packed P (docs/hardware.md,
+				 * "A operand in TMEM"), two 8-key groups of V (+2 SBO,
+				 * docs/hardware.md, "Advancing along K") */
+				uint32_t va = layout_offset(fmha_kv_one(f) ? &f->lk : &f->lv, 16 * kk, ch * half) >> 4;
+				Reg a = m->at;
+				if (kk) {
+					emitf(e, "\tadd.u32 %s, %s, %d;\n", m->jn.s, m->at.s, 8 * kk);
+					a = m->jn;
+				}
+				emitf(e, "\tadd.u32 %s, %s, %u;\n\tmov.b64 %s, {%s, %s};\n", m->x.s, m->lo.s, m->v_lo + va,
+				      m->bd.s, m->x.s, m->vhi.s);
+				if (f->pair)
+					sm100_mma_f16_ts_pair(e, m->dt, a, m->bd, m->id_o, kk ? "1" : m->acc.s);
+				else
+					sm100_mma_f16_ts(e, m->dt, a, m->bd, m->id_o, kk ? "1" : m->acc.s);
 			}
-			emitf(e, "\tadd.u32 %s, %s, %u;\n\tmov.b64 %s, {%s, %s};\n", m->x.s, m->lo.s, m->v_lo + va,
-			      m->bd.s, m->x.s, m->vhi.s);
-			sm100_mma_f16_ts(e, m->dt, a, m->bd, m->id_o, kk ? "1" : m->acc.s);
 		}
 		if (slot_free_barrier(f))
-			commit_bar(e, m->pvdone0, 0, &m->slot, m->bar);
+			commit_bar(e, m, m->pvdone0, 0, &m->slot, m->bar, 1);
 		if (lookahead(f))
-			commit_bar(e, m->odone0, 0, NULL, m->bar);
+			commit_bar(e, m, m->odone0, 0, NULL, m->bar, 0);
 		emitf(e, "\tadd.u32 %s, %s, 1;\n", m->pi.s, m->pi.s);
 	}
 	emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n", m->bar.s, m->vst.s, m->vfree0.s);
-	sm100_commit(e, m->bar);
+	mma_commit(e, m, m->bar, 0);
 	op_ring_advance(e, m->vst, m->vph, f->stages, m->p);
 	return 0;
 }
@@ -544,10 +610,10 @@ emit_mma(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Reg tmem, KgErr *err)
 		return -1;
 	/* V as B of P·V: N (head dim) contiguous in 128-byte swizzled rows, K
 	 * (keys) across rows */
-	if (desc_for_tile_mn(&dv, f->t->desc, f->kv_shared ? &f->lk : &f->lv, 0, err) < 0)
+	if (desc_for_tile_mn(&dv, f->t->desc, fmha_kv_one(f) ? &f->lk : &f->lv, 0, err) < 0)
 		return -1;
-	if (sm100_idesc_f16(f->in, 128, f->bn, 0, &ids, err) < 0 ||
-	    sm100_idesc_f16(f->in, 128, f->dvc, 1, &ido, err) < 0)
+	if (sm100_idesc_f16_group(f->in, 128, f->bn, 0, 1 + f->pair, &ids, err) < 0 ||
+	    sm100_idesc_f16_group(f->in, 128, pv_n(f), 1, 1 + f->pair, &ido, err) < 0)
 		return -1;
 	m.q_lo = (uint32_t)dq;
 	m.k_lo = (uint32_t)dk;
@@ -581,6 +647,11 @@ emit_mma(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Reg tmem, KgErr *err)
 	m.bd = reg_new(e, RC_B64);
 	m.p = reg_new(e, RC_PRED);
 	m.acc = reg_new(e, RC_PRED);
+	if (f->pair) {
+		m.both = reg_new(e, RC_B16);
+		m.lead = reg_new(e, RC_B16);
+		emitf(e, "\tmov.b16 %s, 3;\n\tmov.b16 %s, 1;\n", m.both.s, m.lead.s);
+	}
 	emitf(e, "\tshr.u32 %s, %s, 4;\n", m.q0.s, m.q0.s);
 	op_idesc(e, m.id_s, IK_F16, ids, "S = Q*K^T");
 	op_idesc(e, m.id_o, IK_F16, ido, "O += P*V");
@@ -625,7 +696,7 @@ emit_mma(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Reg tmem, KgErr *err)
 		return -1;
 	emit_loop_end(e, r, m.j, m.p, head, done);
 	/* tracks every MMA above: the epilogue's signal */
-	sm100_commit(e, ofinal);
+	mma_commit(e, &m, ofinal, 0);
 	return 0;
 }
 
@@ -644,7 +715,7 @@ emit_correction(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Reg tmem, KgErr *e
 	emit_block(e, "sm100.fmha_correction");
 	corr0 = op_plan_smem(e, &f->plan, r->base, f->r_corr);
 	cfull0 = op_plan_bar(e, &f->plan, r->base, f->b_cfull);
-	oready0 = op_plan_bar(e, &f->plan, r->base, f->b_oready);
+	oready0 = lead_addr(e, f, op_plan_bar(e, &f->plan, r->base, f->b_oready));
 	if (lookahead(f))
 		odone0 = op_plan_bar(e, &f->plan, r->base, f->b_odone);
 	/* warp w%4 reaches TMEM lanes 32(w%4).. (docs/hardware.md, "Lane quarters"):
@@ -706,7 +777,7 @@ emit_correction(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Reg tmem, KgErr *e
 		emit_label(e, same);
 		emit_label(e, skip);
 		emitf(e, "\tadd.u32 %s, %s, %d;\n", bar.s, oready0.s, 8 * q);
-		op_mbar_arrive(e, bar, NULL);
+		arrive(e, f, bar);
 	}
 	emit_loop_end(e, r, j, p, head, done);
 	return 0;
@@ -723,6 +794,12 @@ typedef struct Soft {
 	Reg p, pm;
 	Reg sfull0, pfull0, cfull0;
 	Reg sc;                    /* softmax_scale·log2(e) */
+	Reg sc2, nms2, x2, sum2[2];/* .b64 pairs of the packed f32x2 scale and sums */
+	/* pair: this thread's row half hh = lane / 64 (keys hh·bn/2..),
+	 * its and its partner's (lane ^ 64) hand-off slots, the TMEM column
+	 * offsets of its own and its partner's P words */
+	Reg kofs, xa, xb, pa, pb, pown, ppart;
+	int nsc;                   /* scores a thread holds per tile: bn, a pair's bn/2 */
 } Soft;
 
 static void
@@ -737,10 +814,13 @@ emit_mask(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Soft *s)
 	emit_block(e, "sm100.fmha_mask");
 	/* column c is key j*bn + c: masked when c >= lim - j*bn (or, window,
 	 * c < klo - j*bn) */
-	emitf(e, "\tmul.lo.u32 %s, %s, %d;\n\tsub.s32 %s, %s, %s;\n", s->tt.s, s->j.s, f->bn, s->kt.s, s->klo.s,
-	      s->tt.s);
+	emitf(e, "\tmul.lo.u32 %s, %s, %d;\n", s->tt.s, s->j.s, f->bn);
+	/* a pair's thread holds keys kofs.. of the tile */
+	if (f->pair)
+		emitf(e, "\tadd.u32 %s, %s, %s;\n", s->tt.s, s->tt.s, s->kofs.s);
+	emitf(e, "\tsub.s32 %s, %s, %s;\n", s->kt.s, s->klo.s, s->tt.s);
 	emitf(e, "\tsub.s32 %s, %s, %s;\n", s->tt.s, s->lim.s, s->tt.s);
-	for (int c = 0; c < f->bn; c++) {
+	for (int c = 0; c < s->nsc; c++) {
 		emitf(e, "\tsetp.le.s32 %s, %s, %d;\n", s->p.s, s->tt.s, c);
 		if (f->mask == MASK_WINDOW)
 			emitf(e, "\tsetp.gt.or.s32 %s, %s, %d, %s;\n", s->p.s, s->kt.s, c, s->p.s);
@@ -752,7 +832,7 @@ emit_mask(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Soft *s)
 static int
 emit_softmax_tile(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Soft *s, KgErr *err)
 {
-	int bn = f->bn;
+	int bn = s->nsc;
 
 	emit_block(e, "sm100.fmha_softmax");
 	/* item i = t*qt + q uses slot i&1 for the (i>>1)-th time */
@@ -763,7 +843,7 @@ emit_softmax_tile(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Soft *s, KgErr *
 	if (wait_bar(e, err, s->sfull0, 0, &s->slot, s->bar, s->par.s) < 0)
 		return -1;
 	sm100_fence_after(e);
-	emitf(e, "\tmad.lo.u32 %s, %s, %d, %s;\n", s->ta.s, s->slot.s, bn, s->tl.s);
+	emitf(e, "\tmad.lo.u32 %s, %s, %d, %s;\n", s->ta.s, s->slot.s, slot_cols(f), s->tl.s);
 	sm100_ldst_32x32b_cols(e, 0, s->S, bn, CHUNK, s->ta, s->tt);
 	sm100_wait_ld(e);
 	emit_mask(e, f, r, s);
@@ -776,6 +856,16 @@ emit_softmax_tile(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Soft *s, KgErr *
 		emitf(e, "\tmax.f32 %s, %s, %s;\n", (c & 1) ? s->mx.s : s->mx2.s, (c & 1) ? s->mx.s : s->mx2.s,
 		      s->S[c].s);
 	emitf(e, "\tmax.f32 %s, %s, %s;\n", s->mx.s, s->mx.s, s->mx2.s);
+	if (f->pair) {
+		/* the row's other half (lane ^ 64, another warp): its max
+		 * through shared memory; the softmax warpgroup's named barrier
+		 * orders the stores before the loads, and the previous tile's
+		 * loads (before its P hand-off barrier) before these stores */
+		emitf(e, "\tst.shared.f32 [%s], %s;\n", s->xa.s, s->mx.s);
+		op_bar_sync_why(e, 1, 128, "softmax: row max halves stored");
+		emitf(e, "\tld.shared.f32 %s, [%s];\n\tmax.f32 %s, %s, %s;\n", s->mx2.s, s->xb.s, s->mx.s, s->mx.s,
+		      s->mx2.s);
+	}
 	emitf(e, "\tsetp.eq.f32 %s, %s, %s;\n", s->p.s, s->mx.s, NEG_INF);
 	emitf(e, "\tmul.f32 %s, %s, %s;\n\tselp.f32 %s, 0f00000000, %s, %s;\n", s->ms.s, s->mx.s, s->sc.s, s->ms.s,
 	      s->ms.s, s->p.s);
@@ -792,27 +882,55 @@ emit_softmax_tile(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Soft *s, KgErr *
 	}
 	emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n", s->bar.s, corr_ring(f) ? s->slot.s : s->q.s, s->cfull0.s);
 	op_mbar_arrive(e, s->bar, NULL);
-	for (int k = 0; k < 4; k++)
-		emitf(e, "\tmov.f32 %s, 0f00000000;\n", s->sum[k].s);
-	for (int c = 0; c < bn; c++) {
-		emitf(e, "\tfma.rn.f32 %s, %s, %s, %s;\n", s->S[c].s, s->S[c].s, s->sc.s, s->nms.s);
+	/* scores two at a time: the scale fma and the sum add as packed
+	 * f32x2 operations, each half the f32 one (sm_100; the .b64 pairs are
+	 * register pairs to ptxas). sum2[k] holds the partial sums of the
+	 * scores c = 4i + 2k (low) and 4i + 2k + 1 (high). */
+	emitf(e, "\tmov.b64 %s, {%s, %s};\n", s->nms2.s, s->nms.s, s->nms.s);
+	emitf(e, "\tmov.b64 %s, 0;\n\tmov.b64 %s, 0;\n", s->sum2[0].s, s->sum2[1].s);
+	for (int c = 0; c < bn; c += 2) {
+		emitf(e, "\tmov.b64 %s, {%s, %s};\n", s->x2.s, s->S[c].s, s->S[c + 1].s);
+		emitf(e, "\tfma.rn.f32x2 %s, %s, %s, %s;\n", s->x2.s, s->x2.s, s->sc2.s, s->nms2.s);
+		emitf(e, "\tmov.b64 {%s, %s}, %s;\n", s->S[c].s, s->S[c + 1].s, s->x2.s);
 		op_exp2_mix(e, &s->ex, c, s->S[c]);
-		emitf(e, "\tadd.f32 %s, %s, %s;\n", s->sum[c & 3].s, s->sum[c & 3].s, s->S[c].s);
-		if (c & 1)
-			emitf(e, "\tcvt.rn.%s.f32 %s, %s, %s;\n", f->in == DT_BF16 ? "bf16x2" : "f16x2",
-			      s->P[c / 2].s, s->S[c].s, s->S[c - 1].s);
+		op_exp2_mix(e, &s->ex, c + 1, s->S[c + 1]);
+		emitf(e, "\tmov.b64 %s, {%s, %s};\n\tadd.rn.f32x2 %s, %s, %s;\n", s->x2.s, s->S[c].s, s->S[c + 1].s,
+		      s->sum2[c / 2 & 1].s, s->sum2[c / 2 & 1].s, s->x2.s);
+		emitf(e, "\tcvt.rn.%s.f32 %s, %s, %s;\n", f->in == DT_BF16 ? "bf16x2" : "f16x2", s->P[c / 2].s,
+		      s->S[c + 1].s, s->S[c].s);
 	}
+	emitf(e, "\tmov.b64 {%s, %s}, %s;\n\tmov.b64 {%s, %s}, %s;\n", s->sum[0].s, s->sum[1].s, s->sum2[0].s,
+	      s->sum[2].s, s->sum[3].s, s->sum2[1].s);
 	emitf(e, "\tadd.f32 %s, %s, %s;\n\tadd.f32 %s, %s, %s;\n\tadd.f32 %s, %s, %s;\n", s->sum[0].s, s->sum[0].s,
 	      s->sum[1].s, s->sum[2].s, s->sum[2].s, s->sum[3].s, s->sum[0].s, s->sum[0].s, s->sum[2].s);
 	emitf(e, "\tfma.rn.f32 %s, %s, %s, %s;\n", s->l.s, s->l.s, s->corr.s, s->sum[0].s);
-	/* P over the slot's first bn/2 columns: 16-bit pairs along K (docs/hardware.md,
-	 * "A operand in TMEM"); 48 columns (96 keys) go as 32 + 16 */
-	sm100_ldst_32x32b_cols(e, 1, s->P, bn / 2, 128, s->ta, s->tt);
+	if (f->pair) {
+		/* the row's P, all f->bn keys (bf16 pairs along K), in this
+		 * thread's lane: the pair's TS MMA reads A duplicated in both
+		 * lane halves (docs/hardware.md, "Accumulator layout of the CTA
+		 * pair"); the other half's words come through shared memory,
+		 * the named barrier ordering their stores before the loads */
+		for (int w = 0; w < bn / 2; w += 4)
+			emitf(e, "\tst.shared.v4.b32 [%s+%d], {%s, %s, %s, %s};\n", s->pa.s, 4 * w, s->P[w].s,
+			      s->P[w + 1].s, s->P[w + 2].s, s->P[w + 3].s);
+		op_bar_sync_why(e, 1, 128, "softmax: P halves stored");
+		for (int w = 0; w < bn / 2; w += 4)
+			emitf(e, "\tld.shared.v4.b32 {%s, %s, %s, %s}, [%s+%d];\n", s->P[bn / 2 + w].s,
+			      s->P[bn / 2 + w + 1].s, s->P[bn / 2 + w + 2].s, s->P[bn / 2 + w + 3].s, s->pb.s, 4 * w);
+		emitf(e, "\tadd.u32 %s, %s, %s;\n", s->kt.s, s->ta.s, s->pown.s);
+		sm100_ldst_32x32b_cols(e, 1, s->P, bn / 2, 128, s->kt, s->tt);
+		emitf(e, "\tadd.u32 %s, %s, %s;\n", s->kt.s, s->ta.s, s->ppart.s);
+		sm100_ldst_32x32b_cols(e, 1, s->P + bn / 2, bn / 2, 128, s->kt, s->tt);
+	} else {
+		/* P over the slot's first bn/2 columns: 16-bit pairs along K (docs/hardware.md,
+		 * "A operand in TMEM"); 48 columns (96 keys) go as 32 + 16 */
+		sm100_ldst_32x32b_cols(e, 1, s->P, bn / 2, 128, s->ta, s->tt);
+	}
 	/* complete before the arrive that hands P to the MMA issuer (docs/hardware.md,
 	 * "tcgen05 ordering") */
 	sm100_wait_st(e);
 	emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n", s->bar.s, s->slot.s, s->pfull0.s);
-	op_mbar_arrive(e, s->bar, NULL);
+	arrive(e, f, s->bar);
 	return 0;
 }
 
@@ -845,7 +963,12 @@ emit_store_o(Emit *e, const FmhaCfg *f, Soft *s, Reg addr, Reg prow, Reg inv, Re
 
 	reg_array(e, RC_F32, v, CHUNK);
 	reg_array(e, RC_B32, pk, CHUNK / 2);
+	/* a pair's TMEM column c holds O column (c / h)·pv_n + c % h of its
+	 * lane half, h = pv_n/2 (the half's offset is in addr) */
+	int h = f->pair ? pv_n(f) / 2 : f->dvc;
+
 	for (int c = 0; c < f->dvc; c += CHUNK) {
+		int g = c / h * (f->pair ? pv_n(f) : h) + c % h;
 		if (f->o_unnorm) {
 			if (zero) {
 				for (int i = 0; i < CHUNK; i++)
@@ -878,7 +1001,7 @@ emit_store_o(Emit *e, const FmhaCfg *f, Soft *s, Reg addr, Reg prow, Reg inv, Re
 		}
 		for (int q4 = 0; q4 < CHUNK / 8; q4++)
 			emitf(e, "\t@%s st.global.v4.b32 [%s+%d], {%s, %s, %s, %s};\n", prow.s, addr.s,
-			      (c + 8 * q4) * f->esz, pk[4 * q4].s, pk[4 * q4 + 1].s, pk[4 * q4 + 2].s, pk[4 * q4 + 3].s);
+			      (g + 8 * q4) * f->esz, pk[4 * q4].s, pk[4 * q4 + 1].s, pk[4 * q4 + 2].s, pk[4 * q4 + 3].s);
 	}
 }
 
@@ -902,6 +1025,16 @@ emit_epilogue(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Soft *s, KgErr *err)
 	      t64.s);
 	if (f->ohalves > 1) {
 		emitf(e, "\tcvt.u64.u32 %s, %s;\n\tadd.u64 %s, %s, %s;\n", t64.s, r->vcol.s, addr.s, addr.s, t64.s);
+	}
+	if (f->pair) {
+		/* this lane half's columns of each chunk; the row sum is the
+		 * two halves' (the hand-off slot is free: the partner read the
+		 * last max before the last P barrier) */
+		emitf(e, "\tmul.wide.u32 %s, %s, %d;\n\tadd.u64 %s, %s, %s;\n", t64.s, s->kofs.s,
+		      pv_n(f) / 2 / (f->bn / 2), addr.s, addr.s, t64.s);
+		emitf(e, "\tst.shared.f32 [%s], %s;\n", s->xa.s, s->l.s);
+		op_bar_sync_why(e, 1, 128, "softmax: row sum halves stored");
+		emitf(e, "\tld.shared.f32 %s, [%s];\n\tadd.f32 %s, %s, %s;\n", inv.s, s->xb.s, s->l.s, s->l.s, inv.s);
 	}
 	emitf(e, "\tmad.lo.u64 %s, %s, %d, %s;\n", addr.s, addr.s, f->o_unnorm ? 4 : f->esz, r->o.s);
 	if (r->sink.s[0])
@@ -928,6 +1061,8 @@ emit_epilogue(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Soft *s, KgErr *err)
 		      NEG_INF, s->p.s);
 		if (f->ohalves > 1)
 			emitf(e, "\tsetp.eq.and.u32 %s, %s, 0, %s;\n", prow.s, r->vcol.s, prow.s);
+		if (f->pair)
+			emitf(e, "\tsetp.eq.and.u32 %s, %s, 0, %s;\n", prow.s, s->kofs.s, prow.s);
 		emitf(e, "\tmad.lo.u32 %s, %s, %s, %s;\n\tadd.u32 %s, %s, %s;\n", s->t.s, s->hrow.s, r->total_q.s,
 		      r->lse_q0.s[0] ? r->lse_q0.s : r->qs.s, s->t.s, s->t.s, s->qrow.s);
 		emitf(e, "\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n", addr.s, s->t.s, addr.s, addr.s,
@@ -952,7 +1087,8 @@ emit_softmax(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Reg tmem, KgErr *err)
 	char head[48], done[48];
 
 	memset(&s, 0, sizeof s);
-	reg_array(e, RC_F32, s.S, f->bn);
+	s.nsc = slot_cols(f);
+	reg_array(e, RC_F32, s.S, s.nsc);
 	reg_array(e, RC_B32, s.P, f->bn / 2);
 	{
 		Reg *b32[] = {&s.q, &s.row, &s.qrow, &s.tl, &s.j, &s.t, &s.i, &s.slot, &s.par, &s.bar, &s.ta,
@@ -968,9 +1104,15 @@ emit_softmax(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Reg tmem, KgErr *err)
 	s.pm = reg_new(e, RC_PRED);
 	exp2_mix_init(e, &s.ex, f->e2f);
 	s.sc = fmha_emit_scale_log2(e);
+	s.sc2 = reg_new(e, RC_B64);
+	s.nms2 = reg_new(e, RC_B64);
+	s.x2 = reg_new(e, RC_B64);
+	s.sum2[0] = reg_new(e, RC_B64);
+	s.sum2[1] = reg_new(e, RC_B64);
+	emitf(e, "\tmov.b64 %s, {%s, %s};\n", s.sc2.s, s.sc.s, s.sc.s);
 	emit_block(e, "sm100.fmha_softmax_init");
 	s.sfull0 = op_plan_bar(e, &f->plan, r->base, f->b_sfull);
-	s.pfull0 = op_plan_bar(e, &f->plan, r->base, f->b_pfull);
+	s.pfull0 = lead_addr(e, f, op_plan_bar(e, &f->plan, r->base, f->b_pfull));
 	s.cfull0 = op_plan_bar(e, &f->plan, r->base, f->b_cfull);
 	{
 		Reg corr0 = op_plan_smem(e, &f->plan, r->base, f->r_corr);
@@ -982,7 +1124,31 @@ emit_softmax(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Reg tmem, KgErr *err)
 		emitf(e, "\tmad.lo.u32 %s, %s, 128, %s;\n\tmad.lo.u32 %s, %s, 4, %s;\n", s.ca.s, s.q.s, s.row.s,
 		      s.ca.s, s.ca.s, corr0.s);
 	}
-	emitf(e, "\tmad.lo.u32 %s, %s, 128, %s;\n", s.t.s, s.q.s, s.row.s);
+	if (f->pair) {
+		/* lane L: row 64·rank + L % 64 of the pair, keys (L / 64)·bn/2..
+		 * of each tile; P words: own at column (L / 64)·bn/4, the
+		 * partner's at the other quarter */
+		Reg x0 = op_plan_smem(e, &f->plan, r->base, f->r_xrow), p0 = op_plan_smem(e, &f->plan, r->base, f->r_xp);
+		s.kofs = reg_new(e, RC_B32);
+		s.xa = reg_new(e, RC_B32);
+		s.xb = reg_new(e, RC_B32);
+		s.pa = reg_new(e, RC_B32);
+		s.pb = reg_new(e, RC_B32);
+		s.pown = reg_new(e, RC_B32);
+		s.ppart = reg_new(e, RC_B32);
+		emitf(e, "\tshr.u32 %s, %s, 6;\n\tmul.lo.u32 %s, %s, %d;\n", s.kofs.s, s.row.s, s.kofs.s, s.kofs.s,
+		      f->bn / 2);
+		emitf(e, "\tmad.lo.u32 %s, %s, 4, %s;\n\txor.b32 %s, %s, 64;\n\tmad.lo.u32 %s, %s, 4, %s;\n", s.xa.s,
+		      s.row.s, x0.s, s.t.s, s.row.s, s.xb.s, s.t.s, x0.s);
+		emitf(e, "\tmad.lo.u32 %s, %s, %d, %s;\n\tmad.lo.u32 %s, %s, %d, %s;\n", s.pa.s, s.row.s, f->bn, p0.s,
+		      s.pb.s, s.t.s, f->bn, p0.s);
+		emitf(e, "\tshr.u32 %s, %s, 1;\n\tsub.u32 %s, %d, %s;\n", s.pown.s, s.kofs.s, s.ppart.s, f->bn / 4,
+		      s.pown.s);
+		emitf(e, "\tand.b32 %s, %s, 63;\n\tmad.lo.u32 %s, %s, 64, %s;\n", s.t.s, s.row.s, s.t.s, r->rank.s,
+		      s.t.s);
+	} else {
+		emitf(e, "\tmad.lo.u32 %s, %s, 128, %s;\n", s.t.s, s.q.s, s.row.s);
+	}
 	s.hrow = fmha_emit_row_head(e, f, r, s.t, s.qrow);
 	/* visible keys of this row: [qrow + Sk - Sq - wl, qrow + Sk - Sq + wr],
 	 * clipped to [0, Sk); `none` only clips */
@@ -1060,6 +1226,9 @@ sm100_fmha_body(Emit *e, const FmhaCfg *f, const FmhaRegs *r, KgErr *err)
 	emit_label(e, mma);
 	op_elect_one(e, el);
 	emitf(e, "\t@!%s bra %s;\n", el.s, join);
+	if (f->pair)
+		/* the pair's MMAs are issued by rank 0 alone */
+		emitf(e, "\tsetp.ne.u32 %s, %s, 0;\n\t@%s bra %s;\n", p.s, r->rank.s, p.s, join);
 	if (emit_mma(e, f, r, tmem, err) < 0)
 		return -1;
 	emit_label(e, join);
@@ -1068,10 +1237,16 @@ sm100_fmha_body(Emit *e, const FmhaCfg *f, const FmhaRegs *r, KgErr *err)
 	 * (docs/hardware.md, "Order of a warp-specialized GEMM" step 6): the
 	 * epilogue waited for the last MMA's commit, the loads and stores for
 	 * wait::ld/st, so the CTA barrier needs no fence::before_thread_sync */
-	op_bar_sync_why(e, 0, f->plan.threads, "CTA: TMEM no longer accessed");
+	if (f->pair)
+		/* rank 0's barriers take the peer's arrivals and its MMAs read
+		 * the peer's smem and TMEM until its last commit landed: both
+		 * CTAs free their columns together (docs/cta-pair.md) */
+		op_cluster_sync(e);
+	else
+		op_bar_sync_why(e, 0, f->plan.threads, "CTA: TMEM no longer accessed");
 	sm100_fence_after(e);
 	emitf(e, "\tsetp.ne.u32 %s, %s, %d;\n\t@%s bra %s;\n", p.s, r->warp.s, w_mma(f), p.s, out);
-	if (sm100_tmem_dealloc(e, err, tmem, f->plan.tmem_alloc) < 0)
+	if (sm100_tmem_dealloc_group(e, err, tmem, f->plan.tmem_alloc, 1 + f->pair) < 0)
 		return -1;
 	emit_label(e, out);
 	emitf(e, "\tret;\n");
@@ -1080,27 +1255,80 @@ sm100_fmha_body(Emit *e, const FmhaCfg *f, const FmhaRegs *r, KgErr *err)
 
 /* ---- plan printout ---------------------------------------------------- */
 
+/* The plans of fmha_cost.h ranked by the fraction of the tensor peak
+ * their best tile shape can reach: this kernel's (its own tiles) and the
+ * best of each plan the generator does not emit yet. */
+static void
+describe_candidates(const FmhaCfg *f, const FmhaCost *mine, Buf *o)
+{
+	static const FmhaPlanKind others[] = {FP_M64, FP_PAIR64};
+	struct {
+		FmhaCand c;
+		FmhaCost cost;
+		int emitted;
+	} r[3], t;
+	int n = 0;
+
+	r[0].c = (FmhaCand){f->pair ? FP_PAIR64 : f->ohalves > 1 ? FP_OSPLIT : FP_CTA, f->d, f->dv, f->esz,
+	                    f->kv_shared, qtiles(f), f->bn, f->stages, f->e2f};
+	r[0].cost = *mine;
+	r[0].emitted = 1;
+	n = 1;
+	for (size_t i = 0; i < sizeof others / sizeof others[0]; i++)
+		if (others[i] != r[0].c.kind && sm100_fmha_best(others[i], f->d, f->dv, f->esz, f->kv_shared, f->t->smem_max, &r[n].c,
+		                    &r[n].cost)) {
+			r[n].emitted = 0;
+			n++;
+		}
+	for (int i = 1; i < n; i++)
+		for (int j = i; j > 0 && sm100_fmha_peak(&r[j].cost) > sm100_fmha_peak(&r[j - 1].cost); j--) {
+			t = r[j];
+			r[j] = r[j - 1];
+			r[j - 1] = t;
+		}
+	buf_printf(o, "candidates      the plans of the cost model (docs/estimate.md, \"sm_100a fmha plans\"), ranked by their best tile's bound per KV tile and CTA:\n");
+	for (int i = 0; i < n; i++) {
+		const FmhaCost *c = &r[i].cost;
+		buf_printf(o, "                  %d. %-8s %3d rows per CTA, %3d keys, %d stage%s: MMA %.0f, ex2 %.0f, issue %.0f, smem %.0f, L2 fill %.0f, exposed load %.0f clk; bound %s -> %.0f%%%s\n",
+		           i + 1, sm100_fmha_kind_name(r[i].c.kind), c->rows, r[i].c.bn, r[i].c.stages,
+		           r[i].c.stages > 1 ? "s" : "", c->c_mma, c->c_ex2, c->c_issue, c->c_smem, c->c_l2,
+		           c->c_exposed, c->bound, 100.0 * sm100_fmha_peak(c),
+		           r[i].emitted ? " (this kernel)"
+		           : r[i].c.kind == FP_PAIR64 ? " (emitted only without head packing or a window)"
+		                                      : " (not emitted by kgen yet)");
+	}
+	for (int i = 0; i < n; i++)
+		if (r[i].emitted)
+			buf_printf(o, "choice          %s, the best plan the generator emits (%s)\n",
+			           sm100_fmha_kind_name(r[i].c.kind),
+			           i ? "the plans above it wait for the generator" : "ranked first");
+}
+
 static void
 sm100_fmha_describe(const FmhaCfg *f, Buf *o)
 {
 	int qt = qtiles(f);
-	Est est;
+	FmhaCost est;
 
 	estimate(f, qt, f->bn, f->stages, f->e2f, &est);
-	buf_printf(o, "tiles           %d Q tile%s of 128 rows per CTA (%s), %d keys per KV tile, %d stages; S slots alternate, S of the next item %s\n",
-	           qt, qt > 1 ? "s" : "", qt > 1 ? "two softmax warpgroups ping-pong on the tensor core" : "one softmax warpgroup",
+	buf_printf(o, "tiles           %d Q tile%s of %d rows per CTA (%s), %d keys per KV tile, %d stages; S slots alternate, S of the next item %s\n",
+	           qt, qt > 1 ? "s" : "", f->q_rows, qt > 1 ? "two softmax warpgroups ping-pong on the tensor core" : "one softmax warpgroup",
 	           f->bn, f->stages,
 	           lookahead(f) ? "is issued before this item's P·V" : "waits for its slot's P·V");
+	if (f->pair)
+		buf_printf(o, "pair            a cluster of 2 CTAs issues M = 128 cta_group::2 MMAs (data path layout B): each CTA holds 64 query rows of S (%d TMEM columns per slot) and all %d columns of O (%d TMEM columns), loads %d of each tile's %d keys and %d of V's columns per %d; S is computed once, rank 0 issues every MMA; a row's two lane halves exchange max, sum and P through shared memory\n",
+		           slot_cols(f), f->dv, f->dvc, f->bn / 2, f->bn, pv_n(f) / 2, pv_n(f));
 	if (f->ohalves > 1)
-		buf_printf(o, "split           O has %d columns: two S slots (%d) and O (%d) exceed 512 TMEM columns, so the two CTAs of a pair (adjacent in grid x) each own %d O columns and recompute S (%.0f%% of the MMA work is useful). A cta_group::2 plan would not recompute S; it waits for the emulator to run CTA pairs.\n",
+		buf_printf(o, "split           O has %d columns: two S slots (%d) and O (%d) exceed 512 TMEM columns, so the two CTAs of a pair (adjacent in grid x) each own %d O columns and recompute S (%.0f%% of the MMA work is useful). A cta_group::2 plan computes S once (pair64 in the candidates below).\n",
 		           f->dv, SLOTS * f->bn, f->dv, f->dvc,
 		           100.0 * (f->d + f->dv) / (2.0 * f->d + f->dv));
 	buf_printf(o, "estimate        per KV tile and CTA at B200 rates (8192 FLOP, 16 ex2, 128 thread-instructions, 128 smem bytes per clock and SM; a single stage exposes the tile load at 64 B/clock):\n");
 	buf_printf(o, "                  MMA %.3g MFLOP (%.0f clk), MUFU ex2 %.0f (%.0f clk; %d of 8 scores by FMA polynomial), softmax issue %.0f (%.0f clk), smem read by MMA %.0f KiB (%.0f clk), TMEM S ld + P st %.0f KiB, exposed load %.0f clk\n",
 	           est.mma / 1e6, est.c_mma, est.ex2, est.c_ex2, f->e2f, est.issue, est.c_issue, est.smem / 1024,
-	           est.c_smem, est.tmem / 1024, est.c_load);
+	           est.c_smem, est.tmem / 1024, est.c_exposed);
 	buf_printf(o, "                  bound: %s, %.0f clk per tile -> at most %.0f%% of tensor peak in useful FLOPs (the tile shape with the best such figure is the default)\n",
 	           est.bound, est.clk, 100.0 * est.useful / B200_MMA_FLOP_CLK / est.clk);
+	describe_candidates(f, &est, o);
 }
 
 const FmhaOps fmha_sm100 = {sm100_fmha_tiles, sm100_fmha_plan, sm100_fmha_setup, sm100_fmha_body,

@@ -105,6 +105,16 @@ sm100_mma_f16_ts(Emit *e, Reg d, Reg a, Reg bdesc, Reg idesc, const char *enable
 }
 
 void
+sm100_mma_f16_ts_pair(Emit *e, Reg d, Reg a, Reg bdesc, Reg idesc, const char *enable_d)
+{
+	/* M = 128: A in each CTA's TMEM, duplicated in both lane halves
+	 * (docs/hardware.md, "Accumulator layout of the CTA pair") */
+	emitf(e, "\ttcgen05.mma.cta_group::2.kind::f16 [%s], [%s], %s, %s, %s;\n", d.s, a.s, bdesc.s,
+	      idesc.s, enable_d);
+	emit_need_ptx(e, 86);
+}
+
+void
 sm100_commit(Emit *e, Reg bar)
 {
 	/* The CTA-local shared address is valid in the cluster window

@@ -32,6 +32,8 @@ int sm100_idesc_f16_group(DType in, int m, int n, int b_mn, int cta_group, uint3
                           KgErr *err);
 /* kind::f16 SS with .cta_group::2: issued by one thread of the pair. */
 void sm100_mma_f16_ss_pair(Emit *e, Reg d, Reg adesc, Reg bdesc, Reg idesc, const char *enable_d);
+/* kind::f16 TS with .cta_group::2 (M = 128, layout B): A from TMEM. */
+void sm100_mma_f16_ts_pair(Emit *e, Reg d, Reg a, Reg bdesc, Reg idesc, const char *enable_d);
 /* tcgen05.commit.cta_group::2 multicast to `bar`'s offset in the CTAs of
  * the 16-bit `mask` (bit = %cluster_ctarank; 3 for both of a pair). */
 void sm100_commit_pair(Emit *e, Reg bar, Reg mask);

@@ -58,6 +58,7 @@ typedef enum EmuType {
 	T_S8, T_S16, T_S32, T_S64,
 	T_F16, T_F16X2, T_BF16, T_BF16X2, T_F32, T_F64, T_TF32,
 	T_E4M3, T_E5M2, T_E4M3X2, T_E5M2X2,
+	T_F32X2,   /* two f32 in a .b64 register, low half first (add, sub, mul, fma; sm_100) */
 	T_COUNT,
 } EmuType;
 

@@ -52,6 +52,11 @@ emu_chk_alu(EmuInsn *in, EmuParse *p)
 	    ty == T_E5M2X2)
 		return emu_parse_fail(p, "%s.%s is not supported by the emulator", in->def->name,
 		                      emu_types[ty].name);
+	/* packed f32 pairs: add, sub, mul and fma only (PTX ISA §9.7.3, sm_100) */
+	if (ty == T_F32X2 && strcmp(in->def->name, "add") && strcmp(in->def->name, "sub") &&
+	    strcmp(in->def->name, "mul") && strcmp(in->def->name, "fma"))
+		return emu_parse_fail(p, "%s.f32x2 does not exist: .f32x2 is an add, sub, mul and fma type",
+		                      in->def->name);
 	return 0;
 }
 
@@ -177,6 +182,11 @@ fop(EmuCta *c, EmuThread *t, const EmuInsn *in, int op, int nsrc)
 		uint64_t lo = fone(in, h, op, s[0] & 0xffff, s[1] & 0xffff, s[2] & 0xffff);
 		uint64_t hi = fone(in, h, op, s[0] >> 16 & 0xffff, s[1] >> 16 & 0xffff, s[2] >> 16 & 0xffff);
 		r = (hi & 0xffff) << 16 | (lo & 0xffff);
+	} else if (ty == T_F32X2) {
+		/* each half as the f32 operation, same rounding and ftz */
+		uint64_t lo = fone(in, T_F32, op, s[0] & 0xffffffffu, s[1] & 0xffffffffu, s[2] & 0xffffffffu);
+		uint64_t hi = fone(in, T_F32, op, s[0] >> 32, s[1] >> 32, s[2] >> 32);
+		r = (hi & 0xffffffffu) << 32 | (lo & 0xffffffffu);
 	} else {
 		r = fone(in, ty, op, s[0], s[1], s[2]);
 	}

@@ -29,6 +29,7 @@ const EmuTypeInfo emu_types[T_COUNT] = {
 	[T_TF32] = {"tf32", 32, TK_FLOAT},
 	[T_E4M3] = {"e4m3", 8, TK_FLOAT},  [T_E5M2] = {"e5m2", 8, TK_FLOAT},
 	[T_E4M3X2] = {"e4m3x2", 16, TK_FLOAT}, [T_E5M2X2] = {"e5m2x2", 16, TK_FLOAT},
+	[T_F32X2] = {"f32x2", 64, TK_FLOAT},
 };
 
 EmuType

@@ -439,12 +439,9 @@ mma_idesc(EmuCta *c, EmuThread *t, const EmuInsn *in, MmaOp *op, uint32_t v)
 		return emu_hazard(c, t, in, "descriptor", "%s instruction descriptor 0x%08x: %s "
 		                  "(docs/hardware.md, \"Instruction descriptor\".%d; the idesc is its own 32-bit operand, pitfall 4)",
 		                  kinds[op->kind].name, v, why, op->vec ? 2 : 1);
-	/* the table takes the pair's M = 128 (data path layout B), which the
-	 * emulator does not model: M = 256 is layout A (PTX ISA §9.7.16.10.5) */
-	if (g == 2 && op->id.M != 256)
-		return emu_fault(c, t, in, "%s instruction descriptor 0x%08x: M = %u with .cta_group::2 "
-		                 "is valid, but the emulator models the pair's M = 256 only",
-		                 kinds[op->kind].name, v, op->id.M);
+	/* the pair's M = 256 is data path layout A, its dense M = 128 layout B
+	 * (PTX ISA §9.7.16.10.5; sparse MMAs are refused above) */
+	(void)g;
 	return 0;
 }
 
@@ -654,18 +651,23 @@ mma_collector(EmuCta *c, EmuThread *t, const EmuInsn *in, const MmaOp *op, int a
 	return 0;
 }
 
-/* cta_group::2, M = 256 (PTX ISA §9.7.16.10.5 data path layout A, docs/cta-pair.md):
- * CTA h of the pair holds rows 128h..128h+127 of D in lanes 0-127 of its own
- * TMEM at the D address, reads those rows of A from its own smem at the A
- * descriptor and holds B rows (N) h*N/2..h*N/2+N/2-1 at the B descriptor.
- * The same checks as one CTA's MMA run on each CTA's memory. */
+/* cta_group::2 (PTX ISA §9.7.16.10.5, docs/cta-pair.md): CTA h of the pair
+ * holds B rows (N) h*N/2..h*N/2+N/2-1 at the B descriptor and its M/2 rows
+ * of A at the A descriptor. M = 256 (data path layout A): rows 128h..128h+127
+ * of D in lanes 0-127 of its own TMEM at the D address. M = 128 (layout B,
+ * docs/hardware.md, "Accumulator layout of the CTA pair"): rows 64h..64h+63,
+ * columns 0..N/2-1 in lanes 0-63 and N/2..N-1 in lanes 64-127 of N/2 TMEM
+ * columns; A from TMEM duplicated in both lane halves, each half feeding
+ * its own columns. The same checks as one CTA's MMA run on each CTA's
+ * memory, over the cells each CTA's share occupies. */
 static int
 mma_pair(EmuCta *c, EmuThread *t, const EmuInsn *in, MmaOp *op, const EmuSmemDesc *da,
          const EmuSmemDesc *db)
 {
-	if (op->ts || op->mask[0] || op->mask[1] || op->mask[2] || op->mask[3])
-		return emu_fault(c, t, in, "tcgen05.mma.cta_group::2 with A in TMEM or a "
-		                 "disable-output-lane mask is not supported by the emulator yet");
+	int lb = op->id.M == 128;
+	if ((op->ts && !lb) || op->mask[0] || op->mask[1] || op->mask[2] || op->mask[3])
+		return emu_fault(c, t, in, "tcgen05.mma.cta_group::2 with M = 256 and A in TMEM, or "
+		                 "with a disable-output-lane mask, is not supported by the emulator yet");
 	int p0 = c->rank & ~1;
 	if (p0 + 1 >= c->cl->n)
 		return emu_hazard(c, t, in, "cta-group", "tcgen05.mma.cta_group::2 in CTA rank %d of a "
@@ -685,6 +687,7 @@ mma_pair(EmuCta *c, EmuThread *t, const EmuInsn *in, MmaOp *op, const EmuSmemDes
 	}
 	MmaOp half = *op;
 	half.id.M = 128;
+	half.id.N = lb ? op->id.N / 2 : op->id.N;
 	for (int h = 0; h < 2; h++)
 		if (!pc[h]->tmem)
 			return emu_fault(c, t, in, "tcgen05 on a device without tensor memory");
@@ -700,6 +703,7 @@ mma_pair(EmuCta *c, EmuThread *t, const EmuInsn *in, MmaOp *op, const EmuSmemDes
 	MmaOp sm[2];
 	for (int h = 0; h < 2; h++) {
 		sm[h] = half;
+		sm[h].id.M = op->id.M / 2;
 		sm[h].id.N = op->id.N / 2;
 		sm[h].chunks = NULL;
 		sm[h].nchunks = 0;
@@ -928,16 +932,20 @@ scaled_row(const EmuCta *c, const MmaOp *op, uint32_t r, uint32_t q, uint32_t *r
 	}
 }
 
-/* The pair's M = 256 MMA (mma_pair): B from both CTAs, each CTA's rows of
- * D from its own A. */
+/* The pair's MMA (mma_pair): B from both CTAs, each CTA's rows of D from
+ * its own A. M = 256: row r of CTA h in lane r. M = 128 (layout B): row r
+ * of CTA h, column half j (N/2 columns each) in lane r + 64j, from the A
+ * copy of that lane half when A is in TMEM. */
 static int
 pair_complete(EmuCta *c, EmuAsync *q)
 {
 	MmaOp *op = q->data;
 	EmuCta *pc[2] = {c->cl->cta[op->pair - 1], c->cl->cta[op->pair]};
 	MmaOp half = *op;
+	int lb = op->id.M == 128;
+	uint32_t N = op->id.N, K = op->id.K, dcol = op->dt & 0xffff, rows = op->id.M / 2;
 	half.id.M = 128;
-	uint32_t N = op->id.N, K = op->id.K, dcol = op->dt & 0xffff;
+	half.id.N = lb ? N / 2 : N;
 	float *A = malloc(sizeof(float) * 128 * K), *B = malloc(sizeof(float) * N * K);
 	if (!A || !B) {
 		free(A);
@@ -947,9 +955,20 @@ pair_complete(EmuCta *c, EmuAsync *q)
 	for (int h = 0; h < 2; h++)
 		gather_smem(pc[h], op, op->bdesc, !op->id.tb, op->id.bfmt, N / 2, &B[h * (N / 2) * K]);
 	for (int h = 0; h < 2; h++) {
-		gather_smem(pc[h], op, op->adesc, !op->id.ta, op->id.afmt, 128, A);
-		for (uint32_t r = 0; r < 128; r++)
-			dense_row(&half, &pc[h]->tmem[r * EMU_TMEM_COLS + dcol], &A[r * K], B);
+		/* A[j*rows + r]: row r as lane half j holds it (one copy in smem) */
+		if (op->ts) {
+			for (uint32_t l = 0; l < 128; l++)
+				for (uint32_t k = 0; k < K; k++)
+					A[l * K + k] = a_tmem(pc[h], op, l, k);
+		} else {
+			gather_smem(pc[h], op, op->adesc, !op->id.ta, op->id.afmt, rows, A);
+			if (lb)
+				memcpy(&A[rows * K], A, sizeof(float) * rows * K);
+		}
+		for (uint32_t r = 0; r < rows; r++)
+			for (uint32_t j = 0; j < (lb ? 2u : 1u); j++)
+				dense_row(&half, &pc[h]->tmem[(r + rows * j) * EMU_TMEM_COLS + dcol],
+				          &A[(r + rows * j) * K], &B[j * half.id.N * K]);
 	}
 	free(A);
 	free(B);

@@ -161,18 +161,34 @@ grep -q '^grid .*cdiv(max_seqlen_q,1) x 2 O-column halves x 1 head block x batch
 	fail "fmha plan grid: $(grep '^grid' "$tmp/plan")"
 
 # the sm_100a estimate at hd64 (2 Q tiles of 128 rows, 64 keys), by hand:
-# MUFU ex2 256·(64·(8-K)/8 + 1) at 16/clk; issue 256·64·(4.5 + 9K/8) at
+# MUFU ex2 256·(64·(8-K)/8 + 1) at 16/clk; issue 256·64·(3.5 + 9K/8) at
 # 128/clk. K=0: 16640 (1040 clk) > MMA 512 -> exp unit, 512/1040 = 49%.
-# K=2: 12544 (784 clk), issue 110592 (864 clk) -> issue-bound, 59%: the
+# K=2: 12544 (784 clk), issue 94208 (736 clk) -> exp-bound, 65%: the
 # plan's default.
 "$kgen" plan fmha --target sm_100a --head-dim 64 --exp2-fma 0 >"$tmp/e0"
 grep -q 'MUFU ex2 16640 (1040 clk' "$tmp/e0" || fail "hd64 K=0 ex2 count: $(grep MUFU "$tmp/e0")"
 grep -q 'bound: exp unit, 1040 clk per tile -> at most 49%' "$tmp/e0" || fail "hd64 K=0 bound: $(grep bound "$tmp/e0")"
 "$kgen" plan fmha --target sm_100a --head-dim 64 >"$tmp/e2"
 grep -q 'MUFU ex2 12544 (784 clk; 2 of 8' "$tmp/e2" || fail "hd64 default exp2-fma: $(grep MUFU "$tmp/e2")"
-grep -q 'softmax issue 110592 (864 clk)' "$tmp/e2" || fail "hd64 issue: $(grep MUFU "$tmp/e2")"
-grep -q 'bound: softmax instruction issue, 864 clk per tile -> at most 59%' "$tmp/e2" ||
+grep -q 'softmax issue 94208 (736 clk)' "$tmp/e2" || fail "hd64 issue: $(grep MUFU "$tmp/e2")"
+grep -q 'bound: exp unit, 784 clk per tile -> at most 65%' "$tmp/e2" ||
 	fail "hd64 default bound: $(grep bound "$tmp/e2")"
+
+# the sm_100a plans ranked at hd512 (docs/estimate.md, "sm_100a fmha plans";
+# tests/unit/test_fmha_cost.c derives the figures): pair64 89 % (this
+# kernel), m64 50 %; with K=V and packed heads (no pair64 yet) the o-split
+# plan at 36 % below pair64 and m64
+"$kgen" plan fmha --target sm_100a --head-dim 512 >"$tmp/c512"
+grep -q '1\. pair64 .* 64 keys, 2 stages: .*bound shared-memory bandwidth -> 89% (this kernel)' "$tmp/c512" ||
+	fail "hd512 candidates: $(grep -A4 '^candidates' "$tmp/c512")"
+grep -q '2\. m64 .*-> 50% (not emitted by kgen yet)' "$tmp/c512" || fail "hd512 m64: $(grep -A4 '^candidates' "$tmp/c512")"
+grep -q '^choice          pair64, the best plan the generator emits (ranked first)' "$tmp/c512" ||
+	fail "hd512 choice: $(grep '^choice' "$tmp/c512")"
+grep -q '^grid .*cdiv(max_seqlen_q,128) x 2 CTAs of a cluster pair' "$tmp/c512" ||
+	fail "hd512 grid: $(grep '^grid' "$tmp/c512")"
+grep -q '3\. o-split .*-> 36% (this kernel)' "$tmp/plan" || fail "packed hd512 o-split: $(grep -A4 '^candidates' "$tmp/plan")"
+grep -q '^choice          o-split, the best plan the generator emits (the plans above it wait for the generator)' "$tmp/plan" ||
+	fail "packed hd512 choice: $(grep '^choice' "$tmp/plan")"
 
 # -o: written whole, no temporary left behind, old file kept on failure
 "$kgen" gemm --target sm_90a -o "$tmp/k.ptx" || fail "gemm -o"

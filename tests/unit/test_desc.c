@@ -394,6 +394,16 @@ test_hand_idesc(void)
 	EQ(idesc(L, (Idesc){.kind = IK_F16, .a = DT_BF16, .b = DT_BF16, .d = DT_F32,
 	                    .m = 128, .n = 256, .cta_group = 2}),
 	   0x08400490, "f16 M128 N256 cta_group::2");
+	/* The CTA pair's M = 128 (Layout B is the instruction's
+	 * .cta_group::2; the idesc's M field reads 128 >> 4 as for one CTA):
+	 * S of pair64, bf16 M128 N64: 0x490, N 8<<17 = 0x100000, M 8<<24 =
+	 * 0x08100490; its P·V, N256 with B MN-major (bit 16): 0x08410490. */
+	EQ(idesc(L, (Idesc){.kind = IK_F16, .a = DT_BF16, .b = DT_BF16, .d = DT_F32,
+	                    .m = 128, .n = 64, .cta_group = 2}),
+	   0x08100490, "f16 M128 N64 cta_group::2 (pair64 S)");
+	EQ(idesc(L, (Idesc){.kind = IK_F16, .a = DT_BF16, .b = DT_BF16, .d = DT_F32,
+	                    .m = 128, .n = 256, .cta_group = 2, .b_major_mn = 1}),
+	   0x08410490, "f16 M128 N256 cta_group::2 B MN-major (pair64 P·V)");
 	/* fp16 -> f16, A MN-major, neg B, M64 N64: d 0, negB 0x4000, tA 0x8000,
 	 * N 8<<17 = 0x100000, M 0x04000000. */
 	EQ(idesc(L, (Idesc){.kind = IK_F16, .a = DT_F16, .b = DT_F16, .d = DT_F16,

@@ -339,6 +339,43 @@ test_tmem_and_window(void)
 	EQ(smem_desc_window(), 262144u, "descriptor window");
 }
 
+/* The CTA pair's M = 128 accumulator (docs/hardware.md, "Accumulator
+ * layout of the CTA pair", "Test vectors" TV8): n = 256: row 0 column 0
+ * -> lane 0 column 0; row 5 column 127 -> lane 5 column 127; row 5 column
+ * 128 -> lane 69 column 0; row 63 column 255 -> lane 127 column 127;
+ * n = 64: row 10 column 40 -> lane 74 column 8; 256 columns take 128 TMEM
+ * columns. A from TMEM: row 3 element 17 -> column 8 of lanes 3 and 67. Every
+ * (row, column) of a 64 x 256 D has its own cell. */
+static void
+test_pair128(void)
+{
+	static unsigned char seen[128][128];
+	int lane, col, dup = 0;
+
+	tmem_pair128_d(0, 0, 256, &lane, &col);
+	EQ(lane * 1000 + col, 0, "pair128 (0,0)");
+	tmem_pair128_d(5, 127, 256, &lane, &col);
+	EQ(lane * 1000 + col, 5127, "pair128 (5,127)");
+	tmem_pair128_d(5, 128, 256, &lane, &col);
+	EQ(lane * 1000 + col, 69000, "pair128 (5,128)");
+	tmem_pair128_d(63, 255, 256, &lane, &col);
+	EQ(lane * 1000 + col, 127127, "pair128 (63,255)");
+	tmem_pair128_d(10, 40, 64, &lane, &col);
+	EQ(lane * 1000 + col, 74008, "pair128 n=64 (10,40)");
+	EQ(tmem_pair128_d_cols(256), 128, "pair128 columns of n=256");
+	tmem_pair128_a16(3, 17, 0, &lane, &col);
+	EQ(lane * 1000 + col, 3008, "pair128 A row 3 k 17");
+	tmem_pair128_a16(3, 17, 1, &lane, &col);
+	EQ(lane * 1000 + col, 67008, "pair128 A row 3 k 17, copy 1");
+	for (int r = 0; r < PAIR128_ROWS; r++)
+		for (int c = 0; c < 256; c++) {
+			tmem_pair128_d(r, c, 256, &lane, &col);
+			if (lane < 0 || lane > 127 || col < 0 || col > 127 || seen[lane][col]++)
+				dup++;
+		}
+	EQ(dup, 0, "pair128 cells outside 128 x 128 or held twice");
+}
+
 /* The wgmma accumulator fragment (docs/hardware.md, "Test vectors" TV7 and
  * "wgmma accumulator fragment"): (t, i) -> (row, col) for t=0 i=2 (8,0),
  * t=0 i=4 (0,8), t=37 i=5 (17,11), t=127 i=63 (63,127); every (row, col)
@@ -431,6 +468,7 @@ main(void)
 {
 	test_m128_over_64_rows();
 	test_tmem_and_window();
+	test_pair128();
 	test_wgmma_fragment();
 	test_scale_factors();
 	test_names();
