@@ -114,33 +114,28 @@ smem_rate(int span)
 
 /* One K tile of the CTA's output tile: the consumers' wgmmas, the bytes
  * they read from shared memory (each warpgroup its 64 rows of A and all of
- * B) at the swizzle's rate, the stage's TMA bytes. Block-scaled, each K
- * block is two groups, one per column half (gen/sm90/gemm.c emit_bs_loop),
- * so each reads A once: A twice per K tile. A warpgroup's chain per K tile
- * is the wait for a half it issued (the group's latency behind one half of
- * every consumer's MMAs queued before it) plus the promotion of the other
- * half, which runs meanwhile but in series with that wait. The epilogue
- * stores C from registers after the last tile. */
+ * B) at the swizzle's rate, the stage's TMA bytes; block-scaled, each
+ * warpgroup waits for the K block's MMAs (its own and, queued before them,
+ * the other's), then scales them into the accumulator, in series. The
+ * epilogue stores C from registers after the last tile. */
 static void
 gemm(const GemmCfg *g, Estimate *e)
 {
 	double r = mma_rate(g->in), c = g->consumers, tm = g->tm, tn = g->tn, tk = g->tk;
 	double mma = 2 * tm * tn * tk / r, stage = (tm + tn) * tk * g->esz_in;
-	double a_reads = g->sblock ? 2 : 1;
 
 	e->per_sm = per_sm(&g->plan);
 	snprintf(e->tile, sizeof e->tile, "K tile of %d (a %dx%d output tile)", g->tk, g->tm, g->tn);
 	/* wgmma against its operand reads from shared memory */
 	est_unit(e, "tensor core with smem reads",
-	         est_overlap(mma, c * (64 * a_reads + tn) * tk * g->esz_in / smem_rate(g->span),
-	                     H100_SMEM_OVERLAP_P10 / 10.0));
+	         est_overlap(mma, c * (64 + tn) * tk * g->esz_in / smem_rate(g->span), H100_SMEM_OVERLAP_P10 / 10.0));
 	est_unit(e, "A/B from L2", stage / H100_L2_B_CLK);
 	if (g->sblock) {
 		/* per thread: tn/2 FMAs of acc += tmp * SA * SB, ~16 for the
-		 * scales' loads and products (gen/sm90/gemm.c emit_promote_half) */
+		 * scales' loads and products (gen/sm90/gemm.c emit_promote) */
 		double promote = tn / 2 + 16;
 		est_unit(e, "instruction issue", c * 128 * promote / H100_ISSUE_CLK);
-		est_unit(e, "one warpgroup's chain", H100_WGMMA_LAT_CLK + mma / 2 + promote / 2);
+		est_unit(e, "one warpgroup's chain", mma + H100_WGMMA_LAT_CLK + promote);
 	}
 	e->fill_clk = H100_CTA_CLK + H100_LOAD_LAT_CLK + stage / H100_L2_B_CLK;
 	e->drain_clk = H100_WGMMA_LAT_CLK + tm * tn * g->esz_out / H100_STORE_B_CLK;

@@ -123,7 +123,6 @@ typedef struct Scales {
 	Reg pb;           /* &SB[n0/128][kb] */
 	Reg stride;       /* bytes from SA[kb] to SA[kb+1]: 4*M */
 	Reg a[2], b;      /* this K block's scales */
-	Reg na[2], nb, nbu; /* the next K block's, loaded while this one's second half runs */
 	Reg pbu, bu;      /* swiglu: the up half's SB, &SB[(N/2 + n0)/128][kb] and its value */
 	Reg abu[2];       /* swiglu: a[row] * bu */
 	Reg e8, e8p;      /* UE8M0 SB: its byte, and a predicate */
@@ -146,14 +145,12 @@ emit_scale_addrs(Emit *e, const GemmCfg *g, const GemmRegs *r, Reg wgc, Scales *
 		/* rows past M are never stored; clamped they read a real scale */
 		sc->pa[h] = reg_new(e, RC_B64);
 		sc->a[h] = reg_new(e, RC_F32);
-		sc->na[h] = reg_new(e, RC_F32);
 		emitf(e, "\tadd.u32 %s, %s, %d;\n\tmin.u32 %s, %s, %s;\n", t.s, row.s, 8 * h, t.s, t.s, last.s);
 		emitf(e, "\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n", w.s, t.s, sc->pa[h].s, r->sa.s, w.s);
 	}
 	/* SB row n0 / 128 (n0 < N: the tile exists; MoE: of its expert), K block 0 */
 	sc->pb = reg_new(e, RC_B64);
 	sc->b = reg_new(e, RC_F32);
-	sc->nb = reg_new(e, RC_F32);
 	sc->e8 = reg_new(e, RC_B32);
 	sc->e8p = reg_new(e, RC_PRED);
 	if (g->moe)
@@ -168,7 +165,6 @@ emit_scale_addrs(Emit *e, const GemmCfg *g, const GemmRegs *r, Reg wgc, Scales *
 		/* the up half's row block: (N/2)/128 past the gate's (N/2 is whole blocks: nmult) */
 		sc->pbu = reg_new(e, RC_B64);
 		sc->bu = reg_new(e, RC_F32);
-		sc->nbu = reg_new(e, RC_F32);
 		for (int h = 0; h < 2; h++)
 			sc->abu[h] = reg_new(e, RC_F32);
 		emitf(e, "\tshr.u32 %s, %s, 8;\n\tmul.lo.u32 %s, %s, %s;\n", t.s, r->N.s, t.s, t.s, r->nk.s);
@@ -197,20 +193,19 @@ emit_sb_load(Emit *e, const GemmCfg *g, Scales *sc, Reg b, Reg pb)
 	emitf(e, "\tadd.u64 %s, %s, 4;\n", pb.s, pb.s);
 }
 
-/* A K block's scales into a[2], b (the current set or the next one),
- * issued before that block's MMAs so that their latency hides behind
- * them; the pointers then step to the next block. */
+/* This K block's scales, issued before the MMAs so that their latency
+ * hides behind them; the pointers then step to the next block. */
 static void
-emit_scale_loads(Emit *e, const GemmCfg *g, Scales *sc, const Reg *a, Reg b, Reg bu)
+emit_scale_loads(Emit *e, const GemmCfg *g, Scales *sc)
 {
 	emit_block(e, "sm90.gemm_scale_loads");
 	for (int h = 0; h < 2; h++) {
-		emitf(e, "\tld.global.nc.f32 %s, [%s];\n", a[h].s, sc->pa[h].s);
+		emitf(e, "\tld.global.nc.f32 %s, [%s];\n", sc->a[h].s, sc->pa[h].s);
 		emitf(e, "\tadd.u64 %s, %s, %s;\n", sc->pa[h].s, sc->pa[h].s, sc->stride.s);
 	}
-	emit_sb_load(e, g, sc, b, sc->pb);
+	emit_sb_load(e, g, sc, sc->b, sc->pb);
 	if (g->swiglu)
-		emit_sb_load(e, g, sc, bu, sc->pbu);
+		emit_sb_load(e, g, sc, sc->bu, sc->pbu);
 }
 
 /* Which of the thread's rows (g, g+8) accumulator register i is in
@@ -224,134 +219,29 @@ row_of_acc(int i)
 	return drow / 8;
 }
 
-/* acc += tmp * SA[row] * SB[column block] for one column half of the
- * warpgroup's wn columns (half 0 first, which also forms the products
- * SA*SB; swiglu: half 1 is the up half, scaled by its own SB, bu). The
- * halves' fragments are registers 0..wn/4-1 and wn/4..wn/2-1: a column
- * block of 8 is 4 registers, so register i of a half is register
- * i + h*wn/4, in the same row (docs/hardware.md, "wgmma accumulator fragment"). */
-static void
-emit_promote_half(Emit *e, const GemmCfg *g, Scales *sc, const Reg *acc, int half)
-{
-	int q = g->wn / 4, up = half && g->swiglu;
-
-	emit_block(e, half ? "sm90.gemm_promote_hi" : "sm90.gemm_promote_lo");
-	if (!half)
-		for (int h = 0; h < 2; h++)
-			emitf(e, "\tmul.f32 %s, %s, %s;\n", sc->ab[h].s, sc->a[h].s, sc->b.s);
-	for (int h = 0; up && h < 2; h++)
-		emitf(e, "\tmul.f32 %s, %s, %s;\n", sc->abu[h].s, sc->a[h].s, sc->bu.s);
-	for (int i = 0; i < q; i++)
-		emitf(e, "\tfma.rn.f32 %s, %s, %s, %s;\n", acc[q * half + i].s, sc->tmp[q * half + i].s,
-		      (up ? sc->abu : sc->ab)[row_of_acc(i)].s, acc[q * half + i].s);
-}
-
-/* Operands of one stage's MMAs: the stage's A and B bases (16-byte units),
- * descriptor words and scratch. */
-typedef struct StageOps {
-	Reg as, bs, lo, ad, bd, ahr, bhr;
-	uint32_t alo, blo;
-} StageOps;
-
-/* One column half of the K block's MMAs into its half of the temporary,
- * as one wgmma group: N = wn/2 starts wn/2 rows into the warpgroup's B rows. */
-static void
-emit_half_mmas(Emit *e, const GemmCfg *g, Scales *sc, const StageOps *o, int half)
-{
-	emit_block(e, half ? "sm90.gemm_mma_hi" : "sm90.gemm_mma_lo");
-	sm90_wgmma_fence(e);
-	for (int kk = 0; kk < g->tk / g->kmma; kk++) {
-		uint32_t da = layout_offset(&g->la, 0, g->kmma * kk) >> 4;
-		uint32_t db = layout_offset(&g->lb, g->wn / 2 * half, g->kmma * kk) >> 4;
-		emitf(e, "\tadd.u32 %s, %s, %u;\n\tmov.b64 %s, {%s, %s};\n", o->lo.s, o->as.s, o->alo + da, o->ad.s,
-		      o->lo.s, o->ahr.s);
-		emitf(e, "\tadd.u32 %s, %s, %u;\n\tmov.b64 %s, {%s, %s};\n", o->lo.s, o->bs.s, o->blo + db, o->bd.s,
-		      o->lo.s, o->bhr.s);
-		/* the block's first MMA overwrites the temporary */
-		sm90_wgmma(e, g->wn / 2, g->in, sc->tmp + g->wn / 4 * half, &o->ad, NULL, o->bd, kk > 0, 0);
-	}
-	sm90_wgmma_commit(e);
-}
-
-static void
-emit_stage_bases(Emit *e, const GemmCfg *g, const StageOps *o, Reg stage, Reg a0, Reg b0)
-{
-	emitf(e, "\tmad.lo.u32 %s, %s, %u, %s;\n", o->as.s, stage.s, g->la.bytes, a0.s);
-	emitf(e, "\tmad.lo.u32 %s, %s, %u, %s;\n", o->bs.s, stage.s, g->lb.bytes, b0.s);
-	emitf(e, "\tshr.u32 %s, %s, 4;\n\tshr.u32 %s, %s, 4;\n", o->as.s, o->as.s, o->bs.s, o->bs.s);
-}
-
-/* The block-scaled main loop; ring holds stage, phase, kt, full, prev
- * and a scratch predicate. A scale per K block means the block's product
- * must be complete before it is scaled into the accumulator; one group per
- * block leaves the tensor core idle while its warpgroup waits and then
- * promotes. So each K block is issued as two groups, one per column half of
- * the tile, and a half is promoted while the other half's group runs:
- * half 0 of block k while half 1 of k runs (wgmma.wait_group 1 waits for
- * all but the newest group, PTX ISA §9.7.15.7), half 1 of k while half 0
- * of k+1 runs. Same registers as one group: the temporary is split, not
- * doubled. Stage k is released once both of its halves completed. */
+/* Whether accumulator register i is in the tile's up half (swiglu: columns
+ * tn/2..; the thread's own columns step by 8 per 4 registers). */
 static int
-emit_bs_loop(Emit *e, KgErr *err, const GemmCfg *g, const GemmRegs *r, Scales *sc, const Reg *acc,
-             const StageOps *o, const Reg *ring, Reg a0, Reg b0, Reg full0, Reg empty0, Reg lane0)
+up_half(const GemmCfg *g, int i)
 {
-	Reg stage = ring[0], phase = ring[1], kt = ring[2], full = ring[3], prev = ring[4], p = ring[5];
-	Reg more = reg_new(e, RC_PRED);
-	char loop[48], last[48], done[48], guard[16];
+	int drow, dcol;
 
-	label_new(e, loop, sizeof loop, "mma");
-	label_new(e, last, sizeof last, "mma_last");
-	label_new(e, done, sizeof done, "mma_done");
-	emit_block(e, "sm90.gemm_block_prologue");
-	emitf(e, "\tmov.u32 %s, 0;\n\tmov.u32 %s, 0;\n\tmov.u32 %s, 0;\n", stage.s, phase.s, kt.s);
-	emitf(e, "\tsetp.eq.u32 %s, %s, 0;\n\t@%s bra %s;\n", p.s, r->nk.s, p.s, done);
-	emitf(e, "\tmov.u32 %s, %s;\n", full.s, full0.s);
-	if (op_mbar_wait(e, err, full, phase.s) < 0)
-		return -1;
-	emit_scale_loads(e, g, sc, sc->a, sc->b, sc->bu);
-	emit_stage_bases(e, g, o, stage, a0, b0);
-	emit_half_mmas(e, g, sc, o, 0);
-	emit_half_mmas(e, g, sc, o, 1);
-	emit_label(e, loop);
-	emit_block(e, "sm90.gemm_block_loop");
-	emitf(e, "\tmad.lo.u32 %s, %s, 8, %s; // mbar %s[stage]\n", prev.s, stage.s, empty0.s,
-	      g->plan.bars[g->b_empty].name);
-	op_ring_advance(e, stage, phase, g->stages, reg_new(e, RC_PRED));
-	emitf(e, "\tadd.u32 %s, %s, 1;\n\tsetp.lt.u32 %s, %s, %s;\n", kt.s, kt.s, more.s, kt.s, r->nk.s);
-	sm90_wgmma_wait(e, 1);
-	emit_promote_half(e, g, sc, acc, 0);
-	emitf(e, "\t@!%s bra %s;\n", more.s, last);
-	emit_block(e, "sm90.gemm_block_next");
-	emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n", full.s, stage.s, full0.s);
-	if (op_mbar_wait(e, err, full, phase.s) < 0)
-		return -1;
-	emit_scale_loads(e, g, sc, sc->na, sc->nb, sc->nbu);
-	emit_stage_bases(e, g, o, stage, a0, b0);
-	/* half 1 of block k ran while half 0 was promoted: wait for it before
-	 * issuing more, so that no group is pending across a read of another's
-	 * registers in the same pass (ptxas serializes every wgmma otherwise:
-	 * C7514); both halves of stage k are done, its smem may be refilled */
-	sm90_wgmma_wait(e, 0);
-	snprintf(guard, sizeof guard, "@%s ", lane0.s);
-	op_mbar_arrive(e, prev, guard);
-	emit_half_mmas(e, g, sc, o, 0);
-	emit_promote_half(e, g, sc, acc, 1);
-	emit_half_mmas(e, g, sc, o, 1);
-	emit_block(e, "sm90.gemm_block_scales_next");
+	wgmma_acc_reg(i, &drow, &dcol);
+	return g->swiglu && dcol >= g->wn / 2;
+}
+
+/* acc += tmp * SA[row] * SB[column block], once per K block. */
+static void
+emit_promote(Emit *e, const GemmCfg *g, Scales *sc, const Reg *acc)
+{
+	emit_block(e, "sm90.gemm_promote");
 	for (int h = 0; h < 2; h++)
-		emitf(e, "\tmov.f32 %s, %s;\n", sc->a[h].s, sc->na[h].s);
-	if (g->swiglu)
-		emitf(e, "\tmov.f32 %s, %s;\n", sc->bu.s, sc->nbu.s);
-	emitf(e, "\tmov.f32 %s, %s;\n\tbra %s;\n", sc->b.s, sc->nb.s, loop);
-	/* The last block: the paths do not join, so that ptxas sees which group
-	 * each wait leaves pending (a join makes it inject a wait of its own). */
-	emit_label(e, last);
-	emit_block(e, "sm90.gemm_block_last");
-	sm90_wgmma_wait(e, 0);
-	op_mbar_arrive(e, prev, guard);
-	emit_promote_half(e, g, sc, acc, 1);
-	emit_label(e, done);
-	return 0;
+		emitf(e, "\tmul.f32 %s, %s, %s;\n", sc->ab[h].s, sc->a[h].s, sc->b.s);
+	for (int h = 0; g->swiglu && h < 2; h++)
+		emitf(e, "\tmul.f32 %s, %s, %s;\n", sc->abu[h].s, sc->a[h].s, sc->bu.s);
+	for (int i = 0; i < g->wn / 2; i++)
+		emitf(e, "\tfma.rn.f32 %s, %s, %s, %s;\n", acc[i].s, sc->tmp[i].s,
+		      (up_half(g, i) ? sc->abu : sc->ab)[row_of_acc(i)].s, acc[i].s);
 }
 
 /* The SwiGLU epilogue (docs/ABI.md, "SwiGLU epilogue"): the up value of
@@ -502,24 +392,18 @@ emit_consumer(Emit *e, const GemmCfg *g, const GemmRegs *r, KgErr *err)
 	for (int i = 0; i < nacc; i++)
 		emitf(e, "\tmov.f32 %s, 0f00000000;\n", acc[i].s);
 	if (g->sblock) {
-		StageOps o = {as, bs, lo, ad, bd, ahr, bhr, alo, blo};
-		Reg ring[6] = {stage, phase, kt, full, prev, p};
-
 		emit_scale_addrs(e, g, r, rowblk, &sc);
-		if (emit_bs_loop(e, err, g, r, &sc, acc, &o, ring, a0, b0, full0, empty0, lane0) < 0)
-			return -1;
-		if (g->split)
-			return emit_swiglu_fp8(e, g, r, wgc, acc), 0;
-		if (g->swiglu)
-			return emit_swiglu(e, g, r, wgc, acc), 0;
-		emit_store_fragment(e, g, r, wgc, acc, g->tn, r->N);
-		return 0;
+		emit_block(e, "sm90.gemm_consumer_loop");
 	}
 	if (gemm_mma_loop_head(e, err, r, stage, phase, kt, full0, full, p, loop, done, sizeof loop) < 0)
 		return -1;
 	emitf(e, "\tmad.lo.u32 %s, %s, %u, %s;\n", as.s, stage.s, g->la.bytes, a0.s);
 	emitf(e, "\tmad.lo.u32 %s, %s, %u, %s;\n", bs.s, stage.s, g->lb.bytes, b0.s);
 	emitf(e, "\tshr.u32 %s, %s, 4;\n\tshr.u32 %s, %s, 4;\n", as.s, as.s, bs.s, bs.s);
+	if (g->sblock) {
+		emit_scale_loads(e, g, &sc);
+		emit_block(e, "sm90.gemm_block_mma");
+	}
 	sm90_wgmma_fence(e);
 	for (int kk = 0; kk < g->tk / g->kmma; kk++) {
 		/* 32 bytes of K per MMA: slice j, offset inside the swizzled row
@@ -528,22 +412,39 @@ emit_consumer(Emit *e, const GemmCfg *g, const GemmRegs *r, KgErr *err)
 		uint32_t db = layout_offset(&g->lb, 0, g->kmma * kk) >> 4;
 		emitf(e, "\tadd.u32 %s, %s, %u;\n\tmov.b64 %s, {%s, %s};\n", lo.s, as.s, alo + da, ad.s, lo.s, ahr.s);
 		emitf(e, "\tadd.u32 %s, %s, %u;\n\tmov.b64 %s, {%s, %s};\n", lo.s, bs.s, blo + db, bd.s, lo.s, bhr.s);
-		sm90_wgmma_ss(e, g->wn, g->in, acc, ad, bd);
+		if (g->sblock)
+			/* the block's first MMA overwrites the temporary */
+			sm90_wgmma(e, g->wn, g->in, sc.tmp, &ad, NULL, bd, kk > 0, 0);
+		else
+			sm90_wgmma_ss(e, g->wn, g->in, acc, ad, bd);
 	}
 	sm90_wgmma_commit(e);
-	/* Keep one group in flight: once the previous stage's group is done
-	 * its smem may be refilled. */
-	sm90_wgmma_wait(e, 1);
-	emitf(e, "\tsetp.ne.and.u32 %s, %s, 0, %s;\n", rel.s, kt.s, lane0.s);
-	snprintf(guard, sizeof guard, "@%s ", rel.s);
-	op_mbar_arrive(e, prev, guard);
-	emitf(e, "\tmad.lo.u32 %s, %s, 8, %s; // mbar %s[stage]\n", prev.s, stage.s, empty0.s,
-	      g->plan.bars[g->b_empty].name);
+	if (g->sblock) {
+		/* the temporary is read right away: wait for all, and release this
+		 * stage now (its smem is no longer read) */
+		sm90_wgmma_wait(e, 0);
+		emitf(e, "\tmad.lo.u32 %s, %s, 8, %s; // mbar %s[stage]\n", prev.s, stage.s, empty0.s,
+		      g->plan.bars[g->b_empty].name);
+		snprintf(guard, sizeof guard, "@%s ", lane0.s);
+		op_mbar_arrive(e, prev, guard);
+		emit_promote(e, g, &sc, acc);
+	} else {
+		/* Keep one group in flight: once the previous stage's group is done
+		 * its smem may be refilled. */
+		sm90_wgmma_wait(e, 1);
+		emitf(e, "\tsetp.ne.and.u32 %s, %s, 0, %s;\n", rel.s, kt.s, lane0.s);
+		snprintf(guard, sizeof guard, "@%s ", rel.s);
+		op_mbar_arrive(e, prev, guard);
+		emitf(e, "\tmad.lo.u32 %s, %s, 8, %s; // mbar %s[stage]\n", prev.s, stage.s, empty0.s,
+		      g->plan.bars[g->b_empty].name);
+	}
 	op_ring_advance(e, stage, phase, g->stages, reg_new(e, RC_PRED));
 	emitf(e, "\tadd.u32 %s, %s, 1;\n", kt.s, kt.s);
 	emitf(e, "\tsetp.lt.u32 %s, %s, %s;\n\t@%s bra %s;\n", p.s, kt.s, r->nk.s, p.s, loop);
 	emit_label(e, done);
-	sm90_wgmma_wait(e, 0);
+	/* block-scaled: every group was waited for inside the loop */
+	if (!g->sblock)
+		sm90_wgmma_wait(e, 0);
 	if (g->split)
 		return emit_swiglu_fp8(e, g, r, wgc, acc), 0;
 	if (g->swiglu)
