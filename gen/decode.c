@@ -955,9 +955,12 @@ decode_plan(const void *params, Buf *text, KgErr *err)
 		           d.nsrc > 1 ? "s" : "", d.nsrc > 1 ? ", main then extra" : "");
 	if (d.nsparse < d.nsrc)
 		buf_printf(text, "paged keys      per 64-key tile, 64 producer threads resolve each key to its token (block table, list) into a 3-tile ring in smem, a tile ahead\n");
-	buf_printf(text, "prefetch        Q's rows at the start; once tile j is published, tile j+%d's token rows (and tail scales) into L2 (%s)\n",
-	           1 + decode_prefetch_tiles(&d),
-	           d.nsparse < d.nsrc ? "a paged source's keys are resolved one tile ahead" : "the key list is known: tiles 0..2 before the first");
+	if (d.f.t->decode->l2_prefetch)
+		buf_printf(text, "prefetch        Q's rows at the start; once tile j is published, tile j+%d's token rows (and tail scales) into L2 (%s)\n",
+		           1 + decode_prefetch_tiles(&d),
+		           d.nsparse < d.nsrc ? "a paged source's keys are resolved one tile ahead" : "the key list is known: tiles 0..2 before the first");
+	else
+		buf_printf(text, "prefetch        Q's rows at the start; no token rows (the gatherer has no registers to spare for their addresses)\n");
 	if (!d.unnorm)
 		buf_printf(text, "combine         split-KV: %s\n",
 		           d.f.t->decode->combine_wait

@@ -121,6 +121,9 @@ typedef struct DecodeOps {
 	 * waiting path has run interleaved on the emulator (tests/emu
 	 * test_emu_decode.c, one cluster per row). */
 	int combine_wait;
+	/* The gather prefetches token rows into L2 decode_prefetch_tiles ahead
+	 * (gen/sm90/decode.c); 0: it does not (its registers are not there). */
+	int l2_prefetch;
 } DecodeOps;
 
 extern const DecodeOps decode_sm90, decode_sm100;

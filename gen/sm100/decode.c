@@ -145,4 +145,5 @@ const DecodeOps decode_sm100 = {
 	sm100_decode_bound,
 	NULL,
 	0, /* the combine's waiting path hangs on the emulator here (a cluster per row): not taken */
+	0, /* its addresses spill the 128-register gatherer of the unnormalized kernel; unmeasured here */
 };

@@ -396,7 +396,7 @@ emit_tiles(Emit *e, KgErr *err, const DecodeCfg *d, const FmhaRegs *r, Reg k0, R
 	Reg jn = reg_new(e, RC_B32), bar = reg_new(e, RC_B32), par = reg_new(e, RC_B32);
 	Reg jd = reg_new(e, RC_B32), p = reg_new(e, RC_PRED);
 	char loop[48], done[48];
-	int P, paged = d->nsparse < d->nsrc, D = decode_prefetch_tiles(d);
+	int P, paged = d->nsparse < d->nsrc, D = decode_prefetch_tiles(d), pf = f->t->decode->l2_prefetch;
 
 	if (choose_shape(d->fmt, &g.sh, err) < 0)
 		return -1;
@@ -448,7 +448,7 @@ emit_tiles(Emit *e, KgErr *err, const DecodeCfg *d, const FmhaRegs *r, Reg k0, R
 	}
 	/* the prefetches: tiles j..j+D now, tile j+1+D at the end of
 	 * iteration j (gen/decode.h decode_prefetch_tiles) */
-	for (int k = 0; k <= D; k++) {
+	for (int k = 0; pf && k <= D; k++) {
 		emitf(e, "\tadd.u32 %s, %s, %d;\n", jd.s, j.s, k);
 		emit_prefetch_tile(e, &g, jd);
 	}
@@ -479,8 +479,10 @@ emit_tiles(Emit *e, KgErr *err, const DecodeCfg *d, const FmhaRegs *r, Reg k0, R
 	emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n", bar.s, stage.s, kbar0.s);
 	op_mbar_arrive(e, bar, NULL);
 	op_ring_advance(e, stage, phase, f->stages, p);
-	emitf(e, "\tadd.u32 %s, %s, %d;\n", jd.s, j.s, D + 1);
-	emit_prefetch_tile(e, &g, jd);
+	if (pf) {
+		emitf(e, "\tadd.u32 %s, %s, %d;\n", jd.s, j.s, D + 1);
+		emit_prefetch_tile(e, &g, jd);
+	}
 	emitf(e, "\tmov.u32 %s, %s;\n\tsetp.lt.u32 %s, %s, %s;\n\t@%s bra %s;\n", j.s, jn.s, p.s, j.s,
 	      r->n_total.s, p.s, loop);
 	emit_label(e, done);
@@ -523,4 +525,5 @@ const DecodeOps decode_sm90 = {
 	NULL,
 	gather_regs,
 	1,
+	1, /* +10 % at batch 64-128 on the H100 (BENCHMARKS.md, decode) */
 };
