@@ -89,6 +89,24 @@ extern const IndexerOps indexer_sm90, indexer_sm100;
 /* The FMA scoring every target shares (gen/indexer_fma.c): IndexerOps.score
  * and its `how`. */
 int indexer_score_fma(Emit *e, const IndexerCfg *c, const IndexerRegs *r, KgErr *err);
+
+/* Scratch of indexer_emit_key_tile (the caller's registers, so that its
+ * kernel names them). */
+typedef struct IdxTileScratch {
+	Reg x, key, pt, j, d, pg; /* b32 */
+	Reg a, o;                 /* b64 */
+	Reg v[4];                 /* b32: one 16-byte chunk */
+	Reg sc;                   /* f32 */
+	Reg p, pl;                /* pred */
+} IdxTileScratch;
+
+/* The tensor-core scorings' key tile i (keys i·keys ..) from the paged
+ * cache into shared memory: `threads` threads (this one `id`) copy 16-byte
+ * chunks, chunk id + threads·k being part (chunk % 8) of key (chunk / 8),
+ * into the K-major 128-byte-swizzled tile at `tile` (zeros past n); then
+ * thread id < keys stores its key's fp32 scale at scs + 4·id (0 past n). */
+void indexer_emit_key_tile(Emit *e, const IndexerCfg *c, const IndexerRegs *r, const IdxTileScratch *s,
+                           Reg i, Reg id, Reg tile, Reg scs, int keys, int threads);
 extern const char indexer_how_fma[];
 
 /* Bytes of one page of ps keys: ps key rows, then ps scales. */

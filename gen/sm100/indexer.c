@@ -93,6 +93,7 @@ sm100_indexer_score_mma(Emit *e, const IndexerCfg *c, const IndexerRegs *r, KgEr
 	reg_array(e, RC_F32, s, 32);
 	reg_array(e, RC_F32, wt, 32);
 	reg_array(e, RC_B32, v, 4);
+	IdxTileScratch ts = {x, key, pt, j, d, pg, a, o, {v[0], v[1], v[2], v[3]}, sc, p, pl};
 
 	emit_block(e, "sm100.indexer_mma");
 	label_new(e, loop, sizeof loop, "tile");
@@ -136,41 +137,7 @@ sm100_indexer_score_mma(Emit *e, const IndexerCfg *c, const IndexerRegs *r, KgEr
 	emit_label(e, loop);
 	emitf(e, "\tshl.b32 %s, %s, 7;\n\tsetp.ge.s32 %s, %s, %s;\n\t@%s bra %s;\n", x.s, i.s, p.s, x.s, r->n.s, p.s,
 	      done);
-	/* gather: chunk tid + 256k is key chunk / 8, part chunk % 8; keys
-	 * past n are zeros */
-	for (int k = 0; k < TC_KEYS * 8 / IDX_THREADS; k++) {
-		emitf(e, "\tadd.u32 %s, %s, %d;\n\tshr.u32 %s, %s, 3;\n\tand.b32 %s, %s, 7;\n", x.s, r->tid.s,
-		      IDX_THREADS * k, key.s, x.s, pt.s, x.s);
-		emitf(e, "\tshl.b32 %s, %s, 7;\n\tadd.u32 %s, %s, %s;\n\tsetp.lt.s32 %s, %s, %s;\n", j.s, i.s, j.s, j.s,
-		      key.s, p.s, j.s, r->n.s);
-		for (int q = 0; q < 4; q++)
-			emitf(e, "\tmov.b32 %s, 0;\n", v[q].s);
-		emitf(e, "\tshr.u32 %s, %s, %d;\n\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n", d.s, j.s, c->log2ps,
-		      a.s, d.s, a.s, r->bt.s, a.s);
-		emitf(e, "\t@%s ld.global.nc.u32 %s, [%s];\n\tmul.wide.u32 %s, %s, %u;\n\tadd.u64 %s, %s, %s;\n", p.s,
-		      pg.s, a.s, o.s, pg.s, c->page_bytes, a.s, r->kv.s, o.s);
-		emitf(e, "\tand.b32 %s, %s, %d;\n\tmad.lo.u32 %s, %s, 8, %s;\n\tmul.wide.u32 %s, %s, 16;\n", d.s, j.s,
-		      c->ps - 1, d.s, d.s, pt.s, o.s, d.s);
-		emitf(e, "\tadd.u64 %s, %s, %s;\n\t@%s ld.global.nc.v4.b32 {%s, %s, %s, %s}, [%s];\n", a.s, a.s, o.s,
-		      p.s, v[0].s, v[1].s, v[2].s, v[3].s, a.s);
-		emitf(e, "\tand.b32 %s, %s, 7;\n\txor.b32 %s, %s, %s;\n\tshl.b32 %s, %s, 4;\n", d.s, key.s, d.s, d.s,
-		      pt.s, d.s, d.s);
-		emitf(e, "\tmad.lo.u32 %s, %s, 128, %s;\n\tadd.u32 %s, %s, %s;\n", d.s, key.s, d.s, d.s, d.s, tile.s);
-		emitf(e, "\tst.shared.v4.b32 [%s], {%s, %s, %s, %s};\n", d.s, v[0].s, v[1].s, v[2].s, v[3].s);
-	}
-	/* scales: thread tid < 128 takes key tid's (0 past n) */
-	emitf(e, "\tshl.b32 %s, %s, 7;\n\tadd.u32 %s, %s, %s;\n\tsetp.lt.s32 %s, %s, %s;\n", j.s, i.s, j.s, j.s,
-	      r->tid.s, p.s, j.s, r->n.s);
-	emitf(e, "\tsetp.lt.and.u32 %s, %s, %d, %s;\n\tmov.f32 %s, 0f00000000;\n", p.s, r->tid.s, TC_KEYS, p.s, sc.s);
-	emitf(e, "\tshr.u32 %s, %s, %d;\n\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n", d.s, j.s, c->log2ps, a.s,
-	      d.s, a.s, r->bt.s, a.s);
-	emitf(e, "\t@%s ld.global.nc.u32 %s, [%s];\n\tmul.wide.u32 %s, %s, %u;\n\tadd.u64 %s, %s, %s;\n", p.s, pg.s,
-	      a.s, o.s, pg.s, c->page_bytes, a.s, r->kv.s, o.s);
-	emitf(e, "\tand.b32 %s, %s, %d;\n\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n", d.s, j.s, c->ps - 1,
-	      o.s, d.s, a.s, a.s, o.s);
-	emitf(e, "\t@%s ld.global.nc.f32 %s, [%s+%d];\n", p.s, sc.s, a.s, c->ps * 128);
-	emitf(e, "\tsetp.lt.u32 %s, %s, %d;\n\tmad.lo.u32 %s, %s, 4, %s;\n\t@%s st.shared.f32 [%s], %s;\n", pl.s,
-	      r->tid.s, TC_KEYS, d.s, r->tid.s, scs.s, pl.s, d.s, sc.s);
+	indexer_emit_key_tile(e, c, r, &ts, i, r->tid, tile, scs, TC_KEYS, IDX_THREADS);
 	/* the tile (and Q, before the first) read by the async proxy; the
 	 * previous tile's TMEM loads are complete (wait::ld) before the
 	 * barrier, after which thread 0's MMAs overwrite S (docs/hardware.md,

@@ -1,0 +1,62 @@
+/* The key tile the tensor-core indexer scorings share (gen/indexer.h,
+ * indexer_emit_key_tile): each target's MMA reads the same K-major,
+ * 128-byte-swizzled E4M3 tile; only the tile's key count and the threads
+ * that stage it differ. */
+#include "indexer.h"
+
+static int
+log2_of(int v)
+{
+	int l = 0;
+
+	while ((1 << l) < v)
+		l++;
+	return l;
+}
+
+void
+indexer_emit_key_tile(Emit *e, const IndexerCfg *c, const IndexerRegs *r, const IdxTileScratch *s,
+                      Reg i, Reg id, Reg tile, Reg scs, int keys, int threads)
+{
+	int lk = log2_of(keys);
+
+	for (int k = 0; k < keys * 8 / threads; k++) {
+		emitf(e, "\tadd.u32 %s, %s, %d;\n\tshr.u32 %s, %s, 3;\n\tand.b32 %s, %s, 7;\n", s->x.s, id.s,
+		      threads * k, s->key.s, s->x.s, s->pt.s, s->x.s);
+		emitf(e, "\tshl.b32 %s, %s, %d;\n\tadd.u32 %s, %s, %s;\n\tsetp.lt.s32 %s, %s, %s;\n", s->j.s, i.s, lk,
+		      s->j.s, s->j.s, s->key.s, s->p.s, s->j.s, r->n.s);
+		for (int q = 0; q < 4; q++)
+			emitf(e, "\tmov.b32 %s, 0;\n", s->v[q].s);
+		/* the key's page from the block table, its row in the page */
+		emitf(e, "\tshr.u32 %s, %s, %d;\n\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n", s->d.s, s->j.s,
+		      c->log2ps, s->a.s, s->d.s, s->a.s, r->bt.s, s->a.s);
+		emitf(e, "\t@%s ld.global.nc.u32 %s, [%s];\n\tmul.wide.u32 %s, %s, %u;\n\tadd.u64 %s, %s, %s;\n", s->p.s,
+		      s->pg.s, s->a.s, s->o.s, s->pg.s, c->page_bytes, s->a.s, r->kv.s, s->o.s);
+		emitf(e, "\tand.b32 %s, %s, %d;\n\tmad.lo.u32 %s, %s, 8, %s;\n\tmul.wide.u32 %s, %s, 16;\n", s->d.s,
+		      s->j.s, c->ps - 1, s->d.s, s->d.s, s->pt.s, s->o.s, s->d.s);
+		emitf(e, "\tadd.u64 %s, %s, %s;\n\t@%s ld.global.nc.v4.b32 {%s, %s, %s, %s}, [%s];\n", s->a.s, s->a.s,
+		      s->o.s, s->p.s, s->v[0].s, s->v[1].s, s->v[2].s, s->v[3].s, s->a.s);
+		/* 16-byte part pt of key row key at key·128 + ((pt ^ key % 8) << 4)
+		 * (docs/hardware.md, "Swizzle modes") */
+		emitf(e, "\tand.b32 %s, %s, 7;\n\txor.b32 %s, %s, %s;\n\tshl.b32 %s, %s, 4;\n", s->d.s, s->key.s, s->d.s,
+		      s->d.s, s->pt.s, s->d.s, s->d.s);
+		emitf(e, "\tmad.lo.u32 %s, %s, 128, %s;\n\tadd.u32 %s, %s, %s;\n", s->d.s, s->key.s, s->d.s, s->d.s,
+		      s->d.s, tile.s);
+		emitf(e, "\tst.shared.v4.b32 [%s], {%s, %s, %s, %s};\n", s->d.s, s->v[0].s, s->v[1].s, s->v[2].s,
+		      s->v[3].s);
+	}
+	/* scales: thread id < keys takes key id's, after the page's key rows */
+	emitf(e, "\tshl.b32 %s, %s, %d;\n\tadd.u32 %s, %s, %s;\n\tsetp.lt.s32 %s, %s, %s;\n", s->j.s, i.s, lk, s->j.s,
+	      s->j.s, id.s, s->p.s, s->j.s, r->n.s);
+	emitf(e, "\tsetp.lt.and.u32 %s, %s, %d, %s;\n\tmov.f32 %s, 0f00000000;\n", s->p.s, id.s, keys, s->p.s,
+	      s->sc.s);
+	emitf(e, "\tshr.u32 %s, %s, %d;\n\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n", s->d.s, s->j.s, c->log2ps,
+	      s->a.s, s->d.s, s->a.s, r->bt.s, s->a.s);
+	emitf(e, "\t@%s ld.global.nc.u32 %s, [%s];\n\tmul.wide.u32 %s, %s, %u;\n\tadd.u64 %s, %s, %s;\n", s->p.s,
+	      s->pg.s, s->a.s, s->o.s, s->pg.s, c->page_bytes, s->a.s, r->kv.s, s->o.s);
+	emitf(e, "\tand.b32 %s, %s, %d;\n\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n", s->d.s, s->j.s,
+	      c->ps - 1, s->o.s, s->d.s, s->a.s, s->a.s, s->o.s);
+	emitf(e, "\t@%s ld.global.nc.f32 %s, [%s+%d];\n", s->p.s, s->sc.s, s->a.s, c->ps * 128);
+	emitf(e, "\tsetp.lt.u32 %s, %s, %d;\n\tmad.lo.u32 %s, %s, 4, %s;\n\t@%s st.shared.f32 [%s], %s;\n", s->pl.s,
+	      id.s, keys, s->d.s, id.s, scs.s, s->pl.s, s->d.s, s->sc.s);
+}
