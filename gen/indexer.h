@@ -107,6 +107,11 @@ typedef struct IdxTileScratch {
  * thread id < keys stores its key's fp32 scale at scs + 4·id (0 past n). */
 void indexer_emit_key_tile(Emit *e, const IndexerCfg *c, const IndexerRegs *r, const IdxTileScratch *s,
                            Reg i, Reg id, Reg tile, Reg scs, int keys, int threads);
+
+/* The query row's Q (heads x 128 E4M3) into the same K-major swizzled
+ * layout at q0, `rows` rows (zeros past the heads) by `threads` threads
+ * (this one `id`), 16 bytes a chunk. */
+void indexer_emit_q_tile(Emit *e, const IndexerCfg *c, const IndexerRegs *r, Reg q0, Reg id, int rows, int threads);
 extern const char indexer_how_fma[];
 
 /* Bytes of one page of ps keys: ps key rows, then ps scales. */

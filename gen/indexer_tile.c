@@ -1,5 +1,5 @@
-/* The key tile the tensor-core indexer scorings share (gen/indexer.h,
- * indexer_emit_key_tile): each target's MMA reads the same K-major,
+/* The Q and key tiles the tensor-core indexer scorings share (gen/indexer.h,
+ * indexer_emit_q_tile, indexer_emit_key_tile): each target's MMA reads the same K-major,
  * 128-byte-swizzled E4M3 tile; only the tile's key count and the threads
  * that stage it differ. */
 #include "indexer.h"
@@ -59,4 +59,29 @@ indexer_emit_key_tile(Emit *e, const IndexerCfg *c, const IndexerRegs *r, const 
 	emitf(e, "\t@%s ld.global.nc.f32 %s, [%s+%d];\n", s->p.s, s->sc.s, s->a.s, c->ps * 128);
 	emitf(e, "\tsetp.lt.u32 %s, %s, %d;\n\tmad.lo.u32 %s, %s, 4, %s;\n\t@%s st.shared.f32 [%s], %s;\n", s->pl.s,
 	      id.s, keys, s->d.s, id.s, scs.s, s->pl.s, s->d.s, s->sc.s);
+}
+
+void
+indexer_emit_q_tile(Emit *e, const IndexerCfg *c, const IndexerRegs *r, Reg q0, Reg id, int rows, int threads)
+{
+	Reg ch = reg_new(e, RC_B32), row = reg_new(e, RC_B32), part = reg_new(e, RC_B32), d = reg_new(e, RC_B32);
+	Reg a = reg_new(e, RC_B64), o = reg_new(e, RC_B64), p = reg_new(e, RC_PRED), v[4];
+
+	reg_array(e, RC_B32, v, 4);
+	emitf(e, "\tld.param.u64 %s, [p_Q];\n\tcvta.to.global.u64 %s, %s;\n", a.s, a.s, a.s);
+	emitf(e, "\tmul.wide.u32 %s, %s, %d;\n\tadd.u64 %s, %s, %s;\n", o.s, r->row.s, c->heads * 128, a.s, a.s, o.s);
+	for (int i = 0; i < rows * 8 / threads; i++) {
+		emitf(e, "\tadd.u32 %s, %s, %d;\n\tshr.u32 %s, %s, 3;\n\tand.b32 %s, %s, 7;\n", ch.s, id.s,
+		      threads * i, row.s, ch.s, part.s, ch.s);
+		for (int k = 0; k < 4; k++)
+			emitf(e, "\tmov.b32 %s, 0;\n", v[k].s);
+		emitf(e, "\tsetp.lt.u32 %s, %s, %d;\n\tmul.wide.u32 %s, %s, 16;\n\tadd.u64 %s, %s, %s;\n", p.s, row.s,
+		      c->heads, o.s, ch.s, o.s, a.s, o.s);
+		emitf(e, "\t@%s ld.global.nc.v4.b32 {%s, %s, %s, %s}, [%s];\n", p.s, v[0].s, v[1].s, v[2].s, v[3].s, o.s);
+		/* row·128 + (part ^ row % 8)·16: the 128-byte swizzle */
+		emitf(e, "\tand.b32 %s, %s, 7;\n\txor.b32 %s, %s, %s;\n\tshl.b32 %s, %s, 4;\n", d.s, row.s, d.s, d.s,
+		      part.s, d.s, d.s);
+		emitf(e, "\tmad.lo.u32 %s, %s, 128, %s;\n\tadd.u32 %s, %s, %s;\n", d.s, row.s, d.s, d.s, d.s, q0.s);
+		emitf(e, "\tst.shared.v4.b32 [%s], {%s, %s, %s, %s};\n", d.s, v[0].s, v[1].s, v[2].s, v[3].s);
+	}
 }

@@ -34,34 +34,6 @@ sm100_indexer_plan(IndexerCfg *c, KgErr *err)
 	return 0;
 }
 
-/* Q row b·s_q + t, heads·128 E4M3, into the swizzled B tile (64 rows):
- * chunk tid + 256i is row chunk / 8, 16-byte part chunk % 8; rows past
- * the heads 0. */
-static void
-emit_stage_q(Emit *e, const IndexerCfg *c, const IndexerRegs *r, Reg q0)
-{
-	Reg ch = reg_new(e, RC_B32), row = reg_new(e, RC_B32), part = reg_new(e, RC_B32), d = reg_new(e, RC_B32);
-	Reg a = reg_new(e, RC_B64), o = reg_new(e, RC_B64), p = reg_new(e, RC_PRED), v[4];
-
-	reg_array(e, RC_B32, v, 4);
-	emitf(e, "\tld.param.u64 %s, [p_Q];\n\tcvta.to.global.u64 %s, %s;\n", a.s, a.s, a.s);
-	emitf(e, "\tmul.wide.u32 %s, %s, %d;\n\tadd.u64 %s, %s, %s;\n", o.s, r->row.s, c->heads * 128, a.s, a.s, o.s);
-	for (int i = 0; i < TC_HEADS * 8 / IDX_THREADS; i++) {
-		emitf(e, "\tadd.u32 %s, %s, %d;\n\tshr.u32 %s, %s, 3;\n\tand.b32 %s, %s, 7;\n", ch.s, r->tid.s,
-		      IDX_THREADS * i, row.s, ch.s, part.s, ch.s);
-		for (int k = 0; k < 4; k++)
-			emitf(e, "\tmov.b32 %s, 0;\n", v[k].s);
-		emitf(e, "\tsetp.lt.u32 %s, %s, %d;\n\tmul.wide.u32 %s, %s, 16;\n\tadd.u64 %s, %s, %s;\n", p.s, row.s,
-		      c->heads, o.s, ch.s, o.s, a.s, o.s);
-		emitf(e, "\t@%s ld.global.nc.v4.b32 {%s, %s, %s, %s}, [%s];\n", p.s, v[0].s, v[1].s, v[2].s, v[3].s, o.s);
-		/* row·128 + (part ^ row % 8)·16: the 128-byte swizzle */
-		emitf(e, "\tand.b32 %s, %s, 7;\n\txor.b32 %s, %s, %s;\n\tshl.b32 %s, %s, 4;\n", d.s, row.s, d.s, d.s,
-		      part.s, d.s, d.s);
-		emitf(e, "\tmad.lo.u32 %s, %s, 128, %s;\n\tadd.u32 %s, %s, %s;\n", d.s, row.s, d.s, d.s, d.s, q0.s);
-		emitf(e, "\tst.shared.v4.b32 [%s], {%s, %s, %s, %s};\n", d.s, v[0].s, v[1].s, v[2].s, v[3].s);
-	}
-}
-
 static int
 sm100_indexer_score_mma(Emit *e, const IndexerCfg *c, const IndexerRegs *r, KgErr *err)
 {
@@ -114,7 +86,8 @@ sm100_indexer_score_mma(Emit *e, const IndexerCfg *c, const IndexerRegs *r, KgEr
 		return -1;
 	emit_block(e, "sm100.indexer_mma");
 	emitf(e, "\tadd.u32 %s, %s, %u;\n", q0.s, r->base.s, c->plan.smem[c->r_q].offset);
-	emit_stage_q(e, c, r, q0);
+	/* Q is the MMA's B tile (TC_HEADS rows) */
+	indexer_emit_q_tile(e, c, r, q0, r->tid, TC_HEADS, IDX_THREADS);
 	emitf(e, "\tadd.u32 %s, %s, %u;\n\tadd.u32 %s, %s, %u;\n", tile.s, r->base.s, c->plan.smem[c->r_tiles].offset,
 	      scs.s, r->base.s, c->plan.smem[c->r_scales].offset);
 	emitf(e, "\tadd.u32 %s, %s, %u;\n", sums.s, r->base.s, c->plan.smem[c->r_sums].offset);

@@ -21,35 +21,6 @@
 
 enum { WGS = IDX_THREADS / 128 };
 
-/* Q row b·s_q + t, heads·128 E4M3, into this warpgroup's swizzled A tile:
- * chunk c = wt + 128i is row c / 8, 16-byte part c % 8; rows past the
- * heads 0. Each warpgroup stages its own copy, so its first tile's proxy
- * fence and barrier publish Q to its MMAs too. */
-static void
-emit_stage_q(Emit *e, const IndexerCfg *c, const IndexerRegs *r, Reg q0, Reg wt)
-{
-	Reg ch = reg_new(e, RC_B32), row = reg_new(e, RC_B32), part = reg_new(e, RC_B32), d = reg_new(e, RC_B32);
-	Reg a = reg_new(e, RC_B64), o = reg_new(e, RC_B64), p = reg_new(e, RC_PRED), v[4];
-
-	reg_array(e, RC_B32, v, 4);
-	emitf(e, "\tld.param.u64 %s, [p_Q];\n\tcvta.to.global.u64 %s, %s;\n", a.s, a.s, a.s);
-	emitf(e, "\tmul.wide.u32 %s, %s, %d;\n\tadd.u64 %s, %s, %s;\n", o.s, r->row.s, c->heads * 128, a.s, a.s, o.s);
-	for (int i = 0; i < 64 * 8 / 128; i++) {
-		emitf(e, "\tadd.u32 %s, %s, %d;\n\tshr.u32 %s, %s, 3;\n\tand.b32 %s, %s, 7;\n", ch.s, wt.s, 128 * i,
-		      row.s, ch.s, part.s, ch.s);
-		for (int k = 0; k < 4; k++)
-			emitf(e, "\tmov.b32 %s, 0;\n", v[k].s);
-		emitf(e, "\tsetp.lt.u32 %s, %s, %d;\n\tmul.wide.u32 %s, %s, 16;\n\tadd.u64 %s, %s, %s;\n", p.s, row.s,
-		      c->heads, o.s, ch.s, o.s, a.s, o.s);
-		emitf(e, "\t@%s ld.global.nc.v4.b32 {%s, %s, %s, %s}, [%s];\n", p.s, v[0].s, v[1].s, v[2].s, v[3].s, o.s);
-		/* row·128 + (part ^ row % 8)·16: the 128-byte swizzle */
-		emitf(e, "\tand.b32 %s, %s, 7;\n\txor.b32 %s, %s, %s;\n\tshl.b32 %s, %s, 4;\n", d.s, row.s, d.s, d.s,
-		      part.s, d.s, d.s);
-		emitf(e, "\tmad.lo.u32 %s, %s, 128, %s;\n\tadd.u32 %s, %s, %s;\n", d.s, row.s, d.s, d.s, d.s, q0.s);
-		emitf(e, "\tst.shared.v4.b32 [%s], {%s, %s, %s, %s};\n", d.s, v[0].s, v[1].s, v[2].s, v[3].s);
-	}
-}
-
 /* bar.sync 1 + wg, 128 with an immediate id (a register id would read as
  * an optional turn wait to the mutation test): one predicated line per
  * warpgroup. */
@@ -95,7 +66,9 @@ sm90_indexer_score_mma(Emit *e, const IndexerCfg *c, const IndexerRegs *r, KgErr
 	emitf(e, "\tsetp.eq.u32 %s, %s, 0;\n", wg0.s, wg.s);
 	emitf(e, "\tadd.u32 %s, %s, %u;\n\tmad.lo.u32 %s, %s, %u, %s;\n", q0.s, r->base.s, c->plan.smem[c->r_q].offset,
 	      q0.s, wg.s, 64 * 128, q0.s);
-	emit_stage_q(e, c, r, q0, wt);
+	/* each warpgroup stages its own copy of Q (its A tile), so its first
+	 * tile's proxy fence and barrier publish Q to its MMAs too */
+	indexer_emit_q_tile(e, c, r, q0, wt, 64, 128);
 	emitf(e, "\tadd.u32 %s, %s, %u;\n\tmad.lo.u32 %s, %s, %u, %s;\n", tile.s, r->base.s,
 	      c->plan.smem[c->r_tiles].offset, tile.s, wg.s, IDX_TILE * 128, tile.s);
 	emitf(e, "\tadd.u32 %s, %s, %u;\n\tmad.lo.u32 %s, %s, %u, %s;\n", scs.s, r->base.s,
