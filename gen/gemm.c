@@ -69,6 +69,8 @@ gemm_configure(GemmCfg *g, const GemmParams *p, KgErr *err)
 	g->sblock = p->scale == GS_BLOCK128 ? 128 : 0;
 	g->sfvec = p->scale == GS_MX32 ? 32 : 0;
 	g->sbtype = (DType)p->scale_b;
+	g->sftype = DT_UE8M0;
+	g->kind = IK_MXF8F6F4;
 	g->r_sfa = g->r_sfb = -1;
 	g->group_m = 8;
 	g->r_slot = g->b_acc = -1;
@@ -152,8 +154,10 @@ gemm_configure(GemmCfg *g, const GemmParams *p, KgErr *err)
 		return -1;
 	g->stage_bytes = g->la.bytes + g->lb.bytes;
 	if (g->sfvec) {
-		g->sfa_bytes = SF_IMAGE_BYTES * (uint32_t)(g->tm / SF_ROWS);
-		g->sfb_bytes = SF_IMAGE_BYTES * (uint32_t)(g->tn / SF_ROWS);
+		g->sf_imgs = g->tk / (SF_BLOCKS * g->sfvec);
+		g->sf_stage = SF_IMAGE_BYTES * (uint32_t)g->sf_imgs;
+		g->sfa_bytes = g->sf_stage * (uint32_t)(g->tm / SF_ROWS);
+		g->sfb_bytes = g->sf_stage * (uint32_t)(g->tn / SF_ROWS);
 		g->stage_bytes += g->sfa_bytes + g->sfb_bytes;
 	}
 
@@ -213,8 +217,8 @@ gemm_mma_loop_head(Emit *e, KgErr *err, const GemmRegs *r, Reg stage, Reg phase,
 }
 
 /* mx32: where the producer copies each stage's scale-factor images from.
- * Image (row block rb, K block kt) of SA / SB is 512 bytes at
- * (rb * nk + kt) * 512 (docs/ABI.md, "gemm"). */
+ * The sf_imgs images of (row block rb, stage kt) of SA / SB are sf_stage
+ * bytes at (rb * nk + kt) * sf_stage (docs/ABI.md, "gemm"). */
 typedef struct SfSrc {
 	Reg a, b;       /* the first (kt = 0) image of this tile's rows */
 	Reg sa0, sb0;   /* smem of stage 0 */
@@ -239,18 +243,19 @@ emit_sf_setup(Emit *e, const GemmCfg *g, const GemmRegs *r, SfSrc *sf)
 		emitf(e, "\tmul.lo.u32 %s, %s, %s;\n", t.s, r->sfa_rb.s, r->nk.s);
 	else
 		emitf(e, "\tshr.u32 %s, %s, 7;\n\tmul.lo.u32 %s, %s, %s;\n", t.s, r->m0.s, t.s, t.s, r->nk.s);
-	emitf(e, "\tmul.wide.u32 %s, %s, %u;\n\tadd.u64 %s, %s, %s;\n", w.s, t.s, SF_IMAGE_BYTES, sf->a.s,
+	emitf(e, "\tmul.wide.u32 %s, %s, %u;\n\tadd.u64 %s, %s, %s;\n", w.s, t.s, g->sf_stage, sf->a.s,
 	      r->sa.s, w.s);
 	if (g->moe) /* B: expert*cdiv(N,128) + n0/128 */
 		emitf(e, "\tmul.lo.u32 %s, %s, %s;\n", t.s, r->sbrow.s, r->nk.s);
 	else
 		emitf(e, "\tshr.u32 %s, %s, 7;\n\tmul.lo.u32 %s, %s, %s;\n", t.s, r->n0.s, t.s, t.s, r->nk.s);
-	emitf(e, "\tmul.wide.u32 %s, %s, %u;\n\tadd.u64 %s, %s, %s;\n", w.s, t.s, SF_IMAGE_BYTES, sf->b.s,
+	emitf(e, "\tmul.wide.u32 %s, %s, %u;\n\tadd.u64 %s, %s, %s;\n", w.s, t.s, g->sf_stage, sf->b.s,
 	      r->sb.s, w.s);
 }
 
-/* This stage's images: A's one, then B's tile-n / 128, each a 512-byte
- * bulk copy on the stage's full barrier (counted in stage_bytes). A B row
+/* This stage's images: A's, then those of B's tile-n / 128 row blocks,
+ * each row block's sf_imgs images one sf_stage-byte bulk copy on the
+ * stage's full barrier (counted in stage_bytes). A B row
  * block past N (tile-n 256 at the edge) is not read: its B rows are TMA's
  * zero fill, so any finite factor serves, and the copy repeats the last
  * real block (min). */
@@ -260,7 +265,7 @@ emit_sf_loads(Emit *e, const GemmCfg *g, const GemmRegs *r, SfSrc *sf, Reg stage
 	Reg t = reg_new(e, RC_B32), w = reg_new(e, RC_B64), lastb = reg_new(e, RC_B32);
 
 	emitf(e, "\tmad.lo.u32 %s, %s, %u, %s;\n", sf->dst.s, stage.s, g->sfa_bytes, sf->sa0.s);
-	emitf(e, "\tmul.wide.u32 %s, %s, %u;\n\tadd.u64 %s, %s, %s;\n", w.s, kt.s, SF_IMAGE_BYTES, sf->src.s,
+	emitf(e, "\tmul.wide.u32 %s, %s, %u;\n\tadd.u64 %s, %s, %s;\n", w.s, kt.s, g->sf_stage, sf->src.s,
 	      sf->a.s, w.s);
 	op_bulk_load(e, sf->dst, sf->src, g->sfa_bytes, full);
 	if (sf->nb > 1 && !g->swiglu) {
@@ -273,7 +278,7 @@ emit_sf_loads(Emit *e, const GemmCfg *g, const GemmRegs *r, SfSrc *sf, Reg stage
 	for (int j = 0; j < sf->nb; j++) {
 		emitf(e, "\tmad.lo.u32 %s, %s, %u, %s;\n", sf->dst.s, stage.s, g->sfb_bytes, sf->sb0.s);
 		if (j)
-			emitf(e, "\tadd.u32 %s, %s, %u;\n", sf->dst.s, sf->dst.s, j * SF_IMAGE_BYTES);
+			emitf(e, "\tadd.u32 %s, %s, %u;\n", sf->dst.s, sf->dst.s, j * g->sf_stage);
 		if (j && g->swiglu) {
 			/* the up half's images: (N/2)/128 row blocks past the gate's */
 			emitf(e, "\tshr.u32 %s, %s, 8;\n\tmad.lo.u32 %s, %s, %s, %s;\n", t.s, r->N.s, t.s, t.s,
@@ -285,9 +290,9 @@ emit_sf_loads(Emit *e, const GemmCfg *g, const GemmRegs *r, SfSrc *sf, Reg stage
 		} else {
 			emitf(e, "\tmov.u32 %s, %s;\n", t.s, kt.s);
 		}
-		emitf(e, "\tmul.wide.u32 %s, %s, %u;\n\tadd.u64 %s, %s, %s;\n", w.s, t.s, SF_IMAGE_BYTES,
+		emitf(e, "\tmul.wide.u32 %s, %s, %u;\n\tadd.u64 %s, %s, %s;\n", w.s, t.s, g->sf_stage,
 		      sf->src.s, sf->b.s, w.s);
-		op_bulk_load(e, sf->dst, sf->src, SF_IMAGE_BYTES, full);
+		op_bulk_load(e, sf->dst, sf->src, g->sf_stage, full);
 	}
 }
 

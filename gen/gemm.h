@@ -59,6 +59,11 @@ typedef struct GemmCfg {
 	int sblock;             /* block128: K (and B's N) elements per scale: 128, else 0 */
 	DType sbtype;           /* block128: B's scales, DT_F32 or DT_UE8M0 */
 	int sfvec;              /* mx32: K elements per UE8M0 scale factor: 32, else 0 */
+	DType sftype;           /* mx32: the factors' type, DT_UE8M0 */
+	int kind;               /* mx32: the MMA's IdescKind, IK_MXF8F6F4 */
+	int sf_imgs;            /* mx32: 512-byte images per 128 rows per stage (gen/layout.h,
+	                         * layout_sf_pick) */
+	uint32_t sf_stage;      /* mx32: their bytes, sf_imgs * 512 */
 	uint32_t sfa_bytes, sfb_bytes; /* mx32: scale-factor images of one stage */
 	int kslices;            /* TMA boxes per operand per stage: tk*esz/span */
 	int pair;               /* CTA pair (docs/cta-pair.md): 1, else 0 */
