@@ -382,7 +382,7 @@ emit_epilogue(Emit *e, const GemmCfg *g, const GemmRegs *r, Reg tmem, KgErr *err
 	Reg row = reg_new(e, RC_B32), t = reg_new(e, RC_B32), prow = reg_new(e, RC_PRED);
 	Reg vec = reg_new(e, RC_PRED), fast = reg_new(e, RC_PRED), pc = reg_new(e, RC_PRED);
 	Reg ra = reg_new(e, RC_B64), rb = reg_new(e, RC_B64), h = reg_new(e, RC_B16);
-	Reg accbar, u[CHUNK], N = r->N, lim = {0}, nlim = {0}, st = {0};
+	Reg accbar, u[CHUNK], N = r->N, lim = {0}, nlim = {0}, st = {0}, alpha = {0};
 	int esz = g->esz_out, bf16 = g->out == DT_BF16, ncols = g->tn >> g->swiglu;
 
 	reg_array(e, RC_F32, v, CHUNK);
@@ -401,6 +401,18 @@ emit_epilogue(Emit *e, const GemmCfg *g, const GemmRegs *r, Reg tmem, KgErr *err
 	if (g->swiglu) {
 		emitf(e, "\tshr.u32 %s, %s, 1;\n", N.s, r->N.s);
 		emitf(e, "\tld.param.f32 %s, [p_swiglu_limit];\n\tneg.f32 %s, %s;\n", lim.s, nlim.s, lim.s);
+	}
+	if (g->alpha) {
+		/* NVFP4: the MMA applied the UE4M3 factors only; C = alpha[expert]
+		 * times the accumulator, before the SwiGLU (its clamp is on the
+		 * true values; docs/hardware.md, "Scale-factor images") */
+		Reg ap = reg_new(e, RC_B64);
+		alpha = reg_new(e, RC_F32);
+		emitf(e, "\tld.param.u64 %s, [p_alpha];\n\tcvta.to.global.u64 %s, %s;\n", ap.s, ap.s, ap.s);
+		if (g->moe)
+			emitf(e, "\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n", ra.s, r->expert.s, ap.s, ap.s,
+			      ra.s);
+		emitf(e, "\tld.global.nc.f32 %s, [%s];\n", alpha.s, ap.s);
 	}
 	accbar = op_plan_bar(e, &g->plan, r->base, g->b_acc);
 	if (op_mbar_wait(e, err, accbar, "0") < 0)
@@ -433,6 +445,11 @@ emit_epilogue(Emit *e, const GemmCfg *g, const GemmRegs *r, Reg tmem, KgErr *err
 			sm100_ld_32x32b(e, u, w, ta);
 		}
 		sm100_wait_ld(e);
+		for (int j = 0; g->alpha && j < w; j++) {
+			emitf(e, "\tmul.f32 %s, %s, %s;\n", v[j].s, v[j].s, alpha.s);
+			if (g->swiglu)
+				emitf(e, "\tmul.f32 %s, %s, %s;\n", u[j].s, u[j].s, alpha.s);
+		}
 		for (int j = 0; g->swiglu && j < w; j++)
 			op_swiglu(e, v[j], v[j], u[j], lim, nlim, st);
 		emitf(e, "\tadd.u32 %s, %s, %d;\n", t.s, r->n0.s, col + w);
