@@ -45,6 +45,10 @@ static const ParamSpec gemm_params[] = {
 	 "one launch for E experts, B[E,N,K]: contiguous (rows of all experts along M, s32 "
 	 "offsets[E+1]) or masked (E slabs of M rows, s32 counts[E]); docs/ABI.md \"MoE layouts\"",
 	 "dtype=e4m3|e2m1"},
+	{"dtype-b", PK_ENUM, P(dtype_b), "same,e2m1", 0, 0, 0, "same",
+	 "B's element type when it is not A's: e2m1 under --dtype e4m3 --scale mx32 (FP4 weights x FP8 "
+	 "activations, tcgen05.mma kind::mxf8f6f4; B packed two per byte in global memory, a byte per "
+	 "value in shared memory by TMA 16U4_ALIGN16B)", "dtype-b=e2m1"},
 	{"epilogue", PK_ENUM, P(epilogue), "none,swiglu", 0, 0, 0, "none",
 	 "swiglu: B's N rows are the gate then the up half, C[:,j] = silu(min(gate,L))·clamp(up,-L,L) "
 	 "over N/2 columns, L the f32 param swiglu_limit (DeepSeek-V4: 10); docs/ABI.md \"SwiGLU epilogue\"",
@@ -79,6 +83,7 @@ gemm_configure(GemmCfg *g, const GemmParams *p, KgErr *err)
 	g->sftype = p->scale == GS_NV16 ? DT_UE4M3 : DT_UE8M0;
 	g->kind = g->ebits == 4 ? IK_MXF4NVF4 : IK_MXF8F6F4;
 	g->alpha = p->scale == GS_NV16;
+	g->in_b = p->dtype_b ? DT_E2M1 : g->in;
 	g->r_sfa = g->r_sfb = -1;
 	g->group_m = 8;
 	g->r_slot = g->b_acc = -1;
@@ -119,6 +124,11 @@ gemm_configure(GemmCfg *g, const GemmParams *p, KgErr *err)
 	if (g->ebits == 4 && !g->sfvec)
 		return kg_fail(err, "--dtype=e2m1: FP4 inputs carry block scales; add --scale nv16 (NVFP4) or "
 		               "mx32 (MXFP4), sm_100a");
+	/* FP4 B under FP8 A: kind::mxf8f6f4's E2M1 with UE8M0 per 32 (docs/ABI.md, "gemm") */
+	if (p->dtype_b && !(g->in == DT_E4M3 && p->scale == GS_MX32))
+		return kg_fail(err, "--dtype-b=e2m1 with --dtype=%s --scale=%s: FP4 weights under FP8 "
+		               "activations need --dtype e4m3 --scale mx32 (tcgen05.mma kind::mxf8f6f4)",
+		               dtype_name(g->in), sname);
 	/* the MoE layouts carry per-expert scales (docs/ABI.md, "MoE layouts") */
 	if (g->moe && g->ebits > 8)
 		return kg_fail(err, "--moe=%s with --dtype=%s: the MoE layouts are for the block-scaled "
@@ -206,8 +216,8 @@ gemm_configure(GemmCfg *g, const GemmParams *p, KgErr *err)
 	}
 	if (g->t->gemm->plan(g, err) < 0)
 		return -1;
-	snprintf(g->name, sizeof g->name, "gemm_%s_%s_m%dn%dk%d_s%d_sw%s%s%s_%s", dtype_name(g->in),
-	         dtype_name(g->out), g->tile_rows, g->tn, g->tk, g->stages,
+	snprintf(g->name, sizeof g->name, "gemm_%s%s_%s_m%dn%dk%d_s%d_sw%s%s%s_%s", dtype_name(g->in),
+	         g->in_b != g->in ? dtype_name(g->in_b) : "", dtype_name(g->out), g->tile_rows, g->tn, g->tk, g->stages,
 	         g->swz == SWZ_NONE ? "none" : (g->swz == SWZ_32B ? "32" : g->swz == SWZ_64B ? "64" : "128"),
 	         g->cn > 1 ? "_pair2" : g->pair ? "_pair" : "", g->sblock ? (g->sbtype == DT_UE8M0 ? "_bs128e8" : "_bs128") : g->sfvec == 16 ? "_nv16" : g->sfvec ? "_mx32" : "", g->t->tag);
 	if (g->moe) {
@@ -713,7 +723,9 @@ gemm_abi(const GemmCfg *g, const char *args, KernelAbi *k)
 	 * slice of A under --cluster-n, a pair's half of B under --cta-pair) */
 	for (int i = 0; i < 2; i++) {
 		p = abi_add(k, ABI_TMAP, i ? "B" : "A");
-		p->dtype = g->in;
+		p->dtype = i ? g->in_b : g->in;
+		if (i && g->in_b != g->in)
+			p->tmap_dtype = "e2m1p"; /* K values a row, packed; 16U4_ALIGN16B */
 		p->rank = 2;
 		p->box[0] = g->span / g->esz_in;
 		p->box[1] = i ? g->tn_cta >> (g->swiglu + g->split) : g->tm / g->cn; /* swiglu: a box per half (quarter) */

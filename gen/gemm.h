@@ -23,6 +23,7 @@ typedef struct GemmParams {
 	int scale_b; /* block128: B's scale type, DT_F32 or DT_UE8M0 */
 	int moe; /* GemmMoe */
 	int epilogue; /* GemmEpilogue */
+	int dtype_b; /* 0: B as A; 1: e2m1 B under e4m3 A (--dtype-b) */
 } GemmParams;
 
 /* What the epilogue writes (the --epilogue values, in order). */
@@ -57,6 +58,8 @@ typedef struct GemmCfg {
 	DType in, out;
 	int esz_in, esz_out;    /* bytes of one TMA element: e2m1 moves as bytes of two values */
 	int ebits;              /* bits of one A/B element: 16, 8 or 4 (e2m1, packed two per byte) */
+	DType in_b;             /* B's element type: in, or DT_E2M1 under e4m3 A (--dtype-b e2m1:
+	                         * kind::mxf8f6f4, B a byte per value in shared memory) */
 	int tk_tma;             /* TMA elements of K per stage: tile-k, or tile-k/2 for e2m1 */
 	int alpha;              /* nv16: the f32 param alpha[E] (alpha[1] without --moe) scales C */
 	int span;               /* bytes of one swizzled row (16 for none) */

@@ -75,6 +75,15 @@ gemm_is_fp4(const CheckCase *c)
 
 static int fp4_prepare(CheckCase *c, KrtErr *err);
 
+/* FP4 weights under FP8 activations (--dtype e4m3 --dtype-b e2m1 --scale
+ * mx32): B is packed E2M1 the TMA expands (tmap dtype e2m1p). */
+int
+gemm_is_w4a8(const KrtAbi *abi)
+{
+	const KrtAbiParam *p = krt_abi_find(abi, "B");
+	return p && strcmp(p->dtype, "e2m1p") == 0;
+}
+
 static int
 gemm_prepare(CheckCase *c, KrtErr *err)
 {
@@ -467,16 +476,20 @@ mx_prepare(CheckCase *c, KrtErr *err)
 		return check_fail(err, KRT_EINVAL, "gemm K=%llu: must be a multiple of 128 (the kernel's "
 		                  "scale-factor images, //@shape kblock=128)", (unsigned long long)K);
 	size_t sfa = (M + 127) / 128 * (K / 128) * 512, sfb = (N + 127) / 128 * (K / 128) * 512;
-	uint8_t *a = malloc(M * K), *b = malloc(N * K), *sa = malloc(sfa), *sb = malloc(sfb);
+	int w4 = gemm_is_w4a8(c->abi); /* B: packed E2M1, K/2 bytes a row */
+	uint8_t *a = malloc(M * K), *b = malloc(N * K >> w4), *sa = malloc(sfa), *sb = malloc(sfb);
 	if (!a || !b || !sa || !sb) {
 		free(a), free(b), free(sa), free(sb);
 		return check_fail(err, KRT_ENOMEM, "gemm: no host memory for the inputs");
 	}
 	mx_draw(c, M, K, r, a, sa, sfa);
-	mx_draw(c, N, K, r, b, sb, sfb);
+	if (w4)
+		fp4_draw(c, N, K, r, 1, 32, b, sb, sfb);
+	else
+		mx_draw(c, N, K, r, b, sb, sfb);
 	rc = check_add_raw_input(c, "A", "e4m3", 1, M * K, a, err);
 	if (!rc)
-		rc = check_add_raw_input(c, "B", "e4m3", 1, N * K, b, err);
+		rc = check_add_raw_input(c, "B", w4 ? "e2m1p" : "e4m3", 1, N * K >> w4, b, err);
 	else
 		free(b);
 	if (!rc)
@@ -513,7 +526,12 @@ mx_compare(CheckCase *c, CheckResult *res, KrtErr *err)
 	res->subset = nrows < M;
 	for (uint32_t i = 0; i < nrows; i += BLOCK) {
 		uint32_t nb = nrows - i < BLOCK ? nrows - i : BLOCK;
-		gemm_mx_ref_rows(a->host, b->host, sa->host, sb->host, (uint32_t)N, (uint32_t)K, rows + i, nb, ref);
+		if (gemm_is_w4a8(c->abi))
+			gemm_w4a8_ref_rows(a->host, b->host, sa->host, sb->host, (uint32_t)N, (uint32_t)K, rows + i, nb,
+			                   ref);
+		else
+			gemm_mx_ref_rows(a->host, b->host, sa->host, sb->host, (uint32_t)N, (uint32_t)K, rows + i, nb,
+			                 ref);
 		for (uint32_t j = 0; j < nb; j++)
 			gemm_compare_row(c, cb, rows[i + j], N, ref + (size_t)j * N, res);
 	}

@@ -37,5 +37,7 @@ int fp4_format(const CheckCase *c, int *ue8m0, uint32_t *vec);
 void fp4_draw(CheckCase *c, uint64_t rows, uint64_t K, int r, int ue8m0, uint32_t vec, uint8_t *q, uint8_t *sf,
               size_t sfbytes);
 void fp4_alpha(CheckCase *c, float *alpha, uint32_t n);
+/* Whether B is FP4 under FP8 A (tmap dtype e2m1p, docs/ABI.md "gemm"). */
+int gemm_is_w4a8(const KrtAbi *abi);
 
 #endif

@@ -173,7 +173,8 @@ moe_prepare(CheckCase *c, KrtErr *err)
 	size_t sfa = mx ? (size_t)(masked ? E * mb : (R + MOE_BLK - 1) / MOE_BLK) * nkb * MOE_IMAGE
 	                : sizeof(float) * nkb * R;
 	size_t sfb = (size_t)E * nnb * nkb * (mx ? MOE_IMAGE : e8 ? 1 : sizeof(float));
-	uint8_t *a = malloc(R * K), *b = malloc(E * N * K), *sa = malloc(sfa), *sb = malloc(sfb);
+	int w4 = gemm_is_w4a8(c->abi); /* FP4 B under MXFP8 A: K/2 bytes a row */
+	uint8_t *a = malloc(R * K), *b = malloc(E * N * K >> w4), *sa = malloc(sfa), *sb = malloc(sfb);
 	double *v = malloc(sizeof *v * MOE_BLK * MOE_BLK);
 	if (!a || !b || !sa || !sb || !v) {
 		free(a), free(b), free(sa), free(sb), free(v), free(tab);
@@ -197,7 +198,9 @@ moe_prepare(CheckCase *c, KrtErr *err)
 		if (gemm_moe_owner(masked, tab, E, (uint32_t)M, (uint32_t)m) < 0)
 			memset(a + m * K, E4M3_NAN, K);
 	for (uint32_t e = 0; e < E; e++) {
-		if (mx)
+		if (w4)
+			fp4_draw(c, N, K, r, 1, 32, b + e * N * K / 2, sb + e * nnb * nkb * MOE_IMAGE, nnb * nkb * MOE_IMAGE);
+		else if (mx)
 			mx_draw(c, N, K, r, b + e * N * K, sb + e * nnb * nkb * MOE_IMAGE, nnb * nkb * MOE_IMAGE);
 		else
 			moe_draw_b_bs(c, N, K, r, e8, b + e * N * K, sb + e * nnb * nkb * (e8 ? 1 : sizeof(float)), v);
@@ -214,7 +217,7 @@ moe_prepare(CheckCase *c, KrtErr *err)
 	}
 	rc = check_add_raw_input(c, "A", "e4m3", 1, R * K, a, err);
 	if (!rc)
-		rc = check_add_raw_input(c, "B", "e4m3", 1, E * N * K, b, err);
+		rc = check_add_raw_input(c, "B", w4 ? "e2m1p" : "e4m3", 1, E * N * K >> w4, b, err);
 	else
 		free(b);
 	if (!rc)
@@ -495,7 +498,8 @@ moe_compare(CheckCase *c, CheckResult *res, KrtErr *err)
 	for (uint32_t e = 0; e < E; e++) {
 		uint64_t lo = masked ? (uint64_t)e * M : (uint64_t)tab[e];
 		uint64_t hi = masked ? lo + (uint64_t)tab[e] : (uint64_t)tab[e + 1];
-		const uint8_t *be = (const uint8_t *)b->host + (uint64_t)e * N * K;
+		int w4 = gemm_is_w4a8(c->abi);
+		const uint8_t *be = (const uint8_t *)b->host + ((uint64_t)e * N * K >> w4);
 		uint32_t n = 0;
 		for (uint64_t m = lo; m < hi; m++) {
 			int take = m == lo || m + 1 == hi || keep >= 1.0 ||
@@ -521,14 +525,14 @@ moe_compare(CheckCase *c, CheckResult *res, KrtErr *err)
 				/* a slab's rows and SA images are its own (docs/ABI.md) */
 				for (uint32_t i = 0; i < n; i++)
 					rows[i] -= (uint32_t)lo;
-				gemm_mx_ref_rows((const uint8_t *)a->host + lo * K, be,
+				(w4 ? gemm_w4a8_ref_rows : gemm_mx_ref_rows)((const uint8_t *)a->host + lo * K, be,
 				                 (const uint8_t *)sa->host + e * mb * nkb * MOE_IMAGE,
 				                 (const uint8_t *)sb->host + e * nnb * nkb * MOE_IMAGE, (uint32_t)N,
 				                 (uint32_t)K, rows, n, ref);
 				for (uint32_t i = 0; i < n; i++)
 					rows[i] += (uint32_t)lo;
 			} else if (mx) {
-				gemm_mx_ref_rows(a->host, be, sa->host,
+				(w4 ? gemm_w4a8_ref_rows : gemm_mx_ref_rows)(a->host, be, sa->host,
 				                 (const uint8_t *)sb->host + e * nnb * nkb * MOE_IMAGE, (uint32_t)N,
 				                 (uint32_t)K, rows, n, ref);
 			} else {
@@ -614,8 +618,9 @@ moe_bytes(const CheckCase *c)
 	for (uint32_t e = 0; t && e < E; e++)
 		live += (moe_masked(c) ? t[e] : t[e + 1] - t[e]) > 0;
 	double rows = (double)moe_owned(c), kbytes = moe_fp4(c) ? K / 2 : K; /* FP4: two per byte */
+	double wbytes = moe_fp4(c) || gemm_is_w4a8(c->abi) ? K / 2 : K;
 	double sbytes = sb ? (double)(sb->count * (uint64_t)sb->esize) / E : 0;
-	return live * (N * kbytes + sbytes) + rows * (kbytes + N / (moe_swiglu(c) ? 2 : 1) * (cb ? cb->esize : 2));
+	return live * (N * wbytes + sbytes) + rows * (kbytes + N / (moe_swiglu(c) ? 2 : 1) * (cb ? cb->esize : 2));
 }
 
 static int

@@ -37,7 +37,8 @@ mma_idesc(const GemmCfg *g, int k, uint32_t *out, KgErr *err)
 		               "scale-factor image (docs/hardware.md, \"Scale-factor images\")", g->tk, k,
 		               g->kmma, g->sfvec);
 	d.kind = (IdescKind)g->kind;
-	d.a = d.b = g->in;
+	d.a = g->in;
+	d.b = g->in_b;
 	d.scale = g->sftype;
 	d.m = g->tile_rows;
 	d.n = g->tn;

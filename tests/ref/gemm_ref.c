@@ -229,6 +229,32 @@ gemm_fp4_ref_rows(const uint8_t *A, const uint8_t *B, const uint8_t *SA, const u
 	free(brow);
 }
 
+void
+gemm_w4a8_ref_rows(const uint8_t *A, const uint8_t *B, const uint8_t *SA, const uint8_t *SB, uint32_t N,
+                   uint32_t K, const uint32_t *rows, uint32_t nrows, double *out)
+{
+	size_t kk = K ? K : 1;
+	double *arows = malloc(sizeof(double) * kk * (nrows ? nrows : 1));
+	double *brow = malloc(sizeof(double) * kk);
+
+	if (!arows || !brow) {
+		for (uint64_t i = 0; i < (uint64_t)nrows * N; i++)
+			out[i] = NAN;
+	} else {
+		for (uint32_t i = 0; i < nrows; i++)
+			for (uint32_t k = 0; k < K; k++)
+				arows[(size_t)i * K + k] = decode_e4m3_to_f64(A[(size_t)rows[i] * K + k]) *
+				                           gemm_sf_value(SA[gemm_mx_sf_index(rows[i], k, K)], 1);
+		for (uint32_t n = 0; n < N; n++) {
+			fp4_row(B, SB, 1, 32, K, n, brow);
+			for (uint32_t i = 0; i < nrows; i++)
+				out[(size_t)i * N + n] = dot(arows + (size_t)i * K, brow, K);
+		}
+	}
+	free(arows);
+	free(brow);
+}
+
 int
 gemm_moe_owner(int masked, const int32_t *lay, uint32_t E, uint32_t M, uint32_t r)
 {

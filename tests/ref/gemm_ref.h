@@ -56,6 +56,12 @@ void gemm_fp4_ref_rows(const uint8_t *A, const uint8_t *B, const uint8_t *SA, co
                        int ue8m0, uint32_t vec, double alpha, uint32_t N, uint32_t K,
                        const uint32_t *rows, uint32_t nrows, double *out);
 
+/* FP4 weights under FP8 activations (MXFP8 A, MXFP4 B): A E4M3 bytes [M,K],
+ * B [N, K/2] packed E2M1 as gemm_fp4_ref_rows, both with UE8M0 per 32 of K
+ * in the images of gemm_mx_sf_index. out[i*N + n] is C[rows[i]][n]. */
+void gemm_w4a8_ref_rows(const uint8_t *A, const uint8_t *B, const uint8_t *SA, const uint8_t *SB,
+                        uint32_t N, uint32_t K, const uint32_t *rows, uint32_t nrows, double *out);
+
 /* MoE layouts (docs/ABI.md, "MoE layouts"): the expert owning row r of A
  * and C, -1 for a row no expert owns. Contiguous (masked = 0): lay is
  * offsets[E+1], expert e owns rows offsets[e]..offsets[e+1]-1. Masked: lay

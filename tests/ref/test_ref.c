@@ -830,6 +830,13 @@ test_gemm_fp4(void)
 	gemm_fp4_ref_rows(a, b, sa, sb, 1, 32, 1.0, 1, 64, &row, 1, &out);
 	EXPECT(out == -480.0, "mxfp4 hand product: %g, want -480", out);
 	EXPECT(isnan(gemm_sf_value(0x7f, 0)) && isnan(gemm_sf_value(0xff, 1)), "NaN factors");
+	/* W4A8, K = 32: A's E4M3 0x38 (1.0) at 2^2, B's 0xf (-6) at 2^1 (sb[0] = 128): 32·4·(-12) */
+	uint8_t a8[32];
+	memset(a8, 0x38, sizeof a8);
+	memset(sa, 127, sizeof sa);
+	sa[0] = 129;
+	gemm_w4a8_ref_rows(a8, b, sa, sb, 1, 32, &row, 1, &out);
+	EXPECT(out == -1536.0, "w4a8 hand product: %g, want -1536", out);
 }
 
 static void

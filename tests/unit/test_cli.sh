@@ -84,6 +84,13 @@ grep -q 'mov.u32 %ss_r0, 0x08400480;' "$tmp/nv.ptx" || fail "nvfp4 gemm: idesc"
 grep -q 'mov.u32 %ss_r1, 0x48C004A0;' "$tmp/mxfp4.ptx" || fail "mxfp4 gemm: idesc of MMA 1 (ids 2)"
 grep -q 'kind::mxf4nvf4.block_scale.block32 ' "$tmp/mxfp4.ptx" || fail "mxfp4 gemm: no .block32 MMA"
 grep -q 'alpha' "$tmp/mxfp4.ptx" && fail "mxfp4 gemm has NVFP4's alpha"
+# FP4 weights under FP8 activations: kind::mxf8f6f4 with B = E2M1 (code 5), B expanded by TMA 16U4_ALIGN16B
+expect_error "--dtype-b=e2m1 with --dtype=e2m1 --scale=nv16: FP4 weights under FP8 activations need --dtype e4m3 --scale mx32" gemm --target sm_100a --dtype e2m1 --scale nv16 --tile-k 256 --dtype-b e2m1
+expect_error "--dtype-b=e2m1 with --dtype=e4m3 --scale=block128" gemm --dtype e4m3 --scale block128 --tile-k 128 --dtype-b e2m1
+"$kgen" gemm --target sm_100a --dtype e4m3 --dtype-b e2m1 --scale mx32 --tile-k 128 --stages 3 -o "$tmp/w4.ptx" || fail "gemm --dtype-b e2m1"
+grep -q '^//@param tmap B dtype=e2m1p rank=2 box=128,256 swizzle=128 tensor=B\[N,K\]$' "$tmp/w4.ptx" || fail "w4a8 gemm: B not e2m1p values"
+grep -q 'mov.u32 %ss_r0, 0x08C01400;' "$tmp/w4.ptx" || fail "w4a8 gemm: idesc a=e4m3 (0) b=e2m1 (5 at bit 10)"
+"$kgen" gemm --target sm_100a --dtype e4m3 --scale mx32 --tile-k 128 | grep -q -- '--dtype-b' && fail "mx32 gemm args show --dtype-b"
 "$kgen" gemm --dtype e4m3 --scale block128 --tile-k 128 --tile-n 128 -o "$tmp/bs.ptx" || fail "gemm --scale block128"
 grep -q '^//@shape kmult=16 kblock=128$' "$tmp/bs.ptx" || fail "bs gemm: no //@shape kblock=128"
 grep -q '^//@param ptr SA dtype=f32 tensor=SA\[cdiv(K,128),M\]$' "$tmp/bs.ptx" || fail "bs gemm: no SA param"
