@@ -849,6 +849,8 @@ gemm_plan(const void *params, Buf *text, KgErr *err)
 	if (g.sfvec && g.ebits == 8)
 		buf_printf(text, "block scales    UE8M0 per 1x%d of A and of B: one %d-byte image per 128 rows per stage, tcgen05.cp .32x128b.warpx4 into TMEM, kind::mxf8f6f4 scale-factor id = K block\n",
 		           g.sfvec, SF_IMAGE_BYTES);
+	if (g.in_b != g.in)
+		buf_printf(text, "fp4 weights     B is e2m1 packed two per byte in global memory; its tensor map (16U4_ALIGN16B) lands each 16 values in 16 bytes of shared memory, read by kind::mxf8f6f4 with b=e2m1\n");
 	else if (g.sfvec)
 		buf_printf(text, "block scales    e2m1 packed two per byte, %s per 1x%d of A and of B: %d %d-byte images per 128 rows per stage, tcgen05.cp .32x128b.warpx4 into TMEM, kind::mxf4nvf4.block%d (K = %d per MMA, %dX)%s\n",
 		           dtype_name(g.sftype), g.sfvec, g.sf_imgs, SF_IMAGE_BYTES, g.sfvec, g.kmma, g.kmma / g.sfvec,
