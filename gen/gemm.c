@@ -882,7 +882,7 @@ gemm_plan(const void *params, Buf *text, KgErr *err)
 
 const Family family_gemm = {
 	"gemm",
-	"C[M,N] = A[M,K]·B[N,K]^T, bf16/fp16 (or block-scaled e4m3) in, f32 accumulate, bf16/f32 out",
+	"C[M,N] = A[M,K]·B[N,K]^T, bf16/fp16 (or block-scaled e4m3, e2m1, e4m3 x e2m1) in, f32 accumulate, bf16/f32 out",
 	gemm_params,
 	sizeof gemm_params / sizeof gemm_params[0],
 	sizeof(GemmParams),

@@ -1,6 +1,8 @@
 /* GEMM family: C[M,N] = A[M,K]·B[N,K]^T, bf16/fp16 in, f32 accumulate,
  * bf16 or f32 out; or e4m3 in with DeepSeek's block scales (--scale
- * block128: fp32 SA per 1x128 of A, SB per 128x128 of B, docs/ABI.md "gemm"). Shared parts (parameters, plan, prologue, TMA producer)
+ * block128: fp32 SA per 1x128 of A, SB per 128x128 of B, docs/ABI.md "gemm");
+ * on sm_100a MXFP8 (mx32), FP4 (e2m1 with nv16 or mx32) and FP4 weights under
+ * MXFP8 activations (--dtype-b e2m1). Shared parts (parameters, plan, prologue, TMA producer)
  * live in gemm.c; each target supplies GemmOps from its folder. */
 #ifndef KGEN_GEMM_H
 #define KGEN_GEMM_H
