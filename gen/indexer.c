@@ -11,6 +11,7 @@
 #include "family.h"
 #include "indexer.h"
 #include "ops.h"
+#include "select.h"
 
 #define P(f) offsetof(IndexerParams, f)
 
@@ -292,15 +293,6 @@ emit_translate(Emit *e, const IndexerCfg *c, const IndexerRegs *r, Reg v, Reg j,
 	      t.s, j.s, c->ps - 1, v.s, v.s, c->ps, t.s);
 }
 
-/* u = the logit's bits in an order where a larger unsigned u is a larger
- * float: negatives inverted, positives with the sign bit set. */
-static void
-emit_key(Emit *e, Reg u, Reg m)
-{
-	emitf(e, "\tshr.s32 %s, %s, 31;\n\tor.b32 %s, %s, 0x80000000;\n\txor.b32 %s, %s, %s;\n", m.s, u.s, m.s,
-	      m.s, u.s, u.s, m.s);
-}
-
 /* The top-k of the row's n logits into indices[row, 0 .. K-1].
  * n <= K: keys 0 .. n-1 in order, then -1. Otherwise a radix select over
  * the ordered bits u of the logits (emit_key), 8 bits a pass from the top:
@@ -371,7 +363,7 @@ emit_topk(Emit *e, const IndexerCfg *c, const IndexerRegs *r)
 		 * .nc, which may miss this kernel's own stores) */
 		emitf(e, "\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n\tld.global.b32 %s, [%s];\n", a.s, j.s,
 		      a.s, a.s, r->logits.s, u.s, a.s);
-		emit_key(e, u, m);
+		sel_emit_key(e, u, m);
 		emitf(e, "\tand.b32 %s, %s, 0x%08x;\n\tsetp.eq.u32 %s, %s, %s;\n", t.s, u.s, mask, p.s, t.s,
 		      prefix.s);
 		emitf(e, "\tshr.u32 %s, %s, %d;\n\tand.b32 %s, %s, 255;\n\tmad.lo.u32 %s, %s, 4, %s;\n", t.s, u.s,
@@ -408,7 +400,7 @@ emit_topk(Emit *e, const IndexerCfg *c, const IndexerRegs *r)
 	emit_label(e, fin);
 	emitf(e, "\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n\tld.global.b32 %s, [%s];\n", a.s, j.s, a.s,
 	      a.s, r->logits.s, u.s, a.s);
-	emit_key(e, u, m);
+	sel_emit_key(e, u, m);
 	emitf(e, "\tsetp.gt.u32 %s, %s, %s;\n\tsetp.eq.u32 %s, %s, %s;\n", pg.s, u.s, prefix.s, pe.s, u.s, prefix.s);
 	emitf(e, "\t@%s atom.shared.add.u32 %s, [%s+8], 1;\n", pg.s, pos.s, state.s);
 	emitf(e, "\t@%s atom.shared.add.u32 %s, [%s+12], 1;\n", pe.s, s.s, state.s);
