@@ -15,7 +15,8 @@ sel_emit_key(Emit *e, Reg u, Reg m)
 }
 
 void
-sel_emit_stage(Emit *e, const Sel *s, Reg src, const Reg *isrc, Reg idx, Reg count, int per, int convert, int h)
+sel_emit_stage(Emit *e, const Sel *s, Reg src, const Reg *isrc, Reg idx, Reg count, int per, int convert, int h,
+               const SelLoad *ld)
 {
 	Reg v[64], w[64], j = reg_new(e, RC_B32), t = reg_new(e, RC_B32), m = reg_new(e, RC_B32);
 	Reg a = reg_new(e, RC_B64), ai = reg_new(e, RC_B64), ka = reg_new(e, RC_B32), ia = reg_new(e, RC_B32);
@@ -23,15 +24,23 @@ sel_emit_stage(Emit *e, const Sel *s, Reg src, const Reg *isrc, Reg idx, Reg cou
 
 	if (per > 64)
 		kg_bug("sel_emit_stage: %d keys a thread, at most 64", per);
+	if (ld)
+		isrc = &src; /* indices come with the keys */
 	reg_array(e, RC_B32, v, per);
 	if (isrc)
 		reg_array(e, RC_B32, w, per);
-	emitf(e, "\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n", a.s, s->tid.s, a.s, src.s, a.s);
-	if (isrc)
-		emitf(e, "\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n", ai.s, s->tid.s, ai.s, isrc->s, ai.s);
+	if (!ld) {
+		emitf(e, "\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n", a.s, s->tid.s, a.s, src.s, a.s);
+		if (isrc)
+			emitf(e, "\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n", ai.s, s->tid.s, ai.s, isrc->s, ai.s);
+	}
 	for (int i = 0; i < per; i++) {
 		emitf(e, "\tadd.u32 %s, %s, %d;\n\tsetp.lt.u32 %s, %s, %s;\n", j.s, s->tid.s, s->threads * i, p.s, j.s,
 		      count.s);
+		if (ld) {
+			ld->load(e, ld->ctx, i, j, p, v[i], w[i]);
+			continue;
+		}
 		emitf(e, "\t@%s ld.global%s.b32 %s, [%s+%d];\n", p.s, convert ? ".nc" : "", v[i].s, a.s, 4 * s->threads * i);
 		if (isrc)
 			emitf(e, "\t@%s ld.global.b32 %s, [%s+%d];\n", p.s, w[i].s, ai.s, 4 * s->threads * i);
@@ -206,7 +215,7 @@ sel_emit_merge(Emit *e, const Sel *sl, SelMerge *mg)
 	emitf(e, "\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n\tadd.u64 %s, %s, %s;\n", o.s, s.s, sk.s, mg->ck.s,
 	      o.s, si.s, mg->ci.s, o.s);
 	emitf(e, "\tadd.u64 %s, %s, %d;\n\tadd.u64 %s, %s, %d;\n", mg->nk.s, sk.s, 4 * step, mg->ni.s, si.s, 4 * step);
-	sel_emit_stage(e, sl, sk, &si, mg->idx, cnt, mg->win / sl->threads, 0, mg->h);
+	sel_emit_stage(e, sl, sk, &si, mg->idx, cnt, mg->win / sl->threads, 0, mg->h, NULL);
 	sel_emit_select(e, sl, sl->keys, cnt, mg->h, 1, place_merge, mg);
 	emitf(e, "\t@%s bra %s;\n", mg->last.s, done);
 	for (int i = 0; i < SEL_PASSES * SEL_BINS / sl->threads; i++)

@@ -32,15 +32,24 @@ typedef void (*SelPlace)(Emit *e, const void *ctx, Reg j, Reg pos, Reg u);
  * float: negatives inverted, positives with the sign bit set (m scratch). */
 void sel_emit_key(Emit *e, Reg u, Reg m);
 
+/* A stage's own loads (NULL: contiguous from src): element i, number el
+ * (tid + threads·i), under predicate p (el < count), into v (a logit or a
+ * key) and w (its index). */
+typedef struct SelLoad {
+	void (*load)(Emit *e, const void *ctx, int i, Reg el, Reg p, Reg v, Reg w);
+	const void *ctx;
+} SelLoad;
+
 /* `count` keys at src (global) into shared memory at s->keys, thread tid
  * taking keys tid + threads·i (i < per), all of its loads issued before
  * the first store. Logits become keys (sel_emit_key) when `convert`;
  * candidates are keys already, and come with their indices (isrc, stored
  * at idx): both written by other CTAs or threads of this launch, so plain
- * loads, never .nc. Histogram `h` counts each key's top byte: pass 0 of
- * the select. Ends with a CTA barrier. */
+ * loads, never .nc. With `ld`, its loads instead of src and isrc, and
+ * indices stored at idx. Histogram `h` counts each key's top byte: pass
+ * 0 of the select. Ends with a CTA barrier. */
 void sel_emit_stage(Emit *e, const Sel *s, Reg src, const Reg *isrc, Reg idx, Reg count, int per, int convert,
-                    int h);
+                    int h, const SelLoad *ld);
 
 /* The top-K of `count` (> K) keys at `keys` (shared) by radix select,
  * histograms h .. h+3 (pass 0's built already when hist0), each selected

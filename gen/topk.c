@@ -231,7 +231,7 @@ topk_emit(Emit *e, const TopkCfg *c)
 	emitf(e, "\tmul.wide.u32 %s, %s, %s;\n\tshl.b64 %s, %s, 2;\n\tadd.u64 %s, %s, %s;\n", o.s, r.row.s, r.n.s, o.s,
 	      o.s, src.s, src.s, o.s);
 	emitf(e, "\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n", o.s, r.j0.s, src.s, src.s, o.s);
-	sel_emit_stage(e, &sl, src, NULL, r.keys, r.c, TK_PER, 1, 0);
+	sel_emit_stage(e, &sl, src, NULL, r.keys, r.c, TK_PER, 1, 0, NULL);
 	emitf(e, "\tsetp.gt.u32 %s, %s, %d;\n\t@%s bra %s;\n", p.s, r.c.s, c->topk, p.s, sel);
 	emit_all(e, c, &r);
 	emitf(e, "\tbra.uni %s;\n", joined);
