@@ -173,6 +173,7 @@ const IndexerOps indexer_sm100 = {
 	.how = indexer_how_fma,
 	.score_mma = sm100_indexer_score_mma,
 	.how_mma = "FP8 tcgen05.mma kind::f8f6f4 M=128 N=64: 128-key tiles (A, gathered into 128-byte swizzled smem by all threads) against the heads (B), S^T in 64 TMEM columns; a thread reads its key's row (32 heads) with tcgen05.ld, relu, weights and the head sum in registers",
+	.unit_mma = TC_KEYS,
 	.mma_score = IDX_SCORE_TCGEN05,
 	.plan_mma = sm100_indexer_plan,
 };

@@ -21,8 +21,11 @@ enum { EXIT_SKIP = 77 };
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
 /* batch x s_q x max_len x full x splits (tools/check_indexer.c; max_len 0:
- * 2·topk + 37; splits > 1: several CTAs per row, the last selecting):
- * next_n (s_q) 1 to 4, odd lengths */
+ * 2·topk + 37; splits > 1: several CTAs per row, each selecting its
+ * part's top-k, the last merging them): next_n (s_q) 1 to 4, odd lengths,
+ * splits 1, 2, 4, 5, 8 and 24 (a merge of several rounds from top-k 171
+ * up; docs/indexer.md, "Fused top-k"); parts longer than the select's
+ * window (rounds) at 20001 and 9001 keys */
 static const GpuCase cases[] = {
 	{{3, {1, 1, 0}}, CHECK_FILL_NORMAL},
 	{{3, {3, 2, 0}}, CHECK_FILL_EDGE},
@@ -32,6 +35,9 @@ static const GpuCase cases[] = {
 	{{3, {4, 2, 20001}}, CHECK_FILL_NORMAL},
 	{{5, {6, 2, 3001, 0, 5}}, CHECK_FILL_EDGE},
 	{{5, {16, 1, 16384, 1, 8}}, CHECK_FILL_NORMAL},
+	{{5, {4, 2, 9001, 0, 2}}, CHECK_FILL_EDGE},
+	{{5, {8, 1, 12345, 1, 4}}, CHECK_FILL_NORMAL},
+	{{5, {3, 1, 20001, 1, 24}}, CHECK_FILL_EDGE},
 };
 
 static const GpuSuite suite = {cases, COUNT(cases), 0};
