@@ -382,20 +382,7 @@ indexer_compare(CheckCase *c, CheckResult *res, KrtErr *err)
 	free(own);
 	free(got);
 	/* the counters are back at zero for the next launch */
-	const CheckBuf *cb = check_find_buf_const(c, "counters");
-	int32_t *ctr = malloc(cb->bytes + 1);
-	if (!ctr)
-		return check_fail(err, KRT_ENOMEM, "indexer: no host memory for the counters");
-	int rc = krt_download(c->dev, ctr, cb->ptr, cb->bytes, err);
-	res->total += cb->count;
-	for (uint64_t i = 0; !rc && i < cb->count; i++) {
-		res->checked++;
-		if (ctr[i] != 0 && res->bad++ < max_report)
-			check_report(c, "  counters[%llu] = %d after the launch: must be back at 0\n", (unsigned long long)i,
-			             ctr[i]);
-	}
-	free(ctr);
-	return rc;
+	return check_counters_zero(c, res, err);
 }
 
 /* 2·H·128 flops per visible key of each row (the scoring; the select is
