@@ -21,44 +21,52 @@ sel_emit_stage(Emit *e, const Sel *s, Reg src, const Reg *isrc, Reg idx, Reg cou
 	Reg v[64], w[64], j = reg_new(e, RC_B32), t = reg_new(e, RC_B32), m = reg_new(e, RC_B32);
 	Reg a = reg_new(e, RC_B64), ai = reg_new(e, RC_B64), ka = reg_new(e, RC_B32), ia = reg_new(e, RC_B32);
 	Reg ha = reg_new(e, RC_B32), p = reg_new(e, RC_PRED);
+	int nb = s->batch > 0 && s->batch < per ? s->batch : per;
 
 	if (per > 64)
 		kg_bug("sel_emit_stage: %d keys a thread, at most 64", per);
 	if (ld)
 		isrc = &src; /* indices come with the keys */
-	reg_array(e, RC_B32, v, per);
+	reg_array(e, RC_B32, v, nb);
 	if (isrc)
-		reg_array(e, RC_B32, w, per);
+		reg_array(e, RC_B32, w, nb);
 	if (!ld) {
 		emitf(e, "\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n", a.s, s->tid.s, a.s, src.s, a.s);
 		if (isrc)
 			emitf(e, "\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n", ai.s, s->tid.s, ai.s, isrc->s, ai.s);
 	}
-	for (int i = 0; i < per; i++) {
-		emitf(e, "\tadd.u32 %s, %s, %d;\n\tsetp.lt.u32 %s, %s, %s;\n", j.s, s->tid.s, s->threads * i, p.s, j.s,
-		      count.s);
-		if (ld) {
-			ld->load(e, ld->ctx, i, j, p, v[i], w[i]);
-			continue;
+	for (int b0 = 0; b0 < per; b0 += nb) {
+		int b1 = b0 + nb < per ? b0 + nb : per;
+
+		for (int i = b0; i < b1; i++) {
+			emitf(e, "\tadd.u32 %s, %s, %d;\n\tsetp.lt.u32 %s, %s, %s;\n", j.s, s->tid.s, s->threads * i, p.s,
+			      j.s, count.s);
+			if (ld) {
+				ld->load(e, ld->ctx, i, j, p, v[i - b0], w[i - b0]);
+				continue;
+			}
+			emitf(e, "\t@%s ld.global%s.b32 %s, [%s+%d];\n", p.s, convert ? ".nc" : "", v[i - b0].s, a.s,
+			      4 * s->threads * i);
+			if (isrc)
+				emitf(e, "\t@%s ld.global.b32 %s, [%s+%d];\n", p.s, w[i - b0].s, ai.s, 4 * s->threads * i);
 		}
-		emitf(e, "\t@%s ld.global%s.b32 %s, [%s+%d];\n", p.s, convert ? ".nc" : "", v[i].s, a.s, 4 * s->threads * i);
-		if (isrc)
-			emitf(e, "\t@%s ld.global.b32 %s, [%s+%d];\n", p.s, w[i].s, ai.s, 4 * s->threads * i);
-	}
-	emitf(e, "\tmad.lo.u32 %s, %s, 4, %s;\n\tadd.u32 %s, %s, %u;\n", ka.s, s->tid.s, s->keys.s, ha.s, s->hist.s,
-	      (unsigned)(4 * SEL_BINS * h));
-	if (isrc)
-		emitf(e, "\tmad.lo.u32 %s, %s, 4, %s;\n", ia.s, s->tid.s, idx.s);
-	for (int i = 0; i < per; i++) {
-		emitf(e, "\tadd.u32 %s, %s, %d;\n\tsetp.lt.u32 %s, %s, %s;\n", j.s, s->tid.s, s->threads * i, p.s, j.s,
-		      count.s);
-		if (convert)
-			sel_emit_key(e, v[i], m);
-		emitf(e, "\t@%s st.shared.u32 [%s+%d], %s;\n", p.s, ka.s, 4 * s->threads * i, v[i].s);
-		if (isrc)
-			emitf(e, "\t@%s st.shared.u32 [%s+%d], %s;\n", p.s, ia.s, 4 * s->threads * i, w[i].s);
-		emitf(e, "\tshr.u32 %s, %s, 24;\n\tmad.lo.u32 %s, %s, 4, %s;\n\t@%s red.shared.add.u32 [%s], 1;\n", t.s,
-		      v[i].s, t.s, t.s, ha.s, p.s, t.s);
+		if (b0 == 0) {
+			emitf(e, "\tmad.lo.u32 %s, %s, 4, %s;\n\tadd.u32 %s, %s, %u;\n", ka.s, s->tid.s, s->keys.s, ha.s,
+			      s->hist.s, (unsigned)(4 * SEL_BINS * h));
+			if (isrc)
+				emitf(e, "\tmad.lo.u32 %s, %s, 4, %s;\n", ia.s, s->tid.s, idx.s);
+		}
+		for (int i = b0; i < b1; i++) {
+			emitf(e, "\tadd.u32 %s, %s, %d;\n\tsetp.lt.u32 %s, %s, %s;\n", j.s, s->tid.s, s->threads * i, p.s,
+			      j.s, count.s);
+			if (convert)
+				sel_emit_key(e, v[i - b0], m);
+			emitf(e, "\t@%s st.shared.u32 [%s+%d], %s;\n", p.s, ka.s, 4 * s->threads * i, v[i - b0].s);
+			if (isrc)
+				emitf(e, "\t@%s st.shared.u32 [%s+%d], %s;\n", p.s, ia.s, 4 * s->threads * i, w[i - b0].s);
+			emitf(e, "\tshr.u32 %s, %s, 24;\n\tmad.lo.u32 %s, %s, 4, %s;\n\t@%s red.shared.add.u32 [%s], 1;\n",
+			      t.s, v[i - b0].s, t.s, t.s, ha.s, p.s, t.s);
+		}
 	}
 	op_bar_sync_why(e, 0, s->threads, "keys and their first histogram in shared memory");
 }

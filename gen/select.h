@@ -22,6 +22,7 @@ typedef struct Sel {
 	Reg hist;      /* shared: histograms of SEL_BINS words, zero before a select counts in them */
 	Reg scan;      /* shared: SEL_BINS / 32 words, the scan's warp totals */
 	Reg state;     /* shared: 16 bytes: prefix, kk and the two placing counters */
+	int batch;     /* sel_emit_stage's loads in flight a thread (their registers); 0: all */
 } Sel;
 
 /* Where a selected key goes: element j of the select's array, its slot
@@ -46,7 +47,8 @@ typedef struct SelLoad {
  * candidates are keys already, and come with their indices (isrc, stored
  * at idx): both written by other CTAs or threads of this launch, so plain
  * loads, never .nc. With `ld`, its loads instead of src and isrc, and
- * indices stored at idx. Histogram `h` counts each key's top byte: pass
+ * indices stored at idx. With s->batch, the loads go in batches of that
+ * many, each stored before the next is issued. Histogram `h` counts each key's top byte: pass
  * 0 of the select. Ends with a CTA barrier. */
 void sel_emit_stage(Emit *e, const Sel *s, Reg src, const Reg *isrc, Reg idx, Reg count, int per, int convert,
                     int h, const SelLoad *ld);

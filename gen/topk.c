@@ -221,7 +221,7 @@ topk_emit(Emit *e, const TopkCfg *c)
 	char sel[48], joined[48], done[48];
 
 	emit_prologue(e, c, &r);
-	sl = (Sel){TK_THREADS, c->topk, r.tid, r.zero, r.keys, r.hist, r.scan, r.state};
+	sl = (Sel){TK_THREADS, c->topk, r.tid, r.zero, r.keys, r.hist, r.scan, r.state, 0};
 	emit_block(e, "topk.chunk");
 	label_new(e, sel, sizeof sel, "select");
 	label_new(e, joined, sizeof joined, "chunk_done");
