@@ -173,11 +173,14 @@ final_merge(Emit *e, const void *ctx, Reg last, Reg a, Reg b, Reg x)
  * and a set of 4 histograms each. A round stages up to win - off new
  * keys after the off = K carried ones (0 in the first round) and selects
  * the window's top-K; before the last round the winners go to the other
- * window's first K slots (counted in its first histogram, whose set the
- * round zeroed after its own select: its last reads were in the previous
- * round's scans) and the windows swap; the stage's barrier orders the
- * placing writes before the next select. A CTA of at most K keys (its
- * first round holds them all) writes them all, then key 0 and index -1. */
+ * window's first K slots, their top bytes counted in the other window's
+ * first histogram, and the windows swap with their histogram sets. A
+ * round that is not the last zeroes its own set after its select (the
+ * scans, its last readers, are behind the last pass's barrier), ready for
+ * the round after next; the next stage's barrier orders the placing
+ * writes and the zeroing before the next select. A CTA of at most K keys
+ * (its first round holds them all) writes them all, then key 0 and
+ * index -1. */
 static void
 emit_chunk(Emit *e, const IndexerCfg *c, const IndexerRegs *r, IdxTk *k)
 {
