@@ -303,12 +303,9 @@ indexer_generate(const void *params, const char *args, Buf *out, KgErr *err)
 	emit_prologue(&e, &c, &r);
 	rc = c.mma ? c.t->indexer->score_mma(&e, &c, &r, err) : c.t->indexer->score(&e, &c, &r, err);
 	if (rc == 0) {
-		/* the tensor-core scorings' logits are stored by other threads
-		 * than the chunk select reads them with; the FMA scoring's
-		 * thread t stores keys t + 256·m of the part, which the first
-		 * round of the select reads back in the same thread */
-		if (c.mma)
-			op_bar_sync_why(&e, 0, IDX_THREADS, "every tile's logits stored");
+		/* the logits and the keys kept for the chunk select's first
+		 * round are stored by other threads than it reads them with */
+		op_bar_sync_why(&e, 0, IDX_THREADS, "every logit stored and kept");
 		indexer_emit_topk(&e, &c, &r);
 		emitf(&e, "\tret;\n");
 	}

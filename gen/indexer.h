@@ -121,6 +121,12 @@ void indexer_emit_key_tile(Emit *e, const IndexerCfg *c, const IndexerRegs *r, c
 void indexer_emit_q_tile(Emit *e, const IndexerCfg *c, const IndexerRegs *r, Reg q0, Reg id, int rows, int threads);
 extern const char indexer_how_fma[];
 
+/* A scoring's logit of key j (row position), the part's local key l
+ * (docs/indexer.md, "Fused top-k"), under pred (NULL: always): kept for
+ * the chunk select's first round while l < win, as a key in window A with
+ * j beside it, its top byte counted in A's first histogram. */
+void indexer_emit_keep(Emit *e, const IndexerCfg *c, const IndexerRegs *r, Reg l, Reg j, Reg logit, const Reg *pred);
+
 /* The fused top-k after the scoring (gen/indexer_topk.c): each part's
  * chunk select, the join, the -inf fill, the list (or the merge). */
 void indexer_emit_topk(Emit *e, const IndexerCfg *c, const IndexerRegs *r);

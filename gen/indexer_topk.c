@@ -51,6 +51,24 @@ emit_translate(Emit *e, const IndexerCfg *c, const IndexerRegs *r, Reg v, Reg j,
 	      t.s, j.s, c->ps - 1, v.s, v.s, c->ps, t.s);
 }
 
+void
+indexer_emit_keep(Emit *e, const IndexerCfg *c, const IndexerRegs *r, Reg l, Reg j, Reg logit, const Reg *pred)
+{
+	Reg u = reg_new(e, RC_B32), m = reg_new(e, RC_B32), a = reg_new(e, RC_B32), p = reg_new(e, RC_PRED);
+	uint32_t keys = c->plan.smem[c->r_keys].offset, hist = c->plan.smem[c->r_hist].offset;
+
+	emit_block(e, "indexer.keep");
+	emitf(e, "\tsetp.lt.u32 %s, %s, %d;\n", p.s, l.s, c->win);
+	if (pred)
+		emitf(e, "\tand.pred %s, %s, %s;\n", p.s, p.s, pred->s);
+	emitf(e, "\tmov.b32 %s, %s;\n", u.s, logit.s);
+	sel_emit_key(e, u, m);
+	emitf(e, "\tmad.lo.u32 %s, %s, 4, %s;\n\t@%s st.shared.u32 [%s+%u], %s;\n\t@%s st.shared.u32 [%s+%u], %s;\n", a.s,
+	      l.s, r->base.s, p.s, a.s, keys, u.s, p.s, a.s, keys + 8u * (uint32_t)c->win, j.s);
+	emitf(e, "\tshr.u32 %s, %s, 24;\n\tmad.lo.u32 %s, %s, 4, %s;\n\t@%s red.shared.add.u32 [%s+%u], 1;\n", m.s, u.s,
+	      m.s, m.s, r->base.s, p.s, m.s, hist);
+}
+
 /* The list's pointer, the work planes (work[0, row, :] keys, work[1, row,
  * :] indices, splits·K each; this part's K from split·K) and the shared
  * select's registers. */
@@ -192,7 +210,7 @@ emit_chunk(Emit *e, const IndexerCfg *c, const IndexerRegs *r, IdxTk *k)
 	Reg p = reg_new(e, RC_PRED), q = reg_new(e, RC_PRED);
 	Sel st, sel;
 	SelLoad ld = {load_chunk, k};
-	char round[48], sel_l[48], all[48], all_done[48], done[48];
+	char round[48], sel_l[48], all[48], all_done[48], done[48], staged[48];
 
 	k->lb = reg_new(e, RC_B32);
 	k->kb = reg_new(e, RC_B32);
@@ -205,6 +223,7 @@ emit_chunk(Emit *e, const IndexerCfg *c, const IndexerRegs *r, IdxTk *k)
 	label_new(e, all, sizeof all, "chunk_all");
 	label_new(e, all_done, sizeof all_done, "chunk_all_done");
 	label_new(e, done, sizeof done, "chunk_done");
+	label_new(e, staged, sizeof staged, "chunk_staged");
 	emitf(e, "\tsetp.le.s32 %s, %s, %d;\n\t@%s bra %s;\n", p.s, r->n.s, K, p.s, done);
 	/* nl: u units of the row, this CTA's mu = (u - split - 1) / splits + 1
 	 * (0 when u <= split), the last partial when the CTA holds unit u - 1 */
@@ -232,7 +251,10 @@ emit_chunk(Emit *e, const IndexerCfg *c, const IndexerRegs *r, IdxTk *k)
 	st.keys = kbo;
 	st.hist = hb;
 	emitf(e, "\tadd.u32 %s, %s, %d;\n", a32.s, kbo.s, 8 * k->c->win);
+	/* the first round's keys were kept by the scoring (indexer_emit_keep) */
+	emitf(e, "\tsetp.eq.u32 %s, %s, 0;\n\t@%s bra %s;\n", p.s, k->lb.s, p.s, staged);
 	sel_emit_stage(e, &st, kbo, NULL, a32, nw, c->win / IDX_THREADS, 1, 0, &ld);
+	emit_label(e, staged);
 	emitf(e, "\tsetp.gt.u32 %s, %s, %d;\n\t@%s bra %s;\n", p.s, cnt.s, K, p.s, sel_l);
 	/* at most K keys (the first round: one of several CTAs) */
 	emitf(e, "\tmov.u32 %s, %s;\n\tsetp.ge.u32 %s, %s, %d;\n\t@%s bra %s;\n", j.s, r->tid.s, p.s, j.s, K, p.s,
