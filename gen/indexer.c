@@ -1,8 +1,7 @@
 /* The indexer family (gen/indexer.h): parameters, key-cache formats, the
  * configuration, the prologue (query heads and weights into shared memory,
- * the row's visible keys), the -inf fill of masked logits, the top-k select
- * (a radix select over the row's logits), ABI and plan. The scoring is the
- * target's (IndexerOps.score). */
+ * the row's visible keys), ABI and plan. The scoring is the target's
+ * (IndexerOps.score); the fused top-k after it is gen/indexer_topk.c. */
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
@@ -11,6 +10,7 @@
 #include "family.h"
 #include "indexer.h"
 #include "ops.h"
+#include "select.h"
 
 #define P(f) offsetof(IndexerParams, f)
 
@@ -91,8 +91,15 @@ indexer_configure(IndexerCfg *c, const IndexerParams *p, KgErr *err)
 		c->r_q = plan_smem(&c->plan, "query heads (f32)", 4u * (uint32_t)(c->heads * c->fmt->d), 16, 1);
 		c->r_w = plan_smem(&c->plan, "head weights (f32)", 4u * (uint32_t)c->heads, 16, 1);
 	}
-	c->r_hist = plan_smem(&c->plan, "radix histograms", 4u * IDX_BINS, 16, IDX_PASSES);
-	c->r_state = plan_smem(&c->plan, "select state", 16, 16, 1);
+	/* the fused top-k (docs/indexer.md, "Fused top-k"): windows A and B,
+	 * keys then row positions, and three sets of histograms */
+	c->unit = c->mma ? c->t->indexer->unit_mma : IDX_THREADS;
+	for (c->win = IDX_WIN_MIN; c->win < 2 * c->topk; c->win *= 2)
+		;
+	c->r_keys = plan_smem(&c->plan, "top-k windows (keys, positions)", 16u * (uint32_t)c->win, 16, 1);
+	c->r_hist = plan_smem(&c->plan, "radix histograms", 4u * SEL_BINS, 16, IDX_HISTS);
+	c->r_scan = plan_smem(&c->plan, "bin scan warp totals", 4u * SEL_BINS / 32, 16, 1);
+	c->r_state = plan_smem(&c->plan, "select state", 32, 16, 1);
 	if (c->mma && c->t->indexer->plan_mma && c->t->indexer->plan_mma(c, err) < 0)
 		return -1;
 	plan_role(&c->plan, "all", 0, IDX_THREADS / 32, 0,
@@ -210,220 +217,16 @@ emit_prologue(Emit *e, const IndexerCfg *c, IndexerRegs *r)
 		      r->tid.s, p.s);
 		emitf(e, "\t@%s st.shared.f32 [%s], 0f00000000;\n", p.s, ws.s);
 	}
-	/* the join's flag (state word 3): no part has finished yet */
-	emitf(e, "\tadd.u32 %s, %s, %u;\n\tsetp.eq.u32 %s, %s, 0;\n\t@%s st.shared.u32 [%s+12], 0;\n", qs.s, r->base.s,
+	/* the join's flag (state word 4): no part has finished yet */
+	emitf(e, "\tadd.u32 %s, %s, %u;\n\tsetp.eq.u32 %s, %s, 0;\n\t@%s st.shared.u32 [%s+16], 0;\n", qs.s, r->base.s,
 	      c->plan.smem[c->r_state].offset, p.s, r->tid.s, p.s, qs.s);
-	/* the select's histograms, one per pass, so no pass waits for a clear */
+	/* the top-k's histograms, one per pass of each set, so no pass waits
+	 * for a clear */
 	emitf(e, "\tadd.u32 %s, %s, %u;\n\tmad.lo.u32 %s, %s, 4, %s;\n", ws.s, r->base.s,
 	      c->plan.smem[c->r_hist].offset, ws.s, r->tid.s, ws.s);
-	for (int i = 0; i < IDX_BINS * IDX_PASSES / IDX_THREADS; i++)
+	for (int i = 0; i < SEL_BINS * IDX_HISTS / IDX_THREADS; i++)
 		emitf(e, "\tst.shared.u32 [%s+%d], 0;\n", ws.s, 4 * IDX_THREADS * i);
 	op_bar_sync_why(e, 0, IDX_THREADS, "query heads, weights and zeroed histograms in shared memory");
-}
-
-/* Split rows (splits > 1): every thread, its logits stored, counts itself
- * in counters[row] with an acq_rel atomic (PTX ISA "Memory consistency
- * model": the release covers its own stores, and the thread that brings
- * the count to splits·256 acquires every other's). That last thread
- * raises its CTA's flag (zeroed in the prologue) and sets the counter back
- * to 0, so the counters stay zero between launches (docs/ABI.md
- * "indexer"); after a CTA barrier its CTA selects over every part's
- * logits and the other parts exit. One part: the tensor-core scoring still
- * needs a CTA barrier before the select (its logits are stored by other
- * threads), the FMA scoring none. */
-static void
-emit_join(Emit *e, const IndexerCfg *c, const IndexerRegs *r)
-{
-	Reg a = reg_new(e, RC_B64), o = reg_new(e, RC_B64), f = reg_new(e, RC_B32), all = reg_new(e, RC_B32);
-	Reg p = reg_new(e, RC_PRED), st;
-	char single[48], joined[48];
-	int lg = 0;
-
-	emit_block(e, "indexer.join");
-	st = op_plan_smem(e, &c->plan, r->base, c->r_state);
-	label_new(e, single, sizeof single, "one_part");
-	label_new(e, joined, sizeof joined, "joined");
-	emitf(e, "\tsetp.le.u32 %s, %s, 1;\n\t@%s bra %s;\n", p.s, r->splits.s, p.s, single);
-	load_param_ptr(e, a, "counters");
-	emitf(e, "\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n", o.s, r->row.s, a.s, a.s, o.s);
-	emitf(e, "\tatom.acq_rel.gpu.global.add.u32 %s, [%s], 1;\n\tadd.u32 %s, %s, 1;\n", f.s, a.s, f.s, f.s);
-	while ((1 << lg) < IDX_THREADS)
-		lg++;
-	emitf(e, "\tshl.b32 %s, %s, %d;\n\tsetp.eq.u32 %s, %s, %s;\n", all.s, r->splits.s, lg, p.s, f.s, all.s);
-	emitf(e, "\t@%s st.shared.u32 [%s+12], 1;\n\t@%s st.global.u32 [%s], 0;\n", p.s, st.s, p.s, a.s);
-	op_bar_sync_why(e, 0, IDX_THREADS, "the last part's flag raised");
-	emitf(e, "\tld.shared.u32 %s, [%s+12];\n\tsetp.eq.u32 %s, %s, 0;\n\t@%s exit;\n\tbra.uni %s;\n", f.s, st.s,
-	      p.s, f.s, p.s, joined);
-	emit_label(e, single);
-	if (c->mma)
-		op_bar_sync_why(e, 0, IDX_THREADS, "every tile's logits stored");
-	emit_label(e, joined);
-}
-
-/* logits[row, j] = -inf for the masked keys n <= j < max_len, so the whole
- * row is defined (docs/ABI.md "indexer"). */
-static void
-emit_fill(Emit *e, const IndexerRegs *r)
-{
-	Reg j = reg_new(e, RC_B32), a = reg_new(e, RC_B64), p = reg_new(e, RC_PRED);
-	char loop[48], done[48];
-
-	emit_block(e, "indexer.fill");
-	label_new(e, loop, sizeof loop, "fill");
-	label_new(e, done, sizeof done, "fill_done");
-	emitf(e, "\tadd.u32 %s, %s, %s;\n", j.s, r->n.s, r->tid.s);
-	emitf(e, "\tsetp.ge.u32 %s, %s, %s;\n\t@%s bra %s;\n", p.s, j.s, r->max_len.s, p.s, done);
-	emit_label(e, loop);
-	emitf(e, "\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n\tst.global.f32 [%s], 0fFF800000;\n", a.s, j.s,
-	      a.s, a.s, r->logits.s, a.s);
-	emitf(e, "\tadd.u32 %s, %s, %d;\n\tsetp.lt.u32 %s, %s, %s;\n\t@%s bra %s;\n", j.s, j.s, IDX_THREADS, p.s,
-	      j.s, r->max_len.s, p.s, loop);
-	emit_label(e, done);
-}
-
-/* v = block_table[b, j / page_size]·page_size + j % page_size: key j as
- * the decode family's index (page·page_size + offset). */
-static void
-emit_translate(Emit *e, const IndexerCfg *c, const IndexerRegs *r, Reg v, Reg j, Reg t, Reg a)
-{
-	emitf(e, "\tshr.u32 %s, %s, %d;\n\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n", t.s, j.s, c->log2ps,
-	      a.s, t.s, a.s, r->bt.s, a.s);
-	emitf(e, "\tld.global.nc.u32 %s, [%s];\n\tand.b32 %s, %s, %d;\n\tmad.lo.u32 %s, %s, %d, %s;\n", v.s, a.s,
-	      t.s, j.s, c->ps - 1, v.s, v.s, c->ps, t.s);
-}
-
-/* u = the logit's bits in an order where a larger unsigned u is a larger
- * float: negatives inverted, positives with the sign bit set. */
-static void
-emit_key(Emit *e, Reg u, Reg m)
-{
-	emitf(e, "\tshr.s32 %s, %s, 31;\n\tor.b32 %s, %s, 0x80000000;\n\txor.b32 %s, %s, %s;\n", m.s, u.s, m.s,
-	      m.s, u.s, u.s, m.s);
-}
-
-/* The top-k of the row's n logits into indices[row, 0 .. K-1].
- * n <= K: keys 0 .. n-1 in order, then -1. Otherwise a radix select over
- * the ordered bits u of the logits (emit_key), 8 bits a pass from the top:
- * each pass histograms the digit of the keys whose higher bits equal the
- * prefix found so far (shared-memory atomics), then thread 0 walks the
- * bins down from 255 to the digit that holds the kk-th largest (kk: how
- * many are still to pick below the prefix). After 4 passes the prefix is
- * the K-th largest key u* and kk the number of keys equal to u* to take:
- * the final pass writes every key above u* (K - kk of them) at slots from
- * one counter and the first kk keys equal to u* that win the second
- * counter after them, so a tie at the K-th score is broken by arrival
- * (docs/ABI.md "indexer": the order within the list is unspecified). */
-static void
-emit_topk(Emit *e, const IndexerCfg *c, const IndexerRegs *r)
-{
-	int K = c->topk;
-	Reg out = reg_new(e, RC_B64), a = reg_new(e, RC_B64), j = reg_new(e, RC_B32), v = reg_new(e, RC_B32);
-	Reg t = reg_new(e, RC_B32), u = reg_new(e, RC_B32), m = reg_new(e, RC_B32), prefix = reg_new(e, RC_B32);
-	Reg kk = reg_new(e, RC_B32), d = reg_new(e, RC_B32), above = reg_new(e, RC_B32), s = reg_new(e, RC_B32);
-	Reg pos = reg_new(e, RC_B32);
-	Reg p = reg_new(e, RC_PRED), pg = reg_new(e, RC_PRED), pe = reg_new(e, RC_PRED);
-	Reg hist, state;
-	char small[48], pad[48], small_done[48], sel[48], done[48], lp[48], walk[48], walked[48], fin[48];
-	char fin_done[48], lpd[48], fin_end[48];
-
-	emit_block(e, "indexer.topk");
-	hist = op_plan_smem(e, &c->plan, r->base, c->r_hist);
-	state = op_plan_smem(e, &c->plan, r->base, c->r_state);
-	label_new(e, small, sizeof small, "all_keys");
-	label_new(e, pad, sizeof pad, "pad");
-	label_new(e, small_done, sizeof small_done, "all_keys_done");
-	label_new(e, sel, sizeof sel, "select");
-	label_new(e, done, sizeof done, "topk_done");
-	load_param_ptr(e, out, "indices");
-	emitf(e, "\tmul.wide.u32 %s, %s, %d;\n\tadd.u64 %s, %s, %s;\n", a.s, r->row.s, 4 * K, out.s, out.s, a.s);
-	emitf(e, "\tsetp.gt.s32 %s, %s, %d;\n\t@%s bra %s;\n", p.s, r->n.s, K, p.s, sel);
-	/* n <= K: every visible key, then -1 */
-	emitf(e, "\tmov.u32 %s, %s;\n\tsetp.ge.u32 %s, %s, %d;\n\t@%s bra %s;\n", j.s, r->tid.s, p.s, j.s, K, p.s,
-	      small_done);
-	emit_label(e, small);
-	emitf(e, "\tmov.u32 %s, -1;\n\tsetp.lt.s32 %s, %s, %s;\n\t@!%s bra %s;\n", v.s, p.s, j.s, r->n.s, p.s, pad);
-	emit_translate(e, c, r, v, j, t, a);
-	emit_label(e, pad);
-	emitf(e, "\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n\tst.global.s32 [%s], %s;\n", a.s, j.s, a.s,
-	      a.s, out.s, a.s, v.s);
-	emitf(e, "\tadd.u32 %s, %s, %d;\n\tsetp.lt.u32 %s, %s, %d;\n\t@%s bra %s;\n", j.s, j.s, IDX_THREADS, p.s,
-	      j.s, K, p.s, small);
-	emit_label(e, small_done);
-	emitf(e, "\tbra.uni %s;\n", done);
-
-	emit_label(e, sel);
-	emitf(e, "\tmov.u32 %s, 0;\n\tmov.u32 %s, %d;\n", prefix.s, kk.s, K);
-	for (int pass = 0; pass < 4; pass++) {
-		int shift = 24 - 8 * pass;
-		uint32_t mask = pass ? 0xffffffffu << (32 - 8 * pass) : 0;
-
-		label_new(e, lp, sizeof lp, "hist");
-		label_new(e, lpd, sizeof lpd, "hist_done");
-		label_new(e, walk, sizeof walk, "walk");
-		label_new(e, walked, sizeof walked, "walked");
-		/* this pass's histogram, zeroed in the prologue */
-		if (pass)
-			emitf(e, "\tadd.u32 %s, %s, %d;\n", hist.s, hist.s, 4 * IDX_BINS);
-		emitf(e, "\tmov.u32 %s, %s;\n\tsetp.ge.s32 %s, %s, %s;\n\t@%s bra %s;\n", j.s, r->tid.s, p.s, j.s,
-		      r->n.s, p.s, lpd);
-		emit_label(e, lp);
-		/* key j's logit, stored by this thread: a plain load (never
-		 * .nc, which may miss this kernel's own stores) */
-		emitf(e, "\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n\tld.global.b32 %s, [%s];\n", a.s, j.s,
-		      a.s, a.s, r->logits.s, u.s, a.s);
-		emit_key(e, u, m);
-		emitf(e, "\tand.b32 %s, %s, 0x%08x;\n\tsetp.eq.u32 %s, %s, %s;\n", t.s, u.s, mask, p.s, t.s,
-		      prefix.s);
-		emitf(e, "\tshr.u32 %s, %s, %d;\n\tand.b32 %s, %s, 255;\n\tmad.lo.u32 %s, %s, 4, %s;\n", t.s, u.s,
-		      shift, t.s, t.s, t.s, t.s, hist.s);
-		emitf(e, "\t@%s red.shared.add.u32 [%s], 1;\n", p.s, t.s);
-		emitf(e, "\tadd.u32 %s, %s, %d;\n\tsetp.lt.s32 %s, %s, %s;\n\t@%s bra %s;\n", j.s, j.s, IDX_THREADS,
-		      p.s, j.s, r->n.s, p.s, lp);
-		emit_label(e, lpd);
-		op_bar_sync_why(e, 0, IDX_THREADS, "histogram complete");
-		/* thread 0: the bin d where the count from 255 down reaches kk */
-		emitf(e, "\tsetp.ne.u32 %s, %s, 0;\n\t@%s bra %s;\n", p.s, r->tid.s, p.s, walked);
-		emitf(e, "\tmov.u32 %s, 255;\n\tmov.u32 %s, 0;\n", d.s, above.s);
-		emit_label(e, walk);
-		emitf(e, "\tmad.lo.u32 %s, %s, 4, %s;\n\tld.shared.u32 %s, [%s];\n\tadd.u32 %s, %s, %s;\n", t.s, d.s,
-		      hist.s, t.s, t.s, s.s, above.s, t.s);
-		emitf(e, "\tsetp.lt.u32 %s, %s, %s;\n\tsetp.ne.and.u32 %s, %s, 0, %s;\n", p.s, s.s, kk.s, p.s, d.s,
-		      p.s);
-		emitf(e, "\t@%s mov.u32 %s, %s;\n\t@%s sub.u32 %s, %s, 1;\n\t@%s bra %s;\n", p.s, above.s, s.s, p.s, d.s,
-		      d.s, p.s, walk);
-		emitf(e, "\tsub.u32 %s, %s, %s;\n\tshl.b32 %s, %s, %d;\n\tor.b32 %s, %s, %s;\n", kk.s, kk.s, above.s,
-		      t.s, d.s, shift, prefix.s, prefix.s, t.s);
-		emitf(e, "\tst.shared.v4.u32 [%s], {%s, %s, %s, %s};\n", state.s, prefix.s, kk.s, r->tid.s, r->tid.s);
-		emit_label(e, walked);
-		op_bar_sync_why(e, 0, IDX_THREADS, "prefix and kk published");
-		emitf(e, "\tld.shared.v2.u32 {%s, %s}, [%s];\n", prefix.s, kk.s, state.s);
-	}
-	/* the final pass: state+8 counts keys above u*, state+12 keys equal
-	 * (thread 0 stored zeros there with the last prefix) */
-	label_new(e, fin, sizeof fin, "place");
-	label_new(e, fin_done, sizeof fin_done, "place_next");
-	label_new(e, fin_end, sizeof fin_end, "placed");
-	emitf(e, "\tmov.u32 %s, %s;\n\tsetp.ge.s32 %s, %s, %s;\n\t@%s bra %s;\n", j.s, r->tid.s, p.s, j.s, r->n.s,
-	      p.s, fin_end);
-	emit_label(e, fin);
-	emitf(e, "\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n\tld.global.b32 %s, [%s];\n", a.s, j.s, a.s,
-	      a.s, r->logits.s, u.s, a.s);
-	emit_key(e, u, m);
-	emitf(e, "\tsetp.gt.u32 %s, %s, %s;\n\tsetp.eq.u32 %s, %s, %s;\n", pg.s, u.s, prefix.s, pe.s, u.s, prefix.s);
-	emitf(e, "\t@%s atom.shared.add.u32 %s, [%s+8], 1;\n", pg.s, pos.s, state.s);
-	emitf(e, "\t@%s atom.shared.add.u32 %s, [%s+12], 1;\n", pe.s, s.s, state.s);
-	emitf(e, "\t@%s setp.lt.u32 %s, %s, %s;\n", pe.s, pe.s, s.s, kk.s);
-	emitf(e, "\t@%s sub.u32 %s, %d, %s;\n\t@%s add.u32 %s, %s, %s;\n", pe.s, pos.s, K, kk.s, pe.s, pos.s, pos.s,
-	      s.s);
-	emitf(e, "\tor.pred %s, %s, %s;\n\t@!%s bra %s;\n", p.s, pg.s, pe.s, p.s, fin_done);
-	emit_translate(e, c, r, v, j, t, a);
-	emitf(e, "\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n\tst.global.s32 [%s], %s;\n", a.s, pos.s, a.s,
-	      a.s, out.s, a.s, v.s);
-	emit_label(e, fin_done);
-	emitf(e, "\tadd.u32 %s, %s, %d;\n\tsetp.lt.s32 %s, %s, %s;\n\t@%s bra %s;\n", j.s, j.s, IDX_THREADS, p.s,
-	      j.s, r->n.s, p.s, fin);
-	emit_label(e, fin_end);
-	emit_label(e, done);
 }
 
 static void
@@ -475,6 +278,9 @@ indexer_abi(const IndexerCfg *c, const char *args, KernelAbi *k)
 	p = abi_add(k, ABI_PTR, "counters");
 	p->dtype = DT_S32;
 	snprintf(p->tensor, sizeof p->tensor, "counters[batch,s_q]");
+	p = abi_add(k, ABI_PTR, "work");
+	p->dtype = DT_S32;
+	snprintf(p->tensor, sizeof p->tensor, "work[2,batch,s_q,splits*%d]", c->topk);
 	abi_add(k, ABI_U32, "batch");
 	abi_add(k, ABI_U32, "s_q");
 	abi_add(k, ABI_U32, "max_len");
@@ -497,9 +303,10 @@ indexer_generate(const void *params, const char *args, Buf *out, KgErr *err)
 	emit_prologue(&e, &c, &r);
 	rc = c.mma ? c.t->indexer->score_mma(&e, &c, &r, err) : c.t->indexer->score(&e, &c, &r, err);
 	if (rc == 0) {
-		emit_join(&e, &c, &r);
-		emit_fill(&e, &r);
-		emit_topk(&e, &c, &r);
+		/* the logits and the keys kept for the chunk select's first
+		 * round are stored by other threads than it reads them with */
+		op_bar_sync_why(&e, 0, IDX_THREADS, "every logit stored and kept");
+		indexer_emit_topk(&e, &c, &r);
 		emitf(&e, "\tret;\n");
 	}
 	if (rc == 0 && e.oom)
@@ -534,10 +341,12 @@ indexer_plan(const void *params, Buf *text, KgErr *err)
 	buf_printf(text, "logits          sum over %d heads of w[h]*relu(q[h].k*scale), every visible key; -inf up to max_len\n",
 	           c.heads);
 	buf_printf(text, "scoring         %s\n", c.mma ? c.t->indexer->how_mma : c.t->indexer->how);
-	buf_printf(text, "top-k           %d: radix select, 4 passes of 8 bits over the row's logits (smem histogram), then one placing pass; -1 padding below %d keys\n",
-	           c.topk, c.topk);
-	buf_printf(text, "grid            s_q x batch x splits: CTAs of %d threads, splits (run time) per query row, the last to finish selects\n",
-	           IDX_THREADS);
+	buf_printf(text, "top-k           %d, fused: each CTA selects the top-%d of its part's logits (radix, 4 passes of 8 bits, a 256-bin scan; rounds over two windows of %d keys in shared memory), -1 padding below %d keys\n",
+	           c.topk, c.topk, c.win, c.topk);
+	buf_printf(text, "merge           splits > 1: each CTA writes its %d candidates (key, position) to work[2, batch, s_q, splits*%d]; the row's last CTA (counters) merges them in rounds of %d\n",
+	           c.topk, c.topk, 2 * c.win);
+	buf_printf(text, "grid            s_q x batch x splits: CTAs of %d threads, splits (run time) per query row, parts of %d keys interleaved\n",
+	           IDX_THREADS, c.unit);
 	plan_print(&c.plan, text);
 	return 0;
 }

@@ -38,7 +38,10 @@ typedef struct IndexerParams {
 
 enum { IDX_SCORE_FMA, IDX_SCORE_WGMMA, IDX_SCORE_TCGEN05 };
 
-enum { IDX_THREADS = 256, IDX_BINS = 256, IDX_PASSES = 4, IDX_TILE = 64 };
+/* IDX_HISTS: the fused top-k's radix histograms, a set of 4 for each of
+ * its two windows and one for the merge (docs/indexer.md, "Fused top-k");
+ * IDX_WIN_MIN: the least keys of a window. */
+enum { IDX_THREADS = 256, IDX_TILE = 64, IDX_HISTS = 12, IDX_WIN_MIN = 2048 };
 
 typedef struct IndexerCfg {
 	const Target *t;
@@ -47,7 +50,10 @@ typedef struct IndexerCfg {
 	int mma;                       /* tensor-core scoring (IDX_SCORE_WGMMA, IDX_SCORE_TCGEN05) */
 	uint32_t page_bytes;
 	Plan plan;
+	int unit;                      /* keys a CTA takes in a row before the next part's (split + splits·m) */
+	int win;                       /* keys of a top-k window: a power of two >= max(2·topk, IDX_WIN_MIN) */
 	int r_q, r_w, r_hist, r_state; /* smem regions */
+	int r_keys, r_scan;            /* the top-k's windows (keys, then their row positions), its scan */
 	int r_tiles, r_scales, r_sums; /* mma: key tiles, their scales, per-warp head sums */
 	int r_tslot, b_mma;            /* the target's own (IndexerOps.plan_mma): TMEM address, MMA barrier */
 	char name[96];
@@ -79,6 +85,7 @@ typedef struct IndexerOps {
 	int (*score_mma)(Emit *e, const IndexerCfg *c, const IndexerRegs *r, KgErr *err);
 	const char *how_mma;
 	int mma_score; /* the --score value that selects score_mma */
+	int unit_mma;  /* score_mma's keys per part before the next part's (docs/ABI.md "indexer", "Split rows") */
 	/* NULL, or what score_mma needs beyond the shared regions (TMEM,
 	 * barriers), added to the plan before it is checked */
 	int (*plan_mma)(IndexerCfg *c, KgErr *err);
@@ -113,6 +120,16 @@ void indexer_emit_key_tile(Emit *e, const IndexerCfg *c, const IndexerRegs *r, c
  * (this one `id`), 16 bytes a chunk. */
 void indexer_emit_q_tile(Emit *e, const IndexerCfg *c, const IndexerRegs *r, Reg q0, Reg id, int rows, int threads);
 extern const char indexer_how_fma[];
+
+/* A scoring's logit of key j (row position), the part's local key l
+ * (docs/indexer.md, "Fused top-k"), under pred (NULL: always): kept for
+ * the chunk select's first round while l < win, as a key in window A with
+ * j beside it, its top byte counted in A's first histogram. */
+void indexer_emit_keep(Emit *e, const IndexerCfg *c, const IndexerRegs *r, Reg l, Reg j, Reg logit, const Reg *pred);
+
+/* The fused top-k after the scoring (gen/indexer_topk.c): each part's
+ * chunk select, the join, the -inf fill, the list (or the merge). */
+void indexer_emit_topk(Emit *e, const IndexerCfg *c, const IndexerRegs *r);
 
 /* Bytes of one page of ps keys: ps key rows, then ps scales. */
 uint32_t indexer_page_bytes(const IndexerFormat *fmt, int ps);

@@ -74,6 +74,7 @@ indexer_score_fma(Emit *e, const IndexerCfg *c, const IndexerRegs *r, KgErr *err
 	Reg qa = reg_new(e, RC_B32), wa = reg_new(e, RC_B32), a = reg_new(e, RC_B64), pb = reg_new(e, RC_B64);
 	Reg o = reg_new(e, RC_B64), sc = reg_new(e, RC_F32), acc = reg_new(e, RC_F32), wv = reg_new(e, RC_F32);
 	Reg ex = reg_new(e, RC_B32), stride = reg_new(e, RC_B32), hb[2], hf[2], hh[4], p = reg_new(e, RC_PRED);
+	Reg l = reg_new(e, RC_B32);
 	Fp4 f;
 	uint32_t tab[2];
 	char loop[48], heads[48], done[48];
@@ -112,9 +113,9 @@ indexer_score_fma(Emit *e, const IndexerCfg *c, const IndexerRegs *r, KgErr *err
 	if (fp4)
 		emitf(e, "\tmov.b32 %s, 0x%08x;\n\tmov.b32 %s, 0x%08x;\n\tmov.b32 %s, 0;\n", f.t0.s, tab[0], f.t1.s,
 		      tab[1], f.zero.s);
-	/* keys tid + 256·(split + splits·m) */
-	emitf(e, "\tshl.b32 %s, %s, 8;\n\tmad.lo.u32 %s, %s, %d, %s;\n", stride.s, r->splits.s, j.s, r->split.s,
-	      IDX_THREADS, r->tid.s);
+	/* keys tid + 256·(split + splits·m), the part's local keys l = tid + 256·m */
+	emitf(e, "\tshl.b32 %s, %s, 8;\n\tmad.lo.u32 %s, %s, %d, %s;\n\tmov.u32 %s, %s;\n", stride.s, r->splits.s, j.s,
+	      r->split.s, IDX_THREADS, r->tid.s, l.s, r->tid.s);
 	emitf(e, "\tsetp.ge.s32 %s, %s, %s;\n\t@%s bra %s;\n", p.s, j.s, r->n.s, p.s, done);
 	emit_label(e, loop);
 	/* the key's page: K + block_table[b, j / ps]·page_bytes */
@@ -181,6 +182,9 @@ indexer_score_fma(Emit *e, const IndexerCfg *c, const IndexerRegs *r, KgErr *err
 	      heads);
 	emitf(e, "\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n\tst.global.f32 [%s], %s;\n", a.s, j.s, a.s,
 	      a.s, r->logits.s, a.s, acc.s);
+	indexer_emit_keep(e, c, r, l, j, acc, NULL);
+	emit_block(e, "indexer.score");
+	emitf(e, "\tadd.u32 %s, %s, %d;\n", l.s, l.s, IDX_THREADS);
 	emitf(e, "\tadd.u32 %s, %s, %s;\n\tsetp.lt.s32 %s, %s, %s;\n\t@%s bra %s;\n", j.s, j.s, stride.s, p.s, j.s,
 	      r->n.s, p.s, loop);
 	emit_label(e, done);

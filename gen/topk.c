@@ -6,7 +6,8 @@
  * and selects the chunk's top-K by radix select; one CTA per row writes
  * the indices at once, several write their candidates (key and index) to
  * the work buffer, and the last of a row to finish merges the row's
- * candidates by the same select. */
+ * candidates by the same select (gen/select.c, the block it shares with
+ * the indexer). */
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
@@ -14,6 +15,7 @@
 #include "abi.h"
 #include "family.h"
 #include "ops.h"
+#include "select.h"
 #include "topk.h"
 
 #define P(f) offsetof(TopkParams, f)
@@ -34,14 +36,7 @@ typedef struct TkRegs {
 	Reg ck, ci;                      /* global: the row's candidate keys and indices */
 	Reg pk, pi;                      /* global: this part's candidate slots */
 	Reg j0;                          /* first logit of the chunk in the row */
-	/* the merge's rounds: staged indices (shared), the last round, the
-	 * next round's first K candidate slots (global) */
-	Reg idx, last, nk, ni;
 } TkRegs;
-
-/* Where a selected key goes: element j of the select's array, its slot
- * pos in the list, its key u. */
-typedef void (*TkPlace)(Emit *e, const TopkCfg *c, const TkRegs *r, Reg j, Reg pos, Reg u);
 
 static int
 topk_configure(TopkCfg *c, const TopkParams *p, KgErr *err)
@@ -66,15 +61,6 @@ static void
 load_param_ptr(Emit *e, Reg dst, const char *name)
 {
 	emitf(e, "\tld.param.u64 %s, [p_%s];\n\tcvta.to.global.u64 %s, %s;\n", dst.s, name, dst.s, dst.s);
-}
-
-/* u = the logit's bits in an order where a larger unsigned u is a larger
- * float: negatives inverted, positives with the sign bit set. */
-static void
-emit_key(Emit *e, Reg u, Reg m)
-{
-	emitf(e, "\tshr.s32 %s, %s, 31;\n\tor.b32 %s, %s, 0x80000000;\n\txor.b32 %s, %s, %s;\n", m.s, u.s, m.s,
-	      m.s, u.s, u.s, m.s);
 }
 
 /* CTA (x, y) = chunk x of row y, of nctaid.x chunks. The histograms and
@@ -141,167 +127,15 @@ emit_prologue(Emit *e, const TopkCfg *c, TkRegs *r)
 	op_bar_sync_why(e, 0, TK_THREADS, "histograms and state zeroed");
 }
 
-/* `count` keys at src (global) into shared memory at keys, thread tid
- * taking keys tid + 512i (i < per), all of its loads issued before the
- * first store. Logits become keys (emit_key) when `convert`; candidates
- * are keys already, and come with their indices (isrc, stored at idx):
- * both written by other CTAs or threads of this launch, so plain loads,
- * never .nc. Histogram `h` counts each key's top byte: pass 0 of the
- * select. */
-static void
-emit_stage(Emit *e, const TkRegs *r, Reg src, const Reg *isrc, Reg idx, Reg count, int per, int convert, int h)
-{
-	Reg v[TK_PER], w[TK_PER], j = reg_new(e, RC_B32), t = reg_new(e, RC_B32), m = reg_new(e, RC_B32);
-	Reg a = reg_new(e, RC_B64), ai = reg_new(e, RC_B64), ka = reg_new(e, RC_B32), ia = reg_new(e, RC_B32);
-	Reg ha = reg_new(e, RC_B32), p = reg_new(e, RC_PRED);
-
-	reg_array(e, RC_B32, v, per);
-	if (isrc)
-		reg_array(e, RC_B32, w, per);
-	emitf(e, "\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n", a.s, r->tid.s, a.s, src.s, a.s);
-	if (isrc)
-		emitf(e, "\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n", ai.s, r->tid.s, ai.s, isrc->s, ai.s);
-	for (int i = 0; i < per; i++) {
-		emitf(e, "\tadd.u32 %s, %s, %d;\n\tsetp.lt.u32 %s, %s, %s;\n", j.s, r->tid.s, TK_THREADS * i, p.s, j.s,
-		      count.s);
-		emitf(e, "\t@%s ld.global%s.b32 %s, [%s+%d];\n", p.s, convert ? ".nc" : "", v[i].s, a.s, 4 * TK_THREADS * i);
-		if (isrc)
-			emitf(e, "\t@%s ld.global.b32 %s, [%s+%d];\n", p.s, w[i].s, ai.s, 4 * TK_THREADS * i);
-	}
-	emitf(e, "\tmad.lo.u32 %s, %s, 4, %s;\n\tadd.u32 %s, %s, %u;\n", ka.s, r->tid.s, r->keys.s, ha.s, r->hist.s,
-	      (unsigned)(4 * TK_BINS * h));
-	if (isrc)
-		emitf(e, "\tmad.lo.u32 %s, %s, 4, %s;\n", ia.s, r->tid.s, idx.s);
-	for (int i = 0; i < per; i++) {
-		emitf(e, "\tadd.u32 %s, %s, %d;\n\tsetp.lt.u32 %s, %s, %s;\n", j.s, r->tid.s, TK_THREADS * i, p.s, j.s,
-		      count.s);
-		if (convert)
-			emit_key(e, v[i], m);
-		emitf(e, "\t@%s st.shared.u32 [%s+%d], %s;\n", p.s, ka.s, 4 * TK_THREADS * i, v[i].s);
-		if (isrc)
-			emitf(e, "\t@%s st.shared.u32 [%s+%d], %s;\n", p.s, ia.s, 4 * TK_THREADS * i, w[i].s);
-		emitf(e, "\tshr.u32 %s, %s, 24;\n\tmad.lo.u32 %s, %s, 4, %s;\n\t@%s red.shared.add.u32 [%s], 1;\n", t.s,
-		      v[i].s, t.s, t.s, ha.s, p.s, t.s);
-	}
-	op_bar_sync_why(e, 0, TK_THREADS, "keys and their first histogram in shared memory");
-}
-
-/* u = key j (shared memory). */
-static void
-emit_load_key(Emit *e, Reg keys, Reg j, Reg u, Reg a32)
-{
-	emitf(e, "\tmad.lo.u32 %s, %s, 4, %s;\n\tld.shared.u32 %s, [%s];\n", a32.s, j.s, keys.s, u.s, a32.s);
-}
-
-/* The top-K of `count` (> K) keys by radix select, 8 bits a pass from the
- * top: each pass histograms the digit of the keys whose higher bits equal
- * the prefix found so far (histogram h + pass; pass 0's is built already
- * when hist0), then the 256 bins are scanned from the top by the first 256
- * threads (one bin each: a warp scan by shfl.up, the 8 warp totals through
- * shared memory) and the one thread whose bin holds the kk-th largest key
- * (kk: how many are still to pick below the prefix) publishes the new
- * prefix and kk. After 4 passes the prefix is the K-th largest key u* and
- * kk the number of keys equal to u* to take: a final pass places every
- * key above u* (K - kk of them) at slots from one counter and the first
- * kk keys equal to u* to win the second counter after them, so a tie at
- * the K-th key is broken by arrival. */
-static void
-emit_select(Emit *e, const TopkCfg *c, const TkRegs *r, Reg keys, Reg count, int h, int hist0, TkPlace place)
-{
-	int K = c->topk;
-	Reg j = reg_new(e, RC_B32), u = reg_new(e, RC_B32), t = reg_new(e, RC_B32), prefix = reg_new(e, RC_B32);
-	Reg kk = reg_new(e, RC_B32), hp = reg_new(e, RC_B32), b = reg_new(e, RC_B32), cnt = reg_new(e, RC_B32);
-	Reg incl = reg_new(e, RC_B32), x = reg_new(e, RC_B32), w = reg_new(e, RC_B32), pos = reg_new(e, RC_B32);
-	Reg s = reg_new(e, RC_B32), a32 = reg_new(e, RC_B32);
-	Reg p = reg_new(e, RC_PRED), q = reg_new(e, RC_PRED), hi = reg_new(e, RC_PRED), pg = reg_new(e, RC_PRED);
-	Reg pe = reg_new(e, RC_PRED);
-	char lp[48], lpd[48], sk1[48], sk2[48], fin[48], fin_next[48], fin_end[48];
-
-	emitf(e, "\tmov.u32 %s, 0;\n\tmov.u32 %s, %d;\n", prefix.s, kk.s, K);
-	emitf(e, "\tsetp.ge.u32 %s, %s, %d;\n\tshr.u32 %s, %s, 5;\n", hi.s, r->tid.s, TK_BINS, w.s, r->tid.s);
-	for (int pass = 0; pass < TK_PASSES; pass++) {
-		int shift = 24 - 8 * pass;
-		uint32_t mask = pass ? 0xffffffffu << (32 - 8 * pass) : 0;
-
-		emitf(e, "\tadd.u32 %s, %s, %u;\n", hp.s, r->hist.s, (unsigned)(4 * TK_BINS * (h + pass)));
-		if (!(pass == 0 && hist0)) {
-			label_new(e, lp, sizeof lp, "hist");
-			label_new(e, lpd, sizeof lpd, "hist_done");
-			emitf(e, "\tmov.u32 %s, %s;\n\tsetp.ge.u32 %s, %s, %s;\n\t@%s bra %s;\n", j.s, r->tid.s, p.s, j.s,
-			      count.s, p.s, lpd);
-			emit_label(e, lp);
-			emit_load_key(e, keys, j, u, a32);
-			emitf(e, "\tand.b32 %s, %s, 0x%08x;\n\tsetp.eq.u32 %s, %s, %s;\n", t.s, u.s, mask, p.s, t.s,
-			      prefix.s);
-			emitf(e, "\tshr.u32 %s, %s, %d;\n\tand.b32 %s, %s, 255;\n\tmad.lo.u32 %s, %s, 4, %s;\n", t.s, u.s,
-			      shift, t.s, t.s, t.s, t.s, hp.s);
-			emitf(e, "\t@%s red.shared.add.u32 [%s], 1;\n", p.s, t.s);
-			emitf(e, "\tadd.u32 %s, %s, %d;\n\tsetp.lt.u32 %s, %s, %s;\n\t@%s bra %s;\n", j.s, j.s, TK_THREADS,
-			      p.s, j.s, count.s, p.s, lp);
-			emit_label(e, lpd);
-			op_bar_sync_why(e, 0, TK_THREADS, "histogram complete");
-		}
-		/* thread t < 256 takes bin 255 - t: incl = keys in bins >= it */
-		label_new(e, sk1, sizeof sk1, "scanned");
-		label_new(e, sk2, sizeof sk2, "found");
-		emitf(e, "\t@%s bra %s;\n", hi.s, sk1);
-		emitf(e, "\tsub.u32 %s, %d, %s;\n\tmad.lo.u32 %s, %s, 4, %s;\n\tld.shared.u32 %s, [%s];\n\tmov.u32 %s, %s;\n",
-		      b.s, TK_BINS - 1, r->tid.s, t.s, b.s, hp.s, cnt.s, t.s, incl.s, cnt.s);
-		for (int d = 1; d < 32; d *= 2)
-			emitf(e, "\tshfl.sync.up.b32 %s|%s, %s, %d, 0, 0xffffffff;\n\t@%s add.u32 %s, %s, %s;\n", x.s, q.s,
-			      incl.s, d, q.s, incl.s, incl.s, x.s);
-		emitf(e, "\tand.b32 %s, %s, 31;\n\tsetp.eq.u32 %s, %s, 31;\n\tmad.lo.u32 %s, %s, 4, %s;\n", t.s, r->tid.s,
-		      q.s, t.s, t.s, w.s, r->scan.s);
-		emitf(e, "\t@%s st.shared.u32 [%s], %s;\n", q.s, t.s, incl.s);
-		emit_label(e, sk1);
-		op_bar_sync_why(e, 0, TK_THREADS, "warp totals of the bin scan");
-		emitf(e, "\t@%s bra %s;\n", hi.s, sk2);
-		for (int v = 0; v < TK_BINS / 32 - 1; v++)
-			emitf(e, "\tld.shared.u32 %s, [%s+%d];\n\tsetp.gt.u32 %s, %s, %d;\n\t@%s add.u32 %s, %s, %s;\n", x.s,
-			      r->scan.s, 4 * v, q.s, w.s, v, q.s, incl.s, incl.s, x.s);
-		/* the bin where the count from the top reaches kk: excl < kk <= incl */
-		emitf(e, "\tsub.u32 %s, %s, %s;\n\tsetp.lt.u32 %s, %s, %s;\n\tsetp.ge.and.u32 %s, %s, %s, %s;\n", x.s,
-		      incl.s, cnt.s, q.s, x.s, kk.s, q.s, incl.s, kk.s, q.s);
-		emitf(e, "\tshl.b32 %s, %s, %d;\n\tor.b32 %s, %s, %s;\n\tsub.u32 %s, %s, %s;\n", t.s, b.s, shift, t.s, t.s,
-		      prefix.s, x.s, kk.s, x.s);
-		emitf(e, "\t@%s st.shared.v4.u32 [%s], {%s, %s, %s, %s};\n", q.s, r->state.s, t.s, x.s, r->zero.s,
-		      r->zero.s);
-		emit_label(e, sk2);
-		op_bar_sync_why(e, 0, TK_THREADS, "prefix and kk published");
-		emitf(e, "\tld.shared.v2.u32 {%s, %s}, [%s];\n", prefix.s, kk.s, r->state.s);
-	}
-	/* place: state+8 counts keys above u*, state+12 keys equal (zeroed
-	 * with the last prefix) */
-	label_new(e, fin, sizeof fin, "place");
-	label_new(e, fin_next, sizeof fin_next, "place_next");
-	label_new(e, fin_end, sizeof fin_end, "placed");
-	emitf(e, "\tmov.u32 %s, %s;\n\tsetp.ge.u32 %s, %s, %s;\n\t@%s bra %s;\n", j.s, r->tid.s, p.s, j.s, count.s, p.s,
-	      fin_end);
-	emit_label(e, fin);
-	emit_load_key(e, keys, j, u, a32);
-	emitf(e, "\tsetp.gt.u32 %s, %s, %s;\n\tsetp.eq.u32 %s, %s, %s;\n", pg.s, u.s, prefix.s, pe.s, u.s, prefix.s);
-	emitf(e, "\t@%s atom.shared.add.u32 %s, [%s+8], 1;\n", pg.s, pos.s, r->state.s);
-	emitf(e, "\t@%s atom.shared.add.u32 %s, [%s+12], 1;\n", pe.s, s.s, r->state.s);
-	emitf(e, "\t@%s setp.lt.u32 %s, %s, %s;\n", pe.s, pe.s, s.s, kk.s);
-	emitf(e, "\t@%s sub.u32 %s, %d, %s;\n\t@%s add.u32 %s, %s, %s;\n", pe.s, pos.s, K, kk.s, pe.s, pos.s, pos.s,
-	      s.s);
-	emitf(e, "\tor.pred %s, %s, %s;\n\t@!%s bra %s;\n", p.s, pg.s, pe.s, p.s, fin_next);
-	place(e, c, r, j, pos, u);
-	emit_label(e, fin_next);
-	emitf(e, "\tadd.u32 %s, %s, %d;\n\tsetp.lt.u32 %s, %s, %s;\n\t@%s bra %s;\n", j.s, j.s, TK_THREADS, p.s, j.s,
-	      count.s, p.s, fin);
-	emit_label(e, fin_end);
-}
-
 /* The chunk's select: one CTA per row writes indices[y, pos] = j; else
  * the candidate (key u, index x·TK_CHUNK + j) goes to slot pos of this
  * part's K in the work planes. */
 static void
-place_chunk(Emit *e, const TopkCfg *c, const TkRegs *r, Reg j, Reg pos, Reg u)
+place_chunk(Emit *e, const void *ctx, Reg j, Reg pos, Reg u)
 {
+	const TkRegs *r = ctx;
 	Reg a = reg_new(e, RC_B64), b = reg_new(e, RC_B64), x = reg_new(e, RC_B32);
 
-	(void)c;
 	emitf(e, "\tmul.wide.u32 %s, %s, 4;\n", a.s, pos.s);
 	emitf(e, "\t@%s add.u64 %s, %s, %s;\n\t@%s st.global.s32 [%s], %s;\n", r->one.s, b.s, r->out.s, a.s, r->one.s,
 	      b.s, j.s);
@@ -309,25 +143,6 @@ place_chunk(Emit *e, const TopkCfg *c, const TkRegs *r, Reg j, Reg pos, Reg u)
 	      b.s, u.s);
 	emitf(e, "\t@!%s add.u64 %s, %s, %s;\n\t@!%s add.u32 %s, %s, %s;\n\t@!%s st.global.s32 [%s], %s;\n", r->one.s,
 	      b.s, r->pi.s, a.s, r->one.s, x.s, r->j0.s, j.s, r->one.s, b.s, x.s);
-}
-
-/* A merge round: candidate j of the window (its index staged beside the
- * keys) goes to indices[y, pos] in the last round, else to slot pos of
- * the next round's first K. */
-static void
-place_merge(Emit *e, const TopkCfg *c, const TkRegs *r, Reg j, Reg pos, Reg u)
-{
-	Reg a = reg_new(e, RC_B64), b = reg_new(e, RC_B64), x = reg_new(e, RC_B32), a32 = reg_new(e, RC_B32);
-
-	(void)c;
-	emitf(e, "\tmad.lo.u32 %s, %s, 4, %s;\n\tld.shared.u32 %s, [%s];\n\tmul.wide.u32 %s, %s, 4;\n", a32.s, j.s,
-	      r->idx.s, x.s, a32.s, a.s, pos.s);
-	emitf(e, "\t@%s add.u64 %s, %s, %s;\n\t@%s st.global.s32 [%s], %s;\n", r->last.s, b.s, r->out.s, a.s,
-	      r->last.s, b.s, x.s);
-	emitf(e, "\t@!%s add.u64 %s, %s, %s;\n\t@!%s st.global.u32 [%s], %s;\n", r->last.s, b.s, r->nk.s, a.s,
-	      r->last.s, b.s, u.s);
-	emitf(e, "\t@!%s add.u64 %s, %s, %s;\n\t@!%s st.global.s32 [%s], %s;\n", r->last.s, b.s, r->ni.s, a.s,
-	      r->last.s, b.s, x.s);
 }
 
 /* A chunk of at most K keys: one CTA per row (n <= K) writes indices 0 ..
@@ -386,55 +201,27 @@ emit_join(Emit *e, const TkRegs *r)
 	      p.s);
 }
 
-/* The merge, in rounds over windows of TK_WIN candidates (keys staged
- * beside their indices in the chunk's shared memory): a round selects the
- * window's top-K; the last round writes them to indices, an earlier one
- * over the window's last K candidate slots (staged already, so no thread
- * still reads them), where the next window starts. Each round after the
- * first takes TK_WIN - K new candidates. */
+/* The merge's last round: candidate index x to indices[y, pos]. */
 static void
-emit_merge(Emit *e, const TopkCfg *c, TkRegs *r)
+final_merge(Emit *e, const void *ctx, Reg last, Reg a, Reg b, Reg x)
 {
-	int K = c->topk, step = TK_WIN - K;
-	Reg m = reg_new(e, RC_B32), s = reg_new(e, RC_B32), cnt = reg_new(e, RC_B32), o = reg_new(e, RC_B64);
-	Reg sk = reg_new(e, RC_B64), si = reg_new(e, RC_B64), h = reg_new(e, RC_B32);
-	char round[48], done[48];
+	const TkRegs *r = ctx;
 
-	r->idx = reg_new(e, RC_B32);
-	r->last = reg_new(e, RC_PRED);
-	r->nk = reg_new(e, RC_B64);
-	r->ni = reg_new(e, RC_B64);
-	label_new(e, round, sizeof round, "round");
-	label_new(e, done, sizeof done, "merged");
-	emitf(e, "\tmul.lo.u32 %s, %s, %d;\n\tmov.u32 %s, 0;\n\tadd.u32 %s, %s, %d;\n", m.s, r->parts.s, K, s.s,
-	      r->idx.s, r->keys.s, 4 * TK_WIN);
-	emitf(e, "\tmad.lo.u32 %s, %s, 4, %s;\n", h.s, r->tid.s, r->hist.s);
-	emit_label(e, round);
-	/* window [s, s + cnt), cnt = min(m - s, TK_WIN) */
-	emitf(e, "\tsub.u32 %s, %s, %s;\n\tsetp.le.u32 %s, %s, %d;\n\tmin.u32 %s, %s, %d;\n", cnt.s, m.s, s.s,
-	      r->last.s, cnt.s, TK_WIN, cnt.s, cnt.s, TK_WIN);
-	emitf(e, "\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n\tadd.u64 %s, %s, %s;\n", o.s, s.s, sk.s, r->ck.s,
-	      o.s, si.s, r->ci.s, o.s);
-	emitf(e, "\tadd.u64 %s, %s, %d;\n\tadd.u64 %s, %s, %d;\n", r->nk.s, sk.s, 4 * step, r->ni.s, si.s, 4 * step);
-	emit_stage(e, r, sk, &si, r->idx, cnt, TK_WIN / TK_THREADS, 0, TK_PASSES);
-	emit_select(e, c, r, r->keys, cnt, TK_PASSES, 1, place_merge);
-	emitf(e, "\t@%s bra %s;\n", r->last.s, done);
-	for (int i = 0; i < TK_PASSES * TK_BINS / TK_THREADS; i++)
-		emitf(e, "\tst.shared.u32 [%s+%d], 0;\n", h.s, 4 * TK_BINS * TK_PASSES + 4 * TK_THREADS * i);
-	/* the scan's last reads of them were two barriers ago */
-	op_bar_sync_why(e, 0, TK_THREADS, "the round's top-k stored, the window read, its histograms zeroed");
-	emitf(e, "\tadd.u32 %s, %s, %d;\n\tbra.uni %s;\n", s.s, s.s, step, round);
-	emit_label(e, done);
+	emitf(e, "\t@%s add.u64 %s, %s, %s;\n\t@%s st.global.s32 [%s], %s;\n", last.s, b.s, r->out.s, a.s, last.s, b.s,
+	      x.s);
 }
 
 static int
 topk_emit(Emit *e, const TopkCfg *c)
 {
 	TkRegs r;
+	Sel sl;
+	SelMerge mg;
 	Reg src = reg_new(e, RC_B64), o = reg_new(e, RC_B64), p = reg_new(e, RC_PRED);
 	char sel[48], joined[48], done[48];
 
 	emit_prologue(e, c, &r);
+	sl = (Sel){TK_THREADS, c->topk, r.tid, r.zero, r.keys, r.hist, r.scan, r.state, 0};
 	emit_block(e, "topk.chunk");
 	label_new(e, sel, sizeof sel, "select");
 	label_new(e, joined, sizeof joined, "chunk_done");
@@ -444,18 +231,20 @@ topk_emit(Emit *e, const TopkCfg *c)
 	emitf(e, "\tmul.wide.u32 %s, %s, %s;\n\tshl.b64 %s, %s, 2;\n\tadd.u64 %s, %s, %s;\n", o.s, r.row.s, r.n.s, o.s,
 	      o.s, src.s, src.s, o.s);
 	emitf(e, "\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n", o.s, r.j0.s, src.s, src.s, o.s);
-	emit_stage(e, &r, src, NULL, r.keys, r.c, TK_PER, 1, 0);
+	sel_emit_stage(e, &sl, src, NULL, r.keys, r.c, TK_PER, 1, 0, NULL);
 	emitf(e, "\tsetp.gt.u32 %s, %s, %d;\n\t@%s bra %s;\n", p.s, r.c.s, c->topk, p.s, sel);
 	emit_all(e, c, &r);
 	emitf(e, "\tbra.uni %s;\n", joined);
 	emit_label(e, sel);
-	emit_select(e, c, &r, r.keys, r.c, 0, 1, place_chunk);
+	sel_emit_select(e, &sl, r.keys, r.c, 0, 1, place_chunk, &r);
 	emit_label(e, joined);
 	emitf(e, "\t@%s bra %s;\n", r.one.s, done);
 
 	emit_block(e, "topk.merge");
 	emit_join(e, &r);
-	emit_merge(e, c, &r);
+	mg = (SelMerge){.parts = r.parts, .ck = r.ck, .ci = r.ci, .win = TK_WIN, .h = TK_PASSES, .final = final_merge,
+	                .ctx = &r};
+	sel_emit_merge(e, &sl, &mg);
 	emit_label(e, done);
 	emitf(e, "\tret;\n");
 	return 0;

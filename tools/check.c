@@ -93,6 +93,30 @@ check_find_buf_const(const CheckCase *c, const char *name)
 }
 
 int
+check_counters_zero(CheckCase *c, CheckResult *res, KrtErr *err)
+{
+	const CheckBuf *cb = check_find_buf_const(c, "counters");
+	uint64_t max_report = (uint64_t)(c->opts->max_report ? c->opts->max_report : CHECK_MAX_REPORT);
+	int32_t *v;
+	int rc;
+
+	if (!cb)
+		return check_fail(err, KRT_EABI, "%s: no counters buffer", c->abi->kernel);
+	if (!(v = malloc(cb->bytes + 1)))
+		return check_fail(err, KRT_ENOMEM, "%s: no host memory for the counters", c->abi->kernel);
+	rc = krt_download(c->dev, v, cb->ptr, cb->bytes, err);
+	for (uint64_t i = 0; !rc && i < cb->count; i++) {
+		res->total++;
+		res->checked++;
+		if (v[i] != 0 && res->bad++ < max_report)
+			check_report(c, "  counters[%llu] = %d after the launch: must be back at 0\n", (unsigned long long)i,
+			             v[i]);
+	}
+	free(v);
+	return rc;
+}
+
+int
 check_set_var(CheckCase *c, const char *name, uint64_t value, KrtErr *err)
 {
 	int i;

@@ -465,28 +465,6 @@ gather_keys(const Decode *d, uint64_t r, double *k, int32_t *tok)
 	return n;
 }
 
-/* Split-KV: the launch leaves every completion counter 0 again (docs/ABI.md
- * "decode"); a counter that is not counts as a bad element. */
-static int
-check_counters(CheckCase *c, CheckResult *res, uint64_t max_report, KrtErr *err)
-{
-	const CheckBuf *cb = check_find_buf_const(c, "counters");
-	int32_t *v = malloc(cb->bytes + 1);
-	int rc;
-
-	if (!v)
-		return check_fail(err, KRT_ENOMEM, "decode: no host memory for the counters");
-	rc = krt_download(c->dev, v, cb->ptr, cb->bytes, err);
-	for (uint64_t i = 0; !rc && i < cb->count; i++) {
-		res->total++;
-		res->checked++;
-		if (v[i] != 0 && res->bad++ < max_report)
-			check_report(c, "  counters[%llu] = %d after the launch, want 0\n", (unsigned long long)i, v[i]);
-	}
-	free(v);
-	return rc;
-}
-
 static int
 decode_compare(CheckCase *c, CheckResult *res, KrtErr *err)
 {
@@ -565,7 +543,7 @@ decode_compare(CheckCase *c, CheckResult *res, KrtErr *err)
 		}
 	free(k);
 	free(tok);
-	return d->splits > 1 ? check_counters(c, res, max_report, err) : 0;
+	return d->splits > 1 ? check_counters_zero(c, res, err) : 0; /* split-KV: docs/ABI.md "decode" */
 }
 
 /* ---- flops, bytes, description ------------------------------------------ */

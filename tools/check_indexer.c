@@ -14,7 +14,8 @@
  * values of mixed magnitudes where about 1 key in 8 copies an earlier key of
  * its sequence (equal scores: ties at the k-th score); with the edge fill 3
  * keys in 4 copy one of the sequence's first four, so the k-th score is
- * shared by many keys. The logits are
+ * shared by many keys (fp8: half of the copies with a scale a few ulps
+ * off, so many logits share their top 24 bits and differ below). The logits are
  * compared key by key, held to a tolerance of the key's bound
  * Σ_h |w|·|s|·Σ|q·k| (INDEXER_TOL_F32: f32 sums of 128 and H terms;
  * INDEXER_TOL_WGMMA for `--score wgmma`, whose FP8 MMA keeps fewer bits:
@@ -183,6 +184,16 @@ indexer_prepare(CheckCase *c, KrtErr *err)
 				memcpy(key, indexer_ref_key(x->cache, x->ps, x->kb, x->sb, (uint32_t)row[i / x->ps], i % x->ps), (size_t)x->kb);
 				memcpy(sc, indexer_ref_scale(x->cache, x->ps, x->kb, x->sb, (uint32_t)row[i / x->ps], i % x->ps),
 				       (size_t)x->sb);
+				/* fp8, edge: half the copies take a scale up to 128 ulps
+				 * off, either way, so their logits share the top 24 bits
+				 * with the exact copies among them, and the select's last
+				 * passes decide among many */
+				if (edge && !x->fp4 && num_rng_below(&c->rng, 2)) {
+					uint32_t bits;
+					memcpy(&bits, sc, 4);
+					bits += (uint32_t)num_rng_below(&c->rng, 257) - 128u;
+					memcpy(sc, &bits, 4);
+				}
 				continue;
 			}
 			static const double mag[3] = {1.0, 1.0 / 64, 30.0};
@@ -257,6 +268,17 @@ indexer_prepare(CheckCase *c, KrtErr *err)
 		if (!ctr)
 			return check_fail(err, KRT_ENOMEM, "indexer: no host memory for the counters");
 		rc = check_add_raw_input(c, "counters", "s32", 4, rows, ctr, err);
+	}
+	/* the fused top-k's candidates: splits·topk (key, position) pairs per
+	 * row, garbage before the launch */
+	if (!rc) {
+		uint64_t work = 2 * rows * x->splits * (uint64_t)x->topk;
+		int32_t *wk = malloc(sizeof *wk * work + 1);
+		if (!wk)
+			return check_fail(err, KRT_ENOMEM, "indexer: no host memory for the work planes");
+		for (uint64_t i = 0; i < work; i++)
+			wk[i] = (int32_t)num_rng_u64(&c->rng);
+		rc = check_add_raw_input(c, "work", "s32", 4, work, wk, err);
 	}
 	static const char *const names[] = {"batch", "s_q", "max_len", "max_pages", "pages", "H", "splits"};
 	uint64_t vals[] = {x->batch, x->sq, x->max_len, x->max_pages, x->pages, (uint64_t)x->heads, x->splits};
@@ -360,20 +382,7 @@ indexer_compare(CheckCase *c, CheckResult *res, KrtErr *err)
 	free(own);
 	free(got);
 	/* the counters are back at zero for the next launch */
-	const CheckBuf *cb = check_find_buf_const(c, "counters");
-	int32_t *ctr = malloc(cb->bytes + 1);
-	if (!ctr)
-		return check_fail(err, KRT_ENOMEM, "indexer: no host memory for the counters");
-	int rc = krt_download(c->dev, ctr, cb->ptr, cb->bytes, err);
-	res->total += cb->count;
-	for (uint64_t i = 0; !rc && i < cb->count; i++) {
-		res->checked++;
-		if (ctr[i] != 0 && res->bad++ < max_report)
-			check_report(c, "  counters[%llu] = %d after the launch: must be back at 0\n", (unsigned long long)i,
-			             ctr[i]);
-	}
-	free(ctr);
-	return rc;
+	return check_counters_zero(c, res, err);
 }
 
 /* 2·H·128 flops per visible key of each row (the scoring; the select is

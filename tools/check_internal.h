@@ -81,6 +81,10 @@ void check_arg_word(const CheckCase *c, const char *name, char *w, size_t n);
 void check_report(CheckCase *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 CheckBuf *check_find_buf(CheckCase *c, const char *name);
 const CheckBuf *check_find_buf_const(const CheckCase *c, const char *name);
+/* The split kernels' completion counters (input "counters", s32) are all
+ * back at 0 after the launch (docs/ABI.md "decode", "indexer", "topk");
+ * each one counts as checked, each nonzero one as bad (reported). */
+int check_counters_zero(CheckCase *c, CheckResult *res, KrtErr *err);
 /* A named value for the binding (see CheckVar); a later one of the same
  * name replaces it. */
 int check_set_var(CheckCase *c, const char *name, uint64_t value, KrtErr *err);

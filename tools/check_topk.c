@@ -159,20 +159,7 @@ topk_compare(CheckCase *c, CheckResult *res, KrtErr *err)
 	}
 	free(s);
 	/* the counters are back at zero for the next launch */
-	const CheckBuf *cb = check_find_buf_const(c, "counters");
-	int32_t *ctr = malloc(cb->bytes + 1);
-	if (!ctr)
-		return check_fail(err, KRT_ENOMEM, "topk: no host memory for the counters");
-	int rc = krt_download(c->dev, ctr, cb->ptr, cb->bytes, err);
-	res->total += cb->count;
-	for (uint64_t i = 0; !rc && i < cb->count; i++) {
-		res->checked++;
-		if (ctr[i] != 0 && res->bad++ < max_report)
-			check_report(c, "  counters[%llu] = %d after the launch: must be back at 0\n", (unsigned long long)i,
-			             ctr[i]);
-	}
-	free(ctr);
-	return rc;
+	return check_counters_zero(c, res, err);
 }
 
 /* No floating-point operations: kbench reports the rate in bytes. */

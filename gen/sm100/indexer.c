@@ -49,7 +49,7 @@ sm100_indexer_score_mma(Emit *e, const IndexerCfg *c, const IndexerRegs *r, KgEr
 	Reg q0 = reg_new(e, RC_B32), tile = reg_new(e, RC_B32), scs = reg_new(e, RC_B32), sums = reg_new(e, RC_B32);
 	Reg alo = reg_new(e, RC_B32), blo = reg_new(e, RC_B32), hi = reg_new(e, RC_B32), lo = reg_new(e, RC_B32);
 	Reg stride = reg_new(e, RC_B32), tmem = reg_new(e, RC_B32), ta = reg_new(e, RC_B32), idr = reg_new(e, RC_B32);
-	Reg ws = reg_new(e, RC_B32), bar = reg_new(e, RC_B32);
+	Reg ws = reg_new(e, RC_B32), bar = reg_new(e, RC_B32), l = reg_new(e, RC_B32);
 	Reg a = reg_new(e, RC_B64), o = reg_new(e, RC_B64), ad = reg_new(e, RC_B64), bd = reg_new(e, RC_B64);
 	Reg sc = reg_new(e, RC_F32), y = reg_new(e, RC_F32), acc = reg_new(e, RC_F32);
 	Reg p = reg_new(e, RC_PRED), pl = reg_new(e, RC_PRED), p0 = reg_new(e, RC_PRED), lowh = reg_new(e, RC_PRED);
@@ -105,8 +105,9 @@ sm100_indexer_score_mma(Emit *e, const IndexerCfg *c, const IndexerRegs *r, KgEr
 	emitf(e, "\tshr.u32 %s, %s, 4;\n\tadd.u32 %s, %s, %u;\n", blo.s, q0.s, blo.s, blo.s, (uint32_t)db);
 	op_desc_hi(e, hi, c->t->desc, da, "key and Q tiles, K-major E4M3");
 	op_idesc(e, idr, IK_F8F6F4, idv, "S^T = K*Q^T");
-	emitf(e, "\tmov.u32 %s, 0;\n\tmov.u32 %s, %s;\n\tmov.u32 %s, %s;\n", ph.s, i.s, r->split.s, stride.s,
-	      r->splits.s);
+	/* tiles split + splits·m; the part's local keys l = 128·m + krow */
+	emitf(e, "\tmov.u32 %s, 0;\n\tmov.u32 %s, %s;\n\tmov.u32 %s, %s;\n\tmov.u32 %s, %s;\n", ph.s, i.s, r->split.s,
+	      stride.s, r->splits.s, l.s, krow.s);
 	emit_label(e, loop);
 	emitf(e, "\tshl.b32 %s, %s, 7;\n\tsetp.ge.s32 %s, %s, %s;\n\t@%s bra %s;\n", x.s, i.s, p.s, x.s, r->n.s, p.s,
 	      done);
@@ -153,6 +154,9 @@ sm100_indexer_score_mma(Emit *e, const IndexerCfg *c, const IndexerRegs *r, KgEr
 	emitf(e, "\t@%s ld.shared.f32 %s, [%s];\n\t@%s add.f32 %s, %s, %s;\n", pl.s, y.s, d.s, pl.s, acc.s, acc.s, y.s);
 	emitf(e, "\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n\t@%s st.global.f32 [%s], %s;\n", a.s, j.s, a.s,
 	      a.s, r->logits.s, pl.s, a.s, acc.s);
+	indexer_emit_keep(e, c, r, l, j, acc, &pl);
+	emit_block(e, "sm100.indexer_mma");
+	emitf(e, "\tadd.u32 %s, %s, %d;\n", l.s, l.s, TC_KEYS);
 	/* no barrier here: the next tile's scales and sums are stored after
 	 * the next tile barrier, which the readers above reach first */
 	emitf(e, "\tadd.u32 %s, %s, %s;\n\tbra.uni %s;\n", i.s, i.s, stride.s, loop);
@@ -173,6 +177,7 @@ const IndexerOps indexer_sm100 = {
 	.how = indexer_how_fma,
 	.score_mma = sm100_indexer_score_mma,
 	.how_mma = "FP8 tcgen05.mma kind::f8f6f4 M=128 N=64: 128-key tiles (A, gathered into 128-byte swizzled smem by all threads) against the heads (B), S^T in 64 TMEM columns; a thread reads its key's row (32 heads) with tcgen05.ld, relu, weights and the head sum in registers",
+	.unit_mma = TC_KEYS,
 	.mma_score = IDX_SCORE_TCGEN05,
 	.plan_mma = sm100_indexer_plan,
 };

@@ -8,5 +8,6 @@ const IndexerOps indexer_sm90 = {
 	.how = indexer_how_fma,
 	.score_mma = sm90_indexer_score_mma,
 	.how_mma = "FP8 wgmma m64n64k32: the heads (A) against 64-key tiles (B) that each warpgroup gathers into 128-byte swizzled smem; relu, weights and the head sum in the epilogue",
+	.unit_mma = 2 * IDX_TILE,
 	.mma_score = IDX_SCORE_WGMMA,
 };

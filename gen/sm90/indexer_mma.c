@@ -45,7 +45,7 @@ sm90_indexer_score_mma(Emit *e, const IndexerCfg *c, const IndexerRegs *r, KgErr
 	Reg stride = reg_new(e, RC_B32), lo = reg_new(e, RC_B32), row0 = reg_new(e, RC_B32), col0 = reg_new(e, RC_B32);
 	Reg a = reg_new(e, RC_B64), o = reg_new(e, RC_B64), ad = reg_new(e, RC_B64), bd = reg_new(e, RC_B64);
 	Reg sc = reg_new(e, RC_F32), y = reg_new(e, RC_F32), z = reg_new(e, RC_F32);
-	Reg p = reg_new(e, RC_PRED), pl = reg_new(e, RC_PRED), wg0 = reg_new(e, RC_PRED);
+	Reg p = reg_new(e, RC_PRED), pl = reg_new(e, RC_PRED), wg0 = reg_new(e, RC_PRED), l = reg_new(e, RC_B32);
 	char loop[48], done[48];
 
 	if (layout_canonical(&lt, MAJOR_K, SWZ_128B, 8, 64, 128, err) < 0 ||
@@ -87,9 +87,11 @@ sm90_indexer_score_mma(Emit *e, const IndexerCfg *c, const IndexerRegs *r, KgErr
 	      ws.s, row0.s, ws.s);
 	emitf(e, "\tld.shared.f32 %s, [%s];\n\tld.shared.f32 %s, [%s+32];\n", wr[0].s, ws.s, wr[1].s, ws.s);
 
-	/* tiles wg + 2·(split + splits·m) */
+	/* tiles wg + 2·(split + splits·m); the part's local keys
+	 * l = 128·m + 64·wg + wt */
 	emitf(e, "\tmad.lo.u32 %s, %s, %d, %s;\n\tmul.lo.u32 %s, %s, %d;\n", i.s, r->split.s, WGS, wg.s, stride.s,
 	      r->splits.s, WGS);
+	emitf(e, "\tmad.lo.u32 %s, %s, %d, %s;\n", l.s, wg.s, IDX_TILE, wt.s);
 	emit_label(e, loop);
 	emitf(e, "\tshl.b32 %s, %s, 6;\n\tsetp.ge.s32 %s, %s, %s;\n\t@%s bra %s;\n", t.s, i.s, p.s, t.s, r->n.s, p.s,
 	      done);
@@ -149,6 +151,9 @@ sm90_indexer_score_mma(Emit *e, const IndexerCfg *c, const IndexerRegs *r, KgErr
 	      z.s);
 	emitf(e, "\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n\t@%s st.global.f32 [%s], %s;\n", a.s, j.s, a.s,
 	      a.s, r->logits.s, pl.s, a.s, y.s);
+	indexer_emit_keep(e, c, r, l, j, y, &pl);
+	emit_block(e, "sm90.indexer_mma");
+	emitf(e, "\tadd.u32 %s, %s, %d;\n", l.s, l.s, WGS * IDX_TILE);
 	/* no barrier here: the tile and scales were consumed before the sums
 	 * barrier (each thread waited for its MMAs), and the next tile's sums
 	 * are stored after the next tile barrier, which the readers above

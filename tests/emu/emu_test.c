@@ -715,12 +715,12 @@ et_decode(KrtDevice *dev, KrtModule *mod, uint32_t batch, uint32_t sq, uint32_t 
 
 int
 et_indexer(KrtDevice *dev, KrtModule *mod, uint32_t batch, uint32_t sq, uint32_t max_len, uint32_t splits,
-           uint64_t seed, EtFmha *res)
+           uint64_t seed, int edge, EtFmha *res)
 {
 	CheckShape shape = {5, {batch, sq, max_len, 0, splits}};
 
 	/* the edge fill: the k-th score shared by many keys in every pass */
-	return et_check(dev, mod, &shape, seed, CHECK_FILL_EDGE, res);
+	return et_check(dev, mod, &shape, seed, edge ? CHECK_FILL_EDGE : CHECK_FILL_NORMAL, res);
 }
 
 int

@@ -85,11 +85,12 @@ int et_decode(KrtDevice *dev, KrtModule *mod, uint32_t batch, uint32_t sq, uint3
               EtFmha *res);
 
 /* Runs an indexer module through the checker (tools/check_indexer.c:
- * scattered pages, odd lengths, rows that see no key, its edge fill: most
- * keys tied) at batch x s_q x max_len (0: 2·topk + 37), splits CTAs per
- * query row. Fills res as et_decode. */
+ * scattered pages, odd lengths, rows that see no key; edge 1 its edge
+ * fill, most keys tied; edge 0 the normal fill, few ties, so a histogram
+ * missing a late count changes the pick) at batch x s_q x max_len (0:
+ * 2·topk + 37), splits CTAs per query row. Fills res as et_decode. */
 int et_indexer(KrtDevice *dev, KrtModule *mod, uint32_t batch, uint32_t sq, uint32_t max_len, uint32_t splits,
-               uint64_t seed, EtFmha *res);
+               uint64_t seed, int edge, EtFmha *res);
 /* topk (tools/check_topk.c): rows x n logits; the edge fill (edge 1) shares the
  * k-th value among many logits, the normal fill has few ties, so a
  * histogram missing a late count changes the pick. */

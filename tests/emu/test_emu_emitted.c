@@ -58,8 +58,10 @@ static const uint32_t indexer_shapes[][4] = {
 	{3, 2, 77, 2},
 	{2, 3, 0, 1},
 };
-/* the long indexer shape: more keys than four rounds of the CTA's threads */
-static const uint32_t long_indexer[4] = {1, 2, 1100, 3};
+/* the long indexer shape: more keys than the fused top-k's window (4096
+ * at top-k 2048, else 2048), so the select takes rounds over its two
+ * windows (docs/indexer.md, "Fused top-k") */
+static const uint32_t long_indexer[4] = {1, 1, 4500, 1};
 
 /* topk: rows x n (fewer logits than k; one chunk; a last chunk of fewer
  * than k logits, so a merge over padded candidates) */
@@ -176,7 +178,7 @@ run_file(const char *path)
 		} else if (indexer) {
 			const uint32_t *d = i < nshapes ? indexer_shapes[i] : long_indexer;
 			snprintf(shape, sizeof shape, "batch %u s_q %u max_len %u splits %u", d[0], d[1], d[2], d[3]);
-			rc = et_indexer(dev, mod, d[0], d[1], d[2], d[3], 4000 + i, &f);
+			rc = et_indexer(dev, mod, d[0], d[1], d[2], d[3], 4000 + i, 1, &f);
 			maxerr = f.max_err, tol = f.tol, bad = f.bad, first = f.first_bad, msg = f.err.msg;
 		} else if (topk) {
 			const uint32_t *d = i < nshapes ? topk_shapes[i] : long_topk;

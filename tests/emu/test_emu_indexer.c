@@ -4,7 +4,8 @@
  * float64 reference (tools/check_indexer.c: scattered pages in random
  * order, odd lengths, one sequence shorter than s_q and one shorter than
  * top-k, the edge fill's ties) at next_n (s_q) 1, 2, 3 and 4, with one CTA
- * per query row and with several. Exit 0 when all pass. */
+ * per query row and with several, parts longer than the top-k's window
+ * and merges of several rounds. Exit 0 when all pass. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,12 +28,19 @@ static const char *const configs[][12] = {
 	{"--format", "fp4", "--heads", "4", "--topk", "50", "--page-size", "16"},
 };
 
-/* batch, s_q (next_n), max_len (0: 2·topk + 37), CTAs per query row */
+/* batch, s_q (next_n), max_len (0: 2·topk + 37), CTAs per query row;
+ * the last two: a part longer than the fused top-k's window (2048 keys:
+ * rounds over both windows, docs/indexer.md, "Fused top-k") alone and
+ * split in two, and 70 parts, most of them empty (padded candidates),
+ * whose candidates take two merge rounds at top-k 64 and up */
 static const uint32_t shapes[][4] = {
 	{3, 1, 0, 1},
 	{2, 2, 301, 2},
 	{4, 3, 0, 1},
 	{3, 4, 333, 3},
+	{1, 2, 5003, 1},
+	{2, 1, 4501, 2},
+	{2, 1, 1200, 70},
 };
 
 static int
@@ -70,7 +78,7 @@ run_config(const char *const *cfg)
 	for (size_t i = 0; i < COUNT(shapes); i++) {
 		EtFmha f = {.keep = 0};
 		const uint32_t *d = shapes[i];
-		int rc = et_indexer(dev, mod, d[0], d[1], d[2], d[3], 6000 + i, &f);
+		int rc = et_indexer(dev, mod, d[0], d[1], d[2], d[3], 6000 + i, 1, &f);
 		if (rc < 0) {
 			printf("FAIL %s, batch %u s_q %u max_len %u splits %u: %s\n", what, d[0], d[1], d[2], d[3], f.err.msg);
 			fails++;

@@ -186,6 +186,8 @@ static const Kind kinds[] = {
 typedef struct Shape {
 	int fmha, decode, indexer, moe, topk;
 	uint32_t M, N, K;
+	uint32_t parts;    /* indexer: CTAs per row whose candidates take two merge rounds */
+	uint32_t long_len; /* indexer: keys of a part whose select takes two rounds */
 	EtFmhaShape f;
 } Shape;
 
@@ -200,11 +202,20 @@ pick_shape(const KrtAbi *abi, Shape *s)
 	if (strcmp(abi->family, "indexer") == 0) {
 		/* 2 sequences of 2 query rows: sequence 0's rows see more keys
 		 * than top-k (the radix select and its barriers run), sequence
-		 * 1's fewer; run with one CTA per row and with two */
+		 * 1's fewer; run with one CTA per row and with two; then
+		 * (run_once) one row of 2·topk + 40 keys, alone and split into
+		 * enough parts that their candidates take two merge rounds
+		 * (windows of 2·win, win the least power of two >= 2·topk and
+		 * >= 2048: docs/indexer.md, "Fused top-k") */
+		uint32_t k = (uint32_t)et_arg(abi, "topk", 512), win = 2048;
+		while (win < 2 * k)
+			win *= 2;
 		s->indexer = 1;
 		s->M = 2;
 		s->N = 2;
-		s->K = (uint32_t)et_arg(abi, "topk", 512) + 40;
+		s->K = k + 40;
+		s->parts = 2 * win / k + 1;
+		s->long_len = (2 * k > win ? 2 * k : win) + 40;
 		return;
 	}
 	if (strcmp(abi->family, "topk") == 0) {
@@ -289,10 +300,20 @@ run_once(KrtDevice *dev, KrtModule *mod, const Shape *s, char *msg, size_t n)
 	EtFmha f = {.keep = 0};
 	int rc;
 	if (s->indexer) {
-		/* one part per row, then two (the join and its counter run) */
-		rc = et_indexer(dev, mod, s->M, s->N, s->K, 1, 7, &f);
+		/* one part per row, then two (the join and its counter run);
+		 * then one row of at least twice top-k keys, so the k-th score
+		 * falls inside a group of tied or nearly tied keys (a histogram
+		 * read before every count is in picks a wrong digit): in one
+		 * part of more keys than a window (the select's second round
+		 * stages what the scoring did not keep), and of 2·top-k + 40
+		 * keys in enough parts that the merge takes two rounds */
+		rc = et_indexer(dev, mod, s->M, s->N, s->K, 1, 7, 1, &f);
 		if (rc == 0)
-			rc = et_indexer(dev, mod, s->M, s->N, s->K, 2, 7, &f);
+			rc = et_indexer(dev, mod, s->M, s->N, s->K, 2, 7, 1, &f);
+		if (rc == 0)
+			rc = et_indexer(dev, mod, 1, 1, s->long_len, 1, 7, 1, &f);
+		if (rc == 0)
+			rc = et_indexer(dev, mod, 1, 1, s->K + s->K - 40, s->parts, 7, 1, &f);
 		snprintf(msg, n, "%.500s", rc < 0 ? f.err.msg : f.first_bad);
 		if (rc > 0)
 			snprintf(msg, n, "%llu bad, %.400s", (unsigned long long)f.bad, f.first_bad);

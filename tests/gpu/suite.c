@@ -1,7 +1,9 @@
 #include <glob.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
+#include "gen/kgen.h"
 #include "suite.h"
 
 void
@@ -90,4 +92,33 @@ gpu_check_emitted(KrtDevice *dev, const GpuSuite *s, const char *root, const cha
 		free(ptx);
 	}
 	globfree(&g);
+}
+
+void
+gpu_check_config(KrtDevice *dev, GpuTally *t, const char *family, const GpuSuite *gs, const char *const *cfg)
+{
+	const char *args[24] = {"--target", "sm_90a"};
+	int n = 2;
+	char replay[1024], what[256] = "";
+	char *ptx = NULL;
+	size_t len = 0;
+	KgErr kerr = {{0}};
+
+	snprintf(replay, sizeof replay, "--gen %s", family);
+	for (int i = 0; i < 20 && cfg[i]; i++)
+		args[n++] = cfg[i];
+	for (int i = 0; i < n; i++) {
+		snprintf(replay + strlen(replay), sizeof replay - strlen(replay), " %s", args[i]);
+		if (i >= 2)
+			snprintf(what + strlen(what), sizeof what - strlen(what), "%s%s", i > 2 ? " " : "", args[i]);
+	}
+	if (kgen_generate(family, n, args, &ptx, &len, &kerr)) {
+		printf("FAIL  %s: kgen refuses: %s\n", what, kerr.msg);
+		t->refused++;
+		t->failed++;
+		t->run++;
+		return;
+	}
+	gpu_check_module(dev, gs, ptx, len, what, replay, t);
+	free(ptx);
 }

@@ -34,6 +34,10 @@ typedef struct GpuSuite {
  * file); stops the suite when the device reports an error. */
 void gpu_check_module(KrtDevice *dev, const GpuSuite *s, const char *ptx, size_t len,
                       const char *what, const char *replay, GpuTally *t);
+/* The sm_90a kernel `family` generated in process from cfg (kgen
+ * arguments, NULL-terminated or at most 20), through gpu_check_module; a
+ * configuration kgen refuses counts as a failure. */
+void gpu_check_config(KrtDevice *dev, GpuTally *t, const char *family, const GpuSuite *s, const char *const *cfg);
 /* Every emitted/sm_90a/<prefix>*.ptx under root, through gpu_check_module. */
 void gpu_check_emitted(KrtDevice *dev, const GpuSuite *s, const char *root, const char *prefix,
                        GpuTally *t);

@@ -86,35 +86,6 @@ static const char *const merge_configs[][8] = {
 	{"--heads-q", "128"},
 };
 
-static void
-check_config(KrtDevice *dev, GpuTally *t, const char *family, const GpuSuite *gs, const char *const *cfg)
-{
-	const char *args[24] = {"--target", "sm_90a"};
-	int n = 2;
-	char replay[1024], what[256] = "";
-	char *ptx = NULL;
-	size_t len = 0;
-	KgErr kerr = {{0}};
-
-	snprintf(replay, sizeof replay, "--gen %s", family);
-	for (int i = 0; i < 20 && cfg[i]; i++)
-		args[n++] = cfg[i];
-	for (int i = 0; i < n; i++) {
-		snprintf(replay + strlen(replay), sizeof replay - strlen(replay), " %s", args[i]);
-		if (i >= 2)
-			snprintf(what + strlen(what), sizeof what - strlen(what), "%s%s", i > 2 ? " " : "", args[i]);
-	}
-	if (kgen_generate(family, n, args, &ptx, &len, &kerr)) {
-		printf("FAIL  %s: kgen refuses: %s\n", what, kerr.msg);
-		t->refused++;
-		t->failed++;
-		t->run++;
-		return;
-	}
-	gpu_check_module(dev, gs, ptx, len, what, replay, t);
-	free(ptx);
-}
-
 int
 main(int argc, char **argv)
 {
@@ -127,9 +98,9 @@ main(int argc, char **argv)
 	if ((rc = check_open_sm90(&dev, t.seed)) != 0)
 		return rc;
 	for (size_t i = 0; i < COUNT(configs) && !t.dead; i++)
-		check_config(dev, &t, "decode", &suite, configs[i]);
+		gpu_check_config(dev, &t, "decode", &suite, configs[i]);
 	for (size_t i = 0; i < COUNT(merge_configs) && !t.dead; i++)
-		check_config(dev, &t, "decode_merge", &merge_suite, merge_configs[i]);
+		gpu_check_config(dev, &t, "decode_merge", &merge_suite, merge_configs[i]);
 	/* the attention kernels by format prefix; the merges on their own shapes */
 	gpu_check_emitted(dev, &suite, root, "decode_bf16", &t);
 	gpu_check_emitted(dev, &suite, root, "decode_fp8", &t);

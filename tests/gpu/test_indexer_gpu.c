@@ -21,8 +21,11 @@ enum { EXIT_SKIP = 77 };
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
 /* batch x s_q x max_len x full x splits (tools/check_indexer.c; max_len 0:
- * 2·topk + 37; splits > 1: several CTAs per row, the last selecting):
- * next_n (s_q) 1 to 4, odd lengths */
+ * 2·topk + 37; splits > 1: several CTAs per row, each selecting its
+ * part's top-k, the last merging them): next_n (s_q) 1 to 4, odd lengths,
+ * splits 1, 2, 4, 5, 8 and 24 (a merge of several rounds from top-k 171
+ * up; docs/indexer.md, "Fused top-k"); parts longer than the select's
+ * window (rounds) at 20001 and 9001 keys */
 static const GpuCase cases[] = {
 	{{3, {1, 1, 0}}, CHECK_FILL_NORMAL},
 	{{3, {3, 2, 0}}, CHECK_FILL_EDGE},
@@ -32,6 +35,9 @@ static const GpuCase cases[] = {
 	{{3, {4, 2, 20001}}, CHECK_FILL_NORMAL},
 	{{5, {6, 2, 3001, 0, 5}}, CHECK_FILL_EDGE},
 	{{5, {16, 1, 16384, 1, 8}}, CHECK_FILL_NORMAL},
+	{{5, {4, 2, 9001, 0, 2}}, CHECK_FILL_EDGE},
+	{{5, {8, 1, 12345, 1, 4}}, CHECK_FILL_NORMAL},
+	{{5, {3, 1, 20001, 1, 24}}, CHECK_FILL_EDGE},
 };
 
 static const GpuSuite suite = {cases, COUNT(cases), 0};
@@ -52,34 +58,6 @@ static const char *const configs[][10] = {
 	{"--score", "wgmma", "--heads", "64", "--topk", "1024", "--page-size", "32"},
 };
 
-static void
-check_config(KrtDevice *dev, GpuTally *t, const char *const *cfg)
-{
-	const char *args[14] = {"--target", "sm_90a"};
-	int n = 2;
-	char replay[1024] = "--gen indexer", what[256] = "";
-	char *ptx = NULL;
-	size_t len = 0;
-	KgErr kerr = {{0}};
-
-	for (int i = 0; i < 10 && cfg[i]; i++)
-		args[n++] = cfg[i];
-	for (int i = 0; i < n; i++) {
-		snprintf(replay + strlen(replay), sizeof replay - strlen(replay), " %s", args[i]);
-		if (i >= 2)
-			snprintf(what + strlen(what), sizeof what - strlen(what), "%s%s", i > 2 ? " " : "", args[i]);
-	}
-	if (kgen_generate("indexer", n, args, &ptx, &len, &kerr)) {
-		printf("FAIL  %s: kgen refuses: %s\n", what, kerr.msg);
-		t->refused++;
-		t->failed++;
-		t->run++;
-		return;
-	}
-	gpu_check_module(dev, &suite, ptx, len, what, replay, t);
-	free(ptx);
-}
-
 int
 main(int argc, char **argv)
 {
@@ -92,7 +70,7 @@ main(int argc, char **argv)
 	if ((rc = check_open_sm90(&dev, t.seed)) != 0)
 		return rc;
 	for (size_t i = 0; i < COUNT(configs) && !t.dead; i++)
-		check_config(dev, &t, configs[i]);
+		gpu_check_config(dev, &t, "indexer", &suite, configs[i]);
 	gpu_check_emitted(dev, &suite, root, "indexer", &t);
 	krt_device_close(dev);
 	printf("test_indexer_gpu: %d of %d passed over %d kernels (seed %llu)\n", t.run - t.failed, t.run,

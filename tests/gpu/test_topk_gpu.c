@@ -43,34 +43,6 @@ static const char *const configs[][4] = {
 	{"--topk", "2047"},
 };
 
-static void
-check_config(KrtDevice *dev, GpuTally *t, const char *const *cfg)
-{
-	const char *args[8] = {"--target", "sm_90a"};
-	int n = 2;
-	char replay[256] = "--gen topk", what[128] = "";
-	char *ptx = NULL;
-	size_t len = 0;
-	KgErr kerr = {{0}};
-
-	for (int i = 0; i < 4 && cfg[i]; i++)
-		args[n++] = cfg[i];
-	for (int i = 0; i < n; i++) {
-		snprintf(replay + strlen(replay), sizeof replay - strlen(replay), " %s", args[i]);
-		if (i >= 2)
-			snprintf(what + strlen(what), sizeof what - strlen(what), "%s%s", i > 2 ? " " : "", args[i]);
-	}
-	if (kgen_generate("topk", n, args, &ptx, &len, &kerr)) {
-		printf("FAIL  %s: kgen refuses: %s\n", what, kerr.msg);
-		t->refused++;
-		t->failed++;
-		t->run++;
-		return;
-	}
-	gpu_check_module(dev, &suite, ptx, len, what, replay, t);
-	free(ptx);
-}
-
 int
 main(int argc, char **argv)
 {
@@ -83,7 +55,7 @@ main(int argc, char **argv)
 	if ((rc = check_open_sm90(&dev, t.seed)) != 0)
 		return rc;
 	for (size_t i = 0; i < COUNT(configs) && !t.dead; i++)
-		check_config(dev, &t, configs[i]);
+		gpu_check_config(dev, &t, "topk", &suite, configs[i]);
 	gpu_check_emitted(dev, &suite, root, "topk", &t);
 	krt_device_close(dev);
 	printf("test_topk_gpu: %d of %d passed over %d kernels (seed %llu)\n", t.run - t.failed, t.run, t.modules,

@@ -144,7 +144,10 @@ expect_error "--score=tcgen05: sm_90a scores on the tensor cores with --score wg
 expect_error "--format=fp4: --score tcgen05 takes fp8 keys" indexer --target sm_100a --score tcgen05 --format fp4
 "$kgen" plan indexer --target sm_100a --score tcgen05 | grep -q 'scoring         FP8 tcgen05.mma kind::f8f6f4 M=128 N=64' ||
 	fail "plan indexer --target sm_100a --score tcgen05 lacks the scoring line"
-"$kgen" plan indexer --topk 1024 | grep -q 'top-k           1024: radix select' || fail "plan indexer lacks the top-k line"
+"$kgen" plan indexer --topk 1024 | grep -q 'top-k           1024, fused: each CTA selects the top-1024 of its part' ||
+	fail "plan indexer lacks the top-k line"
+"$kgen" plan indexer --topk 2048 | grep -q 'merge           splits > 1: .* work\[2, batch, s_q, splits\*2048\]; .* rounds of 8192' ||
+	fail "plan indexer lacks the merge line"
 "$kgen" list | grep -q '^indexer' || fail "list lacks the indexer family"
 expect_error "--heads=96: --score wgmma takes at most 64 heads" indexer --score wgmma --heads 96
 expect_error "--format=fp4: --score wgmma takes fp8 keys" indexer --score wgmma --format fp4

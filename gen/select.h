@@ -1,0 +1,76 @@
+/* The radix top-k select every top-k in kgen shares (docs/indexer.md,
+ * "Standalone top-k"): a CTA stages 32-bit
+ * order-preserving keys in shared memory, building the first radix
+ * pass's histogram as it goes, selects the top K by four 8-bit passes
+ * and one placing pass, and hands each selected key to its caller's
+ * place callback; a merge selects over candidates (key, index) in global
+ * memory in rounds. Used by gen/topk.c and gen/indexer.c. */
+#ifndef KGEN_SELECT_H
+#define KGEN_SELECT_H
+
+#include "emit.h"
+
+/* Radix bins and passes (8 bits each over 32-bit keys). */
+enum { SEL_BINS = 256, SEL_PASSES = 4 };
+
+/* What a select reads, set by its kernel. threads >= SEL_BINS (the scan
+ * takes one bin a thread), a multiple of 32. */
+typedef struct Sel {
+	int threads, topk;
+	Reg tid, zero; /* b32: the thread, 0 */
+	Reg keys;      /* shared: where sel_emit_stage stores keys (the merge's window) */
+	Reg hist;      /* shared: histograms of SEL_BINS words, zero before a select counts in them */
+	Reg scan;      /* shared: SEL_BINS / 32 words, the scan's warp totals */
+	Reg state;     /* shared: 16 bytes: prefix, kk and the two placing counters */
+	int batch;     /* sel_emit_stage's loads in flight a thread (their registers); 0: all */
+} Sel;
+
+/* Where a selected key goes: element j of the select's array, its slot
+ * pos in the list (0 .. K-1), its key u. */
+typedef void (*SelPlace)(Emit *e, const void *ctx, Reg j, Reg pos, Reg u);
+
+/* u = the logit's bits in an order where a larger unsigned u is a larger
+ * float: negatives inverted, positives with the sign bit set (m scratch). */
+void sel_emit_key(Emit *e, Reg u, Reg m);
+
+/* A stage's own loads (NULL: contiguous from src): element i, number el
+ * (tid + threads·i), under predicate p (el < count), into v (a logit or a
+ * key) and w (its index). */
+typedef struct SelLoad {
+	void (*load)(Emit *e, const void *ctx, int i, Reg el, Reg p, Reg v, Reg w);
+	const void *ctx;
+} SelLoad;
+
+/* `count` keys at src (global) into shared memory at s->keys, thread tid
+ * taking keys tid + threads·i (i < per), all of its loads issued before
+ * the first store. Logits become keys (sel_emit_key) when `convert`;
+ * candidates are keys already, and come with their indices (isrc, stored
+ * at idx): both written by other CTAs or threads of this launch, so plain
+ * loads, never .nc. With `ld`, its loads instead of src and isrc, and
+ * indices stored at idx. With s->batch, the loads go in batches of that
+ * many, each stored before the next is issued. Histogram `h` counts each key's top byte: pass
+ * 0 of the select. Ends with a CTA barrier. */
+void sel_emit_stage(Emit *e, const Sel *s, Reg src, const Reg *isrc, Reg idx, Reg count, int per, int convert,
+                    int h, const SelLoad *ld);
+
+/* The top-K of `count` (> K) keys at `keys` (shared) by radix select,
+ * histograms h .. h+3 (pass 0's built already when hist0), each selected
+ * key handed to place(ctx, ..). */
+void sel_emit_select(Emit *e, const Sel *s, Reg keys, Reg count, int h, int hist0, SelPlace place, const void *ctx);
+
+/* The merge of parts·K candidates, keys at ck and indices at ci (global),
+ * in rounds over windows of `win` (> K) staged at s->keys (keys, then
+ * indices at keys + 4·win), histograms h .. h+3 (zero). The last round's
+ * list goes through `final`: candidate index x to slot pos (a = 4·pos;
+ * b64 scratch b), under predicate `last`. */
+typedef struct SelMerge {
+	Reg parts, ck, ci;
+	int win, h;
+	void (*final)(Emit *e, const void *ctx, Reg last, Reg a, Reg b, Reg x);
+	const void *ctx;
+	Reg idx, last, nk, ni; /* set by sel_emit_merge: staged indices, the last round, the next round's slots */
+} SelMerge;
+
+void sel_emit_merge(Emit *e, const Sel *s, SelMerge *m);
+
+#endif
