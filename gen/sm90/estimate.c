@@ -66,17 +66,30 @@ fmha(const FmhaCfg *f, Estimate *e)
 		double smem = ((rows + bn) * f->d + 2 * rows * bn + bn * f->dv) * f->esz / H100_SMEM_B_CLK;
 		double chain = (ex2 > soft / H100_ISSUE_CLK ? ex2 : soft / H100_ISSUE_CLK) +
 		               128.0 * (f->dv / 4 + LOOP_ISSUE_PER_THREAD) / H100_ISSUE_CLK + H100_HANDOFF_CLK;
-		snprintf(e->tile, sizeof e->tile, "KV tile of %d keys against 64 query rows (split O)", f->bn);
+		double need = H100_LOAD_LAT_CLK + bn * f->d * f->esz / H100_L2_B_CLK, win;
+		snprintf(e->tile, sizeof e->tile, "KV tile of %d keys against 64 query rows (split O%s)", f->bn,
+		         f->s_ahead ? ", S ahead" : "");
 		est_unit(e, "tensor core", s + pv);
 		est_unit(e, "shared memory", smem);
 		est_unit(e, "K/V from L2", load);
-		/* the softmax and P's hand-off: the tensor core waits for them */
-		e->serial_clk = chain;
-		/* one stage: the next K waits for this S, then its latency */
-		if (f->stages == 1) {
-			double win = chain + pv, need = H100_LOAD_LAT_CLK + bn * f->d * f->esz / H100_L2_B_CLK;
-			e->serial_clk += need > win ? need - win : 0;
+		if (f->s_ahead) {
+			/* S_{j+1} is issued before P_j's hand-off and the O
+			 * rescale, which run under it; softmax_{j+1} and P_{j+1}'s
+			 * stores run under P_j·V_j. The scores warpgroup's cycle:
+			 * S, the longer of its softmax and P·V, and the wait for
+			 * P·V's completion before the next S issues. */
+			double sm = chain - 128.0 * (f->dv / 4) / H100_ISSUE_CLK;
+			win = (sm > pv ? sm : pv) + H100_WGMMA_LAT_CLK;
+			est_unit(e, "scores warpgroup cycle", s + win);
+			e->serial_clk = 0;
+		} else {
+			/* the softmax and P's hand-off: the tensor core waits for them */
+			e->serial_clk = chain;
+			win = chain + pv;
 		}
+		/* one stage: the next K waits for this S, then its latency */
+		if (f->stages == 1)
+			e->serial_clk += need > win ? need - win : 0;
 		e->masked_clk = rows * bn * MASK_ISSUE_PER_SCORE / H100_ISSUE_CLK;
 		e->fill_clk = H100_CTA_CLK + H100_LOAD_LAT_CLK + (f->q_bytes + kv) / H100_L2_B_CLK + s;
 		e->drain_clk = pv + H100_WGMMA_LAT_CLK + rows * f->dv * f->esz / H100_STORE_B_CLK;
