@@ -40,6 +40,8 @@ static const ParamSpec fmha_params[] = {
 	 "query heads of one KV head packed into a Q tile's rows (decode, MQA: fills the tile when seqlen-q is short)", NULL},
 	{"exp2-fma", PK_INT, P(exp2_fma), NULL, -1, 8, 1, "-1",
 	 "of every 8 softmax exponentials, how many an FMA-pipe polynomial computes instead of MUFU ex2 (-1: by target and head-dim)", NULL},
+	{"s-ahead", PK_INT, P(s_ahead), NULL, -1, 1, 1, "-1",
+	 "split O (head-dim 512): 1 issues S_j before P_{j-1}'s hand-off, 0 after it (-1: 1; docs/estimate.md)", "target=sm_90a"},
 	{"dtype", PK_DTYPE, P(dtype), "bf16,fp16", 0, 0, 0, "bf16", "Q, K, V, O element type", NULL},
 };
 
@@ -130,6 +132,8 @@ fmha_configure(FmhaCfg *f, const FmhaParams *p, KgErr *err)
 			buf_printf(&n, "_pk%d", f->pack);
 		if (f->e2f)
 			buf_printf(&n, "_e%d", f->e2f);
+		if (f->split && !f->s_ahead)
+			buf_printf(&n, "_sa0");
 		buf_printf(&n, "%s%s_m%dn%d_s%d_%s", f->lse ? "_lse" : "", f->pair ? "_pair" : "", f->bm, f->bn,
 		           f->stages, f->t->tag);
 		snprintf(f->name, sizeof f->name, "%s", n.p ? n.p : "fmha");

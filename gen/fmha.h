@@ -43,6 +43,7 @@ typedef struct FmhaParams {
 	int tile_m, tile_n, stages;
 	int pack_heads;            /* query heads per Q tile (1: one head per CTA) */
 	int exp2_fma;              /* of every 8 exponentials, how many op_exp2_fma computes (-1: by target) */
+	int s_ahead;               /* sm_90a split O: S_j before P_{j-1}'s hand-off (-1: by target) */
 	int dtype;
 } FmhaParams;
 

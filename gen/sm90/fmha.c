@@ -29,7 +29,12 @@ sm90_fmha_tiles(FmhaCfg *f, const FmhaParams *p, KgErr *err)
 	 * warpgroups share 64 query rows, one computing S and P, both
 	 * accumulating half of O's columns (the split-O plan). */
 	f->split = f->d > 256 || f->dv > 256;
-	f->s_ahead = f->split;
+	/* S ahead unless asked for the hand-off-first order (docs/estimate.md,
+	 * "Split O with S ahead": never slower in the estimate) */
+	if (p->s_ahead == 1 && !f->split)
+		return kg_fail(err, "--s-ahead=1 with --head-dim=%d --head-dim-v=%d: S ahead is an order of the split-O plan, for head dims above 256",
+		               f->d, f->dv);
+	f->s_ahead = f->split && p->s_ahead != 0;
 	if (p->tile_m == 256)
 		return kg_fail(err, "--tile-m=256: sm_90a fmha runs one to three 64-row warpgroups per CTA; use 64, 128 or 192");
 	/* Three warpgroups (192 rows) where a consumer's S, O and P fit the
