@@ -393,8 +393,9 @@ emit_output_wg(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Reg zero, KgErr *er
 	/* With K=V one tile, P_j was published after the scores warpgroup
 	 * waited for that tile's full barrier: the acquire of P full orders
 	 * this warpgroup after the tile's arrival (causality is transitive), so
-	 * only a separate V needs its own wait. */
-	if (!f->kv_shared) {
+	 * only a separate V needs its own wait, and with S ahead not even that:
+	 * the scores warpgroup hands P_j on after its wait for V_j. */
+	if (!f->kv_shared && !f->s_ahead) {
 		emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n", c.bar.s, c.stage.s, c.vbar0.s);
 		if (op_mbar_wait(e, err, c.bar, c.phase.s) < 0)
 			return -1;
