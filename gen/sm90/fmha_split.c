@@ -57,9 +57,13 @@ fmha90_split_plan(FmhaCfg *f, KgErr *err)
 		f->b_kfree = f->b_vfree = plan_barrier(p, "K=V free", f->stages, 8, 0,
 		                                       "lane 0 of the 8 consumer warps after their P·V");
 	} else {
-		f->b_kfree = plan_barrier(p, "K free", f->stages, 4, 0, "lane 0 of the 4 scores warps after S");
-		f->b_vfree = plan_barrier(p, "V free", f->stages, 8, 0,
-		                          "lane 0 of the 8 consumer warps after their P·V");
+		/* mcast: both CTAs' consumers free a stage the peer refills too */
+		f->b_kfree = plan_barrier(p, "K free", f->stages, 4 << f->mcast, 0,
+		                          f->mcast ? "lane 0 of the 4 scores warps of both CTAs after S"
+		                                   : "lane 0 of the 4 scores warps after S");
+		f->b_vfree = plan_barrier(p, "V free", f->stages, 8 << f->mcast, 0,
+		                          f->mcast ? "lane 0 of the 8 consumer warps of both CTAs after their P·V"
+		                                   : "lane 0 of the 8 consumer warps after their P·V");
 	}
 	f->b_pfull = plan_barrier(p, "P full", PBUFS, 128, 0,
 	                          "every scores thread after its P stores and proxy fence");
@@ -145,14 +149,15 @@ split_pv_issue(Emit *e, const FmhaCfg *f, Consumer *c, Split *s, Reg pbuf, Reg s
 	sm90_wgmma_commit(e);
 }
 
-/* After its P·V: the V (or K=V) slot; the P buffer with it (see the plan). */
+/* After its P·V: the V (or K=V) slot; the P buffer with it (see the plan).
+ * The slot is of tile c->j - prev. */
 static void
-split_release(Emit *e, const FmhaCfg *f, Consumer *c, Split *s, Reg pbuf, Reg stage)
+split_release(Emit *e, const FmhaCfg *f, Consumer *c, Split *s, Reg pbuf, Reg stage, int prev)
 {
 	(void)s;
 	(void)pbuf;
 	emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n", c->bar.s, stage.s, c->vfree0.s);
-	op_mbar_arrive(e, c->bar, c->guard0);
+	fmha90_free(e, f, c, prev);
 }
 
 /* Stages P_j (the exp'd S registers) as bf16 in the 128B-swizzled K-major
@@ -260,7 +265,7 @@ split_ahead_loop(Emit *e, KgErr *err, const FmhaCfg *f, const FmhaRegs *r, Consu
 	if (split_store(e, err, f, c, s) < 0)
 		return -1;
 	sm90_wgmma_wait(e, 0);
-	split_release(e, f, c, s, s->ppb, c->pstage);
+	split_release(e, f, c, s, s->ppb, c->pstage, 1);
 	fmha90_advance(e, f, c);
 	split_advance_p(e, s);
 	emitf(e, "\tsetp.lt.u32 %s, %s, %s;\n\t@%s bra %s;\n", c->p.s, c->j.s, endr.s, c->p.s, loop);
@@ -286,7 +291,7 @@ split_scores_loop(Emit *e, KgErr *err, const FmhaCfg *f, const FmhaRegs *r, Cons
 		fmha90_mask(e, f, r, c);
 	fmha90_softmax_exp(e, f, c);
 	sm90_wgmma_wait(e, 0);
-	split_release(e, f, c, s, s->ppb, c->pstage);
+	split_release(e, f, c, s, s->ppb, c->pstage, 1);
 	fmha90_softmax_rescale(e, f, c, 0);
 	if (split_publish(e, err, f, c, s) < 0)
 		return -1;
@@ -355,7 +360,7 @@ emit_scores_wg(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Reg zero, KgErr *er
 	sm90_wgmma_fence(e);
 	split_pv_issue(e, f, &c, &s, s.ppb, c.pstage);
 	sm90_wgmma_wait(e, 0);
-	split_release(e, f, &c, &s, s.ppb, c.pstage);
+	split_release(e, f, &c, &s, s.ppb, c.pstage, 1);
 	emit_label(e, none);
 	fmha90_epilogue(e, f, r, &c, err);
 	return f->finish ? f->finish(e, f, r, err) : 0;
@@ -403,7 +408,7 @@ emit_output_wg(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Reg zero, KgErr *er
 	sm90_wgmma_fence(e);
 	split_pv_issue(e, f, &c, &s, s.pb, c.stage);
 	sm90_wgmma_wait(e, 0);
-	split_release(e, f, &c, &s, s.pb, c.stage);
+	split_release(e, f, &c, &s, s.pb, c.stage, 0);
 	fmha90_advance(e, f, &c);
 	split_advance_p(e, &s);
 	emitf(e, "\tsetp.lt.u32 %s, %s, %s;\n\t@%s bra %s;\n", c.p.s, c.j.s, r->n_total.s, c.p.s, loop);
