@@ -41,9 +41,9 @@ static const ParamSpec fmha_params[] = {
 	{"exp2-fma", PK_INT, P(exp2_fma), NULL, -1, 8, 1, "-1",
 	 "of every 8 softmax exponentials, how many an FMA-pipe polynomial computes instead of MUFU ex2 (-1: by target and head-dim)", NULL},
 	{"s-ahead", PK_INT, P(s_ahead), NULL, -1, 1, 1, "-1",
-	 "split O (head-dim 512): 1 issues S_j before P_{j-1}'s hand-off, 0 after it (-1: 1; docs/estimate.md)", "target=sm_90a"},
+	 "split O (head-dim 512): 1 issues S_j before P_{j-1}'s hand-off, 0 after it (-1: 0, measured faster; docs/estimate.md)", "target=sm_90a"},
 	{"kv-multicast", PK_INT, P(kv_multicast), NULL, -1, 1, 1, "-1",
-	 "split O with separate K and V (head-dim 512): 1 pairs adjacent 64-row CTAs in a cluster, each loading half of every K/V tile for both (-1: 1; docs/estimate.md)", "target=sm_90a"},
+	 "split O with separate K and V (head-dim 512): 1 pairs adjacent 64-row CTAs in a cluster, each loading half of every K/V tile for both (-1: 0 until measured; docs/estimate.md)", "target=sm_90a"},
 	{"dtype", PK_DTYPE, P(dtype), "bf16,fp16", 0, 0, 0, "bf16", "Q, K, V, O element type", NULL},
 };
 
@@ -134,8 +134,8 @@ fmha_configure(FmhaCfg *f, const FmhaParams *p, KgErr *err)
 			buf_printf(&n, "_pk%d", f->pack);
 		if (f->e2f)
 			buf_printf(&n, "_e%d", f->e2f);
-		if (f->split && !f->s_ahead)
-			buf_printf(&n, "_sa0");
+		if (f->s_ahead)
+			buf_printf(&n, "_sa");
 		if (f->mcast)
 			buf_printf(&n, "_mc");
 		buf_printf(&n, "%s%s_m%dn%d_s%d_%s", f->lse ? "_lse" : "", f->pair ? "_pair" : "", f->bm, f->bn,

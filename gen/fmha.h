@@ -62,9 +62,9 @@ typedef struct FmhaCfg {
 	int ohalves;               /* 2: each CTA of a pair computes half of O's columns */
 	int dvc;                   /* O (and V) columns one CTA computes: dv / ohalves */
 	int split;                 /* split-O plan: two warpgroups share 64 rows, O halved by columns */
-	/* split O, fmha: the scores warpgroup issues S_j before it hands P_{j-1}
-	 * on and rescales its O, so P_{j-1}·V_{j-1} runs under softmax_j
-	 * (gen/sm90/fmha_split.c); 0 (decode): the hand-off first */
+	/* split O, --s-ahead 1: the scores warpgroup issues S_j before it
+	 * hands P_{j-1} on and rescales its O (gen/sm90/fmha_split.c;
+	 * measured slower); 0 (default, decode): the hand-off first */
 	int s_ahead;
 	/* sm_100a pair64: a cluster of 2 CTAs issuing M = 128 cta_group::2
 	 * MMAs (docs/hardware.md, "Accumulator layout of the CTA pair"): rank

@@ -29,12 +29,12 @@ sm90_fmha_tiles(FmhaCfg *f, const FmhaParams *p, KgErr *err)
 	 * warpgroups share 64 query rows, one computing S and P, both
 	 * accumulating half of O's columns (the split-O plan). */
 	f->split = f->d > 256 || f->dv > 256;
-	/* S ahead unless asked for the hand-off-first order (docs/estimate.md,
-	 * "Split O with S ahead": never slower in the estimate) */
+	/* the hand-off first unless asked for S ahead, which the H100
+	 * measured slower (docs/estimate.md, "Split O with S ahead") */
 	if (p->s_ahead == 1 && !f->split)
 		return kg_fail(err, "--s-ahead=1 with --head-dim=%d --head-dim-v=%d: S ahead is an order of the split-O plan, for head dims above 256",
 		               f->d, f->dv);
-	f->s_ahead = f->split && p->s_ahead != 0;
+	f->s_ahead = f->split && p->s_ahead == 1;
 	/* K/V multicast in a cluster of 2 (docs/estimate.md, "K/V multicast"):
 	 * split O with separate K and V, one head per row block, no window
 	 * (both CTAs visit the tiles of their 128 rows) */
@@ -42,7 +42,8 @@ sm90_fmha_tiles(FmhaCfg *f, const FmhaParams *p, KgErr *err)
 		int can = f->split && !f->kv_shared && f->mask != MASK_WINDOW && p->pack_heads == 1;
 		if (p->kv_multicast == 1 && !can)
 			return kg_fail(err, "--kv-multicast=1: multicast pairs split-O CTAs (head-dim above 256) with separate K and V, --pack-heads 1 and no window");
-		f->mcast = can && p->kv_multicast != 0;
+		/* opt-in until an H100 run has timed it (docs/estimate.md) */
+		f->mcast = can && p->kv_multicast == 1;
 	}
 	if (p->tile_m == 256)
 		return kg_fail(err, "--tile-m=256: sm_90a fmha runs one to three 64-row warpgroups per CTA; use 64, 128 or 192");

@@ -226,11 +226,12 @@ split_wait_pv(Emit *e, KgErr *err, const FmhaCfg *f, Consumer *c)
 	return op_mbar_wait(e, err, c->bar, c->pphase.s);
 }
 
-/* S ahead (f->s_ahead), tile j: S_j is issued first, then P_{j-1} is
- * handed on and this warpgroup's O rescaled by corr_{j-1} for its
- * P_{j-1}·V_{j-1}, so the tensor core runs S_j and, while softmax_j
- * runs, both warpgroups' P_{j-1}·V_{j-1} (docs/estimate.md, "Split O with
- * S ahead"). P_j and corr_j are stored and fenced here and handed on at
+/* S ahead (f->s_ahead, --s-ahead 1), tile j: S_j is issued first, then
+ * P_{j-1} is handed on and this warpgroup's O rescaled by corr_{j-1} for
+ * its P_{j-1}·V_{j-1}. Meant to run softmax_j under P_{j-1}·V_{j-1}, but
+ * the warpgroups' wgmmas share the tensor core, so S_j completes with
+ * them: the H100 measured it slower than the hand-off first
+ * (docs/estimate.md, "Split O with S ahead"). P_j and corr_j are stored and fenced here and handed on at
  * tile j+1 (or the tail). The P double buffer's rule holds as in the
  * hand-off-first order: P_j overwrites P_{j-2}'s buffer after this
  * warpgroup waited for K_j (K=V: its slot freed by both warpgroups'
