@@ -157,6 +157,7 @@ op_tma_load_mcast(Emit *e, KgErr *err, Reg dst, Reg tmap, const Reg *c, int n, R
 	for (int i = 0; i < n; i++)
 		snprintf(coords + strlen(coords), sizeof coords - strlen(coords), "%s%s", i ? ", " : "",
 		         c[i].s);
+	emit_need_ptx(e, 80);
 	emitf(e, "\tcp.async.bulk.tensor.%dd.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
 	      ".multicast::cluster [%s], [%s, {%s}], [%s], %s;\n", n, dst.s, tmap.s, coords, bar.s, mask.s);
 	return 0;
