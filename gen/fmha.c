@@ -40,6 +40,10 @@ static const ParamSpec fmha_params[] = {
 	 "query heads of one KV head packed into a Q tile's rows (decode, MQA: fills the tile when seqlen-q is short)", NULL},
 	{"exp2-fma", PK_INT, P(exp2_fma), NULL, -1, 8, 1, "-1",
 	 "of every 8 softmax exponentials, how many an FMA-pipe polynomial computes instead of MUFU ex2 (-1: by target and head-dim)", NULL},
+	{"s-ahead", PK_INT, P(s_ahead), NULL, -1, 1, 1, "-1",
+	 "split O (head-dim 512): 1 issues S_j before P_{j-1}'s hand-off, 0 after it (-1: 0, measured faster; docs/estimate.md)", "target=sm_90a"},
+	{"kv-multicast", PK_INT, P(kv_multicast), NULL, -1, 1, 1, "-1",
+	 "split O with separate K and V (head-dim 512): 1 pairs adjacent 64-row CTAs in a cluster, each loading half of every K/V tile for both (-1: 0 until measured; docs/estimate.md)", "target=sm_90a"},
 	{"dtype", PK_DTYPE, P(dtype), "bf16,fp16", 0, 0, 0, "bf16", "Q, K, V, O element type", NULL},
 };
 
@@ -110,7 +114,7 @@ fmha_configure(FmhaCfg *f, const FmhaParams *p, KgErr *err)
 		               f->pack, f->q_rows, f->q_rows);
 	f->htiles = f->pack > 1 ? f->qblocks : 1;
 	f->hcta = f->pack * f->htiles;
-	f->rows = f->qblocks / f->htiles * (f->q_rows / f->pack) * (1 + f->pair);
+	f->rows = f->qblocks / f->htiles * (f->q_rows / f->pack) * (1 + f->pair + f->mcast);
 	if (f->group % f->hcta)
 		return kg_fail(err, "--pack-heads=%d with %d Q tile%s per CTA: the CTA's %d query heads must share one KV head, so %d must divide the group of %d (heads-q/heads-kv)",
 		               f->pack, f->qblocks, f->qblocks > 1 ? "s" : "", f->hcta, f->hcta, f->group);
@@ -130,6 +134,10 @@ fmha_configure(FmhaCfg *f, const FmhaParams *p, KgErr *err)
 			buf_printf(&n, "_pk%d", f->pack);
 		if (f->e2f)
 			buf_printf(&n, "_e%d", f->e2f);
+		if (f->s_ahead)
+			buf_printf(&n, "_sa");
+		if (f->mcast)
+			buf_printf(&n, "_mc");
 		buf_printf(&n, "%s%s_m%dn%d_s%d_%s", f->lse ? "_lse" : "", f->pair ? "_pair" : "", f->bm, f->bn,
 		           f->stages, f->t->tag);
 		snprintf(f->name, sizeof f->name, "%s", n.p ? n.p : "fmha");
@@ -166,6 +174,28 @@ emit_tile_loads(Emit *e, KgErr *err, const TileLayout *l, int cols, Reg dst0, Re
 		emitf(e, "\tadd.u32 %s, %s, %u;\n", dst.s, dst0.s, layout_offset(l, 0, 64 * s));
 		if ((group > 1 ? op_tma_load_group(e, err, dst, tmap, c, 3, bar, group)
 		               : op_tma_load(e, err, dst, tmap, c, 3, bar)) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* mcast: this CTA's half of an operand tile's 64-column boxes (rank h:
+ * boxes h·n/2..), each multicast to both CTAs of the cluster at the same
+ * offset, completing on the full barrier at the same offset in each */
+static int
+emit_mcast_loads(Emit *e, KgErr *err, const FmhaRegs *r, const TileLayout *l, int cols, Reg dst0,
+                 Reg tmap, Reg row, Reg bar)
+{
+	Reg x = reg_new(e, RC_B32), dst = reg_new(e, RC_B32), mask = reg_new(e, RC_B16);
+	Reg c[3] = {x, r->hk, row};
+	int half = cols / 2;
+
+	emitf(e, "\tmov.b16 %s, 3;\n", mask.s);
+	for (int s = 0; s < half / 64; s++) {
+		emitf(e, "\tmad.lo.u32 %s, %s, %d, %d;\n", x.s, r->rank.s, half, 64 * s);
+		emitf(e, "\tmad.lo.u32 %s, %s, %u, %s;\n", dst.s, r->rank.s, layout_offset(l, 0, half), dst0.s);
+		emitf(e, "\tadd.u32 %s, %s, %u;\n", dst.s, dst.s, layout_offset(l, 0, 64 * s));
+		if (op_tma_load_mcast(e, err, dst, tmap, c, 3, bar, mask) < 0)
 			return -1;
 	}
 	return 0;
@@ -276,6 +306,11 @@ fmha_emit_producer(Emit *e, const FmhaCfg *f, const FmhaRegs *r, KgErr *err)
 		emitf(e, "\tmad.lo.u32 %s, %s, %d, %s;\n", kr.s, r->rank.s, f->bn / 2, row.s);
 		if (emit_tile_loads(e, err, &f->lk, f->d, kd, r->tk, r->hk, kr, bar, NULL, 2) < 0)
 			return -1;
+	} else if (f->mcast) {
+		/* the whole tile lands here: half from this CTA, half from the peer */
+		op_mbar_arrive_expect_tx(e, bar, f->k_bytes);
+		if (emit_mcast_loads(e, err, r, &f->lk, f->d, kd, r->tk, row, bar) < 0)
+			return -1;
 	} else {
 		op_mbar_arrive_expect_tx(e, bar, f->k_bytes);
 		if (emit_tile_loads(e, err, &f->lk, f->d, kd, r->tk, r->hk, row, bar, NULL, 1) < 0)
@@ -291,6 +326,10 @@ fmha_emit_producer(Emit *e, const FmhaCfg *f, const FmhaRegs *r, KgErr *err)
 		if (f->pair) {
 			op_mbar_arrive_expect_tx_cluster(e, bar, f->v_bytes);
 			if (emit_pair_v_loads(e, err, f, r, vd, row, bar) < 0)
+				return -1;
+		} else if (f->mcast) {
+			op_mbar_arrive_expect_tx(e, bar, f->v_bytes);
+			if (emit_mcast_loads(e, err, r, &f->lv, f->dvc, vd, r->tv, row, bar) < 0)
 				return -1;
 		} else {
 			op_mbar_arrive_expect_tx(e, bar, f->v_bytes);
@@ -434,7 +473,7 @@ emit_prologue(Emit *e, const FmhaCfg *f, FmhaRegs *r, KgErr *err)
 	fmha_regs_new(e, r);
 	if (f->ohalves > 1)
 		r->vcol = reg_new(e, RC_B32);
-	if (f->pair)
+	if (f->pair || f->mcast)
 		r->rank = reg_new(e, RC_B32);
 	r->tq = reg_new(e, RC_B64);
 	r->tk = reg_new(e, RC_B64);
@@ -458,7 +497,7 @@ emit_prologue(Emit *e, const FmhaCfg *f, FmhaRegs *r, KgErr *err)
 		emitf(e, "\tand.b32 %s, %s, 1;\n\tmul.lo.u32 %s, %s, %d;\n\tshr.u32 %s, %s, 1;\n", r->vcol.s,
 		      t.s, r->vcol.s, r->vcol.s, f->dvc, t.s, t.s);
 	}
-	if (f->pair)
+	if (f->pair || f->mcast)
 		/* a cluster of two CTAs adjacent in x per row block of 128 */
 		emitf(e, "\tmov.u32 %s, %%cluster_ctarank;\n\tshr.u32 %s, %s, 1;\n", r->rank.s, t.s, t.s);
 	if (f->mask == MASK_CAUSAL) {
@@ -466,7 +505,7 @@ emit_prologue(Emit *e, const FmhaCfg *f, FmhaRegs *r, KgErr *err)
 		 * so the short ones fill the last wave */
 		Reg n = reg_new(e, RC_B32);
 		emitf(e, "\tmov.u32 %s, %%nctaid.x;\n", n.s);
-		if (f->ohalves > 1 || f->pair)
+		if (f->ohalves > 1 || f->pair || f->mcast)
 			emitf(e, "\tshr.u32 %s, %s, 1;\n", n.s, n.s);
 		emitf(e, "\tsub.u32 %s, %s, 1;\n\tsub.u32 %s, %s, %s;\n", n.s, n.s, t.s, n.s, t.s);
 	}
@@ -482,6 +521,10 @@ emit_prologue(Emit *e, const FmhaCfg *f, FmhaRegs *r, KgErr *err)
 		emitf(e, "\tld.global.nc.u32 %s, [%s];\n", r->total_q.s, a.s);
 	}
 	emit_tile_counts(e, f, r);
+	/* mcast: both CTAs visit the tiles of the cluster's 128 rows (every
+	 * load feeds both); each then takes its own 64 */
+	if (f->mcast)
+		emitf(e, "\tmad.lo.u32 %s, %s, %d, %s;\n", r->m0.s, r->rank.s, f->q_rows, r->m0.s);
 	emitf(e, "\tmov.u32 %s, kg_smem;\n\tadd.u32 %s, %s, 1023;\n\tand.b32 %s, %s, -1024;\n", raw.s,
 	      r->base.s, raw.s, r->base.s, r->base.s);
 	op_param_addr(e, r->tq, "p_Q");
@@ -495,9 +538,10 @@ emit_prologue(Emit *e, const FmhaCfg *f, FmhaRegs *r, KgErr *err)
 	op_init_barriers(e, &f->plan, r->base, r->tid, "fmha.barrier_init");
 	if (f->t->fmha->setup && f->t->fmha->setup(e, f, r, err) < 0)
 		return -1;
-	if (f->pair)
+	if (f->pair || f->mcast)
 		/* the peer uses rank 0's barriers and both share the TMEM
-		 * columns: inits and allocation published cluster-wide (PTX ISA
+		 * columns (mcast: the peer's loads and arrivals reach this CTA's
+		 * barriers): inits and allocation published cluster-wide (PTX ISA
 		 * §9.7.13.2) */
 		op_cluster_sync(e);
 	else
@@ -520,10 +564,10 @@ fmha_abi(const FmhaCfg *f, const char *args, KernelAbi *k)
 	k->threads = f->plan.threads;
 	k->min_ctas = 1;
 	k->cluster[0] = k->cluster[1] = k->cluster[2] = 1;
-	k->cluster[0] += f->pair;
+	k->cluster[0] += f->pair + f->mcast;
 	k->smem = f->plan.smem_request;
 	snprintf(k->grid[0], sizeof k->grid[0], "cdiv(max_seqlen_q,%d)%s", f->rows,
-	         f->ohalves > 1 || f->pair ? "*2" : "");
+	         f->ohalves > 1 || f->pair || f->mcast ? "*2" : "");
 	snprintf(k->grid[1], sizeof k->grid[1], "%d", f->hq / f->hcta);
 	snprintf(k->grid[2], sizeof k->grid[2], "batch");
 	for (int i = 0; i < (f->kv_shared ? 2 : 3); i++) {

@@ -43,6 +43,8 @@ typedef struct FmhaParams {
 	int tile_m, tile_n, stages;
 	int pack_heads;            /* query heads per Q tile (1: one head per CTA) */
 	int exp2_fma;              /* of every 8 exponentials, how many op_exp2_fma computes (-1: by target) */
+	int s_ahead;               /* sm_90a split O: S_j before P_{j-1}'s hand-off (-1: by target) */
+	int kv_multicast;          /* sm_90a split O: K/V tiles multicast in a cluster of 2 (-1: by target) */
 	int dtype;
 } FmhaParams;
 
@@ -60,6 +62,10 @@ typedef struct FmhaCfg {
 	int ohalves;               /* 2: each CTA of a pair computes half of O's columns */
 	int dvc;                   /* O (and V) columns one CTA computes: dv / ohalves */
 	int split;                 /* split-O plan: two warpgroups share 64 rows, O halved by columns */
+	/* split O, --s-ahead 1: the scores warpgroup issues S_j before it
+	 * hands P_{j-1} on and rescales its O (gen/sm90/fmha_split.c;
+	 * measured slower); 0 (default, decode): the hand-off first */
+	int s_ahead;
 	/* sm_100a pair64: a cluster of 2 CTAs issuing M = 128 cta_group::2
 	 * MMAs (docs/hardware.md, "Accumulator layout of the CTA pair"): rank
 	 * h holds query rows 64h..64h+63 of the pair's 128 (q_rows 64, rows
@@ -67,6 +73,12 @@ typedef struct FmhaCfg {
 	 * 256-column chunk of V and O, columns 128h..128h+127 (dvc = dv/2);
 	 * both CTAs' loads complete on rank 0's full barriers */
 	int pair;
+	/* sm_90a split O with separate K and V (gen/sm90/fmha_split.c): a
+	 * cluster of 2 CTAs, rank h taking query rows 64h..64h+63 of the
+	 * cluster's 128 and visiting the KV tiles of all 128; each loads half
+	 * of every K and V tile's 64-column boxes and multicasts them to both,
+	 * and a stage is refilled once both CTAs' consumers freed it */
+	int mcast;
 	int r_xrow, r_xp;          /* pair: row max / sum and P halves handed between lane halves */
 	/* Head packing: a Q tile's rows are q_rows/pack query rows of pack
 	 * heads each, row t = query row t/pack of head t%pack (the order a
@@ -125,7 +137,7 @@ typedef struct FmhaRegs {
 	 * edge); [.., n_full) unmasked; [.., n_total) masked */
 	Reg j0, n_lead, n_full, n_total;
 	Reg vcol;                  /* first V/O column of this CTA (ohalves 2) */
-	Reg rank;                  /* pair: %cluster_ctarank (0 issues the MMAs) */
+	Reg rank;                  /* pair, mcast: %cluster_ctarank (pair: 0 issues the MMAs) */
 	Reg tq, tk, tv;            /* generic addresses of the tensor maps */
 	Reg o, lse;                /* global addresses */
 	/* Optional (decode), unset when .s[0] == 0: the LSE index of head 0

@@ -62,9 +62,10 @@ cta_clk(uint64_t i, void *arg, double *tiles)
 {
 	const Launch *l = arg;
 	const FmhaCfg *f = l->f;
-	int64_t x = (int64_t)(i % l->gx), blocks = (int64_t)l->gx / f->ohalves, t, visited, masked;
+	int64_t per = f->ohalves * (1 + f->mcast); /* CTAs per row block */
+	int64_t x = (int64_t)(i % l->gx), blocks = (int64_t)l->gx / per, t, visited, masked;
 
-	t = x / f->ohalves;
+	t = x / per;
 	/* causal: the prologue launches the longest row block first */
 	if (f->mask == MASK_CAUSAL)
 		t = blocks - 1 - t;
@@ -96,7 +97,7 @@ fmha_estimate(const FmhaCfg *f, uint64_t batch, uint64_t sq, uint64_t sk, Buf *o
 	l.e = &e;
 	l.sq = (int64_t)sq;
 	l.sk = (int64_t)sk;
-	l.gx = (uint64_t)cdiv64((int64_t)sq, f->rows) * (uint64_t)f->ohalves;
+	l.gx = (uint64_t)cdiv64((int64_t)sq, f->rows) * (uint64_t)(f->ohalves * (1 + f->mcast));
 	l.gy = (uint64_t)(f->hq / f->hcta);
 	if (l.gx * l.gy * batch > EST_MAX_CTAS)
 		return kg_fail(err, "--batch=%llu --seqlen-q=%llu: %llu CTAs; the estimate places at most %d, give a smaller shape",

@@ -148,6 +148,21 @@ op_tma_load_multicast(Emit *e, KgErr *err, Reg dst, Reg tmap, const Reg *c, int 
 	return 0;
 }
 
+int
+op_tma_load_mcast(Emit *e, KgErr *err, Reg dst, Reg tmap, const Reg *c, int n, Reg bar, Reg mask)
+{
+	char coords[128] = "";
+
+	(void)err;
+	for (int i = 0; i < n; i++)
+		snprintf(coords + strlen(coords), sizeof coords - strlen(coords), "%s%s", i ? ", " : "",
+		         c[i].s);
+	emit_need_ptx(e, 80);
+	emitf(e, "\tcp.async.bulk.tensor.%dd.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+	      ".multicast::cluster [%s], [%s, {%s}], [%s], %s;\n", n, dst.s, tmap.s, coords, bar.s, mask.s);
+	return 0;
+}
+
 void
 op_cluster_sync(Emit *e)
 {

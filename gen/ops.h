@@ -49,6 +49,10 @@ int op_tma_load_multicast(Emit *e, KgErr *err, Reg dst, Reg tmap, const Reg *c, 
 /* barrier.cluster arrive (release) + wait (acquire): every thread of the
  * cluster, its shared-memory writes and barrier inits published to all. */
 void op_cluster_sync(Emit *e);
+/* sm_90a .multicast::cluster (no cta_group): the box lands at dst in every
+ * CTA of the 16-bit mask and completes on the mbarrier at bar's offset in
+ * each (PTX ISA §9.7.9.26). */
+int op_tma_load_mcast(Emit *e, KgErr *err, Reg dst, Reg tmap, const Reg *c, int n, Reg bar, Reg mask);
 /* pred = true in exactly one active lane of the (converged) warp. */
 void op_elect_one(Emit *e, Reg pred);
 /* bar.sync id, threads with `why` (the barrier's role) in a comment. */

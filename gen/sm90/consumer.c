@@ -110,7 +110,28 @@ fmha90_release_k(Emit *e, const FmhaCfg *f, Consumer *c)
 	if (f->kv_shared)
 		return;
 	emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n", c->bar.s, c->stage.s, c->kfree0.s);
-	op_mbar_arrive(e, c->bar, c->guard0);
+	fmha90_free(e, f, c, 0);
+}
+
+void
+fmha90_free(Emit *e, const FmhaCfg *f, Consumer *c, int prev)
+{
+	Reg t, p;
+	char guard[16];
+
+	if (!f->mcast) {
+		op_mbar_arrive(e, c->bar, c->guard0);
+		return;
+	}
+	t = reg_new(e, RC_B32);
+	p = reg_new(e, RC_PRED);
+	emitf(e, "\tadd.u32 %s, %s, %d;\n\tsetp.lt.u32 %s, %s, %s;\n", t.s, c->j.s, 1 - prev, p.s, t.s,
+	      c->ntot.s);
+	emitf(e, "\tand.pred %s, %s, %s;\n", p.s, p.s, c->lane0.s);
+	snprintf(guard, sizeof guard, "@%s ", p.s);
+	op_mbar_arrive(e, c->bar, guard);
+	emitf(e, "\tmapa.shared::cluster.u32 %s, %s, %s;\n", c->bar.s, c->bar.s, c->peer.s);
+	emitf(e, "\t%smbarrier.arrive.release.cluster.shared::cluster.b64 _, [%s];\n", guard, c->bar.s);
 }
 
 void
@@ -323,6 +344,11 @@ fmha90_consumer_init(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Consumer *cp,
 	c.dv_lo = (uint32_t)dv;
 
 	emit_block(e, "sm90.fmha_consumer");
+	if (f->mcast) {
+		c.peer = reg_new(e, RC_B32);
+		emitf(e, "\txor.b32 %s, %s, 1;\n", c.peer.s, r->rank.s);
+		c.ntot = r->n_total;
+	}
 	c.q0 = op_plan_smem(e, &f->plan, r->base, f->r_q);
 	c.k0 = op_plan_smem(e, &f->plan, r->base, f->r_k);
 	c.v0 = op_plan_smem(e, &f->plan, r->base, f->r_v);

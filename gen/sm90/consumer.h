@@ -25,6 +25,8 @@ typedef struct Consumer {
 	Reg q0, k0, v0, qbar, kbar0, vbar0, kfree0, vfree0, bar;
 	Reg qlo, klo, vlo, dhi, vhi, lo, ad, bd;
 	Reg t, p, lane0;
+	Reg peer;         /* mcast: the other CTA's rank (%cluster_ctarank ^ 1) */
+	Reg ntot;         /* mcast: the prologue's n_total (no peer arrival for the last tile) */
 	Exp2Mix ex;       /* the exponentials, f->e2f of 8 on the FMA pipe */
 	int ocol0, ocols;  /* the O columns this warpgroup holds */
 	int l_from_smem;   /* split O: row sums come from the other warpgroup */
@@ -64,6 +66,13 @@ void fmha90_mask(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Consumer *c);
 void fmha90_softmax_exp(Emit *e, const FmhaCfg *f, Consumer *c);
 void fmha90_softmax_rescale(Emit *e, const FmhaCfg *f, Consumer *c, int pack);
 void fmha90_release_k(Emit *e, const FmhaCfg *f, Consumer *c);
+/* Lane 0 of the warp arrives on the free barrier c->bar names, the slot
+ * of tile c->j - prev; mcast: on the peer CTA's too, and for neither on
+ * the CTA's last tile: no producer waits for that slot, so no arrival can
+ * reach the peer after it exited (its producer waited for every earlier
+ * one before loading the last tile, which its consumers wait for), and no
+ * barrier is left with a phase half arrived. */
+void fmha90_free(Emit *e, const FmhaCfg *f, Consumer *c, int prev);
 void fmha90_advance(Emit *e, const FmhaCfg *f, Consumer *c);
 void fmha90_epilogue(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Consumer *c, KgErr *err);
 

@@ -58,7 +58,8 @@ fmha(const FmhaCfg *f, Estimate *e)
 	double kv = bn * f->d * f->esz + (f->kv_shared ? 0.0 : bn * f->dv * f->esz);
 	double ex2 = rows * (bn * (8 - f->e2f) / 8.0 + 1) / H100_EX2_CLK;
 	double soft = rows * bn * (SOFTMAX_ISSUE_PER_SCORE + EXP2_FMA_EXTRA_ISSUE * f->e2f / 8.0);
-	double load = kv / H100_L2_B_CLK;
+	/* mcast: each CTA of the cluster reads half of every tile from L2 */
+	double from_l2 = kv / (1 + f->mcast), load = from_l2 / H100_L2_B_CLK;
 
 	e->per_sm = per_sm(&f->plan);
 	if (f->split) {
@@ -66,19 +67,34 @@ fmha(const FmhaCfg *f, Estimate *e)
 		double smem = ((rows + bn) * f->d + 2 * rows * bn + bn * f->dv) * f->esz / H100_SMEM_B_CLK;
 		double chain = (ex2 > soft / H100_ISSUE_CLK ? ex2 : soft / H100_ISSUE_CLK) +
 		               128.0 * (f->dv / 4 + LOOP_ISSUE_PER_THREAD) / H100_ISSUE_CLK + H100_HANDOFF_CLK;
-		snprintf(e->tile, sizeof e->tile, "KV tile of %d keys against 64 query rows (split O)", f->bn);
+		double need = H100_LOAD_LAT_CLK + bn * f->d * f->esz / (1 + f->mcast) / H100_L2_B_CLK, win;
+		snprintf(e->tile, sizeof e->tile, "KV tile of %d keys against 64 query rows (split O%s%s)", f->bn,
+		         f->s_ahead ? ", S ahead" : "", f->mcast ? ", K/V multicast to a cluster of 2" : "");
 		est_unit(e, "tensor core", s + pv);
 		est_unit(e, "shared memory", smem);
 		est_unit(e, "K/V from L2", load);
-		/* the softmax and P's hand-off: the tensor core waits for them */
-		e->serial_clk = chain;
-		/* one stage: the next K waits for this S, then its latency */
-		if (f->stages == 1) {
-			double win = chain + pv, need = H100_LOAD_LAT_CLK + bn * f->d * f->esz / H100_L2_B_CLK;
-			e->serial_clk += need > win ? need - win : 0;
+		if (f->s_ahead) {
+			/* S_{j+1} is issued before P_j's hand-off and the O
+			 * rescale. The warpgroups' wgmmas share the tensor core
+			 * rather than queue in issue order, so S_{j+1} completes
+			 * with P_j·V_j, not before it: the softmax and P's stores
+			 * (the chain less the rescale, which runs under S) and the
+			 * wait for P·V's completion follow both, as the H100
+			 * measured (docs/estimate.md, "Split O with S ahead"). */
+			double sm = chain - 128.0 * (f->dv / 4) / H100_ISSUE_CLK;
+			win = sm + H100_WGMMA_LAT_CLK;
+			est_unit(e, "scores warpgroup cycle", s + pv + win);
+			e->serial_clk = 0;
+		} else {
+			/* the softmax and P's hand-off: the tensor core waits for them */
+			e->serial_clk = chain;
+			win = chain + pv;
 		}
+		/* one stage: the next K waits for this S, then its latency */
+		if (f->stages == 1)
+			e->serial_clk += need > win ? need - win : 0;
 		e->masked_clk = rows * bn * MASK_ISSUE_PER_SCORE / H100_ISSUE_CLK;
-		e->fill_clk = H100_CTA_CLK + H100_LOAD_LAT_CLK + (f->q_bytes + kv) / H100_L2_B_CLK + s;
+		e->fill_clk = H100_CTA_CLK + H100_LOAD_LAT_CLK + (f->q_bytes + from_l2) / H100_L2_B_CLK + s;
 		e->drain_clk = pv + H100_WGMMA_LAT_CLK + rows * f->dv * f->esz / H100_STORE_B_CLK;
 		return;
 	}

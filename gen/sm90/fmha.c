@@ -29,6 +29,22 @@ sm90_fmha_tiles(FmhaCfg *f, const FmhaParams *p, KgErr *err)
 	 * warpgroups share 64 query rows, one computing S and P, both
 	 * accumulating half of O's columns (the split-O plan). */
 	f->split = f->d > 256 || f->dv > 256;
+	/* the hand-off first unless asked for S ahead, which the H100
+	 * measured slower (docs/estimate.md, "Split O with S ahead") */
+	if (p->s_ahead == 1 && !f->split)
+		return kg_fail(err, "--s-ahead=1 with --head-dim=%d --head-dim-v=%d: S ahead is an order of the split-O plan, for head dims above 256",
+		               f->d, f->dv);
+	f->s_ahead = f->split && p->s_ahead == 1;
+	/* K/V multicast in a cluster of 2 (docs/estimate.md, "K/V multicast"):
+	 * split O with separate K and V, one head per row block, no window
+	 * (both CTAs visit the tiles of their 128 rows) */
+	{
+		int can = f->split && !f->kv_shared && f->mask != MASK_WINDOW && p->pack_heads == 1;
+		if (p->kv_multicast == 1 && !can)
+			return kg_fail(err, "--kv-multicast=1: multicast pairs split-O CTAs (head-dim above 256) with separate K and V, --pack-heads 1 and no window");
+		/* opt-in until an H100 run has timed it (docs/estimate.md) */
+		f->mcast = can && p->kv_multicast == 1;
+	}
 	if (p->tile_m == 256)
 		return kg_fail(err, "--tile-m=256: sm_90a fmha runs one to three 64-row warpgroups per CTA; use 64, 128 or 192");
 	/* Three warpgroups (192 rows) where a consumer's S, O and P fit the
@@ -309,8 +325,9 @@ static void
 sm90_fmha_describe(const FmhaCfg *f, Buf *text)
 {
 	if (f->split)
-		buf_printf(text, "tiles           split O: one 64-row Q tile per CTA; warpgroup 1 computes S and P (to smem) and O columns 0-%d, warpgroup 2 O columns %d-%d; %d keys per KV tile, %d stages\n",
-		           f->dv / 2 - 1, f->dv / 2, f->dv - 1, f->bn, f->stages);
+		buf_printf(text, "tiles           split O: one 64-row Q tile per CTA; warpgroup 1 computes S and P (to smem) and O columns 0-%d, warpgroup 2 O columns %d-%d; %d keys per KV tile, %d stages%s\n",
+		           f->dv / 2 - 1, f->dv / 2, f->dv - 1, f->bn, f->stages,
+		           f->s_ahead ? "; S_j issued before P_{j-1}'s hand-off (S ahead)" : "");
 	else
 		buf_printf(text, "tiles           %d Q rows per CTA (%d warpgroup%s x 64%s), %d keys per KV tile, %d stages\n",
 		           f->bm, f->wgs, f->wgs > 1 ? "s" : "", f->wgs > 1 ? ", MMA turns in a ring" : "",

@@ -57,9 +57,13 @@ fmha90_split_plan(FmhaCfg *f, KgErr *err)
 		f->b_kfree = f->b_vfree = plan_barrier(p, "K=V free", f->stages, 8, 0,
 		                                       "lane 0 of the 8 consumer warps after their P·V");
 	} else {
-		f->b_kfree = plan_barrier(p, "K free", f->stages, 4, 0, "lane 0 of the 4 scores warps after S");
-		f->b_vfree = plan_barrier(p, "V free", f->stages, 8, 0,
-		                          "lane 0 of the 8 consumer warps after their P·V");
+		/* mcast: both CTAs' consumers free a stage the peer refills too */
+		f->b_kfree = plan_barrier(p, "K free", f->stages, 4 << f->mcast, 0,
+		                          f->mcast ? "lane 0 of the 4 scores warps of both CTAs after S"
+		                                   : "lane 0 of the 4 scores warps after S");
+		f->b_vfree = plan_barrier(p, "V free", f->stages, 8 << f->mcast, 0,
+		                          f->mcast ? "lane 0 of the 8 consumer warps of both CTAs after their P·V"
+		                                   : "lane 0 of the 8 consumer warps after their P·V");
 	}
 	f->b_pfull = plan_barrier(p, "P full", PBUFS, 128, 0,
 	                          "every scores thread after its P stores and proxy fence");
@@ -145,21 +149,23 @@ split_pv_issue(Emit *e, const FmhaCfg *f, Consumer *c, Split *s, Reg pbuf, Reg s
 	sm90_wgmma_commit(e);
 }
 
-/* After its P·V: the V (or K=V) slot; the P buffer with it (see the plan). */
+/* After its P·V: the V (or K=V) slot; the P buffer with it (see the plan).
+ * The slot is of tile c->j - prev. */
 static void
-split_release(Emit *e, const FmhaCfg *f, Consumer *c, Split *s, Reg pbuf, Reg stage)
+split_release(Emit *e, const FmhaCfg *f, Consumer *c, Split *s, Reg pbuf, Reg stage, int prev)
 {
 	(void)s;
 	(void)pbuf;
 	emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n", c->bar.s, stage.s, c->vfree0.s);
-	op_mbar_arrive(e, c->bar, c->guard0);
+	fmha90_free(e, f, c, prev);
 }
 
 /* Stages P_j (the exp'd S registers) as bf16 in the 128B-swizzled K-major
- * layout an SS wgmma reads, and the rescale factors, then publishes them:
- * generic stores read by the async proxy need fence.proxy.async (§5.5). */
+ * layout an SS wgmma reads, and the rescale factors, in buffer pb: generic
+ * stores read by the async proxy need fence.proxy.async (§5.5) before
+ * split_arrive_p publishes them. */
 static int
-split_publish(Emit *e, KgErr *err, const FmhaCfg *f, Consumer *c, Split *s)
+split_store(Emit *e, KgErr *err, const FmhaCfg *f, Consumer *c, Split *s)
 {
 	Reg base[2], a = reg_new(e, RC_B32), pk = reg_new(e, RC_B32);
 	Reg pc = reg_new(e, RC_PRED);
@@ -189,8 +195,82 @@ split_publish(Emit *e, KgErr *err, const FmhaCfg *f, Consumer *c, Split *s)
 		emitf(e, "\t@%s st.shared.f32 [%s], %s;\n", pc.s, a.s, c->corr[k].s);
 	}
 	emitf(e, "\tfence.proxy.async.shared::cta;\n");
-	emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n", c->bar.s, s->pb.s, s->pfull0.s);
+	(void)err;
+	return 0;
+}
+
+/* P full of buffer pbuf: every scores thread's stores are fenced. */
+static void
+split_arrive_p(Emit *e, Consumer *c, Split *s, Reg pbuf)
+{
+	emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n", c->bar.s, pbuf.s, s->pfull0.s);
 	op_mbar_arrive(e, c->bar, NULL);
+}
+
+static int
+split_publish(Emit *e, KgErr *err, const FmhaCfg *f, Consumer *c, Split *s)
+{
+	if (split_store(e, err, f, c, s) < 0)
+		return -1;
+	split_arrive_p(e, c, s, s->pb);
+	return 0;
+}
+
+/* The wait for V_{j-1} (separate V; K=V_j's full barrier covered it) */
+static int
+split_wait_pv(Emit *e, KgErr *err, const FmhaCfg *f, Consumer *c)
+{
+	if (f->kv_shared)
+		return 0;
+	emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n", c->bar.s, c->pstage.s, c->vbar0.s);
+	return op_mbar_wait(e, err, c->bar, c->pphase.s);
+}
+
+/* S ahead (f->s_ahead, --s-ahead 1), tile j: S_j is issued first, then
+ * P_{j-1} is handed on and this warpgroup's O rescaled by corr_{j-1} for
+ * its P_{j-1}·V_{j-1}. Meant to run softmax_j under P_{j-1}·V_{j-1}, but
+ * the warpgroups' wgmmas share the tensor core, so S_j completes with
+ * them: the H100 measured it slower than the hand-off first
+ * (docs/estimate.md, "Split O with S ahead"). P_j and corr_j are stored and fenced here and handed on at
+ * tile j+1 (or the tail). The P double buffer's rule holds as in the
+ * hand-off-first order: P_j overwrites P_{j-2}'s buffer after this
+ * warpgroup waited for K_j (K=V: its slot freed by both warpgroups'
+ * P_{j-2}·V_{j-2}) or, separate V, for V_{j-1} (one slot, freed likewise). */
+static int
+split_ahead_loop(Emit *e, KgErr *err, const FmhaCfg *f, const FmhaRegs *r, Consumer *c, Split *s,
+                 int masked, Reg endr)
+{
+	char loop[48], done[48];
+
+	label_new(e, loop, sizeof loop, masked ? "ahead_masked" : "ahead");
+	label_new(e, done, sizeof done, masked ? "ahead_masked_done" : "ahead_done");
+	emitf(e, "\tsetp.ge.u32 %s, %s, %s;\n\t@%s bra %s;\n", c->p.s, c->j.s, endr.s, c->p.s, done);
+	emit_label(e, loop);
+	emit_block(e, masked ? "sm90.fmha_ahead_tile_masked" : "sm90.fmha_ahead_tile");
+	emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n", c->bar.s, c->stage.s, c->kbar0.s);
+	if (op_mbar_wait(e, err, c->bar, c->phase.s) < 0)
+		return -1;
+	sm90_wgmma_fence(e);
+	fmha90_scores_issue(e, f, c);
+	if (split_wait_pv(e, err, f, c) < 0)
+		return -1;
+	split_arrive_p(e, c, s, s->ppb);
+	fmha90_softmax_rescale(e, f, c, 0);
+	sm90_wgmma_fence(e);
+	split_pv_issue(e, f, c, s, s->ppb, c->pstage);
+	sm90_wgmma_wait(e, 1);
+	fmha90_release_k(e, f, c);
+	if (masked)
+		fmha90_mask(e, f, r, c);
+	fmha90_softmax_exp(e, f, c);
+	if (split_store(e, err, f, c, s) < 0)
+		return -1;
+	sm90_wgmma_wait(e, 0);
+	split_release(e, f, c, s, s->ppb, c->pstage, 1);
+	fmha90_advance(e, f, c);
+	split_advance_p(e, s);
+	emitf(e, "\tsetp.lt.u32 %s, %s, %s;\n\t@%s bra %s;\n", c->p.s, c->j.s, endr.s, c->p.s, loop);
+	emit_label(e, done);
 	return 0;
 }
 
@@ -212,7 +292,7 @@ split_scores_loop(Emit *e, KgErr *err, const FmhaCfg *f, const FmhaRegs *r, Cons
 		fmha90_mask(e, f, r, c);
 	fmha90_softmax_exp(e, f, c);
 	sm90_wgmma_wait(e, 0);
-	split_release(e, f, c, s, s->ppb, c->pstage);
+	split_release(e, f, c, s, s->ppb, c->pstage, 1);
 	fmha90_softmax_rescale(e, f, c, 0);
 	if (split_publish(e, err, f, c, s) < 0)
 		return -1;
@@ -249,26 +329,39 @@ emit_scores_wg(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Reg zero, KgErr *er
 	fmha90_release_k(e, f, &c);
 	fmha90_mask(e, f, r, &c);
 	fmha90_softmax_exp(e, f, &c);
-	fmha90_softmax_rescale(e, f, &c, 0);
-	if (split_publish(e, err, f, &c, &s) < 0)
-		return -1;
+	if (f->s_ahead) {
+		/* P_0 is handed on, and l and O rescaled, at tile 1 or the tail */
+		if (split_store(e, err, f, &c, &s) < 0)
+			return -1;
+	} else {
+		fmha90_softmax_rescale(e, f, &c, 0);
+		if (split_publish(e, err, f, &c, &s) < 0)
+			return -1;
+	}
 	fmha90_advance(e, f, &c);
 	split_advance_p(e, &s);
-	if ((f->mask == MASK_WINDOW && split_scores_loop(e, err, f, r, &c, &s, 1, r->n_lead) < 0) ||
-	    (fmha_has_unmasked_tiles(f) && split_scores_loop(e, err, f, r, &c, &s, 0, r->n_full) < 0) ||
-	    split_scores_loop(e, err, f, r, &c, &s, 1, r->n_total) < 0)
-		return -1;
-	/* the last tile's P·V */
-	emit_block(e, "sm90.fmha_split_tail");
-	if (!f->kv_shared) {
-		emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n", c.bar.s, c.pstage.s, c.vbar0.s);
-		if (op_mbar_wait(e, err, c.bar, c.pphase.s) < 0)
+	if (f->s_ahead) {
+		if ((f->mask == MASK_WINDOW && split_ahead_loop(e, err, f, r, &c, &s, 1, r->n_lead) < 0) ||
+		    (fmha_has_unmasked_tiles(f) && split_ahead_loop(e, err, f, r, &c, &s, 0, r->n_full) < 0) ||
+		    split_ahead_loop(e, err, f, r, &c, &s, 1, r->n_total) < 0)
 			return -1;
+	} else if ((f->mask == MASK_WINDOW && split_scores_loop(e, err, f, r, &c, &s, 1, r->n_lead) < 0) ||
+	           (fmha_has_unmasked_tiles(f) && split_scores_loop(e, err, f, r, &c, &s, 0, r->n_full) < 0) ||
+	           split_scores_loop(e, err, f, r, &c, &s, 1, r->n_total) < 0) {
+		return -1;
+	}
+	/* the last tile's P·V (S ahead: after its hand-off and the rescale) */
+	emit_block(e, "sm90.fmha_split_tail");
+	if (split_wait_pv(e, err, f, &c) < 0)
+		return -1;
+	if (f->s_ahead) {
+		split_arrive_p(e, &c, &s, s.ppb);
+		fmha90_softmax_rescale(e, f, &c, 0);
 	}
 	sm90_wgmma_fence(e);
 	split_pv_issue(e, f, &c, &s, s.ppb, c.pstage);
 	sm90_wgmma_wait(e, 0);
-	split_release(e, f, &c, &s, s.ppb, c.pstage);
+	split_release(e, f, &c, &s, s.ppb, c.pstage, 1);
 	emit_label(e, none);
 	fmha90_epilogue(e, f, r, &c, err);
 	return f->finish ? f->finish(e, f, r, err) : 0;
@@ -306,8 +399,9 @@ emit_output_wg(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Reg zero, KgErr *er
 	/* With K=V one tile, P_j was published after the scores warpgroup
 	 * waited for that tile's full barrier: the acquire of P full orders
 	 * this warpgroup after the tile's arrival (causality is transitive), so
-	 * only a separate V needs its own wait. */
-	if (!f->kv_shared) {
+	 * only a separate V needs its own wait, and with S ahead not even that:
+	 * the scores warpgroup hands P_j on after its wait for V_j. */
+	if (!f->kv_shared && !f->s_ahead) {
 		emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n", c.bar.s, c.stage.s, c.vbar0.s);
 		if (op_mbar_wait(e, err, c.bar, c.phase.s) < 0)
 			return -1;
@@ -315,7 +409,7 @@ emit_output_wg(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Reg zero, KgErr *er
 	sm90_wgmma_fence(e);
 	split_pv_issue(e, f, &c, &s, s.pb, c.stage);
 	sm90_wgmma_wait(e, 0);
-	split_release(e, f, &c, &s, s.pb, c.stage);
+	split_release(e, f, &c, &s, s.pb, c.stage, 0);
 	fmha90_advance(e, f, &c);
 	split_advance_p(e, &s);
 	emitf(e, "\tsetp.lt.u32 %s, %s, %s;\n\t@%s bra %s;\n", c.p.s, c.j.s, r->n_total.s, c.p.s, loop);

@@ -119,6 +119,77 @@ test_fmha(void)
 	free(t);
 }
 
+/* head-dim 512, split O (docs/estimate.md, "Split O with S ahead", "K/V
+ * multicast"): separate K and V with and without multicast, and K=V with
+ * the hand-off first and with S ahead. */
+static void
+test_fmha_split(void)
+{
+	static const char *const mc[] = {"--target", "sm_90a", "--head-dim", "512", "--heads-q", "8",
+	                                 "--heads-kv", "8", "--batch", "1", "--seqlen-q", "256",
+	                                 "--seqlen-k", "256", "--kv-multicast", "1"};
+	static const char *const one[] = {"--target", "sm_90a", "--head-dim", "512", "--heads-q", "8",
+	                                  "--heads-kv", "8", "--batch", "1", "--seqlen-q", "256",
+	                                  "--seqlen-k", "256"};
+	static const char *const kv[] = {"--target", "sm_90a", "--head-dim", "512", "--heads-q", "8",
+	                                 "--heads-kv", "1", "--kv-shared", "1", "--batch", "1",
+	                                 "--seqlen-q", "256", "--seqlen-k", "256"};
+	static const char *const kv_sa[] = {"--target", "sm_90a", "--head-dim", "512", "--heads-q", "8",
+	                                    "--heads-kv", "1", "--kv-shared", "1", "--batch", "1",
+	                                    "--seqlen-q", "256", "--seqlen-k", "256", "--s-ahead", "1"};
+	char *t = plan("fmha", mc, 16);
+
+	if (!t)
+		return;
+	/* Per 64-key tile: S = P·V = 2*64*64*512/4096 = 1024 clk, tensor
+	 * 2048; smem ((64+64)*512 + 2*64*64 + 64*512)*2/128 = 1664; K and V
+	 * 131072 bytes, half of them from L2 per CTA: 1024. The chain: ex2
+	 * 64*65/16 = 260 > issue 64*64*4.5/128 = 144, + O rescale 128 + loop
+	 * 90 + hand-off 400 = 878. One K stage: the next K's load 1500 +
+	 * 32768/64 = 2012 after S, 878 + 1024 of it covered: 878 + 110 = 988
+	 * serial, tile 3036. Fill 500 + 1500 + (65536 + 65536)/64 + 1024 =
+	 * 5072; drain 1024 + 260 + 64*512*2/16 = 5380. 2 clusters x 2 CTAs x
+	 * 8 heads = 32 CTAs, each 4 tiles (the first masked, +96): 5072 +
+	 * 5380 + 4*3036 + 96 = 22692 clk. */
+	CHECK(field(t, "tensor core ") == 2048, "tensor %g", field(t, "tensor core "));
+	CHECK(field(t, ", shared memory ") == 1664, "smem %g", field(t, ", shared memory "));
+	CHECK(field(t, "K/V from L2 ") == 1024, "K/V %g", field(t, "K/V from L2 "));
+	CHECK(field(t, "bound: tensor core; ") == 3036, "tile %g", field(t, "bound: tensor core; "));
+	CHECK(field(t, "clk per tile (") == 988, "serial %g", field(t, "clk per tile ("));
+	CHECK(field(t, "fill ") == 5072, "fill %g", field(t, "fill "));
+	CHECK(field(t, "drain ") == 5380, "drain %g", field(t, "drain "));
+	CHECK(field(t, "launch          ") == 32, "CTAs %g", field(t, "launch          "));
+	CHECK(fabs(field(t, "last SM done at ") - 22692) <= 1, "makespan %g", field(t, "last SM done at "));
+	free(t);
+	t = plan("fmha", one, 14);
+	if (!t)
+		return;
+	/* unclustered: all 131072 bytes from L2 (2048 clk), the next K's load
+	 * 1500 + 1024 = 2524, 622 beyond 1902: 1500 serial, 3548 per tile
+	 * (H100: 3568); fill 6096 */
+	CHECK(field(t, "K/V from L2 ") == 2048, "K/V %g", field(t, "K/V from L2 "));
+	CHECK(field(t, "clk per tile (") == 1500, "serial %g", field(t, "clk per tile ("));
+	CHECK(field(t, "fill ") == 6096, "fill %g", field(t, "fill "));
+	CHECK(fabs(field(t, "last SM done at ") - (6096 + 5380 + 4 * 3548 + 96)) <= 1, "makespan %g",
+	      field(t, "last SM done at "));
+	free(t);
+	t = plan("fmha", kv, 16);
+	if (!t)
+		return;
+	/* K=V in two stages: no load waits, the chain follows the MMAs */
+	CHECK(field(t, "K/V from L2 ") == 1024, "K=V %g", field(t, "K/V from L2 "));
+	CHECK(field(t, "bound: tensor core; ") == 2926, "K=V tile %g", field(t, "bound: tensor core; "));
+	free(t);
+	t = plan("fmha", kv_sa, 18);
+	if (!t)
+		return;
+	/* S ahead: S completes with P·V (2048), then the chain less the
+	 * rescale (750) and P·V's completion (260): 3058 */
+	CHECK(field(t, "bound: scores warpgroup cycle; ") == 3058, "S ahead %g",
+	      field(t, "bound: scores warpgroup cycle; "));
+	free(t);
+}
+
 static void
 test_gemm(void)
 {
@@ -202,6 +273,7 @@ main(void)
 	test_overlap();
 	test_schedule();
 	test_fmha();
+	test_fmha_split();
 	test_gemm();
 	test_gemm_b200();
 	test_bad_shape();
