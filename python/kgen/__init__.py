@@ -5,7 +5,7 @@ CUDA tensors run on their GPU (sm_90a or sm_100a kernels, chosen by the
 device); CPU tensors and NumPy arrays run on kgen's emulator (sm_100a by
 default, target="sm_90a" for the Hopper kernels). See README.md."""
 
-from . import _attention, _cache, _decode, _gemm
+from . import _attention, _cache, _decode, _gemm, _merge, _topk
 from ._fp8v4 import dequantize_kv_cache, quantize_kv_cache
 from ._cache import cache_dir, stats as cache_stats
 from ._native import KrtError, gpu_present
@@ -19,7 +19,7 @@ if torch_module() is not None:
 
 __version__ = _cache.VERSION
 __all__ = ["attention", "gemm", "sparse_decode", "quantize_kv_cache", "dequantize_kv_cache",
-           "cache_dir", "cache_stats", "KrtError", "gpu_present"]
+           "topk", "merge_attn_states", "cache_dir", "cache_stats", "KrtError", "gpu_present"]
 
 
 def _compiling():
@@ -215,3 +215,59 @@ def _traced_sparse_decode(q, k_cache, kw):
         kw["out"].copy_(o)
         o = kw["out"]
     return o, lse
+
+
+def _traced(name, *args):
+    from ._ops import ops
+
+    return ops()[name](*args)
+
+
+def topk(logits, k, *, out=None, target=None):
+    """The indices of the k largest values of each row of logits, as
+    DeepSeek's indexer top-k (docs/ABI.md "topk"): logits float32 [rows, n],
+    contiguous, rows 1 .. 65535, n >= 1; k 1 .. 2048. Returns int32
+    [rows, k]: with n <= k, 0 .. n-1 in order then -1; otherwise the k
+    indices of the largest logits in no particular order (any of equal
+    values at the k-th place; -0 ranks below +0; NaN gives an unspecified
+    list). The same kernel serves both targets."""
+    if is_torch(logits) and _compiling():
+        r = _traced("topk", logits, int(k), target or "")
+        if out is not None:
+            out.copy_(r)
+            r = out
+        return r
+    return _topk.run(_topk.plan(logits, k, out=out, target=target))
+
+
+def merge_attn_states(outs, lses, sink=None, *, maxes=None, out=None, target=None):
+    """One softmax over the keys of several partial attention results of
+    the same queries (docs/ABI.md "decode_merge"): e.g. kgen.sparse_decode
+    over the compressed source and over the SWA window, merged.
+
+    outs: float32 [parts, batch, s_q, heads, 512], or a sequence of parts
+    [batch, s_q, heads, 512] (bfloat16 or float32, stacked as float32);
+    lses: float32 [parts, batch, heads, s_q] (or a sequence of [batch,
+    heads, s_q]), natural-log LSE of each part. heads 1 .. 128. maxes:
+    the parts' row maxima when outs are unnormalized (decode
+    --unnormalized 1); None for normalized outputs (maxes = lses). sink:
+    float32 [heads]: exp(sink) joins the denominator once. Returns (out
+    bfloat16 [batch, s_q, heads, 512], lse float32 [batch, heads, s_q]):
+    lse = log(exp(sink) + sum_p exp(lse_p)); a part with lse_p = -inf
+    weighs 0; no key anywhere gives out = 0, lse = -inf (or the sink).
+    NumPy outputs are ml_dtypes.bfloat16 where installed, else uint16
+    bit patterns."""
+    first = outs[0] if isinstance(outs, (list, tuple)) and outs else outs
+    if is_torch(first) and _compiling():
+        torch = torch_module()
+
+        def stack(xs):  # while tracing: the op's own checks name a bad part
+            return torch.stack([x.float() for x in xs]) if isinstance(xs, (list, tuple)) else xs
+
+        m = None if maxes is None else stack(maxes)
+        r, lse = _traced("merge_attn_states", stack(outs), stack(lses), sink, m, target or "")
+        if out is not None:
+            out.copy_(r)
+            r = out
+        return r, lse
+    return _merge.run(_merge.plan(outs, lses, sink=sink, maxes=maxes, out=out, target=target))

@@ -1,4 +1,5 @@
-"""The PyTorch operators kgen::attention, kgen::gemm and kgen::sparse_decode
+"""The PyTorch operators kgen::attention, kgen::gemm, kgen::sparse_decode,
+kgen::topk and kgen::merge_attn_states
 (torch.library.custom_op) with fake implementations, so torch.compile
 (fullgraph=True) traces calls and CUDA graphs capture them. Registered when
 kgen is imported with torch installed (registration inside a traced
@@ -8,7 +9,7 @@ A new family adds its operator here beside these (its eager function
 in its own module, a custom_op wrapping it, a fake that allocates the
 outputs from the shapes alone)."""
 
-from . import _attention, _decode, _gemm
+from . import _attention, _decode, _gemm, _merge, _topk
 
 _ops = None
 
@@ -94,4 +95,26 @@ def _register():
         return (q.new_empty((b, sq, hq, _decode.D_V)),
                 q.new_empty((b, hq, sq), dtype=torch.float32))
 
-    return {"attention": attention, "gemm": gemm, "sparse_decode": sparse_decode}
+    @torch.library.custom_op("kgen::topk", mutates_args=())
+    def topk(logits: torch.Tensor, k: int, target: str) -> torch.Tensor:
+        return _topk.run(_topk.plan(logits, k, target=target or None))
+
+    @topk.register_fake
+    def _(logits, k, target):
+        return logits.new_empty((logits.shape[0], k), dtype=torch.int32)
+
+    @torch.library.custom_op("kgen::merge_attn_states", mutates_args=())
+    def merge_attn_states(outs: torch.Tensor, lses: torch.Tensor, sink: torch.Tensor | None,
+                          maxes: torch.Tensor | None,
+                          target: str) -> tuple[torch.Tensor, torch.Tensor]:
+        return _merge.run(_merge.plan(outs, lses, sink=sink, maxes=maxes,
+                                      target=target or None))
+
+    @merge_attn_states.register_fake
+    def _(outs, lses, sink, maxes, target):
+        _, b, sq, h, d = outs.shape
+        return (outs.new_empty((b, sq, h, d), dtype=torch.bfloat16),
+                outs.new_empty((b, h, sq), dtype=torch.float32))
+
+    return {"attention": attention, "gemm": gemm, "sparse_decode": sparse_decode,
+            "topk": topk, "merge_attn_states": merge_attn_states}

@@ -117,3 +117,44 @@ def sparse_decode(q, sources, scale, sink=None):
             o[i, s] = (p[:, :k.shape[0]] @ k) / l[:, None]
             lse[i, :, s] = m[:, 0] + np.log(l)
     return o, lse
+
+
+# ---- topk, decode_merge (docs/ABI.md "topk", "decode_merge") ---------------
+
+def topk_ok(logits, idx, k):
+    """Whether idx [rows, k] is a top-k of each row of logits [rows, n] by
+    docs/ABI.md "topk": n <= k gives 0 .. n-1 then -1; else k distinct
+    indices whose values are the k largest (ties: any of them)."""
+    logits = np.asarray(logits, np.float64)
+    rows, n = logits.shape
+    for r in range(rows):
+        got = np.asarray(idx[r], np.int64)
+        if n <= k:
+            if not (got[:n] == np.arange(n)).all() or not (got[n:] == -1).all():
+                return False
+            continue
+        if got.min() < 0 or got.max() >= n or len(set(got.tolist())) != k:
+            return False
+        if not np.array_equal(np.sort(logits[r, got]), np.sort(logits[r])[-k:]):
+            return False
+    return True
+
+
+def merge_states(outs, lses, maxes=None, sink=None):
+    """outs [P, b, s_q, h, 512], lses/maxes [P, b, h, s_q] float64: the
+    merged (O [b, s_q, h, 512], LSE [b, h, s_q]): G = max(sink, max_p
+    lse_p), L = e^(sink-G) + sum_p e^(lse_p-G), O = sum_p e^(m_p-G) O_p / L."""
+    outs, lses = np.asarray(outs, np.float64), np.asarray(lses, np.float64)
+    maxes = lses if maxes is None else np.asarray(maxes, np.float64)
+    s = np.full(lses.shape[1:], -np.inf) if sink is None else \
+        np.broadcast_to(np.asarray(sink, np.float64)[None, :, None], lses.shape[1:])
+    g = np.maximum(s, lses.max(axis=0)) if lses.shape[0] else s.copy()
+    gs = np.where(np.isfinite(g), g, 0)
+    w = np.where(np.isfinite(lses), np.exp(lses - gs), 0)
+    wm = np.where(np.isfinite(lses), np.exp(maxes - gs), 0)
+    den = w.sum(axis=0) + np.exp(s - gs)
+    num = np.einsum("pbhs,pbshd->bshd", wm, outs)
+    dt = np.transpose(den, (0, 2, 1))[..., None]
+    o = np.where(dt > 0, num / np.where(dt > 0, dt, 1), 0)
+    lse = np.where(den > 0, gs + np.log(np.where(den > 0, den, 1)), -np.inf)
+    return o, lse

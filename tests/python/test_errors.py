@@ -270,3 +270,52 @@ def test_decode_target_rule():
         pytest.skip("every target generates decode kernels")
     drefused(ValueError, r"target='%s': decode kernels are generated for %s in this kgen"
              % (missing[0], " and ".join(have)), target=missing[0])
+
+
+# ---- topk, merge_attn_states ---------------------------------------------
+
+def test_topk_rules():
+    x = np.zeros((3, 50), np.float32)
+    refused(TypeError, r"kgen\.topk: logits\.dtype=fp16: must be float32", x.astype(np.float16),
+            8, fn=kgen.topk)
+    refused(ValueError, r"logits\.shape=\[150\]: want \[rows, n\]", x.reshape(-1), 8,
+            fn=kgen.topk)
+    refused(ValueError, r"k=0: indices kept per row, an int 1 \.\. 2048", x, 0, fn=kgen.topk)
+    refused(ValueError, r"k=2049: ", x, 2049, fn=kgen.topk)
+    refused(TypeError, r"k=8\.0: ", x, 8.0, fn=kgen.topk)
+    refused(ValueError, r"logits\.shape\[1\]=0: a row has at least one logit",
+            np.zeros((3, 0), np.float32), 8, fn=kgen.topk)
+    refused(ValueError, r"logits\.shape\[0\]=65536: rows are 1 \.\. 65535",
+            np.zeros((65536, 1), np.float32), 8, fn=kgen.topk)
+    refused(ValueError, r"logits\.stride\(\)=\[1, 3\]: must be contiguous", x.T.copy().T, 8,
+            fn=kgen.topk)
+    refused(ValueError, r"out\.shape=\[3, 7\]: want \[rows, k\] = \[3, 8\]", x, 8,
+            out=np.zeros((3, 7), np.int32), fn=kgen.topk)
+    refused(TypeError, r"out\.dtype=f32: must be int32", x, 8, out=np.zeros((3, 8), np.float32),
+            fn=kgen.topk)
+    refused(ValueError, r"target='sm_80': kgen\.topk kernels are generated for", x, 8,
+            target="sm_80", fn=kgen.topk)
+
+
+def test_merge_rules():
+    o = np.zeros((2, 1, 3, 4, 512), np.float32)
+    l = np.zeros((2, 1, 4, 3), np.float32)
+    m = kgen.merge_attn_states
+    refused(TypeError, r"kgen\.merge_attn_states: outs\.dtype=fp16: must be float32",
+            o.astype(np.float16), l, fn=m)
+    refused(ValueError, r"outs\.shape\[-1\]=256: the merged rows are 512 values",
+            o[..., :256].copy(), l, fn=m)
+    refused(ValueError, r"outs\.shape\[3\]=129: heads are 1 \.\. 128",
+            np.zeros((1, 1, 1, 129, 512), np.float32), np.zeros((1, 1, 129, 1), np.float32), fn=m)
+    refused(ValueError, r"lses\.shape=\[2, 1, 3, 4\]: want \[parts, batch, heads, s_q\] = "
+            r"\[2, 1, 4, 3\]", o, l.reshape(2, 1, 3, 4), fn=m)
+    refused(ValueError, r"maxes\.shape=\[1, 1, 4, 3\]: want", o, l, maxes=l[:1].copy(), fn=m)
+    refused(ValueError, r"sink\.shape=\[3\]: want \[heads\] = \[4\]", o, l,
+            sink=np.zeros(3, np.float32), fn=m)
+    refused(TypeError, r"sink\.dtype=f64: must be float32", o, l, sink=np.zeros(4), fn=m)
+    refused(ValueError, r"outs\[1\]\.shape=\[1, 3, 4, 256\]: every part must have outs\[0\]'s",
+            [o[0], o[1, ..., :256]], [l[0], l[1]], fn=m)
+    refused(ValueError, r"outs=\[\]: at least one part", [], [], fn=m)
+    refused(ValueError, r"outs\.stride\(\)=.*: must be contiguous", o[:, :, ::-1], l, fn=m)
+    refused(ValueError, r"out\.shape=\[1, 3, 4, 256\]: want", o, l,
+            out=np.zeros((1, 3, 4, 256), np.uint16), fn=m)

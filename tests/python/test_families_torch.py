@@ -1,0 +1,102 @@
+"""kgen.topk, merge_attn_states (and the FP8 calls below) on PyTorch
+tensors: CPU tensors on the emulator, CUDA tensors on the GPU against the
+float64 references, torch.compile(fullgraph=True) and CUDA graph capture.
+Skipped without torch; the GPU tests without a GPU."""
+
+import os
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import kgen  # noqa: E402
+import ref  # noqa: E402
+
+gpu = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU")
+
+
+def f64(x):
+    return x.detach().to("cpu", torch.float64).numpy()
+
+
+@pytest.fixture
+def gen():
+    seed = int.from_bytes(os.urandom(4), "little")
+    print("seed", seed)
+    return torch.Generator().manual_seed(seed)
+
+
+def randn(gen, *shape, dtype=torch.float32, device="cpu"):
+    return torch.randn(*shape, generator=gen).to(dtype).to(device)
+
+
+def test_topk_cpu(gen):
+    x = randn(gen, 3, 999)
+    idx = kgen.topk(x, 50)
+    assert idx.dtype == torch.int32 and idx.shape == (3, 50) and idx.device.type == "cpu"
+    assert ref.topk_ok(f64(x), idx.numpy(), 50)
+
+
+def test_merge_cpu(gen):
+    outs, lses = randn(gen, 2, 1, 2, 3, 512), randn(gen, 2, 1, 3, 2)
+    o, lse = kgen.merge_attn_states(outs, lses, target="sm_90a")
+    wo, wl = ref.merge_states(f64(outs), f64(lses))
+    assert o.dtype == torch.bfloat16 and lse.dtype == torch.float32
+    assert np.abs(f64(o) - wo).max() <= 2 ** -8 * np.abs(wo).max()
+    assert np.abs(f64(lse) - wl).max() < 1e-5 * max(1, np.abs(wl).max())
+
+
+@gpu
+@pytest.mark.parametrize("rows,n,k", [(4, 300, 512), (64, 70001, 512), (3, 40000, 2048),
+                                      (130, 8191, 1024)])
+def test_topk_gpu(gen, rows, n, k):
+    x = randn(gen, rows, n, device="cuda")
+    idx = kgen.topk(x, k)
+    torch.cuda.synchronize()
+    assert idx.device == x.device and idx.dtype == torch.int32
+    assert ref.topk_ok(f64(x), idx.cpu().numpy(), k)
+
+
+@gpu
+def test_topk_compile_and_graph(gen):
+    x = randn(gen, 8, 20000, device="cuda")
+    f = torch.compile(lambda t: kgen.topk(t * 2, 512), fullgraph=True)
+    assert ref.topk_ok(f64(x), f(x).cpu().numpy(), 512)
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        kgen.topk(x, 512)  # warm: the kernel is loaded outside the capture
+    torch.cuda.current_stream().wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        got = kgen.topk(x, 512)
+    for _ in range(2):
+        x.copy_(randn(gen, 8, 20000, device="cuda"))
+        g.replay()
+        torch.cuda.synchronize()
+        assert ref.topk_ok(f64(x), got.cpu().numpy(), 512)
+
+
+@gpu
+def test_merge_gpu_with_decode_parts(gen):
+    # two sparse_decode results over disjoint key sets, merged, equal the
+    # decode over their union (one softmax)
+    b, sq, h, ps = 2, 1, 64, 64
+    kc = kgen.quantize_kv_cache(randn(gen, 8, ps, 1, 512, dtype=torch.bfloat16, device="cuda"))
+    q = randn(gen, b, sq, h, 512, dtype=torch.bfloat16, device="cuda")
+    perm = torch.randperm(8 * ps, generator=gen).to(torch.int32)
+    i1 = perm[:256].reshape(1, 1, 256).repeat(b, sq, 1).cuda()
+    i2 = perm[256:384].reshape(1, 1, 128).repeat(b, sq, 1).cuda()
+    sink = randn(gen, h, device="cuda")
+    o1, l1 = kgen.sparse_decode(q, kc, indices=i1)
+    o2, l2 = kgen.sparse_decode(q, kc, indices=i2)
+    o, lse = kgen.merge_attn_states([o1, o2], [l1, l2], sink=sink)
+    wo, wl = kgen.sparse_decode(q, kc, indices=torch.cat([i1, i2], dim=2), attn_sink=sink)
+    torch.cuda.synchronize()
+    assert (o.float() - wo.float()).abs().max().item() <= 2 ** -6 * wo.float().abs().max().item()
+    assert (lse - wl).abs().max().item() < 1e-4 * max(1, wl.abs().max().item())
+    f = torch.compile(lambda a, b_, c, d: kgen.merge_attn_states([a, b_], [c, d], sink=sink),
+                      fullgraph=True)
+    co, cl = f(o1, o2, l1, l2)
+    assert torch.equal(co, o) and torch.equal(cl, lse)
