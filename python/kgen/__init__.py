@@ -5,7 +5,7 @@ CUDA tensors run on their GPU (sm_90a or sm_100a kernels, chosen by the
 device); CPU tensors and NumPy arrays run on kgen's emulator (sm_100a by
 default, target="sm_90a" for the Hopper kernels). See README.md."""
 
-from . import _attention, _cache, _decode, _gemm, _merge, _topk
+from . import _attention, _cache, _decode, _fp8gemm, _gemm, _merge, _moe, _topk
 from ._fp8v4 import dequantize_kv_cache, quantize_kv_cache
 from ._cache import cache_dir, stats as cache_stats
 from ._native import KrtError, gpu_present
@@ -19,7 +19,7 @@ if torch_module() is not None:
 
 __version__ = _cache.VERSION
 __all__ = ["attention", "gemm", "sparse_decode", "quantize_kv_cache", "dequantize_kv_cache",
-           "topk", "merge_attn_states", "cache_dir", "cache_stats", "KrtError", "gpu_present"]
+           "topk", "merge_attn_states", "fp8_gemm", "moe_gemm", "cache_dir", "cache_stats", "KrtError", "gpu_present"]
 
 
 def _compiling():
@@ -271,3 +271,57 @@ def merge_attn_states(outs, lses, sink=None, *, maxes=None, out=None, target=Non
             r = out
         return r, lse
     return _merge.run(_merge.plan(outs, lses, sink=sink, maxes=maxes, out=out, target=target))
+
+
+def fp8_gemm(a, sa, b, sb, *, out_dtype=None, out=None, target=None):
+    """DeepGEMM's fp8_gemm_nt: out[M,N] = (a·sa)[M,K] · (b·sb)[N,K]ᵀ with
+    a, b E4M3 (torch.float8_e4m3fn, or uint8 codes), K-major, K a multiple
+    of 128; f32 accumulation; out_dtype bfloat16 (default) or float32.
+    The scales' dtype picks the kernel (docs/ABI.md "gemm"):
+    - float32 sa [M, K/128] (one per 1 x 128 of a row; DeepSeek's
+      transposed layout, strides (1, M), is read in place, any other is
+      copied to it) and sb [N/128, K/128] float32 or UE8M0 bytes (one per
+      128 x 128 of b): the sm_90a block128 kernel;
+    - UE8M0 sa [M, K/32] and sb [N, K/32] (torch.float8_e8m0fnu or uint8;
+      or their 512-byte factor images [cdiv(rows,128), K/128, 512]): the
+      sm_100a MXFP8 kernel.
+    CPU tensors and NumPy arrays run on the emulator (bf16 NumPy output:
+    ml_dtypes.bfloat16 where installed, else uint16 bit patterns)."""
+    if is_torch(a) and _compiling():
+        r = _traced("fp8_gemm", a, sa, b, sb, "" if out_dtype is None else
+                    str(out_dtype).replace("torch.", ""), target or "")
+        if out is not None:
+            out.copy_(r)
+            r = out
+        return r
+    return _fp8gemm.run(_fp8gemm.plan(a, sa, b, sb, out_dtype=out_dtype, out=out,
+                                      target=target))
+
+
+def moe_gemm(a, sa, b, sb, *, offsets=None, counts=None, swiglu=False, swiglu_limit=10.0,
+             out_dtype=None, out=None, target=None):
+    """The FP8 gemm of E experts in one launch (docs/ABI.md "MoE layouts"),
+    DeepGEMM's grouped layouts, scales as fp8_gemm's with b's per expert:
+    b [E, N, K]; sb [E, N/128, K/128] (float32 sa) or [E, N, K/32] UE8M0.
+    - offsets int32 [E+1] (contiguous, prefill): a [M, K], sa as fp8_gemm's;
+      expert e owns rows offsets[e] .. offsets[e+1]-1; out [M, N].
+    - counts int32 [E] (masked, decode): a [E, M, K], sa [E, M, K/128]
+      (or [E, M, K/32] UE8M0); expert e owns the first counts[e] rows of
+      slab e; out [E, M, N].
+    swiglu=True: b's rows per expert are the gate half then the up half
+    (N a multiple of 256) and out[.., j] = silu(min(g, L)) · clamp(u, -L,
+    L), L = swiglu_limit, j < N/2 (bfloat16 only). Rows no expert owns are
+    never written: a new output starts as zeros, out= keeps its contents.
+    The table's contents are checked on the CPU; on the GPU they are trusted
+    (the kernel clamps them into 0 .. M)."""
+    if is_torch(a) and _compiling():
+        r = _traced("moe_gemm", a, sa, b, sb, offsets, counts, bool(swiglu),
+                    float(swiglu_limit), "" if out_dtype is None else
+                    str(out_dtype).replace("torch.", ""), target or "")
+        if out is not None:
+            out.copy_(r)
+            r = out
+        return r
+    return _moe.run(_moe.plan(a, sa, b, sb, offsets=offsets, counts=counts, swiglu=swiglu,
+                              swiglu_limit=swiglu_limit, out_dtype=out_dtype, out=out,
+                              target=target))

@@ -1,5 +1,5 @@
 """The PyTorch operators kgen::attention, kgen::gemm, kgen::sparse_decode,
-kgen::topk and kgen::merge_attn_states
+kgen::topk, kgen::merge_attn_states, kgen::fp8_gemm and kgen::moe_gemm
 (torch.library.custom_op) with fake implementations, so torch.compile
 (fullgraph=True) traces calls and CUDA graphs capture them. Registered when
 kgen is imported with torch installed (registration inside a traced
@@ -9,7 +9,7 @@ A new family adds its operator here beside these (its eager function
 in its own module, a custom_op wrapping it, a fake that allocates the
 outputs from the shapes alone)."""
 
-from . import _attention, _decode, _gemm, _merge, _topk
+from . import _attention, _decode, _fp8gemm, _gemm, _merge, _moe, _topk
 
 _ops = None
 
@@ -116,5 +116,32 @@ def _register():
         return (outs.new_empty((b, sq, h, d), dtype=torch.bfloat16),
                 outs.new_empty((b, h, sq), dtype=torch.float32))
 
+    def out_dt(out_dtype):
+        return torch.float32 if out_dtype in ("f32", "float32") else torch.bfloat16
+
+    @torch.library.custom_op("kgen::fp8_gemm", mutates_args=())
+    def fp8_gemm(a: torch.Tensor, sa: torch.Tensor, b: torch.Tensor, sb: torch.Tensor,
+                 out_dtype: str, target: str) -> torch.Tensor:
+        return _fp8gemm.run(_fp8gemm.plan(a, sa, b, sb, out_dtype=out_dtype or None,
+                                          target=target or None))
+
+    @fp8_gemm.register_fake
+    def _(a, sa, b, sb, out_dtype, target):
+        return a.new_empty((a.shape[0], b.shape[0]), dtype=out_dt(out_dtype))
+
+    @torch.library.custom_op("kgen::moe_gemm", mutates_args=())
+    def moe_gemm(a: torch.Tensor, sa: torch.Tensor, b: torch.Tensor, sb: torch.Tensor,
+                 offsets: torch.Tensor | None, counts: torch.Tensor | None, swiglu: bool,
+                 swiglu_limit: float, out_dtype: str, target: str) -> torch.Tensor:
+        return _moe.run(_moe.plan(a, sa, b, sb, offsets=offsets, counts=counts, swiglu=swiglu,
+                                  swiglu_limit=swiglu_limit, out_dtype=out_dtype or None,
+                                  target=target or None))
+
+    @moe_gemm.register_fake
+    def _(a, sa, b, sb, offsets, counts, swiglu, swiglu_limit, out_dtype, target):
+        n = b.shape[1] // 2 if swiglu else b.shape[1]
+        return a.new_empty(tuple(a.shape[:-1]) + (n,), dtype=out_dt(out_dtype))
+
     return {"attention": attention, "gemm": gemm, "sparse_decode": sparse_decode,
-            "topk": topk, "merge_attn_states": merge_attn_states}
+            "topk": topk, "merge_attn_states": merge_attn_states, "fp8_gemm": fp8_gemm,
+            "moe_gemm": moe_gemm}

@@ -158,3 +158,57 @@ def merge_states(outs, lses, maxes=None, sink=None):
     o = np.where(dt > 0, num / np.where(dt > 0, dt, 1), 0)
     lse = np.where(den > 0, gs + np.log(np.where(den > 0, den, 1)), -np.inf)
     return o, lse
+
+
+# ---- block-scaled FP8 gemm (docs/ABI.md "gemm") ------------------------------
+
+# tests/ref/gemm_ref.h GEMM_WGMMA_FP8_BOUND: the worst error of an FP8 wgmma
+# K block (13 fraction bits below each k32 step's largest term, truncated),
+# as a fraction of that block's sum of |a·b|·scales
+WGMMA_FP8_BOUND = 136.0 * 2.0 ** -13
+
+
+def e4m3_codes(rng, *shape):
+    """Random E4M3 bytes over every finite code (NaN codes 0x7f/0xff made 0)."""
+    c = rng.integers(0, 256, shape, dtype=np.uint8)
+    c[(c & 0x7F) == 0x7F] = 0
+    return c
+
+
+def block_gemm(a, b, sa, sb):
+    """E4M3 codes a [M, K], b [N, K]; sa [M, K/128], sb [cdiv(N,128), K/128]
+    float scales: (C, bound) float64 [M, N], C = sum over K blocks of
+    sa·sb·(a·bᵀ), bound the same sum over |a|·|b|ᵀ (the FP8 error's
+    scale)."""
+    av, bv = E4M3[a], E4M3[b]
+    n = b.shape[0]
+    c = np.zeros((a.shape[0], n))
+    bound = np.zeros_like(c)
+    for j in range(a.shape[1] // 128):
+        s = slice(128 * j, 128 * j + 128)
+        sc = np.asarray(sa, np.float64)[:, j][:, None] * \
+            np.repeat(np.asarray(sb, np.float64)[:, j], 128)[None, :n]
+        c += sc * (av[:, s] @ bv[:, s].T)
+        bound += np.abs(sc) * (np.abs(av[:, s]) @ np.abs(bv[:, s]).T)
+    return c, bound
+
+
+def mx_gemm(a, b, fa, fb):
+    """E4M3 codes a [M, K], b [N, K] with UE8M0 factors fa [M, K/32], fb
+    [N, K/32]: (C, bound) float64 as block_gemm's."""
+    av = E4M3[a] * np.repeat(2.0 ** (fa.astype(np.int64) - 127), 32, axis=1)
+    bv = E4M3[b] * np.repeat(2.0 ** (fb.astype(np.int64) - 127), 32, axis=1)
+    return av @ bv.T, np.abs(av) @ np.abs(bv).T
+
+
+def swiglu(p, bound, limit):
+    """The SwiGLU epilogue of p [rows, N] (gate half, then up half) and
+    its error bound from the product's: (out [rows, N/2], tol)."""
+    h = p.shape[1] // 2
+    g, u = np.minimum(p[:, :h], limit), np.clip(p[:, h:], -limit, limit)
+    with np.errstate(over="ignore"):
+        silu = g / (1 + np.exp(-g))
+    dg, du = WGMMA_FP8_BOUND * bound[:, :h], WGMMA_FP8_BOUND * bound[:, h:]
+    # silu's slope is below 1.1 everywhere; the clamps are 1-Lipschitz
+    tol = 1.1 * dg * (np.abs(u) + du) + np.abs(silu) * du
+    return silu * u, tol

@@ -319,3 +319,70 @@ def test_merge_rules():
     refused(ValueError, r"outs\.stride\(\)=.*: must be contiguous", o[:, :, ::-1], l, fn=m)
     refused(ValueError, r"out\.shape=\[1, 3, 4, 256\]: want", o, l,
             out=np.zeros((1, 3, 4, 256), np.uint16), fn=m)
+
+
+# ---- fp8_gemm, moe_gemm --------------------------------------------------------
+
+A8 = np.zeros((64, 256), np.uint8)
+SA = np.zeros((64, 2), np.float32)
+SB = np.zeros((1, 2), np.float32)
+
+
+def test_fp8_gemm_rules():
+    f = kgen.fp8_gemm
+    refused(TypeError, r"kgen\.fp8_gemm: a\.dtype=fp16: must be float8_e4m3fn or uint8",
+            A8.astype(np.float16), SA, A8, SB, fn=f)
+    refused(ValueError, r"b\.shape=\[64, 128\]: b's K must be a's, 256", A8, SA, A8[:, :128],
+            SB, fn=f)
+    refused(ValueError, r"a\.shape\[1\]=144: K is a positive multiple of 128",
+            np.zeros((64, 144), np.uint8), SA, np.zeros((64, 144), np.uint8), SB, fn=f)
+    refused(ValueError, r"a\.stride\(\)=\[1, 64\]: K must be contiguous", A8.T.copy().T, SA,
+            A8, SB, fn=f)
+    refused(TypeError, r"sa\.dtype=f64: float32 \(DeepSeek's block scales", A8,
+            SA.astype(np.float64), A8, SB, fn=f)
+    refused(ValueError, r"sa\.shape=\[64, 3\]: want \[M, K/128\] = \[64, 2\]", A8,
+            np.zeros((64, 3), np.float32), A8, SB, fn=f)
+    refused(ValueError, r"sb\.shape=\[2, 2\]: want \[N/128, K/128\] = \[1, 2\]", A8, SA, A8,
+            np.zeros((2, 2), np.float32), fn=f)
+    refused(ValueError, r"sb\.shape=\[64, 4\]: want \[64, 8\] \(one UE8M0 per 32 of K",
+            A8, np.zeros((64, 8), np.uint8), A8, np.zeros((64, 4), np.uint8), fn=f)
+    refused(ValueError, r"target='sm_100a': the scales' dtype picks sm_90a", A8, SA, A8, SB,
+            target="sm_100a", fn=f)
+    refused(ValueError, r"out_dtype='float16': bfloat16 or float32", A8, SA, A8, SB,
+            out_dtype="float16", fn=f)
+    refused(ValueError, r"out\.shape=\[64, 32\]: want the output = \[64, 64\]", A8, SA, A8, SB,
+            out_dtype="float32", out=np.zeros((64, 32), np.float32), fn=f)
+
+
+def test_moe_gemm_rules():
+    f = kgen.moe_gemm
+    b = np.zeros((2, 256, 256), np.uint8)
+    sb = np.zeros((2, 2, 2), np.float32)
+    off = np.array([0, 10, 64], np.int32)
+    refused(ValueError, r"kgen\.moe_gemm: offsets=None: pass exactly one of offsets", A8, SA,
+            b, sb, fn=f)
+    refused(ValueError, r"counts=a tensor: pass exactly one", A8, SA, b, sb, offsets=off,
+            counts=np.zeros(2, np.int32), fn=f)
+    refused(ValueError, r"offsets\.shape=\[2\]: want \[E\+1\] = \[3\]", A8, SA, b, sb,
+            offsets=off[:2].copy(), fn=f)
+    refused(TypeError, r"offsets\.dtype=int64: must be int32", A8, SA, b, sb,
+            offsets=off.astype(np.int64), fn=f)
+    refused(ValueError, r"offsets\[1\]=-1: offsets never decrease", A8, SA, b, sb,
+            offsets=np.array([0, -1, 5], np.int32), fn=f)
+    refused(ValueError, r"offsets\[0\]=-2: offsets start at 0", A8, SA, b, sb,
+            offsets=np.array([-2, 1, 5], np.int32), fn=f)
+    refused(ValueError, r"offsets\[2\]=65: offsets end at most at a's rows, 64", A8, SA, b, sb,
+            offsets=np.array([0, 1, 65], np.int32), fn=f)
+    a3 = np.zeros((2, 16, 256), np.uint8)
+    refused(ValueError, r"counts\[1\]=17: a count is 0 \.\. M \(16", a3,
+            np.zeros((2, 16, 2), np.float32), b, sb, counts=np.array([1, 17], np.int32), fn=f)
+    refused(ValueError, r"a\.shape=\[3, 16, 256\]: masked a is \[E, M, K\], E = b's experts, 2",
+            np.zeros((3, 16, 256), np.uint8), SA, b, sb, counts=np.zeros(2, np.int32), fn=f)
+    refused(ValueError, r"b\.shape\[1\]=128: with swiglu N is the gate rows then the up rows",
+            A8, SA, b[:, :128].copy(), sb[:, :1].copy(), offsets=off, swiglu=True, fn=f)
+    refused(ValueError, r"out_dtype='float32': bfloat16", A8, SA, b, sb, offsets=off,
+            swiglu=True, out_dtype="float32", fn=f)
+    refused(ValueError, r"swiglu_limit=0: a positive number", A8, SA, b, sb, offsets=off,
+            swiglu=True, swiglu_limit=0, fn=f)
+    refused(ValueError, r"sb\.shape=\[2, 2\]: want \[E, N/128, K/128\]", A8, SA,
+            b, sb[0], offsets=off, fn=f)

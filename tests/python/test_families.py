@@ -77,3 +77,103 @@ def test_merge_parts_as_list_unnormalized_no_sink(rng):
     fin = np.isfinite(wl)
     assert np.array_equal(np.isfinite(lse), fin)
     assert np.abs(lse[fin] - wl[fin]).max() < 1e-5 * max(1, np.abs(wl[fin]).max())
+
+
+# ---- fp8_gemm, moe_gemm ------------------------------------------------------
+
+def bf16_or_f32(c):
+    return bf16(c) if c.dtype == np.uint16 else np.asarray(c, np.float64)
+
+
+def within(got, want, tol):
+    """Every element within tol plus its output rounding (bf16: 2^-8)."""
+    err = np.abs(got - want)
+    lim = tol + 2.0 ** -8 * np.abs(want) + 1e-30
+    assert (err <= lim).all(), "worst %g over %g" % ((err / lim).max(), 1)
+
+
+def block_scales(rng, rows, kb):
+    return rng.uniform(2.0 ** -10, 2.0 ** -6, (rows, kb)).astype(np.float32)
+
+
+@pytest.mark.parametrize("out_dtype", ["bfloat16", "float32"])
+@pytest.mark.parametrize("sa_layout", ["transposed", "row-major"])
+def test_fp8_gemm_block128(rng, out_dtype, sa_layout):
+    m, n, k = 70, 200, 256
+    a, b = ref.e4m3_codes(rng, m, k), ref.e4m3_codes(rng, n, k)
+    sa = block_scales(rng, m, k // 128)
+    if sa_layout == "transposed":  # DeepSeek's: [K/128, M] storage, read in place
+        sa = np.ascontiguousarray(sa.T).T
+    sb = block_scales(rng, 2, k // 128)
+    c = kgen.fp8_gemm(a, sa, b, sb, out_dtype=out_dtype)
+    assert c.shape == (m, n)
+    want, bound = ref.block_gemm(a, b, sa, sb)
+    within(bf16_or_f32(c), want, ref.WGMMA_FP8_BOUND * bound)
+
+
+def test_fp8_gemm_block128_ue8m0_weights(rng):
+    m, n, k = 33, 130, 128
+    a, b = ref.e4m3_codes(rng, m, k), ref.e4m3_codes(rng, n, k)
+    sa = block_scales(rng, m, 1)
+    sb = rng.integers(118, 122, (2, 1), dtype=np.uint8)
+    out = np.full((m, n), np.nan, np.float32)
+    c = kgen.fp8_gemm(a, sa, b, sb, out_dtype="float32", out=out)
+    assert c is out
+    want, bound = ref.block_gemm(a, b, sa, 2.0 ** (sb.astype(np.int64) - 127))
+    within(c, want, ref.WGMMA_FP8_BOUND * bound)
+
+
+@pytest.mark.parametrize("images", [False, True])
+def test_fp8_gemm_mx32(rng, images):
+    m, n, k = 70, 150, 256
+    a, b = ref.e4m3_codes(rng, m, k), ref.e4m3_codes(rng, n, k)
+    fa = rng.integers(118, 124, (m, k // 32), dtype=np.uint8)
+    fb = rng.integers(118, 124, (n, k // 32), dtype=np.uint8)
+    sa, sb = fa, fb
+    if images:
+        sa, sb = kgen._fp8gemm.mx_images(fa, m, 2), kgen._fp8gemm.mx_images(fb, n, 2)
+    c = kgen.fp8_gemm(a, sa, b, sb, out_dtype="float32")
+    want, bound = ref.mx_gemm(a, b, fa, fb)
+    within(c, want, ref.WGMMA_FP8_BOUND * bound)
+
+
+def moe_case(rng, mx, masked, swiglu):
+    e, n, k = 3, 256, 256
+    m = 37 if masked else 150
+    a = ref.e4m3_codes(rng, *((e, m, k) if masked else (m, k)))
+    b = ref.e4m3_codes(rng, e, n, k)
+    if mx:
+        sa = rng.integers(118, 124, a.shape[:-1] + (k // 32,), dtype=np.uint8)
+        sb = rng.integers(118, 124, (e, n, k // 32), dtype=np.uint8)
+    else:
+        sa = rng.uniform(2.0 ** -10, 2.0 ** -6, a.shape[:-1] + (k // 128,)).astype(np.float32)
+        sb = rng.uniform(2.0 ** -10, 2.0 ** -6, (e, n // 128, k // 128)).astype(np.float32)
+    if masked:
+        table = dict(counts=np.array([5, 0, m], np.int32))
+        owned = [(x, slice(0, c)) for x, c in enumerate(table["counts"])]
+    else:
+        table = dict(offsets=np.array([3, 50, 50, 141], np.int32))  # rows past 141: nobody's
+        o = table["offsets"]
+        owned = [(slice(o[x], o[x + 1]),) for x in range(e)]
+    return a, b, sa, sb, table, owned
+
+
+@pytest.mark.parametrize("swiglu", [False, True], ids=["plain", "swiglu"])
+@pytest.mark.parametrize("masked", [False, True], ids=["contiguous", "masked"])
+@pytest.mark.parametrize("mx", [False, True], ids=["block128", "mx32"])
+def test_moe_gemm(rng, mx, masked, swiglu):
+    a, b, sa, sb, table, owned = moe_case(rng, mx, masked, swiglu)
+    c = kgen.moe_gemm(a, sa, b, sb, swiglu=swiglu, swiglu_limit=7.5, **table)
+    got = bf16(c)
+    mine = np.zeros(got.shape, bool)
+    for x, rows in enumerate(owned):
+        if mx:
+            p, bound = ref.mx_gemm(a[rows], b[x], sa[rows], sb[x])
+        else:
+            p, bound = ref.block_gemm(a[rows], b[x], sa[rows], sb[x])
+        tol = ref.WGMMA_FP8_BOUND * bound
+        if swiglu:
+            p, tol = ref.swiglu(p, bound, 7.5)
+        within(got[rows], p, tol)
+        mine[rows] = True
+    assert (got[~mine] == 0).all(), "a row no expert owns was written"

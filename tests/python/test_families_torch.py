@@ -100,3 +100,85 @@ def test_merge_gpu_with_decode_parts(gen):
                       fullgraph=True)
     co, cl = f(o1, o2, l1, l2)
     assert torch.equal(co, o) and torch.equal(cl, lse)
+
+
+# ---- fp8_gemm, moe_gemm ------------------------------------------------------
+
+def fp8(codes, device):
+    return torch.from_numpy(codes).to(device).view(torch.float8_e4m3fn)
+
+
+def within(got, want, tol):
+    err = np.abs(got - want)
+    lim = tol + 2.0 ** -8 * np.abs(want) + 1e-30
+    assert (err <= lim).all(), "worst %g" % (err / lim).max()
+
+
+def gemm_inputs(seed, m, n, k):
+    rng = np.random.default_rng(seed)
+    a, b = ref.e4m3_codes(rng, m, k), ref.e4m3_codes(rng, n, k)
+    sa = rng.uniform(2.0 ** -10, 2.0 ** -6, (m, k // 128)).astype(np.float32)
+    sb = rng.uniform(2.0 ** -10, 2.0 ** -6, (-(-n // 128), k // 128)).astype(np.float32)
+    return a, b, sa, sb
+
+
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=gpu)])
+def test_fp8_gemm_block128_torch(gen, device):
+    seed = int(torch.randint(0, 1 << 30, (1,), generator=gen))
+    m, n, k = (130, 300, 384) if device == "cpu" else (1000, 1536, 2048)
+    a, b, sa, sb = gemm_inputs(seed, m, n, k)
+    # DeepGEMM's activation scales: [M, K/128] stored K-block-major
+    sat = torch.from_numpy(np.ascontiguousarray(sa.T)).to(device).t()
+    c = kgen.fp8_gemm(fp8(a, device), sat, fp8(b, device), torch.from_numpy(sb).to(device))
+    assert c.dtype == torch.bfloat16 and c.shape == (m, n) and c.device.type == device
+    want, bound = ref.block_gemm(a, b, sa, sb)
+    within(f64(c), want, ref.WGMMA_FP8_BOUND * bound)
+
+
+def test_fp8_gemm_mx32_torch_cpu(gen):
+    rng = np.random.default_rng(int(torch.randint(0, 1 << 30, (1,), generator=gen)))
+    m, n, k = 40, 200, 128
+    a, b = ref.e4m3_codes(rng, m, k), ref.e4m3_codes(rng, n, k)
+    fa = rng.integers(118, 124, (m, 4), dtype=np.uint8)
+    fb = rng.integers(118, 124, (n, 4), dtype=np.uint8)
+    c = kgen.fp8_gemm(fp8(a, "cpu"), torch.from_numpy(fa), fp8(b, "cpu"), torch.from_numpy(fb),
+                      out_dtype=torch.float32)
+    want, bound = ref.mx_gemm(a, b, fa, fb)
+    within(f64(c), want, ref.WGMMA_FP8_BOUND * bound)
+
+
+@gpu
+@pytest.mark.parametrize("masked", [False, True], ids=["contiguous", "masked"])
+@pytest.mark.parametrize("swiglu", [False, True], ids=["plain", "swiglu"])
+def test_moe_gemm_block128_gpu(gen, masked, swiglu):
+    rng = np.random.default_rng(int(torch.randint(0, 1 << 30, (1,), generator=gen)))
+    e, n, k = 4, 512, 512
+    m = 96 if masked else 700
+    a = ref.e4m3_codes(rng, *((e, m, k) if masked else (m, k)))
+    b = ref.e4m3_codes(rng, e, n, k)
+    sa = rng.uniform(2.0 ** -10, 2.0 ** -6, a.shape[:-1] + (k // 128,)).astype(np.float32)
+    sbe = rng.integers(118, 122, (e, n // 128, k // 128), dtype=np.uint8)  # UE8M0 weights
+    if masked:
+        counts = np.array([5, 0, 96, 61], np.int32)
+        table = dict(counts=torch.from_numpy(counts).cuda())
+        owned = [(x, slice(0, c)) for x, c in enumerate(counts)]
+    else:
+        offs = np.array([0, 129, 129, 400, 690], np.int32)
+        table = dict(offsets=torch.from_numpy(offs).cuda())
+        owned = [(slice(offs[x], offs[x + 1]),) for x in range(e)]
+    args = (fp8(a, "cuda"), torch.from_numpy(sa).cuda(), fp8(b, "cuda"),
+            torch.from_numpy(sbe).cuda())
+    c = kgen.moe_gemm(*args, swiglu=swiglu, **table)
+    f = torch.compile(lambda *t: kgen.moe_gemm(*t, swiglu=swiglu, **table), fullgraph=True)
+    cc = f(*args)
+    got = f64(c)
+    assert torch.equal(c, cc)
+    mine = np.zeros(got.shape, bool)
+    for x, rows in enumerate(owned):
+        p, bound = ref.block_gemm(a[rows], b[x], sa[rows], 2.0 ** (sbe[x].astype(np.int64) - 127))
+        tol = ref.WGMMA_FP8_BOUND * bound
+        if swiglu:
+            p, tol = ref.swiglu(p, bound, 10.0)
+        within(got[rows], p, tol)
+        mine[rows] = True
+    assert (got[~mine] == 0).all()
