@@ -5,7 +5,7 @@ CUDA tensors run on their GPU (sm_90a or sm_100a kernels, chosen by the
 device); CPU tensors and NumPy arrays run on kgen's emulator (sm_100a by
 default, target="sm_90a" for the Hopper kernels). See README.md."""
 
-from . import _attention, _cache, _decode, _fp8gemm, _gemm, _merge, _moe, _topk
+from . import _attention, _cache, _decode, _fp8gemm, _gemm, _indexer, _merge, _moe, _topk
 from ._fp8v4 import dequantize_kv_cache, quantize_kv_cache
 from ._cache import cache_dir, stats as cache_stats
 from ._native import KrtError, gpu_present
@@ -19,7 +19,7 @@ if torch_module() is not None:
 
 __version__ = _cache.VERSION
 __all__ = ["attention", "gemm", "sparse_decode", "quantize_kv_cache", "dequantize_kv_cache",
-           "topk", "merge_attn_states", "fp8_gemm", "moe_gemm", "cache_dir", "cache_stats", "KrtError", "gpu_present"]
+           "topk", "merge_attn_states", "fp8_gemm", "moe_gemm", "indexer", "cache_dir", "cache_stats", "KrtError", "gpu_present"]
 
 
 def _compiling():
@@ -325,3 +325,38 @@ def moe_gemm(a, sa, b, sb, *, offsets=None, counts=None, swiglu=False, swiglu_li
     return _moe.run(_moe.plan(a, sa, b, sb, offsets=offsets, counts=counts, swiglu=swiglu,
                               swiglu_limit=swiglu_limit, out_dtype=out_dtype, out=out,
                               target=target))
+
+
+def indexer(q_fp8, weights, k_cache, block_table, cache_seqlens, topk, *, max_len=None,
+            score=None, return_logits=False, num_splits=None, target=None):
+    """DeepSeek-V3.2/V4's lightning indexer (docs/ABI.md "indexer"): for
+    each query row, the top-k keys of logits[j] = sum_h weights[h] ·
+    max(0, scale_j · q[h]·k_j) over DeepGEMM's paged FP8 indexer cache,
+    scoring and selection in one kernel.
+
+    q_fp8: E4M3 [batch, s_q, heads (1..128), 128] (float8_e4m3fn or uint8
+    codes), no scale of its own (fold it into weights, as DeepSeek does);
+    weights float32 [batch, s_q, heads]; k_cache uint8 [num_blocks,
+    page_size (16, 32, 64 or 128), 1, 132]: a page is page_size rows of
+    128 E4M3 bytes, then page_size fp32 scales; block_table int32 [batch,
+    max_pages] (trusted on the GPU); cache_seqlens int32 [batch], each
+    sequence's length with its s_q query rows last (query row t sees keys
+    0 .. L-s_q+t). topk 1 .. 2048.
+
+    Returns indices int32 [batch, s_q, topk] in kgen.sparse_decode's
+    format (page·page_size + offset, with this block table): with n keys
+    visible and n <= topk, keys 0 .. n-1 in order then -1; else the topk
+    keys of the largest logits in no particular order. return_logits=True
+    also returns the logits float32 [batch, s_q, max_len] (-inf past the
+    visible keys); max_len defaults to max_pages·page_size. score: 'fma'
+    (default), 'wgmma' (sm_90a) or 'tcgen05' (sm_100a) tensor-core scoring
+    (at most 64 heads). num_splits: CTAs per query row (None: from the
+    grid and the GPU's SMs)."""
+    if is_torch(q_fp8) and _compiling():
+        idx, lg = _traced("indexer", q_fp8, weights, k_cache, block_table, cache_seqlens,
+                          int(topk), int(max_len or 0), score or "", int(num_splits or 0),
+                          target or "")
+        return (idx, lg) if return_logits else idx
+    return _indexer.run(_indexer.plan(q_fp8, weights, k_cache, block_table, cache_seqlens, topk,
+                                      max_len=max_len, score=score, return_logits=return_logits,
+                                      num_splits=num_splits, target=target))

@@ -1,5 +1,6 @@
 """The PyTorch operators kgen::attention, kgen::gemm, kgen::sparse_decode,
-kgen::topk, kgen::merge_attn_states, kgen::fp8_gemm and kgen::moe_gemm
+kgen::topk, kgen::merge_attn_states, kgen::fp8_gemm, kgen::moe_gemm and
+kgen::indexer
 (torch.library.custom_op) with fake implementations, so torch.compile
 (fullgraph=True) traces calls and CUDA graphs capture them. Registered when
 kgen is imported with torch installed (registration inside a traced
@@ -9,7 +10,7 @@ A new family adds its operator here beside these (its eager function
 in its own module, a custom_op wrapping it, a fake that allocates the
 outputs from the shapes alone)."""
 
-from . import _attention, _decode, _fp8gemm, _gemm, _merge, _moe, _topk
+from . import _attention, _decode, _fp8gemm, _gemm, _indexer, _merge, _moe, _topk
 
 _ops = None
 
@@ -142,6 +143,23 @@ def _register():
         n = b.shape[1] // 2 if swiglu else b.shape[1]
         return a.new_empty(tuple(a.shape[:-1]) + (n,), dtype=out_dt(out_dtype))
 
+    @torch.library.custom_op("kgen::indexer", mutates_args=())
+    def indexer(q: torch.Tensor, weights: torch.Tensor, k_cache: torch.Tensor,
+                block_table: torch.Tensor, cache_seqlens: torch.Tensor, topk: int, max_len: int,
+                score: str, num_splits: int, target: str) -> tuple[torch.Tensor, torch.Tensor]:
+        return _indexer.run(_indexer.plan(q, weights, k_cache, block_table, cache_seqlens, topk,
+                                          max_len=max_len or None, score=score or None,
+                                          return_logits=True, num_splits=num_splits or None,
+                                          target=target or None))
+
+    @indexer.register_fake
+    def _(q, weights, k_cache, block_table, cache_seqlens, topk, max_len, score, num_splits,
+          target):
+        b, sq = q.shape[0], q.shape[1]
+        n = max_len or block_table.shape[1] * k_cache.shape[1]
+        return (q.new_empty((b, sq, topk), dtype=torch.int32),
+                q.new_empty((b, sq, n), dtype=torch.float32))
+
     return {"attention": attention, "gemm": gemm, "sparse_decode": sparse_decode,
             "topk": topk, "merge_attn_states": merge_attn_states, "fp8_gemm": fp8_gemm,
-            "moe_gemm": moe_gemm}
+            "moe_gemm": moe_gemm, "indexer": indexer}

@@ -212,3 +212,36 @@ def swiglu(p, bound, limit):
     # silu's slope is below 1.1 everywhere; the clamps are 1-Lipschitz
     tol = 1.1 * dg * (np.abs(u) + du) + np.abs(silu) * du
     return silu * u, tol
+
+
+# ---- indexer (docs/ABI.md "indexer", cache format fp8) -----------------------
+
+def indexer_logits(q, w, k_cache, block_table, seq_lens, max_len):
+    """q E4M3 codes [b, s_q, H, 128], w float [b, s_q, H], k_cache uint8
+    [pages, ps, 1, 132] (a page: ps rows of 128 E4M3 bytes, then ps fp32
+    scales), block_table [b, max_pages], seq_lens [b]: (logits float64
+    [b, s_q, max_len], -inf past each row's n_t keys; the physical index
+    page·ps + offset of every logical key [b, max_pages·ps]; the error
+    scale of each logit, sum_h |w|·scale·sum_d |q·k| [b, s_q, max_len])."""
+    b, sq, h, _ = q.shape
+    pages, ps = k_cache.shape[0], k_cache.shape[1]
+    raw = np.asarray(k_cache).reshape(pages, ps * 132)
+    vals = E4M3[raw[:, :ps * 128].reshape(pages, ps, 128)]
+    scale = raw[:, ps * 128:].copy().view("<f4").reshape(pages, ps).astype(np.float64)
+    qv, w = E4M3[q], np.asarray(w, np.float64)
+    mp = block_table.shape[1]
+    out = np.full((b, sq, max_len), -np.inf)
+    bound = np.zeros((b, sq, max_len))
+    phys = np.zeros((b, mp * ps), np.int64)
+    for i in range(b):
+        pg = np.repeat(block_table[i].astype(np.int64), ps)
+        off = np.tile(np.arange(ps), mp)
+        phys[i] = pg * ps + off
+        ln = min(max(int(seq_lens[i]), 0), max_len, mp * ps)
+        keys = vals[pg[:ln], off[:ln]] * scale[pg[:ln], off[:ln]][:, None]  # [ln, 128]
+        for t in range(sq):
+            n = min(max(ln - sq + t + 1, 0), ln)
+            s = np.maximum(qv[i, t] @ keys[:n].T, 0)  # [H, n]
+            out[i, t, :n] = w[i, t] @ s
+            bound[i, t, :n] = np.abs(w[i, t]) @ (np.abs(qv[i, t]) @ np.abs(keys[:n]).T)
+    return out, phys, bound

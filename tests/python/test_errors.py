@@ -386,3 +386,37 @@ def test_moe_gemm_rules():
             swiglu=True, swiglu_limit=0, fn=f)
     refused(ValueError, r"sb\.shape=\[2, 2\]: want \[E, N/128, K/128\]", A8, SA,
             b, sb[0], offsets=off, fn=f)
+
+
+# ---- indexer ---------------------------------------------------------------------
+
+def test_indexer_rules():
+    f = kgen.indexer
+    q = np.zeros((2, 1, 4, 128), np.uint8)
+    w = np.zeros((2, 1, 4), np.float32)
+    kc = np.zeros((3, 16, 1, 132), np.uint8)
+    bt = np.zeros((2, 2), np.int32)
+    sl = np.zeros(2, np.int32)
+    refused(TypeError, r"kgen\.indexer: q\.dtype=f32: must be float8_e4m3fn or uint8",
+            q.astype(np.float32), w, kc, bt, sl, 8, fn=f)
+    refused(ValueError, r"q\.shape\[-1\]=64: the indexer's head_dim is 128", q[..., :64].copy(),
+            w, kc, bt, sl, 8, fn=f)
+    refused(ValueError, r"weights\.shape=\[2, 1, 3\]: want \[batch, s_q, heads\] = \[2, 1, 4\]",
+            q, w[..., :3].copy(), kc, bt, sl, 8, fn=f)
+    refused(ValueError, r"k_cache\.shape=\[3, 16, 1, 128\]: want \[num_blocks, page_size, 1, "
+            r"132\]", q, w, kc[..., :128].copy(), bt, sl, 8, fn=f)
+    refused(ValueError, r"k_cache\.shape\[1\]=8: the page size is one of 16, 32, 64, 128", q, w,
+            np.zeros((3, 8, 1, 132), np.uint8), bt, sl, 8, fn=f)
+    refused(ValueError, r"block_table\.shape=\[1, 2\]: want \[batch, max_pages\] = \[2, ",
+            q, w, kc, bt[:1].copy(), sl, 8, fn=f)
+    refused(TypeError, r"cache_seqlens\.dtype=int64: must be int32", q, w, kc, bt,
+            sl.astype(np.int64), 8, fn=f)
+    refused(ValueError, r"topk=2049: indices kept per query row", q, w, kc, bt, sl, 2049, fn=f)
+    refused(ValueError, r"score='mma': 'fma' \(default\)", q, w, kc, bt, sl, 8, score="mma",
+            fn=f)
+    refused(ValueError, r"block_table=an entry outside 0 \.\. 2: pages of k_cache", q, w, kc,
+            np.full((2, 2), 3, np.int32), sl, 8, fn=f)
+    refused(ValueError, r"max_len=0: the logits' row length", q, w, kc, bt, sl, 8, max_len=0,
+            fn=f)
+    refused(ValueError, r"num_splits=0: None \(chosen from the grid", q, w, kc, bt, sl, 8,
+            num_splits=0, fn=f)

@@ -177,3 +177,59 @@ def test_moe_gemm(rng, mx, masked, swiglu):
         within(got[rows], p, tol)
         mine[rows] = True
     assert (got[~mine] == 0).all(), "a row no expert owns was written"
+
+
+# ---- indexer -------------------------------------------------------------------
+
+def indexer_case(rng, b, sq, h, ps, pages, mp, lens):
+    q = ref.e4m3_codes(rng, b, sq, h, 128)
+    w = rng.standard_normal((b, sq, h)).astype(np.float32)
+    kc = np.zeros((pages, ps * 132), np.uint8)
+    kc[:, :ps * 128] = ref.e4m3_codes(rng, pages, ps * 128)
+    sc = rng.uniform(2.0 ** -12, 2.0 ** -8, (pages, ps)).astype(np.float32)
+    kc[:, ps * 128:] = sc.view(np.uint8).reshape(pages, ps * 4)
+    bt = np.stack([rng.permutation(pages)[:mp] for _ in range(b)]).astype(np.int32)
+    return q, w, kc.reshape(pages, ps, 1, 132), bt, np.array(lens, np.int32)
+
+
+def check_indexer(idx, lg, want, phys, bound, topk):
+    fin = np.isfinite(want)
+    assert np.array_equal(np.isfinite(lg), fin), "-inf past the visible keys"
+    # FP8 wgmma scoring truncates as the H100 does (ref.WGMMA_FP8_BOUND per
+    # q·k, relu and the weights keep it); f32 sums of 128·H terms otherwise
+    tol = ref.WGMMA_FP8_BOUND * bound[fin] + 1e-5 * np.abs(want[fin]).max()
+    assert (np.abs(lg[fin] - want[fin]) <= tol).all()
+    b, sq, _ = idx.shape
+    for i in range(b):
+        logical = {int(p): j for j, p in enumerate(phys[i])}
+        for t in range(sq):
+            n = int(fin[i, t].sum())
+            got = idx[i, t]
+            if n <= topk:
+                assert list(got[:n]) == list(phys[i, :n]) and (got[n:] == -1).all()
+            else:
+                pos = np.array([logical[int(x)] for x in got])
+                assert ref.topk_ok(lg[i, t, :n][None], pos[None], topk)
+
+
+@pytest.mark.parametrize("target,score", [("sm_90a", "fma"), ("sm_100a", "fma"),
+                                          ("sm_90a", "wgmma"), ("sm_100a", "tcgen05")])
+def test_indexer(rng, target, score):
+    # lengths: past the block table's capacity (clamped), longer than topk, shorter than s_q
+    b, sq, h, ps, pages, mp, topk = 3, 3, 5, 16, 14, 6, 40
+    q, w, kc, bt, sl = indexer_case(rng, b, sq, h, ps, pages, mp, [500, 61, 2])
+    idx, lg = kgen.indexer(q, w, kc, bt, sl, topk, score=score, return_logits=True,
+                           target=target)
+    assert idx.dtype == np.int32 and idx.shape == (b, sq, topk) and lg.shape == (b, sq, mp * ps)
+    want, phys, bound = ref.indexer_logits(q, w, kc, bt, sl, mp * ps)
+    check_indexer(idx, lg, want, phys, bound, topk)
+
+
+def test_indexer_max_len_and_splits(rng):
+    b, sq, h, ps, pages, mp, topk = 2, 1, 3, 32, 9, 8, 30
+    q, w, kc, bt, sl = indexer_case(rng, b, sq, h, ps, pages, mp, [200, 77])
+    idx, lg = kgen.indexer(q, w, kc, bt, sl, topk, max_len=150, num_splits=3,
+                           return_logits=True, target="sm_90a")
+    assert lg.shape == (b, sq, 150)
+    want, phys, bound = ref.indexer_logits(q, w, kc, bt, sl, 150)
+    check_indexer(idx, lg, want, phys, bound, topk)

@@ -182,3 +182,29 @@ def test_moe_gemm_block128_gpu(gen, masked, swiglu):
         within(got[rows], p, tol)
         mine[rows] = True
     assert (got[~mine] == 0).all()
+
+
+# ---- indexer -------------------------------------------------------------------
+
+@pytest.mark.parametrize("device,score", [("cpu", "fma"),
+                                          pytest.param("cuda", "fma", marks=gpu),
+                                          pytest.param("cuda", "wgmma", marks=gpu)])
+def test_indexer_torch(gen, device, score):
+    from test_families import check_indexer, indexer_case
+
+    rng = np.random.default_rng(int(torch.randint(0, 1 << 30, (1,), generator=gen)))
+    if device == "cpu":
+        b, sq, h, ps, pages, mp, topk, lens = 2, 2, 4, 16, 10, 6, 30, [90, 20]
+    else:  # V3.2's shape on a long context: 64 heads, page 64, top-2048
+        b, sq, h, ps, pages, mp, topk, lens = 3, 2, 64, 64, 300, 100, 2048, [6000, 1500, 6400]
+    q, w, kc, bt, sl = indexer_case(rng, b, sq, h, ps, pages, mp, lens)
+    t = [torch.from_numpy(x).to(device) for x in (q, w, kc, bt, sl)]
+    t[0] = t[0].view(torch.float8_e4m3fn)
+    idx, lg = kgen.indexer(*t, topk, score=score, return_logits=True)
+    assert idx.device.type == device and idx.dtype == torch.int32
+    want, phys, bound = ref.indexer_logits(q, w, kc, bt, sl, mp * ps)
+    check_indexer(idx.cpu().numpy(), lg.cpu().numpy(), want, phys, bound, topk)
+    if device == "cuda":
+        f = torch.compile(lambda *a: kgen.indexer(*a, topk, score=score), fullgraph=True)
+        ci = f(*t)
+        check_indexer(ci.cpu().numpy(), lg.cpu().numpy(), want, phys, bound, topk)
