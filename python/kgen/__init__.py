@@ -310,14 +310,24 @@ def moe_gemm(a, sa, b, sb, *, offsets=None, counts=None, swiglu=False, swiglu_li
       slab e; out [E, M, N].
     swiglu=True: b's rows per expert are the gate half then the up half
     (N a multiple of 256) and out[.., j] = silu(min(g, L)) · clamp(u, -L,
-    L), L = swiglu_limit, j < N/2 (bfloat16 only). Rows no expert owns are
+    L), L = swiglu_limit, j < N/2: bfloat16, or out_dtype=float8_e4m3fn,
+    which returns (out, scales) quantized for the down projection's
+    moe_gemm: block128 f32 scales [rows, N/256] (masked [E, M, N/256]; one
+    per 1 x 128, amax/448) in the K-block-major storage that call reads in
+    place; mx32 the UE8M0 factor images [slabs·cdiv(M,128), N/256, 512].
+    Rows no expert owns are
     never written: a new output starts as zeros, out= keeps its contents.
     The table's contents are checked on the CPU; on the GPU they are trusted
     (the kernel clamps them into 0 .. M)."""
     if is_torch(a) and _compiling():
-        r = _traced("moe_gemm", a, sa, b, sb, offsets, counts, bool(swiglu),
-                    float(swiglu_limit), "" if out_dtype is None else
-                    str(out_dtype).replace("torch.", ""), target or "")
+        od = "" if out_dtype is None else str(out_dtype).replace("torch.", "")
+        r, scales = _traced("moe_gemm", a, sa, b, sb, offsets, counts, bool(swiglu),
+                            float(swiglu_limit), od, target or "")
+        if od in ("e4m3", "float8_e4m3fn"):
+            if out is not None:
+                out.copy_(r)
+                r = out
+            return r, scales
         if out is not None:
             out.copy_(r)
             r = out

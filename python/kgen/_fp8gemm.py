@@ -24,7 +24,9 @@ KBLOCK = 128  # docs/ABI.md "gemm": K elements per scale block (//@shape kblock)
 E4M3 = {"e4m3": "float8_e4m3fn", "u8": "uint8 (E4M3 codes)"}
 UE8M0 = {"ue8m0": "float8_e8m0fnu", "u8": "uint8 (UE8M0 exponents)"}
 F32 = {"f32": "float32"}
-OUT = {"bf16": "bf16", "bfloat16": "bf16", "f32": "f32", "float32": "f32"}
+OUT = {"bf16": "bf16", "bfloat16": "bf16", "f32": "f32", "float32": "f32",
+       "e4m3": "e4m3", "float8_e4m3fn": "e4m3"}
+OUT_NAMES = {"bf16": "bfloat16", "f32": "float32", "e4m3": "float8_e4m3fn (with swiglu)"}
 # the tiles of emitted/configs.txt's block-scaled rows
 TILES = {"sm_90a": ("--tile-m", "128", "--tile-n", "128", "--tile-k", "128", "--stages", "6"),
          "sm_100a": ("--tile-n", "256", "--tile-k", "128", "--stages", "4")}
@@ -187,13 +189,13 @@ class Gemm:
         od = "bf16" if out_dtype is None else OUT.get(str(out_dtype).replace("torch.", ""))
         if od not in allowed:
             self.r.fail(ValueError, "out_dtype", repr(out_dtype), " or ".join(
-                {"bf16": "bfloat16", "f32": "float32"}[a] for a in allowed))
+                OUT_NAMES[a] for a in allowed))
         return od
 
     def out(self, out, av, shape, od):
         if out is None:
             return
-        dt = {"bf16": {"bf16": "bfloat16"}, "f32": F32}[od]
+        dt = {"bf16": {"bf16": "bfloat16"}, "f32": F32, "e4m3": E4M3}[od]
         if od == "bf16" and not av.torch:
             dt = {"bf16": "bfloat16", "u16": "uint16 (bf16 bit patterns)"}
         ov = self.r.view("out", out, dt, len(shape), str(list(shape)), like=av)

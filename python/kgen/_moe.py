@@ -7,6 +7,10 @@ int32 [E]). Scales as kgen.fp8_gemm's (_fp8gemm), B's per expert."""
 from . import _cache
 from ._check import INT32_MAX
 from ._fp8gemm import KBLOCK, MOE_TILES, SWIGLU_TILES, Gemm, tmap
+
+# the FP8 SwiGLU output's kernels (emitted/configs.txt)
+FP8_OUT_TILES = {"sm_90a": ("--tile-m", "64", "--tile-n", "256", "--tile-k", "128", "--stages", "4"),
+                 "sm_100a": ("--tile-n", "256", "--tile-k", "128", "--stages", "4")}
 from ._launch import In, Out, launch
 from ._tensors import View, empty, is_torch
 
@@ -85,7 +89,7 @@ def plan(a, sa, b, sb, offsets=None, counts=None, swiglu=False, swiglu_limit=10.
     kb = k // KBLOCK
     c = Call()
     c.dev, t = G.device(av, tgt, target)
-    od = G.out_dtype(out_dtype, ("bf16",) if swiglu else ("bf16", "f32"))
+    od = G.out_dtype(out_dtype, ("bf16", "e4m3") if swiglu else ("bf16", "f32"))
     nout = n // 2 if swiglu else n
     oshape = (e, m, nout) if masked else (m, nout)
     G.out(out, av, oshape, od)
@@ -118,15 +122,41 @@ def plan(a, sa, b, sb, offsets=None, counts=None, swiglu=False, swiglu_limit=10.
             r.fail(ValueError, "swiglu_limit", repr(swiglu_limit), "a positive number (the "
                    "clamp of the gate from above and the up value on both sides)")
         c.limit = limit
-    c.args = args + (SWIGLU_TILES if swiglu else MOE_TILES)[(t, lay)]
+    if od == "e4m3":
+        c.args = args + FP8_OUT_TILES[t]
+    else:
+        c.args = args + (SWIGLU_TILES if swiglu else MOE_TILES)[(t, lay)]
+    c.scale = scale
     c.av, c.bv, c.tv, c.masked, c.swiglu = av, bv, tv, masked, swiglu
     c.e, c.m, c.n, c.k, c.rows, c.od, c.oshape, c.out = e, m, n, k, rows, od, oshape, out
     return c
 
 
+def _fp8_scales(c):
+    """The FP8 SwiGLU output's scales, zeroed (rows no expert owns keep
+    them): (the kernel's buffer, the array returned). block128: f32 CS
+    [cdiv(N/2,128), rows] returned as its transposed view [rows, N/256]
+    ([E, M, N/256] masked), the sa layout moe_gemm reads in place; mx32:
+    the UE8M0 images [slabs·cdiv(M,128), cdiv(N/2,128), 512] as they are."""
+    nb = -(-(c.n // 2) // 128)
+    if c.scale == "block128":
+        buf = empty(c.av, (nb, c.rows), "f32")
+    else:
+        rb = -(-c.m // 128) * (c.e if c.masked else 1)
+        buf = empty(c.av, (rb, nb, 512), "u8")
+    if is_torch(buf):
+        buf.zero_()
+    else:
+        buf.fill(0)
+    if c.scale != "block128":
+        return buf, buf
+    view = buf.t() if is_torch(buf) else buf.T
+    return buf, (view.reshape(c.e, c.m, nb) if c.masked else view)
+
+
 def run(c):
-    """The output; rows no expert owns are left as they were (a new
-    output starts as zeros)."""
+    """The output (with swiglu and an FP8 output: (out, scales)); rows no
+    expert owns are left as they were (a new output starts as zeros)."""
     if c.out is not None:
         out = c.out
     else:
@@ -142,5 +172,10 @@ def run(c):
             "M": c.m, "N": c.n, "K": c.k, "E": c.e}
     if c.swiglu:
         vals["swiglu_limit"] = c.limit
+    if c.od == "e4m3":
+        buf, scales = _fp8_scales(c)
+        vals["CS"] = Out(buf, keep=True)
+        launch(c.dev, mod, vals)
+        return out, scales
     launch(c.dev, mod, vals)
     return out

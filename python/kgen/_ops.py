@@ -120,6 +120,7 @@ def _register():
     def out_dt(out_dtype):
         return torch.float32 if out_dtype in ("f32", "float32") else torch.bfloat16
 
+
     @torch.library.custom_op("kgen::fp8_gemm", mutates_args=())
     def fp8_gemm(a: torch.Tensor, sa: torch.Tensor, b: torch.Tensor, sb: torch.Tensor,
                  out_dtype: str, target: str) -> torch.Tensor:
@@ -133,15 +134,29 @@ def _register():
     @torch.library.custom_op("kgen::moe_gemm", mutates_args=())
     def moe_gemm(a: torch.Tensor, sa: torch.Tensor, b: torch.Tensor, sb: torch.Tensor,
                  offsets: torch.Tensor | None, counts: torch.Tensor | None, swiglu: bool,
-                 swiglu_limit: float, out_dtype: str, target: str) -> torch.Tensor:
-        return _moe.run(_moe.plan(a, sa, b, sb, offsets=offsets, counts=counts, swiglu=swiglu,
-                                  swiglu_limit=swiglu_limit, out_dtype=out_dtype or None,
-                                  target=target or None))
+                 swiglu_limit: float, out_dtype: str,
+                 target: str) -> tuple[torch.Tensor, torch.Tensor]:
+        r = _moe.run(_moe.plan(a, sa, b, sb, offsets=offsets, counts=counts, swiglu=swiglu,
+                               swiglu_limit=swiglu_limit, out_dtype=out_dtype or None,
+                               target=target or None))
+        # the FP8 SwiGLU output comes with its scales; others with none
+        return r if isinstance(r, tuple) else (r, a.new_empty((0,), dtype=torch.float32))
 
     @moe_gemm.register_fake
     def _(a, sa, b, sb, offsets, counts, swiglu, swiglu_limit, out_dtype, target):
         n = b.shape[1] // 2 if swiglu else b.shape[1]
-        return a.new_empty(tuple(a.shape[:-1]) + (n,), dtype=out_dt(out_dtype))
+        lead = tuple(a.shape[:-1])
+        if out_dtype not in ("e4m3", "float8_e4m3fn"):
+            return a.new_empty(lead + (n,), dtype=out_dt(out_dtype)), \
+                a.new_empty((0,), dtype=torch.float32)
+        out = a.new_empty(lead + (n,), dtype=torch.float8_e4m3fn)
+        nb = -(-n // 128)
+        if sa.dtype == torch.float32:  # block128: the transposed view of [nb, rows]
+            rows = a.shape[0] * (a.shape[1] if a.dim() == 3 else 1)
+            cs = a.new_empty_strided((rows, nb), (1, rows), dtype=torch.float32)
+            return out, cs.reshape(lead + (nb,)) if a.dim() == 3 else cs
+        rb = -(-a.shape[-2] // 128) * (a.shape[0] if a.dim() == 3 else 1)
+        return out, a.new_empty((rb, nb, 512), dtype=torch.uint8)
 
     @torch.library.custom_op("kgen::indexer", mutates_args=())
     def indexer(q: torch.Tensor, weights: torch.Tensor, k_cache: torch.Tensor,

@@ -78,7 +78,8 @@ def empty(like, shape, dtype):
     if like.torch:
         torch = torch_module()
         tdt = {"bf16": torch.bfloat16, "fp16": torch.float16, "f32": torch.float32,
-               "s32": torch.int32, "u8": torch.uint8}[dtype]
+               "s32": torch.int32, "u8": torch.uint8,
+               "e4m3": getattr(torch, "float8_e4m3fn", None)}[dtype]
         return torch.empty(shape, dtype=tdt, device=like.x.device)
     import numpy as np
 
@@ -95,7 +96,9 @@ def empty(like, shape, dtype):
             except ImportError:
                 ndt = np.uint16
     else:
-        ndt = {"fp16": np.float16, "f32": np.float32, "s32": np.int32, "u8": np.uint8}[dtype]
+        # E4M3 as uint8 codes
+        ndt = {"fp16": np.float16, "f32": np.float32, "s32": np.int32, "u8": np.uint8,
+               "e4m3": np.uint8}[dtype]
     return np.empty(shape, dtype=ndt)
 
 

@@ -245,3 +245,14 @@ def indexer_logits(q, w, k_cache, block_table, seq_lens, max_len):
             out[i, t, :n] = w[i, t] @ s
             bound[i, t, :n] = np.abs(w[i, t]) @ (np.abs(qv[i, t]) @ np.abs(keys[:n]).T)
     return out, phys, bound
+
+
+def mx_factors(images, rows):
+    """Plain UE8M0 factors [rows, K/32] of factor images [cdiv(rows,128),
+    K/128, 512] (docs/ABI.md "MXFP8": row r, K element k at byte
+    16·(r%32) + 4·((r%128)/32) + (k%128)/32 of image (r/128, k/128))."""
+    images = np.asarray(images, np.uint8)
+    kb = images.shape[1]
+    r = np.arange(rows)[:, None]
+    k = np.arange(kb * 4)[None, :]
+    return images[r // 128, k // 4, 16 * (r % 32) + 4 * ((r % 128) // 32) + k % 4]

@@ -380,8 +380,10 @@ def test_moe_gemm_rules():
             np.zeros((3, 16, 256), np.uint8), SA, b, sb, counts=np.zeros(2, np.int32), fn=f)
     refused(ValueError, r"b\.shape\[1\]=128: with swiglu N is the gate rows then the up rows",
             A8, SA, b[:, :128].copy(), sb[:, :1].copy(), offsets=off, swiglu=True, fn=f)
-    refused(ValueError, r"out_dtype='float32': bfloat16", A8, SA, b, sb, offsets=off,
-            swiglu=True, out_dtype="float32", fn=f)
+    refused(ValueError, r"out_dtype='float32': bfloat16 or float8_e4m3fn \(with swiglu\)", A8,
+            SA, b, sb, offsets=off, swiglu=True, out_dtype="float32", fn=f)
+    refused(ValueError, r"out_dtype='float8_e4m3fn': bfloat16 or float32", A8, SA, b, sb,
+            offsets=off, out_dtype="float8_e4m3fn", fn=f)
     refused(ValueError, r"swiglu_limit=0: a positive number", A8, SA, b, sb, offsets=off,
             swiglu=True, swiglu_limit=0, fn=f)
     refused(ValueError, r"sb\.shape=\[2, 2\]: want \[E, N/128, K/128\]", A8, SA,

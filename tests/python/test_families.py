@@ -233,3 +233,50 @@ def test_indexer_max_len_and_splits(rng):
     assert lg.shape == (b, sq, 150)
     want, phys, bound = ref.indexer_logits(q, w, kc, bt, sl, 150)
     check_indexer(idx, lg, want, phys, bound, topk)
+
+
+@pytest.mark.parametrize("masked", [False, True], ids=["contiguous", "masked"])
+@pytest.mark.parametrize("mx", [False, True], ids=["block128", "mx32"])
+def test_moe_gemm_fp8_swiglu_feeds_the_down_gemm(rng, mx, masked):
+    a, b, sa, sb, table, owned = moe_case(rng, mx, masked, True)
+    c, cs = kgen.moe_gemm(a, sa, b, sb, swiglu=True, out_dtype="float8_e4m3fn", **table)
+    assert c.dtype == np.uint8 and c.shape[-1] == 128
+    m = c.shape[-2]
+    slab = -(-m // 128)
+    cv = ref.E4M3[c]
+
+    def factors(x):  # the per-element scale of expert x's output rows
+        if mx:
+            img = cs[x * slab:(x + 1) * slab] if masked else cs
+            return np.repeat(2.0 ** (ref.mx_factors(img, m).astype(np.int64) - 127), 32, axis=1)
+        return np.repeat(np.asarray(cs[x] if masked else cs, np.float64), 128, axis=1)
+
+    for x, rows in enumerate(owned):
+        if cv[rows].shape[0] == 0:
+            continue
+        if mx:
+            p, bound = ref.mx_gemm(a[rows], b[x], sa[rows], sb[x])
+        else:
+            p, bound = ref.block_gemm(a[rows], b[x], sa[rows], sb[x])
+        want, tol = ref.swiglu(p, bound, 10.0)
+        s = factors(x)[rows[-1]]
+        # E4M3 keeps 3 fraction bits (2^-4 relative), subnormals 2^-9 of the scale
+        err = np.abs(cv[rows] * s - want)
+        assert (err <= tol + 2.0 ** -4 * np.abs(want) + 2.0 ** -10 * s).all()
+    # the down projection reads (c, cs) as its a and sa, in place
+    e, n2 = b.shape[0], 128
+    b2 = ref.e4m3_codes(rng, e, n2, 128)
+    if mx:
+        sb2 = rng.integers(118, 124, (e, n2, 4), dtype=np.uint8)
+    else:
+        sb2 = rng.uniform(2.0 ** -10, 2.0 ** -6, (e, 1, 1)).astype(np.float32)
+    d = bf16(kgen.moe_gemm(c, cs, b2, sb2, out_dtype="bfloat16", **table))
+    for x, rows in enumerate(owned):
+        if cv[rows].shape[0] == 0:
+            continue
+        if mx:
+            img = cs[x * slab:(x + 1) * slab] if masked else cs
+            p, bound = ref.mx_gemm(c[rows], b2[x], ref.mx_factors(img, m)[rows[-1]], sb2[x])
+        else:
+            p, bound = ref.block_gemm(c[rows], b2[x], (cs[x] if masked else cs)[rows[-1]], sb2[x])
+        within(d[rows], p, ref.WGMMA_FP8_BOUND * bound)
