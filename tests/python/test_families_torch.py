@@ -211,3 +211,45 @@ def test_indexer_torch(gen, device, score):
                           fullgraph=True)
         ci = f(*t)
         check_indexer(ci.cpu().numpy(), lg.cpu().numpy(), want, phys, bound, topk)
+
+
+# ---- the custom ops' schemas and fake implementations (CPU, emulator) ------------
+
+def opcheck_cases():
+    rng = np.random.default_rng(11)
+    a, b = ref.e4m3_codes(rng, 40, 128), ref.e4m3_codes(rng, 256, 128)
+    a8, b8 = fp8(a, "cpu"), fp8(b, "cpu")
+    sa = torch.rand(40, 1) + 0.5
+    sb = torch.rand(2, 1) + 0.5
+    b3 = fp8(ref.e4m3_codes(rng, 2, 256, 128), "cpu")
+    sb3 = torch.rand(2, 2, 1) + 0.5
+    offs = torch.tensor([0, 17, 40], dtype=torch.int32)
+    q, w, kc, bt, sl = indexer_case_cpu(rng)
+    return [
+        ("topk", (torch.randn(3, 500), 20, "")),
+        ("merge_attn_states", (torch.randn(2, 1, 2, 3, 512), torch.randn(2, 1, 3, 2), None, None,
+                               "sm_90a")),
+        ("fp8_gemm", (a8, sa, b8[:130], sb, "", "")),
+        ("moe_gemm", (a8, sa, b3, sb3, offs, None, True, 10.0, "", "")),
+        ("moe_gemm", (a8, sa, b3, sb3, offs, None, True, 10.0, "float8_e4m3fn", "")),
+        ("indexer", (q, w, kc, bt, sl, 16, 0, "", 0, "sm_90a")),
+    ]
+
+
+def indexer_case_cpu(rng):
+    from test_families import indexer_case
+
+    q, w, kc, bt, sl = indexer_case(rng, 2, 2, 4, 16, 6, 3, [40, 9])
+    t = [torch.from_numpy(x) for x in (q, w, kc, bt, sl)]
+    t[0] = t[0].view(torch.float8_e4m3fn)
+    return t
+
+
+@pytest.mark.parametrize("case", range(6))
+def test_opcheck(case):
+    name, args = opcheck_cases()[case]
+    op = getattr(torch.ops.kgen, name).default
+    # test_schema multiplies the inputs, which float8 tensors do not support
+    fp8_in = any(isinstance(x, torch.Tensor) and x.dtype == torch.float8_e4m3fn for x in args)
+    utils = ("test_faketensor",) if fp8_in else ("test_schema", "test_faketensor")
+    torch.library.opcheck(op, args, test_utils=utils)
