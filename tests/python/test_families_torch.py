@@ -253,3 +253,33 @@ def test_opcheck(case):
     fp8_in = any(isinstance(x, torch.Tensor) and x.dtype == torch.float8_e4m3fn for x in args)
     utils = ("test_faketensor",) if fp8_in else ("test_schema", "test_faketensor")
     torch.library.opcheck(op, args, test_utils=utils)
+
+
+def test_compile_fullgraph_cpu():
+    """Every new call traces whole under torch.compile (fullgraph=True) and
+    gives the eager results (aot_eager: the fake implementations trace the
+    graph, the ops run on the emulator)."""
+    rng = np.random.default_rng(12)
+
+    def same(fn, *args):
+        want = fn(*args)
+        got = torch.compile(fn, fullgraph=True, backend="aot_eager")(*args)
+        want, got = (want, got) if isinstance(want, tuple) else ((want,), (got,))
+        for w, g in zip(want, got):
+            assert w.dtype == g.dtype and w.shape == g.shape and w.stride() == g.stride()
+            assert torch.equal(w.view(torch.uint8) if w.element_size() == 1 else w,
+                               g.view(torch.uint8) if g.element_size() == 1 else g)
+
+    x = torch.randn(3, 700)
+    same(lambda t: kgen.topk(t, 30), x)
+    o, l = torch.randn(2, 1, 2, 3, 512), torch.randn(2, 1, 3, 2)
+    same(lambda a, b: kgen.merge_attn_states([a[0], a[1]], [b[0], b[1]], target="sm_90a"), o, l)
+    a, b = fp8(ref.e4m3_codes(rng, 40, 128), "cpu"), fp8(ref.e4m3_codes(rng, 2, 256, 128), "cpu")
+    sa, sb = torch.rand(40, 1) + 0.5, torch.rand(2, 2, 1) + 0.5
+    offs = torch.tensor([0, 17, 40], dtype=torch.int32)
+    same(lambda *t: kgen.fp8_gemm(*t, out_dtype=torch.float32), a, sa, b[0], sb[0])
+    same(lambda *t: kgen.moe_gemm(*t, offsets=offs, swiglu=True), a, sa, b, sb)
+    same(lambda *t: kgen.moe_gemm(*t, offsets=offs, swiglu=True,
+                                  out_dtype=torch.float8_e4m3fn), a, sa, b, sb)
+    q, w, kc, bt, sl = indexer_case_cpu(rng)
+    same(lambda *t: kgen.indexer(*t, 16, return_logits=True, target="sm_90a"), q, w, kc, bt, sl)
