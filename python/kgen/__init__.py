@@ -338,7 +338,7 @@ def moe_gemm(a, sa, b, sb, *, offsets=None, counts=None, swiglu=False, swiglu_li
 
 
 def indexer(q_fp8, weights, k_cache, block_table, cache_seqlens, topk, *, max_len=None,
-            score=None, return_logits=False, num_splits=None, target=None):
+            score=None, return_logits=False, num_splits=None, k_global=None, target=None):
     """DeepSeek-V3.2/V4's lightning indexer (docs/ABI.md "indexer"): for
     each query row, the top-k keys of logits[j] = sum_h weights[h] ·
     max(0, scale_j · q[h]·k_j) over DeepGEMM's paged FP8 indexer cache,
@@ -348,7 +348,11 @@ def indexer(q_fp8, weights, k_cache, block_table, cache_seqlens, topk, *, max_le
     codes), no scale of its own (fold it into weights, as DeepSeek does);
     weights float32 [batch, s_q, heads]; k_cache uint8 [num_blocks,
     page_size (16, 32, 64 or 128), 1, 132]: a page is page_size rows of
-    128 E4M3 bytes, then page_size fp32 scales; block_table int32 [batch,
+    128 E4M3 bytes, then page_size fp32 scales (DeepGEMM's; 68 bytes a
+    key: DeepSeek-V4's FP4 keys, page_size rows of 64 bytes of E2M1 pairs
+    then page_size words of 4 UE8M0; 72: NVFP4 keys, the same rows then
+    page_size rows of 8 UE4M3, with k_global the float32 [1] per-tensor
+    scale; docs/ABI.md "indexer"); block_table int32 [batch,
     max_pages] (trusted on the GPU); cache_seqlens int32 [batch], each
     sequence's length with its s_q query rows last (query row t sees keys
     0 .. L-s_q+t). topk 1 .. 2048.
@@ -365,8 +369,8 @@ def indexer(q_fp8, weights, k_cache, block_table, cache_seqlens, topk, *, max_le
     if is_torch(q_fp8) and _compiling():
         idx, lg = _traced("indexer", q_fp8, weights, k_cache, block_table, cache_seqlens,
                           int(topk), int(max_len or 0), score or "", int(num_splits or 0),
-                          target or "")
+                          k_global, target or "")
         return (idx, lg) if return_logits else idx
     return _indexer.run(_indexer.plan(q_fp8, weights, k_cache, block_table, cache_seqlens, topk,
                                       max_len=max_len, score=score, return_logits=return_logits,
-                                      num_splits=num_splits, target=target))
+                                      num_splits=num_splits, k_global=k_global, target=target))

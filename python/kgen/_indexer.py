@@ -8,8 +8,11 @@ from ._launch import In, Out, Scratch, launch
 from ._tensors import View, empty
 
 R = Rules("kgen.indexer")
-D = 128                   # docs/ABI.md "indexer": Q and key rows are 128 E4M3 values
-ROW = D + 4               # a key: 128 E4M3 bytes and its fp32 scale (format fp8)
+D = 128                   # docs/ABI.md "indexer": Q and key rows are 128 values
+# bytes of a key by cache format (docs/ABI.md "indexer"): fp8: 128 E4M3 and
+# an fp32 scale; fp4: 64 bytes of E2M1 pairs and 4 UE8M0 (one per 32);
+# nvfp4: the same 64 bytes and 8 UE4M3 (one per 16), with K_global
+FORMATS = {132: "fp8", 68: "fp4", 72: "nvfp4"}
 MAX_HEADS = 128           # gen/indexer.c: heads
 MAX_TOPK = 2048           # gen/indexer.c: topk
 PAGE_SIZES = (16, 32, 64, 128)  # gen/indexer.c: page-size
@@ -23,7 +26,7 @@ class Call:
 
 
 def plan(q, weights, k_cache, block_table, cache_seqlens, topk, max_len=None, score=None,
-         return_logits=False, num_splits=None, target=None):
+         return_logits=False, num_splits=None, k_global=None, target=None):
     qv = R.view("q", q, E4M3, 4, "[batch, s_q, heads, 128]")
     b, sq, h, d = qv.shape
     if d != D:
@@ -39,12 +42,25 @@ def plan(q, weights, k_cache, block_table, cache_seqlens, topk, max_len=None, sc
     R.shape(wv, (b, sq, h), "[batch, s_q, heads]")
     R.dense(wv, 4)
     kv = R.view("k_cache", k_cache, {"u8": "uint8", "e4m3": "float8_e4m3fn", "s8": "int8"}, 4,
-                "[num_blocks, page_size, 1, 132] (DeepGEMM's paged FP8 indexer cache: a page "
-                "is page_size rows of 128 E4M3 bytes, then page_size fp32 scales)", like=qv)
+                "[num_blocks, page_size, 1, bytes per key] (132: DeepGEMM's paged FP8 indexer "
+                "cache; 68: FP4 keys; 72: NVFP4 keys)", like=qv)
     pages, ps, one, row = kv.shape
-    if one != 1 or row != ROW:
+    if one != 1 or row not in FORMATS:
         R.fail(ValueError, "k_cache.shape", list(kv.shape), "want [num_blocks, page_size, 1, "
-               "132]: one key head of 128 E4M3 bytes + an fp32 scale per key")
+               "132 | 68 | 72]: one key head, 132 bytes a key for FP8 (128 E4M3 + an fp32 "
+               "scale), 68 for FP4 (64 + 4 UE8M0), 72 for NVFP4 (64 + 8 UE4M3)")
+    fmt = FORMATS[row]
+    gv = None
+    if fmt == "nvfp4":
+        if k_global is None:
+            R.fail(ValueError, "k_global", None, "NVFP4 keys (72 bytes) take the cache's "
+                   "per-tensor fp32 scale, a float32 [1] tensor")
+        gv = R.view("k_global", k_global, {"f32": "float32"}, 1, "[1]", like=qv)
+        R.shape(gv, (1,), "[1]")
+        R.dense(gv, 4)
+    elif k_global is not None:
+        R.fail(ValueError, "k_global", "a tensor", "only NVFP4 keys (72 bytes a key) have a "
+               "per-tensor scale; this cache is %s" % fmt)
     if ps not in PAGE_SIZES:
         R.fail(ValueError, "k_cache.shape[1]", ps, "the page size is one of 16, 32, 64, 128")
     if pages < 1:
@@ -75,6 +91,9 @@ def plan(q, weights, k_cache, block_table, cache_seqlens, topk, max_len=None, sc
     if score not in SCORES:
         R.fail(ValueError, "score", repr(score), "'fma' (default), 'wgmma' (sm_90a) or "
                "'tcgen05' (sm_100a)")
+    if score != "fma" and fmt != "fp8":
+        R.fail(ValueError, "score", repr(score), "tensor-core scoring takes FP8 keys; %s keys "
+               "are scored with 'fma'" % fmt)
     if num_splits is not None:
         R.int_arg("num_splits", num_splits, 1, GRID_YZ, "None (chosen from the grid and the "
                   "GPU) or CTAs per query row, an int 1 .. %d" % GRID_YZ)
@@ -84,10 +103,10 @@ def plan(q, weights, k_cache, block_table, cache_seqlens, topk, max_len=None, sc
                    "pages of k_cache (the kernel trusts them; checked on the CPU)")
     c = Call()
     c.dev, t = R.target(qv, target)
-    c.qv, c.wv, c.kv, c.tv, c.lv = qv, wv, kv, tv, lv
+    c.qv, c.wv, c.kv, c.tv, c.lv, c.gv = qv, wv, kv, tv, lv, gv
     c.b, c.sq, c.h, c.topk, c.max_len, c.max_pages = b, sq, h, topk, max_len, max_pages
     c.return_logits, c.num_splits = return_logits, num_splits
-    c.args = ("--target", t, "--format", "fp8", "--heads", str(h), "--topk", str(topk),
+    c.args = ("--target", t, "--format", fmt, "--heads", str(h), "--topk", str(topk),
               "--page-size", str(ps), "--score", score)
     return c
 
@@ -114,5 +133,5 @@ def run(c):
         # zero before the launch; the kernel leaves them zero
         "counters": Scratch(c.b * c.sq * 4, True),
         "batch": c.b, "s_q": c.sq, "max_len": c.max_len, "max_pages": c.max_pages,
-        "splits": _splits(c)})
+        "splits": _splits(c), "K_global": c.gv and In(c.gv.x)})
     return (idx, logits) if c.return_logits else idx

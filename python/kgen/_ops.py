@@ -161,15 +161,16 @@ def _register():
     @torch.library.custom_op("kgen::indexer", mutates_args=())
     def indexer(q: torch.Tensor, weights: torch.Tensor, k_cache: torch.Tensor,
                 block_table: torch.Tensor, cache_seqlens: torch.Tensor, topk: int, max_len: int,
-                score: str, num_splits: int, target: str) -> tuple[torch.Tensor, torch.Tensor]:
+                score: str, num_splits: int, k_global: torch.Tensor | None,
+                target: str) -> tuple[torch.Tensor, torch.Tensor]:
         return _indexer.run(_indexer.plan(q, weights, k_cache, block_table, cache_seqlens, topk,
                                           max_len=max_len or None, score=score or None,
                                           return_logits=True, num_splits=num_splits or None,
-                                          target=target or None))
+                                          k_global=k_global, target=target or None))
 
     @indexer.register_fake
     def _(q, weights, k_cache, block_table, cache_seqlens, topk, max_len, score, num_splits,
-          target):
+          k_global, target):
         b, sq = q.shape[0], q.shape[1]
         n = max_len or block_table.shape[1] * k_cache.shape[1]
         return (q.new_empty((b, sq, topk), dtype=torch.int32),

@@ -216,18 +216,41 @@ def swiglu(p, bound, limit):
 
 # ---- indexer (docs/ABI.md "indexer", cache format fp8) -----------------------
 
-def indexer_logits(q, w, k_cache, block_table, seq_lens, max_len):
+E2M1 = np.array([0, 0.5, 1, 1.5, 2, 3, 4, 6, -0.0, -0.5, -1, -1.5, -2, -3, -4, -6])
+
+
+def indexer_keys(k_cache, k_global=None):
+    """float64 keys [pages, ps, 128] of an indexer cache [pages, ps, 1, B]
+    by its bytes per key B (docs/ABI.md "indexer"): 132 (fp8: ps rows of
+    128 E4M3, then ps fp32 scales), 68 (fp4: ps rows of 64 bytes, value 2i
+    in the low nibble of byte i, then ps words of 4 UE8M0, one per 32),
+    72 (nvfp4: the same rows, then ps rows of 8 UE4M3, one per 16, times
+    k_global)."""
+    pages, ps, _, per = k_cache.shape
+    raw = np.asarray(k_cache).reshape(pages, ps * per)
+    if per == 132:
+        vals = E4M3[raw[:, :ps * 128].reshape(pages, ps, 128)]
+        scale = raw[:, ps * 128:].copy().view("<f4").reshape(pages, ps).astype(np.float64)
+        return vals * scale[..., None]
+    rows = raw[:, :ps * 64].reshape(pages, ps, 64)
+    vals = np.empty((pages, ps, 128))
+    vals[..., 0::2], vals[..., 1::2] = E2M1[rows & 15], E2M1[rows >> 4]
+    sc = raw[:, ps * 64:].reshape(pages, ps, per - 64)
+    if per == 68:
+        return vals * np.repeat(2.0 ** (sc.astype(np.int64) - 127), 32, axis=-1)
+    return vals * np.repeat(E4M3[sc], 16, axis=-1) * float(np.asarray(k_global).reshape(-1)[0])
+
+
+def indexer_logits(q, w, k_cache, block_table, seq_lens, max_len, k_global=None):
     """q E4M3 codes [b, s_q, H, 128], w float [b, s_q, H], k_cache uint8
-    [pages, ps, 1, 132] (a page: ps rows of 128 E4M3 bytes, then ps fp32
-    scales), block_table [b, max_pages], seq_lens [b]: (logits float64
-    [b, s_q, max_len], -inf past each row's n_t keys; the physical index
-    page·ps + offset of every logical key [b, max_pages·ps]; the error
-    scale of each logit, sum_h |w|·scale·sum_d |q·k| [b, s_q, max_len])."""
+    [pages, ps, 1, bytes per key] (indexer_keys), block_table [b,
+    max_pages], seq_lens [b]: (logits float64 [b, s_q, max_len], -inf past
+    each row's n_t keys; the physical index page·ps + offset of every
+    logical key [b, max_pages·ps]; the error scale of each logit,
+    sum_h |w|·sum_d |q·k| [b, s_q, max_len])."""
     b, sq, h, _ = q.shape
-    pages, ps = k_cache.shape[0], k_cache.shape[1]
-    raw = np.asarray(k_cache).reshape(pages, ps * 132)
-    vals = E4M3[raw[:, :ps * 128].reshape(pages, ps, 128)]
-    scale = raw[:, ps * 128:].copy().view("<f4").reshape(pages, ps).astype(np.float64)
+    ps = k_cache.shape[1]
+    kv = indexer_keys(k_cache, k_global)
     qv, w = E4M3[q], np.asarray(w, np.float64)
     mp = block_table.shape[1]
     out = np.full((b, sq, max_len), -np.inf)
@@ -238,7 +261,7 @@ def indexer_logits(q, w, k_cache, block_table, seq_lens, max_len):
         off = np.tile(np.arange(ps), mp)
         phys[i] = pg * ps + off
         ln = min(max(int(seq_lens[i]), 0), max_len, mp * ps)
-        keys = vals[pg[:ln], off[:ln]] * scale[pg[:ln], off[:ln]][:, None]  # [ln, 128]
+        keys = kv[pg[:ln], off[:ln]]  # [ln, 128]
         for t in range(sq):
             n = min(max(ln - sq + t + 1, 0), ln)
             s = np.maximum(qv[i, t] @ keys[:n].T, 0)  # [H, n]

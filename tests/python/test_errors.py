@@ -406,7 +406,7 @@ def test_indexer_rules():
     refused(ValueError, r"weights\.shape=\[2, 1, 3\]: want \[batch, s_q, heads\] = \[2, 1, 4\]",
             q, w[..., :3].copy(), kc, bt, sl, 8, fn=f)
     refused(ValueError, r"k_cache\.shape=\[3, 16, 1, 128\]: want \[num_blocks, page_size, 1, "
-            r"132\]", q, w, kc[..., :128].copy(), bt, sl, 8, fn=f)
+            r"132 \| 68 \| 72\]", q, w, kc[..., :128].copy(), bt, sl, 8, fn=f)
     refused(ValueError, r"k_cache\.shape\[1\]=8: the page size is one of 16, 32, 64, 128", q, w,
             np.zeros((3, 8, 1, 132), np.uint8), bt, sl, 8, fn=f)
     refused(ValueError, r"block_table\.shape=\[1, 2\]: want \[batch, max_pages\] = \[2, ",
@@ -422,3 +422,12 @@ def test_indexer_rules():
             fn=f)
     refused(ValueError, r"num_splits=0: None \(chosen from the grid", q, w, kc, bt, sl, 8,
             num_splits=0, fn=f)
+    k4, k72 = np.zeros((3, 16, 1, 68), np.uint8), np.zeros((3, 16, 1, 72), np.uint8)
+    refused(ValueError, r"k_global=None: NVFP4 keys \(72 bytes\) take the cache's per-tensor",
+            q, w, k72, bt, sl, 8, fn=f)
+    refused(ValueError, r"k_global\.shape=\[2\]: want \[1\]", q, w, k72, bt, sl, 8,
+            k_global=np.ones(2, np.float32), fn=f)
+    refused(ValueError, r"k_global=a tensor: only NVFP4 keys .* this cache is fp4", q, w, k4, bt,
+            sl, 8, k_global=np.ones(1, np.float32), fn=f)
+    refused(ValueError, r"score='wgmma': tensor-core scoring takes FP8 keys; fp4 keys", q, w, k4,
+            bt, sl, 8, score="wgmma", fn=f)

@@ -181,15 +181,22 @@ def test_moe_gemm(rng, mx, masked, swiglu):
 
 # ---- indexer -------------------------------------------------------------------
 
-def indexer_case(rng, b, sq, h, ps, pages, mp, lens):
+def indexer_case(rng, b, sq, h, ps, pages, mp, lens, per=132):
+    """Random inputs of kgen.indexer; per: bytes a key (132 fp8, 68 fp4,
+    72 nvfp4: random nibbles and scale codes)."""
     q = ref.e4m3_codes(rng, b, sq, h, 128)
     w = rng.standard_normal((b, sq, h)).astype(np.float32)
-    kc = np.zeros((pages, ps * 132), np.uint8)
-    kc[:, :ps * 128] = ref.e4m3_codes(rng, pages, ps * 128)
-    sc = rng.uniform(2.0 ** -12, 2.0 ** -8, (pages, ps)).astype(np.float32)
-    kc[:, ps * 128:] = sc.view(np.uint8).reshape(pages, ps * 4)
+    kc = np.zeros((pages, ps * per), np.uint8)
+    if per == 132:
+        kc[:, :ps * 128] = ref.e4m3_codes(rng, pages, ps * 128)
+        sc = rng.uniform(2.0 ** -12, 2.0 ** -8, (pages, ps)).astype(np.float32)
+        kc[:, ps * 128:] = sc.view(np.uint8).reshape(pages, ps * 4)
+    else:
+        kc[:, :ps * 64] = rng.integers(0, 256, (pages, ps * 64), dtype=np.uint8)
+        lo, hi = (118, 127) if per == 68 else (0x20, 0x40)  # UE8M0 / UE4M3 codes
+        kc[:, ps * 64:] = rng.integers(lo, hi, (pages, ps * (per - 64)), dtype=np.uint8)
     bt = np.stack([rng.permutation(pages)[:mp] for _ in range(b)]).astype(np.int32)
-    return q, w, kc.reshape(pages, ps, 1, 132), bt, np.array(lens, np.int32)
+    return q, w, kc.reshape(pages, ps, 1, per), bt, np.array(lens, np.int32)
 
 
 def check_indexer(idx, lg, want, phys, bound, topk):
@@ -280,3 +287,15 @@ def test_moe_gemm_fp8_swiglu_feeds_the_down_gemm(rng, mx, masked):
         else:
             p, bound = ref.block_gemm(c[rows], b2[x], (cs[x] if masked else cs)[rows[-1]], sb2[x])
         within(d[rows], p, ref.WGMMA_FP8_BOUND * bound)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("per", [68, 72], ids=["fp4", "nvfp4"])
+def test_indexer_fp4_keys(rng, target, per):
+    b, sq, h, ps, pages, mp, topk = 2, 2, 6, 32, 7, 4, 50
+    q, w, kc, bt, sl = indexer_case(rng, b, sq, h, ps, pages, mp, [101, 128], per)
+    kg = np.array([0.37], np.float32) if per == 72 else None
+    idx, lg = kgen.indexer(q, w, kc, bt, sl, topk, k_global=kg, return_logits=True,
+                           target=target)
+    want, phys, bound = ref.indexer_logits(q, w, kc, bt, sl, mp * ps, kg)
+    check_indexer(idx, lg, want, phys, bound, topk)

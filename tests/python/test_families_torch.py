@@ -232,7 +232,7 @@ def opcheck_cases():
         ("fp8_gemm", (a8, sa, b8[:130], sb, "", "")),
         ("moe_gemm", (a8, sa, b3, sb3, offs, None, True, 10.0, "", "")),
         ("moe_gemm", (a8, sa, b3, sb3, offs, None, True, 10.0, "float8_e4m3fn", "")),
-        ("indexer", (q, w, kc, bt, sl, 16, 0, "", 0, "sm_90a")),
+        ("indexer", (q, w, kc, bt, sl, 16, 0, "", 0, None, "sm_90a")),
     ]
 
 
