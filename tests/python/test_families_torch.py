@@ -283,3 +283,43 @@ def test_compile_fullgraph_cpu():
                                   out_dtype=torch.float8_e4m3fn), a, sa, b, sb)
     q, w, kc, bt, sl = indexer_case_cpu(rng)
     same(lambda *t: kgen.indexer(*t, 16, return_logits=True, target="sm_90a"), q, w, kc, bt, sl)
+
+
+@gpu
+def test_moe_gemm_masked_cuda_graph(gen):
+    """Masked MoE as decode runs it: captured once, replayed with new
+    activations and new counts (nothing on the host reads them)."""
+    rng = np.random.default_rng(int(torch.randint(0, 1 << 30, (1,), generator=gen)))
+    e, m, n, k = 4, 64, 256, 256
+    b = ref.e4m3_codes(rng, e, n, k)
+    sbe = rng.integers(118, 122, (e, n // 128, k // 128), dtype=np.uint8)
+    bt, sbt = fp8(b, "cuda"), torch.from_numpy(sbe).cuda()
+    a_t = torch.zeros(e, m, k, dtype=torch.uint8, device="cuda").view(torch.float8_e4m3fn)
+    sa_t = torch.ones(e, m, k // 128, device="cuda")
+    counts_t = torch.zeros(e, dtype=torch.int32, device="cuda")
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        kgen.moe_gemm(a_t, sa_t, bt, sbt, counts=counts_t, swiglu=True)  # load outside
+    torch.cuda.current_stream().wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        out = kgen.moe_gemm(a_t, sa_t, bt, sbt, counts=counts_t, swiglu=True)
+    for _ in range(2):
+        a = ref.e4m3_codes(rng, e, m, k)
+        sa = rng.uniform(2.0 ** -10, 2.0 ** -6, (e, m, k // 128)).astype(np.float32)
+        counts = rng.integers(0, m + 1, e).astype(np.int32)
+        a_t.view(torch.uint8).copy_(torch.from_numpy(a))
+        sa_t.copy_(torch.from_numpy(sa))
+        counts_t.copy_(torch.from_numpy(counts))
+        g.replay()
+        torch.cuda.synchronize()
+        got = f64(out)
+        for x in range(e):
+            rows = (x, slice(0, counts[x]))
+            if counts[x] == 0:
+                continue
+            p, bound = ref.block_gemm(a[rows], b[x], sa[rows],
+                                      2.0 ** (sbe[x].astype(np.int64) - 127))
+            want, tol = ref.swiglu(p, bound, 10.0)
+            within(got[rows], want, tol)
