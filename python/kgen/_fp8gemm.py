@@ -16,7 +16,8 @@ The scales pick the kernel:
   given as those images already, [cdiv(rows,128), K/128, 512]."""
 
 from . import _cache
-from ._check import INT32_MAX, Rules, dense
+from ._attention import device_and_target
+from ._check import INT32_MAX, Rules
 from ._launch import In, Map, Out, launch
 from ._tensors import View, empty, is_torch, torch_module
 
@@ -130,12 +131,19 @@ class Gemm:
         self.r.fail(TypeError, "sa.dtype", sv.dtype, "float32 (DeepSeek's block scales, "
                     "sm_90a) or UE8M0 (MXFP8 factors, sm_100a: float8_e8m0fnu or uint8)")
 
-    def device(self, av, tgt, target):
+    def device(self, av, tgt, target, sa):
         r = self.r
+        rule = "the scales' dtype picks %s (float32 sa: sm_90a block128; UE8M0 sa: sm_100a " \
+               "mx32)" % tgt
         if target is not None and target != tgt:
-            r.fail(ValueError, "target", repr(target), "the scales' dtype picks %s (float32 sa: "
-                   "sm_90a block128; UE8M0 sa: sm_100a mx32)" % tgt)
-        return r.target(av, tgt if av.device == "cpu" else target, (tgt,))
+            r.fail(ValueError, "target", repr(target), rule)
+        if av.device == "cpu":
+            return r.target(av, tgt, (tgt,))
+        dev, t = device_and_target(av, target, r.who)
+        if t != tgt:
+            r.fail(ValueError, "sa.dtype", View("sa", sa).dtype, "%s runs %s kernels and "
+                   "%s; CPU tensors run %s on the emulator" % (av.where(), t, rule, tgt))
+        return dev, t
 
     def block_sa(self, sa, av, rows, kb, name="sa"):
         """sa [rows, kb] float32 as the kernel's K-block-major SA (a
@@ -226,7 +234,7 @@ def plan(a, sa, b, sb, out_dtype=None, out=None, target=None):
     scale, tgt = G.mode(sa, av)
     kb = k // KBLOCK
     c = Call()
-    c.dev, t = G.device(av, tgt, target)
+    c.dev, t = G.device(av, tgt, target, sa)
     od = G.out_dtype(out_dtype)
     G.out(out, av, (m, n), od)
     args = ("--target", t, "--dtype", "e4m3", "--scale", scale, "--out-dtype", od)

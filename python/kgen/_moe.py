@@ -88,7 +88,7 @@ def plan(a, sa, b, sb, offsets=None, counts=None, swiglu=False, swiglu_limit=10.
     scale, tgt = G.mode(sa, av)
     kb = k // KBLOCK
     c = Call()
-    c.dev, t = G.device(av, tgt, target)
+    c.dev, t = G.device(av, tgt, target, sa)
     od = G.out_dtype(out_dtype, ("bf16", "e4m3") if swiglu else ("bf16", "f32"))
     nout = n // 2 if swiglu else n
     oshape = (e, m, nout) if masked else (m, nout)
