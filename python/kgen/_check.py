@@ -65,7 +65,10 @@ class Rules:
 
 
 def dense(v):
-    """Whether v's strides are row-major dense (size-1 dims ignored)."""
+    """Whether v's strides are row-major dense (size-1 dims ignored; an
+    empty array is)."""
+    if 0 in v.shape:
+        return True
     acc = 1
     for n, s in zip(reversed(v.shape), reversed(v.strides)):
         if n > 1 and s != acc:

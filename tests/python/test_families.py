@@ -299,3 +299,21 @@ def test_indexer_fp4_keys(rng, target, per):
                            target=target)
     want, phys, bound = ref.indexer_logits(q, w, kc, bt, sl, mp * ps, kg)
     check_indexer(idx, lg, want, phys, bound, topk)
+
+
+def test_smallest_shapes(rng):
+    """One row, one column, one K block; a merge of no parts."""
+    a, b = ref.e4m3_codes(rng, 1, 128), ref.e4m3_codes(rng, 1, 128)
+    sa, sb = block_scales(rng, 1, 1), block_scales(rng, 1, 1)
+    want, bound = ref.block_gemm(a, b, sa, sb)
+    within(kgen.fp8_gemm(a, sa, b, sb, out_dtype="float32"), want, ref.WGMMA_FP8_BOUND * bound)
+    f = rng.integers(120, 130, (1, 4), dtype=np.uint8)
+    want, bound = ref.mx_gemm(a, b, f, f)
+    within(kgen.fp8_gemm(a, f, b, f, out_dtype="float32"), want, ref.WGMMA_FP8_BOUND * bound)
+    assert kgen.topk(np.ones((1, 1), np.float32), 3).tolist() == [[0, -1, -1]]
+    none_o, none_l = np.zeros((0, 1, 2, 3, 512), np.float32), np.zeros((0, 1, 3, 2), np.float32)
+    o, lse = kgen.merge_attn_states(none_o, none_l)
+    assert (bf16(o) == 0).all() and np.isneginf(lse).all()
+    sink = np.array([0.5, -1, 2], np.float32)
+    o, lse = kgen.merge_attn_states(none_o, none_l, sink=sink)
+    assert (bf16(o) == 0).all() and (lse == sink[None, :, None]).all()
