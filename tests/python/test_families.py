@@ -317,3 +317,28 @@ def test_smallest_shapes(rng):
     sink = np.array([0.5, -1, 2], np.float32)
     o, lse = kgen.merge_attn_states(none_o, none_l, sink=sink)
     assert (bf16(o) == 0).all() and (lse == sink[None, :, None]).all()
+
+
+def test_indexer_feeds_sparse_decode_and_merge(rng):
+    """DeepSeek-V3.2/V4's decode step on the emulator: the indexer picks
+    top-k keys of the paged cache, sparse_decode attends them (its cache
+    shares the page size and block table), a second source (the window)
+    is decoded apart and merge_attn_states joins the two in one softmax."""
+    from test_decode import bf16 as to_bf16, bf16_f64, keys
+
+    b, h, ps, pages, mp, topk = 2, 4, 16, 6, 4, 24
+    q8, w, kc8, bt, sl = indexer_case(rng, b, 1, h, ps, pages, mp, [50, 17])
+    idx = kgen.indexer(q8, w, kc8, bt, sl, topk, target="sm_90a")
+    kc = kgen.quantize_kv_cache(keys(rng, pages, ps))
+    q = to_bf16(rng.standard_normal((b, 1, 8, 512)))
+    win = np.stack([np.arange(8) + 3 * i for i in range(b)]).astype(np.int32)[:, None]
+    o1, l1 = kgen.sparse_decode(q, kc, indices=idx, target="sm_90a")
+    o2, l2 = kgen.sparse_decode(q, kc, indices=win, target="sm_90a")
+    o, lse = kgen.merge_attn_states([o1, o2], [l1, l2])
+    flat = np.lib.stride_tricks.as_strided(kc, (pages * ref.fp8_v4_page_bytes(ps),), (1,))
+    kv = ref.fp8_v4_keys(flat, ps)
+    both = np.concatenate([idx, win], axis=2)
+    wo, wl = ref.sparse_decode(bf16_f64(q), [(kv, both, None)], 512 ** -0.5)
+    # two bf16 roundings (the parts, then the merge) of values below max|O|
+    assert np.abs(bf16(o) - wo).max() <= 2 ** -7 * np.abs(wo).max()
+    assert np.abs(lse - wl).max() < 1e-4 * max(1, np.abs(wl).max())
