@@ -5,7 +5,7 @@ CUDA tensors run on their GPU (sm_90a or sm_100a kernels, chosen by the
 device); CPU tensors and NumPy arrays run on kgen's emulator (sm_100a by
 default, target="sm_90a" for the Hopper kernels). See README.md."""
 
-from . import _attention, _cache, _decode, _gemm
+from . import _attention, _cache, _decode, _fp8gemm, _gemm, _indexer, _merge, _moe, _topk
 from ._fp8v4 import dequantize_kv_cache, quantize_kv_cache
 from ._cache import cache_dir, stats as cache_stats
 from ._native import KrtError, gpu_present
@@ -19,7 +19,7 @@ if torch_module() is not None:
 
 __version__ = _cache.VERSION
 __all__ = ["attention", "gemm", "sparse_decode", "quantize_kv_cache", "dequantize_kv_cache",
-           "cache_dir", "cache_stats", "KrtError", "gpu_present"]
+           "topk", "merge_attn_states", "fp8_gemm", "moe_gemm", "indexer", "cache_dir", "cache_stats", "KrtError", "gpu_present"]
 
 
 def _compiling():
@@ -215,3 +215,162 @@ def _traced_sparse_decode(q, k_cache, kw):
         kw["out"].copy_(o)
         o = kw["out"]
     return o, lse
+
+
+def _traced(name, *args):
+    from ._ops import ops
+
+    return ops()[name](*args)
+
+
+def topk(logits, k, *, out=None, target=None):
+    """The indices of the k largest values of each row of logits, as
+    DeepSeek's indexer top-k (docs/ABI.md "topk"): logits float32 [rows, n],
+    contiguous, rows 1 .. 65535, n >= 1; k 1 .. 2048. Returns int32
+    [rows, k]: with n <= k, 0 .. n-1 in order then -1; otherwise the k
+    indices of the largest logits in no particular order (any of equal
+    values at the k-th place; -0 ranks below +0; NaN gives an unspecified
+    list). The same kernel serves both targets."""
+    if is_torch(logits) and _compiling():
+        r = _traced("topk", logits, int(k), target or "")
+        if out is not None:
+            out.copy_(r)
+            r = out
+        return r
+    return _topk.run(_topk.plan(logits, k, out=out, target=target))
+
+
+def merge_attn_states(outs, lses, sink=None, *, maxes=None, out=None, target=None):
+    """One softmax over the keys of several partial attention results of
+    the same queries (docs/ABI.md "decode_merge"): e.g. kgen.sparse_decode
+    over the compressed source and over the SWA window, merged.
+
+    outs: float32 [parts, batch, s_q, heads, 512], or a sequence of parts
+    [batch, s_q, heads, 512] (bfloat16 or float32, stacked as float32);
+    lses: float32 [parts, batch, heads, s_q] (or a sequence of [batch,
+    heads, s_q]), natural-log LSE of each part. heads 1 .. 128. maxes:
+    the parts' row maxima when outs are unnormalized (decode
+    --unnormalized 1); None for normalized outputs (maxes = lses). sink:
+    float32 [heads]: exp(sink) joins the denominator once. Returns (out
+    bfloat16 [batch, s_q, heads, 512], lse float32 [batch, heads, s_q]):
+    lse = log(exp(sink) + sum_p exp(lse_p)); a part with lse_p = -inf
+    weighs 0; no key anywhere gives out = 0, lse = -inf (or the sink).
+    NumPy outputs are ml_dtypes.bfloat16 where installed, else uint16
+    bit patterns."""
+    first = outs[0] if isinstance(outs, (list, tuple)) and outs else outs
+    if is_torch(first) and _compiling():
+        torch = torch_module()
+
+        def stack(xs):  # while tracing: the op's own checks name a bad part
+            return torch.stack([x.float() for x in xs]) if isinstance(xs, (list, tuple)) else xs
+
+        m = None if maxes is None else stack(maxes)
+        r, lse = _traced("merge_attn_states", stack(outs), stack(lses), sink, m, target or "")
+        if out is not None:
+            out.copy_(r)
+            r = out
+        return r, lse
+    return _merge.run(_merge.plan(outs, lses, sink=sink, maxes=maxes, out=out, target=target))
+
+
+def fp8_gemm(a, sa, b, sb, *, out_dtype=None, out=None, target=None):
+    """DeepGEMM's fp8_gemm_nt: out[M,N] = (a·sa)[M,K] · (b·sb)[N,K]ᵀ with
+    a, b E4M3 (torch.float8_e4m3fn, or uint8 codes), K-major, K a multiple
+    of 128; f32 accumulation; out_dtype bfloat16 (default) or float32.
+    The scales' dtype picks the kernel (docs/ABI.md "gemm"):
+    - float32 sa [M, K/128] (one per 1 x 128 of a row; DeepSeek's
+      transposed layout, strides (1, M), is read in place, any other is
+      copied to it) and sb [N/128, K/128] float32 or UE8M0 bytes (one per
+      128 x 128 of b): the sm_90a block128 kernel;
+    - UE8M0 sa [M, K/32] and sb [N, K/32] (torch.float8_e8m0fnu or uint8;
+      or their 512-byte factor images [cdiv(rows,128), K/128, 512]): the
+      sm_100a MXFP8 kernel.
+    CPU tensors and NumPy arrays run on the emulator (bf16 NumPy output:
+    ml_dtypes.bfloat16 where installed, else uint16 bit patterns)."""
+    if is_torch(a) and _compiling():
+        r = _traced("fp8_gemm", a, sa, b, sb, "" if out_dtype is None else
+                    str(out_dtype).replace("torch.", ""), target or "")
+        if out is not None:
+            out.copy_(r)
+            r = out
+        return r
+    return _fp8gemm.run(_fp8gemm.plan(a, sa, b, sb, out_dtype=out_dtype, out=out,
+                                      target=target))
+
+
+def moe_gemm(a, sa, b, sb, *, offsets=None, counts=None, swiglu=False, swiglu_limit=10.0,
+             out_dtype=None, out=None, target=None):
+    """The FP8 gemm of E experts in one launch (docs/ABI.md "MoE layouts"),
+    DeepGEMM's grouped layouts, scales as fp8_gemm's with b's per expert:
+    b [E, N, K]; sb [E, N/128, K/128] (float32 sa) or [E, N, K/32] UE8M0.
+    - offsets int32 [E+1] (contiguous, prefill): a [M, K], sa as fp8_gemm's;
+      expert e owns rows offsets[e] .. offsets[e+1]-1; out [M, N].
+    - counts int32 [E] (masked, decode): a [E, M, K], sa [E, M, K/128]
+      (or [E, M, K/32] UE8M0); expert e owns the first counts[e] rows of
+      slab e; out [E, M, N].
+    swiglu=True: b's rows per expert are the gate half then the up half
+    (N a multiple of 256) and out[.., j] = silu(min(g, L)) · clamp(u, -L,
+    L), L = swiglu_limit, j < N/2: bfloat16, or out_dtype=float8_e4m3fn,
+    which returns (out, scales) quantized for the down projection's
+    moe_gemm: block128 f32 scales [rows, N/256] (masked [E, M, N/256]; one
+    per 1 x 128, amax/448) in the K-block-major storage that call reads in
+    place; mx32 the UE8M0 factor images [slabs·cdiv(M,128), N/256, 512].
+    Rows no expert owns are
+    never written: a new output starts as zeros, out= keeps its contents.
+    The table's contents are checked on the CPU; on the GPU they are trusted
+    (the kernel clamps them into 0 .. M)."""
+    if is_torch(a) and _compiling():
+        od = "" if out_dtype is None else str(out_dtype).replace("torch.", "")
+        r, scales = _traced("moe_gemm", a, sa, b, sb, offsets, counts, bool(swiglu),
+                            float(swiglu_limit), od, target or "")
+        if od in ("e4m3", "float8_e4m3fn"):
+            if out is not None:
+                out.copy_(r)
+                r = out
+            return r, scales
+        if out is not None:
+            out.copy_(r)
+            r = out
+        return r
+    return _moe.run(_moe.plan(a, sa, b, sb, offsets=offsets, counts=counts, swiglu=swiglu,
+                              swiglu_limit=swiglu_limit, out_dtype=out_dtype, out=out,
+                              target=target))
+
+
+def indexer(q_fp8, weights, k_cache, block_table, cache_seqlens, topk, *, max_len=None,
+            score=None, return_logits=False, num_splits=None, k_global=None, target=None):
+    """DeepSeek-V3.2/V4's lightning indexer (docs/ABI.md "indexer"): for
+    each query row, the top-k keys of logits[j] = sum_h weights[h] ·
+    max(0, scale_j · q[h]·k_j) over DeepGEMM's paged FP8 indexer cache,
+    scoring and selection in one kernel.
+
+    q_fp8: E4M3 [batch, s_q, heads (1..128), 128] (float8_e4m3fn or uint8
+    codes), no scale of its own (fold it into weights, as DeepSeek does);
+    weights float32 [batch, s_q, heads]; k_cache uint8 [num_blocks,
+    page_size (16, 32, 64 or 128), 1, 132]: a page is page_size rows of
+    128 E4M3 bytes, then page_size fp32 scales (DeepGEMM's; 68 bytes a
+    key: DeepSeek-V4's FP4 keys, page_size rows of 64 bytes of E2M1 pairs
+    then page_size words of 4 UE8M0; 72: NVFP4 keys, the same rows then
+    page_size rows of 8 UE4M3, with k_global the float32 [1] per-tensor
+    scale; docs/ABI.md "indexer"); block_table int32 [batch,
+    max_pages] (trusted on the GPU); cache_seqlens int32 [batch], each
+    sequence's length with its s_q query rows last (query row t sees keys
+    0 .. L-s_q+t). topk 1 .. 2048.
+
+    Returns indices int32 [batch, s_q, topk] in kgen.sparse_decode's
+    format (page·page_size + offset, with this block table): with n keys
+    visible and n <= topk, keys 0 .. n-1 in order then -1; else the topk
+    keys of the largest logits in no particular order. return_logits=True
+    also returns the logits float32 [batch, s_q, max_len] (-inf past the
+    visible keys); max_len defaults to max_pages·page_size. score: 'fma'
+    (default), 'wgmma' (sm_90a) or 'tcgen05' (sm_100a) tensor-core scoring
+    (at most 64 heads). num_splits: CTAs per query row (None: from the
+    grid and the GPU's SMs)."""
+    if is_torch(q_fp8) and _compiling():
+        idx, lg = _traced("indexer", q_fp8, weights, k_cache, block_table, cache_seqlens,
+                          int(topk), int(max_len or 0), score or "", int(num_splits or 0),
+                          k_global, target or "")
+        return (idx, lg) if return_logits else idx
+    return _indexer.run(_indexer.plan(q_fp8, weights, k_cache, block_table, cache_seqlens, topk,
+                                      max_len=max_len, score=score, return_logits=return_logits,
+                                      num_splits=num_splits, k_global=k_global, target=target))

@@ -1,4 +1,6 @@
-"""The PyTorch operators kgen::attention, kgen::gemm and kgen::sparse_decode
+"""The PyTorch operators kgen::attention, kgen::gemm, kgen::sparse_decode,
+kgen::topk, kgen::merge_attn_states, kgen::fp8_gemm, kgen::moe_gemm and
+kgen::indexer
 (torch.library.custom_op) with fake implementations, so torch.compile
 (fullgraph=True) traces calls and CUDA graphs capture them. Registered when
 kgen is imported with torch installed (registration inside a traced
@@ -8,7 +10,7 @@ A new family adds its operator here beside these (its eager function
 in its own module, a custom_op wrapping it, a fake that allocates the
 outputs from the shapes alone)."""
 
-from . import _attention, _decode, _gemm
+from . import _attention, _decode, _fp8gemm, _gemm, _indexer, _merge, _moe, _topk
 
 _ops = None
 
@@ -94,4 +96,86 @@ def _register():
         return (q.new_empty((b, sq, hq, _decode.D_V)),
                 q.new_empty((b, hq, sq), dtype=torch.float32))
 
-    return {"attention": attention, "gemm": gemm, "sparse_decode": sparse_decode}
+    @torch.library.custom_op("kgen::topk", mutates_args=())
+    def topk(logits: torch.Tensor, k: int, target: str) -> torch.Tensor:
+        return _topk.run(_topk.plan(logits, k, target=target or None))
+
+    @topk.register_fake
+    def _(logits, k, target):
+        return logits.new_empty((logits.shape[0], k), dtype=torch.int32)
+
+    @torch.library.custom_op("kgen::merge_attn_states", mutates_args=())
+    def merge_attn_states(outs: torch.Tensor, lses: torch.Tensor, sink: torch.Tensor | None,
+                          maxes: torch.Tensor | None,
+                          target: str) -> tuple[torch.Tensor, torch.Tensor]:
+        return _merge.run(_merge.plan(outs, lses, sink=sink, maxes=maxes,
+                                      target=target or None))
+
+    @merge_attn_states.register_fake
+    def _(outs, lses, sink, maxes, target):
+        _, b, sq, h, d = outs.shape
+        return (outs.new_empty((b, sq, h, d), dtype=torch.bfloat16),
+                outs.new_empty((b, h, sq), dtype=torch.float32))
+
+    def out_dt(out_dtype):
+        return torch.float32 if out_dtype in ("f32", "float32") else torch.bfloat16
+
+
+    @torch.library.custom_op("kgen::fp8_gemm", mutates_args=())
+    def fp8_gemm(a: torch.Tensor, sa: torch.Tensor, b: torch.Tensor, sb: torch.Tensor,
+                 out_dtype: str, target: str) -> torch.Tensor:
+        return _fp8gemm.run(_fp8gemm.plan(a, sa, b, sb, out_dtype=out_dtype or None,
+                                          target=target or None))
+
+    @fp8_gemm.register_fake
+    def _(a, sa, b, sb, out_dtype, target):
+        return a.new_empty((a.shape[0], b.shape[0]), dtype=out_dt(out_dtype))
+
+    @torch.library.custom_op("kgen::moe_gemm", mutates_args=())
+    def moe_gemm(a: torch.Tensor, sa: torch.Tensor, b: torch.Tensor, sb: torch.Tensor,
+                 offsets: torch.Tensor | None, counts: torch.Tensor | None, swiglu: bool,
+                 swiglu_limit: float, out_dtype: str,
+                 target: str) -> tuple[torch.Tensor, torch.Tensor]:
+        r = _moe.run(_moe.plan(a, sa, b, sb, offsets=offsets, counts=counts, swiglu=swiglu,
+                               swiglu_limit=swiglu_limit, out_dtype=out_dtype or None,
+                               target=target or None))
+        # the FP8 SwiGLU output comes with its scales; others with none
+        return r if isinstance(r, tuple) else (r, a.new_empty((0,), dtype=torch.float32))
+
+    @moe_gemm.register_fake
+    def _(a, sa, b, sb, offsets, counts, swiglu, swiglu_limit, out_dtype, target):
+        n = b.shape[1] // 2 if swiglu else b.shape[1]
+        lead = tuple(a.shape[:-1])
+        if out_dtype not in ("e4m3", "float8_e4m3fn"):
+            return a.new_empty(lead + (n,), dtype=out_dt(out_dtype)), \
+                a.new_empty((0,), dtype=torch.float32)
+        out = a.new_empty(lead + (n,), dtype=torch.float8_e4m3fn)
+        nb = -(-n // 128)
+        if sa.dtype == torch.float32:  # block128: the transposed view of [nb, rows]
+            rows = a.shape[0] * (a.shape[1] if a.dim() == 3 else 1)
+            cs = a.new_empty_strided((rows, nb), (1, rows), dtype=torch.float32)
+            return out, cs.reshape(lead + (nb,)) if a.dim() == 3 else cs
+        rb = -(-a.shape[-2] // 128) * (a.shape[0] if a.dim() == 3 else 1)
+        return out, a.new_empty((rb, nb, 512), dtype=torch.uint8)
+
+    @torch.library.custom_op("kgen::indexer", mutates_args=())
+    def indexer(q: torch.Tensor, weights: torch.Tensor, k_cache: torch.Tensor,
+                block_table: torch.Tensor, cache_seqlens: torch.Tensor, topk: int, max_len: int,
+                score: str, num_splits: int, k_global: torch.Tensor | None,
+                target: str) -> tuple[torch.Tensor, torch.Tensor]:
+        return _indexer.run(_indexer.plan(q, weights, k_cache, block_table, cache_seqlens, topk,
+                                          max_len=max_len or None, score=score or None,
+                                          return_logits=True, num_splits=num_splits or None,
+                                          k_global=k_global, target=target or None))
+
+    @indexer.register_fake
+    def _(q, weights, k_cache, block_table, cache_seqlens, topk, max_len, score, num_splits,
+          k_global, target):
+        b, sq = q.shape[0], q.shape[1]
+        n = max_len or block_table.shape[1] * k_cache.shape[1]
+        return (q.new_empty((b, sq, topk), dtype=torch.int32),
+                q.new_empty((b, sq, n), dtype=torch.float32))
+
+    return {"attention": attention, "gemm": gemm, "sparse_decode": sparse_decode,
+            "topk": topk, "merge_attn_states": merge_attn_states, "fp8_gemm": fp8_gemm,
+            "moe_gemm": moe_gemm, "indexer": indexer}

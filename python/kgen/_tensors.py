@@ -4,7 +4,8 @@ and how to make outputs and bring CPU data to the emulator."""
 
 _TORCH_DT = {}
 _NP_DT = {"float16": "fp16", "bfloat16": "bf16", "float32": "f32", "int32": "s32",
-          "float64": "f64", "uint8": "u8", "int8": "s8", "uint16": "u16"}
+          "float64": "f64", "uint8": "u8", "int8": "s8", "uint16": "u16",
+          "float8_e4m3fn": "e4m3", "float8_e8m0fnu": "ue8m0"}
 ESIZE = {"bf16": 2, "fp16": 2, "f32": 4, "s32": 4, "f64": 8, "u8": 1, "s8": 1, "e4m3": 1,
          "u16": 2}
 
@@ -31,6 +32,9 @@ def _torch_dtypes(torch):
         e4m3 = getattr(torch, "float8_e4m3fn", None)
         if e4m3 is not None:
             _TORCH_DT[e4m3] = "e4m3"
+        e8m0 = getattr(torch, "float8_e8m0fnu", None)
+        if e8m0 is not None:
+            _TORCH_DT[e8m0] = "ue8m0"
     return _TORCH_DT
 
 
@@ -74,16 +78,27 @@ def empty(like, shape, dtype):
     if like.torch:
         torch = torch_module()
         tdt = {"bf16": torch.bfloat16, "fp16": torch.float16, "f32": torch.float32,
-               "s32": torch.int32, "u8": torch.uint8}[dtype]
+               "s32": torch.int32, "u8": torch.uint8,
+               "e4m3": getattr(torch, "float8_e4m3fn", None)}[dtype]
         return torch.empty(shape, dtype=tdt, device=like.x.device)
     import numpy as np
 
     if dtype in ("bf16", "u16"):
-        # only a bf16 input asks for a bf16 output: its own dtype (ml_dtypes'
-        # bfloat16, or uint16 holding bf16 bit patterns)
+        # a bf16 input's own dtype (ml_dtypes' bfloat16, or uint16 holding
+        # bf16 bit patterns); from other inputs ml_dtypes' bfloat16 where
+        # installed, else uint16 bit patterns
         ndt = like.x.dtype
+        if ndt.name not in ("bfloat16", "uint16"):
+            try:
+                import ml_dtypes
+
+                ndt = ml_dtypes.bfloat16
+            except ImportError:
+                ndt = np.uint16
     else:
-        ndt = {"fp16": np.float16, "f32": np.float32, "s32": np.int32, "u8": np.uint8}[dtype]
+        # E4M3 as uint8 codes
+        ndt = {"fp16": np.float16, "f32": np.float32, "s32": np.int32, "u8": np.uint8,
+               "e4m3": np.uint8}[dtype]
     return np.empty(shape, dtype=ndt)
 
 

@@ -117,3 +117,165 @@ def sparse_decode(q, sources, scale, sink=None):
             o[i, s] = (p[:, :k.shape[0]] @ k) / l[:, None]
             lse[i, :, s] = m[:, 0] + np.log(l)
     return o, lse
+
+
+# ---- topk, decode_merge (docs/ABI.md "topk", "decode_merge") ---------------
+
+def topk_ok(logits, idx, k):
+    """Whether idx [rows, k] is a top-k of each row of logits [rows, n] by
+    docs/ABI.md "topk": n <= k gives 0 .. n-1 then -1; else k distinct
+    indices whose values are the k largest (ties: any of them)."""
+    logits = np.asarray(logits, np.float64)
+    rows, n = logits.shape
+    for r in range(rows):
+        got = np.asarray(idx[r], np.int64)
+        if n <= k:
+            if not (got[:n] == np.arange(n)).all() or not (got[n:] == -1).all():
+                return False
+            continue
+        if got.min() < 0 or got.max() >= n or len(set(got.tolist())) != k:
+            return False
+        if not np.array_equal(np.sort(logits[r, got]), np.sort(logits[r])[-k:]):
+            return False
+    return True
+
+
+def merge_states(outs, lses, maxes=None, sink=None):
+    """outs [P, b, s_q, h, 512], lses/maxes [P, b, h, s_q] float64: the
+    merged (O [b, s_q, h, 512], LSE [b, h, s_q]): G = max(sink, max_p
+    lse_p), L = e^(sink-G) + sum_p e^(lse_p-G), O = sum_p e^(m_p-G) O_p / L."""
+    outs, lses = np.asarray(outs, np.float64), np.asarray(lses, np.float64)
+    maxes = lses if maxes is None else np.asarray(maxes, np.float64)
+    s = np.full(lses.shape[1:], -np.inf) if sink is None else \
+        np.broadcast_to(np.asarray(sink, np.float64)[None, :, None], lses.shape[1:])
+    g = np.maximum(s, lses.max(axis=0)) if lses.shape[0] else s.copy()
+    gs = np.where(np.isfinite(g), g, 0)
+    w = np.where(np.isfinite(lses), np.exp(lses - gs), 0)
+    wm = np.where(np.isfinite(lses), np.exp(maxes - gs), 0)
+    den = w.sum(axis=0) + np.exp(s - gs)
+    num = np.einsum("pbhs,pbshd->bshd", wm, outs)
+    dt = np.transpose(den, (0, 2, 1))[..., None]
+    o = np.where(dt > 0, num / np.where(dt > 0, dt, 1), 0)
+    lse = np.where(den > 0, gs + np.log(np.where(den > 0, den, 1)), -np.inf)
+    return o, lse
+
+
+# ---- block-scaled FP8 gemm (docs/ABI.md "gemm") ------------------------------
+
+# tests/ref/gemm_ref.h GEMM_WGMMA_FP8_BOUND: the worst error of an FP8 wgmma
+# K block (13 fraction bits below each k32 step's largest term, truncated),
+# as a fraction of that block's sum of |a·b|·scales
+WGMMA_FP8_BOUND = 136.0 * 2.0 ** -13
+
+
+def e4m3_codes(rng, *shape):
+    """Random E4M3 bytes over every finite code (NaN codes 0x7f/0xff made 0)."""
+    c = rng.integers(0, 256, shape, dtype=np.uint8)
+    c[(c & 0x7F) == 0x7F] = 0
+    return c
+
+
+def block_gemm(a, b, sa, sb):
+    """E4M3 codes a [M, K], b [N, K]; sa [M, K/128], sb [cdiv(N,128), K/128]
+    float scales: (C, bound) float64 [M, N], C = sum over K blocks of
+    sa·sb·(a·bᵀ), bound the same sum over |a|·|b|ᵀ (the FP8 error's
+    scale)."""
+    av, bv = E4M3[a], E4M3[b]
+    n = b.shape[0]
+    c = np.zeros((a.shape[0], n))
+    bound = np.zeros_like(c)
+    for j in range(a.shape[1] // 128):
+        s = slice(128 * j, 128 * j + 128)
+        sc = np.asarray(sa, np.float64)[:, j][:, None] * \
+            np.repeat(np.asarray(sb, np.float64)[:, j], 128)[None, :n]
+        c += sc * (av[:, s] @ bv[:, s].T)
+        bound += np.abs(sc) * (np.abs(av[:, s]) @ np.abs(bv[:, s]).T)
+    return c, bound
+
+
+def mx_gemm(a, b, fa, fb):
+    """E4M3 codes a [M, K], b [N, K] with UE8M0 factors fa [M, K/32], fb
+    [N, K/32]: (C, bound) float64 as block_gemm's."""
+    av = E4M3[a] * np.repeat(2.0 ** (fa.astype(np.int64) - 127), 32, axis=1)
+    bv = E4M3[b] * np.repeat(2.0 ** (fb.astype(np.int64) - 127), 32, axis=1)
+    return av @ bv.T, np.abs(av) @ np.abs(bv).T
+
+
+def swiglu(p, bound, limit):
+    """The SwiGLU epilogue of p [rows, N] (gate half, then up half) and
+    its error bound from the product's: (out [rows, N/2], tol)."""
+    h = p.shape[1] // 2
+    g, u = np.minimum(p[:, :h], limit), np.clip(p[:, h:], -limit, limit)
+    with np.errstate(over="ignore"):
+        silu = g / (1 + np.exp(-g))
+    dg, du = WGMMA_FP8_BOUND * bound[:, :h], WGMMA_FP8_BOUND * bound[:, h:]
+    # silu's slope is below 1.1 everywhere; the clamps are 1-Lipschitz
+    tol = 1.1 * dg * (np.abs(u) + du) + np.abs(silu) * du
+    return silu * u, tol
+
+
+# ---- indexer (docs/ABI.md "indexer", cache format fp8) -----------------------
+
+E2M1 = np.array([0, 0.5, 1, 1.5, 2, 3, 4, 6, -0.0, -0.5, -1, -1.5, -2, -3, -4, -6])
+
+
+def indexer_keys(k_cache, k_global=None):
+    """float64 keys [pages, ps, 128] of an indexer cache [pages, ps, 1, B]
+    by its bytes per key B (docs/ABI.md "indexer"): 132 (fp8: ps rows of
+    128 E4M3, then ps fp32 scales), 68 (fp4: ps rows of 64 bytes, value 2i
+    in the low nibble of byte i, then ps words of 4 UE8M0, one per 32),
+    72 (nvfp4: the same rows, then ps rows of 8 UE4M3, one per 16, times
+    k_global)."""
+    pages, ps, _, per = k_cache.shape
+    raw = np.asarray(k_cache).reshape(pages, ps * per)
+    if per == 132:
+        vals = E4M3[raw[:, :ps * 128].reshape(pages, ps, 128)]
+        scale = raw[:, ps * 128:].copy().view("<f4").reshape(pages, ps).astype(np.float64)
+        return vals * scale[..., None]
+    rows = raw[:, :ps * 64].reshape(pages, ps, 64)
+    vals = np.empty((pages, ps, 128))
+    vals[..., 0::2], vals[..., 1::2] = E2M1[rows & 15], E2M1[rows >> 4]
+    sc = raw[:, ps * 64:].reshape(pages, ps, per - 64)
+    if per == 68:
+        return vals * np.repeat(2.0 ** (sc.astype(np.int64) - 127), 32, axis=-1)
+    return vals * np.repeat(E4M3[sc], 16, axis=-1) * float(np.asarray(k_global).reshape(-1)[0])
+
+
+def indexer_logits(q, w, k_cache, block_table, seq_lens, max_len, k_global=None):
+    """q E4M3 codes [b, s_q, H, 128], w float [b, s_q, H], k_cache uint8
+    [pages, ps, 1, bytes per key] (indexer_keys), block_table [b,
+    max_pages], seq_lens [b]: (logits float64 [b, s_q, max_len], -inf past
+    each row's n_t keys; the physical index page·ps + offset of every
+    logical key [b, max_pages·ps]; the error scale of each logit,
+    sum_h |w|·sum_d |q·k| [b, s_q, max_len])."""
+    b, sq, h, _ = q.shape
+    ps = k_cache.shape[1]
+    kv = indexer_keys(k_cache, k_global)
+    qv, w = E4M3[q], np.asarray(w, np.float64)
+    mp = block_table.shape[1]
+    out = np.full((b, sq, max_len), -np.inf)
+    bound = np.zeros((b, sq, max_len))
+    phys = np.zeros((b, mp * ps), np.int64)
+    for i in range(b):
+        pg = np.repeat(block_table[i].astype(np.int64), ps)
+        off = np.tile(np.arange(ps), mp)
+        phys[i] = pg * ps + off
+        ln = min(max(int(seq_lens[i]), 0), max_len, mp * ps)
+        keys = kv[pg[:ln], off[:ln]]  # [ln, 128]
+        for t in range(sq):
+            n = min(max(ln - sq + t + 1, 0), ln)
+            s = np.maximum(qv[i, t] @ keys[:n].T, 0)  # [H, n]
+            out[i, t, :n] = w[i, t] @ s
+            bound[i, t, :n] = np.abs(w[i, t]) @ (np.abs(qv[i, t]) @ np.abs(keys[:n]).T)
+    return out, phys, bound
+
+
+def mx_factors(images, rows):
+    """Plain UE8M0 factors [rows, K/32] of factor images [cdiv(rows,128),
+    K/128, 512] (docs/ABI.md "MXFP8": row r, K element k at byte
+    16·(r%32) + 4·((r%128)/32) + (k%128)/32 of image (r/128, k/128))."""
+    images = np.asarray(images, np.uint8)
+    kb = images.shape[1]
+    r = np.arange(rows)[:, None]
+    k = np.arange(kb * 4)[None, :]
+    return images[r // 128, k // 4, 16 * (r % 32) + 4 * ((r % 128) // 32) + k % 4]

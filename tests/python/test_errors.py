@@ -270,3 +270,164 @@ def test_decode_target_rule():
         pytest.skip("every target generates decode kernels")
     drefused(ValueError, r"target='%s': decode kernels are generated for %s in this kgen"
              % (missing[0], " and ".join(have)), target=missing[0])
+
+
+# ---- topk, merge_attn_states ---------------------------------------------
+
+def test_topk_rules():
+    x = np.zeros((3, 50), np.float32)
+    refused(TypeError, r"kgen\.topk: logits\.dtype=fp16: must be float32", x.astype(np.float16),
+            8, fn=kgen.topk)
+    refused(ValueError, r"logits\.shape=\[150\]: want \[rows, n\]", x.reshape(-1), 8,
+            fn=kgen.topk)
+    refused(ValueError, r"k=0: indices kept per row, an int 1 \.\. 2048", x, 0, fn=kgen.topk)
+    refused(ValueError, r"k=2049: ", x, 2049, fn=kgen.topk)
+    refused(TypeError, r"k=8\.0: ", x, 8.0, fn=kgen.topk)
+    refused(ValueError, r"logits\.shape\[1\]=0: a row has at least one logit",
+            np.zeros((3, 0), np.float32), 8, fn=kgen.topk)
+    refused(ValueError, r"logits\.shape\[0\]=65536: rows are 1 \.\. 65535",
+            np.zeros((65536, 1), np.float32), 8, fn=kgen.topk)
+    refused(ValueError, r"logits\.stride\(\)=\[1, 3\]: must be contiguous", x.T.copy().T, 8,
+            fn=kgen.topk)
+    refused(ValueError, r"out\.shape=\[3, 7\]: want \[rows, k\] = \[3, 8\]", x, 8,
+            out=np.zeros((3, 7), np.int32), fn=kgen.topk)
+    refused(TypeError, r"out\.dtype=f32: must be int32", x, 8, out=np.zeros((3, 8), np.float32),
+            fn=kgen.topk)
+    refused(ValueError, r"target='sm_80': kgen\.topk kernels are generated for", x, 8,
+            target="sm_80", fn=kgen.topk)
+
+
+def test_merge_rules():
+    o = np.zeros((2, 1, 3, 4, 512), np.float32)
+    l = np.zeros((2, 1, 4, 3), np.float32)
+    m = kgen.merge_attn_states
+    refused(TypeError, r"kgen\.merge_attn_states: outs\.dtype=fp16: must be float32",
+            o.astype(np.float16), l, fn=m)
+    refused(ValueError, r"outs\.shape\[-1\]=256: the merged rows are 512 values",
+            o[..., :256].copy(), l, fn=m)
+    refused(ValueError, r"outs\.shape\[3\]=129: heads are 1 \.\. 128",
+            np.zeros((1, 1, 1, 129, 512), np.float32), np.zeros((1, 1, 129, 1), np.float32), fn=m)
+    refused(ValueError, r"lses\.shape=\[2, 1, 3, 4\]: want \[parts, batch, heads, s_q\] = "
+            r"\[2, 1, 4, 3\]", o, l.reshape(2, 1, 3, 4), fn=m)
+    refused(ValueError, r"maxes\.shape=\[1, 1, 4, 3\]: want", o, l, maxes=l[:1].copy(), fn=m)
+    refused(ValueError, r"sink\.shape=\[3\]: want \[heads\] = \[4\]", o, l,
+            sink=np.zeros(3, np.float32), fn=m)
+    refused(TypeError, r"sink\.dtype=f64: must be float32", o, l, sink=np.zeros(4), fn=m)
+    refused(ValueError, r"outs\[1\]\.shape=\[1, 3, 4, 256\]: every part must have outs\[0\]'s",
+            [o[0], o[1, ..., :256]], [l[0], l[1]], fn=m)
+    refused(ValueError, r"outs=\[\]: at least one part", [], [], fn=m)
+    refused(ValueError, r"outs\.stride\(\)=.*: must be contiguous", o[:, :, ::-1], l, fn=m)
+    refused(ValueError, r"out\.shape=\[1, 3, 4, 256\]: want", o, l,
+            out=np.zeros((1, 3, 4, 256), np.uint16), fn=m)
+
+
+# ---- fp8_gemm, moe_gemm --------------------------------------------------------
+
+A8 = np.zeros((64, 256), np.uint8)
+SA = np.zeros((64, 2), np.float32)
+SB = np.zeros((1, 2), np.float32)
+
+
+def test_fp8_gemm_rules():
+    f = kgen.fp8_gemm
+    refused(TypeError, r"kgen\.fp8_gemm: a\.dtype=fp16: must be float8_e4m3fn or uint8",
+            A8.astype(np.float16), SA, A8, SB, fn=f)
+    refused(ValueError, r"b\.shape=\[64, 128\]: b's K must be a's, 256", A8, SA, A8[:, :128],
+            SB, fn=f)
+    refused(ValueError, r"a\.shape\[1\]=144: K is a positive multiple of 128",
+            np.zeros((64, 144), np.uint8), SA, np.zeros((64, 144), np.uint8), SB, fn=f)
+    refused(ValueError, r"a\.stride\(\)=\[1, 64\]: K must be contiguous", A8.T.copy().T, SA,
+            A8, SB, fn=f)
+    refused(TypeError, r"sa\.dtype=f64: float32 \(DeepSeek's block scales", A8,
+            SA.astype(np.float64), A8, SB, fn=f)
+    refused(ValueError, r"sa\.shape=\[64, 3\]: want \[M, K/128\] = \[64, 2\]", A8,
+            np.zeros((64, 3), np.float32), A8, SB, fn=f)
+    refused(ValueError, r"sb\.shape=\[2, 2\]: want \[N/128, K/128\] = \[1, 2\]", A8, SA, A8,
+            np.zeros((2, 2), np.float32), fn=f)
+    refused(ValueError, r"sb\.shape=\[64, 4\]: want \[64, 8\] \(one UE8M0 per 32 of K",
+            A8, np.zeros((64, 8), np.uint8), A8, np.zeros((64, 4), np.uint8), fn=f)
+    refused(ValueError, r"target='sm_100a': the scales' dtype picks sm_90a", A8, SA, A8, SB,
+            target="sm_100a", fn=f)
+    refused(ValueError, r"out_dtype='float16': bfloat16 or float32", A8, SA, A8, SB,
+            out_dtype="float16", fn=f)
+    refused(ValueError, r"out\.shape=\[64, 32\]: want the output = \[64, 64\]", A8, SA, A8, SB,
+            out_dtype="float32", out=np.zeros((64, 32), np.float32), fn=f)
+
+
+def test_moe_gemm_rules():
+    f = kgen.moe_gemm
+    b = np.zeros((2, 256, 256), np.uint8)
+    sb = np.zeros((2, 2, 2), np.float32)
+    off = np.array([0, 10, 64], np.int32)
+    refused(ValueError, r"kgen\.moe_gemm: offsets=None: pass exactly one of offsets", A8, SA,
+            b, sb, fn=f)
+    refused(ValueError, r"counts=a tensor: pass exactly one", A8, SA, b, sb, offsets=off,
+            counts=np.zeros(2, np.int32), fn=f)
+    refused(ValueError, r"offsets\.shape=\[2\]: want \[E\+1\] = \[3\]", A8, SA, b, sb,
+            offsets=off[:2].copy(), fn=f)
+    refused(TypeError, r"offsets\.dtype=int64: must be int32", A8, SA, b, sb,
+            offsets=off.astype(np.int64), fn=f)
+    refused(ValueError, r"offsets\[1\]=-1: offsets never decrease", A8, SA, b, sb,
+            offsets=np.array([0, -1, 5], np.int32), fn=f)
+    refused(ValueError, r"offsets\[0\]=-2: offsets start at 0", A8, SA, b, sb,
+            offsets=np.array([-2, 1, 5], np.int32), fn=f)
+    refused(ValueError, r"offsets\[2\]=65: offsets end at most at a's rows, 64", A8, SA, b, sb,
+            offsets=np.array([0, 1, 65], np.int32), fn=f)
+    a3 = np.zeros((2, 16, 256), np.uint8)
+    refused(ValueError, r"counts\[1\]=17: a count is 0 \.\. M \(16", a3,
+            np.zeros((2, 16, 2), np.float32), b, sb, counts=np.array([1, 17], np.int32), fn=f)
+    refused(ValueError, r"a\.shape=\[3, 16, 256\]: masked a is \[E, M, K\], E = b's experts, 2",
+            np.zeros((3, 16, 256), np.uint8), SA, b, sb, counts=np.zeros(2, np.int32), fn=f)
+    refused(ValueError, r"b\.shape\[1\]=128: with swiglu N is the gate rows then the up rows",
+            A8, SA, b[:, :128].copy(), sb[:, :1].copy(), offsets=off, swiglu=True, fn=f)
+    refused(ValueError, r"out_dtype='float32': bfloat16 or float8_e4m3fn \(with swiglu\)", A8,
+            SA, b, sb, offsets=off, swiglu=True, out_dtype="float32", fn=f)
+    refused(ValueError, r"out_dtype='float8_e4m3fn': bfloat16 or float32", A8, SA, b, sb,
+            offsets=off, out_dtype="float8_e4m3fn", fn=f)
+    refused(ValueError, r"swiglu_limit=0: a positive number", A8, SA, b, sb, offsets=off,
+            swiglu=True, swiglu_limit=0, fn=f)
+    refused(ValueError, r"sb\.shape=\[2, 2\]: want \[E, N/128, K/128\]", A8, SA,
+            b, sb[0], offsets=off, fn=f)
+
+
+# ---- indexer ---------------------------------------------------------------------
+
+def test_indexer_rules():
+    f = kgen.indexer
+    q = np.zeros((2, 1, 4, 128), np.uint8)
+    w = np.zeros((2, 1, 4), np.float32)
+    kc = np.zeros((3, 16, 1, 132), np.uint8)
+    bt = np.zeros((2, 2), np.int32)
+    sl = np.zeros(2, np.int32)
+    refused(TypeError, r"kgen\.indexer: q\.dtype=f32: must be float8_e4m3fn or uint8",
+            q.astype(np.float32), w, kc, bt, sl, 8, fn=f)
+    refused(ValueError, r"q\.shape\[-1\]=64: the indexer's head_dim is 128", q[..., :64].copy(),
+            w, kc, bt, sl, 8, fn=f)
+    refused(ValueError, r"weights\.shape=\[2, 1, 3\]: want \[batch, s_q, heads\] = \[2, 1, 4\]",
+            q, w[..., :3].copy(), kc, bt, sl, 8, fn=f)
+    refused(ValueError, r"k_cache\.shape=\[3, 16, 1, 128\]: want \[num_blocks, page_size, 1, "
+            r"132 \| 68 \| 72\]", q, w, kc[..., :128].copy(), bt, sl, 8, fn=f)
+    refused(ValueError, r"k_cache\.shape\[1\]=8: the page size is one of 16, 32, 64, 128", q, w,
+            np.zeros((3, 8, 1, 132), np.uint8), bt, sl, 8, fn=f)
+    refused(ValueError, r"block_table\.shape=\[1, 2\]: want \[batch, max_pages\] = \[2, ",
+            q, w, kc, bt[:1].copy(), sl, 8, fn=f)
+    refused(TypeError, r"cache_seqlens\.dtype=int64: must be int32", q, w, kc, bt,
+            sl.astype(np.int64), 8, fn=f)
+    refused(ValueError, r"topk=2049: indices kept per query row", q, w, kc, bt, sl, 2049, fn=f)
+    refused(ValueError, r"score='mma': 'fma' \(default\)", q, w, kc, bt, sl, 8, score="mma",
+            fn=f)
+    refused(ValueError, r"block_table=an entry outside 0 \.\. 2: pages of k_cache", q, w, kc,
+            np.full((2, 2), 3, np.int32), sl, 8, fn=f)
+    refused(ValueError, r"max_len=0: the logits' row length", q, w, kc, bt, sl, 8, max_len=0,
+            fn=f)
+    refused(ValueError, r"num_splits=0: None \(chosen from the grid", q, w, kc, bt, sl, 8,
+            num_splits=0, fn=f)
+    k4, k72 = np.zeros((3, 16, 1, 68), np.uint8), np.zeros((3, 16, 1, 72), np.uint8)
+    refused(ValueError, r"k_global=None: NVFP4 keys \(72 bytes\) take the cache's per-tensor",
+            q, w, k72, bt, sl, 8, fn=f)
+    refused(ValueError, r"k_global\.shape=\[2\]: want \[1\]", q, w, k72, bt, sl, 8,
+            k_global=np.ones(2, np.float32), fn=f)
+    refused(ValueError, r"k_global=a tensor: only NVFP4 keys .* this cache is fp4", q, w, k4, bt,
+            sl, 8, k_global=np.ones(1, np.float32), fn=f)
+    refused(ValueError, r"score='wgmma': tensor-core scoring takes FP8 keys; fp4 keys", q, w, k4,
+            bt, sl, 8, score="wgmma", fn=f)
