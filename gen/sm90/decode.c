@@ -381,6 +381,50 @@ emit_pass_store(Emit *e, Gather *g, Reg stage, int pass)
 		emit_store_bf16(e, g, fm->d_nope, c, ps->rope[c]);
 }
 
+/* The gather's registers across the loop, the key limit, the caches'
+ * bases and this thread's token and chunk (q = tid % T). */
+static void
+gather_init(Emit *e, Gather *g)
+{
+	const DecodeCfg *d = g->d;
+	const FmhaCfg *f = &d->f;
+	const FmhaRegs *r = g->r;
+
+	g->lim = reg_new(e, RC_B32);
+	emitf(e, "\tmul.lo.u32 %s, %s, %d;\n\tmin.u32 %s, %s, %s;\n", g->lim.s, r->n_total.s, f->bn, g->lim.s,
+	      g->lim.s, r->sk.s);
+	g->tq = reg_new(e, RC_B32);
+	g->qt = reg_new(e, RC_B32);
+	g->ok = reg_new(e, RC_PRED);
+	g->srcp = reg_new(e, RC_PRED);
+	g->pf = reg_new(e, RC_PRED);
+	reg_array(e, RC_B32, &g->pos, 8);
+	g->pb = reg_new(e, RC_B64);
+	g->a = reg_new(e, RC_B64);
+	g->o = reg_new(e, RC_B64);
+	reg_array(e, RC_B32, &g->rb, 5);
+	g->sc = reg_new(e, RC_F32);
+	reg_array(e, RC_B16, g->h, 4);
+	reg_array(e, RC_B32, g->y, 2);
+	reg_array(e, RC_F32, g->x, 4);
+	reg_array(e, RC_B32, g->out, 8);
+	for (int hf = 0; hf < 2; hf++) {
+		reg_array(e, RC_B32, g->pass[hf].sc, g->sh.sregs ? g->sh.sregs : 1);
+		for (int c = 0; c < g->sh.nn; c++)
+			reg_array(e, RC_B32, g->pass[hf].nope[c], 4);
+		for (int c = 0; c < g->sh.nr; c++)
+			reg_array(e, RC_B32, g->pass[hf].rope[c], 4);
+	}
+	for (int s = 0; s < d->nsrc; s++) {
+		g->kv[s] = reg_new(e, RC_B64);
+		emitf(e, "\tld.param.u64 %s, [p_KV%s];\n\tcvta.to.global.u64 %s, %s;\n", g->kv[s].s,
+		      s ? "_extra" : "", g->kv[s].s, g->kv[s].s);
+	}
+	/* T threads per token: q = tid % T */
+	emitf(e, "\tand.b32 %s, %s, %d;\n\tshr.u32 %s, %s, %d;\n", g->qt.s, r->tid.s, g->sh.T - 1, g->tq.s, r->tid.s,
+	      g->sh.T == 4 ? 2 : 3);
+}
+
 /* The K=V tiles, software-pipelined by passes so that one pass's loads
  * are always in flight while the previous one is dequantized: pass 0 of
  * tile j was issued in the previous iteration; for each pass k, issue
@@ -401,40 +445,7 @@ emit_tiles(Emit *e, KgErr *err, const DecodeCfg *d, const FmhaRegs *r, Reg k0, R
 	if (choose_shape(d->fmt, &g.sh, err) < 0)
 		return -1;
 	P = g.sh.passes;
-	g.lim = reg_new(e, RC_B32);
-	emitf(e, "\tmul.lo.u32 %s, %s, %d;\n\tmin.u32 %s, %s, %s;\n", g.lim.s, r->n_total.s, f->bn, g.lim.s,
-	      g.lim.s, r->sk.s);
-	g.tq = reg_new(e, RC_B32);
-	g.qt = reg_new(e, RC_B32);
-	g.ok = reg_new(e, RC_PRED);
-	g.srcp = reg_new(e, RC_PRED);
-	g.pf = reg_new(e, RC_PRED);
-	reg_array(e, RC_B32, &g.pos, 8);
-	g.pb = reg_new(e, RC_B64);
-	g.a = reg_new(e, RC_B64);
-	g.o = reg_new(e, RC_B64);
-	reg_array(e, RC_B32, &g.rb, 5);
-	g.sc = reg_new(e, RC_F32);
-	reg_array(e, RC_B16, g.h, 4);
-	reg_array(e, RC_B32, g.y, 2);
-	reg_array(e, RC_F32, g.x, 4);
-	reg_array(e, RC_B32, g.out, 8);
-	for (int hf = 0; hf < 2; hf++) {
-		reg_array(e, RC_B32, g.pass[hf].sc, g.sh.sregs ? g.sh.sregs : 1);
-		for (int c = 0; c < g.sh.nn; c++)
-			reg_array(e, RC_B32, g.pass[hf].nope[c], 4);
-		for (int c = 0; c < g.sh.nr; c++)
-			reg_array(e, RC_B32, g.pass[hf].rope[c], 4);
-	}
-	for (int s = 0; s < d->nsrc; s++) {
-		g.kv[s] = reg_new(e, RC_B64);
-		emitf(e, "\tld.param.u64 %s, [p_KV%s];\n\tcvta.to.global.u64 %s, %s;\n", g.kv[s].s,
-		      s ? "_extra" : "", g.kv[s].s, g.kv[s].s);
-	}
-
-	/* T threads per token: q = tid % T */
-	emitf(e, "\tand.b32 %s, %s, %d;\n\tshr.u32 %s, %s, %d;\n", g.qt.s, r->tid.s, g.sh.T - 1, g.tq.s, r->tid.s,
-	      g.sh.T == 4 ? 2 : 3);
+	gather_init(e, &g);
 	label_new(e, loop, sizeof loop, "gather");
 	label_new(e, done, sizeof done, "gather_done");
 	emitf(e, "\tmov.u32 %s, 0;\n\tmov.u32 %s, 0;\n\tmov.u32 %s, %s;\n", stage.s, phase.s, j.s, r->j0.s);
