@@ -194,6 +194,25 @@ split_publish(Emit *e, KgErr *err, const FmhaCfg *f, Consumer *c, Split *s)
 	return 0;
 }
 
+/* With one shared K=V stage the next tile cannot arrive before this one
+ * is released, so P·V_j follows P_j at once instead of overlapping
+ * S_{j+1} (decode's staged gather, gen/decode.c); O was rescaled, so
+ * fence. Separate K and V stages keep the overlap. */
+static int
+split_serial(const FmhaCfg *f)
+{
+	return f->kv_shared && f->stages == 1;
+}
+
+static void
+split_pv_serial(Emit *e, const FmhaCfg *f, Consumer *c, Split *s)
+{
+	sm90_wgmma_fence(e);
+	split_pv_issue(e, f, c, s, s->pb, c->stage);
+	sm90_wgmma_wait(e, 0);
+	split_release(e, f, c, s, s->pb, c->stage);
+}
+
 static int
 split_scores_loop(Emit *e, KgErr *err, const FmhaCfg *f, const FmhaRegs *r, Consumer *c, Split *s,
                   int masked, Reg endr)
@@ -203,19 +222,27 @@ split_scores_loop(Emit *e, KgErr *err, const FmhaCfg *f, const FmhaRegs *r, Cons
 	if (fmha90_loop_head(e, err, f, c, masked ? "split_masked" : "split",
 	                     masked ? "sm90.fmha_split_tile_masked" : "sm90.fmha_split_tile", endr, &l) < 0)
 		return -1;
-	sm90_wgmma_fence(e);
+	/* serial: the fence before P·V_{j-1} already follows every write of
+	 * S and O since */
+	if (!split_serial(f))
+		sm90_wgmma_fence(e);
 	fmha90_scores_issue(e, f, c);
-	split_pv_issue(e, f, c, s, s->ppb, c->pstage);
-	sm90_wgmma_wait(e, 1);
+	if (!split_serial(f))
+		split_pv_issue(e, f, c, s, s->ppb, c->pstage);
+	sm90_wgmma_wait(e, !split_serial(f));
 	fmha90_release_k(e, f, c);
 	if (masked)
 		fmha90_mask(e, f, r, c);
 	fmha90_softmax_exp(e, f, c);
-	sm90_wgmma_wait(e, 0);
-	split_release(e, f, c, s, s->ppb, c->pstage);
+	if (!split_serial(f)) {
+		sm90_wgmma_wait(e, 0);
+		split_release(e, f, c, s, s->ppb, c->pstage);
+	}
 	fmha90_softmax_rescale(e, f, c, 0);
 	if (split_publish(e, err, f, c, s) < 0)
 		return -1;
+	if (split_serial(f))
+		split_pv_serial(e, f, c, s);
 	fmha90_advance(e, f, c);
 	split_advance_p(e, s);
 	fmha90_loop_foot(e, c, &l);
@@ -252,23 +279,27 @@ emit_scores_wg(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Reg zero, KgErr *er
 	fmha90_softmax_rescale(e, f, &c, 0);
 	if (split_publish(e, err, f, &c, &s) < 0)
 		return -1;
+	if (split_serial(f))
+		split_pv_serial(e, f, &c, &s);
 	fmha90_advance(e, f, &c);
 	split_advance_p(e, &s);
 	if ((f->mask == MASK_WINDOW && split_scores_loop(e, err, f, r, &c, &s, 1, r->n_lead) < 0) ||
 	    (fmha_has_unmasked_tiles(f) && split_scores_loop(e, err, f, r, &c, &s, 0, r->n_full) < 0) ||
 	    split_scores_loop(e, err, f, r, &c, &s, 1, r->n_total) < 0)
 		return -1;
-	/* the last tile's P·V */
+	/* the last tile's P·V (serial: done with its tile) */
 	emit_block(e, "sm90.fmha_split_tail");
 	if (!f->kv_shared) {
 		emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n", c.bar.s, c.pstage.s, c.vbar0.s);
 		if (op_mbar_wait(e, err, c.bar, c.pphase.s) < 0)
 			return -1;
 	}
-	sm90_wgmma_fence(e);
-	split_pv_issue(e, f, &c, &s, s.ppb, c.pstage);
-	sm90_wgmma_wait(e, 0);
-	split_release(e, f, &c, &s, s.ppb, c.pstage);
+	if (!split_serial(f)) {
+		sm90_wgmma_fence(e);
+		split_pv_issue(e, f, &c, &s, s.ppb, c.pstage);
+		sm90_wgmma_wait(e, 0);
+		split_release(e, f, &c, &s, s.ppb, c.pstage);
+	}
 	emit_label(e, none);
 	fmha90_epilogue(e, f, r, &c, err);
 	return f->finish ? f->finish(e, f, r, err) : 0;
