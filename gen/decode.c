@@ -39,6 +39,9 @@ static const ParamSpec decode_params[] = {
 	{"unnormalized", PK_INT, P(unnormalized), "0,1", 0, 0, 0, "0",
 	 "O as f32 without the 1/rowsum, plus LSE and the reference max M, for a later merge (no split-KV, no sink)",
 	 NULL},
+	{"stage-rows", PK_INT, P(stage_rows), "0,1", 0, 0, 0, "1",
+	 "1: the staged gather where it fits (token rows copied by cp.async.bulk into a smem ring two tiles ahead, one K=V stage); 0: the register gather (kernel name ends _rg where that differs)",
+	 "target=sm_90a"},
 };
 
 static int decode_finish(Emit *e, const FmhaCfg *f, const FmhaRegs *r, KgErr *err);
@@ -196,7 +199,7 @@ decode_configure(DecodeCfg *d, const DecodeParams *p, KgErr *err)
 		return -1;
 	/* The staged gather where it fits: one K=V stage and the ring of
 	 * token rows (fp8-v4: 64 + 75 KiB in place of two 64 KiB stages) */
-	if (ops->stage_rows && decode_stage_fits(d)) {
+	if (ops->stage_rows && p->stage_rows && decode_stage_fits(d)) {
 		KgErr why; /* a plan one stage cannot take (P in the K=V stages needs two): today's gather */
 
 		f->stages = 1;
@@ -236,8 +239,11 @@ decode_configure(DecodeCfg *d, const DecodeParams *p, KgErr *err)
 	}
 	{
 		size_t n = strlen(f->name);
-		snprintf(f->name + n, sizeof f->name - n, "%s%s%s_%s", d->has_len ? "_len" : "",
-		         d->sink ? "_sink" : "", d->unnorm ? "_unnorm" : "", f->t->tag);
+		/* _rg: the register gather where the staged one would fit */
+		int rg = !p->stage_rows && ops->stage_rows && decode_stage_fits(d);
+
+		snprintf(f->name + n, sizeof f->name - n, "%s%s%s%s_%s", d->has_len ? "_len" : "",
+		         d->sink ? "_sink" : "", d->unnorm ? "_unnorm" : "", rg ? "_rg" : "", f->t->tag);
 	}
 	return plan_check(&f->plan, err);
 }

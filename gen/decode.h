@@ -67,6 +67,7 @@ typedef struct DecodeParams {
 	int addressing, addressing_extra; /* DEC_ADDR_* of each source */
 	int sink;
 	int unnormalized;                /* O without 1/rowsum (f32) and M; no split-KV, no sink */
+	int stage_rows;                  /* sm_90a: the staged gather where it fits (DecodeOps.stage_rows) */
 } DecodeParams;
 
 typedef struct DecodeCfg {
