@@ -8,7 +8,9 @@
  * K-major layout a TMA box would have written (gen/layout.h), so the
  * consumers' descriptors are fmha's. Generic-proxy stores read by wgmma
  * need fence.proxy.async before the full barrier's arrival (PTX ISA
- * "Asynchronous proxy"). */
+ * "Asynchronous proxy"). Where it fits, the rows reach registers from a
+ * ring in shared memory that cp.async.bulk fills two tiles ahead instead
+ * (emit_tiles_staged below). */
 #include <stdio.h>
 #include <string.h>
 
