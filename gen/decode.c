@@ -39,6 +39,9 @@ static const ParamSpec decode_params[] = {
 	{"unnormalized", PK_INT, P(unnormalized), "0,1", 0, 0, 0, "0",
 	 "O as f32 without the 1/rowsum, plus LSE and the reference max M, for a later merge (no split-KV, no sink)",
 	 NULL},
+	{"stage-rows", PK_INT, P(stage_rows), "0,1", 0, 0, 0, "1",
+	 "1: the staged gather where it fits (token rows copied by cp.async.bulk into a smem ring two tiles ahead, one K=V stage); 0: the register gather (kernel name ends _rg where that differs)",
+	 "target=sm_90a"},
 };
 
 static int decode_finish(Emit *e, const FmhaCfg *f, const FmhaRegs *r, KgErr *err);
@@ -82,7 +85,39 @@ decode_plan_stages(DecodeCfg *d, KgErr *err)
 	d->r_chunks = plan_smem(&f->plan, "chunk counts",
 	                        d->list_len ? 4u * (uint32_t)((d->topk[0] + 31) / 32 + (d->topk[1] + 31) / 32) : 16,
 	                        16, 1);
+	if (d->raw_slots) {
+		d->r_raw = plan_smem(&f->plan, "token rows (staging ring)", d->raw_bytes, 128, d->raw_slots);
+		d->b_raw = plan_barrier(&f->plan, "token rows full", d->raw_slots, 128, 0,
+		                        "every producer thread, expect_tx of its copy; the copies' complete_tx");
+	}
 	return 0;
+}
+
+/* Whether the staged gather (DecodeOps.stage_rows) can copy this cache's
+ * tokens with cp.async.bulk: rows 16-byte aligned and a multiple of 16
+ * bytes (PTX ISA "cp.async.bulk"), and each tail scale entry inside a
+ * 16-byte pair that stays inside its page (the copy takes the pair);
+ * then sets the ring's slot layout. */
+static int
+decode_stage_fits(DecodeCfg *d)
+{
+	const DecodeFormat *fm = d->fmt;
+	int tail = fm->nscales && fm->scale_at < 0;
+
+	if (!fm->nope_fp8 || fm->row_bytes % 16)
+		return 0;
+	if (tail && (fm->scale_bytes > 16 || 16 % fm->scale_bytes))
+		return 0;
+	for (int s = 0; s < d->nsrc; s++) {
+		if (d->page_bytes[s] % 16)
+			return 0;
+		if (tail && (decode_scale_offset(fm, d->ps[s], d->ps[s] - 1) & ~15u) + 16 > d->page_bytes[s])
+			return 0;
+	}
+	d->raw_scales_at = 64u * (uint32_t)fm->row_bytes;
+	d->raw_flags_at = d->raw_scales_at + (tail ? 64u * 16 : 0);
+	d->raw_bytes = d->raw_flags_at + 64u * 4;
+	return 1;
 }
 
 static int
@@ -162,10 +197,22 @@ decode_configure(DecodeCfg *d, const DecodeParams *p, KgErr *err)
 	d->cons_threads = 256;
 	if (ops->configure && ops->configure(d, err) < 0)
 		return -1;
+	/* The staged gather where it fits: one K=V stage and the ring of
+	 * token rows (fp8-v4: 64 + 75 KiB in place of two 64 KiB stages) */
+	if (ops->stage_rows && p->stage_rows && decode_stage_fits(d)) {
+		KgErr why; /* a plan one stage cannot take (P in the K=V stages needs two): today's gather */
+
+		f->stages = 1;
+		d->raw_slots = DEC_RAW_SLOTS;
+		if (decode_plan_stages(d, &why) < 0 || plan_smem_total(&f->plan) > f->t->smem_max) {
+			d->raw_slots = 0;
+			f->stages = 2;
+		}
+	}
 	/* The most K=V stages, up to the target's, whose plan fits shared
 	 * memory: head_dim_qk 576 on sm_100a (Q, its zero slice and two 72
 	 * KiB stages) keeps one, which exposes each tile's gather */
-	for (;;) {
+	while (!d->raw_slots) {
 		if (decode_plan_stages(d, err) < 0)
 			return -1;
 		if (f->stages == 1 || plan_smem_total(&f->plan) <= f->t->smem_max)
@@ -192,8 +239,11 @@ decode_configure(DecodeCfg *d, const DecodeParams *p, KgErr *err)
 	}
 	{
 		size_t n = strlen(f->name);
-		snprintf(f->name + n, sizeof f->name - n, "%s%s%s_%s", d->has_len ? "_len" : "",
-		         d->sink ? "_sink" : "", d->unnorm ? "_unnorm" : "", f->t->tag);
+		/* _rg: the register gather where the staged one would fit */
+		int rg = !p->stage_rows && ops->stage_rows && decode_stage_fits(d);
+
+		snprintf(f->name + n, sizeof f->name - n, "%s%s%s%s_%s", d->has_len ? "_len" : "",
+		         d->sink ? "_sink" : "", d->unnorm ? "_unnorm" : "", rg ? "_rg" : "", f->t->tag);
 	}
 	return plan_check(&f->plan, err);
 }
@@ -953,12 +1003,27 @@ decode_plan(const void *params, Buf *text, KgErr *err)
 	else
 		buf_printf(text, "keys            the paged source%s' first seqlens[b] tokens%s; all sources share one softmax\n",
 		           d.nsrc > 1 ? "s" : "", d.nsrc > 1 ? ", main then extra" : "");
+	if (d.raw_slots) {
+		uint32_t tile = 64u * (uint32_t)(d.fmt->row_bytes + (d.raw_flags_at > d.raw_scales_at ? 16 : 0));
+
+		buf_printf(text, "gather          staged: once tile j is dequantized, the producer copies tile j+%d's token rows (cp.async.bulk, %d bytes each)%s into slot j%%%d of a %d-slot ring in smem (%u bytes each): %u-%u bytes in flight per CTA, none of them in registers; dequantized from smem into one K=V stage, so P·V of a tile follows its P\n",
+		           DEC_RAW_SLOTS, d.fmt->row_bytes,
+		           d.raw_flags_at > d.raw_scales_at ? " and the 16-byte pairs holding their tail scales" : "",
+		           DEC_RAW_SLOTS, d.raw_slots, d.raw_bytes, tile, (uint32_t)DEC_RAW_SLOTS * tile);
+	} else {
+		buf_printf(text, "gather          registers: 16-byte ld.global.nc of one pass of tokens in flight, dequantized in registers into %d K=V stage%s\n",
+		           d.f.stages, d.f.stages > 1 ? "s" : "");
+	}
 	if (d.nsparse < d.nsrc)
 		buf_printf(text, "paged keys      per 64-key tile, 64 producer threads resolve each key to its token (block table, list) into a 3-tile ring in smem, a tile ahead\n");
-	if (d.f.t->decode->l2_prefetch)
+	if (d.f.t->decode->l2_prefetch && d.raw_slots && !decode_prefetch_tiles(&d))
+		buf_printf(text, "prefetch        Q's rows at the start; no token rows (the ring's copies are the paged source's earliest resolved keys)\n");
+	else if (d.f.t->decode->l2_prefetch)
 		buf_printf(text, "prefetch        Q's rows at the start; once tile j is published, tile j+%d's token rows (and tail scales) into L2 (%s)\n",
-		           1 + decode_prefetch_tiles(&d),
-		           d.nsparse < d.nsrc ? "a paged source's keys are resolved one tile ahead" : "the key list is known: tiles 0..2 before the first");
+		           (d.raw_slots ? DEC_RAW_SLOTS : 1) + decode_prefetch_tiles(&d),
+		           d.nsparse < d.nsrc ? "a paged source's keys are resolved one tile ahead"
+		           : d.raw_slots ? "the key list is known: tiles 2..3 before the first, whose copies take tiles 0..1"
+		                         : "the key list is known: tiles 0..2 before the first");
 	else
 		buf_printf(text, "prefetch        Q's rows at the start; no token rows (the gatherer has no registers to spare for their addresses)\n");
 	if (!d.unnorm)

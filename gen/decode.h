@@ -67,6 +67,7 @@ typedef struct DecodeParams {
 	int addressing, addressing_extra; /* DEC_ADDR_* of each source */
 	int sink;
 	int unnormalized;                /* O without 1/rowsum (f32) and M; no split-KV, no sink */
+	int stage_rows;                  /* sm_90a: the staged gather where it fits (DecodeOps.stage_rows) */
 } DecodeParams;
 
 typedef struct DecodeCfg {
@@ -83,6 +84,10 @@ typedef struct DecodeCfg {
 	int r_list, r_count;       /* smem: the compacted key list and its length */
 	int r_chunks;              /* smem: valid entries per 32-entry chunk of the index lists */
 	int r_keys;                /* smem, with a paged source: a ring of 3 tiles' resolved keys (-1: none) */
+	int raw_slots;             /* staged gather (DecodeOps.stage_rows): slots of the token-row ring (0: none) */
+	int r_raw, b_raw;          /* smem: the ring's slots; mbarriers: "token rows full", one per slot */
+	uint32_t raw_bytes;        /* bytes of one slot: 64 rows, then 64 16-byte scale pairs (tail scales), then 64 flags */
+	uint32_t raw_scales_at, raw_flags_at; /* offsets in a slot */
 	int list_len;              /* entries: topk[0] + topk[1] */
 	int q_pad_slices;          /* zero 64-column slices planned after Q (DecodeOps.configure) */
 	int cons_tid0, cons_threads; /* the consumer threads that run the split-KV combine */
@@ -124,6 +129,12 @@ typedef struct DecodeOps {
 	/* The gather prefetches token rows into L2 decode_prefetch_tiles ahead
 	 * (gen/sm90/decode.c); 0: it does not (its registers are not there). */
 	int l2_prefetch;
+	/* The gather stages each tile's raw token rows in a ring of shared
+	 * memory with cp.async.bulk copies DEC_RAW_SLOTS tiles ahead and
+	 * dequantizes from there (gen/sm90/decode.c, docs/ABI.md "decode"),
+	 * wherever one bf16 K=V stage and the ring fit; 0: it loads the rows
+	 * into registers. */
+	int stage_rows;
 } DecodeOps;
 
 extern const DecodeOps decode_sm90, decode_sm100;
@@ -137,6 +148,9 @@ extern const DecodeOps decode_sm90, decode_sm100;
 int decode_gather_warpgroup(Emit *e, const FmhaCfg *f, const FmhaRegs *r, KgErr *err);
 /* Tiles ahead of its loads the gather prefetches the token rows into L2. */
 int decode_prefetch_tiles(const DecodeCfg *d);
+/* Staged gather: tiles the copies into the ring run ahead of the tile
+ * being dequantized (the ring's slots). */
+enum { DEC_RAW_SLOTS = 2 };
 
 /* Emits, for every thread, the keys paged source s gives query rows of
  * sequence r->b: min(seqlens[b], max_pages·page_size), at least 0. */

@@ -146,4 +146,5 @@ const DecodeOps decode_sm100 = {
 	NULL,
 	0, /* the combine's waiting path hangs on the emulator here (a cluster per row): not taken */
 	0, /* its addresses spill the 128-register gatherer of the unnormalized kernel; unmeasured here */
+	0, /* today's register gather */
 };

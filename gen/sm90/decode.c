@@ -8,7 +8,9 @@
  * K-major layout a TMA box would have written (gen/layout.h), so the
  * consumers' descriptors are fmha's. Generic-proxy stores read by wgmma
  * need fence.proxy.async before the full barrier's arrival (PTX ISA
- * "Asynchronous proxy"). */
+ * "Asynchronous proxy"). Where it fits, the rows reach registers from a
+ * ring in shared memory that cp.async.bulk fills two tiles ahead instead
+ * (emit_tiles_staged below). */
 #include <stdio.h>
 #include <string.h>
 
@@ -173,6 +175,7 @@ typedef struct Gather {
 
 	Reg rb, a0, a1, a2, dsl, sc, h[4], y[2], x[4], out[8];
 	Pass pass[2];
+	Reg kq, pr, psc;           /* staged gather: the key tid % 64 a thread copies; row and scale copy */
 } Gather;
 
 /* Issues the loads of key 64j + pass·tokens + tid/T of the list into
@@ -381,6 +384,50 @@ emit_pass_store(Emit *e, Gather *g, Reg stage, int pass)
 		emit_store_bf16(e, g, fm->d_nope, c, ps->rope[c]);
 }
 
+/* The gather's registers across the loop, the key limit, the caches'
+ * bases and this thread's token and chunk (q = tid % T). */
+static void
+gather_init(Emit *e, Gather *g)
+{
+	const DecodeCfg *d = g->d;
+	const FmhaCfg *f = &d->f;
+	const FmhaRegs *r = g->r;
+
+	g->lim = reg_new(e, RC_B32);
+	emitf(e, "\tmul.lo.u32 %s, %s, %d;\n\tmin.u32 %s, %s, %s;\n", g->lim.s, r->n_total.s, f->bn, g->lim.s,
+	      g->lim.s, r->sk.s);
+	g->tq = reg_new(e, RC_B32);
+	g->qt = reg_new(e, RC_B32);
+	g->ok = reg_new(e, RC_PRED);
+	g->srcp = reg_new(e, RC_PRED);
+	g->pf = reg_new(e, RC_PRED);
+	reg_array(e, RC_B32, &g->pos, 8);
+	g->pb = reg_new(e, RC_B64);
+	g->a = reg_new(e, RC_B64);
+	g->o = reg_new(e, RC_B64);
+	reg_array(e, RC_B32, &g->rb, 5);
+	g->sc = reg_new(e, RC_F32);
+	reg_array(e, RC_B16, g->h, 4);
+	reg_array(e, RC_B32, g->y, 2);
+	reg_array(e, RC_F32, g->x, 4);
+	reg_array(e, RC_B32, g->out, 8);
+	for (int hf = 0; hf < 2; hf++) {
+		reg_array(e, RC_B32, g->pass[hf].sc, g->sh.sregs ? g->sh.sregs : 1);
+		for (int c = 0; c < g->sh.nn; c++)
+			reg_array(e, RC_B32, g->pass[hf].nope[c], 4);
+		for (int c = 0; c < g->sh.nr; c++)
+			reg_array(e, RC_B32, g->pass[hf].rope[c], 4);
+	}
+	for (int s = 0; s < d->nsrc; s++) {
+		g->kv[s] = reg_new(e, RC_B64);
+		emitf(e, "\tld.param.u64 %s, [p_KV%s];\n\tcvta.to.global.u64 %s, %s;\n", g->kv[s].s,
+		      s ? "_extra" : "", g->kv[s].s, g->kv[s].s);
+	}
+	/* T threads per token: q = tid % T */
+	emitf(e, "\tand.b32 %s, %s, %d;\n\tshr.u32 %s, %s, %d;\n", g->qt.s, r->tid.s, g->sh.T - 1, g->tq.s, r->tid.s,
+	      g->sh.T == 4 ? 2 : 3);
+}
+
 /* The K=V tiles, software-pipelined by passes so that one pass's loads
  * are always in flight while the previous one is dequantized: pass 0 of
  * tile j was issued in the previous iteration; for each pass k, issue
@@ -401,40 +448,7 @@ emit_tiles(Emit *e, KgErr *err, const DecodeCfg *d, const FmhaRegs *r, Reg k0, R
 	if (choose_shape(d->fmt, &g.sh, err) < 0)
 		return -1;
 	P = g.sh.passes;
-	g.lim = reg_new(e, RC_B32);
-	emitf(e, "\tmul.lo.u32 %s, %s, %d;\n\tmin.u32 %s, %s, %s;\n", g.lim.s, r->n_total.s, f->bn, g.lim.s,
-	      g.lim.s, r->sk.s);
-	g.tq = reg_new(e, RC_B32);
-	g.qt = reg_new(e, RC_B32);
-	g.ok = reg_new(e, RC_PRED);
-	g.srcp = reg_new(e, RC_PRED);
-	g.pf = reg_new(e, RC_PRED);
-	reg_array(e, RC_B32, &g.pos, 8);
-	g.pb = reg_new(e, RC_B64);
-	g.a = reg_new(e, RC_B64);
-	g.o = reg_new(e, RC_B64);
-	reg_array(e, RC_B32, &g.rb, 5);
-	g.sc = reg_new(e, RC_F32);
-	reg_array(e, RC_B16, g.h, 4);
-	reg_array(e, RC_B32, g.y, 2);
-	reg_array(e, RC_F32, g.x, 4);
-	reg_array(e, RC_B32, g.out, 8);
-	for (int hf = 0; hf < 2; hf++) {
-		reg_array(e, RC_B32, g.pass[hf].sc, g.sh.sregs ? g.sh.sregs : 1);
-		for (int c = 0; c < g.sh.nn; c++)
-			reg_array(e, RC_B32, g.pass[hf].nope[c], 4);
-		for (int c = 0; c < g.sh.nr; c++)
-			reg_array(e, RC_B32, g.pass[hf].rope[c], 4);
-	}
-	for (int s = 0; s < d->nsrc; s++) {
-		g.kv[s] = reg_new(e, RC_B64);
-		emitf(e, "\tld.param.u64 %s, [p_KV%s];\n\tcvta.to.global.u64 %s, %s;\n", g.kv[s].s,
-		      s ? "_extra" : "", g.kv[s].s, g.kv[s].s);
-	}
-
-	/* T threads per token: q = tid % T */
-	emitf(e, "\tand.b32 %s, %s, %d;\n\tshr.u32 %s, %s, %d;\n", g.qt.s, r->tid.s, g.sh.T - 1, g.tq.s, r->tid.s,
-	      g.sh.T == 4 ? 2 : 3);
+	gather_init(e, &g);
 	label_new(e, loop, sizeof loop, "gather");
 	label_new(e, done, sizeof done, "gather_done");
 	emitf(e, "\tmov.u32 %s, 0;\n\tmov.u32 %s, 0;\n\tmov.u32 %s, %s;\n", stage.s, phase.s, j.s, r->j0.s);
@@ -489,6 +503,224 @@ emit_tiles(Emit *e, KgErr *err, const DecodeCfg *d, const FmhaRegs *r, Reg k0, R
 	return 0;
 }
 
+/* The staged gather (DecodeOps.stage_rows, docs/ABI.md "decode"): each
+ * tile's raw token rows reach a slot of a ring in shared memory by
+ * cp.async.bulk (PTX ISA "cp.async.bulk"), issued DEC_RAW_SLOTS tiles
+ * before the tile is dequantized, so a CTA keeps one to two tiles (fp8-v4:
+ * 37-75 KB) in flight instead of the one pass its registers hold; the
+ * dequantization then reads shared memory. A slot (gen/decode.c,
+ * decode_stage_fits): 64 rows, then with tail scales 64 16-byte pairs
+ * (the aligned pair that holds the key's entry), then 64 flag words: -1
+ * for no key (its row stays stale: the dequantization loads zeros), else
+ * the entry's offset in its pair. */
+
+/* Address of slot `slot` of the ring and of its "token rows full" barrier. */
+static void
+emit_raw_slot(Emit *e, const Gather *g, Reg slot, Reg raw, Reg bar)
+{
+	const DecodeCfg *d = g->d;
+	Reg a = op_plan_smem(e, &d->f.plan, g->r->base, d->r_raw), b = op_plan_bar(e, &d->f.plan, g->r->base, d->b_raw);
+
+	emitf(e, "\tmad.lo.u32 %s, %s, %u, %s;\n\tmad.lo.u32 %s, %s, 8, %s;\n", raw.s, slot.s, d->raw_bytes, a.s,
+	      bar.s, slot.s, b.s);
+}
+
+/* Tile jd's copies into slot `slot`: thread tid takes key 64·jd + tid % 64;
+ * threads < 64 write its flag and copy its row, threads >= 64 copy its
+ * scale pair (tail scales). Every thread arrives once on the slot's
+ * barrier, with expect_tx of the bytes it copies, before copying; its
+ * flag store precedes its arrival (a release), so every thread whose wait
+ * (an acquire) sees the phase complete sees the flag. */
+static void
+emit_issue_tile(Emit *e, Gather *g, Reg jd, Reg slot)
+{
+	const DecodeCfg *d = g->d;
+	const DecodeFormat *fm = d->fmt;
+	const Reg tid = g->r->tid;
+	int tail = fm->nscales && fm->scale_at < 0;
+	Reg raw = g->rb, bar = g->a0, dst = g->a1, fl = g->a2, sdst = g->dsl;
+	const char *cp = "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes";
+
+	emit_key_page(e, g, jd, g->kq, 0, NULL);
+	emit_raw_slot(e, g, slot, raw, bar);
+	if (tail) {
+		/* the entry at ps·row_bytes + off·scale_bytes; its pair at that & ~15 */
+		emitf(e, "\tmul.lo.u32 %s, %s, %d;\n\tmad.lo.u32 %s, %s, %d, %s;\n", g->t.s, g->ps.s, fm->row_bytes,
+		      g->t.s, g->off.s, fm->scale_bytes, g->t.s);
+		emitf(e, "\tand.b32 %s, %s, 15;\n\tand.b32 %s, %s, -16;\n\tselp.b32 %s, %s, -1, %s;\n", fl.s, g->t.s,
+		      g->t.s, g->t.s, fl.s, fl.s, g->ok.s);
+	} else {
+		emitf(e, "\tselp.b32 %s, 0, -1, %s;\n", fl.s, g->ok.s);
+	}
+	emitf(e, "\tsetp.lt.u32 %s, %s, 64;\n\tmad.lo.u32 %s, %s, 4, %s;\n\t@%s st.shared.u32 [%s+%u], %s;\n", g->pf.s,
+	      tid.s, dst.s, g->kq.s, raw.s, g->pf.s, dst.s, d->raw_flags_at, fl.s);
+	/* the row: page + off·row_bytes into raw + kq·row_bytes; the pair:
+	 * page + (t & ~15) into raw + scales_at + kq·16 */
+	emitf(e, "\tmul.wide.u32 %s, %s, %d;\n\tadd.u64 %s, %s, %s;\n", g->o.s, g->off.s, fm->row_bytes, g->a.s,
+	      g->pb.s, g->o.s);
+	emitf(e, "\tmad.lo.u32 %s, %s, %d, %s;\n", dst.s, g->kq.s, fm->row_bytes, raw.s);
+	if (tail) {
+		emitf(e, "\tcvt.u64.u32 %s, %s;\n\tadd.u64 %s, %s, %s;\n", g->o.s, g->t.s, g->pb.s, g->pb.s, g->o.s);
+		emitf(e, "\tmad.lo.u32 %s, %s, 16, %s;\n\tadd.u32 %s, %s, %u;\n", sdst.s, g->kq.s, raw.s, sdst.s, sdst.s,
+		      d->raw_scales_at);
+		emitf(e, "\tsetp.ge.and.u32 %s, %s, 64, %s;\n", g->psc.s, tid.s, g->ok.s);
+	}
+	emitf(e, "\tsetp.lt.and.u32 %s, %s, 64, %s;\n", g->pr.s, tid.s, g->ok.s);
+	if (tail) {
+		emitf(e, "\t@!%s mbarrier.arrive.shared::cta.b64 _, [%s];\n", g->ok.s, bar.s);
+		emitf(e, "\t@%s mbarrier.arrive.expect_tx.shared::cta.b64 _, [%s], %d;\n", g->pr.s, bar.s, fm->row_bytes);
+		emitf(e, "\t@%s mbarrier.arrive.expect_tx.shared::cta.b64 _, [%s], 16;\n", g->psc.s, bar.s);
+	} else {
+		emitf(e, "\t@!%s mbarrier.arrive.shared::cta.b64 _, [%s];\n", g->pr.s, bar.s);
+		emitf(e, "\t@%s mbarrier.arrive.expect_tx.shared::cta.b64 _, [%s], %d;\n", g->pr.s, bar.s, fm->row_bytes);
+	}
+	emitf(e, "\t@%s %s [%s], [%s], %d, [%s];\n", g->pr.s, cp, dst.s, g->a.s, fm->row_bytes, bar.s);
+	if (tail)
+		emitf(e, "\t@%s %s [%s], [%s], 16, [%s];\n", g->psc.s, cp, sdst.s, g->pb.s, bar.s);
+}
+
+/* Loads pass `pass` of the tile in slot `raw` from shared memory into
+ * g->pass[pass % 2], as emit_pass_load does from the cache: token
+ * pass·tokens + tid/T, zeros where its flag says no key. */
+static void
+emit_pass_load_staged(Emit *e, Gather *g, Reg raw, int pass)
+{
+	const DecodeCfg *d = g->d;
+	const DecodeFormat *fm = d->fmt;
+	const Shape *sh = &g->sh;
+	Pass *ps = &g->pass[pass % 2];
+	static const char *const vec[] = {"", ".b32", ".v2.b32", "", ".v4.b32"};
+
+	emitf(e, "\tadd.u32 %s, %s, %d;\n\tmad.lo.u32 %s, %s, 4, %s;\n", g->pos.s, g->tq.s, sh->tokens * pass, g->t.s,
+	      g->pos.s, raw.s);
+	emitf(e, "\tld.shared.u32 %s, [%s+%u];\n\tsetp.ge.s32 %s, %s, 0;\n", g->ent.s, g->t.s, d->raw_flags_at,
+	      g->ok.s, g->ent.s);
+	if (fm->nscales) {
+		if (fm->scale_at >= 0)
+			emitf(e, "\tmad.lo.u32 %s, %s, %d, %s;\n\tadd.u32 %s, %s, %d;\n", g->t.s, g->pos.s, fm->row_bytes,
+			      raw.s, g->t.s, g->t.s, fm->scale_at);
+		else
+			emitf(e, "\tmad.lo.u32 %s, %s, 16, %s;\n\tadd.u32 %s, %s, %s;\n\tadd.u32 %s, %s, %u;\n", g->t.s,
+			      g->pos.s, raw.s, g->t.s, g->t.s, g->ent.s, g->t.s, g->t.s, d->raw_scales_at);
+		for (int i = 0; i < sh->sregs; i++)
+			emitf(e, "\tmov.b32 %s, 0;\n", ps->sc[i].s);
+		if (sh->sregs == 1)
+			emitf(e, "\t@%s ld.shared.b32 %s, [%s];\n", g->ok.s, ps->sc[0].s, g->t.s);
+		else if (sh->sregs == 2)
+			emitf(e, "\t@%s ld.shared%s {%s, %s}, [%s];\n", g->ok.s, vec[2], ps->sc[0].s, ps->sc[1].s, g->t.s);
+		else
+			emitf(e, "\t@%s ld.shared%s {%s, %s, %s, %s}, [%s];\n", g->ok.s, vec[4], ps->sc[0].s, ps->sc[1].s,
+			      ps->sc[2].s, ps->sc[3].s, g->t.s);
+	}
+	emitf(e, "\tmad.lo.u32 %s, %s, %d, %s;\n\tmad.lo.u32 %s, %s, 16, %s;\n", g->t.s, g->pos.s, fm->row_bytes,
+	      raw.s, g->t.s, g->qt.s, g->t.s);
+	for (int c = 0; c < sh->nn + sh->nr; c++) {
+		const Reg *v = c < sh->nn ? ps->nope[c] : ps->rope[c - sh->nn];
+		int at = c < sh->nn ? 16 * sh->T * c : fm->rope_at + 16 * sh->T * (c - sh->nn);
+		emitf(e, "\tmov.b32 %s, 0;\n\tmov.b32 %s, 0;\n\tmov.b32 %s, 0;\n\tmov.b32 %s, 0;\n", v[0].s, v[1].s,
+		      v[2].s, v[3].s);
+		emitf(e, "\t@%s ld.shared.v4.b32 {%s, %s, %s, %s}, [%s+%d];\n", g->ok.s, v[0].s, v[1].s, v[2].s,
+		      v[3].s, g->t.s, at);
+	}
+}
+
+/* The K=V tiles through the ring: tiles j0 and j0+1 are copied before the
+ * loop; iteration j waits for tile j's slot, dequantizes it pass by pass
+ * into the K=V stage (once the consumers free it), publishes it, then,
+ * after a barrier of the producer's threads proves every read of the
+ * slot done, copies tile j+2 into it. */
+static int
+emit_tiles_staged(Emit *e, KgErr *err, const DecodeCfg *d, const FmhaRegs *r, Reg k0, Reg kbar0, Reg kfree0,
+                  Reg list)
+{
+	const FmhaCfg *f = &d->f;
+	Gather g = {.d = d, .r = r, .k0 = k0, .list = list};
+	Reg stage = reg_new(e, RC_B32), phase = reg_new(e, RC_B32), j = reg_new(e, RC_B32);
+	Reg rs = reg_new(e, RC_B32), rph = reg_new(e, RC_B32), raw = reg_new(e, RC_B32);
+	Reg bar = reg_new(e, RC_B32), par = reg_new(e, RC_B32), jd = reg_new(e, RC_B32), p = reg_new(e, RC_PRED);
+	char loop[48], done[48], skip[48];
+	int P, paged = d->nsparse < d->nsrc, D = decode_prefetch_tiles(d), pf = f->t->decode->l2_prefetch;
+
+	if (choose_shape(d->fmt, &g.sh, err) < 0)
+		return -1;
+	P = g.sh.passes;
+	gather_init(e, &g);
+	g.kq = reg_new(e, RC_B32);
+	g.pr = reg_new(e, RC_PRED);
+	g.psc = reg_new(e, RC_PRED);
+	emitf(e, "\tand.b32 %s, %s, 63;\n", g.kq.s, r->tid.s);
+	label_new(e, loop, sizeof loop, "gather");
+	label_new(e, done, sizeof done, "gather_done");
+	emitf(e, "\tmov.u32 %s, 0;\n\tmov.u32 %s, 0;\n\tmov.u32 %s, %s;\n", stage.s, phase.s, j.s, r->j0.s);
+	emitf(e, "\tmov.u32 %s, 0;\n\tmov.u32 %s, 0;\n", rs.s, rph.s);
+	emitf(e, "\tsetp.ge.u32 %s, %s, %s;\n\t@%s bra %s;\n", p.s, j.s, r->n_total.s, p.s, done);
+	/* tiles j0 and j0+1 (the second only if there is one) into slots 0 and 1 */
+	for (int k = 0; k < DEC_RAW_SLOTS; k++) {
+		emitf(e, "\tadd.u32 %s, %s, %d;\n", jd.s, j.s, k);
+		if (paged)
+			decode_emit_tile_keys(e, d, r, d->nsrc > 1 ? decode_emit_main_count(e, d, r) : r->sk, jd, r->tid,
+			                      emit_keys_slot(e, &g, jd));
+	}
+	if (paged)
+		op_bar_sync_why(e, 3, 128, "the producer's resolved keys of its first tiles");
+	for (int k = 0; k < DEC_RAW_SLOTS; k++) {
+		label_new(e, skip, sizeof skip, "gather_issued");
+		emitf(e, "\tadd.u32 %s, %s, %d;\n\tmov.u32 %s, %d;\n", jd.s, j.s, k, rs.s, k);
+		emitf(e, "\tsetp.ge.u32 %s, %s, %s;\n\t@%s bra %s;\n", p.s, jd.s, r->n_total.s, p.s, skip);
+		emit_issue_tile(e, &g, jd, rs);
+		emit_label(e, skip);
+	}
+	emitf(e, "\tmov.u32 %s, 0;\n", rs.s);
+	/* L2 prefetches beyond the copies: tiles j0+2..j0+1+D now, tile
+	 * j+2+D after iteration j's copies (gen/decode.h decode_prefetch_tiles) */
+	for (int k = DEC_RAW_SLOTS; pf && k < DEC_RAW_SLOTS + D; k++) {
+		emitf(e, "\tadd.u32 %s, %s, %d;\n", jd.s, j.s, k);
+		emit_prefetch_tile(e, &g, jd);
+	}
+	emit_label(e, loop);
+	emit_block(e, "sm90.decode_gather_staged");
+	emit_raw_slot(e, &g, rs, raw, bar);
+	if (op_mbar_wait(e, err, bar, rph.s) < 0)
+		return -1;
+	emit_pass_load_staged(e, &g, raw, 0);
+	for (int k = 0; k < P; k++) {
+		if (k + 1 < P)
+			emit_pass_load_staged(e, &g, raw, k + 1);
+		if (k == 0) {
+			emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n\txor.b32 %s, %s, 1;\n", bar.s, stage.s, kfree0.s,
+			      par.s, phase.s);
+			if (op_mbar_wait(e, err, bar, par.s) < 0)
+				return -1;
+		}
+		emit_pass_store(e, &g, stage, k);
+	}
+	/* the wgmma reads of this tile are async-proxy reads of generic
+	 * stores; the fence also orders this thread's reads of the slot
+	 * before the copies that refill it */
+	emitf(e, "\tfence.proxy.async.shared::cta;\n");
+	emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n", bar.s, stage.s, kbar0.s);
+	op_mbar_arrive(e, bar, NULL);
+	op_ring_advance(e, stage, phase, f->stages, p);
+	emitf(e, "\tadd.u32 %s, %s, %d;\n", jd.s, j.s, DEC_RAW_SLOTS);
+	if (paged)
+		decode_emit_tile_keys(e, d, r, d->nsrc > 1 ? decode_emit_main_count(e, d, r) : r->sk, jd, r->tid,
+		                      emit_keys_slot(e, &g, jd));
+	op_bar_sync_why(e, 3, 128, "every producer thread's reads of the slot before its refill");
+	label_new(e, skip, sizeof skip, "gather_issued");
+	emitf(e, "\tsetp.ge.u32 %s, %s, %s;\n\t@%s bra %s;\n", p.s, jd.s, r->n_total.s, p.s, skip);
+	emit_issue_tile(e, &g, jd, rs);
+	emit_label(e, skip);
+	if (pf && D) {
+		emitf(e, "\tadd.u32 %s, %s, %d;\n", jd.s, j.s, DEC_RAW_SLOTS + D);
+		emit_prefetch_tile(e, &g, jd);
+	}
+	op_ring_advance(e, rs, rph, DEC_RAW_SLOTS, p);
+	emitf(e, "\tadd.u32 %s, %s, 1;\n\tsetp.lt.u32 %s, %s, %s;\n\t@%s bra %s;\n", j.s, j.s, p.s, j.s,
+	      r->n_total.s, p.s, loop);
+	emit_label(e, done);
+	return 0;
+}
+
 int
 decode_gather_warpgroup(Emit *e, const FmhaCfg *f, const FmhaRegs *r, KgErr *err)
 {
@@ -502,6 +734,8 @@ decode_gather_warpgroup(Emit *e, const FmhaCfg *f, const FmhaRegs *r, KgErr *err
 	kfree0 = op_plan_bar(e, &f->plan, r->base, f->b_kfree);
 	list = op_plan_smem(e, &f->plan, r->base, d->r_list);
 	emit_q(e, d, r, q0);
+	if (d->raw_slots)
+		return emit_tiles_staged(e, err, d, r, k0, kbar0, kfree0, list);
 	return emit_tiles(e, err, d, r, k0, kbar0, kfree0, list);
 }
 
@@ -526,4 +760,5 @@ const DecodeOps decode_sm90 = {
 	gather_regs,
 	1,
 	1, /* +10 % at batch 64-128 on the H100 (BENCHMARKS.md, decode) */
+	1, /* ncu, h64 b128: L1TEX-scoreboard-bound with one pass in flight (docs/ABI.md "decode") */
 };

@@ -29,6 +29,10 @@ fmha90_split_plan(FmhaCfg *f, KgErr *err)
 
 	int preg = f->producer_regs ? f->producer_regs : PRODUCER_REGS;
 
+	/* one shared K=V stage runs each P·V right after its P (split_serial) */
+	if (f->s_ahead && f->kv_shared && f->stages == 1)
+		return kg_fail(err, "--s-ahead=1 with one shared K=V stage: S ahead overlaps P·V with the next "
+		               "S, which needs a second stage");
 	p->threads = 384;
 	regs = plan_regs_split(p, 256, 128, preg);
 	plan_role(p, "producer", 0, 4, preg,
@@ -274,6 +278,25 @@ split_ahead_loop(Emit *e, KgErr *err, const FmhaCfg *f, const FmhaRegs *r, Consu
 	return 0;
 }
 
+/* With one shared K=V stage the next tile cannot arrive before this one
+ * is released, so P·V_j follows P_j at once instead of overlapping
+ * S_{j+1} (decode's staged gather, gen/decode.c); O was rescaled, so
+ * fence. Separate K and V stages keep the overlap. */
+static int
+split_serial(const FmhaCfg *f)
+{
+	return f->kv_shared && f->stages == 1;
+}
+
+static void
+split_pv_serial(Emit *e, const FmhaCfg *f, Consumer *c, Split *s)
+{
+	sm90_wgmma_fence(e);
+	split_pv_issue(e, f, c, s, s->pb, c->stage);
+	sm90_wgmma_wait(e, 0);
+	split_release(e, f, c, s, s->pb, c->stage, 0);
+}
+
 static int
 split_scores_loop(Emit *e, KgErr *err, const FmhaCfg *f, const FmhaRegs *r, Consumer *c, Split *s,
                   int masked, Reg endr)
@@ -283,19 +306,27 @@ split_scores_loop(Emit *e, KgErr *err, const FmhaCfg *f, const FmhaRegs *r, Cons
 	if (fmha90_loop_head(e, err, f, c, masked ? "split_masked" : "split",
 	                     masked ? "sm90.fmha_split_tile_masked" : "sm90.fmha_split_tile", endr, &l) < 0)
 		return -1;
-	sm90_wgmma_fence(e);
+	/* serial: the fence before P·V_{j-1} already follows every write of
+	 * S and O since */
+	if (!split_serial(f))
+		sm90_wgmma_fence(e);
 	fmha90_scores_issue(e, f, c);
-	split_pv_issue(e, f, c, s, s->ppb, c->pstage);
-	sm90_wgmma_wait(e, 1);
+	if (!split_serial(f))
+		split_pv_issue(e, f, c, s, s->ppb, c->pstage);
+	sm90_wgmma_wait(e, !split_serial(f));
 	fmha90_release_k(e, f, c);
 	if (masked)
 		fmha90_mask(e, f, r, c);
 	fmha90_softmax_exp(e, f, c);
-	sm90_wgmma_wait(e, 0);
-	split_release(e, f, c, s, s->ppb, c->pstage, 1);
+	if (!split_serial(f)) {
+		sm90_wgmma_wait(e, 0);
+		split_release(e, f, c, s, s->ppb, c->pstage, 1);
+	}
 	fmha90_softmax_rescale(e, f, c, 0);
 	if (split_publish(e, err, f, c, s) < 0)
 		return -1;
+	if (split_serial(f))
+		split_pv_serial(e, f, c, s);
 	fmha90_advance(e, f, c);
 	split_advance_p(e, s);
 	fmha90_loop_foot(e, c, &l);
@@ -337,6 +368,8 @@ emit_scores_wg(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Reg zero, KgErr *er
 		fmha90_softmax_rescale(e, f, &c, 0);
 		if (split_publish(e, err, f, &c, &s) < 0)
 			return -1;
+		if (split_serial(f))
+			split_pv_serial(e, f, &c, &s);
 	}
 	fmha90_advance(e, f, &c);
 	split_advance_p(e, &s);
@@ -358,10 +391,12 @@ emit_scores_wg(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Reg zero, KgErr *er
 		split_arrive_p(e, &c, &s, s.ppb);
 		fmha90_softmax_rescale(e, f, &c, 0);
 	}
-	sm90_wgmma_fence(e);
-	split_pv_issue(e, f, &c, &s, s.ppb, c.pstage);
-	sm90_wgmma_wait(e, 0);
-	split_release(e, f, &c, &s, s.ppb, c.pstage, 1);
+	if (!split_serial(f)) {
+		sm90_wgmma_fence(e);
+		split_pv_issue(e, f, &c, &s, s.ppb, c.pstage);
+		sm90_wgmma_wait(e, 0);
+		split_release(e, f, &c, &s, s.ppb, c.pstage, 1);
+	}
 	emit_label(e, none);
 	fmha90_epilogue(e, f, r, &c, err);
 	return f->finish ? f->finish(e, f, r, err) : 0;

@@ -190,6 +190,21 @@ step(EmuCta *c, EmuThread *t)
 	return in->def->exec(c, t, in);
 }
 
+/* A thread sleeping in a polling loop (nanosleep) lets time pass: one
+ * async operation still queued in its cluster completes (legal at any
+ * point after its issue), so a poll that waits for another CTA's progress
+ * (the decode split-KV combine, docs/ABI.md "decode") cannot starve that
+ * CTA's copies, which otherwise complete only when the whole cluster
+ * stalls. Nonzero when the completion failed. */
+static int
+sleep_passes_time(EmuCta *c)
+{
+	for (int r = 0; c->cl && r < c->cl->n; r++)
+		if (c->cl->cta[r]->naq)
+			return emu_async_complete_one(c->cl->cta[r]);
+	return 0;
+}
+
 static int
 run_thread(EmuCta *c, EmuThread *t, int budget)
 {
@@ -225,7 +240,7 @@ run_thread(EmuCta *c, EmuThread *t, int budget)
 			return EMU_STOP;
 		}
 		if ((in->def->flags & OPF_YIELD) && rc == EMU_NEXT)
-			return EMU_YIELD;
+			return sleep_passes_time(c) ? EMU_STOP : EMU_YIELD;
 		/* a scheduling point: what it published may be seen (or missed)
 		 * by any other warp before this thread goes on */
 		if (c->lc->seed && (in->def->flags & OPF_SCHED) && emu_rand(c) % 2)
