@@ -46,6 +46,8 @@ typedef enum GemmScale {
 	GS_NONE,
 	GS_BLOCK128, /* fp32 per 1x128 of A (SA) and per 128x128 of B (SB) */
 	GS_MX32,     /* UE8M0 per 1x32 of A and of B (MXFP8), in TMEM for the MMA */
+	GS_W4A8,     /* A as block128; B E2M1 with UE8M0 per 1x32, E4M3 on chip (sm_90a;
+	              * docs/ABI.md "W4A8 weights") */
 } GemmScale;
 
 typedef struct GemmCfg {
@@ -59,6 +61,9 @@ typedef struct GemmCfg {
 	int sblock;             /* block128: K (and B's N) elements per scale: 128, else 0 */
 	DType sbtype;           /* block128: B's scales, DT_F32 or DT_UE8M0 */
 	int sfvec;              /* mx32: K elements per UE8M0 scale factor: 32, else 0 */
+	int w4a8;               /* 1: B is E2M1 bytes (tile-n rows x tile-k/2, 64B swizzle), SB UE8M0
+	                         * per 32; the tile's tile-m A rows are the tokens (the MMA's N) */
+	int r_lut;              /* w4a8: smem of the E4M3 byte tables (gen/w4a8.h), or -1 */
 	uint32_t sfa_bytes, sfb_bytes; /* mx32: scale-factor images of one stage */
 	int kslices;            /* TMA boxes per operand per stage: tk*esz/span */
 	int pair;               /* CTA pair (docs/cta-pair.md): 1, else 0 */

@@ -4,6 +4,7 @@
 #include <math.h>
 
 #include "dtype.h"
+#include "emit.h"
 #include "w4a8.h"
 
 int
@@ -79,4 +80,73 @@ w4a8_lut(int d, uint32_t out[2])
 	for (int c = 0; c < 8; c++)
 		out[c / 4] |= (uint32_t)w4a8_e4m3(c, d) << (8 * (c % 4));
 	return 0;
+}
+
+void
+w4a8_emit_init(Emit *e, W4a8Regs *w)
+{
+	w->zero = reg_new(e, RC_B32);
+	w->sign = reg_new(e, RC_B32);
+	w->sel = reg_new(e, RC_B32);
+	w->sg = reg_new(e, RC_B32);
+	w->t = reg_new(e, RC_B32);
+	emitf(e, "\tmov.b32 %s, 0;\n\tmov.b32 %s, 0x80808080;\n", w->zero.s, w->sign.s);
+}
+
+void
+w4a8_emit_tables(Emit *e, Reg at, Reg t)
+{
+	for (int d = W4A8_DZERO; d <= W4A8_DMAX; d++) {
+		uint32_t v[2];
+		w4a8_lut(d, v);
+		emitf(e, "\tmov.b32 %s, 0x%08x;\n\tst.shared.b32 [%s+%d], %s; // d = %d\n", t.s, v[0], at.s,
+		      8 * (d - W4A8_DZERO), t.s, d);
+		emitf(e, "\tmov.b32 %s, 0x%08x;\n\tst.shared.b32 [%s+%d], %s;\n", t.s, v[1], at.s,
+		      8 * (d - W4A8_DZERO) + 4, t.s);
+	}
+}
+
+void
+w4a8_emit_base(Emit *e, Reg base, Reg emax)
+{
+	emitf(e, "\tsub.s32 %s, %d, %s;\n", base.s, W4A8_DMAX - W4A8_DZERO, emax.s);
+}
+
+void
+w4a8_emit_index(Emit *e, Reg idx, Reg ec, Reg base)
+{
+	/* d = ec - e_ref <= W4A8_DMAX; below W4A8_DZERO every code is 0 */
+	emitf(e, "\tadd.s32 %s, %s, %s;\n\tmax.s32 %s, %s, 0;\n", idx.s, ec.s, base.s, idx.s, idx.s);
+}
+
+void
+w4a8_emit_scale(Emit *e, Reg out, Reg emax, Reg t, Reg t2, Reg p)
+{
+	/* e_ref = emax - 6: f32 bits e_ref << 23 for e_ref >= 1, else the
+	 * subnormal 2^-127 (0x00400000) >> -e_ref (e_ref >= -6) */
+	emitf(e, "\tsub.s32 %s, %s, %d;\n\tshl.b32 %s, %s, 23;\n", t.s, emax.s, W4A8_DMAX, out.s, t.s);
+	emitf(e, "\tsetp.lt.s32 %s, %s, 1;\n\tneg.s32 %s, %s;\n", p.s, t.s, t.s, t.s);
+	emitf(e, "\tmov.b32 %s, 0x00400000;\n\tshr.u32 %s, %s, %s;\n", t2.s, t2.s, t2.s, t.s);
+	emitf(e, "\tselp.b32 %s, %s, %s, %s;\n", out.s, t2.s, out.s, p.s);
+	emitf(e, "\tsetp.eq.u32 %s, %s, 255;\n\tselp.b32 %s, 0x7fc00000, %s, %s;\n", p.s, emax.s, out.s,
+	      out.s, p.s);
+}
+
+void
+w4a8_emit_expand(Emit *e, const W4a8Regs *w, Reg lo, Reg hi, Reg x, Reg t0, Reg t1)
+{
+	/* magnitude: prmt selects byte (code & 7) of {t0, t1} per nibble of
+	 * the selector's low 16 bits; a nibble's bit 3 would replicate a sign,
+	 * so it is masked off */
+	emitf(e, "\tand.b32 %s, %s, 0x77777777;\n", w->sel.s, x.s);
+	emitf(e, "\tprmt.b32 %s, %s, %s, %s;\n\tshr.u32 %s, %s, 16;\n", lo.s, t0.s, t1.s, w->sel.s, w->sel.s,
+	      w->sel.s);
+	emitf(e, "\tprmt.b32 %s, %s, %s, %s;\n", hi.s, t0.s, t1.s, w->sel.s);
+	/* sign: bit 3 of each nibble -> 4 or 0, a byte of 0x80808080 or of 0 */
+	emitf(e, "\tshr.u32 %s, %s, 1;\n\tand.b32 %s, %s, 0x44444444;\n", w->sg.s, x.s, w->sg.s, w->sg.s);
+	emitf(e, "\tprmt.b32 %s, %s, %s, %s;\n\tor.b32 %s, %s, %s;\n", w->t.s, w->zero.s, w->sign.s, w->sg.s,
+	      lo.s, lo.s, w->t.s);
+	emitf(e, "\tshr.u32 %s, %s, 16;\n", w->sg.s, w->sg.s);
+	emitf(e, "\tprmt.b32 %s, %s, %s, %s;\n\tor.b32 %s, %s, %s;\n", w->t.s, w->zero.s, w->sign.s, w->sg.s,
+	      hi.s, hi.s, w->t.s);
 }

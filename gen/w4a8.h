@@ -8,6 +8,8 @@
 
 #include <stdint.h>
 
+#include "emit.h"
+
 enum {
 	W4A8_VEC = 32,     /* K values per UE8M0 exponent */
 	W4A8_BLOCK = 128,  /* K values per folded scale (the FP8 activations' block) */
@@ -44,5 +46,27 @@ int w4a8_e4m3(int c, int d);
  * packed for prmt.b32 like e2m1_f16_hi_bytes: byte c of out[c / 4]. -1 if
  * d > W4A8_DMAX. */
 int w4a8_lut(int d, uint32_t out[2]);
+
+/* PTX building blocks of the expansion (the one place it is emitted). */
+typedef struct W4a8Regs {
+	Reg zero, sign; /* 0 and 0x80808080, for the sign bytes */
+	Reg sel, sg, t; /* scratch */
+} W4a8Regs;
+/* Declares the registers and sets the two constants. */
+void w4a8_emit_init(Emit *e, W4a8Regs *w);
+/* One thread writes the W4A8_NLUT tables of w4a8_lut, d = W4A8_DZERO..
+ * W4A8_DMAX, 8 bytes each, to shared address `at` (16-byte aligned). */
+void w4a8_emit_tables(Emit *e, Reg at, Reg t);
+/* The table index of group exponent ec in a block whose largest is emax:
+ * idx = max(ec - (emax - W4A8_DMAX) - W4A8_DZERO, 0), from base = the
+ * block's W4A8_DMAX - W4A8_DZERO - emax (w4a8_emit_base). */
+void w4a8_emit_base(Emit *e, Reg base, Reg emax);
+void w4a8_emit_index(Emit *e, Reg idx, Reg ec, Reg base);
+/* The block's scale 2^(emax - W4A8_DMAX - 127) as f32 bits in out (a
+ * subnormal below 2^-126; NaN when emax is 0xFF); t, t2, p are scratch. */
+void w4a8_emit_scale(Emit *e, Reg out, Reg emax, Reg t, Reg t2, Reg p);
+/* Eight E2M1 codes x (nibble j = element j) into E4M3 by one group's
+ * table {t0, t1}: elements 0..3 into bytes 0..3 of lo, 4..7 into hi. */
+void w4a8_emit_expand(Emit *e, const W4a8Regs *w, Reg lo, Reg hi, Reg x, Reg t0, Reg t1);
 
 #endif

@@ -13,6 +13,7 @@
 
 #include "decode_ref.h"
 #include "gemm_ref.h"
+#include "gen/w4a8.h"
 #include "tools/check_gemm.h"
 #include "tools/check_internal.h"
 
@@ -39,6 +40,37 @@ moe_fp8(const CheckCase *c)
 {
 	const KrtAbiParam *p = krt_abi_find(c->abi, "C");
 	return p && strcmp(p->dtype, "e4m3") == 0;
+}
+
+/* W4A8 (docs/ABI.md, "W4A8 weights"): B is E2M1 bytes, SB UE8M0 per 32. */
+static int
+moe_w4a8(const CheckCase *c)
+{
+	const char *v = krt_abi_shape(c->abi, "weights");
+	return v && strcmp(v, "e2m1") == 0;
+}
+
+/* One expert's W4A8 weights: N rows of K normal values whose 32-groups
+ * are scaled by 2^s, s drawn in -r..r (r = 3, or 6 for the edge fill:
+ * exponent spans up to 12 + a group's own spread, inside the exact fold of
+ * docs/hardware.md, "FP4 weights as E4M3"), quantized by the reference
+ * quantizer. */
+static int
+moe_draw_w4a8(CheckCase *c, uint64_t N, uint64_t K, int r, uint8_t *b, uint8_t *sb)
+{
+	double *w = malloc(sizeof *w * K);
+	if (!w)
+		return -1;
+	for (uint64_t n = 0; n < N; n++) {
+		for (uint64_t g = 0; g < K / 32; g++) {
+			int s = (int)num_rng_below(&c->rng, (uint64_t)(2 * r + 1)) - r;
+			for (int i = 0; i < 32; i++)
+				w[32 * g + i] = ldexp(num_rng_normal(&c->rng), s);
+		}
+		gemm_w4a8_quantize(w, 1, (uint32_t)K, b + n * (K / 2), sb + n * (K / 32));
+	}
+	free(w);
+	return 0;
 }
 
 /* DeepSeek-V4's swiglu_limit, the value the checker passes */
@@ -122,7 +154,7 @@ moe_prepare(CheckCase *c, KrtErr *err)
 		return check_fail(err, KRT_EABI, "%s: gemm_moe needs SA and SB params (block-scaled)",
 		                  c->abi->kernel);
 	int mx = strcmp(psa->dtype, "ue8m0") == 0, e8 = strcmp(psb->dtype, "ue8m0") == 0;
-	int fp8 = moe_fp8(c);
+	int fp8 = moe_fp8(c), w4 = moe_w4a8(c);
 	if (!fp8 && (rc = gemm_dtype(c, "C", KRT_ARG_PTR, &out, err)) != 0)
 		return rc;
 	if (!N || !K || M > UINT32_MAX || N > UINT32_MAX || K > UINT32_MAX)
@@ -152,8 +184,9 @@ moe_prepare(CheckCase *c, KrtErr *err)
 	uint64_t nkb = K / MOE_BLK, nnb = (N + MOE_BLK - 1) / MOE_BLK, mb = (M + MOE_BLK - 1) / MOE_BLK;
 	size_t sfa = mx ? (size_t)(masked ? E * mb : (R + MOE_BLK - 1) / MOE_BLK) * nkb * MOE_IMAGE
 	                : sizeof(float) * nkb * R;
-	size_t sfb = (size_t)E * nnb * nkb * (mx ? MOE_IMAGE : e8 ? 1 : sizeof(float));
-	uint8_t *a = malloc(R * K), *b = malloc(E * N * K), *sa = malloc(sfa), *sb = malloc(sfb);
+	size_t sfb = w4 ? (size_t)E * N * (K / 32) : (size_t)E * nnb * nkb * (mx ? MOE_IMAGE : e8 ? 1 : sizeof(float));
+	size_t bbytes = w4 ? E * N * K / 2 : E * N * K;
+	uint8_t *a = malloc(R * K), *b = malloc(bbytes), *sa = malloc(sfa), *sb = malloc(sfb);
 	double *v = malloc(sizeof *v * MOE_BLK * MOE_BLK);
 	if (!a || !b || !sa || !sb || !v) {
 		free(a), free(b), free(sa), free(sb), free(v), free(tab);
@@ -177,24 +210,41 @@ moe_prepare(CheckCase *c, KrtErr *err)
 		if (gemm_moe_owner(masked, tab, E, (uint32_t)M, (uint32_t)m) < 0)
 			memset(a + m * K, E4M3_NAN, K);
 	for (uint32_t e = 0; e < E; e++) {
-		if (mx)
+		if (w4) {
+			if (moe_draw_w4a8(c, N, K, r == 8 ? 6 : 3, b + e * N * K / 2, sb + e * N * (K / 32)) < 0) {
+				free(a), free(b), free(sa), free(sb), free(v), free(tab);
+				return check_fail(err, KRT_ENOMEM, "gemm_moe: no host memory for the weights");
+			}
+		} else if (mx) {
 			mx_draw(c, N, K, r, b + e * N * K, sb + e * nnb * nkb * MOE_IMAGE, nnb * nkb * MOE_IMAGE);
-		else
+		} else {
 			moe_draw_b_bs(c, N, K, r, e8, b + e * N * K, sb + e * nnb * nkb * (e8 ? 1 : sizeof(float)), v);
+		}
 	}
 	free(v);
+	if (w4) {
+		/* the products are exact only where the fold is (docs/hardware.md) */
+		int64_t bad = w4a8_inexact_blocks(sb, (uint64_t)E * N, (uint32_t)K);
+		if (bad)
+			check_report(c, "  W4A8: %lld (row, 128-K) blocks of B do not fold exactly into E4M3\n",
+			             (long long)bad);
+	}
 	rc = check_set_var(c, "E", E, err);
 	if (!rc)
 		rc = check_set_var(c, "E*N", (uint64_t)E * N, err);
 	if (!rc)
 		rc = check_set_var(c, "E*M", R, err);
+	if (!rc && w4)
+		rc = check_set_var(c, "K/2", K / 2, err);
+	if (!rc && w4)
+		rc = check_set_var(c, "K/32", K / 32, err);
 	if (rc) {
 		free(a), free(b), free(sa), free(sb), free(tab);
 		return rc;
 	}
 	rc = check_add_raw_input(c, "A", "e4m3", 1, R * K, a, err);
 	if (!rc)
-		rc = check_add_raw_input(c, "B", "e4m3", 1, E * N * K, b, err);
+		rc = check_add_raw_input(c, "B", w4 ? "u8" : "e4m3", 1, bbytes, b, err);
 	else
 		free(b);
 	if (!rc)
@@ -346,7 +396,7 @@ moe_compare(CheckCase *c, CheckResult *res, KrtErr *err)
 	uint64_t R = masked ? (uint64_t)E * M : M, nkb = K / MOE_BLK, nnb = (N + MOE_BLK - 1) / MOE_BLK;
 	uint64_t mb = (M + MOE_BLK - 1) / MOE_BLK, limit = c->opts->full_limit ? c->opts->full_limit
 	                                                                       : CHECK_FULL_LIMIT;
-	int mx = !sa->is_num, sw = moe_swiglu(c), fp8 = moe_fp8(c);
+	int mx = !sa->is_num, sw = moe_swiglu(c), fp8 = moe_fp8(c), w4 = moe_w4a8(c);
 	CheckBuf *cs = check_find_buf(c, "CS");
 	enum { BLOCK = 64 };
 
@@ -356,10 +406,10 @@ moe_compare(CheckCase *c, CheckResult *res, KrtErr *err)
 	double *ref = malloc(sizeof *ref * N * BLOCK);
 	uint32_t *rows = malloc(sizeof *rows * BLOCK);
 	float *sbf = NULL;
-	if (!mx && !sb->is_num && (sbf = malloc(sizeof *sbf * (sb->count ? sb->count : 1))) != NULL)
+	if (!w4 && !mx && !sb->is_num && (sbf = malloc(sizeof *sbf * (sb->count ? sb->count : 1))) != NULL)
 		for (uint64_t i = 0; i < sb->count; i++)
 			sbf[i] = ldexpf(1.0f, (int)((const uint8_t *)sb->host)[i] - 127);
-	if (!ref || !rows || (!mx && !sb->is_num && !sbf)) {
+	if (!ref || !rows || (!w4 && !mx && !sb->is_num && !sbf)) {
 		free(ref), free(rows), free(sbf);
 		return check_fail(err, KRT_ENOMEM, "gemm_moe: no host memory for the reference");
 	}
@@ -376,7 +426,11 @@ moe_compare(CheckCase *c, CheckResult *res, KrtErr *err)
 				rows[n++] = (uint32_t)m;
 			if (n < BLOCK && !(m + 1 == hi && n))
 				continue;
-			if (mx && masked) {
+			if (w4) {
+				gemm_w4a8_ref_rows(a->host, sa->host, (const uint8_t *)b->host + (uint64_t)e * N * K / 2,
+				                   (const uint8_t *)sb->host + (uint64_t)e * N * (K / 32), (uint32_t)R,
+				                   (uint32_t)N, (uint32_t)K, rows, n, ref);
+			} else if (mx && masked) {
 				/* a slab's rows and SA images are its own (docs/ABI.md) */
 				for (uint32_t i = 0; i < n; i++)
 					rows[i] -= (uint32_t)lo;
@@ -474,7 +528,7 @@ moe_bytes(const CheckCase *c)
 		live += (moe_masked(c) ? t[e] : t[e + 1] - t[e]) > 0;
 	double rows = (double)moe_owned(c);
 	double sbytes = sb ? (double)(sb->count * (uint64_t)sb->esize) / E : 0;
-	return live * (N * K + sbytes) + rows * (K + N / (moe_swiglu(c) ? 2 : 1) * (cb ? cb->esize : 2));
+	return live * (N * K / (moe_w4a8(c) ? 2 : 1) + sbytes) + rows * (K + N / (moe_swiglu(c) ? 2 : 1) * (cb ? cb->esize : 2));
 }
 
 static int
