@@ -7,7 +7,9 @@
  * of two (gen/w4a8.h), turns its FP4 bytes into E4M3 A fragments by the
  * group's byte table, runs four m64nTk32 wgmmas into a temporary, and adds
  * it scaled by 2^(e_ref-127) per row and SA per token into the f32
- * accumulator: D^T[weight row, token], stored transposed into C. */
+ * accumulator: D^T[weight row, token], stored transposed into C. The
+ * scales come one block ahead, and a block's wgmmas run while the next
+ * block is expanded (two register sets, the loop unrolled by two). */
 #include <stdio.h>
 
 #include "../gemm.h"
@@ -182,118 +184,221 @@ emit_store(Emit *e, const GemmCfg *g, const GemmRegs *r, const W4a8Thread *th, c
 	}
 }
 
-int
-sm90_w4a8_consumer(Emit *e, const GemmCfg *g, const GemmRegs *r, KgErr *err)
-{
-	Reg acc[8], tmp[8], afr[16], sa[4], f[2][4], ew[2], emax[2], base[2], sc[2];
-	Reg wgc = reg_new(e, RC_B32), stage = reg_new(e, RC_B32), phase = reg_new(e, RC_B32);
-	Reg kt = reg_new(e, RC_B32), full = reg_new(e, RC_B32), rel = reg_new(e, RC_B32);
-	Reg as = reg_new(e, RC_B32), bs = reg_new(e, RC_B32), lo = reg_new(e, RC_B32);
-	Reg bd = reg_new(e, RC_B64), p = reg_new(e, RC_PRED), lane0 = reg_new(e, RC_PRED);
-	Reg bhr = reg_new(e, RC_B32), ec = reg_new(e, RC_B32), idx = reg_new(e, RC_B32);
-	Reg t0 = reg_new(e, RC_B32), t1 = reg_new(e, RC_B32), x = reg_new(e, RC_B32);
-	Reg h0 = reg_new(e, RC_B16), h1 = reg_new(e, RC_B16), addr = reg_new(e, RC_B32);
-	Reg st = reg_new(e, RC_B32), st2 = reg_new(e, RC_B32), sp = reg_new(e, RC_PRED);
+/* The consumer's registers: two of each per-block set (par = kt % 2), so
+ * that block kt's wgmmas run while block kt+1 is expanded. */
+typedef struct W4a8Cons {
+	Reg acc[8], tmp[2][8], afr[2][16];
+	Reg f[2][2][4];          /* [par][row][token]: 2^(e_ref-127) · SA, the promotion factors */
+	Reg ew[2], sa[4];        /* this block's exponent words and SA (loaded one block ahead) */
+	Reg new_[2], nsa[4];     /* the next block's */
+	Reg emax[2], base[2], sc[2];
+	Reg stage, phase, kt, prev, full, p, pn, lane0, rel, as, bs, lo, bd, bhr, ec, idx, t0, t1, x;
+	Reg h0, h1, addr, st, st2, sp;
 	Reg full0, empty0, a0, b0, lut;
+	uint32_t blo;
+	int nacc;
 	W4a8Thread th;
 	W4a8Regs wr;
-	uint32_t blo, bhi;
-	char loop[48], done[48], guard[16];
-	int nacc = g->tm / 2;
+} W4a8Cons;
 
-	/* the tokens' tile is wgmma's B: K-major, 128B swizzle, tile-m rows */
-	if (gemm_desc_words(g, &g->la, &blo, &bhi, err) < 0)
-		return -1;
-	reg_array(e, RC_F32, acc, nacc);
-	reg_array(e, RC_F32, tmp, nacc);
-	reg_array(e, RC_B32, afr, 16);
-	emit_block(e, "sm90.w4a8_consumer");
-	emitf(e, "\tshr.u32 %s, %s, 7;\n\tsub.u32 %s, %s, 1;\n", wgc.s, r->tid.s, wgc.s, wgc.s);
-	emitf(e, "\tsetp.eq.u32 %s, %s, 0;\n", lane0.s, r->lane.s);
-	full0 = op_plan_bar(e, &g->plan, r->base, g->b_full);
-	empty0 = op_plan_bar(e, &g->plan, r->base, g->b_empty);
-	a0 = op_plan_smem(e, &g->plan, r->base, g->r_a);
-	b0 = op_plan_smem(e, &g->plan, r->base, g->r_b);
-	lut = op_plan_smem(e, &g->plan, r->base, g->r_lut);
-	op_desc_hi(e, bhr, g->t->desc, (uint64_t)bhi << 32 | blo, "B (tokens)");
-	for (int i = 0; i < nacc; i++)
-		emitf(e, "\tmov.f32 %s, 0f00000000;\n", acc[i].s);
-	for (int h = 0; h < 2; h++) {
-		ew[h] = reg_new(e, RC_B32);
-		emax[h] = reg_new(e, RC_B32);
-		base[h] = reg_new(e, RC_B32);
-		sc[h] = reg_new(e, RC_F32);
-		for (int j = 0; j < g->tm / 4; j++)
-			f[h][j] = reg_new(e, RC_F32);
-	}
-	for (int j = 0; j < g->tm / 4; j++)
-		sa[j] = reg_new(e, RC_F32);
-	w4a8_emit_init(e, &wr);
-	emit_thread_setup(e, g, r, wgc, &th);
-	emit_block(e, "sm90.w4a8_loop");
-	if (gemm_mma_loop_head(e, err, r, stage, phase, kt, full0, full, p, loop, done, sizeof loop) < 0)
-		return -1;
-	/* this K block's scales: the rows' four UE8M0 (one word: byte c is the
-	 * group of K step c) and the tokens' SA */
+/* The next block's scales into new_/nsa, if there is one (pn). */
+static void
+emit_scale_prefetch(Emit *e, W4a8Cons *k)
+{
 	for (int h = 0; h < 2; h++)
-		emitf(e, "\tld.global.nc.u32 %s, [%s];\n\tadd.u64 %s, %s, 4;\n", ew[h].s, th.psb[h].s, th.psb[h].s,
-		      th.psb[h].s);
-	for (int j = 0; j < th.ntok; j++)
-		emitf(e, "\tld.global.nc.f32 %s, [%s];\n\tadd.u64 %s, %s, %s;\n", sa[j].s, th.psa[j].s, th.psa[j].s,
-		      th.psa[j].s, th.sastride.s);
-	emitf(e, "\tmad.lo.u32 %s, %s, %u, %s;\n", as.s, stage.s, g->la.bytes, a0.s);
-	emitf(e, "\tmad.lo.u32 %s, %s, %u, %s;\n", bs.s, stage.s, g->lb.bytes, b0.s);
+		emitf(e, "\t@%s ld.global.nc.u32 %s, [%s];\n\tadd.u64 %s, %s, 4;\n", k->pn.s, k->new_[h].s,
+		      k->th.psb[h].s, k->th.psb[h].s, k->th.psb[h].s);
+	for (int j = 0; j < k->th.ntok; j++)
+		emitf(e, "\t@%s ld.global.nc.f32 %s, [%s];\n\tadd.u64 %s, %s, %s;\n", k->pn.s, k->nsa[j].s,
+		      k->th.psa[j].s, k->th.psa[j].s, k->th.psa[j].s, k->th.sastride.s);
+}
+
+/* One K block with parity par: fold, expand into afr[par], issue the four
+ * wgmmas into tmp[par]; then finish block kt-1 (tmp[1-par]): wait for it,
+ * release its stage, promote it. */
+static int
+emit_iteration(Emit *e, const GemmCfg *g, const GemmRegs *r, W4a8Cons *k, int par, const char *exit_to,
+               KgErr *err)
+{
+	char guard[16];
+
+	emit_block(e, "sm90.w4a8_block");
+	emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n", k->full.s, k->stage.s, k->full0.s);
+	if (op_mbar_wait(e, err, k->full, k->phase.s) < 0)
+		return -1;
+	/* this block's scales are the prefetched ones; fetch the next */
+	for (int h = 0; h < 2; h++)
+		emitf(e, "\tmov.b32 %s, %s;\n", k->ew[h].s, k->new_[h].s);
+	for (int j = 0; j < k->th.ntok; j++)
+		emitf(e, "\tmov.f32 %s, %s;\n", k->sa[j].s, k->nsa[j].s);
+	emitf(e, "\tadd.u32 %s, %s, 1;\n\tsetp.lt.u32 %s, %s, %s;\n", k->idx.s, k->kt.s, k->pn.s, k->idx.s,
+	      r->nk.s);
+	emit_scale_prefetch(e, k);
+	emitf(e, "\tmad.lo.u32 %s, %s, %u, %s;\n", k->as.s, k->stage.s, g->la.bytes, k->a0.s);
+	emitf(e, "\tmad.lo.u32 %s, %s, %u, %s;\n", k->bs.s, k->stage.s, g->lb.bytes, k->b0.s);
 	emit_block(e, "sm90.w4a8_fold");
 	for (int h = 0; h < 2; h++) {
 		/* emax of the block's four exponents, the table base, the scale */
-		emitf(e, "\tand.b32 %s, %s, 0xff;\n", emax[h].s, ew[h].s);
+		emitf(e, "\tand.b32 %s, %s, 0xff;\n", k->emax[h].s, k->ew[h].s);
 		for (int c = 1; c < 4; c++)
-			emitf(e, "\tbfe.u32 %s, %s, %d, 8;\n\tmax.u32 %s, %s, %s;\n", ec.s, ew[h].s, 8 * c, emax[h].s,
-			      emax[h].s, ec.s);
-		w4a8_emit_base(e, base[h], emax[h]);
-		w4a8_emit_scale(e, st, emax[h], idx, st2, sp);
-		emitf(e, "\tmov.b32 %s, %s;\n", sc[h].s, st.s);
+			emitf(e, "\tbfe.u32 %s, %s, %d, 8;\n\tmax.u32 %s, %s, %s;\n", k->ec.s, k->ew[h].s, 8 * c,
+			      k->emax[h].s, k->emax[h].s, k->ec.s);
+		w4a8_emit_base(e, k->base[h], k->emax[h]);
+		w4a8_emit_scale(e, k->st, k->emax[h], k->idx, k->st2, k->sp);
+		emitf(e, "\tmov.b32 %s, %s;\n", k->sc[h].s, k->st.s);
+		for (int j = 0; j < k->th.ntok; j++)
+			emitf(e, "\tmul.f32 %s, %s, %s;\n", k->f[par][h][j].s, k->sc[h].s, k->sa[j].s);
 	}
 	emit_block(e, "sm90.w4a8_expand");
 	for (int c = 0; c < 4; c++)
 		for (int h = 0; h < 2; h++) {
 			/* the group's table, then the row's 2 + 2 bytes of step c */
-			emitf(e, "\tbfe.u32 %s, %s, %d, 8;\n", ec.s, ew[h].s, 8 * c);
-			w4a8_emit_index(e, idx, ec, base[h]);
-			emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n\tld.shared.v2.b32 {%s, %s}, [%s];\n", addr.s, idx.s, lut.s,
-			      t0.s, t1.s, addr.s);
-			emitf(e, "\tadd.u32 %s, %s, %s;\n\tadd.u32 %s, %s, %s;\n", addr.s, bs.s, th.fp4[h].s, addr.s,
-			      addr.s, th.xo[c].s);
-			emitf(e, "\tld.shared.b16 %s, [%s];\n\tld.shared.b16 %s, [%s+8];\n", h0.s, addr.s, h1.s, addr.s);
-			emitf(e, "\tmov.b32 %s, {%s, %s};\n", x.s, h0.s, h1.s);
+			emitf(e, "\tbfe.u32 %s, %s, %d, 8;\n", k->ec.s, k->ew[h].s, 8 * c);
+			w4a8_emit_index(e, k->idx, k->ec, k->base[h]);
+			emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n\tld.shared.v2.b32 {%s, %s}, [%s];\n", k->addr.s,
+			      k->idx.s, k->lut.s, k->t0.s, k->t1.s, k->addr.s);
+			emitf(e, "\tadd.u32 %s, %s, %s;\n\tadd.u32 %s, %s, %s;\n", k->addr.s, k->bs.s, k->th.fp4[h].s,
+			      k->addr.s, k->addr.s, k->th.xo[c].s);
+			emitf(e, "\tld.shared.b16 %s, [%s];\n\tld.shared.b16 %s, [%s+8];\n", k->h0.s, k->addr.s,
+			      k->h1.s, k->addr.s);
+			emitf(e, "\tmov.b32 %s, {%s, %s};\n", k->x.s, k->h0.s, k->h1.s);
 			/* registers h (K 4(lane%4)..) and h + 2 (16 + 4(lane%4)..) of step c */
-			w4a8_emit_expand(e, &wr, afr[4 * c + h], afr[4 * c + h + 2], x, t0, t1);
+			w4a8_emit_expand(e, &k->wr, k->afr[par][4 * c + h], k->afr[par][4 * c + h + 2], k->x, k->t0,
+			                 k->t1);
 		}
 	emit_block(e, "sm90.w4a8_mma");
-	emitf(e, "\tshr.u32 %s, %s, 4;\n", as.s, as.s);
+	emitf(e, "\tshr.u32 %s, %s, 4;\n", k->as.s, k->as.s);
 	sm90_wgmma_fence(e);
 	for (int c = 0; c < 4; c++) {
 		uint32_t db = layout_offset(&g->la, 0, 32 * c) >> 4;
-		emitf(e, "\tadd.u32 %s, %s, %u;\n\tmov.b64 %s, {%s, %s};\n", lo.s, as.s, blo + db, bd.s, lo.s, bhr.s);
+		emitf(e, "\tadd.u32 %s, %s, %u;\n\tmov.b64 %s, {%s, %s};\n", k->lo.s, k->as.s, k->blo + db,
+		      k->bd.s, k->lo.s, k->bhr.s);
 		/* the block's first MMA overwrites the temporary */
-		sm90_wgmma(e, g->tm, DT_E4M3, tmp, NULL, &afr[4 * c], bd, c > 0, 0);
+		sm90_wgmma(e, g->tm, DT_E4M3, k->tmp[par], NULL, &k->afr[par][4 * c], k->bd, c > 0, 0);
 	}
 	sm90_wgmma_commit(e);
-	sm90_wgmma_wait(e, 0);
-	emitf(e, "\tmad.lo.u32 %s, %s, 8, %s; // mbar %s[stage]\n", rel.s, stage.s, empty0.s,
+	/* block kt-1: done once at most this block's group is pending; its
+	 * stage goes back to the producer (none before block 0: tmp[1] and
+	 * its factors start at zero, so its promotion adds nothing) */
+	sm90_wgmma_wait(e, 1);
+	emitf(e, "\tsetp.ne.and.u32 %s, %s, 0, %s;\n", k->sp.s, k->kt.s, k->lane0.s);
+	snprintf(guard, sizeof guard, "@%s ", k->sp.s);
+	op_mbar_arrive(e, k->prev, guard);
+	emitf(e, "\tmad.lo.u32 %s, %s, 8, %s; // mbar %s[stage]\n", k->prev.s, k->stage.s, k->empty0.s,
 	      g->plan.bars[g->b_empty].name);
-	snprintf(guard, sizeof guard, "@%s ", lane0.s);
-	op_mbar_arrive(e, rel, guard);
 	emit_block(e, "sm90.w4a8_promote");
-	for (int h = 0; h < 2; h++)
-		for (int j = 0; j < th.ntok; j++)
-			emitf(e, "\tmul.f32 %s, %s, %s;\n", f[h][j].s, sc[h].s, sa[j].s);
-	for (int i = 0; i < nacc; i++)
-		emitf(e, "\tfma.rn.f32 %s, %s, %s, %s;\n", acc[i].s, tmp[i].s, f[row_of(i)][tok_of_acc(i)].s, acc[i].s);
-	op_ring_advance(e, stage, phase, g->stages, reg_new(e, RC_PRED));
-	emitf(e, "\tadd.u32 %s, %s, 1;\n", kt.s, kt.s);
-	emitf(e, "\tsetp.lt.u32 %s, %s, %s;\n\t@%s bra %s;\n", p.s, kt.s, r->nk.s, p.s, loop);
-	emit_label(e, done);
-	emit_store(e, g, r, &th, acc);
+	for (int i = 0; i < k->nacc; i++)
+		emitf(e, "\tfma.rn.f32 %s, %s, %s, %s;\n", k->acc[i].s, k->tmp[1 - par][i].s,
+		      k->f[1 - par][row_of(i)][tok_of_acc(i)].s, k->acc[i].s);
+	op_ring_advance(e, k->stage, k->phase, g->stages, k->sp);
+	emitf(e, "\tadd.u32 %s, %s, 1;\n", k->kt.s, k->kt.s);
+	emitf(e, "\tsetp.ge.u32 %s, %s, %s;\n\t@%s bra %s;\n", k->p.s, k->kt.s, r->nk.s, k->p.s, exit_to);
+	return 0;
+}
+
+/* After the loop: the last block finishes (one wait for both parities,
+ * so a shape of either parity exercises it), then its promotion: tmp[0]
+ * when the last block kt = nk-1 is even (kt, now nk, odd), else tmp[1]. */
+static void
+emit_last(Emit *e, W4a8Cons *k, const char *store)
+{
+	char guard[16], odd[48];
+
+	emit_block(e, "sm90.w4a8_last");
+	label_new(e, odd, sizeof odd, "w4a8_last_odd");
+	sm90_wgmma_wait(e, 0);
+	snprintf(guard, sizeof guard, "@%s ", k->lane0.s);
+	op_mbar_arrive(e, k->prev, guard);
+	emitf(e, "\tand.b32 %s, %s, 1;\n\tsetp.eq.u32 %s, %s, 0;\n\t@%s bra %s;\n", k->idx.s, k->kt.s, k->p.s,
+	      k->idx.s, k->p.s, odd);
+	for (int par = 0; par < 2; par++) {
+		if (par)
+			emit_label(e, odd);
+		for (int i = 0; i < k->nacc; i++)
+			emitf(e, "\tfma.rn.f32 %s, %s, %s, %s;\n", k->acc[i].s, k->tmp[par][i].s,
+			      k->f[par][row_of(i)][tok_of_acc(i)].s, k->acc[i].s);
+		if (!par)
+			emitf(e, "\tbra %s;\n", store);
+	}
+}
+
+int
+sm90_w4a8_consumer(Emit *e, const GemmCfg *g, const GemmRegs *r, KgErr *err)
+{
+	W4a8Cons k;
+	Reg wgc = reg_new(e, RC_B32);
+	uint32_t bhi;
+	char loop[48], odd[48], last[48], store[48];
+
+	/* the tokens' tile is wgmma's B: K-major, 128B swizzle, tile-m rows */
+	if (gemm_desc_words(g, &g->la, &k.blo, &bhi, err) < 0)
+		return -1;
+	k.nacc = g->tm / 2;
+	reg_array(e, RC_F32, k.acc, k.nacc);
+	for (int par = 0; par < 2; par++) {
+		reg_array(e, RC_F32, k.tmp[par], k.nacc);
+		reg_array(e, RC_B32, k.afr[par], 16);
+	}
+	Reg *regs[] = {&k.stage, &k.phase, &k.kt, &k.prev, &k.full, &k.rel, &k.as, &k.bs, &k.lo, &k.bhr,
+	               &k.ec, &k.idx, &k.t0, &k.t1, &k.x, &k.addr, &k.st, &k.st2};
+	for (size_t i = 0; i < sizeof regs / sizeof regs[0]; i++)
+		*regs[i] = reg_new(e, RC_B32);
+	k.bd = reg_new(e, RC_B64);
+	k.p = reg_new(e, RC_PRED);
+	k.pn = reg_new(e, RC_PRED);
+	k.sp = reg_new(e, RC_PRED);
+	k.lane0 = reg_new(e, RC_PRED);
+	k.h0 = reg_new(e, RC_B16);
+	k.h1 = reg_new(e, RC_B16);
+	emit_block(e, "sm90.w4a8_consumer");
+	emitf(e, "\tshr.u32 %s, %s, 7;\n\tsub.u32 %s, %s, 1;\n", wgc.s, r->tid.s, wgc.s, wgc.s);
+	emitf(e, "\tsetp.eq.u32 %s, %s, 0;\n", k.lane0.s, r->lane.s);
+	k.full0 = op_plan_bar(e, &g->plan, r->base, g->b_full);
+	k.empty0 = op_plan_bar(e, &g->plan, r->base, g->b_empty);
+	k.a0 = op_plan_smem(e, &g->plan, r->base, g->r_a);
+	k.b0 = op_plan_smem(e, &g->plan, r->base, g->r_b);
+	k.lut = op_plan_smem(e, &g->plan, r->base, g->r_lut);
+	op_desc_hi(e, k.bhr, g->t->desc, (uint64_t)bhi << 32 | k.blo, "B (tokens)");
+	for (int i = 0; i < k.nacc; i++)
+		emitf(e, "\tmov.f32 %s, 0f00000000;\n\tmov.f32 %s, 0f00000000;\n", k.acc[i].s, k.tmp[1][i].s);
+	for (int h = 0; h < 2; h++) {
+		k.ew[h] = reg_new(e, RC_B32);
+		k.new_[h] = reg_new(e, RC_B32);
+		k.emax[h] = reg_new(e, RC_B32);
+		k.base[h] = reg_new(e, RC_B32);
+		k.sc[h] = reg_new(e, RC_F32);
+		for (int par = 0; par < 2; par++)
+			for (int j = 0; j < g->tm / 4; j++)
+				k.f[par][h][j] = reg_new(e, RC_F32);
+		for (int j = 0; j < g->tm / 4; j++)
+			emitf(e, "\tmov.f32 %s, 0f00000000;\n", k.f[1][h][j].s);
+	}
+	for (int j = 0; j < g->tm / 4; j++) {
+		k.sa[j] = reg_new(e, RC_F32);
+		k.nsa[j] = reg_new(e, RC_F32);
+	}
+	w4a8_emit_init(e, &k.wr);
+	emit_thread_setup(e, g, r, wgc, &k.th);
+	emit_block(e, "sm90.w4a8_loop");
+	label_new(e, loop, sizeof loop, "w4a8_even");
+	label_new(e, odd, sizeof odd, "w4a8_odd");
+	label_new(e, last, sizeof last, "w4a8_last");
+	label_new(e, store, sizeof store, "w4a8_store");
+	emitf(e, "\tmov.u32 %s, 0;\n\tmov.u32 %s, 0;\n\tmov.u32 %s, 0;\n", k.stage.s, k.phase.s, k.kt.s);
+	/* no K block: nothing to wait for, C gets zeros */
+	emitf(e, "\tsetp.ne.u32 %s, %s, 0;\n", k.pn.s, r->nk.s);
+	emit_scale_prefetch(e, &k);
+	emitf(e, "\t@!%s bra %s;\n", k.pn.s, store);
+	emit_label(e, loop);
+	if (emit_iteration(e, g, r, &k, 0, last, err) < 0)
+		return -1;
+	emit_label(e, odd);
+	if (emit_iteration(e, g, r, &k, 1, last, err) < 0)
+		return -1;
+	emitf(e, "\tbra %s;\n", loop);
+	emit_label(e, last);
+	emit_last(e, &k, store);
+	emit_label(e, store);
+	emit_store(e, g, r, &k.th, k.acc);
 	return 0;
 }
