@@ -107,16 +107,18 @@ w4a8_emit_tables(Emit *e, Reg at, Reg t)
 }
 
 void
-w4a8_emit_base(Emit *e, Reg base, Reg emax)
+w4a8_emit_table_base(Emit *e, Reg base, Reg emax, Reg lut)
 {
-	emitf(e, "\tsub.s32 %s, %d, %s;\n", base.s, W4A8_DMAX - W4A8_DZERO, emax.s);
+	emitf(e, "\tsub.s32 %s, %d, %s;\n\tmad.lo.s32 %s, %s, 8, %s;\n", base.s, W4A8_DMAX - W4A8_DZERO, emax.s,
+	      base.s, base.s, lut.s);
 }
 
 void
-w4a8_emit_index(Emit *e, Reg idx, Reg ec, Reg base)
+w4a8_emit_table_addr(Emit *e, Reg addr, Reg ec, Reg base, Reg lut)
 {
 	/* d = ec - e_ref <= W4A8_DMAX; below W4A8_DZERO every code is 0 */
-	emitf(e, "\tadd.s32 %s, %s, %s;\n\tmax.s32 %s, %s, 0;\n", idx.s, ec.s, base.s, idx.s, idx.s);
+	emitf(e, "\tmad.lo.s32 %s, %s, 8, %s;\n\tmax.s32 %s, %s, %s;\n", addr.s, ec.s, base.s, addr.s, addr.s,
+	      lut.s);
 }
 
 void

@@ -57,11 +57,12 @@ void w4a8_emit_init(Emit *e, W4a8Regs *w);
 /* One thread writes the W4A8_NLUT tables of w4a8_lut, d = W4A8_DZERO..
  * W4A8_DMAX, 8 bytes each, to shared address `at` (16-byte aligned). */
 void w4a8_emit_tables(Emit *e, Reg at, Reg t);
-/* The table index of group exponent ec in a block whose largest is emax:
- * idx = max(ec - (emax - W4A8_DMAX) - W4A8_DZERO, 0), from base = the
- * block's W4A8_DMAX - W4A8_DZERO - emax (w4a8_emit_base). */
-void w4a8_emit_base(Emit *e, Reg base, Reg emax);
-void w4a8_emit_index(Emit *e, Reg idx, Reg ec, Reg base);
+/* The shared address of group exponent ec's table in a block whose
+ * largest is emax: lut + 8·max(ec - (emax - W4A8_DMAX) - W4A8_DZERO, 0),
+ * as max(8·ec + base, lut) with base = lut + 8·(W4A8_DMAX - W4A8_DZERO -
+ * emax) from w4a8_emit_table_base (addresses are below 2^31). */
+void w4a8_emit_table_base(Emit *e, Reg base, Reg emax, Reg lut);
+void w4a8_emit_table_addr(Emit *e, Reg addr, Reg ec, Reg base, Reg lut);
 /* The block's scale 2^(emax - W4A8_DMAX - 127) as f32 bits in out (a
  * subnormal below 2^-126; NaN when emax is 0xFF); t, t2, p are scratch. */
 void w4a8_emit_scale(Emit *e, Reg out, Reg emax, Reg t, Reg t2, Reg p);

@@ -54,9 +54,12 @@ moe_w4a8(const CheckCase *c)
  * are scaled by 2^s, s drawn in -r..r (r = 3, or 6 for the edge fill:
  * exponent spans up to 12 + a group's own spread, inside the exact fold of
  * docs/hardware.md, "FP4 weights as E4M3"), quantized by the reference
- * quantizer. */
+ * quantizer. The edge fill also makes every fifth group 2^16..2^23 times
+ * smaller: blocks that break the fold, whose small group rounds into
+ * E4M3's subnormals or to zero (the tables below d = -13 included), far
+ * below the tolerance; a kernel that reads the wrong table there is not. */
 static int
-moe_draw_w4a8(CheckCase *c, uint64_t N, uint64_t K, int r, uint8_t *b, uint8_t *sb)
+moe_draw_w4a8(CheckCase *c, uint64_t N, uint64_t K, int r, int wide, uint8_t *b, uint8_t *sb)
 {
 	double *w = malloc(sizeof *w * K);
 	if (!w)
@@ -64,6 +67,8 @@ moe_draw_w4a8(CheckCase *c, uint64_t N, uint64_t K, int r, uint8_t *b, uint8_t *
 	for (uint64_t n = 0; n < N; n++) {
 		for (uint64_t g = 0; g < K / 32; g++) {
 			int s = (int)num_rng_below(&c->rng, (uint64_t)(2 * r + 1)) - r;
+			if (wide && g % 5 == 4)
+				s = -16 - (int)num_rng_below(&c->rng, 8);
 			for (int i = 0; i < 32; i++)
 				w[32 * g + i] = ldexp(num_rng_normal(&c->rng), s);
 		}
@@ -211,7 +216,7 @@ moe_prepare(CheckCase *c, KrtErr *err)
 			memset(a + m * K, E4M3_NAN, K);
 	for (uint32_t e = 0; e < E; e++) {
 		if (w4) {
-			if (moe_draw_w4a8(c, N, K, r == 8 ? 6 : 3, b + e * N * K / 2, sb + e * N * (K / 32)) < 0) {
+			if (moe_draw_w4a8(c, N, K, r == 8 ? 6 : 3, r == 8, b + e * N * K / 2, sb + e * N * (K / 32)) < 0) {
 				free(a), free(b), free(sa), free(sb), free(v), free(tab);
 				return check_fail(err, KRT_ENOMEM, "gemm_moe: no host memory for the weights");
 			}

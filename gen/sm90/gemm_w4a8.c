@@ -191,7 +191,7 @@ typedef struct W4a8Cons {
 	Reg f[2][2][4];          /* [par][row][token]: 2^(e_ref-127) · SA, the promotion factors */
 	Reg ew[2], sa[4];        /* this block's exponent words and SA (loaded one block ahead) */
 	Reg new_[2], nsa[4];     /* the next block's */
-	Reg emax[2], base[2], sc[2];
+	Reg emax[2], base[2], sc[2], brow[2]; /* brow: this stage's FP4 bytes of the thread's rows */
 	Reg stage, phase, kt, prev, full, p, pn, lane0, rel, as, bs, lo, bd, bhr, ec, idx, t0, t1, x;
 	Reg h0, h1, addr, st, st2, sp;
 	Reg full0, empty0, a0, b0, lut;
@@ -243,22 +243,22 @@ emit_iteration(Emit *e, const GemmCfg *g, const GemmRegs *r, W4a8Cons *k, int pa
 		for (int c = 1; c < 4; c++)
 			emitf(e, "\tbfe.u32 %s, %s, %d, 8;\n\tmax.u32 %s, %s, %s;\n", k->ec.s, k->ew[h].s, 8 * c,
 			      k->emax[h].s, k->emax[h].s, k->ec.s);
-		w4a8_emit_base(e, k->base[h], k->emax[h]);
+		w4a8_emit_table_base(e, k->base[h], k->emax[h], k->lut);
 		w4a8_emit_scale(e, k->st, k->emax[h], k->idx, k->st2, k->sp);
 		emitf(e, "\tmov.b32 %s, %s;\n", k->sc[h].s, k->st.s);
 		for (int j = 0; j < k->th.ntok; j++)
 			emitf(e, "\tmul.f32 %s, %s, %s;\n", k->f[par][h][j].s, k->sc[h].s, k->sa[j].s);
 	}
 	emit_block(e, "sm90.w4a8_expand");
+	for (int h = 0; h < 2; h++)
+		emitf(e, "\tadd.u32 %s, %s, %s;\n", k->brow[h].s, k->bs.s, k->th.fp4[h].s);
 	for (int c = 0; c < 4; c++)
 		for (int h = 0; h < 2; h++) {
 			/* the group's table, then the row's 2 + 2 bytes of step c */
 			emitf(e, "\tbfe.u32 %s, %s, %d, 8;\n", k->ec.s, k->ew[h].s, 8 * c);
-			w4a8_emit_index(e, k->idx, k->ec, k->base[h]);
-			emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n\tld.shared.v2.b32 {%s, %s}, [%s];\n", k->addr.s,
-			      k->idx.s, k->lut.s, k->t0.s, k->t1.s, k->addr.s);
-			emitf(e, "\tadd.u32 %s, %s, %s;\n\tadd.u32 %s, %s, %s;\n", k->addr.s, k->bs.s, k->th.fp4[h].s,
-			      k->addr.s, k->addr.s, k->th.xo[c].s);
+			w4a8_emit_table_addr(e, k->addr, k->ec, k->base[h], k->lut);
+			emitf(e, "\tld.shared.v2.b32 {%s, %s}, [%s];\n", k->t0.s, k->t1.s, k->addr.s);
+			emitf(e, "\tadd.u32 %s, %s, %s;\n", k->addr.s, k->brow[h].s, k->th.xo[c].s);
 			emitf(e, "\tld.shared.b16 %s, [%s];\n\tld.shared.b16 %s, [%s+8];\n", k->h0.s, k->addr.s,
 			      k->h1.s, k->addr.s);
 			emitf(e, "\tmov.b32 %s, {%s, %s};\n", k->x.s, k->h0.s, k->h1.s);
@@ -366,6 +366,7 @@ sm90_w4a8_consumer(Emit *e, const GemmCfg *g, const GemmRegs *r, KgErr *err)
 		k.new_[h] = reg_new(e, RC_B32);
 		k.emax[h] = reg_new(e, RC_B32);
 		k.base[h] = reg_new(e, RC_B32);
+		k.brow[h] = reg_new(e, RC_B32);
 		k.sc[h] = reg_new(e, RC_F32);
 		for (int par = 0; par < 2; par++)
 			for (int j = 0; j < g->tm / 4; j++)
