@@ -18,7 +18,7 @@
  * compared key by key, held to a tolerance of the key's bound
  * Σ_h |w|·|s|·Σ|q·k| (INDEXER_TOL_F32: f32 sums of 128 and H terms;
  * INDEXER_TOL_WGMMA for `--score wgmma`, whose FP8 MMA keeps fewer bits:
- * docs/hardware.md, "FP8 wgmma accumulation"), masked ones exactly -inf;
+ * docs/hardware.md, "wgmma accumulation"), masked ones exactly -inf;
  * the index list as a set (indexer_topk_check) against the reference with
  * twice the row's largest bound times that tolerance as the tie window
  * (the kernel ranks its own scores, each off by up to one tolerance), and

@@ -128,9 +128,13 @@ typedef struct Scales {
 	Reg a[2], b;      /* this K block's scales */
 	Reg pbu, bu;      /* swiglu: the up half's SB, &SB[(N/2 + n0)/128][kb] and its value */
 	Reg abu[2];       /* swiglu: a[row] * bu */
+	Reg na[2], nb, nbu; /* the next K block's scales as loaded (UE8M0: the byte) */
+	Reg more;         /* whether there is a next K block */
 	Reg e8, e8p;      /* UE8M0 SB: its byte, and a predicate */
 	Reg ab[2];        /* a[row] * b */
 } Scales;
+
+static void emit_scale_fetch(Emit *e, const GemmCfg *g, Scales *sc);
 
 static void
 emit_scale_addrs(Emit *e, const GemmCfg *g, const GemmRegs *r, Reg wgc, Scales *sc)
@@ -174,41 +178,74 @@ emit_scale_addrs(Emit *e, const GemmCfg *g, const GemmRegs *r, Reg wgc, Scales *
 		emitf(e, "\tmul.wide.u32 %s, %s, %d;\n\tadd.u64 %s, %s, %s;\n", w.s, t.s, dtype_bits(g->sbtype) / 8,
 		      sc->pbu.s, sc->pb.s, w.s);
 	}
+	/* K block 0's scales, ahead of the loop (emit_scale_loads) */
+	for (int h = 0; h < 2; h++)
+		sc->na[h] = reg_new(e, RC_F32);
+	sc->nb = reg_new(e, RC_B32);
+	sc->nbu = reg_new(e, RC_B32);
+	sc->more = reg_new(e, RC_PRED);
+	emitf(e, "\tsetp.ne.u32 %s, %s, 0;\n", sc->more.s, r->nk.s);
+	emit_scale_fetch(e, g, sc);
 }
 
-/* One SB value into b from *pb, which steps to the next K block. */
+/* One SB value as loaded into raw from *pb (guarded), which steps to the
+ * next K block. */
 static void
-emit_sb_load(Emit *e, const GemmCfg *g, Scales *sc, Reg b, Reg pb)
+emit_sb_fetch(Emit *e, const GemmCfg *g, Reg raw, Reg pb, const char *guard)
 {
-	if (g->sbtype == DT_UE8M0) {
-		/* 2^(e-127) as f32 bits: e << 23 for e = 1..254; e = 0 is the
-		 * subnormal 2^-127, 255 NaN (docs/hardware.md, "Number formats") */
-		emitf(e, "\tld.global.nc.u8 %s, [%s];\n", sc->e8.s, pb.s);
-		emitf(e, "\tsetp.eq.u32 %s, %s, 0;\n", sc->e8p.s, sc->e8.s);
-		emitf(e, "\tshl.b32 %s, %s, 23;\n\t@%s mov.b32 %s, 0x00400000;\n", sc->e8.s, sc->e8.s, sc->e8p.s,
-		      sc->e8.s);
-		emitf(e, "\tsetp.eq.u32 %s, %s, 0x7f800000;\n\t@%s mov.b32 %s, 0x7fc00000;\n", sc->e8p.s, sc->e8.s,
-		      sc->e8p.s, sc->e8.s);
-		emitf(e, "\tmov.b32 %s, %s;\n\tadd.u64 %s, %s, 1;\n", b.s, sc->e8.s, pb.s, pb.s);
+	int ue8 = g->sbtype == DT_UE8M0;
+	emitf(e, "\t%sld.global.nc.%s %s, [%s];\n\tadd.u64 %s, %s, %d;\n", guard, ue8 ? "u8" : "b32", raw.s, pb.s,
+	      pb.s, pb.s, ue8 ? 1 : 4);
+}
+
+/* The SB value b of a loaded raw one. */
+static void
+emit_sb_decode(Emit *e, const GemmCfg *g, Scales *sc, Reg b, Reg raw)
+{
+	if (g->sbtype != DT_UE8M0) {
+		emitf(e, "\tmov.b32 %s, %s;\n", b.s, raw.s);
 		return;
 	}
-	emitf(e, "\tld.global.nc.f32 %s, [%s];\n", b.s, pb.s);
-	emitf(e, "\tadd.u64 %s, %s, 4;\n", pb.s, pb.s);
+	/* 2^(e-127) as f32 bits: e << 23 for e = 1..254; e = 0 is the
+	 * subnormal 2^-127, 255 NaN (docs/hardware.md, "Number formats") */
+	emitf(e, "\tsetp.eq.u32 %s, %s, 0;\n", sc->e8p.s, raw.s);
+	emitf(e, "\tshl.b32 %s, %s, 23;\n\t@%s mov.b32 %s, 0x00400000;\n", sc->e8.s, raw.s, sc->e8p.s, sc->e8.s);
+	emitf(e, "\tsetp.eq.u32 %s, %s, 0x7f800000;\n\t@%s mov.b32 %s, 0x7fc00000;\n", sc->e8p.s, sc->e8.s,
+	      sc->e8p.s, sc->e8.s);
+	emitf(e, "\tmov.b32 %s, %s;\n", b.s, sc->e8.s);
 }
 
-/* This K block's scales, issued before the MMAs so that their latency
- * hides behind them; the pointers then step to the next block. */
+/* A K block's scales into na/nb/nbu, guarded by `more`; the pointers step
+ * to the block after it. */
 static void
-emit_scale_loads(Emit *e, const GemmCfg *g, Scales *sc)
+emit_scale_fetch(Emit *e, const GemmCfg *g, Scales *sc)
+{
+	char guard[32];
+	snprintf(guard, sizeof guard, "@%s ", sc->more.s);
+	for (int h = 0; h < 2; h++)
+		emitf(e, "\t%sld.global.nc.f32 %s, [%s];\n\tadd.u64 %s, %s, %s;\n", guard, sc->na[h].s, sc->pa[h].s,
+		      sc->pa[h].s, sc->pa[h].s, sc->stride.s);
+	emit_sb_fetch(e, g, sc->nb, sc->pb, guard);
+	if (g->swiglu)
+		emit_sb_fetch(e, g, sc->nbu, sc->pbu, guard);
+}
+
+/* K block kt's scales, loaded one block ahead: their loads were issued
+ * before block kt-1's MMAs, which hide the latency of global memory (ncu
+ * on the H100: loaded just before their own block's MMAs, they were the
+ * largest stall); then block kt+1's loads, if it exists. */
+static void
+emit_scale_loads(Emit *e, const GemmCfg *g, const GemmRegs *r, Scales *sc, Reg kt)
 {
 	emit_block(e, "sm90.gemm_scale_loads");
-	for (int h = 0; h < 2; h++) {
-		emitf(e, "\tld.global.nc.f32 %s, [%s];\n", sc->a[h].s, sc->pa[h].s);
-		emitf(e, "\tadd.u64 %s, %s, %s;\n", sc->pa[h].s, sc->pa[h].s, sc->stride.s);
-	}
-	emit_sb_load(e, g, sc, sc->b, sc->pb);
+	for (int h = 0; h < 2; h++)
+		emitf(e, "\tmov.f32 %s, %s;\n", sc->a[h].s, sc->na[h].s);
+	emit_sb_decode(e, g, sc, sc->b, sc->nb);
 	if (g->swiglu)
-		emit_sb_load(e, g, sc, sc->bu, sc->pbu);
+		emit_sb_decode(e, g, sc, sc->bu, sc->nbu);
+	emitf(e, "\tadd.u32 %s, %s, 1;\n", sc->e8.s, kt.s);
+	emitf(e, "\tsetp.lt.u32 %s, %s, %s;\n", sc->more.s, sc->e8.s, r->nk.s);
+	emit_scale_fetch(e, g, sc);
 }
 
 /* Which of the thread's rows (g, g+8) accumulator register i is in
@@ -404,7 +441,7 @@ emit_consumer(Emit *e, const GemmCfg *g, const GemmRegs *r, KgErr *err)
 	emitf(e, "\tmad.lo.u32 %s, %s, %u, %s;\n", bs.s, stage.s, g->lb.bytes, b0.s);
 	emitf(e, "\tshr.u32 %s, %s, 4;\n\tshr.u32 %s, %s, 4;\n", as.s, as.s, bs.s, bs.s);
 	if (g->sblock) {
-		emit_scale_loads(e, g, &sc);
+		emit_scale_loads(e, g, r, &sc, kt);
 		emit_block(e, "sm90.gemm_block_mma");
 	}
 	sm90_wgmma_fence(e);

@@ -120,6 +120,10 @@ int emu_mod_wgmma(EmuInsn *in, const char *m, EmuParse *p);
 int emu_chk_wgmma(EmuInsn *in, EmuParse *p);
 int emu_chk_wgmma_wait(EmuInsn *in, EmuParse *p);
 void emu_wgmma_drop(EmuCta *c, EmuWarp *w);
+/* one K step of Hopper's wgmma datapath keeping `bits` fraction bits below the
+ * largest term (docs/hardware.md, "wgmma accumulation"); ea/eb: the inputs' exponents */
+float emu_hopper_step(float d, const float *a, const int *ea, const float *b, const int *eb, uint32_t K,
+                      int bits);
 
 /* tcgen05.c, tc_mma.c, tc_cp.c */
 int emu_wop_tc_alloc(EmuCta *c, EmuWarp *w, const EmuInsn *in, uint32_t lanes);

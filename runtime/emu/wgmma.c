@@ -308,19 +308,22 @@ pow2(int e)
 	return d;
 }
 
-/* One k16 step of a 16-bit wgmma into an f32 accumulator, as Hopper's
- * tensor cores do it. Fitted bit-exactly to H200 results (bf16 inputs with
- * exponents spread over 2^-14..2^16, K = 64 and 1024: every output equal):
- * each product a_k b_k is exact with exponent e_k = exp(a_k) + exp(b_k)
- * (significand in [1, 4)); the accumulator's exponent is exp(d); all terms
- * are aligned to the largest of these, E, truncated toward zero to
- * multiples of 2^(E-25), summed exactly, and the sum is rounded toward
- * zero to f32. (Plain f32 sums in K order differ in the last bits of ~80%
- * of those outputs.)
- * Inputs must be finite. In units of 2^(E-25) every term is below 2^27, so
- * the terms and their sum are exact in int64. */
-static float
-hopper_k16(float d, const float *a, const int *ea, const float *b, const int *eb, uint32_t K)
+/* One K step of a wgmma into an f32 accumulator, as Hopper's tensor cores
+ * do it (docs/hardware.md, "wgmma accumulation"): each product a_k b_k is
+ * exact with exponent e_k = exp(a_k) + exp(b_k) (significand in [1, 4));
+ * the accumulator's exponent is exp(d); all terms are aligned to the
+ * largest of these, E, truncated toward zero to multiples of 2^(E-bits),
+ * summed exactly, and the sum is rounded toward zero to f32. bits is 25 for
+ * the 16-bit forms (k16 steps; fitted bit-exactly to H200 results, bf16
+ * inputs with exponents spread over 2^-14..2^16, K = 64 and 1024: every
+ * output equal, where plain f32 sums in K order differ in the last bits of
+ * ~80%) and 13 for FP8 (k32 steps; fitted to H100 results of the block-
+ * scaled SwiGLU gemm: every reported output equal, the model at 12 or 25
+ * bits far from them).
+ * Inputs must be finite. In units of 2^(E-bits) every term is below
+ * 2^(bits+2), so the terms and their sum are exact in int64. */
+float
+emu_hopper_step(float d, const float *a, const int *ea, const float *b, const int *eb, uint32_t K, int bits)
 {
 	int emax = INT32_MIN;
 	for (uint32_t k = 0; k < K; k++)
@@ -330,7 +333,7 @@ hopper_k16(float d, const float *a, const int *ea, const float *b, const int *eb
 		emax = exp2i(d);
 	if (emax == INT32_MIN)
 		return d;
-	double scale = pow2(25 - emax);
+	double scale = pow2(bits - emax);
 	int64_t s = (int64_t)((double)d * scale); /* the cast truncates toward zero */
 	for (uint32_t k = 0; k < K; k++)
 		s += (int64_t)((double)a[k] * (double)b[k] * scale);
@@ -343,13 +346,13 @@ hopper_k16(float d, const float *a, const int *ea, const float *b, const int *eb
 		sh++;
 	}
 	/* m has at most 24 bits: exact in f32 unless the result is subnormal */
-	float r = (float)((double)m * pow2(sh + emax - 25));
+	float r = (float)((double)m * pow2(sh + emax - bits));
 	return s < 0 ? -r : r;
 }
 
 /* D(rows of this warp) = A·B (+ D). 16-bit inputs into f32 follow the
- * Hopper datapath (hopper_k16); other types sum exact products in f32 in K
- * order. */
+ * Hopper datapath at 25 bits and FP8 inputs into f32 at 13 (emu_hopper_step);
+ * other types sum exact products in f32 in K order. */
 static int
 compute(EmuCta *c, EmuWarp *w, const EmuWgOp *op)
 {
@@ -393,7 +396,8 @@ compute(EmuCta *c, EmuWarp *w, const EmuWgOp *op)
 			}
 	}
 	emu_desc_gather(c, &db, !tb, bt, ebytes(bt), 0, N, K, sb, B);
-	int hw = dt == T_F32 && ebytes(at) == 2 && ebytes(bt) == 2;
+	/* fraction bits kept per step, 0: no datapath model */
+	int hw = dt != T_F32 ? 0 : ebytes(at) == 2 && ebytes(bt) == 2 ? 25 : ebytes(at) == 1 && ebytes(bt) == 1 ? 13 : 0;
 	int EA[16 * 32], EB[256 * 32];
 	uint8_t finite_a[16], finite_b[256];
 	if (hw) {
@@ -429,7 +433,7 @@ compute(EmuCta *c, EmuWarp *w, const EmuWgOp *op)
 			const float *ar = &A[(uint32_t)row * K], *br = &B[(uint32_t)col * K];
 			/* non-finite values: IEEE arithmetic, no datapath model */
 			if (hw && finite_a[row] && finite_b[col] && isfinite(d)) {
-				d = hopper_k16(d, ar, &EA[(uint32_t)row * K], br, &EB[(uint32_t)col * K], K);
+				d = emu_hopper_step(d, ar, &EA[(uint32_t)row * K], br, &EB[(uint32_t)col * K], K, hw);
 			} else {
 				for (uint32_t k = 0; k < K; k++)
 					d += ar[k] * br[k];

@@ -3,7 +3,7 @@
  * range (bf16 with exponents -7..8 and random signs, where accumulation
  * order and truncation show in the last bits), and the FNV-1a 64 hash of
  * each C was recorded. The emulator must reproduce every bit (wgmma.c,
- * hopper_k16). Plain f32 summation in K order matches ~20% of them.
+ * emu_hopper_step). Plain f32 summation in K order matches ~20% of them.
  *
  *   test_emu_hopper SRC_ROOT */
 #include <stdio.h>

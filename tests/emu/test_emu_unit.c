@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "runtime/emu/emu.h"
+#include "runtime/emu/ops.h"
 
 static int fails;
 
@@ -265,6 +266,49 @@ test_cluster_parse(void)
 		tc_parse(v[i].insn, v[i].what);
 }
 
+/* Hopper's wgmma datapath (docs/hardware.md, "wgmma accumulation"), one K
+ * step at the FP8 width (13 fraction bits below the largest term, k32) and
+ * the 16-bit one (25), on sums whose truncation is worked out by hand. */
+static int
+exp_of(float x)
+{
+	int e;
+	frexpf(x, &e);
+	return x == 0.0f ? 0 : e - 1;
+}
+
+static void
+hopper_case(const char *what, float d, float a0, float b0, float ak, float bk, int bits, double want)
+{
+	float a[32], b[32];
+	int ea[32], eb[32];
+	for (int k = 0; k < 32; k++) {
+		a[k] = k ? ak : a0;
+		b[k] = k ? bk : b0;
+		ea[k] = exp_of(a[k]);
+		eb[k] = exp_of(b[k]);
+	}
+	float got = emu_hopper_step(d, a, ea, b, eb, 32, bits);
+	if ((double)got != want) {
+		printf("FAIL hopper step %s (%d bits): got %.9g, want %.9g\n", what, bits, got, want);
+		fails++;
+	}
+}
+
+static void
+test_hopper_step(void)
+{
+	/* 1·1 and 31 products 1.5·2^-13 (E4M3 1.5·2^-6 times 2^-7): E = 0, a unit
+	 * of 2^-13 keeps one unit of each small product, 2^-25 all of it */
+	hopper_case("small products", 0.0f, 1.0f, 1.0f, 0x1.8p-6f, 0x1p-7f, 13, 1.0 + 31 * 0x1p-13);
+	hopper_case("small products", 0.0f, 1.0f, 1.0f, 0x1.8p-6f, 0x1p-7f, 25, 1.0 + 31 * 0x1.8p-13);
+	/* truncation is toward zero: negative products lose their half unit upward */
+	hopper_case("negative products", 0.0f, 1.0f, 1.0f, -0x1.8p-6f, 0x1p-7f, 13, 1.0 - 31 * 0x1p-13);
+	/* the accumulator 2^10 sets E = 10: products 1.25·2^-3 keep 2^-3 each */
+	hopper_case("large accumulator", 1024.0f, 1.25f, 0x1p-3f, 1.25f, 0x1p-3f, 13, 1024.0 + 32 * 0x1p-3);
+	hopper_case("large accumulator", 1024.0f, 1.25f, 0x1p-3f, 1.25f, 0x1p-3f, 25, 1024.0 + 32 * 0x1.4p-3);
+}
+
 int
 main(void)
 {
@@ -274,6 +318,7 @@ main(void)
 	test_parser();
 	test_tc_modifiers();
 	test_cluster_parse();
+	test_hopper_step();
 	printf("%d failures\n", fails);
 	return fails ? 1 : 0;
 }

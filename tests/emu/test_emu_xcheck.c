@@ -2,7 +2,7 @@
  * CUDA device and on the emulator with the same inputs; both must pass the
  * float64 reference, and the outputs are compared element by element.
  * bf16 gemm must be bit-identical: the emulator models Hopper's 16-bit
- * wgmma accumulation exactly (wgmma.c hopper_k16, fitted to bf16 results)
+ * wgmma accumulation exactly (wgmma.c emu_hopper_step, fitted to bf16 results)
  * and the epilogue is plain IEEE arithmetic. fp16 gemm and fmha only report
  * their agreement: the model was not fitted to fp16 inputs, and the
  * hardware's ex2.approx and rcp are not modelled to the bit.

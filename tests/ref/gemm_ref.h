@@ -20,6 +20,15 @@ void gemm_ref(NumType in, const void *A, const void *B, uint32_t M, uint32_t N,
 void gemm_ref_rows(NumType in, const void *A, const void *B, uint32_t N, uint32_t K,
                    const uint32_t *rows, uint32_t nrows, double *out);
 
+/* Hopper's FP8 wgmma (sm_90a) keeps 13 fraction bits below each k32 step's
+ * largest term, truncated (docs/hardware.md, "wgmma accumulation"): over a
+ * 128-deep block, four steps of 33 truncated terms plus the rounding to
+ * f32, each under 2^-13 of the step's largest term, which is at most the
+ * block's Σ_k |a_k·b_k|. So a block-scaled FP8 result may be off by this
+ * bound times Σ_k |a_k·b_k|·scales (worst case; measured errors on the
+ * H100 are about a tenth of it). */
+#define GEMM_WGMMA_FP8_BOUND (136.0 * 0x1p-13)
+
 /* Block-scaled (DeepSeek's FP8 scaling): A and B are E4M3 bytes, SA is
  * fp32 [cdiv(K,blk), M] (one scale per 1 x blk of A), SB fp32
  * [cdiv(N,blk), cdiv(K,blk)] (one per blk x blk of B). The operands are

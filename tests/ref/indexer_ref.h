@@ -16,8 +16,8 @@ enum { INDEXER_NVFP4_SCALE = 8, INDEXER_NVFP4_GROUP = 16 };
 /* The tolerances of a logit, relative to its bound (indexer_ref_logit):
  * f32 FMA sums of 128 and H terms stay within 1e-5; the FP8 wgmma scoring
  * (sm_90a `--score wgmma`) keeps 13 fraction bits per k32 step, 2^-11 of
- * Σ|q·k| over a 128-deep dot, plus the f32 part (docs/hardware.md, "FP8
- * wgmma accumulation"). The top-k check's tie window follows from it
+ * Σ|q·k| over a 128-deep dot, plus the f32 part (docs/hardware.md, "wgmma
+ * accumulation"). The top-k check's tie window follows from it
  * (indexer_topk_check). */
 #define INDEXER_TOL_F32 1e-5
 #define INDEXER_TOL_WGMMA (0x1p-11 + INDEXER_TOL_F32)
