@@ -478,6 +478,24 @@ moe_compare(CheckCase *c, CheckResult *res, KrtErr *err)
 	uint8_t *aa = NULL, *ab = NULL;
 	float *asa = NULL, *asb = NULL;
 	double *sref = NULL;
+	if (w4) {
+		/* W4A8: every output is an FP8 wgmma sum, its slack GEMM_WGMMA_FP8_BOUND
+		 * of Σ |a·b|·scales (|A|: E4M3 without bit 7; |B|: E2M1 without the
+		 * nibbles' bit 3; SB is unsigned) */
+		uint64_t bb = (uint64_t)E * N * K / 2;
+		aa = malloc(R * K), ab = malloc(bb), sref = malloc(sizeof *sref * N * BLOCK);
+		asa = malloc(sizeof *asa * (sa->count ? sa->count : 1));
+		if (!aa || !ab || !sref || !asa) {
+			free(aa), free(ab), free(sref), free(asa), free(ref), free(rows), free(sbf);
+			return check_fail(err, KRT_ENOMEM, "gemm_moe: no host memory for the reference");
+		}
+		for (uint64_t i = 0; i < R * K; i++)
+			aa[i] = ((const uint8_t *)a->host)[i] & 0x7f;
+		for (uint64_t i = 0; i < bb; i++)
+			ab[i] = ((const uint8_t *)b->host)[i] & 0x77;
+		for (uint64_t i = 0; i < sa->count; i++)
+			asa[i] = fabsf(((const float *)sa->host)[i]);
+	}
 	if (wg) {
 		aa = malloc(R * K), ab = malloc((uint64_t)E * N * K), sref = malloc(sizeof *sref * N * BLOCK);
 		asa = malloc(sizeof *asa * (sa->count ? sa->count : 1));
@@ -509,9 +527,13 @@ moe_compare(CheckCase *c, CheckResult *res, KrtErr *err)
 			if (n < BLOCK && !(m + 1 == hi && n))
 				continue;
 			if (w4) {
-				gemm_w4a8_ref_rows(a->host, sa->host, (const uint8_t *)b->host + (uint64_t)e * N * K / 2,
-				                   (const uint8_t *)sb->host + (uint64_t)e * N * (K / 32), (uint32_t)R,
-				                   (uint32_t)N, (uint32_t)K, rows, n, ref);
+				const uint8_t *sbe = (const uint8_t *)sb->host + (uint64_t)e * N * (K / 32);
+				gemm_w4a8_ref_rows(a->host, sa->host, (const uint8_t *)b->host + (uint64_t)e * N * K / 2, sbe,
+				                   (uint32_t)R, (uint32_t)N, (uint32_t)K, rows, n, ref);
+				gemm_w4a8_ref_rows(aa, asa, ab + (uint64_t)e * N * K / 2, sbe, (uint32_t)R, (uint32_t)N,
+				                   (uint32_t)K, rows, n, sref);
+				for (uint64_t i = 0; i < (uint64_t)n * N; i++)
+					sref[i] *= GEMM_WGMMA_FP8_BOUND;
 			} else if (mx && masked) {
 				/* a slab's rows and SA images are its own (docs/ABI.md) */
 				for (uint32_t i = 0; i < n; i++)
@@ -542,6 +564,8 @@ moe_compare(CheckCase *c, CheckResult *res, KrtErr *err)
 					moe_swiglu_row(x, N);
 				if (fp8)
 					moe_compare_fp8(c, cb, cs, rows[i], e, N >> 1, x, slack, res);
+				else if (w4)
+					moe_compare_slack(c, cb, rows[i], N, x, sref + (size_t)i * N, res);
 				else if (wg)
 					moe_compare_slack(c, cb, rows[i], N >> 1, x, slack, res);
 				else

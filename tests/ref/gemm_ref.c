@@ -142,14 +142,20 @@ gemm_bs_ref_rows(const uint8_t *A, const uint8_t *B, const float *SA, const floa
 	free(brow);
 }
 
-/* Row n of W4A8's B, dequantized: code k of the row times 2^(SB[n][k/32]-127). */
+/* Row n of W4A8's B, dequantized: code k of the row times 2^(SB[n][k/32]-127);
+ * tab holds the 16 E2M1 values. */
 static void
-w4a8_row(const uint8_t *B, const uint8_t *SB, uint32_t n, uint32_t K, double *out)
+w4a8_row(const uint8_t *B, const uint8_t *SB, uint32_t n, uint32_t K, const double *tab, double *out)
 {
-	for (uint32_t k = 0; k < K; k++) {
-		uint8_t byte = B[(size_t)n * (K / 2) + k / 2], e = SB[(size_t)n * (K / 32) + k / 32];
-		double sc = e == 0xFF ? NAN : ldexp(1.0, (int)e - 127);
-		out[k] = indexer_e2m1_to_f64(k % 2 ? byte >> 4 : byte & 15) * sc;
+	const uint8_t *row = B + (size_t)n * (K / 2), *e = SB + (size_t)n * (K / 32);
+
+	for (uint32_t g = 0; g < K / 32; g++) {
+		double sc = e[g] == 0xFF ? NAN : ldexp(1.0, (int)e[g] - 127);
+		for (uint32_t i = 0; i < 16; i++) {
+			uint8_t byte = row[16 * g + i];
+			out[32 * g + 2 * i] = tab[byte & 15] * sc;
+			out[32 * g + 2 * i + 1] = tab[byte >> 4] * sc;
+		}
 	}
 }
 
@@ -160,8 +166,10 @@ gemm_w4a8_ref_rows(const uint8_t *A, const float *SA, const uint8_t *B, const ui
 {
 	size_t kk = K ? K : 1;
 	double *arows = malloc(sizeof(double) * kk * (nrows ? nrows : 1));
-	double *brow = malloc(sizeof(double) * kk);
+	double *brow = malloc(sizeof(double) * kk), tab[16];
 
+	for (uint8_t c = 0; c < 16; c++)
+		tab[c] = indexer_e2m1_to_f64(c);
 	if (!arows || !brow) {
 		for (uint64_t i = 0; i < (uint64_t)nrows * N; i++)
 			out[i] = NAN;
@@ -171,7 +179,7 @@ gemm_w4a8_ref_rows(const uint8_t *A, const float *SA, const uint8_t *B, const ui
 				arows[(size_t)i * K + k] = decode_e4m3_to_f64(A[(size_t)rows[i] * K + k]) *
 				                           (double)SA[(size_t)(k / 128) * M + rows[i]];
 		for (uint32_t n = 0; n < N; n++) {
-			w4a8_row(B, SB, n, K, brow);
+			w4a8_row(B, SB, n, K, tab, brow);
 			for (uint32_t i = 0; i < nrows; i++)
 				out[(size_t)i * N + n] = dot(arows + (size_t)i * K, brow, K);
 		}
