@@ -111,9 +111,9 @@ gemm_configure(GemmCfg *g, const GemmParams *p, KgErr *err)
 	if (g->w4a8 && g->tm != 8 && g->tm != 16)
 		return kg_fail(err, "--tile-m=%d with --scale=w4a8: tile-m is the tokens per CTA, the "
 		               "wgmma's N: 8 or 16", g->tm);
-	if (g->w4a8 && g->tn != 64 && g->tn != 128)
+	if (g->w4a8 && g->tn % 64)
 		return kg_fail(err, "--tile-n=%d with --scale=w4a8: tile-n is 64 weight rows per consumer "
-		               "warpgroup, 64 or 128", g->tn);
+		               "warpgroup, 64, 128, 192 or 256", g->tn);
 	if (g->w4a8 && g->swz != SWZ_128B)
 		return kg_fail(err, "--swizzle=%s with --scale=w4a8: a stage is one 128-byte row of A per "
 		               "token; use --swizzle 128", swizzle_name(g->swz));
@@ -167,7 +167,7 @@ gemm_configure(GemmCfg *g, const GemmParams *p, KgErr *err)
 		return kg_fail(err, "--tile-n=%d with --epilogue=swiglu and --scale=mx32: tile-n must be %d "
 		               "(gate and up halves of %d rows, one factor image each)", g->tn, 2 * SF_ROWS,
 		               SF_ROWS);
-	if (g->sblock && !g->swiglu && g->sblock % g->tn)
+	if (g->sblock && !g->swiglu && !g->w4a8 && g->sblock % g->tn)
 		return kg_fail(err, "--tile-n=%d with --scale=block128: tile-n must divide 128 (a tile's "
 		               "columns share one B scale per K block)", g->tn);
 

@@ -58,7 +58,7 @@ expect_error "--tile-k=64 with --scale=mx32: tile-k must be 128" gemm --target s
 expect_error "--scale=w4a8 with --target=sm_100a: W4A8 turns FP4 into E4M3 for Hopper's wgmma" gemm --dtype e4m3 --scale w4a8 --tile-k 128 --target sm_100a --tile-m 8 --tile-n 128 --moe masked
 expect_error "--tile-m=128 with --scale=w4a8: tile-m is the tokens per CTA, the wgmma's N: 8 or 16" gemm --dtype e4m3 --scale w4a8 --tile-k 128 --tile-n 128 --moe masked
 expect_error "--tile-m=8: tile-m 8 and 16 are the W4A8 kernel's tokens per CTA" gemm --dtype e4m3 --scale block128 --tile-k 128 --tile-m 8 --tile-n 128
-expect_error "--tile-n=96 with --scale=w4a8: tile-n is 64 weight rows per consumer warpgroup, 64 or 128" gemm --dtype e4m3 --scale w4a8 --tile-k 128 --tile-m 8 --tile-n 96 --moe masked
+expect_error "--tile-n=96 with --scale=w4a8: tile-n is 64 weight rows per consumer warpgroup, 64, 128, 192 or 256" gemm --dtype e4m3 --scale w4a8 --tile-k 128 --tile-m 8 --tile-n 96 --moe masked
 expect_error "--swizzle=64B with --scale=w4a8" gemm --dtype e4m3 --scale w4a8 --tile-k 128 --tile-m 8 --tile-n 128 --swizzle 64 --moe masked
 expect_error "--scale=w4a8 with --moe=none: the W4A8 kernel is the experts' decode GEMM" gemm --dtype e4m3 --scale w4a8 --tile-k 128 --tile-m 8 --tile-n 128
 expect_error "--epilogue=swiglu with --scale=w4a8" gemm --dtype e4m3 --scale w4a8 --tile-k 128 --tile-m 8 --tile-n 128 --moe masked --epilogue swiglu
