@@ -190,9 +190,9 @@ typedef struct W4a8Cons {
 	Reg acc[8], tmp[2][8], afr[2][16];
 	Reg f[2][2][4];          /* [par][row][token]: 2^(e_ref-127) · SA, the promotion factors */
 	Reg ew[2], sa[4];        /* this block's exponent words and SA (loaded one block ahead) */
-	Reg new_[2], nsa[4];     /* the next block's */
+	Reg nxt[2], nsa[4];     /* the next block's */
 	Reg emax[2], base[2], sc[2], brow[2]; /* brow: this stage's FP4 bytes of the thread's rows */
-	Reg stage, phase, kt, prev, full, p, pn, lane0, rel, as, bs, lo, bd, bhr, ec, idx, t0, t1, x;
+	Reg stage, phase, kt, prev, full, p, pn, lane0, as, bs, lo, bd, bhr, ec, idx, t0, t1, x;
 	Reg h0, h1, addr, st, st2, sp;
 	Reg full0, empty0, a0, b0, lut;
 	uint32_t blo;
@@ -201,12 +201,12 @@ typedef struct W4a8Cons {
 	W4a8Regs wr;
 } W4a8Cons;
 
-/* The next block's scales into new_/nsa, if there is one (pn). */
+/* The next block's scales into nxt/nsa, if there is one (pn). */
 static void
 emit_scale_prefetch(Emit *e, W4a8Cons *k)
 {
 	for (int h = 0; h < 2; h++)
-		emitf(e, "\t@%s ld.global.nc.u32 %s, [%s];\n\tadd.u64 %s, %s, 4;\n", k->pn.s, k->new_[h].s,
+		emitf(e, "\t@%s ld.global.nc.u32 %s, [%s];\n\tadd.u64 %s, %s, 4;\n", k->pn.s, k->nxt[h].s,
 		      k->th.psb[h].s, k->th.psb[h].s, k->th.psb[h].s);
 	for (int j = 0; j < k->th.ntok; j++)
 		emitf(e, "\t@%s ld.global.nc.f32 %s, [%s];\n\tadd.u64 %s, %s, %s;\n", k->pn.s, k->nsa[j].s,
@@ -228,7 +228,7 @@ emit_iteration(Emit *e, const GemmCfg *g, const GemmRegs *r, W4a8Cons *k, int pa
 		return -1;
 	/* this block's scales are the prefetched ones; fetch the next */
 	for (int h = 0; h < 2; h++)
-		emitf(e, "\tmov.b32 %s, %s;\n", k->ew[h].s, k->new_[h].s);
+		emitf(e, "\tmov.b32 %s, %s;\n", k->ew[h].s, k->nxt[h].s);
 	for (int j = 0; j < k->th.ntok; j++)
 		emitf(e, "\tmov.f32 %s, %s;\n", k->sa[j].s, k->nsa[j].s);
 	emitf(e, "\tadd.u32 %s, %s, 1;\n\tsetp.lt.u32 %s, %s, %s;\n", k->idx.s, k->kt.s, k->pn.s, k->idx.s,
@@ -339,7 +339,7 @@ sm90_w4a8_consumer(Emit *e, const GemmCfg *g, const GemmRegs *r, KgErr *err)
 		reg_array(e, RC_F32, k.tmp[par], k.nacc);
 		reg_array(e, RC_B32, k.afr[par], 16);
 	}
-	Reg *regs[] = {&k.stage, &k.phase, &k.kt, &k.prev, &k.full, &k.rel, &k.as, &k.bs, &k.lo, &k.bhr,
+	Reg *regs[] = {&k.stage, &k.phase, &k.kt, &k.prev, &k.full, &k.as, &k.bs, &k.lo, &k.bhr,
 	               &k.ec, &k.idx, &k.t0, &k.t1, &k.x, &k.addr, &k.st, &k.st2};
 	for (size_t i = 0; i < sizeof regs / sizeof regs[0]; i++)
 		*regs[i] = reg_new(e, RC_B32);
@@ -363,7 +363,7 @@ sm90_w4a8_consumer(Emit *e, const GemmCfg *g, const GemmRegs *r, KgErr *err)
 		emitf(e, "\tmov.f32 %s, 0f00000000;\n\tmov.f32 %s, 0f00000000;\n", k.acc[i].s, k.tmp[1][i].s);
 	for (int h = 0; h < 2; h++) {
 		k.ew[h] = reg_new(e, RC_B32);
-		k.new_[h] = reg_new(e, RC_B32);
+		k.nxt[h] = reg_new(e, RC_B32);
 		k.emax[h] = reg_new(e, RC_B32);
 		k.base[h] = reg_new(e, RC_B32);
 		k.brow[h] = reg_new(e, RC_B32);
