@@ -80,7 +80,8 @@ write_header(const KernelAbi *k, int ptx, Buf *o)
 		const AbiParam *p = &k->params[i];
 		buf_printf(o, "//@param %s %s", abi_kinds[p->kind].word, p->name);
 		if (p->kind == ABI_TMAP) {
-			buf_printf(o, " dtype=%s rank=%d box=", dtype_name(p->dtype), p->rank);
+			buf_printf(o, " dtype=%s rank=%d box=", p->tmap_dtype ? p->tmap_dtype : dtype_name(p->dtype),
+			           p->rank);
 			for (int d = 0; d < p->rank; d++)
 				buf_printf(o, "%s%d", d ? "," : "", p->box[d]);
 			if (p->swz == SWZ_NONE)

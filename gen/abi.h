@@ -21,6 +21,8 @@ typedef struct AbiParam {
 	Swizzle swz;    /* tmap */
 	char tensor[64];
 	int align;      /* ptr: the address must be a multiple of this (0: no rule beyond the dtype's) */
+	const char *tmap_dtype; /* tmap: a TMA-only spelling instead of dtype's (e2m1p: packed FP4
+	                         * expanded to a byte per value, runtime/abi.c), or NULL */
 } AbiParam;
 
 typedef struct KernelAbi {

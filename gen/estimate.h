@@ -63,7 +63,7 @@ typedef struct EstOps {
 	void (*gemm)(const struct GemmCfg *g, Estimate *e);
 } EstOps;
 
-extern const EstOps est_sm90;
+extern const EstOps est_sm90, est_sm100;
 
 void est_init(Estimate *e, const EstGpu *gpu);
 /* (a^p + b^p)^(1/p): two units that take turns, neither waiting for the

@@ -212,8 +212,16 @@ meaningful(const Family *f, const void *params, const ParamSpec *s)
 	n = strcspn(s->when, "=");
 	for (int i = 0; i < f->nparams; i++)
 		if (strlen(f->params[i].name) == n && strncmp(f->params[i].name, s->when, n) == 0) {
+			/* "NAME=A|B": any of the values separated by '|' */
 			value_text(&f->params[i], params, v, sizeof v);
-			return strcmp(v, s->when + n + 1) == 0;
+			for (const char *a = s->when + n + 1;; a++) {
+				size_t l = strcspn(a, "|");
+				if (strlen(v) == l && strncmp(v, a, l) == 0)
+					return 1;
+				a += l;
+				if (!*a)
+					return 0;
+			}
 		}
 	return 1;
 }

@@ -22,7 +22,8 @@ typedef enum ParamKind {
  * family's parameter struct (a float for PK_FLOAT), allowed values (comma list, NULL = range),
  * range lo, hi and step for PK_INT without a list, default (as typed on the
  * command line), help, and `when`: "NAME=VALUE" if the parameter means
- * something only while parameter NAME has that value (NULL: always); the
+ * something only while parameter NAME has that value ("NAME=A|B": one of
+ * those values; NULL: always); the
  * `args` line leaves it out otherwise, so it shows no value that does
  * nothing. */
 typedef struct ParamSpec {

@@ -21,34 +21,41 @@ static const ParamSpec gemm_params[] = {
 	 "C rows per CTA (sm_90a: 64 per consumer warpgroup; sm_100a: 128; --scale w4a8: the 8 or 16 "
 	 "tokens that are the MMA's N)", NULL},
 	{"tile-n", PK_INT, P(tile_n), NULL, 16, 256, 16, "256", "C columns per CTA = MMA N", NULL},
-	{"tile-k", PK_INT, P(tile_k), "16,32,64,128", 0, 0, 0, "64", "K elements per pipeline stage", NULL},
+	{"tile-k", PK_INT, P(tile_k), "16,32,64,128,256", 0, 0, 0, "64", "K elements per pipeline stage", NULL},
 	{"stages", PK_INT, P(stages), NULL, 2, 8, 1, "4", "TMA ring depth (full/empty mbarrier pairs)", NULL},
 	{"swizzle", PK_SWIZZLE, P(swizzle), "none,32,64,128", 0, 0, 0, "128",
 	 "smem swizzle of the A/B tiles (TMA and MMA agree)", NULL},
-	{"dtype", PK_DTYPE, P(dtype), "bf16,fp16,e4m3", 0, 0, 0, "bf16",
-	 "A and B element type (e4m3 needs --scale block128)", NULL},
+	{"dtype", PK_DTYPE, P(dtype), "bf16,fp16,e4m3,e2m1", 0, 0, 0, "bf16",
+	 "A and B element type (e4m3 needs --scale block128 or mx32; e2m1, packed two per byte, "
+	 "--scale mx32 or nv16)", NULL},
 	{"out-dtype", PK_DTYPE, P(out_dtype), "bf16,f32,e4m3", 0, 0, 0, "bf16",
 	 "C element type (e4m3: the SwiGLU output as MXFP8 with its UE8M0 factor images CS, sm_100a)", NULL},
 	{"cta-pair", PK_INT, P(cta_pair), "0,1", 0, 0, 0, "0",
 	 "1: clusters of 2 CTAs, one cta_group::2 MMA of M = 2*tile-m per pair", "target=sm_100a"},
 	{"cluster-n", PK_INT, P(cluster_n), "1,2", 0, 0, 0, "1",
 	 "pairs per cluster along N; 2 multicasts each A tile to both pairs", "cta-pair=1"},
-	{"scale", PK_ENUM, P(scale), "none,block128,mx32,w4a8", 0, 0, 0, "none",
+	{"scale", PK_ENUM, P(scale), "none,block128,mx32,nv16,w4a8", 0, 0, 0, "none",
 	 "block128 (sm_90a): C = sum over 128-wide K blocks of SA[kb,m]·SB[n/128,kb]·(A·B^T of the "
 	 "block), promoted into the f32 accumulator once per block; mx32 (sm_100a): a UE8M0 per 32 "
-	 "of K for every row of A and of B, applied by tcgen05.mma kind::mxf8f6f4; w4a8 (sm_90a): A "
-	 "as block128, B E2M1 (low nibble = even K) with a UE8M0 per 32 of K, turned into E4M3 on "
-	 "chip (docs/ABI.md \"W4A8 weights\")", "dtype=e4m3"},
+	 "of K for every row of A and of B, applied by tcgen05.mma kind::mxf8f6f4 (e4m3) or "
+	 "kind::mxf4nvf4 (e2m1); nv16 (sm_100a, e2m1): NVFP4, a UE4M3 per 16 of K and C scaled by "
+	 "the fp32 alpha[expert]; w4a8 (sm_90a, e4m3): A as block128, B E2M1 (low nibble = even K) "
+	 "with a UE8M0 per 32 of K, turned into E4M3 on chip (docs/ABI.md \"W4A8 weights\")",
+	 "dtype=e4m3|e2m1"},
 	{"scale-b", PK_DTYPE, P(scale_b), "f32,ue8m0", 0, 0, 0, "f32",
 	 "block128: B's 128x128 scales as fp32, or as UE8M0 powers of two (2^(e-127))", "scale=block128"},
 	{"moe", PK_ENUM, P(moe), "none,contiguous,masked", 0, 0, 0, "none",
 	 "one launch for E experts, B[E,N,K]: contiguous (rows of all experts along M, s32 "
 	 "offsets[E+1]) or masked (E slabs of M rows, s32 counts[E]); docs/ABI.md \"MoE layouts\"",
-	 "dtype=e4m3"},
+	 "dtype=e4m3|e2m1"},
+	{"dtype-b", PK_ENUM, P(dtype_b), "same,e2m1", 0, 0, 0, "same",
+	 "B's element type when it is not A's: e2m1 under --dtype e4m3 --scale mx32 (FP4 weights x FP8 "
+	 "activations, tcgen05.mma kind::mxf8f6f4; B packed two per byte in global memory, a byte per "
+	 "value in shared memory by TMA 16U4_ALIGN16B)", "dtype-b=e2m1"},
 	{"epilogue", PK_ENUM, P(epilogue), "none,swiglu", 0, 0, 0, "none",
 	 "swiglu: B's N rows are the gate then the up half, C[:,j] = silu(min(gate,L))·clamp(up,-L,L) "
 	 "over N/2 columns, L the f32 param swiglu_limit (DeepSeek-V4: 10); docs/ABI.md \"SwiGLU epilogue\"",
-	 "dtype=e4m3"},
+	 "dtype=e4m3|e2m1"},
 };
 
 /* Validates the parameter combination and builds the plan. Every rule that
@@ -65,14 +72,22 @@ gemm_configure(GemmCfg *g, const GemmParams *p, KgErr *err)
 	g->swz = (Swizzle)p->swizzle;
 	g->in = (DType)p->dtype;
 	g->out = (DType)p->out_dtype;
-	g->esz_in = dtype_bits(g->in) / 8;
+	g->ebits = dtype_bits(g->in);
+	/* e2m1 is packed two per byte; TMA moves it as bytes (docs/ABI.md, "gemm") */
+	g->esz_in = g->ebits < 8 ? 1 : g->ebits / 8;
 	g->esz_out = dtype_bits(g->out) / 8;
 	g->span = swizzle_span(g->swz);
-	g->kmma = 32 / g->esz_in;
+	/* one MMA consumes 32 bytes of K (docs/hardware.md, "Scale-factor images") */
+	g->kmma = 256 / g->ebits;
+	g->tk_tma = g->tk * g->ebits / 8 / g->esz_in;
 	g->w4a8 = p->scale == GS_W4A8;
 	g->sblock = p->scale == GS_BLOCK128 || g->w4a8 ? 128 : 0;
-	g->sfvec = p->scale == GS_MX32 ? 32 : 0;
+	g->sfvec = p->scale == GS_MX32 ? 32 : p->scale == GS_NV16 ? 16 : 0;
 	g->sbtype = g->w4a8 ? DT_UE8M0 : (DType)p->scale_b;
+	g->sftype = p->scale == GS_NV16 ? DT_UE4M3 : DT_UE8M0;
+	g->kind = g->ebits == 4 ? IK_MXF4NVF4 : IK_MXF8F6F4;
+	g->alpha = p->scale == GS_NV16;
+	g->in_b = p->dtype_b ? DT_E2M1 : g->in;
 	g->r_sfa = g->r_sfb = g->r_lut = -1;
 	g->group_m = 8;
 	g->r_slot = g->b_acc = -1;
@@ -123,29 +138,58 @@ gemm_configure(GemmCfg *g, const GemmParams *p, KgErr *err)
 	if (g->w4a8 && g->swiglu)
 		return kg_fail(err, "--epilogue=swiglu with --scale=w4a8: the W4A8 kernel writes C "
 		               "without an epilogue; use --epilogue none");
+
+	const char *sname = g->w4a8 ? "w4a8" : g->sblock ? "block128" : p->scale == GS_NV16 ? "nv16" : "mx32";
+
 	/* FP8 values are only meaningful with their scales; the scales only
 	 * exist for FP8 (DeepSeek's block scaling, docs/ABI.md "gemm"). */
 	if (dtype_bits(g->in) == 8 && !g->sblock && !g->sfvec)
 		return kg_fail(err, "--dtype=%s: FP8 inputs carry block scales; add --scale block128 "
 		               "(sm_90a) or mx32 (sm_100a)", dtype_name(g->in));
+	/* FP4 likewise: MXFP4 (UE8M0 per 32) or NVFP4 (UE4M3 per 16), both
+	 * applied by tcgen05.mma kind::mxf4nvf4 (docs/hardware.md, "Scale-factor images") */
+	if (g->sblock && g->ebits == 4)
+		return kg_fail(err, "--scale=block128 with --dtype=e2m1: FP4 takes --scale nv16 or mx32 "
+		               "(sm_100a)");
+	if (g->ebits == 4 && !g->sfvec)
+		return kg_fail(err, "--dtype=e2m1: FP4 inputs carry block scales; add --scale nv16 (NVFP4) or "
+		               "mx32 (MXFP4), sm_100a");
+	/* FP4 B under FP8 A: kind::mxf8f6f4's E2M1 with UE8M0 per 32 (docs/ABI.md, "gemm") */
+	if (p->dtype_b && !(g->in == DT_E4M3 && p->scale == GS_MX32))
+		return kg_fail(err, "--dtype-b=e2m1 with --dtype=%s --scale=%s: FP4 weights under FP8 "
+		               "activations need --dtype e4m3 --scale mx32 (tcgen05.mma kind::mxf8f6f4)",
+		               dtype_name(g->in), sname);
 	/* the MoE layouts carry per-expert scales (docs/ABI.md, "MoE layouts") */
-	if (g->moe && dtype_bits(g->in) != 8)
+	if (g->moe && g->ebits > 8)
 		return kg_fail(err, "--moe=%s with --dtype=%s: the MoE layouts are for the block-scaled "
-		               "gemm (--dtype e4m3 with --scale block128 or mx32)",
+		               "gemm (--dtype e4m3 with --scale block128 or mx32, or e2m1 with nv16 or mx32)",
 		               g->moe == GM_MASKED ? "masked" : "contiguous", dtype_name(g->in));
-	if ((g->sblock || g->sfvec) && dtype_bits(g->in) != 8)
+	if ((g->sblock || g->sfvec) && g->ebits > 8)
 		return kg_fail(err, "--scale=%s with --dtype=%s: block scales apply to FP8 inputs "
-		               "(--dtype e4m3)", g->w4a8 ? "w4a8" : g->sblock ? "block128" : "mx32",
-		               dtype_name(g->in));
+		               "(--dtype e4m3) and FP4 inputs (--dtype e2m1)", sname, dtype_name(g->in));
+	if (p->scale == GS_NV16 && g->ebits != 4)
+		return kg_fail(err, "--scale=nv16 with --dtype=%s: NVFP4's UE4M3 per 16 scales E2M1 only "
+		               "(tcgen05.mma kind::mxf4nvf4 .block16); use --dtype e2m1", dtype_name(g->in));
 	/* mx32: a stage is 128 of K, four scale factors per row, one byte each
 	 * of the TMEM word the MMA's scale-factor id selects (gen/layout.h);
 	 * B's factors are staged 128 rows per tcgen05.cp */
-	if (g->sfvec && g->tk != SF_BLOCKS * g->sfvec)
+	if (g->sfvec && g->ebits == 8 && g->tk != SF_BLOCKS * g->sfvec)
 		return kg_fail(err, "--tile-k=%d with --scale=mx32: tile-k must be %d (four 32-wide scale "
 		               "blocks, one TMEM word per row)", g->tk, SF_BLOCKS * g->sfvec);
+	/* FP4: a stage is one 128-byte swizzle row of K, 256 values: four
+	 * K = 64 MMAs, whole scale-factor images (two MXFP4, four NVFP4) */
+	if (g->sfvec && g->ebits == 4 && g->tk != 256)
+		return kg_fail(err, "--tile-k=%d with --dtype=e2m1: tile-k must be 256 (one 128-byte row of "
+		               "packed FP4 per stage, four K = 64 MMAs)", g->tk);
+	if (g->ebits == 4 && g->swz != SWZ_128B)
+		return kg_fail(err, "--swizzle=%s with --dtype=e2m1: FP4 stages are 128-byte rows; use "
+		               "--swizzle 128", swizzle_name(g->swz));
+	if (g->ebits == 4 && g->out == DT_E4M3)
+		return kg_fail(err, "--out-dtype=e4m3 with --dtype=e2m1: the MXFP8 SwiGLU output feeds an "
+		               "e4m3 down GEMM; the FP4 gemm writes bf16 or f32");
 	if (g->sfvec && g->tn % SF_ROWS)
-		return kg_fail(err, "--tile-n=%d with --scale=mx32: tile-n must be a multiple of %d (B's "
-		               "scale factors are copied 128 rows at a time)", g->tn, SF_ROWS);
+		return kg_fail(err, "--tile-n=%d with --scale=%s: tile-n must be a multiple of %d (B's "
+		               "scale factors are copied 128 rows at a time)", g->tn, sname, SF_ROWS);
 	/* One stage is one scale block, so the promotion runs once per stage;
 	 * a tile's columns meet whole 128-row blocks of B's scales. */
 	if (g->sblock && g->tk != g->sblock)
@@ -164,8 +208,8 @@ gemm_configure(GemmCfg *g, const GemmParams *p, KgErr *err)
 	g->split = g->out == DT_E4M3 && g->sblock;
 	g->wn = g->tn >> g->split;
 	if (g->sfvec && g->swiglu && g->tn != 2 * SF_ROWS)
-		return kg_fail(err, "--tile-n=%d with --epilogue=swiglu and --scale=mx32: tile-n must be %d "
-		               "(gate and up halves of %d rows, one factor image each)", g->tn, 2 * SF_ROWS,
+		return kg_fail(err, "--tile-n=%d with --epilogue=swiglu and --scale=%s: tile-n must be %d "
+		               "(gate and up halves of %d rows, one factor image each)", g->tn, sname, 2 * SF_ROWS,
 		               SF_ROWS);
 	if (g->sblock && !g->swiglu && !g->w4a8 && g->sblock % g->tn)
 		return kg_fail(err, "--tile-n=%d with --scale=block128: tile-n must divide 128 (a tile's "
@@ -173,18 +217,20 @@ gemm_configure(GemmCfg *g, const GemmParams *p, KgErr *err)
 
 	/* One MMA consumes 32 bytes of K (docs/hardware.md, "Advancing along K"); a stage holds
 	 * whole swizzle rows so TMA boxes and descriptors tile it exactly. */
-	if (g->tk * g->esz_in % g->span)
+	if (g->tk * g->ebits / 8 % g->span)
 		return kg_fail(err, "--tile-k=%d with --swizzle=%s: tile-k x %d bytes must be a multiple of the %d-byte swizzle span",
 		               g->tk, swizzle_name(g->swz), g->esz_in, g->span);
-	g->kslices = g->tk * g->esz_in / g->span;
-	if (layout_canonical(&g->la, MAJOR_K, g->swz, 8 * g->esz_in, g->tm, g->tk, err) < 0 ||
+	g->kslices = g->tk * g->ebits / 8 / g->span;
+	if (layout_canonical(&g->la, MAJOR_K, g->swz, g->ebits, g->tm, g->tk, err) < 0 ||
 	    (g->w4a8 ? layout_canonical(&g->lb, MAJOR_K, SWZ_64B, 8, g->tn, g->tk / 2, err)
-	             : layout_canonical(&g->lb, MAJOR_K, g->swz, 8 * g->esz_in, g->tn_cta, g->tk, err)) < 0)
+	             : layout_canonical(&g->lb, MAJOR_K, g->swz, g->ebits, g->tn_cta, g->tk, err)) < 0)
 		return -1;
 	g->stage_bytes = g->la.bytes + g->lb.bytes;
 	if (g->sfvec) {
-		g->sfa_bytes = SF_IMAGE_BYTES * (uint32_t)(g->tm / SF_ROWS);
-		g->sfb_bytes = SF_IMAGE_BYTES * (uint32_t)(g->tn / SF_ROWS);
+		g->sf_imgs = g->tk / (SF_BLOCKS * g->sfvec);
+		g->sf_stage = SF_IMAGE_BYTES * (uint32_t)g->sf_imgs;
+		g->sfa_bytes = g->sf_stage * (uint32_t)(g->tm / SF_ROWS);
+		g->sfb_bytes = g->sf_stage * (uint32_t)(g->tn / SF_ROWS);
 		g->stage_bytes += g->sfa_bytes + g->sfb_bytes;
 	}
 
@@ -201,10 +247,10 @@ gemm_configure(GemmCfg *g, const GemmParams *p, KgErr *err)
 	}
 	if (g->t->gemm->plan(g, err) < 0)
 		return -1;
-	snprintf(g->name, sizeof g->name, "gemm_%s_%s_m%dn%dk%d_s%d_sw%s%s%s_%s", dtype_name(g->in),
-	         dtype_name(g->out), g->tile_rows, g->tn, g->tk, g->stages,
+	snprintf(g->name, sizeof g->name, "gemm_%s%s_%s_m%dn%dk%d_s%d_sw%s%s%s_%s", dtype_name(g->in),
+	         g->in_b != g->in ? dtype_name(g->in_b) : "", dtype_name(g->out), g->tile_rows, g->tn, g->tk, g->stages,
 	         g->swz == SWZ_NONE ? "none" : (g->swz == SWZ_32B ? "32" : g->swz == SWZ_64B ? "64" : "128"),
-	         g->cn > 1 ? "_pair2" : g->pair ? "_pair" : "", g->w4a8 ? "_w4a8" : g->sblock ? (g->sbtype == DT_UE8M0 ? "_bs128e8" : "_bs128") : g->sfvec ? "_mx32" : "", g->t->tag);
+	         g->cn > 1 ? "_pair2" : g->pair ? "_pair" : "", g->w4a8 ? "_w4a8" : g->sblock ? (g->sbtype == DT_UE8M0 ? "_bs128e8" : "_bs128") : g->sfvec == 16 ? "_nv16" : g->sfvec ? "_mx32" : "", g->t->tag);
 	if (g->moe) {
 		/* the layout (and epilogue) before the target tag: gemm_..._moec_swiglu_sm90a */
 		size_t n = strlen(g->name), tl = strlen(g->t->tag);
@@ -244,8 +290,8 @@ gemm_mma_loop_head(Emit *e, KgErr *err, const GemmRegs *r, Reg stage, Reg phase,
 }
 
 /* mx32: where the producer copies each stage's scale-factor images from.
- * Image (row block rb, K block kt) of SA / SB is 512 bytes at
- * (rb * nk + kt) * 512 (docs/ABI.md, "gemm"). */
+ * The sf_imgs images of (row block rb, stage kt) of SA / SB are sf_stage
+ * bytes at (rb * nk + kt) * sf_stage (docs/ABI.md, "gemm"). */
 typedef struct SfSrc {
 	Reg a, b;       /* the first (kt = 0) image of this tile's rows */
 	Reg sa0, sb0;   /* smem of stage 0 */
@@ -270,18 +316,19 @@ emit_sf_setup(Emit *e, const GemmCfg *g, const GemmRegs *r, SfSrc *sf)
 		emitf(e, "\tmul.lo.u32 %s, %s, %s;\n", t.s, r->sfa_rb.s, r->nk.s);
 	else
 		emitf(e, "\tshr.u32 %s, %s, 7;\n\tmul.lo.u32 %s, %s, %s;\n", t.s, r->m0.s, t.s, t.s, r->nk.s);
-	emitf(e, "\tmul.wide.u32 %s, %s, %u;\n\tadd.u64 %s, %s, %s;\n", w.s, t.s, SF_IMAGE_BYTES, sf->a.s,
+	emitf(e, "\tmul.wide.u32 %s, %s, %u;\n\tadd.u64 %s, %s, %s;\n", w.s, t.s, g->sf_stage, sf->a.s,
 	      r->sa.s, w.s);
 	if (g->moe) /* B: expert*cdiv(N,128) + n0/128 */
 		emitf(e, "\tmul.lo.u32 %s, %s, %s;\n", t.s, r->sbrow.s, r->nk.s);
 	else
 		emitf(e, "\tshr.u32 %s, %s, 7;\n\tmul.lo.u32 %s, %s, %s;\n", t.s, r->n0.s, t.s, t.s, r->nk.s);
-	emitf(e, "\tmul.wide.u32 %s, %s, %u;\n\tadd.u64 %s, %s, %s;\n", w.s, t.s, SF_IMAGE_BYTES, sf->b.s,
+	emitf(e, "\tmul.wide.u32 %s, %s, %u;\n\tadd.u64 %s, %s, %s;\n", w.s, t.s, g->sf_stage, sf->b.s,
 	      r->sb.s, w.s);
 }
 
-/* This stage's images: A's one, then B's tile-n / 128, each a 512-byte
- * bulk copy on the stage's full barrier (counted in stage_bytes). A B row
+/* This stage's images: A's, then those of B's tile-n / 128 row blocks,
+ * each row block's sf_imgs images one sf_stage-byte bulk copy on the
+ * stage's full barrier (counted in stage_bytes). A B row
  * block past N (tile-n 256 at the edge) is not read: its B rows are TMA's
  * zero fill, so any finite factor serves, and the copy repeats the last
  * real block (min). */
@@ -291,7 +338,7 @@ emit_sf_loads(Emit *e, const GemmCfg *g, const GemmRegs *r, SfSrc *sf, Reg stage
 	Reg t = reg_new(e, RC_B32), w = reg_new(e, RC_B64), lastb = reg_new(e, RC_B32);
 
 	emitf(e, "\tmad.lo.u32 %s, %s, %u, %s;\n", sf->dst.s, stage.s, g->sfa_bytes, sf->sa0.s);
-	emitf(e, "\tmul.wide.u32 %s, %s, %u;\n\tadd.u64 %s, %s, %s;\n", w.s, kt.s, SF_IMAGE_BYTES, sf->src.s,
+	emitf(e, "\tmul.wide.u32 %s, %s, %u;\n\tadd.u64 %s, %s, %s;\n", w.s, kt.s, g->sf_stage, sf->src.s,
 	      sf->a.s, w.s);
 	op_bulk_load(e, sf->dst, sf->src, g->sfa_bytes, full);
 	if (sf->nb > 1 && !g->swiglu) {
@@ -304,7 +351,7 @@ emit_sf_loads(Emit *e, const GemmCfg *g, const GemmRegs *r, SfSrc *sf, Reg stage
 	for (int j = 0; j < sf->nb; j++) {
 		emitf(e, "\tmad.lo.u32 %s, %s, %u, %s;\n", sf->dst.s, stage.s, g->sfb_bytes, sf->sb0.s);
 		if (j)
-			emitf(e, "\tadd.u32 %s, %s, %u;\n", sf->dst.s, sf->dst.s, j * SF_IMAGE_BYTES);
+			emitf(e, "\tadd.u32 %s, %s, %u;\n", sf->dst.s, sf->dst.s, j * g->sf_stage);
 		if (j && g->swiglu) {
 			/* the up half's images: (N/2)/128 row blocks past the gate's */
 			emitf(e, "\tshr.u32 %s, %s, 8;\n\tmad.lo.u32 %s, %s, %s, %s;\n", t.s, r->N.s, t.s, t.s,
@@ -316,9 +363,9 @@ emit_sf_loads(Emit *e, const GemmCfg *g, const GemmRegs *r, SfSrc *sf, Reg stage
 		} else {
 			emitf(e, "\tmov.u32 %s, %s;\n", t.s, kt.s);
 		}
-		emitf(e, "\tmul.wide.u32 %s, %s, %u;\n\tadd.u64 %s, %s, %s;\n", w.s, t.s, SF_IMAGE_BYTES,
+		emitf(e, "\tmul.wide.u32 %s, %s, %u;\n\tadd.u64 %s, %s, %s;\n", w.s, t.s, g->sf_stage,
 		      sf->src.s, sf->b.s, w.s);
-		op_bulk_load(e, sf->dst, sf->src, SF_IMAGE_BYTES, full);
+		op_bulk_load(e, sf->dst, sf->src, g->sf_stage, full);
 	}
 }
 
@@ -405,22 +452,22 @@ gemm_emit_producer(Emit *e, const GemmCfg *g, const GemmRegs *r, KgErr *err)
 		op_mbar_arrive_expect_tx(e, full, g->stage_bytes);
 	emitf(e, "\tmad.lo.u32 %s, %s, %u, %s;\n", adst.s, stage.s, g->la.bytes, a0.s);
 	emitf(e, "\tmad.lo.u32 %s, %s, %u, %s;\n", bdst.s, stage.s, g->lb.bytes, b0.s);
-	emitf(e, "\tmul.lo.u32 %s, %s, %d;\n", kc.s, kt.s, g->tk);
+	emitf(e, "\tmul.lo.u32 %s, %s, %d;\n", kc.s, kt.s, g->tk_tma);
 	for (int j = 0; j < g->kslices; j++) {
 		Reg da = reg_new(e, RC_B32), db = reg_new(e, RC_B32);
 		emitf(e, "\tadd.u32 %s, %s, %d;\n", kx.s, kc.s, j * g->span / g->esz_in);
 		/* box j lands where the canonical layout puts element (0, its first k) */
 		if (g->cn > 1) {
 			Reg dh = reg_new(e, RC_B32);
-			emitf(e, "\tadd.u32 %s, %s, %u;\n", da.s, adst.s, layout_offset(&g->la, 0, j * g->span / g->esz_in));
-			emitf(e, "\tadd.u32 %s, %s, %u;\n", dh.s, adst.s, layout_offset(&g->la, ahalf, j * g->span / g->esz_in));
+			emitf(e, "\tadd.u32 %s, %s, %u;\n", da.s, adst.s, layout_offset(&g->la, 0, j * g->span * 8 / g->ebits));
+			emitf(e, "\tadd.u32 %s, %s, %u;\n", dh.s, adst.s, layout_offset(&g->la, ahalf, j * g->span * 8 / g->ebits));
 			/* this CTA's half: rows pairid * tm/2 of the A tile */
 			emitf(e, "\tsetp.ne.u32 %s, %s, 0;\n\tselp.b32 %s, %s, %s, %s;\n", p.s, r->pairid.s, da.s, dh.s,
 			      da.s, p.s);
 		} else {
-			emitf(e, "\tadd.u32 %s, %s, %u;\n", da.s, adst.s, layout_offset(&g->la, 0, j * g->span / g->esz_in));
+			emitf(e, "\tadd.u32 %s, %s, %u;\n", da.s, adst.s, layout_offset(&g->la, 0, j * g->span * 8 / g->ebits));
 		}
-		emitf(e, "\tadd.u32 %s, %s, %u;\n", db.s, bdst.s, layout_offset(&g->lb, 0, j * g->span / g->esz_in));
+		emitf(e, "\tadd.u32 %s, %s, %u;\n", db.s, bdst.s, layout_offset(&g->lb, 0, j * g->span * 8 / g->ebits));
 		Reg ca[2] = {kx, am}, cb[2] = {kx, nb};
 		if (g->w4a8) {
 			/* B's inner coordinate counts bytes: two E2M1 codes each */
@@ -435,7 +482,7 @@ gemm_emit_producer(Emit *e, const GemmCfg *g, const GemmRegs *r, KgErr *err)
 			/* the up half: B rows N/2 + n0.., tile rows tn/2.. */
 			Reg du = reg_new(e, RC_B32), cu[2] = {kx, nbu};
 			emitf(e, "\tadd.u32 %s, %s, %u;\n", du.s, bdst.s,
-			      layout_offset(&g->lb, g->tn / 2, j * g->span / g->esz_in));
+			      layout_offset(&g->lb, g->tn / 2, j * g->span * 8 / g->ebits));
 			if (op_tma_load_group(e, err, du, r->tmap_b, cu, 2, full, 1) < 0)
 				return -1;
 		}
@@ -447,7 +494,7 @@ gemm_emit_producer(Emit *e, const GemmCfg *g, const GemmRegs *r, KgErr *err)
 			Reg du = reg_new(e, RC_B32), bx = reg_new(e, RC_B32), cu[2] = {kx, bx};
 			emitf(e, "\tadd.u32 %s, %s, %d;\n", bx.s, (w & 1 ? nbu : nb).s, g->tn / 4 * (w / 2));
 			emitf(e, "\tadd.u32 %s, %s, %u;\n", du.s, bdst.s,
-			      layout_offset(&g->lb, g->tn / 4 * w, j * g->span / g->esz_in));
+			      layout_offset(&g->lb, g->tn / 4 * w, j * g->span * 8 / g->ebits));
 			if (op_tma_load_group(e, err, du, r->tmap_b, cu, 2, full, 1) < 0)
 				return -1;
 		}
@@ -603,6 +650,7 @@ emit_moe_coords(Emit *e, const GemmCfg *g, GemmRegs *r)
 		emitf(e, "\tdiv.u32 %s, %s, %d;\n\tadd.u32 %s, %s, %s;\n", t.s, lo.s, tm, t.s, t.s, mt.s);
 		emitf(e, "\tmul.lo.u32 %s, %s, %d;\n\tshr.u32 %s, %s, 7;\n", r->m0.s, t.s, tm, r->sfa_rb.s, r->m0.s);
 	}
+	r->expert = ex;
 	/* B rows and SB row blocks of expert ex */
 	emitf(e, "\tmad.lo.u32 %s, %s, %s, %s;\n", r->nb.s, ex.s, r->N.s, r->n0.s);
 	emitf(e, "\tadd.u32 %s, %s, 127;\n\tshr.u32 %s, %s, 7;\n", t.s, r->N.s, t.s, t.s);
@@ -711,13 +759,16 @@ gemm_abi(const GemmCfg *g, const char *args, KernelAbi *k)
 	 * slice of A under --cluster-n, a pair's half of B under --cta-pair) */
 	for (int i = 0; i < 2; i++) {
 		p = abi_add(k, ABI_TMAP, i ? "B" : "A");
-		p->dtype = g->in;
+		p->dtype = i ? g->in_b : g->in;
+		if (i && g->in_b != g->in)
+			p->tmap_dtype = "e2m1p"; /* K values a row, packed; 16U4_ALIGN16B */
 		p->rank = 2;
 		p->box[0] = g->span / g->esz_in;
 		p->box[1] = i ? g->tn_cta >> (g->swiglu + g->split) : g->tm / g->cn; /* swiglu: a box per half (quarter) */
 		p->swz = g->swz;
-		snprintf(p->tensor, sizeof p->tensor, "%s", i ? (g->moe ? "B[E*N,K]" : "B[N,K]")
-		         : g->moe == GM_MASKED ? "A[E*M,K]" : "A[M,K]");
+		/* e2m1: K/2 bytes of packed pairs per row (docs/ABI.md, "gemm") */
+		snprintf(p->tensor, sizeof p->tensor, "%s%s", i ? (g->moe ? "B[E*N," : "B[N,")
+		         : g->moe == GM_MASKED ? "A[E*M," : "A[M,", g->ebits == 4 ? "K/2]" : "K]");
 		if (i && g->w4a8) {
 			/* E2M1 bytes, 64 of them (128 of K) per row and stage */
 			p->dtype = DT_U8;
@@ -745,14 +796,23 @@ gemm_abi(const GemmCfg *g, const char *args, KernelAbi *k)
 			snprintf(p->tensor, sizeof p->tensor, "SB[%scdiv(N,%d),cdiv(K,%d)]", eb, g->sblock, g->sblock);
 	}
 	if (g->sfvec) {
-		/* the tcgen05.cp images of each 128 rows by 128 of K (docs/ABI.md, "gemm") */
+		/* the tcgen05.cp images of each 128 rows by four scale vectors of K:
+		 * 128 of K for 32-wide vectors, 64 for NVFP4's 16 (docs/ABI.md, "gemm") */
 		p = abi_add(k, ABI_PTR, "SA");
-		p->dtype = DT_UE8M0;
-		snprintf(p->tensor, sizeof p->tensor, "SA[%scdiv(M,128),cdiv(K,128),512]",
-		         g->moe == GM_MASKED ? "E*" : "");
+		p->dtype = g->sftype;
+		snprintf(p->tensor, sizeof p->tensor, "SA[%scdiv(M,128),cdiv(K,%d),512]",
+		         g->moe == GM_MASKED ? "E*" : "", SF_BLOCKS * g->sfvec);
 		p = abi_add(k, ABI_PTR, "SB");
-		p->dtype = DT_UE8M0;
-		snprintf(p->tensor, sizeof p->tensor, "SB[%scdiv(N,128),cdiv(K,128),512]", eb);
+		p->dtype = g->sftype;
+		snprintf(p->tensor, sizeof p->tensor, "SB[%scdiv(N,128),cdiv(K,%d),512]", eb,
+		         SF_BLOCKS * g->sfvec);
+	}
+	if (g->alpha) {
+		/* NVFP4: the product of A's and B's per-tensor fp32 scales, one per
+		 * expert (docs/ABI.md, "gemm") */
+		p = abi_add(k, ABI_PTR, "alpha");
+		p->dtype = DT_F32;
+		snprintf(p->tensor, sizeof p->tensor, "%s", g->moe ? "alpha[E]" : "alpha[1]");
 	}
 	if (g->split) {
 		/* C's fp32 scales per 1x128, as the SA of a block128 gemm with
@@ -782,7 +842,7 @@ gemm_abi(const GemmCfg *g, const char *args, KernelAbi *k)
 		abi_add(k, ABI_F32, "swiglu_limit");
 	/* A and B rows are K elements: their byte stride must be a multiple of
 	 * 16 (docs/hardware.md, "Tensor map encoding") */
-	abi_shape(k, "kmult", "%d", 16 / g->esz_in);
+	abi_shape(k, "kmult", "%d", 128 / g->ebits);
 	if (g->sblock || g->sfvec)
 		abi_shape(k, "kblock", "%d", g->sblock ? g->sblock : g->tk);
 	if (g->moe)
@@ -837,9 +897,15 @@ gemm_plan(const void *params, Buf *text, KgErr *err)
 	if (g.w4a8)
 		buf_printf(text, "w4a8            B E2M1 %dx%d bytes per stage (64B swizzle) + UE8M0 per 32: each consumer warpgroup turns its 64 rows into E4M3 wgmma A fragments in registers (one power of two per row and K block, docs/hardware.md \"FP4 weights as E4M3\"), tokens are the wgmma's N = %d from smem\n",
 		           g.tn, g.tk / 2, g.tm);
-	if (g.sfvec)
+	if (g.sfvec && g.ebits == 8)
 		buf_printf(text, "block scales    UE8M0 per 1x%d of A and of B: one %d-byte image per 128 rows per stage, tcgen05.cp .32x128b.warpx4 into TMEM, kind::mxf8f6f4 scale-factor id = K block\n",
 		           g.sfvec, SF_IMAGE_BYTES);
+	if (g.in_b != g.in)
+		buf_printf(text, "fp4 weights     B is e2m1 packed two per byte in global memory; its tensor map (16U4_ALIGN16B) lands each 16 values in 16 bytes of shared memory, read by kind::mxf8f6f4 with b=e2m1\n");
+	else if (g.sfvec)
+		buf_printf(text, "block scales    e2m1 packed two per byte, %s per 1x%d of A and of B: %d %d-byte images per 128 rows per stage, tcgen05.cp .32x128b.warpx4 into TMEM, kind::mxf4nvf4.block%d (K = %d per MMA, %dX)%s\n",
+		           dtype_name(g.sftype), g.sfvec, g.sf_imgs, SF_IMAGE_BYTES, g.sfvec, g.kmma, g.kmma / g.sfvec,
+		           g.alpha ? "; C = alpha[expert] * accumulator in the epilogue" : "");
 	buf_printf(text, "smem tiles      A %dx%d (%u B, SBO %u LBO %u), B %dx%d (%u B); %d TMA boxes per operand per stage\n",
 	           g.tm, g.tk, g.la.bytes, g.la.sbo, g.la.lbo, g.tn_cta, g.tk, g.lb.bytes, g.kslices);
 	if (g.pair)
@@ -867,7 +933,7 @@ gemm_plan(const void *params, Buf *text, KgErr *err)
 
 const Family family_gemm = {
 	"gemm",
-	"C[M,N] = A[M,K]·B[N,K]^T, bf16/fp16 (or block-scaled e4m3) in, f32 accumulate, bf16/f32 out",
+	"C[M,N] = A[M,K]·B[N,K]^T, bf16/fp16 (or block-scaled e4m3, e2m1, e4m3 x e2m1) in, f32 accumulate, bf16/f32 out",
 	gemm_params,
 	sizeof gemm_params / sizeof gemm_params[0],
 	sizeof(GemmParams),

@@ -1,6 +1,8 @@
 /* GEMM family: C[M,N] = A[M,K]·B[N,K]^T, bf16/fp16 in, f32 accumulate,
  * bf16 or f32 out; or e4m3 in with DeepSeek's block scales (--scale
- * block128: fp32 SA per 1x128 of A, SB per 128x128 of B, docs/ABI.md "gemm"). Shared parts (parameters, plan, prologue, TMA producer)
+ * block128: fp32 SA per 1x128 of A, SB per 128x128 of B, docs/ABI.md "gemm");
+ * on sm_100a MXFP8 (mx32), FP4 (e2m1 with nv16 or mx32) and FP4 weights under
+ * MXFP8 activations (--dtype-b e2m1). Shared parts (parameters, plan, prologue, TMA producer)
  * live in gemm.c; each target supplies GemmOps from its folder. */
 #ifndef KGEN_GEMM_H
 #define KGEN_GEMM_H
@@ -23,6 +25,7 @@ typedef struct GemmParams {
 	int scale_b; /* block128: B's scale type, DT_F32 or DT_UE8M0 */
 	int moe; /* GemmMoe */
 	int epilogue; /* GemmEpilogue */
+	int dtype_b; /* 0: B as A; 1: e2m1 B under e4m3 A (--dtype-b) */
 } GemmParams;
 
 /* What the epilogue writes (the --epilogue values, in order). */
@@ -45,7 +48,9 @@ typedef enum GemmMoe {
 typedef enum GemmScale {
 	GS_NONE,
 	GS_BLOCK128, /* fp32 per 1x128 of A (SA) and per 128x128 of B (SB) */
-	GS_MX32,     /* UE8M0 per 1x32 of A and of B (MXFP8), in TMEM for the MMA */
+	GS_MX32,     /* UE8M0 per 1x32 of A and of B (MXFP8, or MXFP4 with e2m1), in TMEM for the MMA */
+	GS_NV16,     /* NVFP4: e2m1 with UE4M3 per 1x16 of A and of B in TMEM, and a per-tensor
+	              * fp32 alpha (the product of A's and B's tensor scales) on the accumulator */
 	GS_W4A8,     /* A as block128; B E2M1 with UE8M0 per 1x32, E4M3 on chip (sm_90a;
 	              * docs/ABI.md "W4A8 weights") */
 } GemmScale;
@@ -55,12 +60,22 @@ typedef struct GemmCfg {
 	int tm, tn, tk, stages;
 	Swizzle swz;
 	DType in, out;
-	int esz_in, esz_out;
+	int esz_in, esz_out;    /* bytes of one TMA element: e2m1 moves as bytes of two values */
+	int ebits;              /* bits of one A/B element: 16, 8 or 4 (e2m1, packed two per byte) */
+	DType in_b;             /* B's element type: in, or DT_E2M1 under e4m3 A (--dtype-b e2m1:
+	                         * kind::mxf8f6f4, B a byte per value in shared memory) */
+	int tk_tma;             /* TMA elements of K per stage: tile-k, or tile-k/2 for e2m1 */
+	int alpha;              /* nv16: the f32 param alpha[E] (alpha[1] without --moe) scales C */
 	int span;               /* bytes of one swizzled row (16 for none) */
 	int kmma;               /* K elements of one MMA: 32 bytes of K */
 	int sblock;             /* block128: K (and B's N) elements per scale: 128, else 0 */
 	DType sbtype;           /* block128: B's scales, DT_F32 or DT_UE8M0 */
-	int sfvec;              /* mx32: K elements per UE8M0 scale factor: 32, else 0 */
+	int sfvec;              /* mx32/nv16: K elements per scale factor: 32 or 16, else 0 */
+	DType sftype;           /* mx32/nv16: the factors' type, DT_UE8M0 or DT_UE4M3 */
+	int kind;               /* mx32/nv16: the MMA's IdescKind, IK_MXF8F6F4 (e4m3) or IK_MXF4NVF4 (e2m1) */
+	int sf_imgs;            /* mx32: 512-byte images per 128 rows per stage (gen/layout.h,
+	                         * layout_sf_pick) */
+	uint32_t sf_stage;      /* mx32: their bytes, sf_imgs * 512 */
 	int w4a8;               /* 1: B is E2M1 bytes (tile-n rows x tile-k/2, 64B swizzle), SB UE8M0
 	                         * per 32; the tile's tile-m A rows are the tokens (the MMA's N) */
 	int r_lut;              /* w4a8: smem of the E4M3 byte tables (gen/w4a8.h), or -1 */
@@ -108,6 +123,7 @@ typedef struct GemmRegs {
 	Reg sbrow;           /* SB's row block of this tile: n0/128 (+ expert*cdiv(N,128)) */
 	Reg sfa_rb;          /* mx32: SA's image row block of this tile: m0/128, or masked
 	                      * expert*cdiv(M,128) + m-tile */
+	Reg expert;          /* --moe: this tile's expert */
 } GemmRegs;
 
 typedef struct GemmOps {

@@ -48,7 +48,8 @@ gemm_estimate(const GemmCfg *g, uint64_t m, uint64_t n, uint64_t k, Buf *out, Kg
 	l.e = &e;
 	l.ktiles = (double)((k + (uint64_t)g->tk - 1) / (uint64_t)g->tk);
 	e.flops = 2.0 * (double)m * (double)n * (double)k;
-	e.hbm_bytes = ((double)m + (double)n) * (double)k * g->esz_in + (double)m * (double)n * g->esz_out;
+	e.hbm_bytes = ((double)m * g->ebits + (double)n * dtype_bits(g->in_b)) * (double)k / 8 +
+	              (double)m * (double)n * g->esz_out;
 	if (g->w4a8) /* B is E2M1 bytes (half a byte per weight) and one UE8M0 per 32 */
 		e.hbm_bytes = (double)m * (double)k + (double)n * (double)k * (0.5 + 1.0 / 32) +
 		              (double)m * (double)n * g->esz_out;

@@ -348,3 +348,19 @@ layout_sf_tmem(int row, int kblock, int *lane, int *col, int *byte)
 	*col = row / tmem_quarter_lanes();
 	*byte = kblock;
 }
+
+int
+layout_sf_pick(SfPick *out, int tile_k, int kmma, int vec, int mma)
+{
+	int per = vec > 0 ? kmma / vec : 0, first;
+
+	if (vec <= 0 || kmma % vec || (per != 1 && per != 2 && per != 4) ||
+	    tile_k % (SF_BLOCKS * vec) || mma < 0 || (mma + 1) * kmma > tile_k)
+		return -1;
+	first = mma * per;
+	out->images = tile_k / (SF_BLOCKS * vec);
+	out->per_mma = per;
+	out->image = first / SF_BLOCKS;
+	out->id = first % SF_BLOCKS;
+	return 0;
+}

@@ -91,6 +91,21 @@ void tmem_pair128_a16(int row, int k, int copy, int *lane, int *tcol);
 enum { SF_ROWS = 128, SF_BLOCKS = 4, SF_IMAGE_BYTES = 512, SF_COLS = 4 };
 uint32_t layout_sf_offset(int row, int kblock); /* 16*(row%32) + 4*(row/32) + kblock */
 void layout_sf_tmem(int row, int kblock, int *lane, int *col, int *byte);
+/* Which image and which scale-factor id one MMA of a stage reads
+ * (docs/hardware.md, "Scale-factor images"): an image holds SF_BLOCKS
+ * scale vectors of `vec` K elements per row, so a stage of tile_k holds
+ * tile_k / (SF_BLOCKS*vec) images per 128 rows; MMA `mma` of the stage
+ * (kmma K elements each: 32 for mxf8f6f4, 64 for the FP4 kinds) reads
+ * kmma/vec factors (1X, 2X or 4X) starting at factor mma*kmma/vec of the
+ * stage: image (mma*kmma/vec) / 4, id (mma*kmma/vec) % 4. Fails (-1) when
+ * kmma/vec is not 1, 2 or 4 or tile_k is not whole images. */
+typedef struct SfPick {
+	int images;  /* images per 128 rows per stage */
+	int per_mma; /* factors per row of one MMA: the scale_vec (1, 2, 4) */
+	int image;   /* the image this MMA reads */
+	int id;      /* its scale-factor id: the first byte of the TMEM word */
+} SfPick;
+int layout_sf_pick(SfPick *out, int tile_k, int kmma, int vec, int mma);
 
 /* The wgmma f32 accumulator fragment of m64nNk16/k32 (docs/hardware.md,
  * "wgmma accumulator fragment"): thread t of the warpgroup holds, in

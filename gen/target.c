@@ -18,7 +18,7 @@ const Target targets[] = {
 	{"sm_90a", "sm90a", 90, 80, FEAT_WGMMA | FEAT_SETMAXNREG | FEAT_TMA, 232448, 0, 1024, 65536, 255,
 	 DESC_SM90, &gemm_sm90, &fmha_sm90, &decode_sm90, &indexer_sm90, &est_sm90},
 	{"sm_100a", "sm100a", 100, 86, FEAT_TCGEN05 | FEAT_SETMAXNREG | FEAT_TMA, 232448, 512, 1024, 65536,
-	 255, DESC_SM100, &gemm_sm100, &fmha_sm100, &decode_sm100, &indexer_sm100, NULL},
+	 255, DESC_SM100, &gemm_sm100, &fmha_sm100, &decode_sm100, &indexer_sm100, &est_sm100},
 };
 const int ntargets = sizeof targets / sizeof targets[0];
 

@@ -23,7 +23,12 @@
  * e2m1 (FP4) is packed two per byte: the runtime counts it as 1 byte per
  * packed pair, so tensor dims and strides for e2m1 are given in bytes
  * (pairs) and TMA moves it as UINT8, the same bytes 16U4_ALIGN8B would move.
- * e2m3/e3m2 (FP6) are stored one per byte (unpacked). */
+ * e2m3/e3m2 (FP6) are stored one per byte (unpacked).
+ * e2m1p is FP4 for kind::mxf8f6f4 (docs/hardware.md, "Tensor map encoding"):
+ * packed two per byte in global memory, each 16 values landing in 16 bytes
+ * of shared memory (8 of codes, 8 of gap) by 16U4_ALIGN16B; its dims count
+ * values, it takes one byte per value in shared memory (the count here) and
+ * half a byte in global memory (row strides are K/2 bytes). */
 static const KrtDtype dtypes[] = {
 	{"bf16", 2, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16},
 	{"fp16", 2, CU_TENSOR_MAP_DATA_TYPE_FLOAT16},
@@ -34,6 +39,7 @@ static const KrtDtype dtypes[] = {
 	{"e2m3", 1, CU_TENSOR_MAP_DATA_TYPE_UINT8},
 	{"e3m2", 1, CU_TENSOR_MAP_DATA_TYPE_UINT8},
 	{"e2m1", 1, CU_TENSOR_MAP_DATA_TYPE_UINT8},
+	{"e2m1p", 1, CU_TENSOR_MAP_DATA_TYPE_16U4_ALIGN16B},
 	{"ue8m0", 1, CU_TENSOR_MAP_DATA_TYPE_UINT8},
 	{"ue4m3", 1, CU_TENSOR_MAP_DATA_TYPE_UINT8},
 	{"s8", 1, CU_TENSOR_MAP_DATA_TYPE_UINT8},

@@ -217,6 +217,24 @@ krt_tmap_prepare(const KrtAbi *abi, int index, const KrtTensor *t, KrtTmapArgs *
 		              "box[0]*elemsize = %" PRIu32 " bytes exceeds the %d-byte swizzle span "
 		              "(the inner box must fit one swizzle row)",
 		              inner, p->swizzle);
+	/* packed FP4 expanded to 16 bytes per 16 values (docs/hardware.md,
+	 * "Tensor map encoding") */
+	if (d->tmap_type == CU_TENSOR_MAP_DATA_TYPE_16U4_ALIGN16B) {
+		if (t->ptr % 32)
+			return reject(a, err, "address 0x%" PRIx64 " is not 32-byte aligned (globalAddress of "
+			              "16U4_ALIGN16B)", t->ptr);
+		if (t->dims[0] % 128)
+			return reject(a, err, "dims[0] = %" PRIu64 " values is not a multiple of 128 "
+			              "(globalDim[0] of 16U4_ALIGN16B)", t->dims[0]);
+		for (int i = 1; i < t->rank; i++)
+			if (t->strides[i] % 32)
+				return reject(a, err, "strides[%d] = %" PRIu64 " bytes is not a multiple of 32 "
+				              "(globalStrides of 16U4_ALIGN16B)", i, t->strides[i]);
+		/* 128 bytes in shared memory: swizzles 32 and 64 fail the span rule above */
+		if (p->box[0] != 128)
+			return reject(a, err, "box[0] = %" PRIu32 " values: 16U4_ALIGN16B takes boxDim[0] = 128",
+			              p->box[0]);
+	}
 	/* Not required: box <= dims. TMA zero-fills out-of-bounds elements, so a
 	 * tile may overhang the tensor (docs/hardware.md, "TMA copies"). */
 	return KRT_OK;

@@ -273,13 +273,16 @@ bind_tmap(CheckCase *c, const KrtAbiParam *p, KrtTensor *t, KrtErr *err)
 		return check_fail(err, KRT_EABI, "%s: tmap %s: rank=%d but tensor=%s has %d dims",
 		                  c->abi->kernel, p->name, p->rank, p->tensor, rank);
 	uint64_t elems = 1;
+	/* e2m1p: dims count values, the buffer packs two per byte (runtime/abi.c) */
+	int half = strcmp(p->dtype, "e2m1p") == 0;
 	t->ptr = b->ptr;
 	t->rank = rank;
 	for (int i = 0; i < rank; i++) {
 		t->dims[i] = outer_first[rank - 1 - i];
-		t->strides[i] = i ? t->strides[i - 1] * t->dims[i - 1] : (uint64_t)b->esize;
+		t->strides[i] = i ? t->strides[i - 1] * t->dims[i - 1] >> (half && i == 1) : (uint64_t)b->esize;
 		elems *= t->dims[i];
 	}
+	elems >>= half;
 	if (elems != b->count)
 		return check_fail(err, KRT_EABI, "%s: tmap %s: tensor=%s holds %llu elements, the buffer "
 		                  "%llu", c->abi->kernel, p->name, p->tensor, (unsigned long long)elems,

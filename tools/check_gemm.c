@@ -10,6 +10,7 @@
 
 #include "decode_ref.h"
 #include "gemm_ref.h"
+#include "indexer_ref.h"
 #include "tools/check_gemm.h"
 #include "tools/check_internal.h"
 
@@ -64,12 +65,33 @@ gemm_is_mx(const CheckCase *c)
 	return p && strcmp(p->dtype, "ue8m0") == 0;
 }
 
+/* FP4 kernels (--dtype e2m1 with --scale mx32 or nv16): packed E2M1 A, B. */
+static int
+gemm_is_fp4(const CheckCase *c)
+{
+	const KrtAbiParam *p = krt_abi_find(c->abi, "A");
+	return p && strcmp(p->dtype, "e2m1") == 0;
+}
+
+static int fp4_prepare(CheckCase *c, KrtErr *err);
+
+/* FP4 weights under FP8 activations (--dtype e4m3 --dtype-b e2m1 --scale
+ * mx32): B is packed E2M1 the TMA expands (tmap dtype e2m1p). */
+int
+gemm_is_w4a8(const KrtAbi *abi)
+{
+	const KrtAbiParam *p = krt_abi_find(abi, "B");
+	return p && strcmp(p->dtype, "e2m1p") == 0;
+}
+
 static int
 gemm_prepare(CheckCase *c, KrtErr *err)
 {
 	uint64_t M = c->shape.d[0], N = c->shape.d[1], K = c->shape.d[2];
 	NumType in, out;
 	uint32_t blk = gemm_kblock(c);
+	if (gemm_is_fp4(c))
+		return fp4_prepare(c, err);
 	if (gemm_is_mx(c))
 		return mx_prepare(c, err);
 	if (blk)
@@ -207,9 +229,13 @@ gemm_compare_row(CheckCase *c, const CheckBuf *cb, uint32_t m, uint64_t N, const
 static int bs_compare(CheckCase *c, CheckResult *res, uint32_t blk, KrtErr *err);
 static int mx_compare(CheckCase *c, CheckResult *res, KrtErr *err);
 
+static int fp4_compare(CheckCase *c, CheckResult *res, KrtErr *err);
+
 static int
 gemm_compare(CheckCase *c, CheckResult *res, KrtErr *err)
 {
+	if (gemm_is_fp4(c))
+		return fp4_compare(c, res, err);
 	if (gemm_is_mx(c))
 		return mx_compare(c, res, err);
 	if (gemm_kblock(c))
@@ -450,16 +476,20 @@ mx_prepare(CheckCase *c, KrtErr *err)
 		return check_fail(err, KRT_EINVAL, "gemm K=%llu: must be a multiple of 128 (the kernel's "
 		                  "scale-factor images, //@shape kblock=128)", (unsigned long long)K);
 	size_t sfa = (M + 127) / 128 * (K / 128) * 512, sfb = (N + 127) / 128 * (K / 128) * 512;
-	uint8_t *a = malloc(M * K), *b = malloc(N * K), *sa = malloc(sfa), *sb = malloc(sfb);
+	int w4 = gemm_is_w4a8(c->abi); /* B: packed E2M1, K/2 bytes a row */
+	uint8_t *a = malloc(M * K), *b = malloc(N * K >> w4), *sa = malloc(sfa), *sb = malloc(sfb);
 	if (!a || !b || !sa || !sb) {
 		free(a), free(b), free(sa), free(sb);
 		return check_fail(err, KRT_ENOMEM, "gemm: no host memory for the inputs");
 	}
 	mx_draw(c, M, K, r, a, sa, sfa);
-	mx_draw(c, N, K, r, b, sb, sfb);
+	if (w4)
+		fp4_draw(c, N, K, r, 1, 32, b, sb, sfb);
+	else
+		mx_draw(c, N, K, r, b, sb, sfb);
 	rc = check_add_raw_input(c, "A", "e4m3", 1, M * K, a, err);
 	if (!rc)
-		rc = check_add_raw_input(c, "B", "e4m3", 1, N * K, b, err);
+		rc = check_add_raw_input(c, "B", w4 ? "e2m1p" : "e4m3", 1, N * K >> w4, b, err);
 	else
 		free(b);
 	if (!rc)
@@ -496,7 +526,164 @@ mx_compare(CheckCase *c, CheckResult *res, KrtErr *err)
 	res->subset = nrows < M;
 	for (uint32_t i = 0; i < nrows; i += BLOCK) {
 		uint32_t nb = nrows - i < BLOCK ? nrows - i : BLOCK;
-		gemm_mx_ref_rows(a->host, b->host, sa->host, sb->host, (uint32_t)N, (uint32_t)K, rows + i, nb, ref);
+		if (gemm_is_w4a8(c->abi))
+			gemm_w4a8_ref_rows(a->host, b->host, sa->host, sb->host, (uint32_t)N, (uint32_t)K, rows + i, nb,
+			                   ref);
+		else
+			gemm_mx_ref_rows(a->host, b->host, sa->host, sb->host, (uint32_t)N, (uint32_t)K, rows + i, nb,
+			                 ref);
+		for (uint32_t j = 0; j < nb; j++)
+			gemm_compare_row(c, cb, rows[i + j], N, ref + (size_t)j * N, res);
+	}
+	free(rows);
+	free(ref);
+	return 0;
+}
+
+/* ---- FP4: MXFP4 (UE8M0 per 32) and NVFP4 (UE4M3 per 16, alpha) ------------ */
+
+/* The scale type and vector of an FP4 kernel's SA */
+int
+fp4_format(const CheckCase *c, int *ue8m0, uint32_t *vec)
+{
+	const KrtAbiParam *p = krt_abi_find(c->abi, "SA");
+	*ue8m0 = p && strcmp(p->dtype, "ue8m0") == 0;
+	*vec = *ue8m0 ? 32 : 16;
+	return p && (*ue8m0 || strcmp(p->dtype, "ue4m3") == 0) ? 0 : -1;
+}
+
+/* A block's factor: the UE8M0 power of two at or above amax/6 (E2M1's
+ * largest), or the UE4M3 nearest amax/6 in 2^-9..448 (the values then
+ * round to the nearest E2M1, 6 at most); 1 for a zero block. */
+static uint8_t
+fp4_factor(const double *v, uint32_t n, int ue8m0)
+{
+	double amax = 0.0;
+
+	for (uint32_t i = 0; i < n; i++)
+		amax = fmax(amax, fabs(v[i]));
+	if (amax == 0.0)
+		return ue8m0 ? 127 : 0x38;
+	if (ue8m0) {
+		int e = (int)ceil(log2(amax / 6.0)) + 127;
+		return (uint8_t)(e < 1 ? 1 : e > 254 ? 254 : e);
+	}
+	uint8_t code = (uint8_t)(decode_f64_to_e4m3(fmin(fmax(amax / 6.0, 0x1p-9), 448.0)) & 0x7f);
+	return code ? code : 1;
+}
+
+void
+fp4_draw(CheckCase *c, uint64_t rows, uint64_t K, int r, int ue8m0, uint32_t vec, uint8_t *q, uint8_t *sf,
+         size_t sfbytes)
+{
+	double v[32];
+
+	memset(sf, ue8m0 ? 127 : 0x38, sfbytes);
+	memset(q, 0, rows * K / 2);
+	for (uint64_t m = 0; m < rows; m++)
+		for (uint64_t k = 0; k < K; k += vec) {
+			bs_draw(c, v, vec, r);
+			uint8_t f = fp4_factor(v, vec, ue8m0);
+			double s = gemm_sf_value(f, ue8m0);
+			sf[gemm_sf_index((uint32_t)m, (uint32_t)k, (uint32_t)K, vec)] = f;
+			for (uint32_t i = 0; i < vec; i++) {
+				uint64_t at = m * K + k + i;
+				q[at / 2] |= (uint8_t)(indexer_e2m1_nearest(v[i] / s) << (4 * (at % 2)));
+			}
+		}
+}
+
+/* NVFP4's alpha per expert: 1/32..2 in steps of 1/32, exact in f32 */
+void
+fp4_alpha(CheckCase *c, float *alpha, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++)
+		alpha[i] = (float)(1 + num_rng_below(&c->rng, 64)) / 32.0f;
+}
+
+static int
+fp4_prepare(CheckCase *c, KrtErr *err)
+{
+	uint64_t M = c->shape.d[0], N = c->shape.d[1], K = c->shape.d[2];
+	uint32_t blk = gemm_kblock(c), vec;
+	NumType out;
+	int r = c->fill == CHECK_FILL_EDGE ? 8 : 3, ue8m0, rc;
+
+	if ((rc = gemm_dtype(c, "C", KRT_ARG_PTR, &out, err)) != 0)
+		return rc;
+	if (fp4_format(c, &ue8m0, &vec))
+		return check_fail(err, KRT_EABI, "%s: FP4 gemm: SA must be ue8m0 (MXFP4) or ue4m3 (NVFP4) images",
+		                  c->abi->kernel);
+	if (!M || !N || !K || M > UINT32_MAX || N > UINT32_MAX || K > UINT32_MAX)
+		return check_fail(err, KRT_EINVAL, "gemm %llux%llux%llu: M, N, K must be in 1..2^32-1",
+		                  (unsigned long long)M, (unsigned long long)N, (unsigned long long)K);
+	if (!blk || K % blk)
+		return check_fail(err, KRT_EINVAL, "gemm K=%llu: must be a multiple of %u (the kernel's "
+		                  "stage of packed FP4, //@shape kblock)", (unsigned long long)K, blk);
+	size_t span = 4 * (size_t)vec;
+	size_t sfa = (M + 127) / 128 * (K / span) * 512, sfb = (N + 127) / 128 * (K / span) * 512;
+	uint8_t *a = malloc(M * K / 2), *b = malloc(N * K / 2), *sa = malloc(sfa), *sb = malloc(sfb);
+	float *al = malloc(sizeof *al);
+	if (!a || !b || !sa || !sb || !al) {
+		free(a), free(b), free(sa), free(sb), free(al);
+		return check_fail(err, KRT_ENOMEM, "gemm: no host memory for the inputs");
+	}
+	fp4_draw(c, M, K, r, ue8m0, vec, a, sa, sfa);
+	fp4_draw(c, N, K, r, ue8m0, vec, b, sb, sfb);
+	fp4_alpha(c, al, 1);
+	rc = check_set_var(c, "K/2", K / 2, err);
+	if (!rc)
+		rc = check_add_raw_input(c, "A", "e2m1", 1, M * K / 2, a, err);
+	else
+		free(a);
+	if (!rc)
+		rc = check_add_raw_input(c, "B", "e2m1", 1, N * K / 2, b, err);
+	else
+		free(b);
+	if (!rc)
+		rc = check_add_raw_input(c, "SA", ue8m0 ? "ue8m0" : "ue4m3", 1, sfa, sa, err);
+	else
+		free(sa);
+	if (!rc)
+		rc = check_add_raw_input(c, "SB", ue8m0 ? "ue8m0" : "ue4m3", 1, sfb, sb, err);
+	else
+		free(sb);
+	if (!rc && krt_abi_find(c->abi, "alpha"))
+		rc = check_add_input(c, "alpha", NUM_F32, 1, al, err);
+	else
+		free(al);
+	if (!rc)
+		rc = check_add_output(c, "C", out, M * N, 256 * N * (size_t)num_type_size(out) + 65536, err);
+	return rc;
+}
+
+static int
+fp4_compare(CheckCase *c, CheckResult *res, KrtErr *err)
+{
+	uint64_t M = c->shape.d[0], N = c->shape.d[1], K = c->shape.d[2];
+	const CheckBuf *a = check_find_buf(c, "A"), *b = check_find_buf(c, "B");
+	const CheckBuf *sa = check_find_buf(c, "SA"), *sb = check_find_buf(c, "SB");
+	const CheckBuf *al = check_find_buf(c, "alpha");
+	CheckBuf *cb = check_find_buf(c, "C");
+	uint32_t nrows = 0, vec;
+	int ue8m0;
+	enum { BLOCK = 64 };
+
+	fp4_format(c, &ue8m0, &vec);
+	res->tol = gemm_tol[cb->type];
+	uint32_t *rows = gemm_rows(c, M, N, K, &nrows);
+	double *ref = malloc(sizeof *ref * N * BLOCK);
+	if (!rows || !ref) {
+		free(rows);
+		free(ref);
+		return check_fail(err, KRT_ENOMEM, "gemm: no host memory for the reference");
+	}
+	res->subset = nrows < M;
+	double alpha = al ? (double)((const float *)al->host)[0] : 1.0;
+	for (uint32_t i = 0; i < nrows; i += BLOCK) {
+		uint32_t nb = nrows - i < BLOCK ? nrows - i : BLOCK;
+		gemm_fp4_ref_rows(a->host, b->host, sa->host, sb->host, ue8m0, vec, alpha, (uint32_t)N,
+		                  (uint32_t)K, rows + i, nb, ref);
 		for (uint32_t j = 0; j < nb; j++)
 			gemm_compare_row(c, cb, rows[i + j], N, ref + (size_t)j * N, res);
 	}

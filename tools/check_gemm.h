@@ -28,4 +28,16 @@ void bs_quantize(const double *v, size_t n, float s, uint8_t *q);
  * 512-byte images sf (sfbytes of them; docs/ABI.md, "gemm"). */
 void mx_draw(CheckCase *c, uint64_t rows, uint64_t K, int r, uint8_t *q, uint8_t *sf, size_t sfbytes);
 
+/* FP4 operands: rows x K of E2M1 packed two per byte (K/2 bytes a row)
+ * into q, their factors (UE8M0 per 32, or UE4M3 per 16) into the images sf
+ * (gemm_sf_index; factors of rows past `rows` are 1); fp4_format reads
+ * the kernel's from its SA param (-1 if SA is neither); fp4_alpha draws
+ * NVFP4's per-tensor scales. */
+int fp4_format(const CheckCase *c, int *ue8m0, uint32_t *vec);
+void fp4_draw(CheckCase *c, uint64_t rows, uint64_t K, int r, int ue8m0, uint32_t vec, uint8_t *q, uint8_t *sf,
+              size_t sfbytes);
+void fp4_alpha(CheckCase *c, float *alpha, uint32_t n);
+/* Whether B is FP4 under FP8 A (tmap dtype e2m1p, docs/ABI.md "gemm"). */
+int gemm_is_w4a8(const KrtAbi *abi);
+
 #endif

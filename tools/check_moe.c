@@ -42,9 +42,28 @@ moe_fp8(const CheckCase *c)
 	return p && strcmp(p->dtype, "e4m3") == 0;
 }
 
-/* W4A8 (docs/ABI.md, "W4A8 weights"): B is E2M1 bytes, SB UE8M0 per 32. */
+/* FP4 experts (A, B e2m1 packed two per byte; docs/ABI.md, "gemm") */
 static int
-moe_w4a8(const CheckCase *c)
+moe_fp4(const CheckCase *c)
+{
+	const KrtAbiParam *p = krt_abi_find(c->abi, "A");
+	return p && strcmp(p->dtype, "e2m1") == 0;
+}
+
+/* K per stage of scale blocks: //@shape kblock (128, or 256 for FP4) */
+static uint64_t
+moe_kblock(const KrtAbi *abi)
+{
+	const char *v = krt_abi_shape(abi, "kblock");
+	return v ? strtoull(v, NULL, 10) : MOE_BLK;
+}
+
+static int moe_prepare_fp4(CheckCase *c, KrtErr *err);
+
+/* The sm_90a W4A8 kernel (docs/ABI.md, "W4A8 weights"): B is E2M1 bytes
+ * with SB UE8M0 [E*N, K/32], A and SA DeepSeek's block-scaled FP8. */
+static int
+moe_w4a8_bs(const CheckCase *c)
 {
 	const char *v = krt_abi_shape(c->abi, "weights");
 	return v && strcmp(v, "e2m1") == 0;
@@ -158,8 +177,10 @@ moe_prepare(CheckCase *c, KrtErr *err)
 	if (!psa || !psb)
 		return check_fail(err, KRT_EABI, "%s: gemm_moe needs SA and SB params (block-scaled)",
 		                  c->abi->kernel);
+	if (moe_fp4(c))
+		return moe_prepare_fp4(c, err);
 	int mx = strcmp(psa->dtype, "ue8m0") == 0, e8 = strcmp(psb->dtype, "ue8m0") == 0;
-	int fp8 = moe_fp8(c), w4 = moe_w4a8(c);
+	int fp8 = moe_fp8(c), wbs = moe_w4a8_bs(c);
 	if (!fp8 && (rc = gemm_dtype(c, "C", KRT_ARG_PTR, &out, err)) != 0)
 		return rc;
 	if (!N || !K || M > UINT32_MAX || N > UINT32_MAX || K > UINT32_MAX)
@@ -189,8 +210,9 @@ moe_prepare(CheckCase *c, KrtErr *err)
 	uint64_t nkb = K / MOE_BLK, nnb = (N + MOE_BLK - 1) / MOE_BLK, mb = (M + MOE_BLK - 1) / MOE_BLK;
 	size_t sfa = mx ? (size_t)(masked ? E * mb : (R + MOE_BLK - 1) / MOE_BLK) * nkb * MOE_IMAGE
 	                : sizeof(float) * nkb * R;
-	size_t sfb = w4 ? (size_t)E * N * (K / 32) : (size_t)E * nnb * nkb * (mx ? MOE_IMAGE : e8 ? 1 : sizeof(float));
-	size_t bbytes = w4 ? E * N * K / 2 : E * N * K;
+	size_t sfb = wbs ? (size_t)E * N * (K / 32) : (size_t)E * nnb * nkb * (mx ? MOE_IMAGE : e8 ? 1 : sizeof(float));
+	int w4 = gemm_is_w4a8(c->abi); /* FP4 B under MXFP8 A: K/2 bytes a row */
+	size_t bbytes = wbs ? E * N * K / 2 : E * N * K >> w4;
 	uint8_t *a = malloc(R * K), *b = malloc(bbytes), *sa = malloc(sfa), *sb = malloc(sfb);
 	double *v = malloc(sizeof *v * MOE_BLK * MOE_BLK);
 	if (!a || !b || !sa || !sb || !v) {
@@ -215,19 +237,20 @@ moe_prepare(CheckCase *c, KrtErr *err)
 		if (gemm_moe_owner(masked, tab, E, (uint32_t)M, (uint32_t)m) < 0)
 			memset(a + m * K, E4M3_NAN, K);
 	for (uint32_t e = 0; e < E; e++) {
-		if (w4) {
+		if (wbs) {
 			if (moe_draw_w4a8(c, N, K, r == 8 ? 6 : 3, r == 8, b + e * N * K / 2, sb + e * N * (K / 32)) < 0) {
 				free(a), free(b), free(sa), free(sb), free(v), free(tab);
 				return check_fail(err, KRT_ENOMEM, "gemm_moe: no host memory for the weights");
 			}
-		} else if (mx) {
+		} else if (w4)
+			fp4_draw(c, N, K, r, 1, 32, b + e * N * K / 2, sb + e * nnb * nkb * MOE_IMAGE, nnb * nkb * MOE_IMAGE);
+		else if (mx)
 			mx_draw(c, N, K, r, b + e * N * K, sb + e * nnb * nkb * MOE_IMAGE, nnb * nkb * MOE_IMAGE);
-		} else {
+		else
 			moe_draw_b_bs(c, N, K, r, e8, b + e * N * K, sb + e * nnb * nkb * (e8 ? 1 : sizeof(float)), v);
-		}
 	}
 	free(v);
-	if (w4) {
+	if (wbs) {
 		/* the products are exact only where the fold is (docs/hardware.md) */
 		int64_t bad = w4a8_inexact_blocks(sb, (uint64_t)E * N, (uint32_t)K);
 		if (bad)
@@ -239,9 +262,9 @@ moe_prepare(CheckCase *c, KrtErr *err)
 		rc = check_set_var(c, "E*N", (uint64_t)E * N, err);
 	if (!rc)
 		rc = check_set_var(c, "E*M", R, err);
-	if (!rc && w4)
+	if (!rc && wbs)
 		rc = check_set_var(c, "K/2", K / 2, err);
-	if (!rc && w4)
+	if (!rc && wbs)
 		rc = check_set_var(c, "K/32", K / 32, err);
 	if (rc) {
 		free(a), free(b), free(sa), free(sb), free(tab);
@@ -249,7 +272,7 @@ moe_prepare(CheckCase *c, KrtErr *err)
 	}
 	rc = check_add_raw_input(c, "A", "e4m3", 1, R * K, a, err);
 	if (!rc)
-		rc = check_add_raw_input(c, "B", w4 ? "u8" : "e4m3", 1, bbytes, b, err);
+		rc = check_add_raw_input(c, "B", wbs ? "u8" : w4 ? "e2m1p" : "e4m3", 1, bbytes, b, err);
 	else
 		free(b);
 	if (!rc)
@@ -281,6 +304,109 @@ moe_prepare(CheckCase *c, KrtErr *err)
 			rc = check_add_output(c, "CS", NUM_F32, nki * R, 65536, err);
 		return rc;
 	}
+	if (!rc)
+		rc = check_add_output(c, "C", out, R * (N >> sw), 256 * N * (size_t)num_type_size(out) + 65536, err);
+	return rc;
+}
+
+/* FP4 experts: A [R, K/2] and B [E*N, K/2] of packed E2M1 with MXFP4 or
+ * NVFP4 factor images (per slab when masked, as MXFP8's), alpha[E] for
+ * NVFP4. E2M1 has no NaN: rows no expert owns get NaN factors instead
+ * (UE4M3 0x7f, UE8M0 0xff), so a kernel that lets them into an owned
+ * row's result shows. */
+static int
+moe_prepare_fp4(CheckCase *c, KrtErr *err)
+{
+	uint64_t M = c->shape.d[0], N = c->shape.d[1], K = c->shape.d[2], kb = moe_kblock(c->abi);
+	uint32_t E = moe_experts(c), vec;
+	int masked = moe_masked(c), r = c->fill == CHECK_FILL_EDGE ? 8 : 3, ue8m0, rc, sw = moe_swiglu(c);
+	NumType out;
+
+	if ((rc = gemm_dtype(c, "C", KRT_ARG_PTR, &out, err)) != 0)
+		return rc;
+	if (fp4_format(c, &ue8m0, &vec))
+		return check_fail(err, KRT_EABI, "%s: FP4 gemm_moe: SA must be ue8m0 (MXFP4) or ue4m3 (NVFP4) "
+		                  "images", c->abi->kernel);
+	if (!N || !K || M > UINT32_MAX || N > UINT32_MAX || K > UINT32_MAX || K % kb)
+		return check_fail(err, KRT_EINVAL, "gemm_moe %llux%llux%llu: N, K must be in 1..2^32-1, M in "
+		                  "0..2^32-1, K a multiple of %llu (//@shape kblock)", (unsigned long long)M,
+		                  (unsigned long long)N, (unsigned long long)K, (unsigned long long)kb);
+	if (sw && N % (2 * MOE_BLK))
+		return check_fail(err, KRT_EINVAL, "gemm_moe N=%llu: must be a multiple of %d (gate and up "
+		                  "halves of whole scale blocks, //@shape nmult)", (unsigned long long)N,
+		                  2 * MOE_BLK);
+	uint64_t R = masked ? (uint64_t)E * M : M;
+	if (!R || R > UINT32_MAX || (uint64_t)E * N > UINT32_MAX)
+		return check_fail(err, KRT_EINVAL, "gemm_moe M=%llu E=%u: the rows of A (%llu) must be in "
+		                  "1..2^32-1", (unsigned long long)M, E, (unsigned long long)R);
+	int32_t *tab = moe_draw_table(c, masked, E, (uint32_t)M);
+	if (!tab)
+		return check_fail(err, KRT_ENOMEM, "gemm_moe: no host memory for the expert table");
+	if ((rc = krt_moe_check(c->abi, tab, E, (uint32_t)M, err)) != 0) {
+		free(tab);
+		return rc;
+	}
+	uint64_t nki = K / (4 * vec), nnb = (N + MOE_BLK - 1) / MOE_BLK, mb = (M + MOE_BLK - 1) / MOE_BLK;
+	uint64_t aimg = masked ? E * mb : (R + MOE_BLK - 1) / MOE_BLK;
+	size_t sfa = (size_t)aimg * nki * MOE_IMAGE, sfb = (size_t)E * nnb * nki * MOE_IMAGE;
+	uint8_t *a = malloc(R * K / 2), *b = malloc(E * N * K / 2), *sa = malloc(sfa), *sb = malloc(sfb);
+	float *al = malloc(sizeof *al * E);
+	if (!a || !b || !sa || !sb || !al) {
+		free(a), free(b), free(sa), free(sb), free(al), free(tab);
+		return check_fail(err, KRT_ENOMEM, "gemm_moe: no host memory for the inputs");
+	}
+	if (masked)
+		for (uint32_t e = 0; e < E; e++)
+			fp4_draw(c, M, K, r, ue8m0, vec, a + e * M * K / 2, sa + e * mb * nki * MOE_IMAGE,
+			         mb * nki * MOE_IMAGE);
+	else
+		fp4_draw(c, R, K, r, ue8m0, vec, a, sa, sfa);
+	for (uint64_t m = 0; m < R; m++) {
+		if (gemm_moe_owner(masked, tab, E, (uint32_t)M, (uint32_t)m) >= 0)
+			continue;
+		uint64_t row = masked ? m % M : m, img = masked ? (m / M) * mb * nki * MOE_IMAGE : 0;
+		for (uint64_t k = 0; k < K; k += vec)
+			sa[img + gemm_sf_index((uint32_t)row, (uint32_t)k, (uint32_t)K, vec)] = ue8m0 ? 0xff : 0x7f;
+	}
+	for (uint32_t e = 0; e < E; e++)
+		fp4_draw(c, N, K, r, ue8m0, vec, b + e * N * K / 2, sb + e * nnb * nki * MOE_IMAGE,
+		         nnb * nki * MOE_IMAGE);
+	fp4_alpha(c, al, E);
+	rc = check_set_var(c, "E", E, err);
+	if (!rc)
+		rc = check_set_var(c, "E*N", (uint64_t)E * N, err);
+	if (!rc)
+		rc = check_set_var(c, "E*M", R, err);
+	if (!rc)
+		rc = check_set_var(c, "K/2", K / 2, err);
+	if (rc) {
+		free(a), free(b), free(sa), free(sb), free(al), free(tab);
+		return rc;
+	}
+	const char *st = ue8m0 ? "ue8m0" : "ue4m3";
+	rc = check_add_raw_input(c, "A", "e2m1", 1, R * K / 2, a, err);
+	if (!rc)
+		rc = check_add_raw_input(c, "B", "e2m1", 1, E * N * K / 2, b, err);
+	else
+		free(b);
+	if (!rc)
+		rc = check_add_raw_input(c, "SA", st, 1, sfa, sa, err);
+	else
+		free(sa);
+	if (!rc)
+		rc = check_add_raw_input(c, "SB", st, 1, sfb, sb, err);
+	else
+		free(sb);
+	if (!rc && krt_abi_find(c->abi, "alpha"))
+		rc = check_add_input(c, "alpha", NUM_F32, E, al, err);
+	else
+		free(al);
+	if (!rc)
+		rc = check_add_raw_input(c, masked ? "counts" : "offsets", "s32", 4, masked ? E : E + 1, tab, err);
+	else
+		free(tab);
+	if (!rc && sw)
+		rc = check_set_f32(c, "swiglu_limit", (float)MOE_SWIGLU_LIMIT, err);
 	if (!rc)
 		rc = check_add_output(c, "C", out, R * (N >> sw), 256 * N * (size_t)num_type_size(out) + 65536, err);
 	return rc;
@@ -454,8 +580,14 @@ moe_compare(CheckCase *c, CheckResult *res, KrtErr *err)
 	uint64_t R = masked ? (uint64_t)E * M : M, nkb = K / MOE_BLK, nnb = (N + MOE_BLK - 1) / MOE_BLK;
 	uint64_t mb = (M + MOE_BLK - 1) / MOE_BLK, limit = c->opts->full_limit ? c->opts->full_limit
 	                                                                       : CHECK_FULL_LIMIT;
-	int mx = !sa->is_num, sw = moe_swiglu(c), fp8 = moe_fp8(c), w4 = moe_w4a8(c);
+	int mx = !sa->is_num, sw = moe_swiglu(c), fp8 = moe_fp8(c), fp4 = moe_fp4(c), ue8m0 = 0;
+	int wbs = moe_w4a8_bs(c);
 	CheckBuf *cs = check_find_buf(c, "CS");
+	const CheckBuf *al = check_find_buf(c, "alpha");
+	uint32_t vec = 32;
+	if (fp4)
+		fp4_format(c, &ue8m0, &vec);
+	uint64_t nki = K / (4 * vec);
 	enum { BLOCK = 64 };
 
 	res->tol = fp8 ? MOE_FP8_TOL : gemm_tol[cb->type];
@@ -464,10 +596,10 @@ moe_compare(CheckCase *c, CheckResult *res, KrtErr *err)
 	double *ref = malloc(sizeof *ref * N * BLOCK);
 	uint32_t *rows = malloc(sizeof *rows * BLOCK);
 	float *sbf = NULL;
-	if (!w4 && !mx && !sb->is_num && (sbf = malloc(sizeof *sbf * (sb->count ? sb->count : 1))) != NULL)
+	if (!fp4 && !wbs && !mx && !sb->is_num && (sbf = malloc(sizeof *sbf * (sb->count ? sb->count : 1))) != NULL)
 		for (uint64_t i = 0; i < sb->count; i++)
 			sbf[i] = ldexpf(1.0f, (int)((const uint8_t *)sb->host)[i] - 127);
-	if (!ref || !rows || (!w4 && !mx && !sb->is_num && !sbf)) {
+	if (!ref || !rows || (!fp4 && !wbs && !mx && !sb->is_num && !sbf)) {
 		free(ref), free(rows), free(sbf);
 		return check_fail(err, KRT_ENOMEM, "gemm_moe: no host memory for the reference");
 	}
@@ -478,7 +610,7 @@ moe_compare(CheckCase *c, CheckResult *res, KrtErr *err)
 	uint8_t *aa = NULL, *ab = NULL;
 	float *asa = NULL, *asb = NULL;
 	double *sref = NULL;
-	if (w4) {
+	if (wbs) {
 		/* W4A8: every output is an FP8 wgmma sum, its slack GEMM_WGMMA_FP8_BOUND
 		 * of Σ |a·b|·scales (|A|: E4M3 without bit 7; |B|: E2M1 without the
 		 * nibbles' bit 3; SB is unsigned) */
@@ -517,7 +649,8 @@ moe_compare(CheckCase *c, CheckResult *res, KrtErr *err)
 	for (uint32_t e = 0; e < E; e++) {
 		uint64_t lo = masked ? (uint64_t)e * M : (uint64_t)tab[e];
 		uint64_t hi = masked ? lo + (uint64_t)tab[e] : (uint64_t)tab[e + 1];
-		const uint8_t *be = (const uint8_t *)b->host + (uint64_t)e * N * K;
+		int w4 = gemm_is_w4a8(c->abi);
+		const uint8_t *be = (const uint8_t *)b->host + ((uint64_t)e * N * K >> w4);
 		uint32_t n = 0;
 		for (uint64_t m = lo; m < hi; m++) {
 			int take = m == lo || m + 1 == hi || keep >= 1.0 ||
@@ -526,26 +659,39 @@ moe_compare(CheckCase *c, CheckResult *res, KrtErr *err)
 				rows[n++] = (uint32_t)m;
 			if (n < BLOCK && !(m + 1 == hi && n))
 				continue;
-			if (w4) {
+			if (wbs) {
 				const uint8_t *sbe = (const uint8_t *)sb->host + (uint64_t)e * N * (K / 32);
-				gemm_w4a8_ref_rows(a->host, sa->host, (const uint8_t *)b->host + (uint64_t)e * N * K / 2, sbe,
-				                   (uint32_t)R, (uint32_t)N, (uint32_t)K, rows, n, ref);
-				gemm_w4a8_ref_rows(aa, asa, ab + (uint64_t)e * N * K / 2, sbe, (uint32_t)R, (uint32_t)N,
-				                   (uint32_t)K, rows, n, sref);
+				gemm_w4a8_bs_ref_rows(a->host, sa->host, (const uint8_t *)b->host + (uint64_t)e * N * K / 2,
+				                      sbe, (uint32_t)R, (uint32_t)N, (uint32_t)K, rows, n, ref);
+				gemm_w4a8_bs_ref_rows(aa, asa, ab + (uint64_t)e * N * K / 2, sbe, (uint32_t)R, (uint32_t)N,
+				                      (uint32_t)K, rows, n, sref);
 				for (uint64_t i = 0; i < (uint64_t)n * N; i++)
 					sref[i] *= GEMM_WGMMA_FP8_BOUND;
+			} else if (fp4) {
+				/* masked: a slab's rows and SA images are its own */
+				uint64_t ro = masked ? lo : 0;
+				for (uint32_t i = 0; i < n; i++)
+					rows[i] -= (uint32_t)ro;
+				gemm_fp4_ref_rows((const uint8_t *)a->host + ro * K / 2,
+				                  (const uint8_t *)b->host + (uint64_t)e * N * K / 2,
+				                  (const uint8_t *)sa->host + (masked ? e * mb * nki * MOE_IMAGE : 0),
+				                  (const uint8_t *)sb->host + e * nnb * nki * MOE_IMAGE, ue8m0, vec,
+				                  al ? (double)((const float *)al->host)[e] : 1.0, (uint32_t)N,
+				                  (uint32_t)K, rows, n, ref);
+				for (uint32_t i = 0; i < n; i++)
+					rows[i] += (uint32_t)ro;
 			} else if (mx && masked) {
 				/* a slab's rows and SA images are its own (docs/ABI.md) */
 				for (uint32_t i = 0; i < n; i++)
 					rows[i] -= (uint32_t)lo;
-				gemm_mx_ref_rows((const uint8_t *)a->host + lo * K, be,
+				(w4 ? gemm_w4a8_ref_rows : gemm_mx_ref_rows)((const uint8_t *)a->host + lo * K, be,
 				                 (const uint8_t *)sa->host + e * mb * nkb * MOE_IMAGE,
 				                 (const uint8_t *)sb->host + e * nnb * nkb * MOE_IMAGE, (uint32_t)N,
 				                 (uint32_t)K, rows, n, ref);
 				for (uint32_t i = 0; i < n; i++)
 					rows[i] += (uint32_t)lo;
 			} else if (mx) {
-				gemm_mx_ref_rows(a->host, be, sa->host,
+				(w4 ? gemm_w4a8_ref_rows : gemm_mx_ref_rows)(a->host, be, sa->host,
 				                 (const uint8_t *)sb->host + e * nnb * nkb * MOE_IMAGE, (uint32_t)N,
 				                 (uint32_t)K, rows, n, ref);
 			} else {
@@ -564,7 +710,7 @@ moe_compare(CheckCase *c, CheckResult *res, KrtErr *err)
 					moe_swiglu_row(x, N);
 				if (fp8)
 					moe_compare_fp8(c, cb, cs, rows[i], e, N >> 1, x, slack, res);
-				else if (w4)
+				else if (wbs)
 					moe_compare_slack(c, cb, rows[i], N, x, sref + (size_t)i * N, res);
 				else if (wg)
 					moe_compare_slack(c, cb, rows[i], N >> 1, x, slack, res);
@@ -640,9 +786,10 @@ moe_bytes(const CheckCase *c)
 
 	for (uint32_t e = 0; t && e < E; e++)
 		live += (moe_masked(c) ? t[e] : t[e + 1] - t[e]) > 0;
-	double rows = (double)moe_owned(c);
+	double rows = (double)moe_owned(c), kbytes = moe_fp4(c) ? K / 2 : K; /* FP4: two per byte */
+	double wbytes = moe_fp4(c) || gemm_is_w4a8(c->abi) || moe_w4a8_bs(c) ? K / 2 : K;
 	double sbytes = sb ? (double)(sb->count * (uint64_t)sb->esize) / E : 0;
-	return live * (N * K / (moe_w4a8(c) ? 2 : 1) + sbytes) + rows * (K + N / (moe_swiglu(c) ? 2 : 1) * (cb ? cb->esize : 2));
+	return live * (N * wbytes + sbytes) + rows * (kbytes + N / (moe_swiglu(c) ? 2 : 1) * (cb ? cb->esize : 2));
 }
 
 static int
@@ -684,7 +831,8 @@ static void
 moe_fit_default(const KrtAbi *abi, CheckShape *s)
 {
 	const char *ep = krt_abi_shape(abi, "epilogue");
-	s->d[2] = (s->d[2] + MOE_BLK - 1) / MOE_BLK * MOE_BLK;
+	uint64_t kb = moe_kblock(abi);
+	s->d[2] = (s->d[2] + kb - 1) / kb * kb;
 	if (ep && strcmp(ep, "swiglu") == 0) /* N: gate and up halves of whole blocks */
 		s->d[1] = (s->d[1] + 2 * MOE_BLK - 1) / (2 * MOE_BLK) * (2 * MOE_BLK);
 }

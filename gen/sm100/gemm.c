@@ -19,24 +19,31 @@
 
 enum { WARP_PRODUCER = 4, WARP_MMA = 5, CHUNK = 32 };
 
-/* The MMA's instruction descriptor: kind::f16, or for mx32 kind::mxf8f6f4
- * with UE8M0 factors whose id (the byte of the TMEM word) is the K block
- * kk of the stage (gen/layout.h; docs/hardware.md, "Block-scaled
- * instruction descriptor"). */
+/* The MMA's instruction descriptor: kind::f16, or block-scaled (mx32:
+ * kind::mxf8f6f4 with UE8M0 factors) whose scale-factor id is the byte of
+ * the TMEM word MMA k of the stage starts at (gen/layout.h,
+ * layout_sf_pick; docs/hardware.md, "Block-scaled instruction descriptor"
+ * and "Scale-factor images"). */
 static int
-mma_idesc(const GemmCfg *g, int kk, uint32_t *out, KgErr *err)
+mma_idesc(const GemmCfg *g, int k, uint32_t *out, KgErr *err)
 {
 	Idesc d = {0};
+	SfPick pk;
 
 	if (!g->sfvec)
 		return sm100_idesc_f16_group(g->in, g->tile_rows, g->tn, 0, 1 + g->pair, out, err);
-	d.kind = IK_MXF8F6F4;
-	d.a = d.b = g->in;
-	d.scale = DT_UE8M0;
+	if (layout_sf_pick(&pk, g->tk, g->kmma, g->sfvec, k) < 0)
+		return kg_fail(err, "--tile-k=%d: MMA %d of K %d with %d-wide scale vectors reads no whole "
+		               "scale-factor image (docs/hardware.md, \"Scale-factor images\")", g->tk, k,
+		               g->kmma, g->sfvec);
+	d.kind = (IdescKind)g->kind;
+	d.a = g->in;
+	d.b = g->in_b;
+	d.scale = g->sftype;
 	d.m = g->tile_rows;
 	d.n = g->tn;
 	d.cta_group = 1;
-	d.sfa_id = d.sfb_id = kk;
+	d.sfa_id = d.sfb_id = pk.id;
 	return idesc_encode(out, &d, err);
 }
 
@@ -72,9 +79,10 @@ sm100_plan(GemmCfg *g, KgErr *err)
 	if (g->sfvec) {
 		/* one slot per stage, so a stage's copy never overwrites factors
 		 * an MMA of another stage still reads */
-		plan_tmem(p, "A scale factors", g->tn, g->stages * SF_COLS * (g->tm / SF_ROWS), 128);
-		plan_tmem(p, "B scale factors", g->tn + g->stages * SF_COLS * (g->tm / SF_ROWS),
-		          g->stages * SF_COLS * (g->tn / SF_ROWS), 128);
+		int acols = SF_COLS * g->sf_imgs * (g->tm / SF_ROWS);
+		plan_tmem(p, "A scale factors", g->tn, g->stages * acols, 128);
+		plan_tmem(p, "B scale factors", g->tn + g->stages * acols,
+		          g->stages * SF_COLS * g->sf_imgs * (g->tn / SF_ROWS), 128);
 	}
 	/* a pair: both CTAs' producers arrive on the leader's full barrier,
 	 * each with its own bytes */
@@ -100,7 +108,7 @@ sm100_setup(Emit *e, const GemmCfg *g, const GemmRegs *r, KgErr *err)
 
 /* mx32: the MMA thread's scale-factor state (gen/layout.h). */
 typedef struct Sf {
-	Reg idesc[SF_BLOCKS]; /* kind::mxf8f6f4, scale-factor id = K block */
+	Reg idesc[SF_BLOCKS]; /* per MMA of the stage: its scale-factor id (layout_sf_pick) */
 	Reg sa0, sb0;         /* smem of the stage-0 images */
 	Reg dhi;              /* high word of the images' descriptor */
 	uint32_t dlo;         /* its low word at address 0 */
@@ -120,14 +128,14 @@ sf_init(Emit *e, const GemmCfg *g, const GemmRegs *r, Sf *sf, KgErr *err)
 	    desc_for_tile(&d, g->t->desc, &l, 0, err) < 0)
 		return -1;
 	emit_block(e, "sm100.gemm_sf_setup");
-	for (int kk = 0; kk < SF_BLOCKS; kk++) {
+	for (int kk = 0; kk < g->tk / g->kmma; kk++) {
 		uint32_t v;
 		char what[48];
 		if (mma_idesc(g, kk, &v, err) < 0)
 			return -1;
 		sf->idesc[kk] = reg_new(e, RC_B32);
 		snprintf(what, sizeof what, "D += A*B scaled, K block %d", kk);
-		op_idesc(e, sf->idesc[kk], IK_MXF8F6F4, v, what);
+		op_idesc(e, sf->idesc[kk], (IdescKind)g->kind, v, what);
 	}
 	sf->sa0 = op_plan_smem(e, &g->plan, r->base, g->r_sfa);
 	sf->sb0 = op_plan_smem(e, &g->plan, r->base, g->r_sfb);
@@ -141,32 +149,48 @@ sf_init(Emit *e, const GemmCfg *g, const GemmRegs *r, Sf *sf, KgErr *err)
 	return 0;
 }
 
-/* Copies this stage's images into its TMEM slots: A's 128 rows to 4
- * columns, B's 128-row blocks to 4 columns each; the MMAs that follow on
- * this thread are ordered after the copies (docs/hardware.md, "tcgen05.cp"). */
+/* Copies this stage's images into its TMEM slots: A's image i of its 128
+ * rows to columns 4i.., and image i of B's row block j to columns
+ * 4(i·nb + j).. of B's slot, so that the nb row blocks one MMA reads are
+ * adjacent (row n's factors in column n / 32); the MMAs that follow on
+ * this thread are ordered after the copies (docs/hardware.md, "tcgen05.cp"
+ * and "Scale-factor images"). */
 static void
 sf_copy(Emit *e, const GemmCfg *g, Sf *sf, Reg stage, Reg tmem)
 {
-	int acols = SF_COLS * (g->tm / SF_ROWS), bcols = SF_COLS * (g->tn / SF_ROWS);
+	int nb = g->tn / SF_ROWS, acols = SF_COLS * g->sf_imgs * (g->tm / SF_ROWS);
+	int bcols = SF_COLS * g->sf_imgs * nb;
 
 	emitf(e, "\tmad.lo.u32 %s, %s, %d, %s;\n\tadd.u32 %s, %s, %d;\n", sf->ta.s, stage.s, acols, tmem.s,
 	      sf->ta.s, sf->ta.s, g->tn);
 	emitf(e, "\tmad.lo.u32 %s, %s, %d, %s;\n\tadd.u32 %s, %s, %d;\n", sf->tb.s, stage.s, bcols, tmem.s,
 	      sf->tb.s, sf->tb.s, g->tn + g->stages * acols);
-	emitf(e, "\tmad.lo.u32 %s, %s, %u, %s;\n\tshr.u32 %s, %s, 4;\n", sf->lo.s, stage.s, g->sfa_bytes,
-	      sf->sa0.s, sf->lo.s, sf->lo.s);
-	emitf(e, "\tadd.u32 %s, %s, %u;\n\tmov.b64 %s, {%s, %s};\n", sf->lo.s, sf->lo.s, sf->dlo, sf->d.s,
-	      sf->lo.s, sf->dhi.s);
-	sm100_cp_32x128b_x4(e, sf->ta, sf->d);
-	for (int j = 0; j < g->tn / SF_ROWS; j++) {
-		Reg t = reg_new(e, RC_B32);
-		emitf(e, "\tmad.lo.u32 %s, %s, %u, %s;\n\tadd.u32 %s, %s, %d;\n\tshr.u32 %s, %s, 4;\n", sf->lo.s,
-		      stage.s, g->sfb_bytes, sf->sb0.s, sf->lo.s, sf->lo.s, j * SF_IMAGE_BYTES, sf->lo.s, sf->lo.s);
+	for (int i = 0; i < g->sf_imgs; i++) {
+		emitf(e, "\tmad.lo.u32 %s, %s, %u, %s;\n", sf->lo.s, stage.s, g->sfa_bytes, sf->sa0.s);
+		if (i)
+			emitf(e, "\tadd.u32 %s, %s, %d;\n", sf->lo.s, sf->lo.s, i * SF_IMAGE_BYTES);
+		emitf(e, "\tshr.u32 %s, %s, 4;\n", sf->lo.s, sf->lo.s);
 		emitf(e, "\tadd.u32 %s, %s, %u;\n\tmov.b64 %s, {%s, %s};\n", sf->lo.s, sf->lo.s, sf->dlo, sf->d.s,
 		      sf->lo.s, sf->dhi.s);
-		emitf(e, "\tadd.u32 %s, %s, %d;\n", t.s, sf->tb.s, j * SF_COLS);
-		sm100_cp_32x128b_x4(e, t, sf->d);
+		if (i) {
+			Reg t = reg_new(e, RC_B32);
+			emitf(e, "\tadd.u32 %s, %s, %d;\n", t.s, sf->ta.s, i * SF_COLS);
+			sm100_cp_32x128b_x4(e, t, sf->d);
+		} else {
+			sm100_cp_32x128b_x4(e, sf->ta, sf->d);
+		}
 	}
+	for (int j = 0; j < nb; j++)
+		for (int i = 0; i < g->sf_imgs; i++) {
+			Reg t = reg_new(e, RC_B32);
+			emitf(e, "\tmad.lo.u32 %s, %s, %u, %s;\n\tadd.u32 %s, %s, %u;\n\tshr.u32 %s, %s, 4;\n",
+			      sf->lo.s, stage.s, g->sfb_bytes, sf->sb0.s, sf->lo.s, sf->lo.s,
+			      (uint32_t)(j * g->sf_imgs + i) * SF_IMAGE_BYTES, sf->lo.s, sf->lo.s);
+			emitf(e, "\tadd.u32 %s, %s, %u;\n\tmov.b64 %s, {%s, %s};\n", sf->lo.s, sf->lo.s, sf->dlo,
+			      sf->d.s, sf->lo.s, sf->dhi.s);
+			emitf(e, "\tadd.u32 %s, %s, %d;\n", t.s, sf->tb.s, (i * nb + j) * SF_COLS);
+			sm100_cp_32x128b_x4(e, t, sf->d);
+		}
 }
 
 static int
@@ -228,8 +252,20 @@ emit_mma(Emit *e, const GemmCfg *g, const GemmRegs *r, Reg tmem, KgErr *err)
 		uint32_t db = layout_offset(&g->lb, 0, g->kmma * k16) >> 4;
 		emitf(e, "\tadd.u32 %s, %s, %u;\n\tmov.b64 %s, {%s, %s};\n", lo.s, as.s, alo + da, ad.s, lo.s, ahr.s);
 		emitf(e, "\tadd.u32 %s, %s, %u;\n\tmov.b64 %s, {%s, %s};\n", lo.s, bs.s, blo + db, bd.s, lo.s, bhr.s);
-		if (g->sfvec)
-			sm100_mma_mx_ss(e, tmem, ad, bd, sf.idesc[k16], sf.ta, sf.tb, k16 ? "1" : acc.s);
+		if (g->sfvec) {
+			/* this MMA's image of A's and of B's factors (layout_sf_pick) */
+			SfPick pk;
+			Reg fa = sf.ta, fb = sf.tb;
+			layout_sf_pick(&pk, g->tk, g->kmma, g->sfvec, k16);
+			if (pk.image) {
+				fa = reg_new(e, RC_B32);
+				fb = reg_new(e, RC_B32);
+				emitf(e, "\tadd.u32 %s, %s, %d;\n\tadd.u32 %s, %s, %d;\n", fa.s, sf.ta.s,
+				      pk.image * SF_COLS, fb.s, sf.tb.s, pk.image * SF_COLS * (g->tn / SF_ROWS));
+			}
+			sm100_mma_mx_ss(e, (IdescKind)g->kind, g->sfvec, tmem, ad, bd, sf.idesc[k16], fa, fb,
+			                k16 ? "1" : acc.s);
+		}
 		else if (g->pair)
 			sm100_mma_f16_ss_pair(e, tmem, ad, bd, idr, k16 ? "1" : acc.s);
 		else
@@ -347,7 +383,7 @@ emit_epilogue(Emit *e, const GemmCfg *g, const GemmRegs *r, Reg tmem, KgErr *err
 	Reg row = reg_new(e, RC_B32), t = reg_new(e, RC_B32), prow = reg_new(e, RC_PRED);
 	Reg vec = reg_new(e, RC_PRED), fast = reg_new(e, RC_PRED), pc = reg_new(e, RC_PRED);
 	Reg ra = reg_new(e, RC_B64), rb = reg_new(e, RC_B64), h = reg_new(e, RC_B16);
-	Reg accbar, u[CHUNK], N = r->N, lim = {0}, nlim = {0}, st = {0};
+	Reg accbar, u[CHUNK], N = r->N, lim = {0}, nlim = {0}, st = {0}, alpha = {0};
 	int esz = g->esz_out, bf16 = g->out == DT_BF16, ncols = g->tn >> g->swiglu;
 
 	reg_array(e, RC_F32, v, CHUNK);
@@ -366,6 +402,18 @@ emit_epilogue(Emit *e, const GemmCfg *g, const GemmRegs *r, Reg tmem, KgErr *err
 	if (g->swiglu) {
 		emitf(e, "\tshr.u32 %s, %s, 1;\n", N.s, r->N.s);
 		emitf(e, "\tld.param.f32 %s, [p_swiglu_limit];\n\tneg.f32 %s, %s;\n", lim.s, nlim.s, lim.s);
+	}
+	if (g->alpha) {
+		/* NVFP4: the MMA applied the UE4M3 factors only; C = alpha[expert]
+		 * times the accumulator, before the SwiGLU (its clamp is on the
+		 * true values; docs/hardware.md, "Scale-factor images") */
+		Reg ap = reg_new(e, RC_B64);
+		alpha = reg_new(e, RC_F32);
+		emitf(e, "\tld.param.u64 %s, [p_alpha];\n\tcvta.to.global.u64 %s, %s;\n", ap.s, ap.s, ap.s);
+		if (g->moe)
+			emitf(e, "\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n", ra.s, r->expert.s, ap.s, ap.s,
+			      ra.s);
+		emitf(e, "\tld.global.nc.f32 %s, [%s];\n", alpha.s, ap.s);
 	}
 	accbar = op_plan_bar(e, &g->plan, r->base, g->b_acc);
 	if (op_mbar_wait(e, err, accbar, "0") < 0)
@@ -398,6 +446,11 @@ emit_epilogue(Emit *e, const GemmCfg *g, const GemmRegs *r, Reg tmem, KgErr *err
 			sm100_ld_32x32b(e, u, w, ta);
 		}
 		sm100_wait_ld(e);
+		for (int j = 0; g->alpha && j < w; j++) {
+			emitf(e, "\tmul.f32 %s, %s, %s;\n", v[j].s, v[j].s, alpha.s);
+			if (g->swiglu)
+				emitf(e, "\tmul.f32 %s, %s, %s;\n", u[j].s, u[j].s, alpha.s);
+		}
 		for (int j = 0; g->swiglu && j < w; j++)
 			op_swiglu(e, v[j], v[j], u[j], lim, nlim, st);
 		emitf(e, "\tadd.u32 %s, %s, %d;\n", t.s, r->n0.s, col + w);

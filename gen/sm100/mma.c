@@ -73,10 +73,11 @@ sm100_mma_f16_ss(Emit *e, Reg d, Reg adesc, Reg bdesc, Reg idesc, const char *en
 }
 
 void
-sm100_mma_mx_ss(Emit *e, Reg d, Reg adesc, Reg bdesc, Reg idesc, Reg sfa, Reg sfb, const char *enable_d)
+sm100_mma_mx_ss(Emit *e, IdescKind kind, int block, Reg d, Reg adesc, Reg bdesc, Reg idesc, Reg sfa,
+                Reg sfb, const char *enable_d)
 {
-	emitf(e, "\ttcgen05.mma.cta_group::1.kind::mxf8f6f4.block_scale.block32 [%s], %s, %s, %s, [%s], [%s], %s;\n",
-	      d.s, adesc.s, bdesc.s, idesc.s, sfa.s, sfb.s, enable_d);
+	emitf(e, "\ttcgen05.mma.cta_group::1.kind::%s.block_scale.block%d [%s], %s, %s, %s, [%s], [%s], %s;\n",
+	      idesc_kind_name(kind), block, d.s, adesc.s, bdesc.s, idesc.s, sfa.s, sfb.s, enable_d);
 	emit_need_ptx(e, 88);
 }
 

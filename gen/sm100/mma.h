@@ -4,6 +4,7 @@
 #ifndef KGEN_SM100_MMA_H
 #define KGEN_SM100_MMA_H
 
+#include "../desc.h"
 #include "../dtype.h"
 #include "../emit.h"
 #include "../err.h"
@@ -42,10 +43,12 @@ void sm100_mma_f16_ss(Emit *e, Reg d, Reg adesc, Reg bdesc, Reg idesc, const cha
 /* D[tmem] (+)= A[tmem]·B(desc)^T, kind::f16 TS form: A read from TMEM
  * (K-major, same lanes as D; docs/hardware.md, "A operand in TMEM"). */
 void sm100_mma_f16_ts(Emit *e, Reg d, Reg a, Reg bdesc, Reg idesc, const char *enable_d);
-/* D[tmem] (+)= A(desc)·B(desc)^T, kind::mxf8f6f4 with one UE8M0 factor per
- * 32 of K from TMEM at sfa and sfb (docs/hardware.md, "Block-scaled tcgen05.mma"). */
-void sm100_mma_mx_ss(Emit *e, Reg d, Reg adesc, Reg bdesc, Reg idesc, Reg sfa, Reg sfb,
-                     const char *enable_d);
+/* D[tmem] (+)= A(desc)·B(desc)^T, block-scaled: kind::mxf8f6f4 (UE8M0 per
+ * 32 of K, .block32) or kind::mxf4nvf4 (E2M1, .block32 with UE8M0 or
+ * .block16 with UE4M3), the factors from TMEM at sfa and sfb
+ * (docs/hardware.md, "Block-scaled tcgen05.mma", "Scale-factor images"). */
+void sm100_mma_mx_ss(Emit *e, IdescKind kind, int block, Reg d, Reg adesc, Reg bdesc, Reg idesc,
+                     Reg sfa, Reg sfb, const char *enable_d);
 /* 32 rows of 16 bytes from shared memory (descriptor sdesc) into 32 lanes
  * x 4 columns at taddr, replicated to all four lane quarters
  * (.32x128b.warpx4, docs/hardware.md, "tcgen05.cp"). */

@@ -14,6 +14,13 @@ enum {
 	B200_SMS = 148,
 	B200_CLK_MHZ = 1850,
 	B200_HBM_GB_S = 8000,
+	/* the gemm bound (gen/sm100/estimate.c): FP8 and FP4 dense MMA rates,
+	 * 4.5 and 9 PFLOP/s over bf16's 2.25 (docs/hardware.md, "Limits and
+	 * peak rates"), 228 KiB of shared memory and 512 TMEM columns per SM */
+	B200_MMA_FP8_FLOP_CLK = 2 * B200_MMA_FLOP_CLK,
+	B200_MMA_FP4_FLOP_CLK = 4 * B200_MMA_FLOP_CLK,
+	B200_SM_SMEM_BYTES = 233472,
+	B200_TMEM_COLS = 512,
 };
 
 #endif

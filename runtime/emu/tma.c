@@ -490,6 +490,11 @@ land(EmuCta *c, const EmuAsync *a, const TmaOp *op, EmuCta *d, EmuCta *mc)
 }
 
 /* One box between global memory and the shared memory of CTA sc. */
+/* CUtensorMapDataType 16U4_ALIGN16B (cuda.h; docs/hardware.md, "Tensor map
+ * encoding"): packed FP4 in global memory, each 16 values (8 bytes) in 16
+ * bytes of shared memory, the 8 after them a gap (zeros here); loads only */
+enum { TMAP_16U4_ALIGN16B = 14 };
+
 static int
 tensor_copy(EmuCta *c, const EmuAsync *a, const TmaOp *op, EmuCta *sc)
 {
@@ -499,6 +504,10 @@ tensor_copy(EmuCta *c, const EmuAsync *a, const TmaOp *op, EmuCta *sc)
 	box_dims(m, n, &bytes);
 	uint32_t eb = (uint32_t)m->elem_bytes;
 	uint32_t rowb = n[0] * eb;
+	int p4 = m->data_type == TMAP_16U4_ALIGN16B;
+	if (p4 && !op->load)
+		return emu_fault(c, t, a->in, "TMA store through tensor map %s (%s): 16U4_ALIGN16B is "
+		                 "load only", m->param, m->tensor);
 	uint8_t row[256 * 16];
 	uint64_t stride[KRT_MAX_RANK];
 	stride[0] = eb;
@@ -530,7 +539,7 @@ tensor_copy(EmuCta *c, const EmuAsync *a, const TmaOp *op, EmuCta *sc)
 			int64_t x = (int64_t)op->coord[0] + (int64_t)i * (m->estrides[0] ? m->estrides[0] : 1);
 			if (x < 0 || (uint64_t)x >= m->dims[0])
 				continue;
-			uint64_t ga = m->address + off + (uint64_t)x * eb;
+			uint64_t ga = m->address + off + (p4 ? (uint64_t)x / 2 : (uint64_t)x * eb);
 			uint8_t *h = emu_mem_at(c->lc->dev, ga, eb);
 			if (!h) {
 				char why[256];
@@ -539,7 +548,9 @@ tensor_copy(EmuCta *c, const EmuAsync *a, const TmaOp *op, EmuCta *sc)
 				                 "its allocation: %s", op->load ? "load" : "store", m->param,
 				                 m->tensor, why);
 			}
-			if (op->load)
+			if (p4) /* value i: nibble i%2 of byte i/2 of its 16-byte group */
+				row[i / 16 * 16 + i % 16 / 2] |= (uint8_t)((*h >> (4 * (x % 2)) & 15) << (4 * (i % 2)));
+			else if (op->load)
 				memcpy(row + i * eb, h, eb);
 			else
 				memcpy(h, row + i * eb, eb);

@@ -253,6 +253,28 @@ mx_draw(uint64_t *s, uint32_t rows, uint32_t K, uint8_t *q, double *d, uint8_t *
 		}
 }
 
+static int et_check(KrtDevice *dev, KrtModule *mod, const CheckShape *sh, uint64_t seed, CheckFill fill,
+                    EtFmha *res);
+
+/* FP4 (A e2m1: MXFP4 or NVFP4; or B e2m1p under e4m3 A; docs/ABI.md
+ * "gemm") runs through the checker (tools/check_gemm.c), edge fill: blocks
+ * whose factors differ by up to 2^16 */
+static int
+gemm_fp4(KrtDevice *dev, KrtModule *mod, uint32_t M, uint32_t N, uint32_t K, uint64_t seed, EtGemm *res)
+{
+	CheckShape shape = {3, {M, N, K}};
+	EtFmha f;
+	int rc = et_check(dev, mod, &shape, seed, CHECK_FILL_EDGE, &f);
+
+	res->max_err = f.max_err;
+	res->tol = f.tol;
+	res->bad = f.bad;
+	res->rc = f.rc;
+	res->err = f.err;
+	snprintf(res->first_bad, sizeof res->first_bad, "%s", f.first_bad);
+	return rc;
+}
+
 int
 et_gemm(KrtDevice *dev, KrtModule *mod, uint32_t M, uint32_t N, uint32_t K, uint64_t seed,
         EtGemm *res)
@@ -265,6 +287,9 @@ et_gemm(KrtDevice *dev, KrtModule *mod, uint32_t M, uint32_t N, uint32_t K, uint
 	int im = param_index(abi, "M"), in_ = param_index(abi, "N"), ik = param_index(abi, "K");
 	int isa = param_index(abi, "SA"), isb = param_index(abi, "SB");
 	uint32_t blk = gemm_kblock(abi);
+	if ((ia >= 0 && strcmp(abi->params[ia].dtype, "e2m1") == 0) ||
+	    (ib >= 0 && strcmp(abi->params[ib].dtype, "e2m1p") == 0))
+		return gemm_fp4(dev, mod, M, N, K, seed, res);
 	if (ia < 0 || ib < 0 || ic < 0 || im < 0 || in_ < 0 || ik < 0 ||
 	    (blk && (isa < 0 || isb < 0 || blk > 128 || K % blk))) {
 		snprintf(res->err.msg, sizeof res->err.msg, "kernel %s: not a gemm ABI (A B C M N K, "

@@ -163,8 +163,9 @@ run_file(const char *path)
 			const uint32_t *d = i < nshapes ? moe_shapes[i] : lm;
 			/* SwiGLU: N of gate and up halves of whole 128-row blocks */
 			uint32_t n = krt_abi_shape(&abi, "nmult") ? (d[1] + 255) / 256 * 256 : d[1];
-			snprintf(shape, sizeof shape, "%ux%ux%u E=%u", d[0], n, d[2], d[3]);
-			rc = et_gemm_moe(dev, mod, d[0], n, d[2], d[3], 5000 + i, &f);
+			uint32_t k = et_gemm_k(&abi, d[2]); /* FP4: whole 256-value stages */
+			snprintf(shape, sizeof shape, "%ux%ux%u E=%u", d[0], n, k, d[3]);
+			rc = et_gemm_moe(dev, mod, d[0], n, k, d[3], 5000 + i, &f);
 			maxerr = f.max_err, tol = f.tol, bad = f.bad, first = f.first_bad, msg = f.err.msg;
 		} else if (gemm) {
 			const uint32_t *d = i < nshapes ? gemm_shapes[i] : long_gemm;

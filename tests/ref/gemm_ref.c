@@ -160,9 +160,9 @@ w4a8_row(const uint8_t *B, const uint8_t *SB, uint32_t n, uint32_t K, const doub
 }
 
 void
-gemm_w4a8_ref_rows(const uint8_t *A, const float *SA, const uint8_t *B, const uint8_t *SB,
-                   uint32_t M, uint32_t N, uint32_t K, const uint32_t *rows, uint32_t nrows,
-                   double *out)
+gemm_w4a8_bs_ref_rows(const uint8_t *A, const float *SA, const uint8_t *B, const uint8_t *SB,
+                      uint32_t M, uint32_t N, uint32_t K, const uint32_t *rows, uint32_t nrows,
+                      double *out)
 {
 	size_t kk = K ? K : 1;
 	double *arows = malloc(sizeof(double) * kk * (nrows ? nrows : 1));
@@ -241,6 +241,83 @@ gemm_mx_ref_rows(const uint8_t *A, const uint8_t *B, const uint8_t *SA, const ui
 			for (uint32_t k = 0; k < K; k++)
 				brow[k] = ldexp(decode_e4m3_to_f64(B[(size_t)n * K + k]),
 				                (int)SB[gemm_mx_sf_index(n, k, K)] - 127);
+			for (uint32_t i = 0; i < nrows; i++)
+				out[(size_t)i * N + n] = dot(arows + (size_t)i * K, brow, K);
+		}
+	}
+	free(arows);
+	free(brow);
+}
+
+size_t
+gemm_sf_index(uint32_t r, uint32_t k, uint32_t K, uint32_t vec)
+{
+	size_t span = 4 * (size_t)vec, kb = (K + span - 1) / span;
+
+	return ((size_t)(r / 128) * kb + k / span) * 512 + 16 * (r % 32) + 4 * ((r % 128) / 32) + (k % span) / vec;
+}
+
+double
+gemm_sf_value(uint8_t code, int ue8m0)
+{
+	if (ue8m0)
+		return code == 0xff ? NAN : ldexp(1.0, (int)code - 127);
+	return code >= 0x7f ? NAN : decode_e4m3_to_f64(code);
+}
+
+/* Row r of an FP4 operand, dequantized: K values into v */
+static void
+fp4_row(const uint8_t *X, const uint8_t *S, int ue8m0, uint32_t vec, uint32_t K, uint32_t r, double *v)
+{
+	for (uint32_t k = 0; k < K; k++) {
+		uint8_t c = (uint8_t)(X[(size_t)r * (K / 2) + k / 2] >> (4 * (k % 2)) & 15);
+		v[k] = indexer_e2m1_to_f64(c) * gemm_sf_value(S[gemm_sf_index(r, k, K, vec)], ue8m0);
+	}
+}
+
+void
+gemm_fp4_ref_rows(const uint8_t *A, const uint8_t *B, const uint8_t *SA, const uint8_t *SB,
+                  int ue8m0, uint32_t vec, double alpha, uint32_t N, uint32_t K,
+                  const uint32_t *rows, uint32_t nrows, double *out)
+{
+	size_t kk = K ? K : 1;
+	double *arows = malloc(sizeof(double) * kk * (nrows ? nrows : 1));
+	double *brow = malloc(sizeof(double) * kk);
+
+	if (!arows || !brow) {
+		for (uint64_t i = 0; i < (uint64_t)nrows * N; i++)
+			out[i] = NAN;
+	} else {
+		for (uint32_t i = 0; i < nrows; i++)
+			fp4_row(A, SA, ue8m0, vec, K, rows[i], arows + (size_t)i * K);
+		for (uint32_t n = 0; n < N; n++) {
+			fp4_row(B, SB, ue8m0, vec, K, n, brow);
+			for (uint32_t i = 0; i < nrows; i++)
+				out[(size_t)i * N + n] = alpha * dot(arows + (size_t)i * K, brow, K);
+		}
+	}
+	free(arows);
+	free(brow);
+}
+
+void
+gemm_w4a8_ref_rows(const uint8_t *A, const uint8_t *B, const uint8_t *SA, const uint8_t *SB, uint32_t N,
+                   uint32_t K, const uint32_t *rows, uint32_t nrows, double *out)
+{
+	size_t kk = K ? K : 1;
+	double *arows = malloc(sizeof(double) * kk * (nrows ? nrows : 1));
+	double *brow = malloc(sizeof(double) * kk);
+
+	if (!arows || !brow) {
+		for (uint64_t i = 0; i < (uint64_t)nrows * N; i++)
+			out[i] = NAN;
+	} else {
+		for (uint32_t i = 0; i < nrows; i++)
+			for (uint32_t k = 0; k < K; k++)
+				arows[(size_t)i * K + k] = decode_e4m3_to_f64(A[(size_t)rows[i] * K + k]) *
+				                           gemm_sf_value(SA[gemm_mx_sf_index(rows[i], k, K)], 1);
+		for (uint32_t n = 0; n < N; n++) {
+			fp4_row(B, SB, 1, 32, K, n, brow);
 			for (uint32_t i = 0; i < nrows; i++)
 				out[(size_t)i * N + n] = dot(arows + (size_t)i * K, brow, K);
 		}

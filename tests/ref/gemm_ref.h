@@ -48,13 +48,37 @@ size_t gemm_mx_sf_index(uint32_t r, uint32_t k, uint32_t K);
 void gemm_mx_ref_rows(const uint8_t *A, const uint8_t *B, const uint8_t *SA, const uint8_t *SB,
                       uint32_t N, uint32_t K, const uint32_t *rows, uint32_t nrows, double *out);
 
-/* W4A8 (docs/ABI.md, "W4A8 weights"): B is E2M1, two codes per byte, the
+/* The same images for any scale vector: one image holds 4 vectors of
+ * `vec` K elements of 128 rows, image (r/128, k/(4vec)) at
+ * ((r/128)·cdiv(K,4vec) + k/(4vec))·512, the factor of (r, k) at byte
+ * 16·(r%32) + 4·((r%128)/32) + (k%(4vec))/vec (docs/ABI.md, "gemm");
+ * gemm_mx_sf_index is vec 32. */
+size_t gemm_sf_index(uint32_t r, uint32_t k, uint32_t K, uint32_t vec);
+/* A scale-factor code's value: UE8M0 2^(e-127) (0xff NaN), or UE4M3 (the
+ * positive E4M3 codes; 0x7f and codes with bit 7 NaN). */
+double gemm_sf_value(uint8_t code, int ue8m0);
+/* FP4 (MXFP4: UE8M0 per 32, NVFP4: UE4M3 per 16): A [M, K/2] and B
+ * [N, K/2] bytes of two E2M1 codes, the even k in the low nibble, each
+ * times its factor (gemm_sf_index), exact in double; out[i*N + n] is
+ * alpha·C[rows[i]][n]. */
+void gemm_fp4_ref_rows(const uint8_t *A, const uint8_t *B, const uint8_t *SA, const uint8_t *SB,
+                       int ue8m0, uint32_t vec, double alpha, uint32_t N, uint32_t K,
+                       const uint32_t *rows, uint32_t nrows, double *out);
+
+/* FP4 weights under FP8 activations (MXFP8 A, MXFP4 B): A E4M3 bytes [M,K],
+ * B [N, K/2] packed E2M1 as gemm_fp4_ref_rows, both with UE8M0 per 32 of K
+ * in the images of gemm_mx_sf_index. out[i*N + n] is C[rows[i]][n]. */
+void gemm_w4a8_ref_rows(const uint8_t *A, const uint8_t *B, const uint8_t *SA, const uint8_t *SB,
+                        uint32_t N, uint32_t K, const uint32_t *rows, uint32_t nrows, double *out);
+
+/* W4A8 with DeepSeek's FP8 activations (docs/ABI.md, "W4A8 weights", the
+ * sm_90a kernel): B is E2M1, two codes per byte, the
  * even K index in the low nibble, rows of K/2 bytes; SB is UE8M0 [N, K/32]
  * row-major, a code e meaning 2^(e-127); A and SA as gemm_bs_ref_rows
  * (blk 128). Each weight is dequantized exactly, E2M1(code)·2^(e-127). */
-void gemm_w4a8_ref_rows(const uint8_t *A, const float *SA, const uint8_t *B, const uint8_t *SB,
-                        uint32_t M, uint32_t N, uint32_t K, const uint32_t *rows, uint32_t nrows,
-                        double *out);
+void gemm_w4a8_bs_ref_rows(const uint8_t *A, const float *SA, const uint8_t *B, const uint8_t *SB,
+                           uint32_t M, uint32_t N, uint32_t K, const uint32_t *rows, uint32_t nrows,
+                           double *out);
 /* The reference quantizer of W [rows, K] (K a multiple of 32) into that
  * layout: each group of 32 gets e = 127 + ceil(log2(amax/6)) clamped to
  * 0..254 (127 for an all-zero group), so amax/2^(e-127) <= 6, and each

@@ -795,6 +795,50 @@ test_indexer_topk(void)
 /* MoE row owners by hand: contiguous offsets {0,0,1,1,4} (experts 0 and 2
  * empty, 1 owns row 0, 3 owns 1..3, rows 4.. nobody's), masked slabs of 3
  * with counts {0,1,3}. */
+/* The FP4 gemm reference against a product worked by hand: K = 64, A's
+ * codes all 0x2 (1.0) with NVFP4 factors 1, 2, 0.5, 1.5 (UE4M3 0x38, 0x40,
+ * 0x30, 0x3c) per 16 of K, B's all 0x7 (6.0) at factor 1: 16·6·(1 + 2 +
+ * 0.5 + 1.5) = 480, times alpha 0.25 = 120; and MXFP4 (UE8M0 per 32) with
+ * B's code 0xf (-6) at 2^1 and 2^-1: 32·(-12) + 32·(-3) = -480. The
+ * images' bytes (docs/ABI.md, "gemm"): row 0's factors are bytes 0.. of
+ * image 0, row 33's byte 16 + 4 of it, k = 90 of a K = 256 NVFP4 row in
+ * image 1 (64 of K per image), byte 1. */
+static void
+test_gemm_fp4(void)
+{
+	uint8_t a[32], b[32], sa[512], sb[512];
+	uint32_t row = 0;
+	double out;
+	static const uint8_t nv[4] = {0x38, 0x40, 0x30, 0x3c};
+
+	EXPECT(gemm_sf_index(0, 17, 64, 16) == 1, "nv16 (0, 17): byte 1");
+	EXPECT(gemm_sf_index(33, 0, 64, 16) == 20, "nv16 (33, 0): byte 16 + 4");
+	EXPECT(gemm_sf_index(0, 90, 256, 16) == 513, "nv16 (0, 90) of K 256: image 1, byte 1");
+	EXPECT(gemm_sf_index(130, 40, 256, 32) == 1024 + 16 * 2 + 1, "mx32 (130, 40) of K 256: row block 1");
+	EXPECT(gemm_sf_index(5, 100, 256, 32) == gemm_mx_sf_index(5, 100, 256), "mx32 = gemm_mx_sf_index");
+	memset(a, 0x22, sizeof a);
+	memset(b, 0x77, sizeof b);
+	memset(sa, 0x38, sizeof sa);
+	memset(sb, 0x38, sizeof sb);
+	memcpy(sa, nv, 4);
+	gemm_fp4_ref_rows(a, b, sa, sb, 0, 16, 0.25, 1, 64, &row, 1, &out);
+	EXPECT(out == 120.0, "nvfp4 hand product: %g, want 120", out);
+	memset(b, 0xff, sizeof b);
+	memset(sa, 127, sizeof sa);
+	memset(sb, 127, sizeof sb);
+	sb[0] = 128, sb[1] = 126;
+	gemm_fp4_ref_rows(a, b, sa, sb, 1, 32, 1.0, 1, 64, &row, 1, &out);
+	EXPECT(out == -480.0, "mxfp4 hand product: %g, want -480", out);
+	EXPECT(isnan(gemm_sf_value(0x7f, 0)) && isnan(gemm_sf_value(0xff, 1)), "NaN factors");
+	/* W4A8, K = 32: A's E4M3 0x38 (1.0) at 2^2, B's 0xf (-6) at 2^1 (sb[0] = 128): 32·4·(-12) */
+	uint8_t a8[32];
+	memset(a8, 0x38, sizeof a8);
+	memset(sa, 127, sizeof sa);
+	sa[0] = 129;
+	gemm_w4a8_ref_rows(a8, b, sa, sb, 1, 32, &row, 1, &out);
+	EXPECT(out == -1536.0, "w4a8 hand product: %g, want -1536", out);
+}
+
 static void
 test_moe_owner(void)
 {
@@ -816,7 +860,7 @@ test_moe_owner(void)
  * between 2 and 3: the even code 0b0100, 2, so 4). A has 1 at k = 0, 1, 32,
  * 33 with scale 2: C = 2·(3 - 0.25 + 12 + 4). */
 static void
-test_w4a8(NumRng *r)
+test_w4a8_bs(NumRng *r)
 {
 	double W[64] = {0};
 	uint8_t B[32], SB[2], A[64] = {0};
@@ -834,7 +878,7 @@ test_w4a8(NumRng *r)
 	EXPECT(B[16] == (7 | 4 << 4), "w4a8 byte 16: 0x%02x, want 0x47", B[16]);
 	EXPECT(B[1] == 0 && B[17] == 0, "w4a8 zeros: 0x%02x 0x%02x", B[1], B[17]);
 	A[0] = A[1] = A[32] = A[33] = 0x38; /* E4M3 1.0 */
-	gemm_w4a8_ref_rows(A, SA, B, SB, 1, 1, 64, &row, 1, &c);
+	gemm_w4a8_bs_ref_rows(A, SA, B, SB, 1, 1, 64, &row, 1, &c);
 	EXPECT(c == 2 * (3 - 0.25 + 12 + 4), "w4a8 product %g, want %g", c, 2 * (3 - 0.25 + 12 + 4));
 	/* random rows: every value is within half a step of its group's grid
 	 * (the largest step is 2·2^(e-127), between 4 and 6) and its scale keeps
@@ -859,7 +903,7 @@ test_w4a8(NumRng *r)
 				double sc = ldexp(1.0, s[n * K / 32 + k / 32] - 127), v;
 				/* C = the one weight k of row n: A = e_k */
 				ones[k] = 0x38;
-				gemm_w4a8_ref_rows(ones, sa, q + n * K / 2, s + n * K / 32, 1, 1, K, &one, 1, d);
+				gemm_w4a8_bs_ref_rows(ones, sa, q + n * K / 2, s + n * K / 32, 1, 1, K, &one, 1, d);
 				ones[k] = 0;
 				v = w[n * K + k];
 				EXPECT(fabs(d[0] - v) <= sc + 1e-300 && fabs(v) <= 6 * sc,
@@ -884,7 +928,8 @@ main(void)
 	test_gemm(NUM_BF16, &r);
 	test_gemm(NUM_FP16, &r);
 	test_moe_owner();
-	test_w4a8(&r);
+	test_gemm_fp4();
+	test_w4a8_bs(&r);
 	test_fmha_one_key();
 	test_fmha_equal_keys();
 	test_fmha_causal();

@@ -51,7 +51,7 @@ expect_error "--scale=block128 with --dtype=bf16: block scales apply to FP8 inpu
 expect_error "--tile-k=64 with --scale=block128: tile-k must be the scale block, 128" gemm --dtype e4m3 --scale block128
 expect_error "--tile-n=96 with --scale=block128: tile-n must divide 128" gemm --dtype e4m3 --scale block128 --tile-k 128 --tile-n 96
 expect_error "--scale=block128: the sm_100a gemm has no block-scaled path yet" gemm --target sm_100a --dtype e4m3 --scale block128 --tile-k 128 --tile-n 128
-expect_error "--scale=blk: must be one of none,block128,mx32,w4a8" gemm --dtype e4m3 --scale blk
+expect_error "--scale=blk: must be one of none,block128,mx32,nv16,w4a8" gemm --dtype e4m3 --scale blk
 expect_error "--scale=mx32: per-32 UE8M0 scales are applied by tcgen05.mma kind::mxf8f6f4; use --target sm_100a" gemm --dtype e4m3 --scale mx32 --tile-k 128 --tile-n 128
 expect_error "--tile-k=64 with --scale=mx32: tile-k must be 128" gemm --target sm_100a --dtype e4m3 --scale mx32
 # W4A8 (docs/ABI.md, "W4A8 weights"): each rule names the parameter, the value and the rule
@@ -71,6 +71,35 @@ grep -q 'tcgen05.cp.cta_group::1.32x128b.warpx4 ' "$tmp/mx.ptx" || fail "mx gemm
 grep -q 'kind::mxf8f6f4.block_scale.block32 ' "$tmp/mx.ptx" || fail "mx gemm: no block-scaled MMA"
 grep -q '0x68C00030; // idesc' "$tmp/mx.ptx" && grep -q '0x08C00000; // idesc' "$tmp/mx.ptx" ||
 	fail "mx gemm: idesc of K blocks 0 and 3: N>>3 at 17, UE8M0 bit 23, M>>7 at 27, ids 0 and 3 at 29 and 4 (docs/hardware.md, TV5)"
+# FP4 (docs/ABI.md, "gemm"): NVFP4 and MXFP4 through kind::mxf4nvf4
+expect_error "--dtype=e2m1: FP4 inputs carry block scales; add --scale nv16" gemm --target sm_100a --dtype e2m1 --tile-k 256
+expect_error "--scale=nv16 with --dtype=e4m3: NVFP4's UE4M3 per 16 scales E2M1 only" gemm --target sm_100a --dtype e4m3 --scale nv16 --tile-k 128
+expect_error "--scale=nv16 with --dtype=bf16: block scales apply to FP8 inputs (--dtype e4m3) and FP4 inputs" gemm --target sm_100a --scale nv16
+expect_error "--scale=block128 with --dtype=e2m1: FP4 takes --scale nv16 or mx32" gemm --dtype e2m1 --scale block128 --tile-k 256
+expect_error "--tile-k=128 with --dtype=e2m1: tile-k must be 256" gemm --target sm_100a --dtype e2m1 --scale nv16 --tile-k 128
+expect_error "--swizzle=64B with --dtype=e2m1: FP4 stages are 128-byte rows" gemm --target sm_100a --dtype e2m1 --scale nv16 --tile-k 256 --swizzle 64
+expect_error "--tile-n=192 with --scale=nv16: tile-n must be a multiple of 128" gemm --target sm_100a --dtype e2m1 --scale nv16 --tile-k 256 --tile-n 192
+expect_error "--out-dtype=e4m3 with --dtype=e2m1" gemm --target sm_100a --dtype e2m1 --scale nv16 --tile-k 256 --moe masked --epilogue swiglu --out-dtype e4m3
+"$kgen" gemm --target sm_100a --dtype e2m1 --scale nv16 --tile-k 256 --stages 3 -o "$tmp/nv.ptx" || fail "gemm --dtype e2m1 --scale nv16"
+grep -q '^//@param tmap A dtype=e2m1 rank=2 box=128,128 swizzle=128 tensor=A\[M,K/2\]$' "$tmp/nv.ptx" || fail "nvfp4 gemm: A not packed K/2 bytes"
+grep -q '^//@param ptr SB dtype=ue4m3 tensor=SB\[cdiv(N,128),cdiv(K,64),512\]$' "$tmp/nv.ptx" || fail "nvfp4 gemm: no UE4M3 SB images per 64 of K"
+grep -q '^//@param ptr alpha dtype=f32 tensor=alpha\[1\]$' "$tmp/nv.ptx" || fail "nvfp4 gemm: no alpha"
+grep -q '^//@shape kmult=32 kblock=256$' "$tmp/nv.ptx" || fail "nvfp4 gemm: K in whole 256-value stages"
+grep -q 'kind::mxf4nvf4.block_scale.block16 ' "$tmp/nv.ptx" || fail "nvfp4 gemm: no .block16 MMA"
+# NVFP4 idesc (hand-derived): E2M1 = 1 at bits 7 and 10, N 256 >> 3 at 17, UE4M3 = 0 at 23, M 128 >> 7 at 27
+grep -q 'mov.u32 %ss_r0, 0x08400480;' "$tmp/nv.ptx" || fail "nvfp4 gemm: idesc"
+"$kgen" gemm --target sm_100a --dtype e2m1 --scale mx32 --tile-k 256 --stages 3 -o "$tmp/mxfp4.ptx" || fail "gemm --dtype e2m1 --scale mx32"
+# MXFP4: UE8M0 bit 23; MMAs 1 and 3 read the half-word at id 2 (bits 29-30 and 4-5)
+grep -q 'mov.u32 %ss_r1, 0x48C004A0;' "$tmp/mxfp4.ptx" || fail "mxfp4 gemm: idesc of MMA 1 (ids 2)"
+grep -q 'kind::mxf4nvf4.block_scale.block32 ' "$tmp/mxfp4.ptx" || fail "mxfp4 gemm: no .block32 MMA"
+grep -q 'alpha' "$tmp/mxfp4.ptx" && fail "mxfp4 gemm has NVFP4's alpha"
+# FP4 weights under FP8 activations: kind::mxf8f6f4 with B = E2M1 (code 5), B expanded by TMA 16U4_ALIGN16B
+expect_error "--dtype-b=e2m1 with --dtype=e2m1 --scale=nv16: FP4 weights under FP8 activations need --dtype e4m3 --scale mx32" gemm --target sm_100a --dtype e2m1 --scale nv16 --tile-k 256 --dtype-b e2m1
+expect_error "--dtype-b=e2m1 with --dtype=e4m3 --scale=block128" gemm --dtype e4m3 --scale block128 --tile-k 128 --dtype-b e2m1
+"$kgen" gemm --target sm_100a --dtype e4m3 --dtype-b e2m1 --scale mx32 --tile-k 128 --stages 3 -o "$tmp/w4.ptx" || fail "gemm --dtype-b e2m1"
+grep -q '^//@param tmap B dtype=e2m1p rank=2 box=128,256 swizzle=128 tensor=B\[N,K\]$' "$tmp/w4.ptx" || fail "w4a8 gemm: B not e2m1p values"
+grep -q 'mov.u32 %ss_r0, 0x08C01400;' "$tmp/w4.ptx" || fail "w4a8 gemm: idesc a=e4m3 (0) b=e2m1 (5 at bit 10)"
+"$kgen" gemm --target sm_100a --dtype e4m3 --scale mx32 --tile-k 128 | grep -q -- '--dtype-b' && fail "mx32 gemm args show --dtype-b"
 "$kgen" gemm --dtype e4m3 --scale block128 --tile-k 128 --tile-n 128 -o "$tmp/bs.ptx" || fail "gemm --scale block128"
 grep -q '^//@shape kmult=16 kblock=128$' "$tmp/bs.ptx" || fail "bs gemm: no //@shape kblock=128"
 grep -q '^//@param ptr SA dtype=f32 tensor=SA\[cdiv(K,128),M\]$' "$tmp/bs.ptx" || fail "bs gemm: no SA param"

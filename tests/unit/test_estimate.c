@@ -145,6 +145,38 @@ test_gemm(void)
 	free(t);
 }
 
+/* The sm_100a bound (gen/sm100/estimate.c, rates from gen/sm100/rates.h):
+ * NVFP4 128x256, tile-k 256, 4 stages at the default 8192^3. Per K stage:
+ * MMA 2*128*256*256 / (4*8192) = 512 clk (FP4 at four times bf16); operand
+ * bytes (128+256)*256/2 = 49152 at 128/clk = 384. Drain 128*256*2/128 =
+ * 512, no fill. 64 x 32 = 2048 CTAs, one per SM (222288 + 1024 bytes of
+ * the 233472, 512 TMEM columns), of 32 stages: 16896 clk each, 14 rounds
+ * on 148 SMs = 236544 clk; / 1850 MHz = 127.86 us. MXFP8 at tile-k 128
+ * takes the same 512 clk per stage (FP8 at twice bf16) over 64 stages. */
+static void
+test_gemm_b200(void)
+{
+	static const char *const nv[] = {"--target", "sm_100a", "--dtype", "e2m1", "--scale", "nv16",
+	                                 "--tile-k", "256", "--tile-n", "256", "--stages", "4"};
+	static const char *const mx[] = {"--target", "sm_100a", "--dtype", "e4m3", "--scale", "mx32",
+	                                 "--tile-k", "128", "--tile-n", "256", "--stages", "4"};
+	char *t = plan("gemm", nv, 12);
+
+	if (!t)
+		return;
+	CHECK(field(t, "tensor core ") == 512, "fp4 tile %g", field(t, "tensor core "));
+	CHECK(field(t, "smem reads by the MMA ") == 384, "fp4 smem %g", field(t, "smem reads by the MMA "));
+	CHECK(field(t, "drain ") == 512, "drain %g", field(t, "drain "));
+	CHECK(field(t, "last SM done at ") == 236544, "makespan %g", field(t, "last SM done at "));
+	CHECK(fabs(field(t, "predicted       ") - 127.9) < 0.05, "predicted %g us", field(t, "predicted       "));
+	free(t);
+	if (!(t = plan("gemm", mx, 12)))
+		return;
+	CHECK(field(t, "tensor core ") == 512, "fp8 tile %g", field(t, "tensor core "));
+	CHECK(field(t, "last SM done at ") == 2 * 236544 - 14 * 512, "fp8 makespan %g", field(t, "last SM done at "));
+	free(t);
+}
+
 static void
 test_bad_shape(void)
 {
@@ -171,6 +203,7 @@ main(void)
 	test_schedule();
 	test_fmha();
 	test_gemm();
+	test_gemm_b200();
 	test_bad_shape();
 	if (fails)
 		printf("%d failure(s)\n", fails);

@@ -523,6 +523,46 @@ test_moe(void)
 	EXPECT_MSG(e.msg, "offsets: no host copy given");
 }
 
+/* Packed FP4 for kind::mxf8f6f4 (tmap dtype e2m1p, 16U4_ALIGN16B; runtime/abi.c,
+ * docs/hardware.md "Tensor map encoding"): dims count values, the rows are
+ * K/2 bytes; each rule of that data type refused with its name. */
+static void
+test_tmap_fp4(void)
+{
+	static const char h[] = "//@kgen-abi 1\n//@kernel w\n//@family gemm\n//@target sm_100a\n"
+	                        "//@ptx 8.8\n//@args x\n//@threads 192\n//@cluster 1 1 1\n//@smem 1024\n"
+	                        "//@grid 1 1 1\n"
+	                        "//@param tmap B dtype=e2m1p rank=2 box=128,256 swizzle=128 tensor=B[N,K]\n"
+	                        "//@end\n";
+	KrtAbi w;
+	KrtTmapArgs a;
+	KrtErr e;
+	KrtTensor t = {.ptr = 0x30000, .rank = 2};
+
+	EXPECT(krt_abi_parse(h, sizeof h - 1, &w, &e) == KRT_OK);
+	t.dims[0] = 7168; /* K values */
+	t.dims[1] = 300;
+	t.strides[0] = 1;
+	t.strides[1] = 7168 / 2;
+	EXPECT(krt_tmap_prepare(&w, 0, &t, &a, &e) == KRT_OK);
+	EXPECT(a.data_type == 14 /* 16U4_ALIGN16B */ && a.elem_bytes == 1 && a.strides[0] == 3584);
+	t.ptr = 0x30010;
+	EXPECT(krt_tmap_prepare(&w, 0, &t, &a, &e) != KRT_OK && strstr(e.msg, "not 32-byte aligned"));
+	t.ptr = 0x30000;
+	t.dims[0] = 7168 + 64;
+	t.strides[1] = (7168 + 64) / 2;
+	EXPECT(krt_tmap_prepare(&w, 0, &t, &a, &e) != KRT_OK && strstr(e.msg, "not a multiple of 128"));
+	t.dims[0] = 7168;
+	t.strides[1] = 3584 + 16;
+	EXPECT(krt_tmap_prepare(&w, 0, &t, &a, &e) != KRT_OK && strstr(e.msg, "not a multiple of 32"));
+	t.strides[1] = 3584;
+	w.params[0].box[0] = 64;
+	EXPECT(krt_tmap_prepare(&w, 0, &t, &a, &e) != KRT_OK && strstr(e.msg, "boxDim[0] = 128"));
+	w.params[0].box[0] = 128;
+	w.params[0].swizzle = 64;
+	EXPECT(krt_tmap_prepare(&w, 0, &t, &a, &e) != KRT_OK && strstr(e.msg, "64-byte swizzle span"));
+}
+
 int
 main(void)
 {
@@ -533,6 +573,7 @@ main(void)
 	}
 	test_tmap_valid();
 	test_tmap_rules();
+	test_tmap_fp4();
 	test_dtypes();
 	test_args();
 	test_devices();

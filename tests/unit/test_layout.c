@@ -491,6 +491,49 @@ test_scale_factors(void)
 	EQ(SF_IMAGE_BYTES / 16 * SF_COLS, SF_ROWS, "sf: 32 lanes x 4 columns hold 128 rows");
 }
 
+/* Which image and scale-factor id each MMA of a stage reads (layout.h,
+ * layout_sf_pick), derived by hand from PTX ISA §9.7.16.10.7 (docs/hardware.md,
+ * "Scale-factor images"): K per MMA 32 (mxf8f6f4) or 64 (mxf4nvf4), a byte
+ * per factor, 1X/2X/4X factors per MMA starting at the id's byte. */
+static void
+test_sf_pick(void)
+{
+	SfPick s;
+
+	/* MXFP8: tile-k 128, 32-wide vectors: one image, MMA k reads byte k (1X) */
+	for (int k = 0; k < 4; k++) {
+		EQ(layout_sf_pick(&s, 128, 32, 32, k), 0, "mxfp8 pick");
+		EQ(s.images, 1, "mxfp8: one image per stage");
+		EQ(s.per_mma, 1, "mxfp8: 1X");
+		EQ(s.image, 0, "mxfp8 image");
+		EQ(s.id, k, "mxfp8: id = K block");
+	}
+	/* NVFP4: tile-k 256 (128 bytes), 16-wide vectors: 16 factors per row per
+	 * stage = 4 images; each K=64 MMA reads a whole word (4X, id 0) of image k */
+	for (int k = 0; k < 4; k++) {
+		EQ(layout_sf_pick(&s, 256, 64, 16, k), 0, "nvfp4 pick");
+		EQ(s.images, 4, "nvfp4: four images per stage");
+		EQ(s.per_mma, 4, "nvfp4: 4X");
+		EQ(s.image, k, "nvfp4: image = MMA");
+		EQ(s.id, 0, "nvfp4: id 0");
+	}
+	/* MXFP4: tile-k 256, 32-wide vectors: 8 factors = 2 images; MMA k reads
+	 * the half-word at byte 2(k%2) of image k/2 (2X) */
+	int img[4] = {0, 0, 1, 1}, id[4] = {0, 2, 0, 2};
+	for (int k = 0; k < 4; k++) {
+		EQ(layout_sf_pick(&s, 256, 64, 32, k), 0, "mxfp4 pick");
+		EQ(s.images, 2, "mxfp4: two images per stage");
+		EQ(s.per_mma, 2, "mxfp4: 2X");
+		EQ(s.image, img[k], "mxfp4 image");
+		EQ(s.id, id[k], "mxfp4 id");
+	}
+	/* refusals: 8X, a stage of part of an image, an MMA past the stage */
+	EQ(layout_sf_pick(&s, 256, 64, 8, 0), -1, "8X is no scale_vec");
+	EQ(layout_sf_pick(&s, 96, 32, 32, 0), -1, "tile-k not whole images");
+	EQ(layout_sf_pick(&s, 128, 32, 32, 4), -1, "MMA 4 is past a 128 stage");
+	EQ(layout_sf_pick(&s, 256, 64, 0, 0), -1, "vec 0");
+}
+
 int
 main(void)
 {
@@ -500,6 +543,7 @@ main(void)
 	test_wgmma_fragment();
 	test_wgmma_afrag8();
 	test_scale_factors();
+	test_sf_pick();
 	test_names();
 	test_swizzle_vectors();
 	test_swizzle_bijection();

@@ -146,7 +146,8 @@ test_gemm_rejections(void)
 	const char *n[] = {"--tile-n", "100"};
 	const char *bad[] = {"--tile-m", "96"};
 	const char *unk[] = {"--tile-q", "1"};
-	const char *dt[] = {"--dtype", "e2m1"};
+	const char *dt[] = {"--dtype", "e5m2"};
+	const char *fp4[] = {"--dtype", "e2m1"};
 
 	expect_reject(4, smem, "shared memory");
 	expect_reject(4, regs, "consumer role needs about 176 registers/thread, the register file allows 104");
@@ -155,7 +156,8 @@ test_gemm_rejections(void)
 	expect_reject(2, n, "--tile-n=100: must be in 16..256 in steps of 16");
 	expect_reject(2, bad, "--tile-m=96: must be one of 8,16,64,128,192,256");
 	expect_reject(2, unk, "--tile-q: not a parameter");
-	expect_reject(2, dt, "--dtype=e2m1: must be one of bf16,fp16,e4m3");
+	expect_reject(2, dt, "--dtype=e5m2: must be one of bf16,fp16,e4m3,e2m1");
+	expect_reject(2, fp4, "--dtype=e2m1: FP4 inputs carry block scales; add --scale nv16");
 }
 
 static void
