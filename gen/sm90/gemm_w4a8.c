@@ -35,9 +35,10 @@ sm90_w4a8_plan(GemmCfg *g, KgErr *err)
 	snprintf(does, sizeof does, "64 weight rows each: FP4 -> E4M3 fragments, wgmma m64n%dk32 RS, x 2^e * SA per K block",
 	         g->tm);
 	plan_role(p, "consumer", 4, 4 * g->consumers, regs, does);
-	/* the accumulator and its temporary (tile-m/2 each), 16 A fragment
-	 * registers, the expansion's scratch and the addresses (about 60) */
-	p->regs_need_max = g->tm + 16 + 60;
+	/* the accumulator and two temporaries (tile-m/2 each), two sets of 16
+	 * A fragment registers, the scales, the expansion's scratch and the
+	 * addresses (about 48: ptxas spills nothing at 104 with tile-m 16) */
+	p->regs_need_max = 3 * g->tm / 2 + 32 + 48;
 	snprintf(p->regs_need_who, sizeof p->regs_need_who, "consumer");
 	g->r_lut = plan_smem(p, "W4A8 E4M3 byte tables", 8 * W4A8_NLUT, 16, 1);
 	g->b_full = plan_barrier(p, "full", g->stages, 1, g->stage_bytes,
@@ -95,19 +96,42 @@ row_of(int i)
 	return drow / 8;
 }
 
+static int
+ilog2(int v)
+{
+	int n = 0;
+
+	while ((1 << n) < v)
+		n++;
+	return n;
+}
+
+/* FP4 bytes from a row's first to its registers 2 and 3 (K 16 on, wgmma_afrag8) */
+static int
+hi_half_bytes(void)
+{
+	int row, k;
+
+	wgmma_afrag8(0, 2, 0, &row, &k);
+	return k / 2;
+}
+
 static void
 emit_thread_setup(Emit *e, const GemmCfg *g, const GemmRegs *r, Reg wgc, W4a8Thread *th)
 {
 	Reg t = reg_new(e, RC_B32), u = reg_new(e, RC_B32), key = reg_new(e, RC_B32);
 	Reg w = reg_new(e, RC_B64), col = reg_new(e, RC_B32), last = reg_new(e, RC_B32);
+	int row, k;
 
 	emit_block(e, "sm90.w4a8_thread");
 	th->row0 = reg_new(e, RC_B32);
 	sm90_acc_row0(e, th->row0, wgc, r->warp, r->lane, t);
 	/* the 8-bit A fragment (docs/hardware.md, "wgmma A fragment"): register
 	 * i byte 0 holds K 4(lane%4) + 16(i/2) of row row0 + 8(i%2): FP4 bytes
-	 * 2(lane%4) and 8 + 2(lane%4) of the row's 16 per 32-K step */
-	emitf(e, "\tand.b32 %s, %s, 3;\n\tshl.b32 %s, %s, 1;\n", u.s, r->lane.s, u.s, u.s);
+	 * 2(lane%4) and 8 + 2(lane%4) of the row's 16 per 32-K step (the lane's
+	 * step from wgmma_afrag8 of thread 1, a power of two) */
+	wgmma_afrag8(1, 0, 0, &row, &k);
+	emitf(e, "\tand.b32 %s, %s, 3;\n\tshl.b32 %s, %s, %d;\n", u.s, r->lane.s, u.s, u.s, ilog2(k / 2));
 	/* 64B swizzle (docs/hardware.md, "TMA swizzle"): the row's address
 	 * bits swizzle_mask move down by 3 onto the 16-byte chunk index; a B
 	 * stage is a whole number of swizzle periods, rows row0 and row0 + 8
@@ -259,8 +283,8 @@ emit_iteration(Emit *e, const GemmCfg *g, const GemmRegs *r, W4a8Cons *k, int pa
 			w4a8_emit_table_addr(e, k->addr, k->ec, k->base[h], k->lut);
 			emitf(e, "\tld.shared.v2.b32 {%s, %s}, [%s];\n", k->t0.s, k->t1.s, k->addr.s);
 			emitf(e, "\tadd.u32 %s, %s, %s;\n", k->addr.s, k->brow[h].s, k->th.xo[c].s);
-			emitf(e, "\tld.shared.b16 %s, [%s];\n\tld.shared.b16 %s, [%s+8];\n", k->h0.s, k->addr.s,
-			      k->h1.s, k->addr.s);
+			emitf(e, "\tld.shared.b16 %s, [%s];\n\tld.shared.b16 %s, [%s+%d];\n", k->h0.s, k->addr.s,
+			      k->h1.s, k->addr.s, hi_half_bytes());
 			emitf(e, "\tmov.b32 %s, {%s, %s};\n", k->x.s, k->h0.s, k->h1.s);
 			/* registers h (K 4(lane%4)..) and h + 2 (16 + 4(lane%4)..) of step c */
 			w4a8_emit_expand(e, &k->wr, k->afr[par][4 * c + h], k->afr[par][4 * c + h + 2], k->x, k->t0,
