@@ -17,8 +17,9 @@
 static const ParamSpec gemm_params[] = {
 	{"target", PK_TARGET, P(target), "sm_90a,sm_100a", 0, 0, 0, "sm_90a",
 	 "sm_90a: wgmma consumers; sm_100a: tcgen05 + TMEM", NULL},
-	{"tile-m", PK_INT, P(tile_m), "64,128,192,256", 0, 0, 0, "128",
-	 "C rows per CTA (sm_90a: 64 per consumer warpgroup; sm_100a: 128)", NULL},
+	{"tile-m", PK_INT, P(tile_m), "8,16,64,128,192,256", 0, 0, 0, "128",
+	 "C rows per CTA (sm_90a: 64 per consumer warpgroup; sm_100a: 128; --scale w4a8: the 8 or 16 "
+	 "tokens that are the MMA's N)", NULL},
 	{"tile-n", PK_INT, P(tile_n), NULL, 16, 256, 16, "256", "C columns per CTA = MMA N", NULL},
 	{"tile-k", PK_INT, P(tile_k), "16,32,64,128,256", 0, 0, 0, "64", "K elements per pipeline stage", NULL},
 	{"stages", PK_INT, P(stages), NULL, 2, 8, 1, "4", "TMA ring depth (full/empty mbarrier pairs)", NULL},
@@ -33,12 +34,14 @@ static const ParamSpec gemm_params[] = {
 	 "1: clusters of 2 CTAs, one cta_group::2 MMA of M = 2*tile-m per pair", "target=sm_100a"},
 	{"cluster-n", PK_INT, P(cluster_n), "1,2", 0, 0, 0, "1",
 	 "pairs per cluster along N; 2 multicasts each A tile to both pairs", "cta-pair=1"},
-	{"scale", PK_ENUM, P(scale), "none,block128,mx32,nv16", 0, 0, 0, "none",
+	{"scale", PK_ENUM, P(scale), "none,block128,mx32,nv16,w4a8", 0, 0, 0, "none",
 	 "block128 (sm_90a): C = sum over 128-wide K blocks of SA[kb,m]·SB[n/128,kb]·(A·B^T of the "
 	 "block), promoted into the f32 accumulator once per block; mx32 (sm_100a): a UE8M0 per 32 "
 	 "of K for every row of A and of B, applied by tcgen05.mma kind::mxf8f6f4 (e4m3) or "
 	 "kind::mxf4nvf4 (e2m1); nv16 (sm_100a, e2m1): NVFP4, a UE4M3 per 16 of K and C scaled by "
-	 "the fp32 alpha[expert]", "dtype=e4m3|e2m1"},
+	 "the fp32 alpha[expert]; w4a8 (sm_90a, e4m3): A as block128, B E2M1 (low nibble = even K) "
+	 "with a UE8M0 per 32 of K, turned into E4M3 on chip (docs/ABI.md \"W4A8 weights\")",
+	 "dtype=e4m3|e2m1"},
 	{"scale-b", PK_DTYPE, P(scale_b), "f32,ue8m0", 0, 0, 0, "f32",
 	 "block128: B's 128x128 scales as fp32, or as UE8M0 powers of two (2^(e-127))", "scale=block128"},
 	{"moe", PK_ENUM, P(moe), "none,contiguous,masked", 0, 0, 0, "none",
@@ -77,14 +80,15 @@ gemm_configure(GemmCfg *g, const GemmParams *p, KgErr *err)
 	/* one MMA consumes 32 bytes of K (docs/hardware.md, "Scale-factor images") */
 	g->kmma = 256 / g->ebits;
 	g->tk_tma = g->tk * g->ebits / 8 / g->esz_in;
-	g->sblock = p->scale == GS_BLOCK128 ? 128 : 0;
+	g->w4a8 = p->scale == GS_W4A8;
+	g->sblock = p->scale == GS_BLOCK128 || g->w4a8 ? 128 : 0;
 	g->sfvec = p->scale == GS_MX32 ? 32 : p->scale == GS_NV16 ? 16 : 0;
-	g->sbtype = (DType)p->scale_b;
+	g->sbtype = g->w4a8 ? DT_UE8M0 : (DType)p->scale_b;
 	g->sftype = p->scale == GS_NV16 ? DT_UE4M3 : DT_UE8M0;
 	g->kind = g->ebits == 4 ? IK_MXF4NVF4 : IK_MXF8F6F4;
 	g->alpha = p->scale == GS_NV16;
 	g->in_b = p->dtype_b ? DT_E2M1 : g->in;
-	g->r_sfa = g->r_sfb = -1;
+	g->r_sfa = g->r_sfb = g->r_lut = -1;
 	g->group_m = 8;
 	g->r_slot = g->b_acc = -1;
 	g->pair = p->cta_pair;
@@ -109,7 +113,33 @@ gemm_configure(GemmCfg *g, const GemmParams *p, KgErr *err)
 		return kg_fail(err, "--cluster-n=%d: clusters along N are pairs sharing A; it needs "
 		               "--cta-pair 1", g->cn);
 
-	const char *sname = g->sblock ? "block128" : p->scale == GS_NV16 ? "nv16" : "mx32";
+	/* W4A8 (docs/ABI.md, "W4A8 weights"): the tile's A rows are the few
+	 * tokens of a decode step, the wgmma's N, and B's rows its M, 64 per
+	 * consumer warpgroup; a stage is one 128-K block, 128 bytes of A (one
+	 * 128B-swizzled row) and 64 bytes of B (one 64B-swizzled row) */
+	if (g->w4a8 && g->t->gemm != &gemm_sm90)
+		return kg_fail(err, "--scale=w4a8 with --target=%s: W4A8 turns FP4 into E4M3 for Hopper's "
+		               "wgmma; use --target sm_90a", g->t->name);
+	if (!g->w4a8 && (g->tm == 8 || g->tm == 16))
+		return kg_fail(err, "--tile-m=%d: tile-m 8 and 16 are the W4A8 kernel's tokens per CTA; "
+		               "add --scale w4a8 or use 64 or more", g->tm);
+	if (g->w4a8 && g->tm != 8 && g->tm != 16)
+		return kg_fail(err, "--tile-m=%d with --scale=w4a8: tile-m is the tokens per CTA, the "
+		               "wgmma's N: 8 or 16", g->tm);
+	if (g->w4a8 && g->tn % 64)
+		return kg_fail(err, "--tile-n=%d with --scale=w4a8: tile-n is 64 weight rows per consumer "
+		               "warpgroup, 64, 128, 192 or 256", g->tn);
+	if (g->w4a8 && g->swz != SWZ_128B)
+		return kg_fail(err, "--swizzle=%s with --scale=w4a8: a stage is one 128-byte row of A per "
+		               "token; use --swizzle 128", swizzle_name(g->swz));
+	if (g->w4a8 && !g->moe)
+		return kg_fail(err, "--scale=w4a8 with --moe=none: the W4A8 kernel is the experts' decode "
+		               "GEMM; add --moe masked or contiguous (one dense matrix is E = 1)");
+	if (g->w4a8 && g->swiglu)
+		return kg_fail(err, "--epilogue=swiglu with --scale=w4a8: the W4A8 kernel writes C "
+		               "without an epilogue; use --epilogue none");
+
+	const char *sname = g->w4a8 ? "w4a8" : g->sblock ? "block128" : p->scale == GS_NV16 ? "nv16" : "mx32";
 
 	/* FP8 values are only meaningful with their scales; the scales only
 	 * exist for FP8 (DeepSeek's block scaling, docs/ABI.md "gemm"). */
@@ -163,8 +193,8 @@ gemm_configure(GemmCfg *g, const GemmParams *p, KgErr *err)
 	/* One stage is one scale block, so the promotion runs once per stage;
 	 * a tile's columns meet whole 128-row blocks of B's scales. */
 	if (g->sblock && g->tk != g->sblock)
-		return kg_fail(err, "--tile-k=%d with --scale=block128: tile-k must be the scale block, "
-		               "128", g->tk);
+		return kg_fail(err, "--tile-k=%d with --scale=%s: tile-k must be the scale block, "
+		               "128", g->tk, g->w4a8 ? "w4a8" : "block128");
 	if (g->sblock && g->swiglu && g->sblock % (g->tn / 2))
 		return kg_fail(err, "--tile-n=%d with --epilogue=swiglu: tile-n/2 must divide 128 (each half "
 		               "of the tile, gate and up, shares one B scale per K block)", g->tn);
@@ -181,7 +211,7 @@ gemm_configure(GemmCfg *g, const GemmParams *p, KgErr *err)
 		return kg_fail(err, "--tile-n=%d with --epilogue=swiglu and --scale=%s: tile-n must be %d "
 		               "(gate and up halves of %d rows, one factor image each)", g->tn, sname, 2 * SF_ROWS,
 		               SF_ROWS);
-	if (g->sblock && !g->swiglu && g->sblock % g->tn)
+	if (g->sblock && !g->swiglu && !g->w4a8 && g->sblock % g->tn)
 		return kg_fail(err, "--tile-n=%d with --scale=block128: tile-n must divide 128 (a tile's "
 		               "columns share one B scale per K block)", g->tn);
 
@@ -192,7 +222,8 @@ gemm_configure(GemmCfg *g, const GemmParams *p, KgErr *err)
 		               g->tk, swizzle_name(g->swz), g->esz_in, g->span);
 	g->kslices = g->tk * g->ebits / 8 / g->span;
 	if (layout_canonical(&g->la, MAJOR_K, g->swz, g->ebits, g->tm, g->tk, err) < 0 ||
-	    layout_canonical(&g->lb, MAJOR_K, g->swz, g->ebits, g->tn_cta, g->tk, err) < 0)
+	    (g->w4a8 ? layout_canonical(&g->lb, MAJOR_K, SWZ_64B, 8, g->tn, g->tk / 2, err)
+	             : layout_canonical(&g->lb, MAJOR_K, g->swz, g->ebits, g->tn_cta, g->tk, err)) < 0)
 		return -1;
 	g->stage_bytes = g->la.bytes + g->lb.bytes;
 	if (g->sfvec) {
@@ -219,7 +250,7 @@ gemm_configure(GemmCfg *g, const GemmParams *p, KgErr *err)
 	snprintf(g->name, sizeof g->name, "gemm_%s%s_%s_m%dn%dk%d_s%d_sw%s%s%s_%s", dtype_name(g->in),
 	         g->in_b != g->in ? dtype_name(g->in_b) : "", dtype_name(g->out), g->tile_rows, g->tn, g->tk, g->stages,
 	         g->swz == SWZ_NONE ? "none" : (g->swz == SWZ_32B ? "32" : g->swz == SWZ_64B ? "64" : "128"),
-	         g->cn > 1 ? "_pair2" : g->pair ? "_pair" : "", g->sblock ? (g->sbtype == DT_UE8M0 ? "_bs128e8" : "_bs128") : g->sfvec == 16 ? "_nv16" : g->sfvec ? "_mx32" : "", g->t->tag);
+	         g->cn > 1 ? "_pair2" : g->pair ? "_pair" : "", g->w4a8 ? "_w4a8" : g->sblock ? (g->sbtype == DT_UE8M0 ? "_bs128e8" : "_bs128") : g->sfvec == 16 ? "_nv16" : g->sfvec ? "_mx32" : "", g->t->tag);
 	if (g->moe) {
 		/* the layout (and epilogue) before the target tag: gemm_..._moec_swiglu_sm90a */
 		size_t n = strlen(g->name), tl = strlen(g->t->tag);
@@ -438,6 +469,11 @@ gemm_emit_producer(Emit *e, const GemmCfg *g, const GemmRegs *r, KgErr *err)
 		}
 		emitf(e, "\tadd.u32 %s, %s, %u;\n", db.s, bdst.s, layout_offset(&g->lb, 0, j * g->span * 8 / g->ebits));
 		Reg ca[2] = {kx, am}, cb[2] = {kx, nb};
+		if (g->w4a8) {
+			/* B's inner coordinate counts bytes: two E2M1 codes each */
+			cb[0] = reg_new(e, RC_B32);
+			emitf(e, "\tshr.u32 %s, %s, 1;\n", cb[0].s, kx.s);
+		}
 		if ((g->cn > 1 ? op_tma_load_multicast(e, err, da, r->tmap_a, ca, 2, full, mask)
 		               : op_tma_load_group(e, err, da, r->tmap_a, ca, 2, full, 1 + g->pair)) < 0 ||
 		    op_tma_load_group(e, err, db, r->tmap_b, cb, 2, full, 1 + g->pair) < 0)
@@ -733,6 +769,13 @@ gemm_abi(const GemmCfg *g, const char *args, KernelAbi *k)
 		/* e2m1: K/2 bytes of packed pairs per row (docs/ABI.md, "gemm") */
 		snprintf(p->tensor, sizeof p->tensor, "%s%s", i ? (g->moe ? "B[E*N," : "B[N,")
 		         : g->moe == GM_MASKED ? "A[E*M," : "A[M,", g->ebits == 4 ? "K/2]" : "K]");
+		if (i && g->w4a8) {
+			/* E2M1 bytes, 64 of them (128 of K) per row and stage */
+			p->dtype = DT_U8;
+			p->box[0] = (uint32_t)g->tk / 2;
+			p->swz = SWZ_64B;
+			snprintf(p->tensor, sizeof p->tensor, "%s", g->moe ? "B[E*N,K/2]" : "B[N,K/2]");
+		}
 	}
 	/* MoE: the rows of A, SA and C (E slabs of M when masked), and B's
 	 * experts (a prefix EB of "E*" on B's and SB's rows) */
@@ -747,7 +790,10 @@ gemm_abi(const GemmCfg *g, const char *args, KernelAbi *k)
 		snprintf(p->tensor, sizeof p->tensor, "SA[cdiv(K,%d),%s]", g->sblock, rows);
 		p = abi_add(k, ABI_PTR, "SB");
 		p->dtype = g->sbtype;
-		snprintf(p->tensor, sizeof p->tensor, "SB[%scdiv(N,%d),cdiv(K,%d)]", eb, g->sblock, g->sblock);
+		if (g->w4a8)
+			snprintf(p->tensor, sizeof p->tensor, "SB[%sN,K/32]", eb);
+		else
+			snprintf(p->tensor, sizeof p->tensor, "SB[%scdiv(N,%d),cdiv(K,%d)]", eb, g->sblock, g->sblock);
 	}
 	if (g->sfvec) {
 		/* the tcgen05.cp images of each 128 rows by four scale vectors of K:
@@ -801,6 +847,8 @@ gemm_abi(const GemmCfg *g, const char *args, KernelAbi *k)
 		abi_shape(k, "kblock", "%d", g->sblock ? g->sblock : g->tk);
 	if (g->moe)
 		abi_shape(k, "moe", "%s", g->moe == GM_MASKED ? "masked" : "contiguous");
+	if (g->w4a8)
+		abi_shape(k, "weights", "e2m1");
 	if (g->swiglu) {
 		/* gate and up halves of whole 128-row scale blocks */
 		abi_shape(k, "nmult", "256");
@@ -843,9 +891,12 @@ gemm_plan(const void *params, Buf *text, KgErr *err)
 	buf_printf(text, "kernel          %s\n", g.name);
 	buf_printf(text, "tile            %d x %d x %d, %d stages, swizzle %s, %s -> %s\n", g.tm, g.tn,
 	           g.tk, g.stages, swizzle_name(g.swz), dtype_name(g.in), dtype_name(g.out));
-	if (g.sblock)
+	if (g.sblock && !g.w4a8)
 		buf_printf(text, "block scales    fp32 SA per 1x%d of A, %s SB per %dx%d of B; one wgmma group per K block into a temporary, then acc += tmp * SA * SB\n",
 		           g.sblock, dtype_name(g.sbtype), g.sblock, g.sblock);
+	if (g.w4a8)
+		buf_printf(text, "w4a8            B E2M1 %dx%d bytes per stage (64B swizzle) + UE8M0 per 32: each consumer warpgroup turns its 64 rows into E4M3 wgmma A fragments in registers (one power of two per row and K block, docs/hardware.md \"FP4 weights as E4M3\"), tokens are the wgmma's N = %d from smem\n",
+		           g.tn, g.tk / 2, g.tm);
 	if (g.sfvec && g.ebits == 8)
 		buf_printf(text, "block scales    UE8M0 per 1x%d of A and of B: one %d-byte image per 128 rows per stage, tcgen05.cp .32x128b.warpx4 into TMEM, kind::mxf8f6f4 scale-factor id = K block\n",
 		           g.sfvec, SF_IMAGE_BYTES);

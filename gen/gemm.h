@@ -51,6 +51,8 @@ typedef enum GemmScale {
 	GS_MX32,     /* UE8M0 per 1x32 of A and of B (MXFP8, or MXFP4 with e2m1), in TMEM for the MMA */
 	GS_NV16,     /* NVFP4: e2m1 with UE4M3 per 1x16 of A and of B in TMEM, and a per-tensor
 	              * fp32 alpha (the product of A's and B's tensor scales) on the accumulator */
+	GS_W4A8,     /* A as block128; B E2M1 with UE8M0 per 1x32, E4M3 on chip (sm_90a;
+	              * docs/ABI.md "W4A8 weights") */
 } GemmScale;
 
 typedef struct GemmCfg {
@@ -74,6 +76,9 @@ typedef struct GemmCfg {
 	int sf_imgs;            /* mx32: 512-byte images per 128 rows per stage (gen/layout.h,
 	                         * layout_sf_pick) */
 	uint32_t sf_stage;      /* mx32: their bytes, sf_imgs * 512 */
+	int w4a8;               /* 1: B is E2M1 bytes (tile-n rows x tile-k/2, 64B swizzle), SB UE8M0
+	                         * per 32; the tile's tile-m A rows are the tokens (the MMA's N) */
+	int r_lut;              /* w4a8: smem of the E4M3 byte tables (gen/w4a8.h), or -1 */
 	uint32_t sfa_bytes, sfb_bytes; /* mx32: scale-factor images of one stage */
 	int kslices;            /* TMA boxes per operand per stage: tk*esz/span */
 	int pair;               /* CTA pair (docs/cta-pair.md): 1, else 0 */

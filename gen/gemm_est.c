@@ -50,6 +50,9 @@ gemm_estimate(const GemmCfg *g, uint64_t m, uint64_t n, uint64_t k, Buf *out, Kg
 	e.flops = 2.0 * (double)m * (double)n * (double)k;
 	e.hbm_bytes = ((double)m * g->ebits + (double)n * dtype_bits(g->in_b)) * (double)k / 8 +
 	              (double)m * (double)n * g->esz_out;
+	if (g->w4a8) /* B is E2M1 bytes (half a byte per weight) and one UE8M0 per 32 */
+		e.hbm_bytes = (double)m * (double)k + (double)n * (double)k * (0.5 + 1.0 / 32) +
+		              (double)m * (double)n * g->esz_out;
 	/* a CTA pair's two CTAs each hold one of the pair's SM slots */
 	est_schedule(&e, ctas, cta_clk, &l);
 	snprintf(shape, sizeof shape, "M %llu, N %llu, K %llu", (unsigned long long)m,

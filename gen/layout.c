@@ -108,6 +108,13 @@ wgmma_acc_reg(int i, int *drow, int *dcol)
 	*dcol = i % 2 + 8 * (i / 4);
 }
 
+void
+wgmma_afrag8(int t, int i, int b, int *row, int *k)
+{
+	*row = wgmma_acc_row(t) + 8 * (i % 2);
+	*k = 4 * (t % 4) + b + 16 * (i / 2);
+}
+
 int
 swizzle_parse(const char *s, Swizzle *out)
 {

@@ -116,6 +116,11 @@ int layout_sf_pick(SfPick *out, int tile_k, int kmma, int vec, int mma);
 int wgmma_acc_row(int t);  /* 16*(t/32 % 4) + (t%32)/4 */
 int wgmma_acc_col(int t);  /* 2*(t%4) */
 void wgmma_acc_reg(int i, int *drow, int *dcol); /* 8*((i/2)%2), (i%2) + 8*(i/4) */
+/* The 8-bit A fragment of the RS form (m64nNk32, docs/hardware.md, "wgmma
+ * A fragment"): register i (0..3), byte b (0..3) of thread t holds row
+ * wgmma_acc_row(t) + drow, K 4*(t%4) + dk, with drow = 8*(i%2) and dk =
+ * b + 16*(i/2). */
+void wgmma_afrag8(int t, int i, int b, int *row, int *k);
 
 int layout_canonical(TileLayout *out, Major major, Swizzle swz, int elem_bits,
                      int mn, int k, KgErr *err);

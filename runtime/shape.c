@@ -34,6 +34,19 @@ static const struct {
 	 "blocks (docs/ABI.md, \"SwiGLU epilogue\")"},
 };
 
+/* Columns: shape field and value, tmap param, dimension, u32 param and
+ * divisor it must equal, why: a packed operand's rows against K. */
+static const struct {
+	const char *field, *value, *param;
+	int dim;
+	const char *scalar;
+	int div;
+	const char *why;
+} packed_rules[] = {
+	{"weights", "e2m1", "B", 0, "K", 2, "B's rows are K E2M1 codes, two per byte (docs/ABI.md, "
+	 "\"W4A8 weights\")"},
+};
+
 /* The index of param `name` of the given kind, -1 if the kernel has none. */
 static int
 param_index(const KrtAbi *abi, const char *name, KrtArgKind kind)
@@ -87,6 +100,24 @@ krt_shape_check(const KrtAbi *abi, const KrtArg *args, int nargs, KrtErr *err)
 			                "%s)",
 			                abi->kernel, i, multiple_rules[r].param, args[i].v.u32, v,
 			                multiple_rules[r].field, v, multiple_rules[r].why);
+	}
+	for (size_t r = 0; r < sizeof packed_rules / sizeof packed_rules[0]; r++) {
+		const char *v = krt_abi_shape(abi, packed_rules[r].field);
+		int i = param_index(abi, packed_rules[r].param, KRT_ARG_TMAP);
+		int j = param_index(abi, packed_rules[r].scalar, KRT_ARG_U32);
+		if (!v || strcmp(v, packed_rules[r].value) || i < 0 || j < 0 || i >= nargs || j >= nargs ||
+		    args[i].kind != KRT_ARG_TMAP || args[j].kind != KRT_ARG_U32)
+			continue;
+		const KrtTensor *t = &args[i].v.t;
+		int d = packed_rules[r].dim;
+		uint64_t want = args[j].v.u32 / (uint64_t)packed_rules[r].div;
+		if (d >= t->rank || t->dims[d] != want || args[j].v.u32 % packed_rules[r].div)
+			return krt_errf(err, KRT_EINVAL,
+			                "kernel %s: arg %d (%s): dims[%d]=%llu: must be %s/%d = %llu (//@shape "
+			                "%s=%s: %s)", abi->kernel, i, packed_rules[r].param, d,
+			                d < t->rank ? (unsigned long long)t->dims[d] : 0ull, packed_rules[r].scalar,
+			                packed_rules[r].div, (unsigned long long)want, packed_rules[r].field, v,
+			                packed_rules[r].why);
 	}
 	return KRT_OK;
 }

@@ -13,6 +13,7 @@
 
 #include "decode_ref.h"
 #include "gemm_ref.h"
+#include "gen/w4a8.h"
 #include "tools/check_gemm.h"
 #include "tools/check_internal.h"
 
@@ -58,6 +59,41 @@ moe_kblock(const KrtAbi *abi)
 }
 
 static int moe_prepare_fp4(CheckCase *c, KrtErr *err);
+
+/* The sm_90a W4A8 kernel (docs/ABI.md, "W4A8 weights"): B is E2M1 bytes
+ * with SB UE8M0 [E*N, K/32], A and SA DeepSeek's block-scaled FP8. */
+static int
+moe_w4a8_bs(const CheckCase *c)
+{
+	const char *v = krt_abi_shape(c->abi, "weights");
+	return v && strcmp(v, "e2m1") == 0;
+}
+
+/* One expert's W4A8 weights: N rows of K random E2M1 codes (every code
+ * equally likely, drawn 16 at a time: kbench fills hundreds of MB of them)
+ * whose 32-groups get UE8M0 exponents 127 + s, s in -r..r (r = 3, or 6 for
+ * the edge fill: spans up to 12, inside the exact fold of docs/hardware.md,
+ * "FP4 weights as E4M3"). The edge fill also makes every fifth group 2^16
+ * to 2^23 times smaller: blocks that break the fold, whose small group
+ * rounds into E4M3's subnormals or to zero (the tables below d = -13
+ * included), far below the tolerance; a kernel that reads the wrong table
+ * there is not. (gemm_w4a8_quantize, the reference quantizer, is checked
+ * by hand in tests/ref/test_ref.c.) */
+static void
+moe_draw_w4a8(CheckCase *c, uint64_t N, uint64_t K, int r, int wide, uint8_t *b, uint8_t *sb)
+{
+	for (uint64_t n = 0; n < N; n++)
+		for (uint64_t g = 0; g < K / 32; g++) {
+			int s = (int)num_rng_below(&c->rng, (uint64_t)(2 * r + 1)) - r;
+			if (wide && g % 5 == 4)
+				s = -16 - (int)num_rng_below(&c->rng, 8);
+			sb[n * (K / 32) + g] = (uint8_t)(127 + s);
+			for (int h = 0; h < 2; h++) {
+				uint64_t x = num_rng_u64(&c->rng);
+				memcpy(b + n * (K / 2) + 16 * g + 8 * h, &x, 8);
+			}
+		}
+}
 
 /* DeepSeek-V4's swiglu_limit, the value the checker passes */
 #define MOE_SWIGLU_LIMIT 10.0
@@ -142,7 +178,7 @@ moe_prepare(CheckCase *c, KrtErr *err)
 	if (moe_fp4(c))
 		return moe_prepare_fp4(c, err);
 	int mx = strcmp(psa->dtype, "ue8m0") == 0, e8 = strcmp(psb->dtype, "ue8m0") == 0;
-	int fp8 = moe_fp8(c);
+	int fp8 = moe_fp8(c), wbs = moe_w4a8_bs(c);
 	if (!fp8 && (rc = gemm_dtype(c, "C", KRT_ARG_PTR, &out, err)) != 0)
 		return rc;
 	if (!N || !K || M > UINT32_MAX || N > UINT32_MAX || K > UINT32_MAX)
@@ -172,9 +208,10 @@ moe_prepare(CheckCase *c, KrtErr *err)
 	uint64_t nkb = K / MOE_BLK, nnb = (N + MOE_BLK - 1) / MOE_BLK, mb = (M + MOE_BLK - 1) / MOE_BLK;
 	size_t sfa = mx ? (size_t)(masked ? E * mb : (R + MOE_BLK - 1) / MOE_BLK) * nkb * MOE_IMAGE
 	                : sizeof(float) * nkb * R;
-	size_t sfb = (size_t)E * nnb * nkb * (mx ? MOE_IMAGE : e8 ? 1 : sizeof(float));
+	size_t sfb = wbs ? (size_t)E * N * (K / 32) : (size_t)E * nnb * nkb * (mx ? MOE_IMAGE : e8 ? 1 : sizeof(float));
 	int w4 = gemm_is_w4a8(c->abi); /* FP4 B under MXFP8 A: K/2 bytes a row */
-	uint8_t *a = malloc(R * K), *b = malloc(E * N * K >> w4), *sa = malloc(sfa), *sb = malloc(sfb);
+	size_t bbytes = wbs ? E * N * K / 2 : E * N * K >> w4;
+	uint8_t *a = malloc(R * K), *b = malloc(bbytes), *sa = malloc(sfa), *sb = malloc(sfb);
 	double *v = malloc(sizeof *v * MOE_BLK * MOE_BLK);
 	if (!a || !b || !sa || !sb || !v) {
 		free(a), free(b), free(sa), free(sb), free(v), free(tab);
@@ -198,7 +235,9 @@ moe_prepare(CheckCase *c, KrtErr *err)
 		if (gemm_moe_owner(masked, tab, E, (uint32_t)M, (uint32_t)m) < 0)
 			memset(a + m * K, E4M3_NAN, K);
 	for (uint32_t e = 0; e < E; e++) {
-		if (w4)
+		if (wbs)
+			moe_draw_w4a8(c, N, K, r == 8 ? 6 : 3, r == 8, b + e * N * K / 2, sb + e * N * (K / 32));
+		else if (w4)
 			fp4_draw(c, N, K, r, 1, 32, b + e * N * K / 2, sb + e * nnb * nkb * MOE_IMAGE, nnb * nkb * MOE_IMAGE);
 		else if (mx)
 			mx_draw(c, N, K, r, b + e * N * K, sb + e * nnb * nkb * MOE_IMAGE, nnb * nkb * MOE_IMAGE);
@@ -206,18 +245,29 @@ moe_prepare(CheckCase *c, KrtErr *err)
 			moe_draw_b_bs(c, N, K, r, e8, b + e * N * K, sb + e * nnb * nkb * (e8 ? 1 : sizeof(float)), v);
 	}
 	free(v);
+	if (wbs) {
+		/* the products are exact only where the fold is (docs/hardware.md) */
+		int64_t bad = w4a8_inexact_blocks(sb, (uint64_t)E * N, (uint32_t)K);
+		if (bad)
+			check_report(c, "  W4A8: %lld (row, 128-K) blocks of B do not fold exactly into E4M3\n",
+			             (long long)bad);
+	}
 	rc = check_set_var(c, "E", E, err);
 	if (!rc)
 		rc = check_set_var(c, "E*N", (uint64_t)E * N, err);
 	if (!rc)
 		rc = check_set_var(c, "E*M", R, err);
+	if (!rc && wbs)
+		rc = check_set_var(c, "K/2", K / 2, err);
+	if (!rc && wbs)
+		rc = check_set_var(c, "K/32", K / 32, err);
 	if (rc) {
 		free(a), free(b), free(sa), free(sb), free(tab);
 		return rc;
 	}
 	rc = check_add_raw_input(c, "A", "e4m3", 1, R * K, a, err);
 	if (!rc)
-		rc = check_add_raw_input(c, "B", w4 ? "e2m1p" : "e4m3", 1, E * N * K >> w4, b, err);
+		rc = check_add_raw_input(c, "B", wbs ? "u8" : w4 ? "e2m1p" : "e4m3", 1, bbytes, b, err);
 	else
 		free(b);
 	if (!rc)
@@ -526,6 +576,7 @@ moe_compare(CheckCase *c, CheckResult *res, KrtErr *err)
 	uint64_t mb = (M + MOE_BLK - 1) / MOE_BLK, limit = c->opts->full_limit ? c->opts->full_limit
 	                                                                       : CHECK_FULL_LIMIT;
 	int mx = !sa->is_num, sw = moe_swiglu(c), fp8 = moe_fp8(c), fp4 = moe_fp4(c), ue8m0 = 0;
+	int wbs = moe_w4a8_bs(c);
 	CheckBuf *cs = check_find_buf(c, "CS");
 	const CheckBuf *al = check_find_buf(c, "alpha");
 	uint32_t vec = 32;
@@ -540,10 +591,10 @@ moe_compare(CheckCase *c, CheckResult *res, KrtErr *err)
 	double *ref = malloc(sizeof *ref * N * BLOCK);
 	uint32_t *rows = malloc(sizeof *rows * BLOCK);
 	float *sbf = NULL;
-	if (!fp4 && !mx && !sb->is_num && (sbf = malloc(sizeof *sbf * (sb->count ? sb->count : 1))) != NULL)
+	if (!fp4 && !wbs && !mx && !sb->is_num && (sbf = malloc(sizeof *sbf * (sb->count ? sb->count : 1))) != NULL)
 		for (uint64_t i = 0; i < sb->count; i++)
 			sbf[i] = ldexpf(1.0f, (int)((const uint8_t *)sb->host)[i] - 127);
-	if (!ref || !rows || (!fp4 && !mx && !sb->is_num && !sbf)) {
+	if (!ref || !rows || (!fp4 && !wbs && !mx && !sb->is_num && !sbf)) {
 		free(ref), free(rows), free(sbf);
 		return check_fail(err, KRT_ENOMEM, "gemm_moe: no host memory for the reference");
 	}
@@ -554,6 +605,24 @@ moe_compare(CheckCase *c, CheckResult *res, KrtErr *err)
 	uint8_t *aa = NULL, *ab = NULL;
 	float *asa = NULL, *asb = NULL;
 	double *sref = NULL;
+	if (wbs) {
+		/* W4A8: every output is an FP8 wgmma sum, its slack GEMM_WGMMA_FP8_BOUND
+		 * of Σ |a·b|·scales (|A|: E4M3 without bit 7; |B|: E2M1 without the
+		 * nibbles' bit 3; SB is unsigned) */
+		uint64_t bb = (uint64_t)E * N * K / 2;
+		aa = malloc(R * K), ab = malloc(bb), sref = malloc(sizeof *sref * N * BLOCK);
+		asa = malloc(sizeof *asa * (sa->count ? sa->count : 1));
+		if (!aa || !ab || !sref || !asa) {
+			free(aa), free(ab), free(sref), free(asa), free(ref), free(rows), free(sbf);
+			return check_fail(err, KRT_ENOMEM, "gemm_moe: no host memory for the reference");
+		}
+		for (uint64_t i = 0; i < R * K; i++)
+			aa[i] = ((const uint8_t *)a->host)[i] & 0x7f;
+		for (uint64_t i = 0; i < bb; i++)
+			ab[i] = ((const uint8_t *)b->host)[i] & 0x77;
+		for (uint64_t i = 0; i < sa->count; i++)
+			asa[i] = fabsf(((const float *)sa->host)[i]);
+	}
 	if (wg) {
 		aa = malloc(R * K), ab = malloc((uint64_t)E * N * K), sref = malloc(sizeof *sref * N * BLOCK);
 		asa = malloc(sizeof *asa * (sa->count ? sa->count : 1));
@@ -585,7 +654,15 @@ moe_compare(CheckCase *c, CheckResult *res, KrtErr *err)
 				rows[n++] = (uint32_t)m;
 			if (n < BLOCK && !(m + 1 == hi && n))
 				continue;
-			if (fp4) {
+			if (wbs) {
+				const uint8_t *sbe = (const uint8_t *)sb->host + (uint64_t)e * N * (K / 32);
+				gemm_w4a8_bs_ref_rows(a->host, sa->host, (const uint8_t *)b->host + (uint64_t)e * N * K / 2,
+				                      sbe, (uint32_t)R, (uint32_t)N, (uint32_t)K, rows, n, ref);
+				gemm_w4a8_bs_ref_rows(aa, asa, ab + (uint64_t)e * N * K / 2, sbe, (uint32_t)R, (uint32_t)N,
+				                      (uint32_t)K, rows, n, sref);
+				for (uint64_t i = 0; i < (uint64_t)n * N; i++)
+					sref[i] *= GEMM_WGMMA_FP8_BOUND;
+			} else if (fp4) {
 				/* masked: a slab's rows and SA images are its own */
 				uint64_t ro = masked ? lo : 0;
 				for (uint32_t i = 0; i < n; i++)
@@ -628,6 +705,8 @@ moe_compare(CheckCase *c, CheckResult *res, KrtErr *err)
 					moe_swiglu_row(x, N);
 				if (fp8)
 					moe_compare_fp8(c, cb, cs, rows[i], e, N >> 1, x, slack, res);
+				else if (wbs)
+					moe_compare_slack(c, cb, rows[i], N, x, sref + (size_t)i * N, res);
 				else if (wg)
 					moe_compare_slack(c, cb, rows[i], N >> 1, x, slack, res);
 				else
@@ -703,7 +782,7 @@ moe_bytes(const CheckCase *c)
 	for (uint32_t e = 0; t && e < E; e++)
 		live += (moe_masked(c) ? t[e] : t[e + 1] - t[e]) > 0;
 	double rows = (double)moe_owned(c), kbytes = moe_fp4(c) ? K / 2 : K; /* FP4: two per byte */
-	double wbytes = moe_fp4(c) || gemm_is_w4a8(c->abi) ? K / 2 : K;
+	double wbytes = moe_fp4(c) || gemm_is_w4a8(c->abi) || moe_w4a8_bs(c) ? K / 2 : K;
 	double sbytes = sb ? (double)(sb->count * (uint64_t)sb->esize) / E : 0;
 	return live * (N * wbytes + sbytes) + rows * (kbytes + N / (moe_swiglu(c) ? 2 : 1) * (cb ? cb->esize : 2));
 }

@@ -8,6 +8,7 @@
 
 #include "../gemm.h"
 #include "../ops.h"
+#include "gemm_w4a8.h"
 #include "mma.h"
 
 enum { PRODUCER_REGS = 40 }; /* TMA loop: addresses, coordinates, parity */
@@ -25,6 +26,8 @@ sm90_plan(GemmCfg *g, KgErr *err)
 	if (g->pair)
 		return kg_fail(err, "--cta-pair=1: sm_90a has no CTA-pair MMA (tcgen05.mma.cta_group::2 "
 		               "is sm_100a); use --target sm_100a or --cta-pair 0");
+	if (g->w4a8)
+		return sm90_w4a8_plan(g, err);
 	g->consumers = g->split ? 2 : g->tm / 64;
 	p->threads = 128 * (1 + g->consumers);
 	regs = plan_regs_split(p, 128 * g->consumers, 128, PRODUCER_REGS);
@@ -510,11 +513,18 @@ sm90_body(Emit *e, const GemmCfg *g, const GemmRegs *r, KgErr *err)
 	emitf(e, "\tbra %s;\n", out);
 	emit_label(e, consumer);
 	op_setmaxnreg(e, 1, g->plan.roles[1].regs);
-	if (emit_consumer(e, g, r, err) < 0)
+	if ((g->w4a8 ? sm90_w4a8_consumer : emit_consumer)(e, g, r, err) < 0)
 		return -1;
 	emit_label(e, out);
 	emitf(e, "\tret;\n");
 	return 0;
 }
 
-const GemmOps gemm_sm90 = {sm90_plan, NULL, sm90_body};
+/* Before the CTA barrier: the W4A8 byte tables (nothing otherwise). */
+static int
+sm90_setup(Emit *e, const GemmCfg *g, const GemmRegs *r, KgErr *err)
+{
+	return g->w4a8 ? sm90_w4a8_setup(e, g, r, err) : 0;
+}
+
+const GemmOps gemm_sm90 = {sm90_plan, sm90_setup, sm90_body};

@@ -374,6 +374,16 @@ compute(EmuCta *c, EmuWarp *w, const EmuWgOp *op)
 	if (!f.rs) {
 		emu_desc_decode(op->adesc, ARCH_SM90, &da, why, sizeof why);
 		emu_desc_gather(c, &da, !ta, at, ebytes(at), (uint32_t)q * 16, 16, K, sa, A);
+	} else if (ebytes(at) == 1) {
+		/* 8-bit (docs/hardware.md, "wgmma A fragment"): lane l, register i,
+		 * byte b: row l/4 + 8(i%2), k 4(l%4) + b + 16(i/2) */
+		for (int l = 0; l < 32; l++)
+			for (int i = 0; i < 4; i++)
+				for (int b = 0; b < 4; b++) {
+					int row = l / 4 + 8 * (i % 2), k = 4 * (l % 4) + b + 16 * (i / 2);
+					uint32_t reg = op->afrag ? op->afrag[l * 4 + i] : 0;
+					A[row * (int)K + k] = sa * emu_to_f32(reg >> (8 * b) & 0xff, at);
+				}
 	} else {
 		/* docs/hardware.md, "wgmma A fragment": lane l, element e: row l/4 +
 		 * 8((e/2)%2), k 2(l%4) + e%2 + 8(e/4); register e/2, low half for even e */

@@ -64,6 +64,11 @@ static const char *const moe_configs[][MAX_CFG_ARGS] = {
 	 "--out-dtype", "e4m3", NULL},
 	{MOE_ARGS, "--moe", "contiguous", "--tile-m", "64", "--tile-n", "256", "--stages", "4", "--scale-b", "ue8m0",
 	 "--epilogue", "swiglu", "--out-dtype", "e4m3", NULL},
+	/* W4A8 experts (docs/ABI.md, "W4A8 weights"): FP4 weights as E4M3 wgmma A fragments */
+	{MOE_ARGS, "--moe", "masked", "--scale", "w4a8", "--tile-m", "8", "--stages", "8", NULL},
+	{MOE_ARGS, "--moe", "masked", "--scale", "w4a8", "--tile-m", "16", "--tile-n", "64", "--out-dtype", "f32",
+	 NULL},
+	{MOE_ARGS, "--moe", "contiguous", "--scale", "w4a8", "--tile-m", "16", NULL},
 #undef MOE_ARGS
 };
 

@@ -142,6 +142,77 @@ gemm_bs_ref_rows(const uint8_t *A, const uint8_t *B, const float *SA, const floa
 	free(brow);
 }
 
+/* Row n of W4A8's B, dequantized: code k of the row times 2^(SB[n][k/32]-127);
+ * tab holds the 16 E2M1 values. */
+static void
+w4a8_row(const uint8_t *B, const uint8_t *SB, uint32_t n, uint32_t K, const double *tab, double *out)
+{
+	const uint8_t *row = B + (size_t)n * (K / 2), *e = SB + (size_t)n * (K / 32);
+
+	for (uint32_t g = 0; g < K / 32; g++) {
+		double sc = e[g] == 0xFF ? NAN : ldexp(1.0, (int)e[g] - 127);
+		for (uint32_t i = 0; i < 16; i++) {
+			uint8_t byte = row[16 * g + i];
+			out[32 * g + 2 * i] = tab[byte & 15] * sc;
+			out[32 * g + 2 * i + 1] = tab[byte >> 4] * sc;
+		}
+	}
+}
+
+void
+gemm_w4a8_bs_ref_rows(const uint8_t *A, const float *SA, const uint8_t *B, const uint8_t *SB,
+                      uint32_t M, uint32_t N, uint32_t K, const uint32_t *rows, uint32_t nrows,
+                      double *out)
+{
+	size_t kk = K ? K : 1;
+	double *arows = malloc(sizeof(double) * kk * (nrows ? nrows : 1));
+	double *brow = malloc(sizeof(double) * kk), tab[16];
+
+	for (uint8_t c = 0; c < 16; c++)
+		tab[c] = indexer_e2m1_to_f64(c);
+	if (!arows || !brow) {
+		for (uint64_t i = 0; i < (uint64_t)nrows * N; i++)
+			out[i] = NAN;
+	} else {
+		for (uint32_t i = 0; i < nrows; i++)
+			for (uint32_t k = 0; k < K; k++)
+				arows[(size_t)i * K + k] = decode_e4m3_to_f64(A[(size_t)rows[i] * K + k]) *
+				                           (double)SA[(size_t)(k / 128) * M + rows[i]];
+		for (uint32_t n = 0; n < N; n++) {
+			w4a8_row(B, SB, n, K, tab, brow);
+			for (uint32_t i = 0; i < nrows; i++)
+				out[(size_t)i * N + n] = dot(arows + (size_t)i * K, brow, K);
+		}
+	}
+	free(arows);
+	free(brow);
+}
+
+void
+gemm_w4a8_quantize(const double *W, uint32_t rows, uint32_t K, uint8_t *B, uint8_t *SB)
+{
+	for (uint32_t r = 0; r < rows; r++)
+		for (uint32_t g = 0; g < K / 32; g++) {
+			const double *w = W + (size_t)r * K + 32 * g;
+			double amax = 0;
+			int e = 127;
+			for (int i = 0; i < 32; i++)
+				amax = fabs(w[i]) > amax ? fabs(w[i]) : amax;
+			if (amax > 0) {
+				int x;
+				double m = frexp(amax / 6, &x); /* amax/6 = m·2^x, m in [0.5, 1) */
+				e = 127 + (m == 0.5 ? x - 1 : x);
+				e = e < 0 ? 0 : e > 254 ? 254 : e;
+			}
+			SB[(size_t)r * (K / 32) + g] = (uint8_t)e;
+			for (int i = 0; i < 32; i += 2) {
+				uint8_t lo = indexer_e2m1_nearest(ldexp(w[i], 127 - e));
+				uint8_t hi = indexer_e2m1_nearest(ldexp(w[i + 1], 127 - e));
+				B[(size_t)r * (K / 2) + 16 * g + i / 2] = (uint8_t)(lo | hi << 4);
+			}
+		}
+}
+
 size_t
 gemm_mx_sf_index(uint32_t r, uint32_t k, uint32_t K)
 {

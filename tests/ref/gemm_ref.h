@@ -71,6 +71,20 @@ void gemm_fp4_ref_rows(const uint8_t *A, const uint8_t *B, const uint8_t *SA, co
 void gemm_w4a8_ref_rows(const uint8_t *A, const uint8_t *B, const uint8_t *SA, const uint8_t *SB,
                         uint32_t N, uint32_t K, const uint32_t *rows, uint32_t nrows, double *out);
 
+/* W4A8 with DeepSeek's FP8 activations (docs/ABI.md, "W4A8 weights", the
+ * sm_90a kernel): B is E2M1, two codes per byte, the
+ * even K index in the low nibble, rows of K/2 bytes; SB is UE8M0 [N, K/32]
+ * row-major, a code e meaning 2^(e-127); A and SA as gemm_bs_ref_rows
+ * (blk 128). Each weight is dequantized exactly, E2M1(code)·2^(e-127). */
+void gemm_w4a8_bs_ref_rows(const uint8_t *A, const float *SA, const uint8_t *B, const uint8_t *SB,
+                           uint32_t M, uint32_t N, uint32_t K, const uint32_t *rows, uint32_t nrows,
+                           double *out);
+/* The reference quantizer of W [rows, K] (K a multiple of 32) into that
+ * layout: each group of 32 gets e = 127 + ceil(log2(amax/6)) clamped to
+ * 0..254 (127 for an all-zero group), so amax/2^(e-127) <= 6, and each
+ * value the nearest E2M1 code of w/2^(e-127), ties to the even code. */
+void gemm_w4a8_quantize(const double *W, uint32_t rows, uint32_t K, uint8_t *B, uint8_t *SB);
+
 /* MoE layouts (docs/ABI.md, "MoE layouts"): the expert owning row r of A
  * and C, -1 for a row no expert owns. Contiguous (masked = 0): lay is
  * offsets[E+1], expert e owns rows offsets[e]..offsets[e+1]-1. Masked: lay

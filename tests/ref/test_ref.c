@@ -854,6 +854,65 @@ test_moe_owner(void)
 		       gemm_moe_owner(1, counts, 3, 3, r), want_m[r]);
 }
 
+/* W4A8 by hand: one row, K = 64. Group 0 holds 3 and -0.25 (amax 3: e =
+ * 127 + ceil(log2 0.5) = 126; 3/0.5 = 6 is code 7, -0.25/0.5 code 0b1001), group
+ * 1 holds 12 (e = 128, code 6·2 = 12: 0b0111) and 5 (5/2 = 2.5, a tie
+ * between 2 and 3: the even code 0b0100, 2, so 4). A has 1 at k = 0, 1, 32,
+ * 33 with scale 2: C = 2·(3 - 0.25 + 12 + 4). */
+static void
+test_w4a8_bs(NumRng *r)
+{
+	double W[64] = {0};
+	uint8_t B[32], SB[2], A[64] = {0};
+	float SA[1] = {2};
+	uint32_t row = 0;
+	double c;
+
+	W[0] = 3;
+	W[1] = -0.25;
+	W[32] = 12;
+	W[33] = 5;
+	gemm_w4a8_quantize(W, 1, 64, B, SB);
+	EXPECT(SB[0] == 126 && SB[1] == 128, "w4a8 scales %u %u, want 126 128", SB[0], SB[1]);
+	EXPECT(B[0] == (7 | 9 << 4), "w4a8 byte 0: 0x%02x, want 0x97", B[0]);
+	EXPECT(B[16] == (7 | 4 << 4), "w4a8 byte 16: 0x%02x, want 0x47", B[16]);
+	EXPECT(B[1] == 0 && B[17] == 0, "w4a8 zeros: 0x%02x 0x%02x", B[1], B[17]);
+	A[0] = A[1] = A[32] = A[33] = 0x38; /* E4M3 1.0 */
+	gemm_w4a8_bs_ref_rows(A, SA, B, SB, 1, 1, 64, &row, 1, &c);
+	EXPECT(c == 2 * (3 - 0.25 + 12 + 4), "w4a8 product %g, want %g", c, 2 * (3 - 0.25 + 12 + 4));
+	/* random rows: every value is within half a step of its group's grid
+	 * (the largest step is 2·2^(e-127), between 4 and 6) and its scale keeps
+	 * amax <= 6·2^(e-127) */
+	{
+		enum { R = 3, K = 256 };
+		static double w[R * K];
+		static uint8_t q[R * K / 2], s[R * K / 32];
+		for (int i = 0; i < R * K; i++)
+			w[i] = num_rng_normal(r) * ldexp(1.0, (i / 32) % 7 - 3);
+		gemm_w4a8_quantize(w, R, K, q, s);
+		for (uint32_t n = 0; n < R; n++) {
+			uint32_t one = 0;
+			uint8_t ones[K];
+			float sa[K / 128];
+			double d[1];
+			for (int k = 0; k < K; k++)
+				ones[k] = 0;
+			for (int kb = 0; kb < K / 128; kb++)
+				sa[kb] = 1;
+			for (int k = 0; k < K; k++) {
+				double sc = ldexp(1.0, s[n * K / 32 + k / 32] - 127), v;
+				/* C = the one weight k of row n: A = e_k */
+				ones[k] = 0x38;
+				gemm_w4a8_bs_ref_rows(ones, sa, q + n * K / 2, s + n * K / 32, 1, 1, K, &one, 1, d);
+				ones[k] = 0;
+				v = w[n * K + k];
+				EXPECT(fabs(d[0] - v) <= sc + 1e-300 && fabs(v) <= 6 * sc,
+				       "w4a8 row %u k %d: %g quantized to %g, scale %g", n, k, v, d[0], sc);
+			}
+		}
+	}
+}
+
 int
 main(void)
 {
@@ -870,6 +929,7 @@ main(void)
 	test_gemm(NUM_FP16, &r);
 	test_moe_owner();
 	test_gemm_fp4();
+	test_w4a8_bs(&r);
 	test_fmha_one_key();
 	test_fmha_equal_keys();
 	test_fmha_causal();

@@ -684,6 +684,34 @@ test_shape(void)
 		EXPECT_MSG(e.msg, "arg 4 (N)=6016: must be a multiple of 256 (//@shape nmult=256", "gate and up halves");
 	}
 
+	/* W4A8: B's tensor rows are K/2 bytes of E2M1 codes */
+	{
+		char h[sizeof header + 64];
+		const char *args_end = strstr(header, "//@threads");
+		snprintf(h, sizeof h, "%.*s//@shape kmult=16 kblock=128 weights=e2m1\n%s", (int)(args_end - header),
+		         header, args_end);
+		KrtArg g[6];
+		EXPECT(krt_abi_parse(h, strlen(h), &a, &e) == KRT_OK);
+		memset(g, 0, sizeof g);
+		g[0].kind = g[1].kind = KRT_ARG_TMAP;
+		g[0].v.t.rank = g[1].v.t.rank = 2;
+		g[0].v.t.dims[0] = 7168;
+		g[1].v.t.dims[0] = 3584;
+		for (int i = 3; i < 6; i++)
+			g[i].kind = KRT_ARG_U32;
+		g[3].v.u32 = 8;
+		g[4].v.u32 = 4096;
+		g[5].v.u32 = 7168;
+		EXPECT(krt_shape_check(&a, g, 6, &e) == KRT_OK);
+		g[1].v.t.dims[0] = 7168; /* B given as one byte per weight */
+		EXPECT(krt_shape_check(&a, g, 6, &e) == KRT_EINVAL);
+		EXPECT_MSG(e.msg, "arg 1 (B): dims[0]=7168: must be K/2 = 3584 (//@shape weights=e2m1",
+		           "two per byte");
+		g[1].v.t.dims[0] = 3584;
+		g[0].v.t.dims[0] = 1; /* a plain gemm header has no such rule for A */
+		EXPECT(krt_shape_check(&a, g, 6, &e) == KRT_OK);
+	}
+
 	/* malformed lines name the field and the rule */
 	static const struct {
 		const char *line, *want;

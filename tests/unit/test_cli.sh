@@ -51,9 +51,18 @@ expect_error "--scale=block128 with --dtype=bf16: block scales apply to FP8 inpu
 expect_error "--tile-k=64 with --scale=block128: tile-k must be the scale block, 128" gemm --dtype e4m3 --scale block128
 expect_error "--tile-n=96 with --scale=block128: tile-n must divide 128" gemm --dtype e4m3 --scale block128 --tile-k 128 --tile-n 96
 expect_error "--scale=block128: the sm_100a gemm has no block-scaled path yet" gemm --target sm_100a --dtype e4m3 --scale block128 --tile-k 128 --tile-n 128
-expect_error "--scale=blk: must be one of none,block128,mx32,nv16" gemm --dtype e4m3 --scale blk
+expect_error "--scale=blk: must be one of none,block128,mx32,nv16,w4a8" gemm --dtype e4m3 --scale blk
 expect_error "--scale=mx32: per-32 UE8M0 scales are applied by tcgen05.mma kind::mxf8f6f4; use --target sm_100a" gemm --dtype e4m3 --scale mx32 --tile-k 128 --tile-n 128
 expect_error "--tile-k=64 with --scale=mx32: tile-k must be 128" gemm --target sm_100a --dtype e4m3 --scale mx32
+# W4A8 (docs/ABI.md, "W4A8 weights"): each rule names the parameter, the value and the rule
+expect_error "--scale=w4a8 with --target=sm_100a: W4A8 turns FP4 into E4M3 for Hopper's wgmma" gemm --dtype e4m3 --scale w4a8 --tile-k 128 --target sm_100a --tile-m 8 --tile-n 128 --moe masked
+expect_error "--tile-m=128 with --scale=w4a8: tile-m is the tokens per CTA, the wgmma's N: 8 or 16" gemm --dtype e4m3 --scale w4a8 --tile-k 128 --tile-n 128 --moe masked
+expect_error "--tile-m=8: tile-m 8 and 16 are the W4A8 kernel's tokens per CTA" gemm --dtype e4m3 --scale block128 --tile-k 128 --tile-m 8 --tile-n 128
+expect_error "--tile-n=96 with --scale=w4a8: tile-n is 64 weight rows per consumer warpgroup, 64, 128, 192 or 256" gemm --dtype e4m3 --scale w4a8 --tile-k 128 --tile-m 8 --tile-n 96 --moe masked
+expect_error "--swizzle=64B with --scale=w4a8" gemm --dtype e4m3 --scale w4a8 --tile-k 128 --tile-m 8 --tile-n 128 --swizzle 64 --moe masked
+expect_error "--scale=w4a8 with --moe=none: the W4A8 kernel is the experts' decode GEMM" gemm --dtype e4m3 --scale w4a8 --tile-k 128 --tile-m 8 --tile-n 128
+expect_error "--epilogue=swiglu with --scale=w4a8" gemm --dtype e4m3 --scale w4a8 --tile-k 128 --tile-m 8 --tile-n 128 --moe masked --epilogue swiglu
+expect_error "--tile-k=64 with --scale=w4a8: tile-k must be the scale block, 128" gemm --dtype e4m3 --scale w4a8 --tile-m 8 --tile-n 128 --moe masked
 expect_error "--tile-n=192 with --scale=mx32: tile-n must be a multiple of 128" gemm --target sm_100a --dtype e4m3 --scale mx32 --tile-k 128 --tile-n 192
 expect_error "--scale=mx32 with --cta-pair=1" gemm --target sm_100a --dtype e4m3 --scale mx32 --tile-k 128 --tile-n 256 --cta-pair 1
 "$kgen" gemm --target sm_100a --dtype e4m3 --scale mx32 --tile-k 128 -o "$tmp/mx.ptx" || fail "gemm --scale mx32"

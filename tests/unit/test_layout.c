@@ -407,6 +407,34 @@ test_wgmma_fragment(void)
 			EQ(seen[r][c], 1, "64x16 covered once");
 }
 
+/* The 8-bit A fragment (docs/hardware.md, "wgmma A fragment"): (t, i, b)
+ * -> (row, k) for t=0 i=3 b=3 (8,19), t=37 i=2 b=1 (17,21), t=127 i=1 b=0
+ * (63,12); every (row, k) of the 64x32 A tile is held exactly once. */
+static void
+test_wgmma_afrag8(void)
+{
+	static const int v[][5] = {{0, 3, 3, 8, 19}, {37, 2, 1, 17, 21}, {127, 1, 0, 63, 12}, {0, 0, 0, 0, 0}};
+	int seen[64][32] = {{0}};
+
+	for (size_t k = 0; k < sizeof v / sizeof v[0]; k++) {
+		int r, c;
+		wgmma_afrag8(v[k][0], v[k][1], v[k][2], &r, &c);
+		EQ(r, v[k][3], "8-bit A fragment row");
+		EQ(c, v[k][4], "8-bit A fragment k");
+	}
+	for (int t = 0; t < 128; t++)
+		for (int i = 0; i < 4; i++)
+			for (int b = 0; b < 4; b++) {
+				int r, c;
+				wgmma_afrag8(t, i, b, &r, &c);
+				if (r >= 0 && r < 64 && c >= 0 && c < 32)
+					seen[r][c]++;
+			}
+	for (int r = 0; r < 64; r++)
+		for (int c = 0; c < 32; c++)
+			EQ(seen[r][c], 1, "64x32 covered once");
+}
+
 /* sm_100a decode keeps a 64-row K-major 128B-swizzled Q tile and reads it
  * with an M=128 MMA (gen/sm100/decode.c): the descriptor's row groups 8..15
  * lie 8 SBO on, which is rows 0..63 of the next 64-column slice. By hand:
@@ -513,6 +541,7 @@ main(void)
 	test_tmem_and_window();
 	test_pair128();
 	test_wgmma_fragment();
+	test_wgmma_afrag8();
 	test_scale_factors();
 	test_sf_pick();
 	test_names();

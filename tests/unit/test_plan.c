@@ -154,7 +154,7 @@ test_gemm_rejections(void)
 	expect_reject(4, m100, "--tile-m=64");
 	expect_reject(4, swz, "swizzle span");
 	expect_reject(2, n, "--tile-n=100: must be in 16..256 in steps of 16");
-	expect_reject(2, bad, "--tile-m=96: must be one of 64,128,192,256");
+	expect_reject(2, bad, "--tile-m=96: must be one of 8,16,64,128,192,256");
 	expect_reject(2, unk, "--tile-q: not a parameter");
 	expect_reject(2, dt, "--dtype=e5m2: must be one of bf16,fp16,e4m3,e2m1");
 	expect_reject(2, fp4, "--dtype=e2m1: FP4 inputs carry block scales; add --scale nv16");
