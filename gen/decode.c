@@ -39,8 +39,8 @@ static const ParamSpec decode_params[] = {
 	{"unnormalized", PK_INT, P(unnormalized), "0,1", 0, 0, 0, "0",
 	 "O as f32 without the 1/rowsum, plus LSE and the reference max M, for a later merge (no split-KV, no sink)",
 	 NULL},
-	{"stage-rows", PK_INT, P(stage_rows), "0,1", 0, 0, 0, "1",
-	 "1: the staged gather where it fits (token rows copied by cp.async.bulk into a smem ring two tiles ahead, one K=V stage); 0: the register gather (kernel name ends _rg where that differs)",
+	{"stage-rows", PK_INT, P(stage_rows), "0,1", 0, 0, 0, "0",
+	 "1: the staged gather where it fits (token rows copied by cp.async.bulk into a smem ring two tiles ahead, one K=V stage; kernel name ends _sr; 6-12 % slower than the register gather on the H100, BENCHMARKS.md); 0: the register gather",
 	 "target=sm_90a"},
 };
 
@@ -239,11 +239,9 @@ decode_configure(DecodeCfg *d, const DecodeParams *p, KgErr *err)
 	}
 	{
 		size_t n = strlen(f->name);
-		/* _rg: the register gather where the staged one would fit */
-		int rg = !p->stage_rows && ops->stage_rows && decode_stage_fits(d);
-
+		/* _sr: the staged gather (--stage-rows 1 where it fits) */
 		snprintf(f->name + n, sizeof f->name - n, "%s%s%s%s_%s", d->has_len ? "_len" : "",
-		         d->sink ? "_sink" : "", d->unnorm ? "_unnorm" : "", rg ? "_rg" : "", f->t->tag);
+		         d->sink ? "_sink" : "", d->unnorm ? "_unnorm" : "", d->raw_slots ? "_sr" : "", f->t->tag);
 	}
 	return plan_check(&f->plan, err);
 }
