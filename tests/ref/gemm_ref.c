@@ -112,13 +112,76 @@ gemm_ref(NumType in, const void *A, const void *B, uint32_t M, uint32_t N,
 	}
 }
 
-void
-gemm_bs_ref_rows(const uint8_t *A, const uint8_t *B, const float *SA, const float *SB,
-                 uint32_t M, uint32_t N, uint32_t K, uint32_t blk, const uint32_t *rows,
-                 uint32_t nrows, double *out)
+/* How one operand's rows are stored: E4M3 values or packed E2M1 codes,
+ * and their scale factors. The columns say which fields each form reads:
+ *   E4M3_BLOCK  X, SF32, blk, M   fp32 per blk of K, [cdiv(K,blk)][M] (A)
+ *               or per blk x blk, [cdiv(rows,blk)][cdiv(K,blk)] (B: M = 0)
+ *   E4M3_MX     X, S              UE8M0 per 32 of K in 512-byte images
+ *   FP4_PACKED  X, S, ue8m0, vec  E2M1 pairs, UE8M0 or UE4M3 per vec, images
+ *   W4A8        X, S              E2M1 pairs, UE8M0 per 32, [rows][K/32] */
+typedef enum { E4M3_BLOCK, E4M3_MX, FP4_PACKED, W4A8 } RowForm;
+
+typedef struct RowSrc {
+	RowForm form;
+	const uint8_t *X, *S;
+	const float *SF32;
+	uint32_t blk, M, vec;
+	int ue8m0;
+} RowSrc;
+
+/* Element (r, k) of each form, dequantized exactly (UE8M0 0xFF is NaN) */
+static uint8_t
+fp4_code(const RowSrc *s, uint32_t r, uint32_t k, uint32_t K)
+{
+	return (uint8_t)(s->X[(size_t)r * (K / 2) + k / 2] >> (4 * (k % 2)) & 15);
+}
+
+static double
+e4m3_block(const RowSrc *s, uint32_t r, uint32_t k, uint32_t K)
+{
+	uint32_t nkb = (K + s->blk - 1) / s->blk;
+	float f = s->M ? s->SF32[(size_t)(k / s->blk) * s->M + r] : s->SF32[(size_t)(r / s->blk) * nkb + k / s->blk];
+
+	return decode_e4m3_to_f64(s->X[(size_t)r * K + k]) * (double)f;
+}
+
+static double
+e4m3_mx(const RowSrc *s, uint32_t r, uint32_t k, uint32_t K)
+{
+	return decode_e4m3_to_f64(s->X[(size_t)r * K + k]) * gemm_sf_value(s->S[gemm_mx_sf_index(r, k, K)], 1);
+}
+
+static double
+fp4_packed(const RowSrc *s, uint32_t r, uint32_t k, uint32_t K)
+{
+	return indexer_e2m1_to_f64(fp4_code(s, r, k, K)) * gemm_sf_value(s->S[gemm_sf_index(r, k, K, s->vec)], s->ue8m0);
+}
+
+static double
+w4a8(const RowSrc *s, uint32_t r, uint32_t k, uint32_t K)
+{
+	return indexer_e2m1_to_f64(fp4_code(s, r, k, K)) * gemm_sf_value(s->S[(size_t)r * (K / 32) + k / 32], 1);
+}
+
+static double (*const form_value[])(const RowSrc *, uint32_t, uint32_t, uint32_t) = {
+	[E4M3_BLOCK] = e4m3_block, [E4M3_MX] = e4m3_mx, [FP4_PACKED] = fp4_packed, [W4A8] = w4a8,
+};
+
+/* Row r of an operand, dequantized: K values into v */
+static void
+src_row(const RowSrc *s, uint32_t r, uint32_t K, double *v)
+{
+	for (uint32_t k = 0; k < K; k++)
+		v[k] = form_value[s->form](s, r, k, K);
+}
+
+/* out[i*N + n] = alpha · Σ_k a[rows[i]][k]·b[n][k] over the dequantized
+ * operands (NaN everywhere without memory for the rows) */
+static void
+scaled_ref_rows(const RowSrc *a, const RowSrc *b, double alpha, uint32_t N, uint32_t K, const uint32_t *rows,
+                uint32_t nrows, double *out)
 {
 	size_t kk = K ? K : 1;
-	uint32_t nkb = (K + blk - 1) / blk;
 	double *arows = malloc(sizeof(double) * kk * (nrows ? nrows : 1));
 	double *brow = malloc(sizeof(double) * kk);
 
@@ -127,36 +190,26 @@ gemm_bs_ref_rows(const uint8_t *A, const uint8_t *B, const float *SA, const floa
 			out[i] = NAN;
 	} else {
 		for (uint32_t i = 0; i < nrows; i++)
-			for (uint32_t k = 0; k < K; k++)
-				arows[(size_t)i * K + k] = decode_e4m3_to_f64(A[(size_t)rows[i] * K + k]) *
-				                           (double)SA[(size_t)(k / blk) * M + rows[i]];
+			src_row(a, rows[i], K, arows + (size_t)i * K);
 		for (uint32_t n = 0; n < N; n++) {
-			for (uint32_t k = 0; k < K; k++)
-				brow[k] = decode_e4m3_to_f64(B[(size_t)n * K + k]) *
-				          (double)SB[(size_t)(n / blk) * nkb + k / blk];
+			src_row(b, n, K, brow);
 			for (uint32_t i = 0; i < nrows; i++)
-				out[(size_t)i * N + n] = dot(arows + (size_t)i * K, brow, K);
+				out[(size_t)i * N + n] = alpha * dot(arows + (size_t)i * K, brow, K);
 		}
 	}
 	free(arows);
 	free(brow);
 }
 
-/* Row n of W4A8's B, dequantized: code k of the row times 2^(SB[n][k/32]-127);
- * tab holds the 16 E2M1 values. */
-static void
-w4a8_row(const uint8_t *B, const uint8_t *SB, uint32_t n, uint32_t K, const double *tab, double *out)
+void
+gemm_bs_ref_rows(const uint8_t *A, const uint8_t *B, const float *SA, const float *SB,
+                 uint32_t M, uint32_t N, uint32_t K, uint32_t blk, const uint32_t *rows,
+                 uint32_t nrows, double *out)
 {
-	const uint8_t *row = B + (size_t)n * (K / 2), *e = SB + (size_t)n * (K / 32);
+	RowSrc a = {.form = E4M3_BLOCK, .X = A, .SF32 = SA, .blk = blk, .M = M};
+	RowSrc b = {.form = E4M3_BLOCK, .X = B, .SF32 = SB, .blk = blk};
 
-	for (uint32_t g = 0; g < K / 32; g++) {
-		double sc = e[g] == 0xFF ? NAN : ldexp(1.0, (int)e[g] - 127);
-		for (uint32_t i = 0; i < 16; i++) {
-			uint8_t byte = row[16 * g + i];
-			out[32 * g + 2 * i] = tab[byte & 15] * sc;
-			out[32 * g + 2 * i + 1] = tab[byte >> 4] * sc;
-		}
-	}
+	scaled_ref_rows(&a, &b, 1.0, N, K, rows, nrows, out);
 }
 
 void
@@ -164,28 +217,10 @@ gemm_w4a8_bs_ref_rows(const uint8_t *A, const float *SA, const uint8_t *B, const
                       uint32_t M, uint32_t N, uint32_t K, const uint32_t *rows, uint32_t nrows,
                       double *out)
 {
-	size_t kk = K ? K : 1;
-	double *arows = malloc(sizeof(double) * kk * (nrows ? nrows : 1));
-	double *brow = malloc(sizeof(double) * kk), tab[16];
+	RowSrc a = {.form = E4M3_BLOCK, .X = A, .SF32 = SA, .blk = 128, .M = M};
+	RowSrc b = {.form = W4A8, .X = B, .S = SB};
 
-	for (uint8_t c = 0; c < 16; c++)
-		tab[c] = indexer_e2m1_to_f64(c);
-	if (!arows || !brow) {
-		for (uint64_t i = 0; i < (uint64_t)nrows * N; i++)
-			out[i] = NAN;
-	} else {
-		for (uint32_t i = 0; i < nrows; i++)
-			for (uint32_t k = 0; k < K; k++)
-				arows[(size_t)i * K + k] = decode_e4m3_to_f64(A[(size_t)rows[i] * K + k]) *
-				                           (double)SA[(size_t)(k / 128) * M + rows[i]];
-		for (uint32_t n = 0; n < N; n++) {
-			w4a8_row(B, SB, n, K, tab, brow);
-			for (uint32_t i = 0; i < nrows; i++)
-				out[(size_t)i * N + n] = dot(arows + (size_t)i * K, brow, K);
-		}
-	}
-	free(arows);
-	free(brow);
+	scaled_ref_rows(&a, &b, 1.0, N, K, rows, nrows, out);
 }
 
 void
@@ -221,34 +256,6 @@ gemm_mx_sf_index(uint32_t r, uint32_t k, uint32_t K)
 	return ((size_t)(r / 128) * kb + k / 128) * 512 + 16 * (r % 32) + 4 * ((r % 128) / 32) + (k % 128) / 32;
 }
 
-void
-gemm_mx_ref_rows(const uint8_t *A, const uint8_t *B, const uint8_t *SA, const uint8_t *SB,
-                 uint32_t N, uint32_t K, const uint32_t *rows, uint32_t nrows, double *out)
-{
-	size_t kk = K ? K : 1;
-	double *arows = malloc(sizeof(double) * kk * (nrows ? nrows : 1));
-	double *brow = malloc(sizeof(double) * kk);
-
-	if (!arows || !brow) {
-		for (uint64_t i = 0; i < (uint64_t)nrows * N; i++)
-			out[i] = NAN;
-	} else {
-		for (uint32_t i = 0; i < nrows; i++)
-			for (uint32_t k = 0; k < K; k++)
-				arows[(size_t)i * K + k] = ldexp(decode_e4m3_to_f64(A[(size_t)rows[i] * K + k]),
-				                                 (int)SA[gemm_mx_sf_index(rows[i], k, K)] - 127);
-		for (uint32_t n = 0; n < N; n++) {
-			for (uint32_t k = 0; k < K; k++)
-				brow[k] = ldexp(decode_e4m3_to_f64(B[(size_t)n * K + k]),
-				                (int)SB[gemm_mx_sf_index(n, k, K)] - 127);
-			for (uint32_t i = 0; i < nrows; i++)
-				out[(size_t)i * N + n] = dot(arows + (size_t)i * K, brow, K);
-		}
-	}
-	free(arows);
-	free(brow);
-}
-
 size_t
 gemm_sf_index(uint32_t r, uint32_t k, uint32_t K, uint32_t vec)
 {
@@ -265,14 +272,13 @@ gemm_sf_value(uint8_t code, int ue8m0)
 	return code >= 0x7f ? NAN : decode_e4m3_to_f64(code);
 }
 
-/* Row r of an FP4 operand, dequantized: K values into v */
-static void
-fp4_row(const uint8_t *X, const uint8_t *S, int ue8m0, uint32_t vec, uint32_t K, uint32_t r, double *v)
+void
+gemm_mx_ref_rows(const uint8_t *A, const uint8_t *B, const uint8_t *SA, const uint8_t *SB,
+                 uint32_t N, uint32_t K, const uint32_t *rows, uint32_t nrows, double *out)
 {
-	for (uint32_t k = 0; k < K; k++) {
-		uint8_t c = (uint8_t)(X[(size_t)r * (K / 2) + k / 2] >> (4 * (k % 2)) & 15);
-		v[k] = indexer_e2m1_to_f64(c) * gemm_sf_value(S[gemm_sf_index(r, k, K, vec)], ue8m0);
-	}
+	RowSrc a = {.form = E4M3_MX, .X = A, .S = SA}, b = {.form = E4M3_MX, .X = B, .S = SB};
+
+	scaled_ref_rows(&a, &b, 1.0, N, K, rows, nrows, out);
 }
 
 void
@@ -280,50 +286,20 @@ gemm_fp4_ref_rows(const uint8_t *A, const uint8_t *B, const uint8_t *SA, const u
                   int ue8m0, uint32_t vec, double alpha, uint32_t N, uint32_t K,
                   const uint32_t *rows, uint32_t nrows, double *out)
 {
-	size_t kk = K ? K : 1;
-	double *arows = malloc(sizeof(double) * kk * (nrows ? nrows : 1));
-	double *brow = malloc(sizeof(double) * kk);
+	RowSrc a = {.form = FP4_PACKED, .X = A, .S = SA, .vec = vec, .ue8m0 = ue8m0};
+	RowSrc b = {.form = FP4_PACKED, .X = B, .S = SB, .vec = vec, .ue8m0 = ue8m0};
 
-	if (!arows || !brow) {
-		for (uint64_t i = 0; i < (uint64_t)nrows * N; i++)
-			out[i] = NAN;
-	} else {
-		for (uint32_t i = 0; i < nrows; i++)
-			fp4_row(A, SA, ue8m0, vec, K, rows[i], arows + (size_t)i * K);
-		for (uint32_t n = 0; n < N; n++) {
-			fp4_row(B, SB, ue8m0, vec, K, n, brow);
-			for (uint32_t i = 0; i < nrows; i++)
-				out[(size_t)i * N + n] = alpha * dot(arows + (size_t)i * K, brow, K);
-		}
-	}
-	free(arows);
-	free(brow);
+	scaled_ref_rows(&a, &b, alpha, N, K, rows, nrows, out);
 }
 
 void
 gemm_w4a8_ref_rows(const uint8_t *A, const uint8_t *B, const uint8_t *SA, const uint8_t *SB, uint32_t N,
                    uint32_t K, const uint32_t *rows, uint32_t nrows, double *out)
 {
-	size_t kk = K ? K : 1;
-	double *arows = malloc(sizeof(double) * kk * (nrows ? nrows : 1));
-	double *brow = malloc(sizeof(double) * kk);
+	RowSrc a = {.form = E4M3_MX, .X = A, .S = SA};
+	RowSrc b = {.form = FP4_PACKED, .X = B, .S = SB, .vec = 32, .ue8m0 = 1};
 
-	if (!arows || !brow) {
-		for (uint64_t i = 0; i < (uint64_t)nrows * N; i++)
-			out[i] = NAN;
-	} else {
-		for (uint32_t i = 0; i < nrows; i++)
-			for (uint32_t k = 0; k < K; k++)
-				arows[(size_t)i * K + k] = decode_e4m3_to_f64(A[(size_t)rows[i] * K + k]) *
-				                           gemm_sf_value(SA[gemm_mx_sf_index(rows[i], k, K)], 1);
-		for (uint32_t n = 0; n < N; n++) {
-			fp4_row(B, SB, 1, 32, K, n, brow);
-			for (uint32_t i = 0; i < nrows; i++)
-				out[(size_t)i * N + n] = dot(arows + (size_t)i * K, brow, K);
-		}
-	}
-	free(arows);
-	free(brow);
+	scaled_ref_rows(&a, &b, 1.0, N, K, rows, nrows, out);
 }
 
 int
