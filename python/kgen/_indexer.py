@@ -127,11 +127,14 @@ def run(c):
     idx = empty(c.qv, (c.b, c.sq, c.topk), "s32")
     logits = empty(c.qv, (c.b, c.sq, c.max_len), "f32")
     mod = _cache.module(c.dev, "indexer", c.args)
+    splits = _splits(c)
     launch(c.dev, mod, {
         "Q": In(c.qv.x), "weights": In(c.wv.x), "K": In(c.kv.x), "block_table": In(c.tv.x),
         "seq_lens": In(c.lv.x), "logits": Out(logits), "indices": Out(idx),
         # zero before the launch; the kernel leaves them zero
         "counters": Scratch(c.b * c.sq * 4, True),
+        # each part's top-k candidates and their positions (docs/ABI.md, "indexer")
+        "work": Scratch(2 * c.b * c.sq * splits * c.topk * 4, False),
         "batch": c.b, "s_q": c.sq, "max_len": c.max_len, "max_pages": c.max_pages,
-        "splits": _splits(c), "K_global": c.gv and In(c.gv.x)})
+        "splits": splits, "K_global": c.gv and In(c.gv.x)})
     return (idx, logits) if c.return_logits else idx
