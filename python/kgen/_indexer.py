@@ -133,7 +133,7 @@ def run(c):
         "seq_lens": In(c.lv.x), "logits": Out(logits), "indices": Out(idx),
         # zero before the launch; the kernel leaves them zero
         "counters": Scratch(c.b * c.sq * 4, True),
-        # each part's top-k candidates and their positions (docs/ABI.md, "indexer")
+        # each part's top-k candidates and their positions (docs/indexer.md, "Fused top-k")
         "work": Scratch(2 * c.b * c.sq * splits * c.topk * 4, False),
         "batch": c.b, "s_q": c.sq, "max_len": c.max_len, "max_pages": c.max_pages,
         "splits": splits, "K_global": c.gv and In(c.gv.x)})
