@@ -30,6 +30,13 @@ typedef struct SmemDesc {
 	int base32b;          /* sm100 only: layout 128B_BASE32B (code 1); needs swz == SWZ_128B */
 } SmemDesc;
 
+/* The start-address field holds address bits 4-17. In a cluster a CTA's
+ * shared addresses also carry its %cluster_ctarank in bits 24-27, which a
+ * kernel adding the whole address into the field would spill into the
+ * leading-byte-offset field: clustered kernels keep only these bits first
+ * (docs/hardware.md, "Shared addresses in a cluster"). */
+#define DESC_ADDR_MASK UINT32_C(0x3FFFF)
+
 int desc_encode(uint64_t *out, DescArch arch, const SmemDesc *d, KgErr *err);
 /* Inverse, for the calculator's field table and for tests. */
 int desc_decode(SmemDesc *out, DescArch arch, uint64_t v, KgErr *err);

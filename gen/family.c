@@ -200,30 +200,43 @@ value_text(const ParamSpec *s, const void *params, char *out, size_t n)
 	}
 }
 
-/* Whether s means something for these values (ParamSpec.when). */
+/* Whether the clause "NAME=A|B" (up to `end`) holds for these values. */
 static int
-meaningful(const Family *f, const void *params, const ParamSpec *s)
+clause_holds(const Family *f, const void *params, const char *c, const char *end)
 {
-	size_t n;
+	size_t n = strcspn(c, "=");
 	char v[64];
 
-	if (!s->when)
-		return 1;
-	n = strcspn(s->when, "=");
 	for (int i = 0; i < f->nparams; i++)
-		if (strlen(f->params[i].name) == n && strncmp(f->params[i].name, s->when, n) == 0) {
-			/* "NAME=A|B": any of the values separated by '|' */
+		if (strlen(f->params[i].name) == n && strncmp(f->params[i].name, c, n) == 0) {
+			/* any of the values separated by '|' */
 			value_text(&f->params[i], params, v, sizeof v);
-			for (const char *a = s->when + n + 1;; a++) {
-				size_t l = strcspn(a, "|");
+			for (const char *a = c + n + 1; a < end; a++) {
+				size_t l = strcspn(a, "|;");
 				if (strlen(v) == l && strncmp(v, a, l) == 0)
 					return 1;
 				a += l;
-				if (!*a)
-					return 0;
 			}
+			return 0;
 		}
 	return 1;
+}
+
+/* Whether s means something for these values (ParamSpec.when): any of its
+ * ';'-separated clauses holds. */
+static int
+meaningful(const Family *f, const void *params, const ParamSpec *s)
+{
+	if (!s->when)
+		return 1;
+	for (const char *c = s->when;;) {
+		const char *end = c + strcspn(c, ";");
+		if (clause_holds(f, params, c, end))
+			return 1;
+		if (!*end)
+			return 0;
+		c = end + 1;
+	}
 }
 
 void

@@ -23,7 +23,7 @@ typedef enum ParamKind {
  * range lo, hi and step for PK_INT without a list, default (as typed on the
  * command line), help, and `when`: "NAME=VALUE" if the parameter means
  * something only while parameter NAME has that value ("NAME=A|B": one of
- * those values; NULL: always); the
+ * those values; "X=1;Y=2": either clause; NULL: always); the
  * `args` line leaves it out otherwise, so it shows no value that does
  * nothing. */
 typedef struct ParamSpec {

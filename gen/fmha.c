@@ -43,7 +43,7 @@ static const ParamSpec fmha_params[] = {
 	{"s-ahead", PK_INT, P(s_ahead), NULL, -1, 1, 1, "-1",
 	 "split O (head-dim 512): 1 issues S_j before P_{j-1}'s hand-off, 0 after it (-1: 0, measured faster; docs/estimate.md)", "target=sm_90a"},
 	{"kv-multicast", PK_INT, P(kv_multicast), NULL, -1, 1, 1, "-1",
-	 "split O with separate K and V (head-dim 512): 1 pairs adjacent 64-row CTAs in a cluster, each loading half of every K/V tile for both (-1: 0 until measured; docs/estimate.md)", "target=sm_90a"},
+	 "split O with separate K and V (head-dim 512): 1 pairs adjacent 64-row CTAs in a cluster, each loading half of every K/V tile for both (-1: 0, measured slower; docs/estimate.md)", "target=sm_90a"},
 	{"dtype", PK_DTYPE, P(dtype), "bf16,fp16", 0, 0, 0, "bf16", "Q, K, V, O element type", NULL},
 };
 
@@ -144,6 +144,12 @@ fmha_configure(FmhaCfg *f, const FmhaParams *p, KgErr *err)
 		buf_free(&n);
 	}
 	return plan_check(&f->plan, err);
+}
+
+int
+fmha_clustered(const FmhaCfg *f)
+{
+	return f->pair || f->mcast;
 }
 
 int
@@ -623,13 +629,6 @@ fmha_generate(const void *params, const char *args, Buf *out, KgErr *err)
 
 	if (fmha_configure(&f, params, err) < 0)
 		return -1;
-	/* The multicast kernels pass the emulator (kcheck, emu-mutate) but gave
-	 * wrong outputs on the H100 (kcheck, 2026-11-27, 1x200x333 and 3x65x64;
-	 * BENCHMARKS.md): the emulator misses what is wrong with them, so
-	 * none are emitted until that is found. `kgen plan` still prices them. */
-	if (f.mcast)
-		return kg_fail(err, "--kv-multicast=1: its kernels fail kcheck on the H100 though the emulator "
-		               "passes them (docs/estimate.md, \"K/V multicast\"); not generated until that is found");
 	emit_init(&e);
 	rc = emit_prologue(&e, &f, &r, err);
 	if (rc == 0)

@@ -170,6 +170,8 @@ extern const FmhaOps fmha_sm90, fmha_sm100;
 /* K and V arrive as one tile (kv_shared), which feeds S and P·V alike; a
  * CTA pair loads K's key half and V's column half apart even then. */
 int fmha_kv_one(const FmhaCfg *f);
+/* launched in clusters of more than one CTA (pair, mcast) */
+int fmha_clustered(const FmhaCfg *f);
 
 /* Lays out Q, K and V for the tiles in f and plans the kernel: the shared
  * Q/K/V regions and the barriers the shared producer fills, then the

@@ -33,7 +33,8 @@ static const ParamSpec gemm_params[] = {
 	{"cta-pair", PK_INT, P(cta_pair), "0,1", 0, 0, 0, "0",
 	 "1: clusters of 2 CTAs, one cta_group::2 MMA of M = 2*tile-m per pair", "target=sm_100a"},
 	{"cluster-n", PK_INT, P(cluster_n), "1,2", 0, 0, 0, "1",
-	 "pairs per cluster along N; 2 multicasts each A tile to both pairs", "cta-pair=1"},
+	 "CTAs (sm_100a: pairs) per cluster along N; 2 multicasts each A tile to both (sm_90a: "
+	 "docs/estimate.md, \"A multicast\")", "cta-pair=1;target=sm_90a"},
 	{"scale", PK_ENUM, P(scale), "none,block128,mx32,nv16,w4a8", 0, 0, 0, "none",
 	 "block128 (sm_90a): C = sum over 128-wide K blocks of SA[kb,m]·SB[n/128,kb]·(A·B^T of the "
 	 "block), promoted into the f32 accumulator once per block; mx32 (sm_100a): a UE8M0 per 32 "
@@ -109,9 +110,15 @@ gemm_configure(GemmCfg *g, const GemmParams *p, KgErr *err)
 	if (g->moe && g->pair)
 		return kg_fail(err, "--moe=%s with --cta-pair=1: the MoE layouts map one CTA to one "
 		               "expert's tile; use --cta-pair 0", g->moe == GM_MASKED ? "masked" : "contiguous");
-	if (g->cn > 1 && !g->pair)
-		return kg_fail(err, "--cluster-n=%d: clusters along N are pairs sharing A; it needs "
-		               "--cta-pair 1", g->cn);
+	if (g->cn > 1 && !g->pair && g->t->gemm != &gemm_sm90)
+		return kg_fail(err, "--cluster-n=%d: on %s clusters along N are pairs sharing A; it needs "
+		               "--cta-pair 1", g->cn, g->t->name);
+	/* sm_90a: two CTAs of one M tile side by side along N; the MoE layouts
+	 * give each CTA its own expert's rows, which the pair would not share */
+	if (g->cn > 1 && !g->pair && (g->moe || p->scale == GS_W4A8))
+		return kg_fail(err, "--cluster-n=%d with %s: the CTAs of a cluster share their A rows; "
+		               "the MoE and W4A8 layouts give each CTA its own", g->cn,
+		               g->moe ? "--moe" : "--scale w4a8");
 
 	/* W4A8 (docs/ABI.md, "W4A8 weights"): the tile's A rows are the few
 	 * tokens of a decode step, the wgmma's N, and B's rows its M, 64 per
@@ -250,7 +257,7 @@ gemm_configure(GemmCfg *g, const GemmParams *p, KgErr *err)
 	snprintf(g->name, sizeof g->name, "gemm_%s%s_%s_m%dn%dk%d_s%d_sw%s%s%s_%s", dtype_name(g->in),
 	         g->in_b != g->in ? dtype_name(g->in_b) : "", dtype_name(g->out), g->tile_rows, g->tn, g->tk, g->stages,
 	         g->swz == SWZ_NONE ? "none" : (g->swz == SWZ_32B ? "32" : g->swz == SWZ_64B ? "64" : "128"),
-	         g->cn > 1 ? "_pair2" : g->pair ? "_pair" : "", g->w4a8 ? "_w4a8" : g->sblock ? (g->sbtype == DT_UE8M0 ? "_bs128e8" : "_bs128") : g->sfvec == 16 ? "_nv16" : g->sfvec ? "_mx32" : "", g->t->tag);
+	         g->cn > 1 ? (g->pair ? "_pair2" : "_cn2") : g->pair ? "_pair" : "", g->w4a8 ? "_w4a8" : g->sblock ? (g->sbtype == DT_UE8M0 ? "_bs128e8" : "_bs128") : g->sfvec == 16 ? "_nv16" : g->sfvec ? "_mx32" : "", g->t->tag);
 	if (g->moe) {
 		/* the layout (and epilogue) before the target tag: gemm_..._moec_swiglu_sm90a */
 		size_t n = strlen(g->name), tl = strlen(g->t->tag);
@@ -260,6 +267,12 @@ gemm_configure(GemmCfg *g, const GemmParams *p, KgErr *err)
 		         g->moe == GM_MASKED ? "moem" : "moec", g->swiglu ? "swiglu_" : "", tail);
 	}
 	return plan_check(&g->plan, err);
+}
+
+int
+gemm_clustered(const GemmCfg *g)
+{
+	return g->pair || g->cn > 1;
 }
 
 int
@@ -419,7 +432,10 @@ gemm_emit_producer(Emit *e, const GemmCfg *g, const GemmRegs *r, KgErr *err)
 		ahalf = (uint32_t)(g->tm / 2);
 		Reg t = reg_new(e, RC_B32);
 		emitf(e, "\tmad.lo.u32 %s, %s, %u, %s;\n", am.s, r->pairid.s, ahalf, r->m0.s);
-		emitf(e, "\tshl.b32 %s, 5, %s;\n\tcvt.u16.u32 %s, %s;\n", t.s, r->prank.s, mask.s, t.s);
+		if (g->pair)
+			emitf(e, "\tshl.b32 %s, 5, %s;\n\tcvt.u16.u32 %s, %s;\n", t.s, r->prank.s, mask.s, t.s);
+		else
+			emitf(e, "\tmov.b16 %s, 3;\n", mask.s);
 	}
 	Reg nbu = {0};
 	if (g->swiglu) {
@@ -474,7 +490,8 @@ gemm_emit_producer(Emit *e, const GemmCfg *g, const GemmRegs *r, KgErr *err)
 			cb[0] = reg_new(e, RC_B32);
 			emitf(e, "\tshr.u32 %s, %s, 1;\n", cb[0].s, kx.s);
 		}
-		if ((g->cn > 1 ? op_tma_load_multicast(e, err, da, r->tmap_a, ca, 2, full, mask)
+		if ((g->cn > 1 ? (g->pair ? op_tma_load_multicast(e, err, da, r->tmap_a, ca, 2, full, mask)
+		                          : op_tma_load_mcast(e, err, da, r->tmap_a, ca, 2, full, mask))
 		               : op_tma_load_group(e, err, da, r->tmap_a, ca, 2, full, 1 + g->pair)) < 0 ||
 		    op_tma_load_group(e, err, db, r->tmap_b, cb, 2, full, 1 + g->pair) < 0)
 			return -1;
@@ -523,7 +540,7 @@ emit_tile_coords(Emit *e, const GemmCfg *g, GemmRegs *r)
 	      g->tile_rows);
 	emitf(e, "\tadd.u32 %s, %s, %d;\n\tdiv.u32 %s, %s, %d;\n", nt.s, r->N.s, g->tn * g->cn - 1, nt.s, nt.s,
 	      g->tn * g->cn);
-	if (g->pair)
+	if (gemm_clustered(g))
 		emitf(e, "\tmov.u32 %s, %%clusterid.x;\n", id.s);
 	else
 		emitf(e, "\tmov.u32 %s, %%ctaid.x;\n", id.s);
@@ -676,7 +693,7 @@ emit_prologue(Emit *e, const GemmCfg *g, GemmRegs *r, KgErr *err)
 	r->tmap_a = reg_new(e, RC_B64);
 	r->tmap_b = reg_new(e, RC_B64);
 	r->c = reg_new(e, RC_B64);
-	if (g->pair)
+	if (gemm_clustered(g))
 		r->rank = reg_new(e, RC_B32);
 
 	emit_block(e, "gemm.prologue");
@@ -700,9 +717,12 @@ emit_prologue(Emit *e, const GemmCfg *g, GemmRegs *r, KgErr *err)
 		emitf(e, "\tld.param.u64 %s, [p_SB];\n\tcvta.to.global.u64 %s, %s;\n", r->sb.s, r->sb.s, r->sb.s);
 	}
 	r->prank = r->rank;
-	if (g->pair)
+	if (gemm_clustered(g))
 		emitf(e, "\tmov.u32 %s, %%cluster_ctarank;\n", r->rank.s);
-	if (g->cn > 1) {
+	if (g->cn > 1 && !g->pair) {
+		/* sm_90a: the cluster is the two CTAs along N */
+		r->pairid = r->rank;
+	} else if (g->cn > 1) {
 		r->prank = reg_new(e, RC_B32);
 		r->pairid = reg_new(e, RC_B32);
 		emitf(e, "\tand.b32 %s, %s, 1;\n\tshr.u32 %s, %s, 1;\n", r->prank.s, r->rank.s, r->pairid.s,
@@ -718,7 +738,7 @@ emit_prologue(Emit *e, const GemmCfg *g, GemmRegs *r, KgErr *err)
 	op_init_barriers(e, &g->plan, r->base, r->tid, "gemm.barrier_init");
 	if (g->t->gemm->setup && g->t->gemm->setup(e, g, r, err) < 0)
 		return -1;
-	if (g->pair)
+	if (gemm_clustered(g))
 		/* the peer uses this CTA's barriers: the inits and the TMEM
 		 * allocation are published cluster-wide (PTX ISA §9.7.13.2) */
 		op_cluster_sync(e);
@@ -748,9 +768,9 @@ gemm_abi(const GemmCfg *g, const char *args, KernelAbi *k)
 		snprintf(k->grid[0], sizeof k->grid[0], "cdiv(M,%d)*cdiv(N,%d)+E*cdiv(N,%d)", g->tm, g->tn, g->tn);
 	else if (g->moe == GM_MASKED)
 		snprintf(k->grid[0], sizeof k->grid[0], "E*cdiv(M,%d)*cdiv(N,%d)", g->tm, g->tn);
-	else if (g->pair)
+	else if (gemm_clustered(g))
 		snprintf(k->grid[0], sizeof k->grid[0], "cdiv(M,%d)*cdiv(N,%d)*%d", g->tile_rows, g->tn * g->cn,
-		         2 * g->cn);
+		         (1 + g->pair) * g->cn);
 	else
 		snprintf(k->grid[0], sizeof k->grid[0], "cdiv(M,%d)*cdiv(N,%d)", g->tm, g->tn);
 	snprintf(k->grid[1], sizeof k->grid[1], "1");
@@ -912,8 +932,9 @@ gemm_plan(const void *params, Buf *text, KgErr *err)
 		buf_printf(text, "cta pair        clusters of %d CTAs: rank 0 issues tcgen05.mma.cta_group::2 M=%d N=%d; each CTA holds %d rows of A, %d of B and D\n",
 		           2 * g.cn, g.tile_rows, g.tn, g.tm, g.tn_cta);
 	if (g.cn > 1)
-		buf_printf(text, "multicast       %d pairs along N; each CTA loads %d of its %d A rows and multicasts them to the same place in the other pair\n",
-		           g.cn, g.tm / g.cn, g.tm);
+		buf_printf(text, "multicast       %d %s along N; each CTA loads %d of its %d A rows and multicasts them to the same place in the other%s\n",
+		           g.cn, g.pair ? "pairs" : "CTAs of one M tile", g.tm / g.cn, g.tm,
+		           g.pair ? " pair" : " CTA; each stage is freed by both CTAs' consumers");
 	if (g.moe == GM_CONTIGUOUS)
 		buf_printf(text, "moe             contiguous: expert e owns rows offsets[e]..offsets[e+1]-1 of A and C, B[e] its N rows; one CTA per (tile-m row block met by an expert, N tile), found by a warp scan of the experts' tile counts\n");
 	if (g.moe == GM_MASKED)

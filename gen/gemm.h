@@ -149,6 +149,8 @@ int gemm_mma_loop_head(Emit *e, KgErr *err, const GemmRegs *r, Reg stage, Reg ph
                        Reg full0, Reg full, Reg p, char *loop, char *done, size_t n);
 /* Low/high words of the K-major smem descriptor of operand `l` whose start
  * is `addr_reg` + byte offset; see gen/desc.h. */
+/* launched in clusters of more than one CTA (pair, cn = 2) */
+int gemm_clustered(const GemmCfg *g);
 int gemm_desc_words(const GemmCfg *g, const TileLayout *l, uint32_t *lo0, uint32_t *hi,
                     KgErr *err);
 

@@ -214,6 +214,26 @@ op_desc_hi(Emit *e, Reg dst, DescArch arch, uint64_t desc, const char *what)
 	emitf(e, "\tmov.u32 %s, %u; // desc %s: %s\n", dst.s, (uint32_t)(desc >> 32), what, t);
 }
 
+/* The default .release.cta: what the arrive orders are async-proxy reads
+ * that wgmma.wait_group already completed. A .release.cluster arrive also
+ * waits for this thread's other memory operations to be performed cluster
+ * wide (the consumers' scale prefetch) and measured far slower on the H100
+ * (docs/estimate.md, "A multicast"). */
+void
+op_mbar_arrive_peer(Emit *e, Reg bar, const char *guard)
+{
+	emitf(e, "\t%smbarrier.arrive.shared::cluster.b64 _, [%s];\n", guard, bar.s);
+}
+
+void
+op_desc_start(Emit *e, Reg lo, int clustered)
+{
+	if (clustered)
+		emitf(e, "\tand.b32 %s, %s, 0x%X; // descriptor address bits, not the CTA rank\n", lo.s, lo.s,
+		      DESC_ADDR_MASK);
+	emitf(e, "\tshr.u32 %s, %s, 4;\n", lo.s, lo.s);
+}
+
 void
 op_idesc(Emit *e, Reg dst, IdescKind kind, uint32_t idesc, const char *what)
 {

@@ -62,6 +62,12 @@ void op_bar_sync_why(Emit *e, int id, int threads, const char *why);
  * instruction descriptor `idesc`, each with its decoding (gen/desc) and
  * `what` in a comment, so a changed field reads in the diff. */
 void op_desc_hi(Emit *e, Reg dst, DescArch arch, uint64_t desc, const char *what);
+/* guard (e.g. "@%p ") arrive on a peer CTA's mbarrier (a mapa address)
+ * that frees a stage this thread's wgmmas have finished reading */
+void op_mbar_arrive_peer(Emit *e, Reg bar, const char *guard);
+/* lo = the start-address field of a matrix descriptor from shared address
+ * lo, in place; clustered: drop the rank bits first (gen/desc.h) */
+void op_desc_start(Emit *e, Reg lo, int clustered);
 void op_idesc(Emit *e, Reg dst, IdescKind kind, uint32_t idesc, const char *what);
 /* dst = addr of .param symbol `sym` in the generic space (tensor maps). */
 void op_param_addr(Emit *e, Reg dst, const char *sym);

@@ -493,8 +493,8 @@ emit_s_phase(Emit *e, const FmhaCfg *f, Mma *m, int first, KgErr *err)
 	emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n", m->bar.s, m->kst.s, m->kfull0.s);
 	if (op_mbar_wait(e, err, m->bar, m->kph.s) < 0)
 		return -1;
-	emitf(e, "\tmad.lo.u32 %s, %s, %u, %s;\n\tshr.u32 %s, %s, 4;\n", m->lo.s, m->kst.s, f->k_bytes,
-	      m->k0.s, m->lo.s, m->lo.s);
+	emitf(e, "\tmad.lo.u32 %s, %s, %u, %s;\n", m->lo.s, m->kst.s, f->k_bytes, m->k0.s);
+	op_desc_start(e, m->lo, fmha_clustered(f));
 	emitf(e, "\tadd.u32 %s, %s, %u;\n", m->lo.s, m->lo.s, m->k_lo);
 	for (int q = 0; q < qtiles(f); q++) {
 		/* slot = si & 1; its previous P·V is completion (si>>1)-1 of
@@ -544,8 +544,8 @@ emit_pv_phase(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Mma *m, KgErr *err)
 		if (op_mbar_wait(e, err, m->bar, m->vph.s) < 0)
 			return -1;
 	}
-	emitf(e, "\tmad.lo.u32 %s, %s, %u, %s;\n\tshr.u32 %s, %s, 4;\n", m->lo.s, m->vst.s, vstride,
-	      m->v0.s, m->lo.s, m->lo.s);
+	emitf(e, "\tmad.lo.u32 %s, %s, %u, %s;\n", m->lo.s, m->vst.s, vstride, m->v0.s);
+	op_desc_start(e, m->lo, fmha_clustered(f));
 	emitf(e, "\tadd.u32 %s, %s, %s;\n", m->lo.s, m->lo.s, m->vcol_lo.s);
 	/* the first P·V of a Q tile overwrites O */
 	emitf(e, "\tsub.u32 %s, %s, %s;\n\tsetp.ne.u32 %s, %s, 0;\n", m->t.s, m->j.s, r->j0.s, m->acc.s, m->t.s);
@@ -652,7 +652,7 @@ emit_mma(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Reg tmem, KgErr *err)
 		m.lead = reg_new(e, RC_B16);
 		emitf(e, "\tmov.b16 %s, 3;\n\tmov.b16 %s, 1;\n", m.both.s, m.lead.s);
 	}
-	emitf(e, "\tshr.u32 %s, %s, 4;\n", m.q0.s, m.q0.s);
+	op_desc_start(e, m.q0, fmha_clustered(f));
 	op_idesc(e, m.id_s, IK_F16, ids, "S = Q*K^T");
 	op_idesc(e, m.id_o, IK_F16, ido, "O += P*V");
 	op_desc_hi(e, m.qhi, f->t->desc, dq, "Q");

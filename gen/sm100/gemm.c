@@ -169,7 +169,7 @@ sf_copy(Emit *e, const GemmCfg *g, Sf *sf, Reg stage, Reg tmem)
 		emitf(e, "\tmad.lo.u32 %s, %s, %u, %s;\n", sf->lo.s, stage.s, g->sfa_bytes, sf->sa0.s);
 		if (i)
 			emitf(e, "\tadd.u32 %s, %s, %d;\n", sf->lo.s, sf->lo.s, i * SF_IMAGE_BYTES);
-		emitf(e, "\tshr.u32 %s, %s, 4;\n", sf->lo.s, sf->lo.s);
+		op_desc_start(e, sf->lo, gemm_clustered(g));
 		emitf(e, "\tadd.u32 %s, %s, %u;\n\tmov.b64 %s, {%s, %s};\n", sf->lo.s, sf->lo.s, sf->dlo, sf->d.s,
 		      sf->lo.s, sf->dhi.s);
 		if (i) {
@@ -183,9 +183,9 @@ sf_copy(Emit *e, const GemmCfg *g, Sf *sf, Reg stage, Reg tmem)
 	for (int j = 0; j < nb; j++)
 		for (int i = 0; i < g->sf_imgs; i++) {
 			Reg t = reg_new(e, RC_B32);
-			emitf(e, "\tmad.lo.u32 %s, %s, %u, %s;\n\tadd.u32 %s, %s, %u;\n\tshr.u32 %s, %s, 4;\n",
-			      sf->lo.s, stage.s, g->sfb_bytes, sf->sb0.s, sf->lo.s, sf->lo.s,
-			      (uint32_t)(j * g->sf_imgs + i) * SF_IMAGE_BYTES, sf->lo.s, sf->lo.s);
+			emitf(e, "\tmad.lo.u32 %s, %s, %u, %s;\n\tadd.u32 %s, %s, %u;\n", sf->lo.s, stage.s,
+			      g->sfb_bytes, sf->sb0.s, sf->lo.s, sf->lo.s, (uint32_t)(j * g->sf_imgs + i) * SF_IMAGE_BYTES);
+			op_desc_start(e, sf->lo, gemm_clustered(g));
 			emitf(e, "\tadd.u32 %s, %s, %u;\n\tmov.b64 %s, {%s, %s};\n", sf->lo.s, sf->lo.s, sf->dlo,
 			      sf->d.s, sf->lo.s, sf->dhi.s);
 			emitf(e, "\tadd.u32 %s, %s, %d;\n", t.s, sf->tb.s, (i * nb + j) * SF_COLS);
@@ -242,7 +242,8 @@ emit_mma(Emit *e, const GemmCfg *g, const GemmRegs *r, Reg tmem, KgErr *err)
 	sm100_fence_after(e);
 	emitf(e, "\tmad.lo.u32 %s, %s, %u, %s;\n", as.s, stage.s, g->la.bytes, a0.s);
 	emitf(e, "\tmad.lo.u32 %s, %s, %u, %s;\n", bs.s, stage.s, g->lb.bytes, b0.s);
-	emitf(e, "\tshr.u32 %s, %s, 4;\n\tshr.u32 %s, %s, 4;\n", as.s, as.s, bs.s, bs.s);
+	op_desc_start(e, as, gemm_clustered(g));
+	op_desc_start(e, bs, gemm_clustered(g));
 	if (g->sfvec)
 		sf_copy(e, g, &sf, stage, tmem);
 	/* the first MMA of the tile overwrites the accumulator */

@@ -18,8 +18,8 @@
 void
 fmha90_scores_issue(Emit *e, const FmhaCfg *f, Consumer *c)
 {
-	emitf(e, "\tmad.lo.u32 %s, %s, %u, %s;\n\tshr.u32 %s, %s, 4;\n", c->klo.s, c->stage.s, f->k_bytes,
-	      c->k0.s, c->klo.s, c->klo.s);
+	emitf(e, "\tmad.lo.u32 %s, %s, %u, %s;\n", c->klo.s, c->stage.s, f->k_bytes, c->k0.s);
+	op_desc_start(e, c->klo, fmha_clustered(f));
 	for (int kk = 0; kk < f->d / 16; kk++) {
 		uint32_t qa = layout_offset(&f->lq, 0, 16 * kk) >> 4, ka = layout_offset(&f->lk, 0, 16 * kk) >> 4;
 		emitf(e, "\tadd.u32 %s, %s, %u;\n\tmov.b64 %s, {%s, %s};\n", c->lo.s, c->qlo.s, qa, c->ad.s,
@@ -131,7 +131,7 @@ fmha90_free(Emit *e, const FmhaCfg *f, Consumer *c, int prev)
 	snprintf(guard, sizeof guard, "@%s ", p.s);
 	op_mbar_arrive(e, c->bar, guard);
 	emitf(e, "\tmapa.shared::cluster.u32 %s, %s, %s;\n", c->bar.s, c->bar.s, c->peer.s);
-	emitf(e, "\t%smbarrier.arrive.release.cluster.shared::cluster.b64 _, [%s];\n", guard, c->bar.s);
+	op_mbar_arrive_peer(e, c->bar, guard);
 }
 
 void
@@ -358,8 +358,8 @@ fmha90_consumer_init(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Consumer *cp,
 	c.kfree0 = op_plan_bar(e, &f->plan, r->base, f->b_kfree);
 	c.vfree0 = op_plan_bar(e, &f->plan, r->base, f->b_vfree);
 	emitf(e, "\tsetp.eq.u32 %s, %s, 0;\n", c.lane0.s, r->lane.s);
-	emitf(e, "\tmad.lo.u32 %s, %s, %u, %s;\n\tshr.u32 %s, %s, 4;\n", c.qlo.s, row_block.s, f->lq.bytes,
-	      c.q0.s, c.qlo.s, c.qlo.s);
+	emitf(e, "\tmad.lo.u32 %s, %s, %u, %s;\n", c.qlo.s, row_block.s, f->lq.bytes, c.q0.s);
+	op_desc_start(e, c.qlo, fmha_clustered(f));
 	emitf(e, "\tadd.u32 %s, %s, %u;\n", c.qlo.s, c.qlo.s, (uint32_t)dq);
 	op_desc_hi(e, c.dhi, f->t->desc, dq, "Q and K");
 	op_desc_hi(e, c.vhi, f->t->desc, dv, "V, MN-major");

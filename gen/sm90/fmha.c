@@ -42,7 +42,7 @@ sm90_fmha_tiles(FmhaCfg *f, const FmhaParams *p, KgErr *err)
 		int can = f->split && !f->kv_shared && f->mask != MASK_WINDOW && p->pack_heads == 1;
 		if (p->kv_multicast == 1 && !can)
 			return kg_fail(err, "--kv-multicast=1: multicast pairs split-O CTAs (head-dim above 256) with separate K and V, --pack-heads 1 and no window");
-		/* opt-in until an H100 run has timed it (docs/estimate.md) */
+		/* opt-in: slower on the H100 (docs/estimate.md, "K/V multicast") */
 		f->mcast = can && p->kv_multicast == 1;
 	}
 	if (p->tile_m == 256)
@@ -131,8 +131,9 @@ sm90_fmha_plan(FmhaCfg *f, KgErr *err)
 static void
 emit_pv_issue(Emit *e, const FmhaCfg *f, Consumer *c)
 {
-	emitf(e, "\tmad.lo.u32 %s, %s, %u, %s;\n\tshr.u32 %s, %s, 4;\n", c->vlo.s, c->pstage.s,
-	      f->kv_shared ? f->k_bytes : f->v_bytes, c->v0.s, c->vlo.s, c->vlo.s);
+	emitf(e, "\tmad.lo.u32 %s, %s, %u, %s;\n", c->vlo.s, c->pstage.s,
+	      f->kv_shared ? f->k_bytes : f->v_bytes, c->v0.s);
+	op_desc_start(e, c->vlo, fmha_clustered(f));
 	for (int kk = 0; kk < f->bn / 16; kk++) {
 		/* 16 keys = two 8-row groups of the N-major V atoms: +2*SBO
 		 * (docs/hardware.md, "Advancing along K") */

@@ -138,10 +138,11 @@ split_pv_issue(Emit *e, const FmhaCfg *f, Consumer *c, Split *s, Reg pbuf, Reg s
 	Reg pa = reg_new(e, RC_B32);
 	uint32_t vslice = (uint32_t)(c->ocol0 / 64) * f->lv.slice_bytes;
 
-	emitf(e, "\tmad.lo.u32 %s, %s, %u, %s;\n\tshr.u32 %s, %s, 4;\n", pa.s, pbuf.s, s->p_bytes, s->p0.s,
-	      pa.s, pa.s);
-	emitf(e, "\tmad.lo.u32 %s, %s, %u, %s;\n\tshr.u32 %s, %s, 4;\n", c->vlo.s, stage.s,
-	      f->kv_shared ? f->k_bytes : f->v_bytes, c->v0.s, c->vlo.s, c->vlo.s);
+	emitf(e, "\tmad.lo.u32 %s, %s, %u, %s;\n", pa.s, pbuf.s, s->p_bytes, s->p0.s);
+	op_desc_start(e, pa, fmha_clustered(f));
+	emitf(e, "\tmad.lo.u32 %s, %s, %u, %s;\n", c->vlo.s, stage.s, f->kv_shared ? f->k_bytes : f->v_bytes,
+	      c->v0.s);
+	op_desc_start(e, c->vlo, fmha_clustered(f));
 	for (int kk = 0; kk < f->bn / 16; kk++) {
 		/* P: K-major SW128 like Q, +32 bytes per 16 keys; V: N-major, +2*SBO */
 		emitf(e, "\tadd.u32 %s, %s, %u;\n\tmov.b64 %s, {%s, %s};\n", c->lo.s, pa.s,

@@ -44,9 +44,11 @@ sm90_plan(GemmCfg *g, KgErr *err)
 	snprintf(p->regs_need_who, sizeof p->regs_need_who, "consumer");
 	g->b_full = plan_barrier(p, "full", g->stages, 1, g->stage_bytes,
 	                         "producer: arrive.expect_tx, then TMA complete_tx");
-	snprintf(does, sizeof does, "lane 0 of each of the %d consumer warps after wgmma.wait_group",
-	         4 * g->consumers);
-	g->b_empty = plan_barrier(p, "empty", g->stages, 4 * g->consumers, 0, does);
+	/* cluster-n 2: either producer refills a stage's A in both CTAs, so
+	 * both CTAs' consumers free it (docs/estimate.md, "A multicast") */
+	snprintf(does, sizeof does, "lane 0 of each of the %d consumer warps%s after wgmma.wait_group",
+	         4 * g->consumers, g->cn > 1 ? " of both CTAs" : "");
+	g->b_empty = plan_barrier(p, "empty", g->stages, 4 * g->consumers * g->cn, 0, does);
 	return 0;
 }
 
@@ -155,15 +157,21 @@ emit_scale_addrs(Emit *e, const GemmCfg *g, const GemmRegs *r, Reg wgc, Scales *
 		emitf(e, "\tadd.u32 %s, %s, %d;\n\tmin.u32 %s, %s, %s;\n", t.s, row.s, 8 * h, t.s, t.s, last.s);
 		emitf(e, "\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n", w.s, t.s, sc->pa[h].s, r->sa.s, w.s);
 	}
-	/* SB row n0 / 128 (n0 < N: the tile exists; MoE: of its expert), K block 0 */
+	/* SB row n0 / 128 (n0 < N: the tile exists, but for cluster-n 2; MoE: of its expert), K block 0 */
 	sc->pb = reg_new(e, RC_B64);
 	sc->b = reg_new(e, RC_F32);
 	sc->e8 = reg_new(e, RC_B32);
 	sc->e8p = reg_new(e, RC_PRED);
-	if (g->moe)
+	if (g->moe) {
 		emitf(e, "\tmov.u32 %s, %s;\n", t.s, r->sbrow.s);
-	else
+	} else if (g->cn > 1) {
+		/* a cluster's second CTA may start past N (its columns are not
+		 * stored): clamped, it reads a real scale */
+		emitf(e, "\tsub.u32 %s, %s, 1;\n\tmin.u32 %s, %s, %s;\n", t.s, r->N.s, t.s, t.s, r->n0.s);
+		emitf(e, "\tdiv.u32 %s, %s, %d;\n", t.s, t.s, g->sblock);
+	} else {
 		emitf(e, "\tdiv.u32 %s, %s, %d;\n", t.s, r->n0.s, g->sblock);
+	}
 	emitf(e, "\tmul.lo.u32 %s, %s, %s;\n\tmul.wide.u32 %s, %s, %d;\n\tadd.u64 %s, %s, %s;\n", t.s, t.s,
 	      r->nk.s, w.s, t.s, dtype_bits(g->sbtype) / 8, sc->pb.s, r->sb.s, w.s);
 	for (int h = 0; h < 2; h++)
@@ -391,6 +399,30 @@ emit_swiglu_fp8(Emit *e, const GemmCfg *g, const GemmRegs *r, Reg wgc, Reg *acc)
 	}
 }
 
+/* cluster-n 2: frees the stage of K tile kt - back (its empty barrier at
+ * bar) in this CTA and the peer, where both producers refill it. Only
+ * tiles a producer still waits for: at K tile k it waits for tile k -
+ * stages, so tiles from nk - stages on are never freed, and every remote
+ * arrival is waited for by the peer's producer before its last load, which
+ * the peer's consumers wait for: none reaches a CTA that has exited
+ * (docs/estimate.md, "A multicast"). */
+static void
+emit_release_both(Emit *e, const GemmCfg *g, const GemmRegs *r, Reg bar, Reg kt, int back, Reg lane0, Reg p)
+{
+	Reg t = reg_new(e, RC_B32), peer = reg_new(e, RC_B32);
+	char guard[16];
+
+	emitf(e, "\tadd.u32 %s, %s, %d;\n", t.s, kt.s, g->stages - back);
+	emitf(e, "\tsetp.lt.u32 %s, %s, %s;\n\tand.pred %s, %s, %s;\n", p.s, t.s, r->nk.s, p.s, p.s, lane0.s);
+	if (back)
+		emitf(e, "\tsetp.ne.and.u32 %s, %s, 0, %s;\n", p.s, kt.s, p.s);
+	snprintf(guard, sizeof guard, "@%s ", p.s);
+	op_mbar_arrive(e, bar, guard);
+	emitf(e, "\txor.b32 %s, %s, 1;\n\t%smapa.shared::cluster.u32 %s, %s, %s;\n", t.s, r->rank.s, guard,
+	      peer.s, bar.s, t.s);
+	op_mbar_arrive_peer(e, peer, guard);
+}
+
 static int
 emit_consumer(Emit *e, const GemmCfg *g, const GemmRegs *r, KgErr *err)
 {
@@ -439,7 +471,8 @@ emit_consumer(Emit *e, const GemmCfg *g, const GemmRegs *r, KgErr *err)
 		return -1;
 	emitf(e, "\tmad.lo.u32 %s, %s, %u, %s;\n", as.s, stage.s, g->la.bytes, a0.s);
 	emitf(e, "\tmad.lo.u32 %s, %s, %u, %s;\n", bs.s, stage.s, g->lb.bytes, b0.s);
-	emitf(e, "\tshr.u32 %s, %s, 4;\n\tshr.u32 %s, %s, 4;\n", as.s, as.s, bs.s, bs.s);
+	op_desc_start(e, as, gemm_clustered(g));
+	op_desc_start(e, bs, gemm_clustered(g));
 	if (g->sblock) {
 		emit_scale_loads(e, g, r, &sc, kt);
 		emit_block(e, "sm90.gemm_block_mma");
@@ -465,16 +498,24 @@ emit_consumer(Emit *e, const GemmCfg *g, const GemmRegs *r, KgErr *err)
 		sm90_wgmma_wait(e, 0);
 		emitf(e, "\tmad.lo.u32 %s, %s, 8, %s; // mbar %s[stage]\n", prev.s, stage.s, empty0.s,
 		      g->plan.bars[g->b_empty].name);
-		snprintf(guard, sizeof guard, "@%s ", lane0.s);
-		op_mbar_arrive(e, prev, guard);
+		if (g->cn > 1) {
+			emit_release_both(e, g, r, prev, kt, 0, lane0, rel);
+		} else {
+			snprintf(guard, sizeof guard, "@%s ", lane0.s);
+			op_mbar_arrive(e, prev, guard);
+		}
 		emit_promote(e, g, &sc, acc);
 	} else {
 		/* Keep one group in flight: once the previous stage's group is done
 		 * its smem may be refilled. */
 		sm90_wgmma_wait(e, 1);
-		emitf(e, "\tsetp.ne.and.u32 %s, %s, 0, %s;\n", rel.s, kt.s, lane0.s);
-		snprintf(guard, sizeof guard, "@%s ", rel.s);
-		op_mbar_arrive(e, prev, guard);
+		if (g->cn > 1) {
+			emit_release_both(e, g, r, prev, kt, 1, lane0, rel);
+		} else {
+			emitf(e, "\tsetp.ne.and.u32 %s, %s, 0, %s;\n", rel.s, kt.s, lane0.s);
+			snprintf(guard, sizeof guard, "@%s ", rel.s);
+			op_mbar_arrive(e, prev, guard);
+		}
 		emitf(e, "\tmad.lo.u32 %s, %s, 8, %s; // mbar %s[stage]\n", prev.s, stage.s, empty0.s,
 		      g->plan.bars[g->b_empty].name);
 	}

@@ -311,14 +311,15 @@ launch(KrtModule *m, const KrtLaunch *l, KrtErr *err)
 	const EmuProgram *p = m->impl;
 	EmuLaunchCtx lc;
 	memset(&lc, 0, sizeof lc);
-	uint64_t seed, seeds, base, mis, steps, trace, max_threads, launch_steps;
+	uint64_t seed, seeds, base, mis, steps, trace, max_threads, launch_steps, coresident;
 	if (env_u64("KRT_EMU_SEED", 0, &seed, err) || env_u64("KRT_EMU_SEEDS", 1, &seeds, err) ||
 	     env_u64("KRT_EMU_SMEM_BASE", 0x400, &base, err) ||
 	    env_u64("KRT_EMU_TRACE", UINT64_MAX, &trace, err) ||
 	    env_u64("KRT_EMU_SMEM_MISALIGN", 16, &mis, err) ||
 	    env_u64("KRT_EMU_MAX_STEPS", UINT64_C(2000000000), &steps, err) ||
 	    env_u64("KRT_EMU_MAX_THREADS", MAX_THREADS_DEFAULT, &max_threads, err) ||
-	    env_u64("KRT_EMU_MAX_LAUNCH_STEPS", MAX_LAUNCH_STEPS_DEFAULT, &launch_steps, err))
+	    env_u64("KRT_EMU_MAX_LAUNCH_STEPS", MAX_LAUNCH_STEPS_DEFAULT, &launch_steps, err) ||
+	    env_u64("KRT_EMU_CORESIDENT", 1, &coresident, err))
 		return err->code;
 	uint64_t threads = (uint64_t)l->grid[0] * l->grid[1] * l->grid[2] *
 	                   ((uint64_t)l->block[0] * l->block[1] * l->block[2]);
@@ -346,6 +347,10 @@ launch(KrtModule *m, const KrtLaunch *l, KrtErr *err)
 	lc.smem_misalign = (uint32_t)mis;
 	lc.max_steps = steps;
 	lc.max_launch_steps = launch_steps;
+	if (coresident < 1 || coresident > EMU_MAX_CLUSTER)
+		return krt_errf(err, KRT_EINVAL, "emu: KRT_EMU_CORESIDENT=%" PRIu64 ": CTAs run "
+		                "interleaved per group of 1..%d", coresident, EMU_MAX_CLUSTER);
+	lc.coresident = (uint32_t)coresident;
 	lc.trace = trace == UINT64_MAX ? 0 : (int)trace + 1;
 	lc.params = calloc(1, p->param_bytes + 16);
 	if (!lc.params)

@@ -1,7 +1,6 @@
 /* Clusters (PTX ISA §5.2.3 "Cluster of Cooperative Thread Arrays"): mapa
- * (§9.7.9.20) and barrier.cluster (§9.7.13.2). A shared::cluster address is
- * EMU_DSMEM_BIT | rank << 24 | window address (emu.h); operand.c resolves
- * them. */
+ * (§9.7.9.20) and barrier.cluster (§9.7.13.2). A shared address is
+ * rank << 24 | offset (emu.h); operand.c resolves them. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -29,13 +28,15 @@ emu_op_mapa(EmuCta *c, EmuThread *t, const EmuInsn *in)
 	uint64_t a, r;
 	if (emu_geti(c, t, in, 1, &a) || emu_geti(c, t, in, 2, &r))
 		return EMU_STOP;
-	uint32_t local = (uint32_t)a & EMU_DSMEM_BIT ? EMU_DSMEM_LOCAL((uint32_t)a) : (uint32_t)a;
-	if (r >= (uint64_t)c->cl->n)
-		return emu_fault(c, t, in, "mapa to CTA rank %" PRIu64 " of a cluster of %d", r, c->cl->n);
+	uint64_t local;
+	if (emu_smem_own(c, t, in, a, &local))
+		return EMU_STOP;
+	if (r >= (uint64_t)emu_cluster_n(c))
+		return emu_fault(c, t, in, "mapa to CTA rank %" PRIu64 " of a cluster of %d", r, emu_cluster_n(c));
 	if (local < c->smem_lo || local >= c->smem_end)
-		return emu_fault(c, t, in, "mapa of 0x%x, which is not a shared memory address of "
+		return emu_fault(c, t, in, "mapa of 0x%" PRIx64 ", which is not a shared memory address of "
 		                 "this CTA [0x%x, 0x%x)", local, c->smem_lo, c->smem_end);
-	return emu_set(c, t, in, emu_opnd(c, in, 0), EMU_DSMEM_BIT | (uint32_t)r << 24 | local)
+	return emu_set(c, t, in, emu_opnd(c, in, 0), EMU_SMEM_TAG(r) | (uint32_t)local)
 	               ? EMU_STOP : EMU_NEXT;
 }
 
@@ -67,6 +68,10 @@ emu_cluster_bar_try(EmuCluster *cl)
 int
 emu_op_cluster_arrive(EmuCta *c, EmuThread *t, const EmuInsn *in)
 {
+	if (c->cl->solo)
+		return emu_fault(c, t, in, "barrier.cluster in a co-resident group (KRT_EMU_CORESIDENT): "
+		                 "the group interleaves CTAs that are each a cluster of one, and its "
+		                 "cluster barrier would join them (runtime/emu/README.md)");
 	if (t->cbar_pending)
 		return emu_hazard(c, t, in, "cluster",
 		                  "barrier.cluster.arrive twice without a barrier.cluster.wait between "

@@ -38,14 +38,18 @@ enum {
 	EMU_MAX_SYNC = 16,    /* global words a cluster synchronizes through (atom .release) */
 };
 
-/* A shared::cluster address of another CTA's shared memory, as mapa makes
- * it: this bit, the target's %cluster_ctarank in bits 24-27 and its window
- * address below. A shared::cta address (bit clear) names the executing CTA,
- * as the PTX ISA's shared::cta window inside the shared::cluster window
- * does (§5.1.3 "Shared State Space"). */
-#define EMU_DSMEM_BIT UINT32_C(0x80000000)
-#define EMU_DSMEM_RANK(a) ((int)((a) >> 24 & 0xf))
-#define EMU_DSMEM_LOCAL(a) ((a) & UINT32_C(0x00ffffff))
+/* Shared addresses carry the CTA's %cluster_ctarank in bits 24-27 above
+ * the offset in its shared memory, as on the H100: the address of a shared
+ * variable in CTA rank r is r << 24 | offset; a shared::cluster access goes
+ * to the CTA its bits name (mapa replaces them), and a shared::cta access
+ * must name the executing CTA. Inside the emulator shared memory is indexed
+ * by the offset alone (EMU_SMEM_LOCAL). The wgmma and tcgen05 matrix
+ * descriptors hold address bits 4-17 only, so a kernel that adds a whole
+ * address into one spills the rank into the next field, as the hardware
+ * does (docs/hardware.md, "Shared addresses in a cluster"). */
+#define EMU_SMEM_TAG(rank) ((uint32_t)(rank) << 24)
+#define EMU_SMEM_RANK(a) ((int)((a) >> 24 & 0xf))
+#define EMU_SMEM_LOCAL(a) ((a) & UINT32_C(0x00ffffff))
 
 /* ---- types ------------------------------------------------------------- */
 
@@ -523,6 +527,7 @@ typedef struct EmuLaunchCtx {
 	uint64_t launch_steps;     /* of the CTAs finished so far */
 	int trace;           /* thread id + 1 to trace in CTA 0, 0 off */
 	int cl_n;            /* CTAs per cluster */
+	uint32_t coresident; /* KRT_EMU_CORESIDENT: CTAs interleaved per group (1: off) */
 } EmuLaunchCtx;
 
 /* The CTAs of one cluster run together: one scheduler over all their
@@ -530,6 +535,10 @@ typedef struct EmuLaunchCtx {
  * so waits, arrivals and async units across CTAs order like local ones. */
 typedef struct EmuCluster {
 	int n;
+	/* a co-resident group (KRT_EMU_CORESIDENT): the n CTAs of a launch
+	 * without clusters run interleaved under one scheduler, but each is a
+	 * cluster of one to the kernel (emu_rank 0, its own shared memory) */
+	int solo;
 	uint32_t dim[3];
 	uint32_t id[3];      /* %clusterid */
 	int per;             /* clock slots per CTA */
@@ -668,6 +677,10 @@ int emu_reg_hazard(EmuCta *c, EmuThread *t, const EmuInsn *in, int reg, int writ
 int emu_uniform(EmuCta *c, EmuWarp *w, const EmuInsn *in, uint32_t lanes, int i, uint64_t *v);
 /* Address operand i as a shared-window address (generic converted). */
 int emu_shared_addr(EmuCta *c, EmuThread *t, const EmuInsn *in, int i, uint32_t *out);
+int emu_smem_own(EmuCta *c, EmuThread *t, const EmuInsn *in, uint64_t a, uint64_t *local);
+/* %cluster_ctarank and the CTAs in the kernel's cluster (1 in a co-resident group) */
+int emu_rank(const EmuCta *c);
+int emu_cluster_n(const EmuCta *c);
 /* Address operand i of a .shared::cluster instruction: the CTA whose shared
  * memory it names (*owner) and the window address there. A CTA's shared
  * memory used by another before that thread completed a barrier.cluster.wait,

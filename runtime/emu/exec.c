@@ -855,6 +855,15 @@ emu_run_launch(EmuLaunchCtx *lc, KrtErr *err)
 	if (cluster_dims(lc, cl.dim, err))
 		return err->code;
 	cl.n = (int)(cl.dim[0] * cl.dim[1] * cl.dim[2]);
+	if (cl.n == 1 && lc->coresident > 1) {
+		/* runtime/emu/README.md, "Co-resident CTAs" */
+		if (l->grid[0] % lc->coresident)
+			return krt_errf(err, KRT_EINVAL, "emu: kernel %s: KRT_EMU_CORESIDENT=%u needs grid x "
+			                "(%u) to be a multiple of it", lc->prog->entry, lc->coresident, l->grid[0]);
+		cl.dim[0] = lc->coresident;
+		cl.n = (int)lc->coresident;
+		cl.solo = 1;
+	}
 	cl.per = (int)nthreads + EMU_MAX_MBAR + EMU_MAX_AGENTS;
 	lc->cl_n = cl.n;
 	for (int r = 0; r < cl.n; r++)

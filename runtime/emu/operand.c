@@ -79,10 +79,10 @@ special(EmuCta *c, EmuThread *t, int id)
 	case SP_NCTAID_X: return l->grid[0];
 	case SP_NCTAID_Y: return l->grid[1];
 	case SP_NCTAID_Z: return l->grid[2];
-	case SP_CLUSTERID_X: return c->cl->id[0];
-	case SP_CLUSTERID_Y: return c->cl->id[1];
-	case SP_CLUSTERID_Z: return c->cl->id[2];
-	case SP_NCLUSTERID_X: return l->grid[0] / c->cl->dim[0];
+	case SP_CLUSTERID_X: return c->cl->solo ? c->ctaid[0] : c->cl->id[0];
+	case SP_CLUSTERID_Y: return c->cl->solo ? c->ctaid[1] : c->cl->id[1];
+	case SP_CLUSTERID_Z: return c->cl->solo ? c->ctaid[2] : c->cl->id[2];
+	case SP_NCLUSTERID_X: return c->cl->solo ? l->grid[0] : l->grid[0] / c->cl->dim[0];
 	case SP_NCLUSTERID_Y: return l->grid[1] / c->cl->dim[1];
 	case SP_NCLUSTERID_Z: return l->grid[2] / c->cl->dim[2];
 	case SP_LANEID: return lane;
@@ -97,13 +97,13 @@ special(EmuCta *c, EmuThread *t, int id)
 	case SP_LANEMASK_LE: return lane == 31 ? 0xffffffffu : (2u << lane) - 1;
 	case SP_LANEMASK_GT: return lane == 31 ? 0 : ~((2u << lane) - 1);
 	case SP_LANEMASK_GE: return ~((1u << lane) - 1);
-	case SP_CLUSTER_CTARANK: return (uint32_t)c->rank;
-	case SP_CLUSTER_NCTARANK: return (uint32_t)c->cl->n;
-	case SP_IS_EXPLICIT_CLUSTER: return c->cl->n > 1 || c->prog->reqncluster[0];
-	case SP_CLUSTER_CTAID_X: return c->ctaid[0] % c->cl->dim[0];
+	case SP_CLUSTER_CTARANK: return (uint32_t)emu_rank(c);
+	case SP_CLUSTER_NCTARANK: return (uint32_t)emu_cluster_n(c);
+	case SP_IS_EXPLICIT_CLUSTER: return emu_cluster_n(c) > 1 || c->prog->reqncluster[0];
+	case SP_CLUSTER_CTAID_X: return c->cl->solo ? 0 : c->ctaid[0] % c->cl->dim[0];
 	case SP_CLUSTER_CTAID_Y: return c->ctaid[1] % c->cl->dim[1];
 	case SP_CLUSTER_CTAID_Z: return c->ctaid[2] % c->cl->dim[2];
-	case SP_CLUSTER_NCTAID_X: return c->cl->dim[0];
+	case SP_CLUSTER_NCTAID_X: return c->cl->solo ? 1 : c->cl->dim[0];
 	case SP_CLUSTER_NCTAID_Y: return c->cl->dim[1];
 	case SP_CLUSTER_NCTAID_Z: return c->cl->dim[2];
 	case SP_DYN_SMEM: return l->smem;
@@ -117,7 +117,7 @@ sym_addr(const EmuCta *c, int s)
 {
 	const EmuSym *y = &c->prog->sym[s];
 	if (y->space == SPACE_SHARED)
-		return y->dynamic ? c->dyn_addr : c->lc->smem_base + y->addr;
+		return EMU_SMEM_TAG(emu_rank(c)) | (y->dynamic ? c->dyn_addr : c->lc->smem_base + y->addr);
 	return y->addr;
 }
 
@@ -216,8 +216,10 @@ emu_resolve(EmuCta *c, EmuThread *t, const EmuInsn *in, EmuSpace space, uint64_t
 	uint32_t align = bytes > 16 ? 16 : bytes;
 	if (align && (addr & (align - 1)))
 		return emu_fault(c, t, in, "misaligned %u-byte access at 0x%" PRIx64, bytes, addr);
-	if (space == SPACE_CLUSTER && (addr & EMU_DSMEM_BIT)) {
-		/* another CTA's shared memory (mapa): no shared_addr, so no
+	if (space == SPACE_SHARED && emu_smem_own(c, t, in, addr, &addr))
+		return EMU_STOP;
+	if (space == SPACE_CLUSTER) {
+		/* another CTA's shared memory: no shared_addr, so no
 		 * async-proxy tag checks; ld/st check data races in its history
 		 * (runtime/emu/README.md) */
 		EmuCta *o;
@@ -270,6 +272,32 @@ emu_resolve(EmuCta *c, EmuThread *t, const EmuInsn *in, EmuSpace space, uint64_t
 }
 
 int
+emu_rank(const EmuCta *c)
+{
+	return c->cl->solo ? 0 : c->rank;
+}
+
+int
+emu_cluster_n(const EmuCta *c)
+{
+	return c->cl->solo ? 1 : c->cl->n;
+}
+
+/* a shared::cta address: the executing CTA's rank bits, or none outside a
+ * cluster (emu.h) */
+int
+emu_smem_own(EmuCta *c, EmuThread *t, const EmuInsn *in, uint64_t a, uint64_t *local)
+{
+	if (a >> 28 || EMU_SMEM_RANK(a) != emu_rank(c))
+		return emu_fault(c, t, in, "shared::cta address 0x%" PRIx64 " does not name this CTA: a "
+		                 "CTA's shared addresses carry its %%cluster_ctarank (%d) in bits 24-27, and "
+		                 "another CTA's shared memory is reached through shared::cluster "
+		                 "(docs/hardware.md, \"Shared addresses in a cluster\")", a, emu_rank(c));
+	*local = EMU_SMEM_LOCAL(a);
+	return 0;
+}
+
+int
 emu_shared_addr(EmuCta *c, EmuThread *t, const EmuInsn *in, int i, uint32_t *out)
 {
 	uint64_t a;
@@ -281,6 +309,8 @@ emu_shared_addr(EmuCta *c, EmuThread *t, const EmuInsn *in, int i, uint32_t *out
 			                 "window (%s needs shared memory)", a, in->def->name);
 		a -= EMU_GENERIC_SHARED;
 	}
+	if (emu_smem_own(c, t, in, a, &a))
+		return EMU_STOP;
 	if (a < c->smem_lo || a >= c->smem_end)
 		return emu_fault(c, t, in, "shared address 0x%" PRIx64 " is outside the CTA's shared "
 		                 "memory [0x%x, 0x%x)", a, c->smem_lo, c->smem_end);
@@ -334,20 +364,15 @@ emu_cluster_resolve(EmuCta *c, EmuThread *t, const EmuInsn *in, uint64_t a, EmuC
 	}
 	EmuCta *o = c;
 	uint32_t local = (uint32_t)a;
-	if (a >> 32)
-		return emu_fault(c, t, in, "shared::cluster address 0x%" PRIx64 " has bits above 31", a);
-	if (local & EMU_DSMEM_BIT) {
-		if (in->space != SPACE_CLUSTER)
-			return emu_fault(c, t, in, "address 0x%x from mapa names another CTA's shared "
-			                 "memory, but %s uses the shared::cta window (PTX ISA §5.1.3)",
-			                 local, in->def->name);
-		int r = EMU_DSMEM_RANK(local);
-		if (r >= c->cl->n)
-			return emu_fault(c, t, in, "shared::cluster address 0x%x names CTA rank %d of a "
-			                 "cluster of %d", local, r, c->cl->n);
-		o = c->cl->cta[r];
-		local = EMU_DSMEM_LOCAL(local);
-	}
+	if (a >> 28)
+		return emu_fault(c, t, in, "shared::cluster address 0x%" PRIx64 " has bits above 27 "
+		                 "(a rank in bits 24-27, the offset below: emu.h)", a);
+	int r = EMU_SMEM_RANK(local);
+	if (r >= emu_cluster_n(c))
+		return emu_fault(c, t, in, "shared::cluster address 0x%x names CTA rank %d of a "
+		                 "cluster of %d", local, r, emu_cluster_n(c));
+	o = c->cl->solo ? c : c->cl->cta[r];
+	local = EMU_SMEM_LOCAL(local);
 	if (o != c && !t->cbar_synced)
 		return emu_hazard(c, t, in, "cluster",
 		                  "%s accesses the shared memory of CTA rank %d (0x%x) before this thread "

@@ -669,9 +669,9 @@ mma_pair(EmuCta *c, EmuThread *t, const EmuInsn *in, MmaOp *op, const EmuSmemDes
 		return emu_fault(c, t, in, "tcgen05.mma.cta_group::2 with M = 256 and A in TMEM, or "
 		                 "with a disable-output-lane mask, is not supported by the emulator yet");
 	int p0 = c->rank & ~1;
-	if (p0 + 1 >= c->cl->n)
+	if (p0 + 1 >= emu_cluster_n(c))
 		return emu_hazard(c, t, in, "cta-group", "tcgen05.mma.cta_group::2 in CTA rank %d of a "
-		                  "cluster of %d: the pair's peer CTA does not exist", c->rank, c->cl->n);
+		                  "cluster of %d: the pair's peer CTA does not exist", c->rank, emu_cluster_n(c));
 	EmuCta *pc[2] = {c->cl->cta[p0], c->cl->cta[p0 + 1]};
 	for (int h = 0; h < 2; h++) {
 		if (pc[h]->finished)

@@ -472,11 +472,11 @@ emu_wop_tc_alloc(EmuCta *c, EmuWarp *w, const EmuInsn *in, uint32_t lanes)
 		return EMU_STOP;
 	if (!c->tmem)
 		return emu_fault(c, t0, in, "tcgen05 on a device without tensor memory");
-	if (in->aux[TC_GROUP] == 2 && (c->rank ^ 1) >= c->cl->n)
+	if (in->aux[TC_GROUP] == 2 && (c->rank ^ 1) >= emu_cluster_n(c))
 		return emu_hazard(c, t0, in, "cta-group",
 		                  "tcgen05.alloc.cta_group::2 in CTA rank %d of a cluster of %d: "
 		                  "cta_group::2 needs the peer CTA (rank %d) of the pair in the cluster "
-		                  "(docs/cta-pair.md, \"The tcgen05 CTA pair\")", c->rank, c->cl->n, c->rank ^ 1);
+		                  "(docs/cta-pair.md, \"The tcgen05 CTA pair\")", c->rank, emu_cluster_n(c), c->rank ^ 1);
 	if (n < 32 || n > 512 || (n & (n - 1)))
 		return emu_hazard(c, t0, in, "tmem-alloc",
 		                  "tcgen05.alloc of %" PRIu64 " columns: the count must be a power of two "
@@ -923,9 +923,9 @@ commit_targets(EmuCta *c, EmuThread *t, const EmuInsn *in, uint32_t *mb, uint32_
 		if (emu_geti(c, t, in, 1, &mask))
 			return EMU_STOP;
 		*ctas = (uint32_t)mask & 0xffff;
-		if (!*ctas || *ctas >> c->cl->n)
+		if (!*ctas || *ctas >> emu_cluster_n(c))
 			return emu_fault(c, t, in, "commit multicast mask 0x%x: the cluster has CTA ranks "
-			                 "0..%d", (unsigned)mask, c->cl->n - 1);
+			                 "0..%d", (unsigned)mask, emu_cluster_n(c) - 1);
 	}
 	for (int r = 0; r < c->cl->n; r++) {
 		if (!(*ctas >> r & 1))

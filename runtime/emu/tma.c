@@ -270,9 +270,12 @@ load_targets(EmuCta *c, EmuThread *t, const EmuInsn *in, TmaOp *op, uint32_t *sa
 		if (emu_geti(c, t, in, 3, &v))
 			return EMU_STOP;
 		mask = (uint32_t)v & 0xffff;
-		if (!mask || (mask >> n))
+		if (!mask || (mask >> emu_cluster_n(c)))
 			return emu_fault(c, t, in, "multicast mask 0x%x: the cluster has CTA ranks 0..%d",
-			                 mask, n - 1);
+			                 mask, emu_cluster_n(c) - 1);
+		/* a co-resident group: the kernel's rank 0 is this CTA */
+		if (c->cl->solo)
+			mask = 1u << c->rank;
 	}
 	op->dsts = mask;
 	for (int r = 0; r < n; r++) {

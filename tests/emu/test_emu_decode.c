@@ -84,20 +84,24 @@ run_config(const char *const *cfg)
 }
 
 /* The split-KV combine's waiting path (docs/ABI.md "decode"; sm_90a, the
- * target that takes it, gen/decode.h combine_wait): CTAs run one after
- * another unless they share a cluster, so a part never finds the others
- * started and waiting. Here the kernel declares one cluster of its whole
- * grid x (every part of a query row), so the parts run interleaved: each
- * claims a slice, waits for the others' counts and combines it, and the
- * race checks see the parts' O_partial stores beside the other parts'
- * reads, ordered only by the counter's release and acquire. */
+ * target that takes it, gen/decode.h combine_wait): the emulator runs CTAs
+ * one after another unless they are co-resident, so a part never finds the
+ * others started and waiting. Here KRT_EMU_CORESIDENT runs each group of
+ * `splits` CTAs along x (every part of a query row) interleaved, each
+ * still a cluster of one to the kernel: each claims a slice, waits for the
+ * others' counts and combines it, and the race checks see the parts'
+ * O_partial stores beside the other parts' reads, ordered only by the
+ * counter's release and acquire. (A cluster would also interleave them,
+ * but in a cluster every CTA's shared addresses carry its rank, which
+ * this kernel, launched without clusters, need not drop from its
+ * descriptors: docs/hardware.md, "Shared addresses in a cluster".) */
 static int
-run_cluster(const char *target, const char *const *cfg, uint32_t splits)
+run_coresident(const char *target, const char *const *cfg, uint32_t splits)
 {
 	const char *args[20] = {"--target", target};
-	char what[256] = "", dims[48];
-	int n = 2, fails = 0, x = (int)splits;
-	char *ptx = NULL, *ptx2 = NULL, *at;
+	char what[256] = "", group[16];
+	int n = 2, fails = 0;
+	char *ptx = NULL;
 	size_t len = 0;
 	KgErr kerr = {{0}};
 	KrtErr err;
@@ -114,35 +118,24 @@ run_cluster(const char *target, const char *const *cfg, uint32_t splits)
 		printf("FAIL %s %s: kgen refuses: %s\n", target, what, kerr.msg);
 		return 1;
 	}
-	/* .reqnctapercluster after the .maxntid line */
-	snprintf(dims, sizeof dims, ".reqnctapercluster %d, 1, 1\n", x);
-	at = strstr(ptx, ".maxntid");
-	at = at ? strchr(at, '\n') : NULL;
-	ptx2 = at ? malloc(len + strlen(dims) + 1) : NULL;
-	if (!ptx2) {
-		printf("FAIL %s %s: no .maxntid line to follow\n", target, what);
-		free(ptx);
-		return 1;
-	}
-	memcpy(ptx2, ptx, (size_t)(at + 1 - ptx));
-	strcpy(ptx2 + (at + 1 - ptx), dims);
-	strcat(ptx2, at + 1);
-	free(ptx);
-	if (et_open_for(target, &dev, &err) || krt_module_load(dev, ptx2, strlen(ptx2), &mod, &err)) {
+	if (et_open_for(target, &dev, &err) || krt_module_load(dev, ptx, len, &mod, &err)) {
 		printf("FAIL %s %s: %s\n", target, what, err.msg);
-		free(ptx2);
+		free(ptx);
 		krt_device_close(dev);
 		return 1;
 	}
-	free(ptx2);
+	free(ptx);
+	snprintf(group, sizeof group, "%u", splits);
+	setenv("KRT_EMU_CORESIDENT", group, 1);
 	int rc = et_decode(dev, mod, 2, 1, splits, 4100 + splits, &f);
+	unsetenv("KRT_EMU_CORESIDENT");
 	if (rc < 0)
-		printf("FAIL %s %s, batch 2 splits %u in one cluster: %s\n", target, what, splits, f.err.msg);
+		printf("FAIL %s %s, batch 2 splits %u co-resident: %s\n", target, what, splits, f.err.msg);
 	else if (rc > 0)
-		printf("FAIL %s %s, batch 2 splits %u in one cluster: %llu elements over tolerance %.0e, max rel err %.3g; first: %s\n",
+		printf("FAIL %s %s, batch 2 splits %u co-resident: %llu elements over tolerance %.0e, max rel err %.3g; first: %s\n",
 		       target, what, splits, (unsigned long long)f.bad, f.tol, f.max_err, f.first_bad);
 	else
-		printf("ok   %s %s, batch 2 splits %u in one cluster: max rel err %.3g (tol %.0e), LSE err %.3g\n", target,
+		printf("ok   %s %s, batch 2 splits %u co-resident: max rel err %.3g (tol %.0e), LSE err %.3g\n", target,
 		       what, splits, f.max_err, f.tol, f.lse_err);
 	fails += rc != 0;
 	krt_module_unload(mod);
@@ -159,7 +152,7 @@ main(void)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	for (size_t i = 0; i < COUNT(configs); i++)
 		fails += run_config(configs[i]) != 0;
-	fails += run_cluster("sm_90a", waits, 3) != 0;
+	fails += run_coresident("sm_90a", waits, 3) != 0;
 	printf("test_emu_decode: %d of %zu configurations failed\n", fails, COUNT(configs) + 1);
 	return fails ? 1 : 0;
 }

@@ -7,7 +7,11 @@
  * lengths below top-k and a first row that skips everything; paged
  * sources get block tables in random page order.
  *
- *   test_decode_gpu SOURCE_ROOT
+ *   test_decode_gpu SOURCE_ROOT [generated|emitted]
+ *
+ * generated: only the configurations below; emitted: only emitted/ (meson
+ * runs the halves as two tests, side by side: the float64 references take
+ * most of the time, on the host's cores). Both without the argument.
  *
  * Exit 0 all pass, 1 any failure, 77 no sm_90 GPU (meson: skipped). */
 #include <stdio.h>
@@ -90,21 +94,29 @@ int
 main(int argc, char **argv)
 {
 	const char *root = argc > 1 ? argv[1] : ".";
+	const char *part = argc > 2 ? argv[2] : "all";
+	int gen = strcmp(part, "emitted") != 0, emitted = strcmp(part, "generated") != 0;
 	KrtDevice *dev = NULL;
 	GpuTally t = {.seed = check_seed_from_env()};
 	int rc;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (gen == emitted && strcmp(part, "all")) {
+		fprintf(stderr, "test_decode_gpu: part '%s': generated, emitted or none (both)\n", part);
+		return 2;
+	}
 	if ((rc = check_open_sm90(&dev, t.seed)) != 0)
 		return rc;
-	for (size_t i = 0; i < COUNT(configs) && !t.dead; i++)
+	for (size_t i = 0; gen && i < COUNT(configs) && !t.dead; i++)
 		gpu_check_config(dev, &t, "decode", &suite, configs[i]);
-	for (size_t i = 0; i < COUNT(merge_configs) && !t.dead; i++)
+	for (size_t i = 0; gen && i < COUNT(merge_configs) && !t.dead; i++)
 		gpu_check_config(dev, &t, "decode_merge", &merge_suite, merge_configs[i]);
 	/* the attention kernels by format prefix; the merges on their own shapes */
-	gpu_check_emitted(dev, &suite, root, "decode_bf16", &t);
-	gpu_check_emitted(dev, &suite, root, "decode_fp8", &t);
-	gpu_check_emitted(dev, &merge_suite, root, "decode_merge", &t);
+	if (emitted) {
+		gpu_check_emitted(dev, &suite, root, "decode_bf16", &t);
+		gpu_check_emitted(dev, &suite, root, "decode_fp8", &t);
+		gpu_check_emitted(dev, &merge_suite, root, "decode_merge", &t);
+	}
 	krt_device_close(dev);
 	printf("test_decode_gpu: %d of %d passed over %d kernels (seed %llu)\n", t.run - t.failed, t.run,
 	       t.modules, (unsigned long long)t.seed);

@@ -171,7 +171,16 @@ grep -q '^//@grid cdiv(n,16384) rows 1$' "$tmp/topk.ptx" || fail "topk: grid lin
 "$kgen" plan gemm --target sm_100a --cta-pair 1 >"$tmp/pair" || fail "plan gemm --cta-pair 1"
 grep -q 'tcgen05.mma.cta_group::2 M=256 N=256; each CTA holds 128 rows of A, 128 of B and D' "$tmp/pair" ||
 	fail "pair plan: $(grep 'cta pair' "$tmp/pair")"
-expect_error "--cluster-n=2: clusters along N are pairs sharing A; it needs --cta-pair 1" gemm --target sm_100a --cluster-n 2
+expect_error "--cluster-n=2: on sm_100a clusters along N are pairs sharing A; it needs --cta-pair 1" gemm --target sm_100a --cluster-n 2
+# sm_90a A multicast (docs/estimate.md, "A multicast"): clusters of 2 CTAs along N
+expect_error "--cluster-n=2 with --moe: the CTAs of a cluster share their A rows" gemm --target sm_90a --dtype e4m3 --scale block128 --tile-k 128 --moe masked --cluster-n 2
+"$kgen" gemm --target sm_90a --cluster-n 2 -o "$tmp/cn2.ptx" || fail "gemm --target sm_90a --cluster-n 2"
+grep -q '^//@cluster 2 1 1$' "$tmp/cn2.ptx" || fail "cn2 gemm: no //@cluster 2 1 1"
+grep -q '^//@grid cdiv(M,128)\*cdiv(N,512)\*2 1 1$' "$tmp/cn2.ptx" || fail "cn2 gemm: grid line $(grep '^//@grid' "$tmp/cn2.ptx")"
+grep -q '^//@args .*--cluster-n 2' "$tmp/cn2.ptx" || fail "cn2 gemm: the args line drops --cluster-n 2"
+grep -q 'box=64,64 swizzle=128 tensor=A' "$tmp/cn2.ptx" || fail "cn2 gemm: A box is not tile-m/2 = 64 rows"
+grep -q 'multicast::cluster \[' "$tmp/cn2.ptx" || fail "cn2 gemm: no multicast TMA"
+grep -q 'and.b32 .*0x3FFFF' "$tmp/cn2.ptx" || fail "cn2 gemm: descriptors keep the CTA rank bits"
 "$kgen" gemm --target sm_100a --cta-pair 1 --cluster-n 2 -o "$tmp/pair2.ptx" || fail "gemm --cluster-n 2"
 grep -q '^//@cluster 4 1 1$' "$tmp/pair2.ptx" || fail "pair2 gemm: no //@cluster 4 1 1"
 grep -q 'tensor=A\[M,K\]' "$tmp/pair2.ptx" && grep -q 'box=64,64 swizzle=128 tensor=A' "$tmp/pair2.ptx" ||

@@ -989,6 +989,36 @@ test_text(void)
 	text_is(__LINE__, t, "kind::f16 a");
 }
 
+/* In a cluster a shared address carries the CTA rank in bits 24-27
+ * (docs/hardware.md, "Shared addresses in a cluster"). Worked by hand for
+ * rank 1's V tile at offset 0x22400 with LBO 8192 (field 0x200 at bit 16):
+ * adding (0x1022400 >> 4) = 0x102240 to the low word sets field bit 4 too,
+ * LBO 0x210 << 4 = 8448; masked to DESC_ADDR_MASK first, 0x2240 and 8192. */
+static void
+test_cluster_addr(void)
+{
+	SmemDesc d = {.addr = 0x22400, .lbo = 8192, .sbo = 1024, .swz = SWZ_128B}, got;
+	KgErr err = {{0}};
+	uint64_t v = raw(__LINE__, DESC_SM90, d), lo_hi = v & ~UINT64_C(0x3fff);
+	uint32_t rank1 = UINT32_C(0x1000000) | d.addr;
+
+	if (desc_decode(&got, DESC_SM90, lo_hi + ((rank1 & DESC_ADDR_MASK) >> 4), &err) || got.addr != 0x22400 ||
+	    got.lbo != 8192) {
+		printf("FAIL test_desc.c:%d: masked rank-1 address: addr 0x%x lbo %u, want 0x22400 8192 (%s)\n",
+		       __LINE__, got.addr, got.lbo, err.msg);
+		fails++;
+	}
+	if (desc_decode(&got, DESC_SM90, lo_hi + (rank1 >> 4), &err) || got.lbo != 8448) {
+		printf("FAIL test_desc.c:%d: unmasked rank-1 address: lbo %u, want 8448\n", __LINE__, got.lbo);
+		fails++;
+	}
+	/* the mask keeps exactly the field's bits 4-17 */
+	d.addr = DESC_ADDR_MASK & ~UINT32_C(15);
+	EQ(raw(__LINE__, DESC_SM90, d) & 0x3fff, 0x3fff, "start field of the highest masked address");
+	d.addr = DESC_ADDR_MASK + 1;
+	reject_desc(__LINE__, DESC_SM90, d, "256 KiB");
+}
+
 int
 main(void)
 {
@@ -1006,6 +1036,7 @@ main(void)
 	test_names();
 	test_tile_mn();
 	test_text();
+	test_cluster_addr();
 	if (fails) {
 		printf("test_desc: %d failure(s)\n", fails);
 		return 1;
