@@ -58,8 +58,11 @@ fmha(const FmhaCfg *f, Estimate *e)
 	double kv = bn * f->d * f->esz + (f->kv_shared ? 0.0 : bn * f->dv * f->esz);
 	double ex2 = rows * (bn * (8 - f->e2f) / 8.0 + 1) / H100_EX2_CLK;
 	double soft = rows * bn * (SOFTMAX_ISSUE_PER_SCORE + EXP2_FMA_EXTRA_ISSUE * f->e2f / 8.0);
-	/* mcast: each CTA of the cluster reads half of every tile from L2 */
-	double from_l2 = kv / (1 + f->mcast), load = from_l2 / H100_L2_B_CLK;
+	/* mcast halves the bytes each SM requests from L2, not those it
+	 * receives: every tile still lands whole in each CTA's shared memory
+	 * at the SM's port rate, and the H100 ran the multicast kernels no
+	 * faster (docs/estimate.md, "K/V multicast") */
+	double load = kv / H100_L2_B_CLK;
 
 	e->per_sm = per_sm(&f->plan);
 	if (f->split) {
@@ -67,7 +70,7 @@ fmha(const FmhaCfg *f, Estimate *e)
 		double smem = ((rows + bn) * f->d + 2 * rows * bn + bn * f->dv) * f->esz / H100_SMEM_B_CLK;
 		double chain = (ex2 > soft / H100_ISSUE_CLK ? ex2 : soft / H100_ISSUE_CLK) +
 		               128.0 * (f->dv / 4 + LOOP_ISSUE_PER_THREAD) / H100_ISSUE_CLK + H100_HANDOFF_CLK;
-		double need = H100_LOAD_LAT_CLK + bn * f->d * f->esz / (1 + f->mcast) / H100_L2_B_CLK, win;
+		double need = H100_LOAD_LAT_CLK + bn * f->d * f->esz / H100_L2_B_CLK, win;
 		snprintf(e->tile, sizeof e->tile, "KV tile of %d keys against 64 query rows (split O%s%s)", f->bn,
 		         f->s_ahead ? ", S ahead" : "", f->mcast ? ", K/V multicast to a cluster of 2" : "");
 		est_unit(e, "tensor core", s + pv);
@@ -94,7 +97,7 @@ fmha(const FmhaCfg *f, Estimate *e)
 		if (f->stages == 1)
 			e->serial_clk += need > win ? need - win : 0;
 		e->masked_clk = rows * bn * MASK_ISSUE_PER_SCORE / H100_ISSUE_CLK;
-		e->fill_clk = H100_CTA_CLK + H100_LOAD_LAT_CLK + (f->q_bytes + from_l2) / H100_L2_B_CLK + s;
+		e->fill_clk = H100_CTA_CLK + H100_LOAD_LAT_CLK + (f->q_bytes + kv) / H100_L2_B_CLK + s;
 		e->drain_clk = pv + H100_WGMMA_LAT_CLK + rows * f->dv * f->esz / H100_STORE_B_CLK;
 		return;
 	}
