@@ -279,8 +279,8 @@ fmha_emit_producer(Emit *e, const FmhaCfg *f, const FmhaRegs *r, KgErr *err)
 		Reg dst = reg_new(e, RC_B32), head = r->h;
 		emitf(e, "\tadd.u32 %s, %s, %s;\n\tadd.u32 %s, %s, %d;\n", row.s, r->qs.s, r->m0.s, row.s,
 		      row.s, w / f->htiles * (f->q_rows / f->pack));
-		if (f->pair)
-			emitf(e, "\tmad.lo.u32 %s, %s, %d, %s;\n", row.s, r->rank.s, f->q_rows, row.s);
+		if (f->pair) /* rank 1: the pair's next query rows (packed: of the same heads) */
+			emitf(e, "\tmad.lo.u32 %s, %s, %d, %s;\n", row.s, r->rank.s, f->q_rows / f->pack, row.s);
 		if (w % f->htiles) {
 			head = reg_new(e, RC_B32);
 			emitf(e, "\tadd.u32 %s, %s, %d;\n", head.s, r->h.s, w % f->htiles * f->pack);
@@ -381,10 +381,20 @@ fmha_emit_row_head(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Reg trow, Reg r
 		return r->h;
 	}
 	/* packed (htiles = qblocks, every tile over the same query rows):
-	 * query row m0 + t/pack, head h + pack·w + t%pack; pack and q_rows
-	 * are powers of two */
+	 * query row m0 + t/pack, head h + pack·w + t%pack; a pair's rank w
+	 * instead takes query rows w·q_rows/pack.. of the same heads. pack and
+	 * q_rows are powers of two */
 	head = reg_new(e, RC_B32);
 	t = reg_new(e, RC_B32);
+	if (f->pair) {
+		emitf(e, "\tand.b32 %s, %s, %d;\n\tshr.u32 %s, %s, %d;\n\tadd.u32 %s, %s, %s;\n", rowq.s, trow.s,
+		      f->q_rows - 1, rowq.s, rowq.s, log2_exact(f->pack), rowq.s, rowq.s, r->m0.s);
+		emitf(e, "\tshr.u32 %s, %s, %d;\n\tmad.lo.u32 %s, %s, %d, %s;\n", t.s, trow.s, log2_exact(f->q_rows),
+		      rowq.s, t.s, f->q_rows / f->pack, rowq.s);
+		emitf(e, "\tand.b32 %s, %s, %d;\n\tadd.u32 %s, %s, %s;\n", head.s, trow.s, f->pack - 1, head.s, head.s,
+		      r->h.s);
+		return head;
+	}
 	emitf(e, "\tand.b32 %s, %s, %d;\n\tshr.u32 %s, %s, %d;\n\tadd.u32 %s, %s, %s;\n", rowq.s, trow.s,
 	      f->q_rows - 1, rowq.s, rowq.s, log2_exact(f->pack), rowq.s, rowq.s, r->m0.s);
 	emitf(e, "\tshr.u32 %s, %s, %d;\n\tshl.b32 %s, %s, %d;\n", t.s, trow.s, log2_exact(f->q_rows), t.s,

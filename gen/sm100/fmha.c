@@ -135,8 +135,9 @@ estimate(const FmhaCfg *f, int qt, int bn, int stages, int e2f, FmhaCost *o)
 	sm100_fmha_cost(&c, o);
 }
 
-/* pair64 (fmha_cost.h), where one CTA's TMEM cannot hold O: one head per
- * Q tile, no window, no tile shape forced; the cost model's tile,
+/* pair64 (fmha_cost.h), where one CTA's TMEM cannot hold O: one Q tile
+ * per CTA (packed heads: the pair's CTAs take consecutive query rows of
+ * the same heads), no window, no tile shape forced; the cost model's tile,
  * with as many of its stages as the plan's regions leave room for. 0: the
  * o-split plan instead. */
 static int
@@ -146,7 +147,7 @@ pair_tiles(FmhaCfg *f, const FmhaParams *p)
 	FmhaCost cost;
 	int st;
 
-	if (f->dv <= 256 || f->dv % 256 || p->pack_heads > 1 || f->mask == MASK_WINDOW || p->tile_m || p->tile_n ||
+	if (f->dv <= 256 || f->dv % 256 || f->mask == MASK_WINDOW || p->tile_m || p->tile_n ||
 	    !sm100_fmha_best(FP_PAIR64, f->d, f->dv, f->esz, f->kv_shared, f->t->smem_max, &c, &cost))
 		return 0;
 	f->pair = 1;
@@ -1294,7 +1295,7 @@ describe_candidates(const FmhaCfg *f, const FmhaCost *mine, Buf *o)
 		           r[i].c.stages > 1 ? "s" : "", c->c_mma, c->c_ex2, c->c_issue, c->c_smem, c->c_l2,
 		           c->c_exposed, c->bound, 100.0 * sm100_fmha_peak(c),
 		           r[i].emitted ? " (this kernel)"
-		           : r[i].c.kind == FP_PAIR64 ? " (emitted only without head packing or a window)"
+		           : r[i].c.kind == FP_PAIR64 ? " (emitted only without a window)"
 		                                      : " (not emitted by kgen yet)");
 	}
 	for (int i = 0; i < n; i++)
