@@ -75,8 +75,12 @@ indexer_configure(IndexerCfg *c, const IndexerParams *p, KgErr *err)
 	if (c->mma && c->heads > 64)
 		return kg_fail(err, "--heads=%d: --score %s takes at most 64 heads (one N = 64 MMA operand)", c->heads,
 		               score);
-	if (c->mma && c->fmt->value_bits != 8)
-		return kg_fail(err, "--format=%s: --score %s takes fp8 keys (E4M3 operands)", c->fmt->name, score);
+	if (c->mma && c->fmt->value_bits != 8 && !(c->t->indexer->mma_fp4 && !c->fmt->nv))
+		return kg_fail(err, "--format=%s: --score %s takes fp8 keys%s", c->fmt->name, score,
+		               c->t->indexer->mma_fp4
+		                   ? " or fp4 (NVFP4's UE4M3 factors per 16 need kind::mxf4nvf4, E2M1 on both operands, "
+		                     "and Q is E4M3)"
+		                   : " (E4M3 operands)");
 	plan_init(&c->plan, c->t);
 	c->plan.threads = IDX_THREADS;
 	if (c->mma) {

@@ -56,6 +56,7 @@ typedef struct IndexerCfg {
 	int r_keys, r_scan;            /* the top-k's windows (keys, then their row positions), its scan */
 	int r_tiles, r_scales, r_sums; /* mma: key tiles, their scales, per-warp head sums */
 	int r_tslot, b_mma;            /* the target's own (IndexerOps.plan_mma): TMEM address, MMA barrier */
+	int r_sfb;                     /* sm_100a fp4: Q's scale-factor image (all 2^0) */
 	char name[96];
 } IndexerCfg;
 
@@ -85,6 +86,7 @@ typedef struct IndexerOps {
 	int (*score_mma)(Emit *e, const IndexerCfg *c, const IndexerRegs *r, KgErr *err);
 	const char *how_mma;
 	int mma_score; /* the --score value that selects score_mma */
+	int mma_fp4;   /* score_mma also takes fp4 keys (E2M1 with UE8M0 per 32, block-scaled MMA) */
 	int unit_mma;  /* score_mma's keys per part before the next part's (docs/ABI.md "indexer", "Split rows") */
 	/* NULL, or what score_mma needs beyond the shared regions (TMEM,
 	 * barriers), added to the plan before it is checked */
@@ -111,7 +113,11 @@ typedef struct IdxTileScratch {
  * cache into shared memory: `threads` threads (this one `id`) copy 16-byte
  * chunks, chunk id + threads·k being part (chunk % 8) of key (chunk / 8),
  * into the K-major 128-byte-swizzled tile at `tile` (zeros past n); then
- * thread id < keys stores its key's fp32 scale at scs + 4·id (0 past n). */
+ * thread id < keys stores its key's fp32 scale at scs + 4·id (0 past n).
+ * fp4 keys: each chunk holds 16 E2M1 codes in its low 8 bytes, 8 bytes of
+ * padding after (the operand image kind::mxf8f6f4 reads, docs/hardware.md,
+ * "Scale-factor images"), and the key's UE8M0 word goes to the A
+ * scale-factor image at scs, byte layout_sf_offset(id, 0) (0 past n). */
 void indexer_emit_key_tile(Emit *e, const IndexerCfg *c, const IndexerRegs *r, const IdxTileScratch *s,
                            Reg i, Reg id, Reg tile, Reg scs, int keys, int threads);
 

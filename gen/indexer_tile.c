@@ -3,6 +3,7 @@
  * 128-byte-swizzled E4M3 tile; only the tile's key count and the threads
  * that stage it differ. */
 #include "indexer.h"
+#include "layout.h"
 
 static int
 log2_of(int v)
@@ -18,8 +19,10 @@ void
 indexer_emit_key_tile(Emit *e, const IndexerCfg *c, const IndexerRegs *r, const IdxTileScratch *s,
                       Reg i, Reg id, Reg tile, Reg scs, int keys, int threads)
 {
-	int lk = log2_of(keys);
+	int lk = log2_of(keys), fp4 = c->fmt->value_bits == 4, kb = c->fmt->key_bytes;
 
+	if (fp4 && (layout_sf_offset(1, 0) != 16 || layout_sf_offset(32, 0) != 4))
+		kg_bug("indexer fp4 tile: the scale-factor image is 16·(row%%32) + 4·(row/32)");
 	for (int k = 0; k < keys * 8 / threads; k++) {
 		emitf(e, "\tadd.u32 %s, %s, %d;\n\tshr.u32 %s, %s, 3;\n\tand.b32 %s, %s, 7;\n", s->x.s, id.s,
 		      threads * k, s->key.s, s->x.s, s->pt.s, s->x.s);
@@ -32,10 +35,15 @@ indexer_emit_key_tile(Emit *e, const IndexerCfg *c, const IndexerRegs *r, const 
 		      c->log2ps, s->a.s, s->d.s, s->a.s, r->bt.s, s->a.s);
 		emitf(e, "\t@%s ld.global.nc.u32 %s, [%s];\n\tmul.wide.u32 %s, %s, %u;\n\tadd.u64 %s, %s, %s;\n", s->p.s,
 		      s->pg.s, s->a.s, s->o.s, s->pg.s, c->page_bytes, s->a.s, r->kv.s, s->o.s);
-		emitf(e, "\tand.b32 %s, %s, %d;\n\tmad.lo.u32 %s, %s, 8, %s;\n\tmul.wide.u32 %s, %s, 16;\n", s->d.s,
-		      s->j.s, c->ps - 1, s->d.s, s->d.s, s->pt.s, s->o.s, s->d.s);
-		emitf(e, "\tadd.u64 %s, %s, %s;\n\t@%s ld.global.nc.v4.b32 {%s, %s, %s, %s}, [%s];\n", s->a.s, s->a.s,
-		      s->o.s, s->p.s, s->v[0].s, s->v[1].s, s->v[2].s, s->v[3].s, s->a.s);
+		/* part pt of the key's row: 16 values, 16 bytes (fp4: 8) */
+		emitf(e, "\tand.b32 %s, %s, %d;\n\tmad.lo.u32 %s, %s, 8, %s;\n\tmul.wide.u32 %s, %s, %d;\n", s->d.s,
+		      s->j.s, c->ps - 1, s->d.s, s->d.s, s->pt.s, s->o.s, s->d.s, kb / 8);
+		if (fp4)
+			emitf(e, "\tadd.u64 %s, %s, %s;\n\t@%s ld.global.nc.v2.b32 {%s, %s}, [%s];\n", s->a.s, s->a.s,
+			      s->o.s, s->p.s, s->v[0].s, s->v[1].s, s->a.s);
+		else
+			emitf(e, "\tadd.u64 %s, %s, %s;\n\t@%s ld.global.nc.v4.b32 {%s, %s, %s, %s}, [%s];\n", s->a.s,
+			      s->a.s, s->o.s, s->p.s, s->v[0].s, s->v[1].s, s->v[2].s, s->v[3].s, s->a.s);
 		/* 16-byte part pt of key row key at key·128 + ((pt ^ key % 8) << 4)
 		 * (docs/hardware.md, "Swizzle modes") */
 		emitf(e, "\tand.b32 %s, %s, 7;\n\txor.b32 %s, %s, %s;\n\tshl.b32 %s, %s, 4;\n", s->d.s, s->key.s, s->d.s,
@@ -56,6 +64,16 @@ indexer_emit_key_tile(Emit *e, const IndexerCfg *c, const IndexerRegs *r, const 
 	      s->pg.s, s->a.s, s->o.s, s->pg.s, c->page_bytes, s->a.s, r->kv.s, s->o.s);
 	emitf(e, "\tand.b32 %s, %s, %d;\n\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n", s->d.s, s->j.s,
 	      c->ps - 1, s->o.s, s->d.s, s->a.s, s->a.s, s->o.s);
+	if (fp4) {
+		/* the UE8M0 word (byte g: values 32g..) of key id at its image row */
+		emitf(e, "\tmov.b32 %s, 0;\n\t@%s ld.global.nc.b32 %s, [%s+%d];\n", s->v[0].s, s->p.s, s->v[0].s, s->a.s,
+		      c->ps * kb);
+		emitf(e, "\tand.b32 %s, %s, 31;\n\tshr.u32 %s, %s, 5;\n\tshl.b32 %s, %s, 2;\n\tmad.lo.u32 %s, %s, 16, %s;\n",
+		      s->d.s, id.s, s->x.s, id.s, s->x.s, s->x.s, s->d.s, s->d.s, s->x.s);
+		emitf(e, "\tsetp.lt.u32 %s, %s, %d;\n\tadd.u32 %s, %s, %s;\n\t@%s st.shared.b32 [%s], %s;\n", s->pl.s,
+		      id.s, keys, s->d.s, s->d.s, scs.s, s->pl.s, s->d.s, s->v[0].s);
+		return;
+	}
 	emitf(e, "\t@%s ld.global.nc.f32 %s, [%s+%d];\n", s->p.s, s->sc.s, s->a.s, c->ps * 128);
 	emitf(e, "\tsetp.lt.u32 %s, %s, %d;\n\tmad.lo.u32 %s, %s, 4, %s;\n\t@%s st.shared.f32 [%s], %s;\n", s->pl.s,
 	      id.s, keys, s->d.s, id.s, scs.s, s->pl.s, s->d.s, s->sc.s);

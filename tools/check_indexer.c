@@ -194,6 +194,14 @@ indexer_prepare(CheckCase *c, KrtErr *err)
 					bits += (uint32_t)num_rng_below(&c->rng, 257) - 128u;
 					memcpy(sc, &bits, 4);
 				}
+				/* fp4 (not NVFP4), edge: half the copies change one code
+				 * of group 3, which the first four keys scale 2^-18 below
+				 * their largest group (below), so their logits mostly
+				 * share the top 24 bits with the exact copies */
+				if (edge && x->fp4 && !x->nv && num_rng_below(&c->rng, 2)) {
+					int byte = 48 + (int)num_rng_below(&c->rng, 16);
+					key[byte] ^= (uint8_t)(1 + num_rng_below(&c->rng, 15));
+				}
 				continue;
 			}
 			static const double mag[3] = {1.0, 1.0 / 64, 30.0};
@@ -223,6 +231,13 @@ indexer_prepare(CheckCase *c, KrtErr *err)
 				for (int g = 0; g < 4; g++)
 					sc[g] = c->fill == CHECK_FILL_EDGE ? ex[num_rng_below(&c->rng, 7)]
 					                                   : (uint8_t)(118 + num_rng_below(&c->rng, 19));
+				if (c->fill == CHECK_FILL_EDGE && j < 4) {
+					/* the keys the others copy: group 3 a small term
+					 * (see the copies above) */
+					uint8_t hi = sc[0] > sc[1] ? sc[0] : sc[1];
+					hi = hi > sc[2] ? hi : sc[2];
+					sc[3] = hi > 18 ? (uint8_t)(hi - 18) : 0;
+				}
 				continue;
 			}
 			float fs;

@@ -12,7 +12,15 @@
  * (its warp's lane quarter) and reads half the heads (columns 32·(w / 4)
  * ..) with one tcgen05.ld: Σ w[h]·max(0, S·s_j) over its 32 heads needs no
  * shuffle; warps 0-3 hand their halves to warps 4-7 through shared
- * memory, which store the logits. */
+ * memory, which store the logits.
+ *
+ * fp4 keys (E2M1, a UE8M0 per 32 values) are the A operand of the
+ * block-scaled kind::mxf8f6f4 (E2M1 x E4M3, docs/hardware.md, "Block-scaled
+ * tcgen05.mma"): each 16 codes of a key fill 8 bytes of a 16-byte chunk of
+ * the same 128-byte rows, the key's scale word is its row of the A
+ * scale-factor image, Q's factors are all 2^0 (0x7F), and thread 0 copies
+ * both images into TMEM (tcgen05.cp .32x128b.warpx4) before each tile's
+ * MMAs; MMA kk reads factor byte kk (K block kk), so S needs no scale. */
 #include <stdio.h>
 
 #include "../desc.h"
@@ -23,6 +31,12 @@
 
 enum { TC_KEYS = 128, TC_HEADS = 64 };
 
+static int
+is_fp4(const IndexerCfg *c)
+{
+	return c->fmt->value_bits == 4;
+}
+
 /* The TMEM address slot and the MMA-done barrier; 64 columns of S. */
 static int
 sm100_indexer_plan(IndexerCfg *c, KgErr *err)
@@ -31,17 +45,28 @@ sm100_indexer_plan(IndexerCfg *c, KgErr *err)
 	c->r_tslot = plan_smem(&c->plan, "TMEM address", 4, 16, 1);
 	c->b_mma = plan_barrier(&c->plan, "MMA done", 1, 1, 0, "tcgen05.commit after a tile's four MMAs");
 	plan_tmem(&c->plan, "S^T (keys x heads)", 0, TC_HEADS, 128);
+	if (is_fp4(c)) {
+		/* the keys' factors (A, the image in the key tile scales
+		 * region) and Q's (B): one 512-byte image of 128 rows each */
+		if (c->plan.smem[c->r_scales].bytes * (uint32_t)c->plan.smem[c->r_scales].count < SF_IMAGE_BYTES)
+			kg_bug("sm100 indexer: the key tile scales region holds no scale-factor image");
+		c->r_sfb = plan_smem(&c->plan, "Q scale-factor image (UE8M0 2^0)", SF_IMAGE_BYTES, 16, 1);
+		plan_tmem(&c->plan, "key scale factors", TC_HEADS, SF_COLS, 128);
+		plan_tmem(&c->plan, "Q scale factors", TC_HEADS + SF_COLS, SF_COLS, 128);
+	}
 	return 0;
 }
 
 static int
 sm100_indexer_score_mma(Emit *e, const IndexerCfg *c, const IndexerRegs *r, KgErr *err)
 {
-	TileLayout la, lb;
-	uint64_t da, db;
-	uint32_t idv;
+	TileLayout la, lb, lsf;
+	uint64_t da, db, dsf;
+	uint32_t idv, idx[4];
 	Idesc id = {.kind = IK_F8F6F4, .a = DT_E4M3, .b = DT_E4M3, .d = DT_F32, .m = TC_KEYS, .n = TC_HEADS,
 	            .cta_group = 1};
+	int fp4 = is_fp4(c);
+	Reg idk[4], sfa = {{0}}, sfb = {{0}}, sfd = {{0}}, sfhi = {{0}}, sfb0 = {{0}};
 	Reg s[32], wt[32], v[4];
 	Reg warp = reg_new(e, RC_B32), lane = reg_new(e, RC_B32), half = reg_new(e, RC_B32), krow = reg_new(e, RC_B32);
 	Reg i = reg_new(e, RC_B32), j = reg_new(e, RC_B32), x = reg_new(e, RC_B32), key = reg_new(e, RC_B32);
@@ -59,6 +84,18 @@ sm100_indexer_score_mma(Emit *e, const IndexerCfg *c, const IndexerRegs *r, KgEr
 	    layout_canonical(&lb, MAJOR_K, SWZ_128B, 8, TC_HEADS, 128, err) < 0 ||
 	    desc_for_tile(&da, c->t->desc, &la, 0, err) < 0 || desc_for_tile(&db, c->t->desc, &lb, 0, err) < 0 ||
 	    idesc_encode(&idv, &id, err) < 0)
+		return -1;
+	/* fp4: MMA kk of a tile reads K block kk's factor byte of both images
+	 * (docs/hardware.md, "Block-scaled instruction descriptor"); an image
+	 * is 32 rows of 16 bytes, K-major without swizzle ("tcgen05.cp") */
+	for (int kk = 0; fp4 && kk < 4; kk++) {
+		Idesc mx = {.kind = IK_MXF8F6F4, .a = DT_E2M1, .b = DT_E4M3, .scale = DT_UE8M0, .m = TC_KEYS,
+		            .n = TC_HEADS, .cta_group = 1, .sfa_id = kk, .sfb_id = kk};
+		if (idesc_encode(&idx[kk], &mx, err) < 0)
+			return -1;
+	}
+	if (fp4 && (layout_canonical(&lsf, MAJOR_K, SWZ_NONE, 8, SF_IMAGE_BYTES / 16, 16, err) < 0 ||
+	            desc_for_tile(&dsf, c->t->desc, &lsf, 0, err) < 0))
 		return -1;
 	if ((uint32_t)(da >> 32) != (uint32_t)(db >> 32))
 		kg_bug("sm100 indexer: key and Q tiles must share the descriptor's high word");
@@ -103,8 +140,32 @@ sm100_indexer_score_mma(Emit *e, const IndexerCfg *c, const IndexerRegs *r, KgEr
 	/* descriptors: start address >> 4 in the low word (gen/desc) */
 	emitf(e, "\tshr.u32 %s, %s, 4;\n\tadd.u32 %s, %s, %u;\n", alo.s, tile.s, alo.s, alo.s, (uint32_t)da);
 	emitf(e, "\tshr.u32 %s, %s, 4;\n\tadd.u32 %s, %s, %u;\n", blo.s, q0.s, blo.s, blo.s, (uint32_t)db);
-	op_desc_hi(e, hi, c->t->desc, da, "key and Q tiles, K-major E4M3");
-	op_idesc(e, idr, IK_F8F6F4, idv, "S^T = K*Q^T");
+	op_desc_hi(e, hi, c->t->desc, da, fp4 ? "key (E2M1, 16 per 16 bytes) and Q (E4M3) tiles, K-major"
+	                                      : "key and Q tiles, K-major E4M3");
+	if (fp4) {
+		/* the factors' TMEM columns, the images' descriptors, Q's image
+		 * (every factor 2^0: 0x7F) written once by threads 0-127 */
+		sfa = reg_new(e, RC_B32);
+		sfb = reg_new(e, RC_B32);
+		sfd = reg_new(e, RC_B64);
+		sfhi = reg_new(e, RC_B32);
+		sfb0 = reg_new(e, RC_B32);
+		emitf(e, "\tadd.u32 %s, %s, %d;\n\tadd.u32 %s, %s, %d;\n", sfa.s, tmem.s, TC_HEADS, sfb.s, tmem.s,
+		      TC_HEADS + SF_COLS);
+		op_desc_hi(e, sfhi, c->t->desc, dsf, "scale-factor image");
+		emitf(e, "\tadd.u32 %s, %s, %u;\n", sfb0.s, r->base.s, c->plan.smem[c->r_sfb].offset);
+		emitf(e, "\tsetp.lt.u32 %s, %s, %d;\n\tmad.lo.u32 %s, %s, 4, %s;\n", p.s, r->tid.s,
+		      SF_IMAGE_BYTES / 4, d.s, r->tid.s, sfb0.s);
+		emitf(e, "\tmov.b32 %s, 0x7F7F7F7F;\n\t@%s st.shared.b32 [%s], %s;\n", x.s, p.s, d.s, x.s);
+		for (int kk = 0; kk < 4; kk++) {
+			char what[48];
+			idk[kk] = reg_new(e, RC_B32);
+			snprintf(what, sizeof what, "S^T = K*Q^T scaled, K block %d", kk);
+			op_idesc(e, idk[kk], IK_MXF8F6F4, idx[kk], what);
+		}
+	} else {
+		op_idesc(e, idr, IK_F8F6F4, idv, "S^T = K*Q^T");
+	}
 	/* tiles split + splits·m; the part's local keys l = 128·m + krow */
 	emitf(e, "\tmov.u32 %s, 0;\n\tmov.u32 %s, %s;\n\tmov.u32 %s, %s;\n\tmov.u32 %s, %s;\n", ph.s, i.s, r->split.s,
 	      stride.s, r->splits.s, l.s, krow.s);
@@ -122,12 +183,24 @@ sm100_indexer_score_mma(Emit *e, const IndexerCfg *c, const IndexerRegs *r, KgEr
 	label_new(e, issued, sizeof issued, "issued");
 	emitf(e, "\t@!%s bra %s;\n", p0.s, issued);
 	sm100_fence_after(e);
+	if (fp4) {
+		/* both images into TMEM, in issue order before the MMAs */
+		emitf(e, "\tshr.u32 %s, %s, 4;\n\tadd.u32 %s, %s, %u;\n\tmov.b64 %s, {%s, %s};\n", lo.s, scs.s, lo.s,
+		      lo.s, (uint32_t)dsf, sfd.s, lo.s, sfhi.s);
+		sm100_cp_32x128b_x4(e, sfa, sfd);
+		emitf(e, "\tshr.u32 %s, %s, 4;\n\tadd.u32 %s, %s, %u;\n\tmov.b64 %s, {%s, %s};\n", lo.s, sfb0.s, lo.s,
+		      lo.s, (uint32_t)dsf, sfd.s, lo.s, sfhi.s);
+		sm100_cp_32x128b_x4(e, sfb, sfd);
+	}
 	for (int kk = 0; kk < 4; kk++) {
 		uint32_t off = layout_offset(&la, 0, 32 * kk) >> 4;
 		emitf(e, "\tadd.u32 %s, %s, %u;\n\tmov.b64 %s, {%s, %s};\n", lo.s, alo.s, off, ad.s, lo.s, hi.s);
 		emitf(e, "\tadd.u32 %s, %s, %u;\n\tmov.b64 %s, {%s, %s};\n", lo.s, blo.s, off, bd.s, lo.s, hi.s);
-		emitf(e, "\ttcgen05.mma.cta_group::1.kind::f8f6f4 [%s], %s, %s, %s, %d;\n", tmem.s, ad.s, bd.s, idr.s,
-		      kk > 0);
+		if (fp4)
+			sm100_mma_mx_ss(e, IK_MXF8F6F4, 32, tmem, ad, bd, idk[kk], sfa, sfb, kk > 0 ? "1" : "0");
+		else
+			emitf(e, "\ttcgen05.mma.cta_group::1.kind::f8f6f4 [%s], %s, %s, %s, %d;\n", tmem.s, ad.s, bd.s,
+			      idr.s, kk > 0);
 	}
 	sm100_commit(e, bar);
 	emit_label(e, issued);
@@ -137,12 +210,20 @@ sm100_indexer_score_mma(Emit *e, const IndexerCfg *c, const IndexerRegs *r, KgEr
 	sm100_fence_after(e);
 	sm100_ld_32x32b(e, s, 32, ta);
 	sm100_wait_ld(e);
-	/* Σ over this thread's 32 heads of w[h]·max(0, S·s_j) */
-	emitf(e, "\tmad.lo.u32 %s, %s, 4, %s;\n\tld.shared.f32 %s, [%s];\n\tmov.f32 %s, 0f00000000;\n", d.s, krow.s,
-	      scs.s, sc.s, d.s, acc.s);
-	for (int h = 0; h < 32; h++)
-		emitf(e, "\tmul.f32 %s, %s, %s;\n\tmax.f32 %s, %s, 0f00000000;\n\tfma.rn.f32 %s, %s, %s, %s;\n", y.s,
-		      s[h].s, sc.s, y.s, y.s, acc.s, wt[h].s, y.s, acc.s);
+	/* Σ over this thread's 32 heads of w[h]·max(0, S·s_j) (fp4: the MMA
+	 * applied the keys' factors) */
+	if (fp4) {
+		emitf(e, "\tmov.f32 %s, 0f00000000;\n", acc.s);
+		for (int h = 0; h < 32; h++)
+			emitf(e, "\tmax.f32 %s, %s, 0f00000000;\n\tfma.rn.f32 %s, %s, %s, %s;\n", y.s, s[h].s, acc.s,
+			      wt[h].s, y.s, acc.s);
+	} else {
+		emitf(e, "\tmad.lo.u32 %s, %s, 4, %s;\n\tld.shared.f32 %s, [%s];\n\tmov.f32 %s, 0f00000000;\n", d.s,
+		      krow.s, scs.s, sc.s, d.s, acc.s);
+		for (int h = 0; h < 32; h++)
+			emitf(e, "\tmul.f32 %s, %s, %s;\n\tmax.f32 %s, %s, 0f00000000;\n\tfma.rn.f32 %s, %s, %s, %s;\n",
+			      y.s, s[h].s, sc.s, y.s, y.s, acc.s, wt[h].s, y.s, acc.s);
+	}
 	/* warps 0-3 hand their half to warps 4-7, which store the logits
 	 * (threads 128.. : other threads than the select reads them with,
 	 * so the join's barrier publishes them) */
@@ -176,8 +257,9 @@ const IndexerOps indexer_sm100 = {
 	.score = indexer_score_fma,
 	.how = indexer_how_fma,
 	.score_mma = sm100_indexer_score_mma,
-	.how_mma = "FP8 tcgen05.mma kind::f8f6f4 M=128 N=64: 128-key tiles (A, gathered into 128-byte swizzled smem by all threads) against the heads (B), S^T in 64 TMEM columns; a thread reads its key's row (32 heads) with tcgen05.ld, relu, weights and the head sum in registers",
+	.how_mma = "FP8 tcgen05.mma kind::f8f6f4 M=128 N=64 (fp4 keys: kind::mxf8f6f4.block_scale, E2M1 x E4M3, the keys' UE8M0 per 32 copied into TMEM per tile): 128-key tiles (A, gathered into 128-byte swizzled smem by all threads) against the heads (B), S^T in 64 TMEM columns; a thread reads its key's row (32 heads) with tcgen05.ld, relu, weights and the head sum in registers",
 	.unit_mma = TC_KEYS,
 	.mma_score = IDX_SCORE_TCGEN05,
+	.mma_fp4 = 1,
 	.plan_mma = sm100_indexer_plan,
 };

@@ -20,6 +20,8 @@ static const char *const configs[][12] = {
 	{"--target", "sm_100a", "--score", "tcgen05", "--heads", "64", "--topk", "100", "--page-size", "128"},
 	{"--target", "sm_100a", "--score", "tcgen05", "--heads", "21", "--topk", "300", "--page-size", "32"},
 	{"--target", "sm_100a", "--format", "nvfp4", "--heads", "6", "--topk", "100", "--page-size", "128"},
+	/* FP4 keys on the block-scaled tcgen05 kind: a partial head block, page 32 */
+	{"--target", "sm_100a", "--score", "tcgen05", "--format", "fp4", "--heads", "37", "--topk", "200", "--page-size", "32"},
 	{"--format", "fp4", "--heads", "5", "--topk", "77", "--page-size", "128"},
 	{"--format", "nvfp4", "--heads", "8", "--topk", "100", "--page-size", "32"},
 	{"--format", "nvfp4", "--heads", "3", "--topk", "64", "--page-size", "128"},

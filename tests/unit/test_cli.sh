@@ -150,7 +150,10 @@ expect_error "--format=mxfp4: must be one of fp8,fp4,nvfp4" indexer --format mxf
 "$kgen" plan indexer --format fp4 | grep -q 'fp4: 128 E2M1 values per key (64 bytes)' || fail "plan indexer fp4 lacks the cache line"
 expect_error "--score=wgmma: sm_100a scores on the tensor cores with --score tcgen05" indexer --target sm_100a --score wgmma
 expect_error "--score=tcgen05: sm_90a scores on the tensor cores with --score wgmma" indexer --score tcgen05
-expect_error "--format=fp4: --score tcgen05 takes fp8 keys" indexer --target sm_100a --score tcgen05 --format fp4
+expect_error "--format=nvfp4: --score tcgen05 takes fp8 keys or fp4 (NVFP4's UE4M3 factors per 16 need kind::mxf4nvf4" indexer --target sm_100a --score tcgen05 --format nvfp4
+"$kgen" indexer --target sm_100a --score tcgen05 --format fp4 -o "$tmp/ix4.ptx" || fail "indexer --score tcgen05 --format fp4"
+grep -q 'kind::mxf8f6f4.block_scale.block32' "$tmp/ix4.ptx" && grep -q 'tcgen05.cp.cta_group::1.32x128b.warpx4' "$tmp/ix4.ptx" ||
+	fail "fp4 tcgen05 indexer: no block-scaled MMA or no factor copy"
 "$kgen" plan indexer --target sm_100a --score tcgen05 | grep -q 'scoring         FP8 tcgen05.mma kind::f8f6f4 M=128 N=64' ||
 	fail "plan indexer --target sm_100a --score tcgen05 lacks the scoring line"
 "$kgen" plan indexer --topk 1024 | grep -q 'top-k           1024, fused: each CTA selects the top-1024 of its part' ||
