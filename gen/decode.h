@@ -124,7 +124,7 @@ typedef struct DecodeOps {
 	/* Split-KV parts claim head slices and wait for the count (decode.c
 	 * decode_finish); 0: the last part combines every slice. Only where the
 	 * waiting path has run interleaved on the emulator (tests/emu
-	 * test_emu_decode.c, one cluster per row). */
+	 * test_emu_decode.c, a row's parts co-resident: KRT_EMU_CORESIDENT). */
 	int combine_wait;
 	/* The gather prefetches token rows into L2 decode_prefetch_tiles ahead
 	 * (gen/sm90/decode.c); 0: it does not (its registers are not there). */

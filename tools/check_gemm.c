@@ -231,18 +231,15 @@ static int mx_compare(CheckCase *c, CheckResult *res, KrtErr *err);
 
 static int fp4_compare(CheckCase *c, CheckResult *res, KrtErr *err);
 
-static int
-gemm_compare(CheckCase *c, CheckResult *res, KrtErr *err)
-{
-	if (gemm_is_fp4(c))
-		return fp4_compare(c, res, err);
-	if (gemm_is_mx(c))
-		return mx_compare(c, res, err);
-	if (gemm_kblock(c))
-		return bs_compare(c, res, gemm_kblock(c), err);
+/* One form's float64 reference of nb rows (`rows`) of C into ref[nb][N]. */
+typedef void (*GemmRefRows)(const CheckCase *c, const void *ctx, const uint32_t *rows, uint32_t nb, double *ref);
 
+/* Every form's compare: the rows gemm_rows picks, 64 at a time, each
+ * against its reference row (gemm_compare_row). */
+static int
+compare_rows(CheckCase *c, CheckResult *res, GemmRefRows ref_rows, const void *ctx, KrtErr *err)
+{
 	uint64_t M = c->shape.d[0], N = c->shape.d[1], K = c->shape.d[2];
-	const CheckBuf *a = check_find_buf(c, "A"), *b = check_find_buf(c, "B");
 	CheckBuf *cb = check_find_buf(c, "C");
 	uint32_t nrows = 0;
 	enum { BLOCK = 64 };
@@ -258,13 +255,35 @@ gemm_compare(CheckCase *c, CheckResult *res, KrtErr *err)
 	res->subset = nrows < M;
 	for (uint32_t i = 0; i < nrows; i += BLOCK) {
 		uint32_t nb = nrows - i < BLOCK ? nrows - i : BLOCK;
-		gemm_ref_rows(a->type, a->host, b->host, (uint32_t)N, (uint32_t)K, rows + i, nb, ref);
+		ref_rows(c, ctx, rows + i, nb, ref);
 		for (uint32_t j = 0; j < nb; j++)
 			gemm_compare_row(c, cb, rows[i + j], N, ref + (size_t)j * N, res);
 	}
 	free(rows);
 	free(ref);
 	return 0;
+}
+
+static void
+plain_ref_rows(const CheckCase *c, const void *ctx, const uint32_t *rows, uint32_t nb, double *ref)
+{
+	const CheckBuf *a = check_find_buf_const(c, "A"), *b = check_find_buf_const(c, "B");
+
+	(void)ctx;
+	gemm_ref_rows(a->type, a->host, b->host, (uint32_t)c->shape.d[1], (uint32_t)c->shape.d[2], rows, nb, ref);
+}
+
+static int
+gemm_compare(CheckCase *c, CheckResult *res, KrtErr *err)
+{
+	if (gemm_is_fp4(c))
+		return fp4_compare(c, res, err);
+	if (gemm_is_mx(c))
+		return mx_compare(c, res, err);
+	if (gemm_kblock(c))
+		return bs_compare(c, res, gemm_kblock(c), err);
+
+	return compare_rows(c, res, plain_ref_rows, NULL, err);
 }
 
 /* ---- block-scaled e4m3 ---------------------------------------------------- */
@@ -384,45 +403,39 @@ bs_prepare(CheckCase *c, uint32_t blk, KrtErr *err)
  * significands), each K block's sum is scaled once, so the kernel's errors
  * are fp32 accumulation, the rounding of SA·SB to fp32 (2^-24) and the
  * output rounding. */
+/* bs: the K block and SB as floats (UE8M0 SB: its powers of two, exact:
+ * 2^-127..2^127) */
+typedef struct BsRef {
+	uint32_t blk;
+	const void *sb;
+} BsRef;
+
+static void
+bs_ref_rows(const CheckCase *c, const void *ctx, const uint32_t *rows, uint32_t nb, double *ref)
+{
+	const BsRef *x = ctx;
+	const CheckBuf *a = check_find_buf_const(c, "A"), *b = check_find_buf_const(c, "B");
+	const CheckBuf *sa = check_find_buf_const(c, "SA");
+
+	gemm_bs_ref_rows(a->host, b->host, sa->host, x->sb, (uint32_t)c->shape.d[0], (uint32_t)c->shape.d[1],
+	                 (uint32_t)c->shape.d[2], x->blk, rows, nb, ref);
+}
+
 static int
 bs_compare(CheckCase *c, CheckResult *res, uint32_t blk, KrtErr *err)
 {
-	uint64_t M = c->shape.d[0], N = c->shape.d[1], K = c->shape.d[2];
-	const CheckBuf *a = check_find_buf(c, "A"), *b = check_find_buf(c, "B");
-	const CheckBuf *sa = check_find_buf(c, "SA"), *sb = check_find_buf(c, "SB");
-	CheckBuf *cb = check_find_buf(c, "C");
-	uint32_t nrows = 0;
-	enum { BLOCK = 64 };
-
-	res->tol = gemm_tol[cb->type];
-	uint32_t *rows = gemm_rows(c, M, N, K, &nrows);
-	double *ref = malloc(sizeof *ref * N * BLOCK);
-	if (!rows || !ref) {
-		free(rows);
-		free(ref);
-		return check_fail(err, KRT_ENOMEM, "gemm: no host memory for the reference");
-	}
-	res->subset = nrows < M;
-	/* UE8M0 SB: its powers of two as floats (exact: 2^-127..2^127) */
+	const CheckBuf *sb = check_find_buf(c, "SB");
 	float *sbf = sb->is_num ? NULL : malloc(sizeof *sbf * (sb->count ? sb->count : 1));
-	if (!sb->is_num && !sbf) {
-		free(rows);
-		free(ref);
+	int rc;
+
+	if (!sb->is_num && !sbf)
 		return check_fail(err, KRT_ENOMEM, "gemm: no host memory for the reference");
-	}
 	for (uint64_t i = 0; sbf && i < sb->count; i++)
 		sbf[i] = ldexpf(1.0f, (int)((const uint8_t *)sb->host)[i] - 127);
-	for (uint32_t i = 0; i < nrows; i += BLOCK) {
-		uint32_t nb = nrows - i < BLOCK ? nrows - i : BLOCK;
-		gemm_bs_ref_rows(a->host, b->host, sa->host, sbf ? sbf : sb->host, (uint32_t)M, (uint32_t)N,
-		                 (uint32_t)K, blk, rows + i, nb, ref);
-		for (uint32_t j = 0; j < nb; j++)
-			gemm_compare_row(c, cb, rows[i + j], N, ref + (size_t)j * N, res);
-	}
+	BsRef x = {blk, sbf ? (const void *)sbf : sb->host};
+	rc = compare_rows(c, res, bs_ref_rows, &x, err);
 	free(sbf);
-	free(rows);
-	free(ref);
-	return 0;
+	return rc;
 }
 
 /* ---- MXFP8: UE8M0 per 32 of K ----------------------------------------------- */
@@ -505,39 +518,24 @@ mx_prepare(CheckCase *c, KrtErr *err)
 	return rc;
 }
 
+static void
+mx_ref_rows(const CheckCase *c, const void *ctx, const uint32_t *rows, uint32_t nb, double *ref)
+{
+	const CheckBuf *a = check_find_buf_const(c, "A"), *b = check_find_buf_const(c, "B");
+	const CheckBuf *sa = check_find_buf_const(c, "SA"), *sb = check_find_buf_const(c, "SB");
+	uint32_t N = (uint32_t)c->shape.d[1], K = (uint32_t)c->shape.d[2];
+
+	(void)ctx;
+	if (gemm_is_w4a8(c->abi))
+		gemm_w4a8_ref_rows(a->host, b->host, sa->host, sb->host, N, K, rows, nb, ref);
+	else
+		gemm_mx_ref_rows(a->host, b->host, sa->host, sb->host, N, K, rows, nb, ref);
+}
+
 static int
 mx_compare(CheckCase *c, CheckResult *res, KrtErr *err)
 {
-	uint64_t M = c->shape.d[0], N = c->shape.d[1], K = c->shape.d[2];
-	const CheckBuf *a = check_find_buf(c, "A"), *b = check_find_buf(c, "B");
-	const CheckBuf *sa = check_find_buf(c, "SA"), *sb = check_find_buf(c, "SB");
-	CheckBuf *cb = check_find_buf(c, "C");
-	uint32_t nrows = 0;
-	enum { BLOCK = 64 };
-
-	res->tol = gemm_tol[cb->type];
-	uint32_t *rows = gemm_rows(c, M, N, K, &nrows);
-	double *ref = malloc(sizeof *ref * N * BLOCK);
-	if (!rows || !ref) {
-		free(rows);
-		free(ref);
-		return check_fail(err, KRT_ENOMEM, "gemm: no host memory for the reference");
-	}
-	res->subset = nrows < M;
-	for (uint32_t i = 0; i < nrows; i += BLOCK) {
-		uint32_t nb = nrows - i < BLOCK ? nrows - i : BLOCK;
-		if (gemm_is_w4a8(c->abi))
-			gemm_w4a8_ref_rows(a->host, b->host, sa->host, sb->host, (uint32_t)N, (uint32_t)K, rows + i, nb,
-			                   ref);
-		else
-			gemm_mx_ref_rows(a->host, b->host, sa->host, sb->host, (uint32_t)N, (uint32_t)K, rows + i, nb,
-			                 ref);
-		for (uint32_t j = 0; j < nb; j++)
-			gemm_compare_row(c, cb, rows[i + j], N, ref + (size_t)j * N, res);
-	}
-	free(rows);
-	free(ref);
-	return 0;
+	return compare_rows(c, res, mx_ref_rows, NULL, err);
 }
 
 /* ---- FP4: MXFP4 (UE8M0 per 32) and NVFP4 (UE4M3 per 16, alpha) ------------ */
@@ -657,39 +655,26 @@ fp4_prepare(CheckCase *c, KrtErr *err)
 	return rc;
 }
 
+static void
+fp4_ref_rows(const CheckCase *c, const void *ctx, const uint32_t *rows, uint32_t nb, double *ref)
+{
+	const CheckBuf *a = check_find_buf_const(c, "A"), *b = check_find_buf_const(c, "B");
+	const CheckBuf *sa = check_find_buf_const(c, "SA"), *sb = check_find_buf_const(c, "SB");
+	const CheckBuf *al = check_find_buf_const(c, "alpha");
+	uint32_t vec;
+	int ue8m0;
+
+	(void)ctx;
+	fp4_format(c, &ue8m0, &vec);
+	gemm_fp4_ref_rows(a->host, b->host, sa->host, sb->host, ue8m0, vec,
+	                  al ? (double)((const float *)al->host)[0] : 1.0, (uint32_t)c->shape.d[1],
+	                  (uint32_t)c->shape.d[2], rows, nb, ref);
+}
+
 static int
 fp4_compare(CheckCase *c, CheckResult *res, KrtErr *err)
 {
-	uint64_t M = c->shape.d[0], N = c->shape.d[1], K = c->shape.d[2];
-	const CheckBuf *a = check_find_buf(c, "A"), *b = check_find_buf(c, "B");
-	const CheckBuf *sa = check_find_buf(c, "SA"), *sb = check_find_buf(c, "SB");
-	const CheckBuf *al = check_find_buf(c, "alpha");
-	CheckBuf *cb = check_find_buf(c, "C");
-	uint32_t nrows = 0, vec;
-	int ue8m0;
-	enum { BLOCK = 64 };
-
-	fp4_format(c, &ue8m0, &vec);
-	res->tol = gemm_tol[cb->type];
-	uint32_t *rows = gemm_rows(c, M, N, K, &nrows);
-	double *ref = malloc(sizeof *ref * N * BLOCK);
-	if (!rows || !ref) {
-		free(rows);
-		free(ref);
-		return check_fail(err, KRT_ENOMEM, "gemm: no host memory for the reference");
-	}
-	res->subset = nrows < M;
-	double alpha = al ? (double)((const float *)al->host)[0] : 1.0;
-	for (uint32_t i = 0; i < nrows; i += BLOCK) {
-		uint32_t nb = nrows - i < BLOCK ? nrows - i : BLOCK;
-		gemm_fp4_ref_rows(a->host, b->host, sa->host, sb->host, ue8m0, vec, alpha, (uint32_t)N,
-		                  (uint32_t)K, rows + i, nb, ref);
-		for (uint32_t j = 0; j < nb; j++)
-			gemm_compare_row(c, cb, rows[i + j], N, ref + (size_t)j * N, res);
-	}
-	free(rows);
-	free(ref);
-	return 0;
+	return compare_rows(c, res, fp4_ref_rows, NULL, err);
 }
 
 static double
