@@ -91,9 +91,11 @@ def plan(q, weights, k_cache, block_table, cache_seqlens, topk, max_len=None, sc
     if score not in SCORES:
         R.fail(ValueError, "score", repr(score), "'fma' (default), 'wgmma' (sm_90a) or "
                "'tcgen05' (sm_100a)")
-    if score != "fma" and fmt != "fp8":
-        R.fail(ValueError, "score", repr(score), "tensor-core scoring takes FP8 keys; %s keys "
-               "are scored with 'fma'" % fmt)
+    # FP4 keys (UE8M0 per 32) also on sm_100a's block-scaled kind::mxf8f6f4;
+    # NVFP4's UE4M3 factors would need E2M1 on both operands (docs/indexer.md)
+    if score != "fma" and fmt != "fp8" and not (score == "tcgen05" and fmt == "fp4"):
+        R.fail(ValueError, "score", repr(score), "tensor-core scoring takes FP8 keys%s; %s keys "
+               "are scored with 'fma'" % (" (and FP4 with 'tcgen05')" if fmt == "nvfp4" else "", fmt))
     if num_splits is not None:
         R.int_arg("num_splits", num_splits, 1, GRID_YZ, "None (chosen from the grid and the "
                   "GPU) or CTAs per query row, an int 1 .. %d" % GRID_YZ)

@@ -431,3 +431,6 @@ def test_indexer_rules():
             sl, 8, k_global=np.ones(1, np.float32), fn=f)
     refused(ValueError, r"score='wgmma': tensor-core scoring takes FP8 keys; fp4 keys", q, w, k4,
             bt, sl, 8, score="wgmma", fn=f)
+    refused(ValueError, r"score='tcgen05': tensor-core scoring takes FP8 keys \(and FP4 with "
+            r"'tcgen05'\); nvfp4 keys", q, w, k72, bt, sl, 8, k_global=np.ones(1, np.float32),
+            score="tcgen05", fn=f)

@@ -301,6 +301,16 @@ def test_indexer_fp4_keys(rng, target, per):
     check_indexer(idx, lg, want, phys, bound, topk)
 
 
+def test_indexer_fp4_keys_on_tcgen05(rng):
+    # FP4 keys through sm_100a's block-scaled MMA (E2M1 x E4M3, the cache's UE8M0 words)
+    b, sq, h, ps, pages, mp, topk = 2, 2, 7, 32, 9, 5, 40
+    q, w, kc, bt, sl = indexer_case(rng, b, sq, h, ps, pages, mp, [150, 33], 68)
+    idx, lg = kgen.indexer(q, w, kc, bt, sl, topk, score="tcgen05", return_logits=True,
+                           target="sm_100a")
+    want, phys, bound = ref.indexer_logits(q, w, kc, bt, sl, mp * ps)
+    check_indexer(idx, lg, want, phys, bound, topk)
+
+
 def test_smallest_shapes(rng):
     """One row, one column, one K block; a merge of no parts."""
     a, b = ref.e4m3_codes(rng, 1, 128), ref.e4m3_codes(rng, 1, 128)
