@@ -69,6 +69,31 @@ check_report(CheckCase *c, const char *fmt, ...)
 		c->report_len += (size_t)n < room ? (size_t)n : room - 1;
 }
 
+double
+check_row_err(double got, double want, double rowmax)
+{
+	if (rowmax == 0)
+		return got == 0 ? 0 : INFINITY;
+	return isfinite(got) ? fabs(got - want) / rowmax : INFINITY;
+}
+
+double
+check_lse_err(double got, double want)
+{
+	if (isinf(want))
+		return got == want ? 0.0 : INFINITY;
+	return isfinite(got) ? fabs(got - want) / fmax(1.0, fabs(want)) : INFINITY;
+}
+
+int
+check_count(CheckResult *res, double e, double tol, double *max)
+{
+	res->checked++;
+	if (e > *max || isnan(e))
+		*max = isnan(e) ? INFINITY : e;
+	return !(e <= tol);
+}
+
 static int
 buf_index(const CheckCase *c, const char *name)
 {

@@ -514,29 +514,15 @@ decode_compare(CheckCase *c, CheckResult *res, KrtErr *err)
 					uint64_t idx = row * D_V + (uint64_t)i;
 					if (num_is_fill(ot, out, idx, CHECK_POISON_BYTE))
 						continue;
-					double got = num_load(ot, out, idx) * w, e;
-					if (rowmax == 0)
-						e = got == 0 ? 0 : INFINITY;
-					else
-						e = isfinite(got) ? fabs(got - ref[i]) / rowmax : INFINITY;
-					res->checked++;
-					if (e > res->max_err || isnan(e))
-						res->max_err = isnan(e) ? INFINITY : e;
-					if (!(e <= res->tol) && res->bad++ < max_report)
+					double got = num_load(ot, out, idx) * w, e = check_row_err(got, ref[i], rowmax);
+					if (check_count(res, e, res->tol, &res->max_err) && res->bad++ < max_report)
 						check_report(c, "  O   b %u s %u head %u col %d: got %.8g want %.8g rel err %.3e; %zu keys\n",
 						             b, s, h, i, got, ref[i], e, n);
 				}
 				if (num_is_fill(NUM_F32, lout, li, CHECK_POISON_BYTE))
 					continue;
-				double got = num_load(NUM_F32, lout, li), e;
-				if (isinf(lse))
-					e = got == lse ? 0.0 : INFINITY;
-				else
-					e = isfinite(got) ? fabs(got - lse) / fmax(1.0, fabs(lse)) : INFINITY;
-				res->checked++;
-				if (e > res->lse_err || isnan(e))
-					res->lse_err = isnan(e) ? INFINITY : e;
-				if (!(e <= res->lse_tol) && res->bad++ < max_report)
+				double got = num_load(NUM_F32, lout, li), e = check_lse_err(got, lse);
+				if (check_count(res, e, res->lse_tol, &res->lse_err) && res->bad++ < max_report)
 					check_report(c, "  LSE b %u s %u head %u: got %.8g want %.8g err %.3e; %zu keys\n", b,
 					             s, h, got, lse, e, n);
 			}

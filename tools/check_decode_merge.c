@@ -181,29 +181,15 @@ merge_compare(CheckCase *c, CheckResult *res, KrtErr *err)
 			uint64_t idx = r * D_V + (uint64_t)j;
 			if (num_is_fill(NUM_BF16, out, idx, CHECK_POISON_BYTE))
 				continue;
-			double got = num_load(NUM_BF16, out, idx), e;
-			if (rowmax == 0)
-				e = got == 0 ? 0 : INFINITY;
-			else
-				e = isfinite(got) ? fabs(got - ref[j]) / rowmax : INFINITY;
-			res->checked++;
-			if (e > res->max_err || isnan(e))
-				res->max_err = isnan(e) ? INFINITY : e;
-			if (!(e <= res->tol) && res->bad++ < max_report)
+			double got = num_load(NUM_BF16, out, idx), e = check_row_err(got, ref[j], rowmax);
+			if (check_count(res, e, res->tol, &res->max_err) && res->bad++ < max_report)
 				check_report(c, "  O   row %llu col %d: got %.8g want %.8g rel err %.3e\n", (unsigned long long)r,
 				             j, got, ref[j], e);
 		}
 		if (num_is_fill(NUM_F32, lout, li, CHECK_POISON_BYTE))
 			continue;
-		double got = num_load(NUM_F32, lout, li), e;
-		if (isinf(lse))
-			e = got == lse ? 0.0 : INFINITY;
-		else
-			e = isfinite(got) ? fabs(got - lse) / fmax(1.0, fabs(lse)) : INFINITY;
-		res->checked++;
-		if (e > res->lse_err || isnan(e))
-			res->lse_err = isnan(e) ? INFINITY : e;
-		if (!(e <= res->lse_tol) && res->bad++ < max_report)
+		double got = num_load(NUM_F32, lout, li), e = check_lse_err(got, lse);
+		if (check_count(res, e, res->lse_tol, &res->lse_err) && res->bad++ < max_report)
 			check_report(c, "  LSE row %llu: got %.8g want %.8g err %.3e\n", (unsigned long long)r, got, lse, e);
 	}
 	return 0;

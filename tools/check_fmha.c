@@ -597,10 +597,7 @@ compare_row(CheckCase *c, const Fmha *f, const FmhaProblem *p, const Sel *s, con
 			continue; /* counted as unwritten */
 		double got = num_load(ob->type, out, idx);
 		double e = isfinite(got) ? fabs(got - ref[n]) / denom : INFINITY;
-		res->checked++;
-		if (e > res->max_err || isnan(e))
-			res->max_err = isnan(e) ? INFINITY : e;
-		if (!(e <= res->tol) && res->bad++ < max_report)
+		if (check_count(res, e, res->tol, &res->max_err) && res->bad++ < max_report)
 			check_report(c, "  O   seq %u row %u (global %u) head %u col %u: got %.8g want "
 			             "%.8g rel err %.3e; keys [%u,%u) of %u visible\n", s->b, i, s->row,
 			             s->head, n, got, ref[n], e, lo, hi, sk);
@@ -612,15 +609,8 @@ compare_row(CheckCase *c, const Fmha *f, const FmhaProblem *p, const Sel *s, con
 	uint64_t idx = (uint64_t)s->head * f->total_q + s->row;
 	if (num_is_fill(NUM_F32, lout, idx, CHECK_POISON_BYTE))
 		return;
-	double got = num_load(NUM_F32, lout, idx), e;
-	if (isinf(ref_lse))
-		e = got == ref_lse ? 0.0 : INFINITY;
-	else
-		e = isfinite(got) ? fabs(got - ref_lse) / fmax(1.0, fabs(ref_lse)) : INFINITY;
-	res->checked++;
-	if (e > res->lse_err || isnan(e))
-		res->lse_err = isnan(e) ? INFINITY : e;
-	if (!(e <= res->lse_tol) && res->bad++ < max_report)
+	double got = num_load(NUM_F32, lout, idx), e = check_lse_err(got, ref_lse);
+	if (check_count(res, e, res->lse_tol, &res->lse_err) && res->bad++ < max_report)
 		check_report(c, "  LSE seq %u row %u (global %u) head %u: got %.8g want %.8g err "
 		             "%.3e; keys [%u,%u) of %u visible\n", s->b, i, s->row, s->head, got,
 		             ref_lse, e, lo, hi, sk);

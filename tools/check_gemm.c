@@ -213,10 +213,7 @@ gemm_compare_row(CheckCase *c, const CheckBuf *cb, uint32_t m, uint64_t N, const
 			continue; /* counted as unwritten */
 		double got = num_load(cb->type, out, idx);
 		double e = isfinite(got) ? fabs(got - ref[n]) / denom : INFINITY;
-		res->checked++;
-		if (e > res->max_err || isnan(e))
-			res->max_err = isnan(e) ? INFINITY : e;
-		if (!(e <= res->tol) && res->bad++ < (uint64_t)max_report) {
+		if (check_count(res, e, res->tol, &res->max_err) && res->bad++ < (uint64_t)max_report) {
 			if (res->bad == 1)
 				check_report(c, "  %8s %8s %16s %16s %10s\n", "row", "col", "got", "want",
 				             "rel err");

@@ -357,15 +357,9 @@ indexer_compare(CheckCase *c, CheckResult *res, KrtErr *err)
 					s[j] = indexer_ref_logit(x->q + row * (uint64_t)x->heads * INDEXER_D,
 					                         x->w + row * (uint64_t)x->heads, x->heads, kd, &bound);
 					bmax = fmax(bmax, bound);
-					if (bound == 0)
-						e = got_v == 0 ? 0 : INFINITY;
-					else
-						e = isfinite(got_v) ? fabs(got_v - s[j]) / bound : INFINITY;
+					e = check_row_err(got_v, s[j], bound);
 				}
-				res->checked++;
-				if (e > res->max_err || isnan(e))
-					res->max_err = isnan(e) ? INFINITY : e;
-				if (!(e <= res->tol) && res->bad++ < max_report)
+				if (check_count(res, e, res->tol, &res->max_err) && res->bad++ < max_report)
 					check_report(c, "  logits b %u t %u key %u: got %.9g want %.9g err %.3e of the bound; %u keys visible\n",
 					             b, t, j, got_v, j < n ? s[j] : -INFINITY, e, n);
 			}

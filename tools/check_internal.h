@@ -79,6 +79,15 @@ long check_arg_int(const CheckCase *c, const char *name);
 void check_arg_word(const CheckCase *c, const char *name, char *w, size_t n);
 /* Appends a line to the case's failure report (dropped when full). */
 void check_report(CheckCase *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The attention outputs' errors: an element of O against its row's
+ * largest reference magnitude rowmax (a row of zeros must be exactly 0),
+ * and an LSE as |got - want| / max(1, |want|) (an infinite one exactly);
+ * a value that is not finite is an infinite error. */
+double check_row_err(double got, double want, double rowmax);
+double check_lse_err(double got, double want);
+/* Counts one compared value of error e: res->checked, the largest error
+ * in *max (NaN as infinity); 1 where it fails tol. */
+int check_count(CheckResult *res, double e, double tol, double *max);
 CheckBuf *check_find_buf(CheckCase *c, const char *name);
 const CheckBuf *check_find_buf_const(const CheckCase *c, const char *name);
 /* The split kernels' completion counters (input "counters", s32) are all

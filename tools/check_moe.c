@@ -465,10 +465,7 @@ moe_compare_fp8(CheckCase *c, const CheckBuf *cb, const CheckBuf *cs, uint32_t m
 		double got = decode_e4m3_to_f64(b) * s;
 		double den = slack ? denom + slack[j] / res->tol : denom;
 		double err = isfinite(got) ? fabs(got - ref[j]) / den : INFINITY;
-		res->checked++;
-		if (err > res->max_err || isnan(err))
-			res->max_err = isnan(err) ? INFINITY : err;
-		if (!(err <= res->tol) && res->bad++ < (uint64_t)max_report) {
+		if (check_count(res, err, res->tol, &res->max_err) && res->bad++ < (uint64_t)max_report) {
 			if (res->bad == 1)
 				check_report(c, "  %8s %8s %16s %16s %10s\n", "row", "col", "got", "want", "rel err");
 			check_report(c, "  %8u %8llu %16.8g %16.8g %10.3e  (e4m3 0x%02x, scale %g)\n", m,
@@ -527,10 +524,7 @@ moe_compare_slack(CheckCase *c, const CheckBuf *cb, uint32_t m, uint64_t W, cons
 		double denom = rowmax + slack[j] / res->tol;
 		double got = num_load(cb->type, out, idx);
 		double e = isfinite(got) ? fabs(got - ref[j]) / (denom > 0.0 ? denom : DBL_MIN) : INFINITY;
-		res->checked++;
-		if (e > res->max_err || isnan(e))
-			res->max_err = isnan(e) ? INFINITY : e;
-		if (!(e <= res->tol) && res->bad++ < (uint64_t)max_report) {
+		if (check_count(res, e, res->tol, &res->max_err) && res->bad++ < (uint64_t)max_report) {
 			if (res->bad == 1)
 				check_report(c, "  %8s %8s %16s %16s %10s %12s\n", "row", "col", "got", "want", "err",
 				             "FP8 slack");
