@@ -580,3 +580,13 @@ emit_body_text(const Emit *e, Buf *out)
 	buf_printf(out, "%s", run);
 	names_free(&n);
 }
+
+int
+log2_ceil(int v)
+{
+	int n = 0;
+
+	while ((1 << n) < v)
+		n++;
+	return n;
+}

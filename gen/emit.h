@@ -113,4 +113,8 @@ void emit_reg_decls(const Emit *e, Buf *out);
  * to print into the body and compare, not final PTX. */
 void emit_body_text(const Emit *e, Buf *out);
 
+/* ceil(log2 v): the shift that multiplies or divides by a power of two v
+ * from a plan (emitters use it for row and lane arithmetic). */
+int log2_ceil(int v);
+
 #endif

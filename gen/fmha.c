@@ -201,7 +201,7 @@ emit_mcast_loads(Emit *e, KgErr *err, const FmhaRegs *r, const TileLayout *l, in
 		emitf(e, "\tmad.lo.u32 %s, %s, %d, %d;\n", x.s, r->rank.s, half, 64 * s);
 		emitf(e, "\tmad.lo.u32 %s, %s, %u, %s;\n", dst.s, r->rank.s, layout_offset(l, 0, half), dst0.s);
 		emitf(e, "\tadd.u32 %s, %s, %u;\n", dst.s, dst.s, layout_offset(l, 0, 64 * s));
-		if (op_tma_load_mcast(e, err, dst, tmap, c, 3, bar, mask) < 0)
+		if (op_tma_load_mcast(e, err, dst, tmap, c, 3, bar, mask, 1) < 0)
 			return -1;
 	}
 	return 0;
@@ -351,15 +351,6 @@ fmha_emit_producer(Emit *e, const FmhaCfg *f, const FmhaRegs *r, KgErr *err)
 	return 0;
 }
 
-static int
-log2_exact(int v)
-{
-	int n = 0;
-
-	while ((1 << n) < v)
-		n++;
-	return n;
-}
 
 Reg
 fmha_emit_scale_log2(Emit *e)
@@ -388,17 +379,17 @@ fmha_emit_row_head(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Reg trow, Reg r
 	t = reg_new(e, RC_B32);
 	if (f->pair) {
 		emitf(e, "\tand.b32 %s, %s, %d;\n\tshr.u32 %s, %s, %d;\n\tadd.u32 %s, %s, %s;\n", rowq.s, trow.s,
-		      f->q_rows - 1, rowq.s, rowq.s, log2_exact(f->pack), rowq.s, rowq.s, r->m0.s);
-		emitf(e, "\tshr.u32 %s, %s, %d;\n\tmad.lo.u32 %s, %s, %d, %s;\n", t.s, trow.s, log2_exact(f->q_rows),
+		      f->q_rows - 1, rowq.s, rowq.s, log2_ceil(f->pack), rowq.s, rowq.s, r->m0.s);
+		emitf(e, "\tshr.u32 %s, %s, %d;\n\tmad.lo.u32 %s, %s, %d, %s;\n", t.s, trow.s, log2_ceil(f->q_rows),
 		      rowq.s, t.s, f->q_rows / f->pack, rowq.s);
 		emitf(e, "\tand.b32 %s, %s, %d;\n\tadd.u32 %s, %s, %s;\n", head.s, trow.s, f->pack - 1, head.s, head.s,
 		      r->h.s);
 		return head;
 	}
 	emitf(e, "\tand.b32 %s, %s, %d;\n\tshr.u32 %s, %s, %d;\n\tadd.u32 %s, %s, %s;\n", rowq.s, trow.s,
-	      f->q_rows - 1, rowq.s, rowq.s, log2_exact(f->pack), rowq.s, rowq.s, r->m0.s);
-	emitf(e, "\tshr.u32 %s, %s, %d;\n\tshl.b32 %s, %s, %d;\n", t.s, trow.s, log2_exact(f->q_rows), t.s,
-	      t.s, log2_exact(f->pack));
+	      f->q_rows - 1, rowq.s, rowq.s, log2_ceil(f->pack), rowq.s, rowq.s, r->m0.s);
+	emitf(e, "\tshr.u32 %s, %s, %d;\n\tshl.b32 %s, %s, %d;\n", t.s, trow.s, log2_ceil(f->q_rows), t.s,
+	      t.s, log2_ceil(f->pack));
 	emitf(e, "\tand.b32 %s, %s, %d;\n\tadd.u32 %s, %s, %s;\n\tadd.u32 %s, %s, %s;\n", head.s, trow.s,
 	      f->pack - 1, head.s, head.s, t.s, head.s, head.s, r->h.s);
 	return head;

@@ -490,8 +490,7 @@ gemm_emit_producer(Emit *e, const GemmCfg *g, const GemmRegs *r, KgErr *err)
 			cb[0] = reg_new(e, RC_B32);
 			emitf(e, "\tshr.u32 %s, %s, 1;\n", cb[0].s, kx.s);
 		}
-		if ((g->cn > 1 ? (g->pair ? op_tma_load_multicast(e, err, da, r->tmap_a, ca, 2, full, mask)
-		                          : op_tma_load_mcast(e, err, da, r->tmap_a, ca, 2, full, mask))
+		if ((g->cn > 1 ? op_tma_load_mcast(e, err, da, r->tmap_a, ca, 2, full, mask, 1 + g->pair)
 		               : op_tma_load_group(e, err, da, r->tmap_a, ca, 2, full, 1 + g->pair)) < 0 ||
 		    op_tma_load_group(e, err, db, r->tmap_b, cb, 2, full, 1 + g->pair) < 0)
 			return -1;

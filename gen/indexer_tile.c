@@ -5,21 +5,12 @@
 #include "indexer.h"
 #include "layout.h"
 
-static int
-log2_of(int v)
-{
-	int l = 0;
-
-	while ((1 << l) < v)
-		l++;
-	return l;
-}
 
 void
 indexer_emit_key_tile(Emit *e, const IndexerCfg *c, const IndexerRegs *r, const IdxTileScratch *s,
                       Reg i, Reg id, Reg tile, Reg scs, int keys, int threads)
 {
-	int lk = log2_of(keys), fp4 = c->fmt->value_bits == 4, kb = c->fmt->key_bytes;
+	int lk = log2_ceil(keys), fp4 = c->fmt->value_bits == 4, kb = c->fmt->key_bytes;
 
 	if (fp4 && (layout_sf_offset(1, 0) != 16 || layout_sf_offset(32, 0) != 4))
 		kg_bug("indexer fp4 tile: the scale-factor image is 16·(row%%32) + 4·(row/32)");

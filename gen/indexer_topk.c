@@ -30,15 +30,6 @@ load_param_ptr(Emit *e, Reg dst, const char *name)
 	emitf(e, "\tld.param.u64 %s, [p_%s];\n\tcvta.to.global.u64 %s, %s;\n", dst.s, name, dst.s, dst.s);
 }
 
-static int
-log2_of(int v)
-{
-	int l = 0;
-
-	while ((1 << l) < v)
-		l++;
-	return l;
-}
 
 /* v = block_table[b, j / page_size]·page_size + j % page_size: key j as
  * the decode family's index (page·page_size + offset). */
@@ -125,7 +116,7 @@ load_chunk(Emit *e, const void *ctx, int i, Reg el, Reg p, Reg v, Reg w)
 	const IndexerCfg *c = k->c;
 	const IndexerRegs *r = k->r;
 	Reg l = reg_new(e, RC_B32), t = reg_new(e, RC_B32), a = reg_new(e, RC_B64);
-	int lu = log2_of(c->unit);
+	int lu = log2_ceil(c->unit);
 
 	(void)i;
 	emitf(e, "\tadd.u32 %s, %s, %s;\n\tshr.u32 %s, %s, %d;\n\tmad.lo.u32 %s, %s, %s, %s;\n", l.s, k->lb.s, el.s, t.s,
@@ -202,7 +193,7 @@ final_merge(Emit *e, const void *ctx, Reg last, Reg a, Reg b, Reg x)
 static void
 emit_chunk(Emit *e, const IndexerCfg *c, const IndexerRegs *r, IdxTk *k)
 {
-	int K = c->topk, lu = log2_of(c->unit);
+	int K = c->topk, lu = log2_ceil(c->unit);
 	Reg u = reg_new(e, RC_B32), x = reg_new(e, RC_B32), t = reg_new(e, RC_B32), nl = reg_new(e, RC_B32);
 	Reg off = reg_new(e, RC_B32), nw = reg_new(e, RC_B32), cnt = reg_new(e, RC_B32), hb = reg_new(e, RC_B32);
 	Reg kbo = reg_new(e, RC_B32), j = reg_new(e, RC_B32), a32 = reg_new(e, RC_B32), kv = reg_new(e, RC_B32);
@@ -302,7 +293,7 @@ emit_join(Emit *e, const IndexerRegs *r, const IdxTk *k)
 	Reg a = reg_new(e, RC_B64), o = reg_new(e, RC_B64), f = reg_new(e, RC_B32), all = reg_new(e, RC_B32);
 	Reg p = reg_new(e, RC_PRED);
 	char joined[48];
-	int lg = log2_of(IDX_THREADS);
+	int lg = log2_ceil(IDX_THREADS);
 
 	emit_block(e, "indexer.join");
 	label_new(e, joined, sizeof joined, "joined");

@@ -114,6 +114,14 @@ op_bulk_load(Emit *e, Reg dst, Reg src, uint32_t bytes, Reg bar)
 	      dst.s, src.s, bytes, bar.s);
 }
 
+/* "c0, c1, ..": a TMA instruction's coordinate list */
+static void
+coord_list(char *out, size_t cap, const Reg *c, int n)
+{
+	for (int i = 0; i < n; i++)
+		snprintf(out + strlen(out), cap - strlen(out), "%s%s", i ? ", " : "", c[i].s);
+}
+
 int
 op_tma_load_group(Emit *e, KgErr *err, Reg dst, Reg tmap, const Reg *c, int n, Reg bar,
                   int cta_group)
@@ -122,9 +130,7 @@ op_tma_load_group(Emit *e, KgErr *err, Reg dst, Reg tmap, const Reg *c, int n, R
 
 	if (cta_group == 1)
 		return op_tma_load(e, err, dst, tmap, c, n, bar);
-	for (int i = 0; i < n; i++)
-		snprintf(coords + strlen(coords), sizeof coords - strlen(coords), "%s%s", i ? ", " : "",
-		         c[i].s);
+	coord_list(coords, sizeof coords, c, n);
 	emit_need_ptx(e, 86);
 	emitf(e, "\tcp.async.bulk.tensor.%dd.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
 	      ".cta_group::2 [%s], [%s, {%s}], [%s];\n", n, dst.s, tmap.s, coords, bar.s);
@@ -132,34 +138,17 @@ op_tma_load_group(Emit *e, KgErr *err, Reg dst, Reg tmap, const Reg *c, int n, R
 }
 
 int
-op_tma_load_multicast(Emit *e, KgErr *err, Reg dst, Reg tmap, const Reg *c, int n, Reg bar,
-                      Reg mask)
+op_tma_load_mcast(Emit *e, KgErr *err, Reg dst, Reg tmap, const Reg *c, int n, Reg bar, Reg mask,
+                  int cta_group)
 {
 	char coords[128] = "";
 
 	(void)err;
-	for (int i = 0; i < n; i++)
-		snprintf(coords + strlen(coords), sizeof coords - strlen(coords), "%s%s", i ? ", " : "",
-		         c[i].s);
-	emit_need_ptx(e, 86);
+	coord_list(coords, sizeof coords, c, n);
+	emit_need_ptx(e, cta_group == 2 ? 86 : 80);
 	emitf(e, "\tcp.async.bulk.tensor.%dd.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
-	      ".multicast::cluster.cta_group::2 [%s], [%s, {%s}], [%s], %s;\n", n, dst.s, tmap.s, coords,
-	      bar.s, mask.s);
-	return 0;
-}
-
-int
-op_tma_load_mcast(Emit *e, KgErr *err, Reg dst, Reg tmap, const Reg *c, int n, Reg bar, Reg mask)
-{
-	char coords[128] = "";
-
-	(void)err;
-	for (int i = 0; i < n; i++)
-		snprintf(coords + strlen(coords), sizeof coords - strlen(coords), "%s%s", i ? ", " : "",
-		         c[i].s);
-	emit_need_ptx(e, 80);
-	emitf(e, "\tcp.async.bulk.tensor.%dd.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
-	      ".multicast::cluster [%s], [%s, {%s}], [%s], %s;\n", n, dst.s, tmap.s, coords, bar.s, mask.s);
+	      ".multicast::cluster%s [%s], [%s, {%s}], [%s], %s;\n", n, cta_group == 2 ? ".cta_group::2" : "",
+	      dst.s, tmap.s, coords, bar.s, mask.s);
 	return 0;
 }
 
@@ -176,9 +165,7 @@ op_tma_load(Emit *e, KgErr *err, Reg dst, Reg tmap, const Reg *c, int n, Reg bar
 	char dim[4], coords[128] = "";
 
 	snprintf(dim, sizeof dim, "%dd", n);
-	for (int i = 0; i < n; i++)
-		snprintf(coords + strlen(coords), sizeof coords - strlen(coords), "%s%s", i ? ", " : "",
-		         c[i].s);
+	coord_list(coords, sizeof coords, c, n);
 	emit_need_ptx(e, 80);
 	return emit_template(e, err, "tma_load", "dim", dim, "dst", dst.s, "tmap", tmap.s, "coords",
 	                     coords, "bar", bar.s, (char *)NULL);

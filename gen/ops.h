@@ -41,18 +41,15 @@ void op_bulk_load(Emit *e, Reg dst, Reg src, uint32_t bytes, Reg bar);
  * docs/cta-pair.md); cta_group 1 is op_tma_load. */
 int op_tma_load_group(Emit *e, KgErr *err, Reg dst, Reg tmap, const Reg *c, int n, Reg bar,
                       int cta_group);
-/* cta_group 2 with .multicast::cluster: the box lands at dst in every CTA
- * of the 16-bit mask, each completing on its pair leader's barrier (the
- * pair CTA with bar's rank parity, docs/cta-pair.md). */
-int op_tma_load_multicast(Emit *e, KgErr *err, Reg dst, Reg tmap, const Reg *c, int n, Reg bar,
-                          Reg mask);
 /* barrier.cluster arrive (release) + wait (acquire): every thread of the
  * cluster, its shared-memory writes and barrier inits published to all. */
 void op_cluster_sync(Emit *e);
-/* sm_90a .multicast::cluster (no cta_group): the box lands at dst in every
- * CTA of the 16-bit mask and completes on the mbarrier at bar's offset in
- * each (PTX ISA §9.7.9.26). */
-int op_tma_load_mcast(Emit *e, KgErr *err, Reg dst, Reg tmap, const Reg *c, int n, Reg bar, Reg mask);
+/* .multicast::cluster: the box lands at dst in every CTA of the 16-bit
+ * mask. cta_group 1 (sm_90a's form): each completes on the mbarrier at
+ * bar's offset in it (PTX ISA §9.7.9.26); cta_group 2: on its pair
+ * leader's barrier (the pair CTA with bar's rank parity, docs/cta-pair.md). */
+int op_tma_load_mcast(Emit *e, KgErr *err, Reg dst, Reg tmap, const Reg *c, int n, Reg bar, Reg mask,
+                      int cta_group);
 /* pred = true in exactly one active lane of the (converged) warp. */
 void op_elect_one(Emit *e, Reg pred);
 /* bar.sync id, threads with `why` (the barrier's role) in a comment. */

@@ -96,15 +96,6 @@ row_of(int i)
 	return drow / 8;
 }
 
-static int
-ilog2(int v)
-{
-	int n = 0;
-
-	while ((1 << n) < v)
-		n++;
-	return n;
-}
 
 /* FP4 bytes from a row's first to its registers 2 and 3 (K 16 on, wgmma_afrag8) */
 static int
@@ -131,7 +122,7 @@ emit_thread_setup(Emit *e, const GemmCfg *g, const GemmRegs *r, Reg wgc, W4a8Thr
 	 * 2(lane%4) and 8 + 2(lane%4) of the row's 16 per 32-K step (the lane's
 	 * step from wgmma_afrag8 of thread 1, a power of two) */
 	wgmma_afrag8(1, 0, 0, &row, &k);
-	emitf(e, "\tand.b32 %s, %s, 3;\n\tshl.b32 %s, %s, %d;\n", u.s, r->lane.s, u.s, u.s, ilog2(k / 2));
+	emitf(e, "\tand.b32 %s, %s, 3;\n\tshl.b32 %s, %s, %d;\n", u.s, r->lane.s, u.s, u.s, log2_ceil(k / 2));
 	/* 64B swizzle (docs/hardware.md, "TMA swizzle"): the row's address
 	 * bits swizzle_mask move down by 3 onto the 16-byte chunk index; a B
 	 * stage is a whole number of swizzle periods, rows row0 and row0 + 8

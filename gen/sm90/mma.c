@@ -81,15 +81,6 @@ sm90_acc_coord(int t, int i, int *row, int *col)
 	*col = wgmma_acc_col(t) + dcol;
 }
 
-static int
-ilog2(int v)
-{
-	int n = 0;
-
-	while ((1 << n) < v)
-		n++;
-	return n;
-}
 
 /* Lanes that share a row: the first thread whose row is 1 (4). */
 static int
@@ -106,10 +97,10 @@ void
 sm90_acc_row0(Emit *e, Reg row0, Reg block, Reg warp, Reg lane, Reg t)
 {
 	emitf(e, "\tand.b32 %s, %s, 3;\n\tshl.b32 %s, %s, %d;\n", t.s, warp.s, t.s, t.s,
-	      ilog2(wgmma_acc_row(32)));
+	      log2_ceil(wgmma_acc_row(32)));
 	/* a warpgroup's accumulator is M = 64 rows (wgmma m64nNk16) */
 	emitf(e, "\tmad.lo.u32 %s, %s, 64, %s;\n", row0.s, block.s, t.s);
-	emitf(e, "\tshr.u32 %s, %s, %d;\n\tadd.u32 %s, %s, %s;\n", t.s, lane.s, ilog2(lanes_per_row()),
+	emitf(e, "\tshr.u32 %s, %s, %d;\n\tadd.u32 %s, %s, %s;\n", t.s, lane.s, log2_ceil(lanes_per_row()),
 	      row0.s, row0.s, t.s);
 }
 
@@ -117,5 +108,5 @@ void
 sm90_acc_col0(Emit *e, Reg col0, Reg lane)
 {
 	emitf(e, "\tand.b32 %s, %s, %d;\n\tshl.b32 %s, %s, %d;\n", col0.s, lane.s, lanes_per_row() - 1,
-	      col0.s, col0.s, ilog2(wgmma_acc_col(1)));
+	      col0.s, col0.s, log2_ceil(wgmma_acc_col(1)));
 }
