@@ -3,8 +3,6 @@ tensors: CPU tensors on the emulator, CUDA tensors on the GPU against the
 float64 references, torch.compile(fullgraph=True) and CUDA graph capture.
 Skipped without torch; the GPU tests without a GPU."""
 
-import os
-
 import numpy as np
 import pytest
 
@@ -12,19 +10,7 @@ torch = pytest.importorskip("torch")
 
 import kgen  # noqa: E402
 import ref  # noqa: E402
-
-gpu = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU")
-
-
-def f64(x):
-    return x.detach().to("cpu", torch.float64).numpy()
-
-
-@pytest.fixture
-def gen():
-    seed = int.from_bytes(os.urandom(4), "little")
-    print("seed", seed)
-    return torch.Generator().manual_seed(seed)
+from torchtest import f64, gpu  # noqa: E402
 
 
 def randn(gen, *shape, dtype=torch.float32, device="cpu"):
