@@ -122,6 +122,14 @@ w4a8_emit_table_addr(Emit *e, Reg addr, Reg ec, Reg base, Reg lut)
 }
 
 void
+w4a8_emit_emax(Emit *e, Reg emax, Reg w, Reg t)
+{
+	emitf(e, "\tand.b32 %s, %s, 0xff;\n", emax.s, w.s);
+	for (int c = 1; c < 4; c++)
+		emitf(e, "\tbfe.u32 %s, %s, %d, 8;\n\tmax.u32 %s, %s, %s;\n", t.s, w.s, 8 * c, emax.s, emax.s, t.s);
+}
+
+void
 w4a8_emit_scale(Emit *e, Reg out, Reg emax, Reg t, Reg t2, Reg p)
 {
 	/* e_ref = emax - 6: f32 bits e_ref << 23 for e_ref >= 1, else the

@@ -63,6 +63,8 @@ void w4a8_emit_tables(Emit *e, Reg at, Reg t);
  * emax) from w4a8_emit_table_base (addresses are below 2^31). */
 void w4a8_emit_table_base(Emit *e, Reg base, Reg emax, Reg lut);
 void w4a8_emit_table_addr(Emit *e, Reg addr, Reg ec, Reg base, Reg lut);
+/* emax = the largest of the four UE8M0 bytes of word w; t is scratch. */
+void w4a8_emit_emax(Emit *e, Reg emax, Reg w, Reg t);
 /* The block's scale 2^(emax - W4A8_DMAX - 127) as f32 bits in out (a
  * subnormal below 2^-126; NaN when emax is 0xFF); t, t2, p are scratch. */
 void w4a8_emit_scale(Emit *e, Reg out, Reg emax, Reg t, Reg t2, Reg p);

@@ -254,10 +254,7 @@ emit_iteration(Emit *e, const GemmCfg *g, const GemmRegs *r, W4a8Cons *k, int pa
 	emit_block(e, "sm90.w4a8_fold");
 	for (int h = 0; h < 2; h++) {
 		/* emax of the block's four exponents, the table base, the scale */
-		emitf(e, "\tand.b32 %s, %s, 0xff;\n", k->emax[h].s, k->ew[h].s);
-		for (int c = 1; c < 4; c++)
-			emitf(e, "\tbfe.u32 %s, %s, %d, 8;\n\tmax.u32 %s, %s, %s;\n", k->ec.s, k->ew[h].s, 8 * c,
-			      k->emax[h].s, k->emax[h].s, k->ec.s);
+		w4a8_emit_emax(e, k->emax[h], k->ew[h], k->ec);
 		w4a8_emit_table_base(e, k->base[h], k->emax[h], k->lut);
 		w4a8_emit_scale(e, k->st, k->emax[h], k->idx, k->st2, k->sp);
 		emitf(e, "\tmov.b32 %s, %s;\n", k->sc[h].s, k->st.s);
