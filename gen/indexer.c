@@ -11,6 +11,7 @@
 #include "indexer.h"
 #include "ops.h"
 #include "select.h"
+#include "w4a8.h"
 
 #define P(f) offsetof(IndexerParams, f)
 
@@ -48,6 +49,16 @@ static const ParamSpec indexer_params[] = {
 	 NULL},
 };
 
+/* Why --score refuses a key format (by IndexerOps.mma_fp4): the rest of
+ * "takes fp8 keys..." */
+static const char *const fp4_refusal[] = {
+	[IDX_MMA_FP4_NONE] = " (E4M3 operands)",
+	[IDX_MMA_FP4_BLOCK_SCALED] = " or fp4 (NVFP4's UE4M3 factors per 16 need kind::mxf4nvf4, E2M1 on both "
+	                             "operands, and Q is E4M3)",
+	[IDX_MMA_FP4_E4M3] = " or fp4 (an NVFP4 value, E2M1 times a UE4M3 factor, has up to 6 significant bits; "
+	                     "E4M3 holds 4)",
+};
+
 static int
 indexer_configure(IndexerCfg *c, const IndexerParams *p, KgErr *err)
 {
@@ -75,12 +86,10 @@ indexer_configure(IndexerCfg *c, const IndexerParams *p, KgErr *err)
 	if (c->mma && c->heads > 64)
 		return kg_fail(err, "--heads=%d: --score %s takes at most 64 heads (one N = 64 MMA operand)", c->heads,
 		               score);
-	if (c->mma && c->fmt->value_bits != 8 && !(c->t->indexer->mma_fp4 && !c->fmt->nv))
+	if (c->mma && c->fmt->value_bits != 8 && (c->t->indexer->mma_fp4 == IDX_MMA_FP4_NONE || c->fmt->nv))
 		return kg_fail(err, "--format=%s: --score %s takes fp8 keys%s", c->fmt->name, score,
-		               c->t->indexer->mma_fp4
-		                   ? " or fp4 (NVFP4's UE4M3 factors per 16 need kind::mxf4nvf4, E2M1 on both operands, "
-		                     "and Q is E4M3)"
-		                   : " (E4M3 operands)");
+		               fp4_refusal[c->t->indexer->mma_fp4]);
+	c->fp4_e4m3 = c->mma && c->fmt->value_bits == 4 && c->t->indexer->mma_fp4 == IDX_MMA_FP4_E4M3;
 	plan_init(&c->plan, c->t);
 	c->plan.threads = IDX_THREADS;
 	if (c->mma) {
@@ -91,6 +100,8 @@ indexer_configure(IndexerCfg *c, const IndexerParams *p, KgErr *err)
 		c->r_scales = plan_smem(&c->plan, "key tile scales", 4u * IDX_TILE, 16, IDX_THREADS / 128);
 		c->r_sums = plan_smem(&c->plan, "per-warp head sums", 4u * 4u * IDX_TILE, 16, IDX_THREADS / 128);
 		c->r_w = plan_smem(&c->plan, "head weights (f32)", 4u * 64u, 16, 1);
+		if (c->fp4_e4m3)
+			c->r_lut = plan_smem(&c->plan, "E2M1 -> E4M3 byte tables", 8u * W4A8_NLUT, 16, 1);
 	} else {
 		c->r_q = plan_smem(&c->plan, "query heads (f32)", 4u * (uint32_t)(c->heads * c->fmt->d), 16, 1);
 		c->r_w = plan_smem(&c->plan, "head weights (f32)", 4u * (uint32_t)c->heads, 16, 1);
@@ -133,6 +144,7 @@ emit_prologue(Emit *e, const IndexerCfg *c, IndexerRegs *r)
 	Reg a = reg_new(e, RC_B64), o = reg_new(e, RC_B64), cap = reg_new(e, RC_B64), x = reg_new(e, RC_B32);
 	Reg qs = reg_new(e, RC_B32), ws = reg_new(e, RC_B32), w = reg_new(e, RC_B32), p = reg_new(e, RC_PRED);
 	Reg hb[2], hf[2], hh[4], f[4];
+	char skip[48];
 
 	r->tid = reg_new(e, RC_B32);
 	r->b = reg_new(e, RC_B32);
@@ -230,6 +242,14 @@ emit_prologue(Emit *e, const IndexerCfg *c, IndexerRegs *r)
 	      c->plan.smem[c->r_hist].offset, ws.s, r->tid.s, ws.s);
 	for (int i = 0; i < SEL_BINS * IDX_HISTS / IDX_THREADS; i++)
 		emitf(e, "\tst.shared.u32 [%s+%d], 0;\n", ws.s, 4 * IDX_THREADS * i);
+	if (c->fp4_e4m3) {
+		/* the E4M3 byte tables the key gather looks fp4 codes up in */
+		label_new(e, skip, sizeof skip, "fp4_tables_done");
+		emitf(e, "\tsetp.ne.u32 %s, %s, 0;\n\t@%s bra %s;\n", p.s, r->tid.s, p.s, skip);
+		emitf(e, "\tadd.u32 %s, %s, %u;\n", qs.s, r->base.s, c->plan.smem[c->r_lut].offset);
+		w4a8_emit_tables(e, qs, w);
+		emit_label(e, skip);
+	}
 	op_bar_sync_why(e, 0, IDX_THREADS, "query heads, weights and zeroed histograms in shared memory");
 }
 

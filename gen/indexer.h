@@ -38,6 +38,13 @@ typedef struct IndexerParams {
 
 enum { IDX_SCORE_FMA, IDX_SCORE_WGMMA, IDX_SCORE_TCGEN05 };
 
+/* How a tensor-core scoring takes fp4 keys (E2M1 with UE8M0 per 32):
+ * not at all; as the block-scaled MMA's E2M1 operand with the exponents
+ * as its scale factors; or turned into E4M3 as they are gathered, the
+ * key's four exponents folded into one scale (gen/w4a8.h,
+ * docs/indexer.md "FP4 keys as E4M3"). */
+enum { IDX_MMA_FP4_NONE, IDX_MMA_FP4_BLOCK_SCALED, IDX_MMA_FP4_E4M3 };
+
 /* IDX_HISTS: the fused top-k's radix histograms, a set of 4 for each of
  * its two windows and one for the merge (docs/indexer.md, "Fused top-k");
  * IDX_WIN_MIN: the least keys of a window. */
@@ -57,6 +64,8 @@ typedef struct IndexerCfg {
 	int r_tiles, r_scales, r_sums; /* mma: key tiles, their scales, per-warp head sums */
 	int r_tslot, b_mma;            /* the target's own (IndexerOps.plan_mma): TMEM address, MMA barrier */
 	int r_sfb;                     /* sm_100a fp4: Q's scale-factor image (all 2^0) */
+	int fp4_e4m3;                  /* fp4 keys gathered as E4M3 (IDX_MMA_FP4_E4M3) */
+	int r_lut;                     /* ... by these byte tables (gen/w4a8.h) */
 	char name[96];
 } IndexerCfg;
 
@@ -86,7 +95,7 @@ typedef struct IndexerOps {
 	int (*score_mma)(Emit *e, const IndexerCfg *c, const IndexerRegs *r, KgErr *err);
 	const char *how_mma;
 	int mma_score; /* the --score value that selects score_mma */
-	int mma_fp4;   /* score_mma also takes fp4 keys (E2M1 with UE8M0 per 32, block-scaled MMA) */
+	int mma_fp4;   /* IDX_MMA_FP4_*: whether and how score_mma takes fp4 keys */
 	int unit_mma;  /* score_mma's keys per part before the next part's (docs/ABI.md "indexer", "Split rows") */
 	/* NULL, or what score_mma needs beyond the shared regions (TMEM,
 	 * barriers), added to the plan before it is checked */
@@ -114,10 +123,14 @@ typedef struct IdxTileScratch {
  * chunks, chunk id + threads·k being part (chunk % 8) of key (chunk / 8),
  * into the K-major 128-byte-swizzled tile at `tile` (zeros past n); then
  * thread id < keys stores its key's fp32 scale at scs + 4·id (0 past n).
- * fp4 keys: each chunk holds 16 E2M1 codes in its low 8 bytes, 8 bytes of
- * padding after (the operand image kind::mxf8f6f4 reads, docs/hardware.md,
- * "Scale-factor images"), and the key's UE8M0 word goes to the A
- * scale-factor image at scs, byte layout_sf_offset(id, 0) (0 past n). */
+ * fp4 keys, block-scaled: each chunk holds 16 E2M1 codes in its low 8
+ * bytes, 8 bytes of padding after (the operand image kind::mxf8f6f4 reads,
+ * docs/hardware.md, "Scale-factor images"), and the key's UE8M0 word goes
+ * to the A scale-factor image at scs, byte layout_sf_offset(id, 0) (0 past
+ * n). fp4 keys as E4M3 (c->fp4_e4m3): each chunk's 16 codes become 16
+ * E4M3 bytes by the table of their group's offset from the key's folded
+ * exponent, and the key's scale at scs + 4·id is that exponent's 2^(e_ref -
+ * 127). */
 void indexer_emit_key_tile(Emit *e, const IndexerCfg *c, const IndexerRegs *r, const IdxTileScratch *s,
                            Reg i, Reg id, Reg tile, Reg scs, int keys, int threads);
 

@@ -4,13 +4,62 @@
  * that stage it differ. */
 #include "indexer.h"
 #include "layout.h"
+#include "w4a8.h"
 
+
+/* The registers of the fp4 -> E4M3 gather (gen/w4a8.h). */
+typedef struct Fp4Fold {
+	W4a8Regs wr;
+	Reg in[2], w, emax, ec, base, addr, t0, t1, lut; /* b32 */
+	Reg q;                                          /* pred */
+} Fp4Fold;
+
+static void
+fp4_fold_init(Emit *e, const IndexerCfg *c, const IndexerRegs *r, Fp4Fold *f)
+{
+	Reg *b[] = {&f->in[0], &f->in[1], &f->w, &f->emax, &f->ec, &f->base, &f->addr, &f->t0, &f->t1, &f->lut};
+
+	for (size_t i = 0; i < sizeof b / sizeof b[0]; i++)
+		*b[i] = reg_new(e, RC_B32);
+	f->q = reg_new(e, RC_PRED);
+	w4a8_emit_init(e, &f->wr);
+	emitf(e, "\tadd.u32 %s, %s, %u;\n", f->lut.s, r->base.s, c->plan.smem[c->r_lut].offset);
+}
+
+/* One chunk of an fp4 key as E4M3 (docs/indexer.md, "FP4 keys as E4M3"):
+ * the 8 bytes of part pt (16 codes of group pt / 2) and the key's
+ * exponent word at s->a + s->o (the page at s->a), into s->v[0..3]; the
+ * key's exponents fold to e_ref = max - 6 as W4A8's block does. */
+static void
+fp4_fold_chunk(Emit *e, const IndexerCfg *c, const IdxTileScratch *s, Fp4Fold *f)
+{
+	emitf(e, "\tmov.b32 %s, 0;\n\tmov.b32 %s, 0;\n\tmov.b32 %s, 0;\n", f->in[0].s, f->in[1].s, f->w.s);
+	emitf(e, "\tadd.u64 %s, %s, %s;\n\t@%s ld.global.nc.v2.b32 {%s, %s}, [%s];\n", s->o.s, s->a.s, s->o.s,
+	      s->p.s, f->in[0].s, f->in[1].s, s->o.s);
+	/* the key's word: 4·(j % ps) into the page's tail, after ps rows */
+	emitf(e, "\tand.b32 %s, %s, %d;\n\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n", f->ec.s, s->j.s,
+	      c->ps - 1, s->o.s, f->ec.s, s->a.s, s->a.s, s->o.s);
+	emitf(e, "\t@%s ld.global.nc.b32 %s, [%s+%d];\n", s->p.s, f->w.s, s->a.s, c->ps * c->fmt->key_bytes);
+	/* group pt / 2's exponent against the key's largest, its table */
+	w4a8_emit_emax(e, f->emax, f->w, f->ec);
+	w4a8_emit_table_base(e, f->base, f->emax, f->lut);
+	emitf(e, "\tand.b32 %s, %s, 6;\n\tshl.b32 %s, %s, 2;\n\tbfe.u32 %s, %s, %s, 8;\n", f->ec.s, s->pt.s,
+	      f->ec.s, f->ec.s, f->ec.s, f->w.s, f->ec.s);
+	w4a8_emit_table_addr(e, f->addr, f->ec, f->base, f->lut);
+	emitf(e, "\tld.shared.v2.b32 {%s, %s}, [%s];\n", f->t0.s, f->t1.s, f->addr.s);
+	w4a8_emit_expand(e, &f->wr, s->v[0], s->v[1], f->in[0], f->t0, f->t1);
+	w4a8_emit_expand(e, &f->wr, s->v[2], s->v[3], f->in[1], f->t0, f->t1);
+}
 
 void
 indexer_emit_key_tile(Emit *e, const IndexerCfg *c, const IndexerRegs *r, const IdxTileScratch *s,
                       Reg i, Reg id, Reg tile, Reg scs, int keys, int threads)
 {
 	int lk = log2_ceil(keys), fp4 = c->fmt->value_bits == 4, kb = c->fmt->key_bytes;
+	Fp4Fold f;
+
+	if (c->fp4_e4m3)
+		fp4_fold_init(e, c, r, &f);
 
 	if (fp4 && (layout_sf_offset(1, 0) != 16 || layout_sf_offset(32, 0) != 4))
 		kg_bug("indexer fp4 tile: the scale-factor image is 16·(row%%32) + 4·(row/32)");
@@ -29,7 +78,9 @@ indexer_emit_key_tile(Emit *e, const IndexerCfg *c, const IndexerRegs *r, const 
 		/* part pt of the key's row: 16 values, 16 bytes (fp4: 8) */
 		emitf(e, "\tand.b32 %s, %s, %d;\n\tmad.lo.u32 %s, %s, 8, %s;\n\tmul.wide.u32 %s, %s, %d;\n", s->d.s,
 		      s->j.s, c->ps - 1, s->d.s, s->d.s, s->pt.s, s->o.s, s->d.s, kb / 8);
-		if (fp4)
+		if (c->fp4_e4m3)
+			fp4_fold_chunk(e, c, s, &f);
+		else if (fp4)
 			emitf(e, "\tadd.u64 %s, %s, %s;\n\t@%s ld.global.nc.v2.b32 {%s, %s}, [%s];\n", s->a.s, s->a.s,
 			      s->o.s, s->p.s, s->v[0].s, s->v[1].s, s->a.s);
 		else
@@ -55,6 +106,17 @@ indexer_emit_key_tile(Emit *e, const IndexerCfg *c, const IndexerRegs *r, const 
 	      s->pg.s, s->a.s, s->o.s, s->pg.s, c->page_bytes, s->a.s, r->kv.s, s->o.s);
 	emitf(e, "\tand.b32 %s, %s, %d;\n\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n", s->d.s, s->j.s,
 	      c->ps - 1, s->o.s, s->d.s, s->a.s, s->a.s, s->o.s);
+	if (c->fp4_e4m3) {
+		/* the key's scale 2^(e_ref - 127) (0 past n) */
+		emitf(e, "\tmov.b32 %s, 0;\n\t@%s ld.global.nc.b32 %s, [%s+%d];\n", f.w.s, s->p.s, f.w.s, s->a.s,
+		      c->ps * kb);
+		w4a8_emit_emax(e, f.emax, f.w, f.ec);
+		w4a8_emit_scale(e, f.w, f.emax, f.ec, f.base, f.q);
+		emitf(e, "\t@!%s mov.b32 %s, 0;\n", s->p.s, f.w.s);
+		emitf(e, "\tsetp.lt.u32 %s, %s, %d;\n\tmad.lo.u32 %s, %s, 4, %s;\n\t@%s st.shared.b32 [%s], %s;\n",
+		      s->pl.s, id.s, keys, s->d.s, id.s, scs.s, s->pl.s, s->d.s, f.w.s);
+		return;
+	}
 	if (fp4) {
 		/* the UE8M0 word (byte g: values 32g..) of key id at its image row */
 		emitf(e, "\tmov.b32 %s, 0;\n\t@%s ld.global.nc.b32 %s, [%s+%d];\n", s->v[0].s, s->p.s, s->v[0].s, s->a.s,

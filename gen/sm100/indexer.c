@@ -260,6 +260,6 @@ const IndexerOps indexer_sm100 = {
 	.how_mma = "FP8 tcgen05.mma kind::f8f6f4 M=128 N=64 (fp4 keys: kind::mxf8f6f4.block_scale, E2M1 x E4M3, the keys' UE8M0 per 32 copied into TMEM per tile): 128-key tiles (A, gathered into 128-byte swizzled smem by all threads) against the heads (B), S^T in 64 TMEM columns; a thread reads its key's row (32 heads) with tcgen05.ld, relu, weights and the head sum in registers",
 	.unit_mma = TC_KEYS,
 	.mma_score = IDX_SCORE_TCGEN05,
-	.mma_fp4 = 1,
+	.mma_fp4 = IDX_MMA_FP4_BLOCK_SCALED,
 	.plan_mma = sm100_indexer_plan,
 };

@@ -91,11 +91,12 @@ def plan(q, weights, k_cache, block_table, cache_seqlens, topk, max_len=None, sc
     if score not in SCORES:
         R.fail(ValueError, "score", repr(score), "'fma' (default), 'wgmma' (sm_90a) or "
                "'tcgen05' (sm_100a)")
-    # FP4 keys (UE8M0 per 32) also on sm_100a's block-scaled kind::mxf8f6f4;
-    # NVFP4's UE4M3 factors would need E2M1 on both operands (docs/indexer.md)
-    if score != "fma" and fmt != "fp8" and not (score == "tcgen05" and fmt == "fp4"):
-        R.fail(ValueError, "score", repr(score), "tensor-core scoring takes FP8 keys%s; %s keys "
-               "are scored with 'fma'" % (" (and FP4 with 'tcgen05')" if fmt == "nvfp4" else "", fmt))
+    # FP4 keys (UE8M0 per 32): sm_100a's block-scaled kind::mxf8f6f4, or on
+    # sm_90a turned into E4M3 for the FP8 wgmma; NVFP4's E2M1 x UE4M3 values
+    # fit neither (docs/indexer.md)
+    if score != "fma" and fmt == "nvfp4":
+        R.fail(ValueError, "score", repr(score), "tensor-core scoring takes FP8 and FP4 keys; "
+               "nvfp4 keys are scored with 'fma'")
     if num_splits is not None:
         R.int_arg("num_splits", num_splits, 1, GRID_YZ, "None (chosen from the grid and the "
                   "GPU) or CTAs per query row, an int 1 .. %d" % GRID_YZ)

@@ -28,6 +28,10 @@ static const char *const configs[][12] = {
 	{"--score", "wgmma", "--heads", "64", "--topk", "100", "--page-size", "128"},
 	{"--score", "wgmma", "--heads", "13", "--topk", "33", "--page-size", "32"},
 	{"--format", "fp4", "--heads", "4", "--topk", "50", "--page-size", "16"},
+	/* FP4 keys turned into E4M3 for the FP8 wgmma: all 64 heads, and a
+	 * partial head block at page 32 */
+	{"--score", "wgmma", "--format", "fp4", "--heads", "64", "--topk", "100", "--page-size", "128"},
+	{"--score", "wgmma", "--format", "fp4", "--heads", "19", "--topk", "40", "--page-size", "32"},
 };
 
 /* batch, s_q (next_n), max_len (0: 2·topk + 37), CTAs per query row;

@@ -429,8 +429,6 @@ def test_indexer_rules():
             k_global=np.ones(2, np.float32), fn=f)
     refused(ValueError, r"k_global=a tensor: only NVFP4 keys .* this cache is fp4", q, w, k4, bt,
             sl, 8, k_global=np.ones(1, np.float32), fn=f)
-    refused(ValueError, r"score='wgmma': tensor-core scoring takes FP8 keys; fp4 keys", q, w, k4,
-            bt, sl, 8, score="wgmma", fn=f)
-    refused(ValueError, r"score='tcgen05': tensor-core scoring takes FP8 keys \(and FP4 with "
-            r"'tcgen05'\); nvfp4 keys", q, w, k72, bt, sl, 8, k_global=np.ones(1, np.float32),
-            score="tcgen05", fn=f)
+    for score in ("wgmma", "tcgen05"):
+        refused(ValueError, r"score='%s': tensor-core scoring takes FP8 and FP4 keys; nvfp4 keys"
+                % score, q, w, k72, bt, sl, 8, k_global=np.ones(1, np.float32), score=score, fn=f)

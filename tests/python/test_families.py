@@ -301,12 +301,14 @@ def test_indexer_fp4_keys(rng, target, per):
     check_indexer(idx, lg, want, phys, bound, topk)
 
 
-def test_indexer_fp4_keys_on_tcgen05(rng):
-    # FP4 keys through sm_100a's block-scaled MMA (E2M1 x E4M3, the cache's UE8M0 words)
+@pytest.mark.parametrize("target,score", [("sm_100a", "tcgen05"), ("sm_90a", "wgmma")])
+def test_indexer_fp4_keys_on_tensor_cores(rng, target, score):
+    # FP4 keys through sm_100a's block-scaled MMA (E2M1 x E4M3, the cache's UE8M0 words),
+    # or turned into E4M3 for sm_90a's FP8 wgmma (each key's exponents folded)
     b, sq, h, ps, pages, mp, topk = 2, 2, 7, 32, 9, 5, 40
     q, w, kc, bt, sl = indexer_case(rng, b, sq, h, ps, pages, mp, [150, 33], 68)
-    idx, lg = kgen.indexer(q, w, kc, bt, sl, topk, score="tcgen05", return_logits=True,
-                           target="sm_100a")
+    idx, lg = kgen.indexer(q, w, kc, bt, sl, topk, score=score, return_logits=True,
+                           target=target)
     want, phys, bound = ref.indexer_logits(q, w, kc, bt, sl, mp * ps)
     check_indexer(idx, lg, want, phys, bound, topk)
 

@@ -172,10 +172,11 @@ def test_moe_gemm_block128_gpu(gen, masked, swiglu):
 
 # ---- indexer -------------------------------------------------------------------
 
-@pytest.mark.parametrize("device,score", [("cpu", "fma"),
-                                          pytest.param("cuda", "fma", marks=gpu),
-                                          pytest.param("cuda", "wgmma", marks=gpu)])
-def test_indexer_torch(gen, device, score):
+@pytest.mark.parametrize("device,score,per", [("cpu", "fma", 132),
+                                              pytest.param("cuda", "fma", 132, marks=gpu),
+                                              pytest.param("cuda", "wgmma", 132, marks=gpu),
+                                              pytest.param("cuda", "wgmma", 68, marks=gpu)])
+def test_indexer_torch(gen, device, score, per):
     from test_families import check_indexer, indexer_case
 
     rng = np.random.default_rng(int(torch.randint(0, 1 << 30, (1,), generator=gen)))
@@ -183,7 +184,7 @@ def test_indexer_torch(gen, device, score):
         b, sq, h, ps, pages, mp, topk, lens = 2, 2, 4, 16, 10, 6, 30, [90, 20]
     else:  # V3.2's shape on a long context: 64 heads, page 64, top-2048
         b, sq, h, ps, pages, mp, topk, lens = 3, 2, 64, 64, 300, 100, 2048, [6000, 1500, 6400]
-    q, w, kc, bt, sl = indexer_case(rng, b, sq, h, ps, pages, mp, lens)
+    q, w, kc, bt, sl = indexer_case(rng, b, sq, h, ps, pages, mp, lens, per)
     t = [torch.from_numpy(x).to(device) for x in (q, w, kc, bt, sl)]
     t[0] = t[0].view(torch.float8_e4m3fn)
     # fma: split count chosen from the GPU; wgmma: kbench's measured 4

@@ -162,7 +162,7 @@ grep -q 'kind::mxf8f6f4.block_scale.block32' "$tmp/ix4.ptx" && grep -q 'tcgen05.
 	fail "plan indexer lacks the merge line"
 "$kgen" list | grep -q '^indexer' || fail "list lacks the indexer family"
 expect_error "--heads=96: --score wgmma takes at most 64 heads" indexer --score wgmma --heads 96
-expect_error "--format=fp4: --score wgmma takes fp8 keys" indexer --score wgmma --format fp4
+expect_error "--format=nvfp4: --score wgmma takes fp8 keys or fp4 (an NVFP4 value, E2M1 times a UE4M3 factor, has up to 6 significant bits" indexer --score wgmma --format nvfp4
 "$kgen" plan indexer --score wgmma | grep -q 'scoring         FP8 wgmma m64n64k32' || fail "plan indexer --score wgmma lacks the scoring line"
 # topk (docs/ABI.md "topk"): shared code, both targets
 expect_error "--topk=4096: must be in 1..2048" topk --topk 4096
