@@ -590,3 +590,9 @@ log2_ceil(int v)
 		n++;
 	return n;
 }
+
+int
+pow2_ceil(int v)
+{
+	return 1 << log2_ceil(v);
+}

@@ -116,5 +116,7 @@ void emit_body_text(const Emit *e, Buf *out);
 /* ceil(log2 v): the shift that multiplies or divides by a power of two v
  * from a plan (emitters use it for row and lane arithmetic). */
 int log2_ceil(int v);
+/* The least power of two >= v: 1 << log2_ceil(v), so 1 for v <= 1. */
+int pow2_ceil(int v);
 
 #endif

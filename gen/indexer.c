@@ -72,8 +72,7 @@ indexer_configure(IndexerCfg *c, const IndexerParams *p, KgErr *err)
 	c->heads = p->heads;
 	c->topk = p->topk;
 	c->ps = p->page_size;
-	while ((1 << c->log2ps) < c->ps)
-		c->log2ps++;
+	c->log2ps = log2_ceil(c->ps);
 	c->page_bytes = indexer_page_bytes(c->fmt, c->ps);
 	c->mma = p->score != IDX_SCORE_FMA;
 	family_list_word(indexer_params[5].allowed, p->score, score, sizeof score);
@@ -109,8 +108,7 @@ indexer_configure(IndexerCfg *c, const IndexerParams *p, KgErr *err)
 	/* the fused top-k (docs/indexer.md, "Fused top-k"): windows A and B,
 	 * keys then row positions, and three sets of histograms */
 	c->unit = c->mma ? c->t->indexer->unit_mma : IDX_THREADS;
-	for (c->win = IDX_WIN_MIN; c->win < 2 * c->topk; c->win *= 2)
-		;
+	c->win = 2 * c->topk > IDX_WIN_MIN ? pow2_ceil(2 * c->topk) : IDX_WIN_MIN;
 	c->r_keys = plan_smem(&c->plan, "top-k windows (keys, positions)", 16u * (uint32_t)c->win, 16, 1);
 	c->r_hist = plan_smem(&c->plan, "radix histograms", 4u * SEL_BINS, 16, IDX_HISTS);
 	c->r_scan = plan_smem(&c->plan, "bin scan warp totals", 4u * SEL_BINS / 32, 16, 1);

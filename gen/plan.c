@@ -105,13 +105,9 @@ plan_role(Plan *p, const char *name, int warp0, int nwarps, int regs, const char
 int
 plan_tmem_columns(int cols)
 {
-	int n = 32;
-
 	if (cols > 512)
 		return -1;
-	while (n < cols)
-		n *= 2;
-	return n;
+	return cols > 32 ? pow2_ceil(cols) : 32;
 }
 
 int

@@ -187,10 +187,8 @@ emit_join(Emit *e, const TkRegs *r)
 {
 	Reg a = reg_new(e, RC_B64), o = reg_new(e, RC_B64), f = reg_new(e, RC_B32), all = reg_new(e, RC_B32);
 	Reg p = reg_new(e, RC_PRED);
-	int lg = 0;
+	int lg = log2_ceil(TK_THREADS);
 
-	while ((1 << lg) < TK_THREADS)
-		lg++;
 	load_param_ptr(e, a, "counters");
 	emitf(e, "\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n", o.s, r->row.s, a.s, a.s, o.s);
 	emitf(e, "\tatom.acq_rel.gpu.global.add.u32 %s, [%s], 1;\n\tadd.u32 %s, %s, 1;\n", f.s, a.s, f.s, f.s);
