@@ -7,6 +7,7 @@
  * CTA per row writes the list from its own select. Also the join, the
  * -inf fill of the masked logits and the short rows (n <= K). */
 #include <stdio.h>
+#include <string.h>
 
 #include "indexer.h"
 #include "ops.h"
@@ -375,6 +376,7 @@ indexer_emit_topk(Emit *e, const IndexerCfg *c, const IndexerRegs *r)
 {
 	IdxTk k;
 
+	memset(&k, 0, sizeof k);
 	emit_setup(e, c, r, &k);
 	emit_chunk(e, c, r, &k);
 	emit_join(e, r, &k);

@@ -64,8 +64,8 @@ sel_emit_stage(Emit *e, const Sel *s, Reg src, const Reg *isrc, Reg idx, Reg cou
 			emitf(e, "\t@%s st.shared.u32 [%s+%d], %s;\n", p.s, ka.s, 4 * s->threads * i, v[i - b0].s);
 			if (isrc)
 				emitf(e, "\t@%s st.shared.u32 [%s+%d], %s;\n", p.s, ia.s, 4 * s->threads * i, w[i - b0].s);
-			emitf(e, "\tshr.u32 %s, %s, 24;\n\tmad.lo.u32 %s, %s, 4, %s;\n\t@%s red.shared.add.u32 [%s], 1;\n",
-			      t.s, v[i - b0].s, t.s, t.s, ha.s, p.s, t.s);
+			emitf(e, "\tshr.u32 %s, %s, %d;\n\tmad.lo.u32 %s, %s, 4, %s;\n\t@%s red.shared.add.u32 [%s], 1;\n",
+			      t.s, v[i - b0].s, 32 - (s->first_bits ? s->first_bits : 8), t.s, t.s, ha.s, p.s, t.s);
 		}
 	}
 	op_bar_sync_why(e, 0, s->threads, "keys and their first histogram in shared memory");
@@ -78,102 +78,308 @@ emit_load_key(Emit *e, Reg keys, Reg j, Reg u, Reg a32)
 	emitf(e, "\tmad.lo.u32 %s, %s, 4, %s;\n\tld.shared.u32 %s, [%s];\n", a32.s, j.s, keys.s, u.s, a32.s);
 }
 
+int
+sel_hist_units(const Sel *s)
+{
+	int b0 = s->first_bits ? s->first_bits : 8;
+
+	return (1 << b0) / SEL_BINS + SEL_PASSES - 1;
+}
+
+/* Pass p's digit: the key's bits shift .. shift+bits-1, the prefix bits
+ * above it (`above`), its histogram's unit in the set and its bins (a
+ * pass under 8 bits still scans SEL_BINS, the top ones empty). */
+typedef struct SelDigit {
+	int shift, bits, unit, bins;
+	uint32_t above;
+} SelDigit;
+
+static SelDigit
+sel_digit(const Sel *s, int pass)
+{
+	int b0 = s->first_bits ? s->first_bits : 8, top = pass ? 32 - b0 - 8 * (pass - 1) : 32;
+	SelDigit d;
+
+	d.bits = pass ? (top < 8 ? top : 8) : b0;
+	d.shift = top - d.bits;
+	d.above = top == 32 ? 0 : 0xffffffffu << top;
+	d.unit = pass ? (1 << b0) / SEL_BINS + pass - 1 : 0;
+	d.bins = d.bits > 8 ? 1 << d.bits : SEL_BINS;
+	return d;
+}
+
+/* The registers of one select. */
+typedef struct SelRegs {
+	Reg j, u, t, prefix, kk, hp, b, cnt, incl, x, w, pos, sc, a32;
+	Reg p, q, hi, pg, pe;
+	Reg src, n, jj, pm, cn; /* cand_cap: the keys the later passes read, their count, a key's position, the
+	                         * bin's prefix; the candidates */
+	Reg cm;                 /* cand_cap: the candidates fit */
+	Reg c[8];               /* a wide scan's bins */
+} SelRegs;
+
+/* Histogram d of the keys src[0 .. n-1] whose bits above it equal the
+ * prefix. */
+static void
+emit_hist(Emit *e, const Sel *s, const SelRegs *r, Reg src, Reg n, SelDigit d)
+{
+	char lp[48], lpd[48];
+
+	label_new(e, lp, sizeof lp, "hist");
+	label_new(e, lpd, sizeof lpd, "hist_done");
+	emitf(e, "\tmov.u32 %s, %s;\n\tsetp.ge.u32 %s, %s, %s;\n\t@%s bra %s;\n", r->j.s, s->tid.s, r->p.s, r->j.s, n.s,
+	      r->p.s, lpd);
+	emit_label(e, lp);
+	emit_load_key(e, src, r->j, r->u, r->a32);
+	emitf(e, "\tand.b32 %s, %s, 0x%08x;\n\tsetp.eq.u32 %s, %s, %s;\n", r->t.s, r->u.s, d.above, r->p.s, r->t.s,
+	      r->prefix.s);
+	emitf(e, "\tshr.u32 %s, %s, %d;\n\tand.b32 %s, %s, %d;\n\tmad.lo.u32 %s, %s, 4, %s;\n", r->t.s, r->u.s, d.shift,
+	      r->t.s, r->t.s, d.bits < 8 ? (1 << d.bits) - 1 : d.bins - 1, r->t.s, r->t.s, r->hp.s);
+	emitf(e, "\t@%s red.shared.add.u32 [%s], 1;\n", r->p.s, r->t.s);
+	emitf(e, "\tadd.u32 %s, %s, %d;\n\tsetp.lt.u32 %s, %s, %s;\n\t@%s bra %s;\n", r->j.s, r->j.s, s->threads, r->p.s,
+	      r->j.s, n.s, r->p.s, lp);
+	emit_label(e, lpd);
+	op_bar_sync_why(e, 0, s->threads, "histogram complete");
+}
+
+/* The thread whose bin holds the kk-th largest key (excl < kk <= incl,
+ * counts from the top) publishes prefix | bin << shift and kk - excl,
+ * zeroing the placing counters. */
+static void
+emit_publish(Emit *e, const Sel *s, const SelRegs *r, int pass, SelDigit d, Reg bin)
+{
+	emitf(e, "\tsub.u32 %s, %s, %s;\n\tsetp.lt.u32 %s, %s, %s;\n\tsetp.ge.and.u32 %s, %s, %s, %s;\n", r->x.s,
+	      r->incl.s, r->cnt.s, r->q.s, r->x.s, r->kk.s, r->q.s, r->incl.s, r->kk.s, r->q.s);
+	emitf(e, "\tshl.b32 %s, %s, %d;\n\tor.b32 %s, %s, %s;\n\tsub.u32 %s, %s, %s;\n", r->t.s, bin.s, d.shift, r->t.s,
+	      r->t.s, r->prefix.s, r->x.s, r->kk.s, r->x.s);
+	emitf(e, "\t@%s st.shared.v4.u32 [%s], {%s, %s, %s, %s};\n", r->q.s, s->state.s, r->t.s, r->x.s, s->zero.s,
+	      s->zero.s);
+}
+
+/* The scan of SEL_BINS bins: thread t < 256 takes bin 255 - t, incl =
+ * keys in bins >= it by a warp scan (shfl.up) and the warp totals. */
+static void
+emit_scan(Emit *e, const Sel *s, const SelRegs *r, int pass, SelDigit d)
+{
+	char sk1[48], sk2[48];
+
+	label_new(e, sk1, sizeof sk1, "scanned");
+	label_new(e, sk2, sizeof sk2, "found");
+	emitf(e, "\t@%s bra %s;\n", r->hi.s, sk1);
+	emitf(e, "\tsub.u32 %s, %d, %s;\n\tmad.lo.u32 %s, %s, 4, %s;\n\tld.shared.u32 %s, [%s];\n\tmov.u32 %s, %s;\n",
+	      r->b.s, SEL_BINS - 1, s->tid.s, r->t.s, r->b.s, r->hp.s, r->cnt.s, r->t.s, r->incl.s, r->cnt.s);
+	for (int dd = 1; dd < 32; dd *= 2)
+		emitf(e, "\tshfl.sync.up.b32 %s|%s, %s, %d, 0, 0xffffffff;\n\t@%s add.u32 %s, %s, %s;\n", r->x.s, r->q.s,
+		      r->incl.s, dd, r->q.s, r->incl.s, r->incl.s, r->x.s);
+	emitf(e, "\tand.b32 %s, %s, 31;\n\tsetp.eq.u32 %s, %s, 31;\n\tmad.lo.u32 %s, %s, 4, %s;\n", r->t.s, s->tid.s,
+	      r->q.s, r->t.s, r->t.s, r->w.s, s->scan.s);
+	emitf(e, "\t@%s st.shared.u32 [%s], %s;\n", r->q.s, r->t.s, r->incl.s);
+	emit_label(e, sk1);
+	op_bar_sync_why(e, 0, s->threads, "warp totals of the bin scan");
+	emitf(e, "\t@%s bra %s;\n", r->hi.s, sk2);
+	for (int v = 0; v < SEL_BINS / 32 - 1; v++)
+		emitf(e, "\tld.shared.u32 %s, [%s+%d];\n\tsetp.gt.u32 %s, %s, %d;\n\t@%s add.u32 %s, %s, %s;\n", r->x.s,
+		      s->scan.s, 4 * v, r->q.s, r->w.s, v, r->q.s, r->incl.s, r->incl.s, r->x.s);
+	/* the bin where the count from the top reaches kk: excl < kk <= incl */
+	emit_publish(e, s, r, pass, d, r->b);
+	emit_label(e, sk2);
+}
+
+/* The scan of a wide pass (d.bins > SEL_BINS): every thread takes
+ * per = bins / threads adjacent bins from the top (thread t: bins
+ * bins-1 - per·t down), sums them, scans the sums as above, then walks
+ * its own bins downwards from the count above them. */
+static void
+emit_scan_wide(Emit *e, const Sel *s, const SelRegs *r, int pass, SelDigit d)
+{
+	int per = d.bins / s->threads;
+
+	if (per * s->threads != d.bins || per > 8)
+		kg_bug("select: a %d-bin scan by %d threads", d.bins, s->threads);
+	/* b: the thread's top bin; t: the address of its lowest, b - per + 1;
+	 * c[i]: bin b - i */
+	emitf(e, "\tmul.lo.u32 %s, %s, %d;\n\tsub.u32 %s, %d, %s;\n\tmad.lo.u32 %s, %s, 4, %s;\n", r->b.s, s->tid.s,
+	      per, r->b.s, d.bins - 1, r->b.s, r->t.s, r->b.s, r->hp.s);
+	emitf(e, "\tsub.u32 %s, %s, %d;\n", r->t.s, r->t.s, 4 * (per - 1));
+	for (int i = 0; i < per; i++)
+		emitf(e, "\tld.shared.u32 %s, [%s+%d];\n", r->c[i].s, r->t.s, 4 * (per - 1 - i));
+	emitf(e, "\tmov.u32 %s, %s;\n", r->cnt.s, r->c[0].s);
+	for (int i = 1; i < per; i++)
+		emitf(e, "\tadd.u32 %s, %s, %s;\n", r->cnt.s, r->cnt.s, r->c[i].s);
+	emitf(e, "\tmov.u32 %s, %s;\n", r->incl.s, r->cnt.s);
+	for (int dd = 1; dd < 32; dd *= 2)
+		emitf(e, "\tshfl.sync.up.b32 %s|%s, %s, %d, 0, 0xffffffff;\n\t@%s add.u32 %s, %s, %s;\n", r->x.s, r->q.s,
+		      r->incl.s, dd, r->q.s, r->incl.s, r->incl.s, r->x.s);
+	emitf(e, "\tand.b32 %s, %s, 31;\n\tsetp.eq.u32 %s, %s, 31;\n\tmad.lo.u32 %s, %s, 4, %s;\n", r->t.s, s->tid.s,
+	      r->q.s, r->t.s, r->t.s, r->w.s, s->scan.s);
+	emitf(e, "\t@%s st.shared.u32 [%s], %s;\n", r->q.s, r->t.s, r->incl.s);
+	op_bar_sync_why(e, 0, s->threads, "warp totals of the bin scan");
+	for (int v = 0; v < s->threads / 32 - 1; v++)
+		emitf(e, "\tld.shared.u32 %s, [%s+%d];\n\tsetp.gt.u32 %s, %s, %d;\n\t@%s add.u32 %s, %s, %s;\n", r->x.s,
+		      s->scan.s, 4 * v, r->q.s, r->w.s, v, r->q.s, r->incl.s, r->incl.s, r->x.s);
+	/* incl: the keys in this thread's bins and above; walk them from the
+	 * top with incl = the count through bin b - i */
+	emitf(e, "\tsub.u32 %s, %s, %s;\n", r->incl.s, r->incl.s, r->cnt.s);
+	for (int i = 0; i < per; i++) {
+		emitf(e, "\tmov.u32 %s, %s;\n\tadd.u32 %s, %s, %s;\n", r->cnt.s, r->c[i].s, r->incl.s, r->incl.s,
+		      r->c[i].s);
+		if (i)
+			emitf(e, "\tsub.u32 %s, %s, 1;\n", r->b.s, r->b.s);
+		emit_publish(e, s, r, pass, d, r->b);
+	}
+}
+
+/* cand_cap: after pass 0 every key in its bin or above (at most K - 1
+ * above it) is copied to the candidates; the later passes and the placing
+ * read them when all fit in cand_cap, else every key as without (r->src,
+ * r->n, and the positions r->cm picks). No atomics: each thread marks its
+ * keys (tid + threads·i, i < cand_per) in a mask, the CTA scans the
+ * threads' counts (a warp scan by shfl.up, the warp totals through the
+ * scan words), and each thread copies its marked keys to its slots. */
+static void
+emit_filter(Emit *e, const Sel *s, const SelRegs *r, Reg keys, Reg count)
+{
+	SelDigit d = sel_digit(s, 0);
+	uint32_t bin = 0xffffffffu << d.shift;
+	Reg mk = reg_new(e, RC_B32), ex = reg_new(e, RC_B32), pin = reg_new(e, RC_PRED);
+	char lp[48], end[48];
+
+	if (s->cand_per < 1 || s->cand_per > 32)
+		kg_bug("select: %d keys a thread to filter", s->cand_per);
+	label_new(e, lp, sizeof lp, "copy");
+	label_new(e, end, sizeof end, "copied");
+	emitf(e, "\tand.b32 %s, %s, 0x%08x;\n\tmov.u32 %s, 0;\n\tmad.lo.u32 %s, %s, 4, %s;\n", r->pm.s, r->prefix.s, bin,
+	      mk.s, r->a32.s, s->tid.s, keys.s);
+	for (int i = 0; i < s->cand_per; i++) {
+		emitf(e, "\tadd.u32 %s, %s, %d;\n\tsetp.lt.u32 %s, %s, %s;\n\t@%s ld.shared.u32 %s, [%s+%d];\n", r->j.s,
+		      s->tid.s, s->threads * i, pin.s, r->j.s, count.s, pin.s, r->u.s, r->a32.s, 4 * s->threads * i);
+		emitf(e, "\tand.b32 %s, %s, 0x%08x;\n\tsetp.ge.and.u32 %s, %s, %s, %s;\n\t@%s or.b32 %s, %s, 0x%08x;\n",
+		      r->t.s, r->u.s, bin, pin.s, r->t.s, r->pm.s, pin.s, pin.s, mk.s, mk.s, 1u << i);
+	}
+	/* ex = the marked keys of the threads before this one; cn = all */
+	emitf(e, "\tpopc.b32 %s, %s;\n\tmov.u32 %s, %s;\n", r->cnt.s, mk.s, r->incl.s, r->cnt.s);
+	for (int dd = 1; dd < 32; dd *= 2)
+		emitf(e, "\tshfl.sync.up.b32 %s|%s, %s, %d, 0, 0xffffffff;\n\t@%s add.u32 %s, %s, %s;\n", r->x.s, r->q.s,
+		      r->incl.s, dd, r->q.s, r->incl.s, r->incl.s, r->x.s);
+	emitf(e, "\tand.b32 %s, %s, 31;\n\tsetp.eq.u32 %s, %s, 31;\n\tmad.lo.u32 %s, %s, 4, %s;\n", r->t.s, s->tid.s,
+	      r->q.s, r->t.s, r->t.s, r->w.s, s->scan.s);
+	emitf(e, "\t@%s st.shared.u32 [%s], %s;\n", r->q.s, r->t.s, r->incl.s);
+	op_bar_sync_why(e, 0, s->threads, "the filter's warp totals");
+	emitf(e, "\tsub.u32 %s, %s, %s;\n\tmov.u32 %s, 0;\n", ex.s, r->incl.s, r->cnt.s, r->cn.s);
+	for (int v = 0; v < s->threads / 32; v++)
+		emitf(e, "\tld.shared.u32 %s, [%s+%d];\n\tsetp.gt.u32 %s, %s, %d;\n\t@%s add.u32 %s, %s, %s;\n\tadd.u32 %s, %s, %s;\n",
+		      r->x.s, s->scan.s, 4 * v, r->q.s, r->w.s, v, r->q.s, ex.s, ex.s, r->x.s, r->cn.s, r->cn.s, r->x.s);
+	emitf(e, "\tsetp.le.u32 %s, %s, %d;\n", r->cm.s, r->cn.s, s->cand_cap);
+	/* copy the marked keys, highest i first, when they all fit */
+	emitf(e, "\tsetp.eq.or.u32 %s, %s, 0, !%s;\n\t@%s bra %s;\n", r->p.s, mk.s, r->cm.s, r->p.s, end);
+	emit_label(e, lp);
+	emitf(e, "\tclz.b32 %s, %s;\n\tsub.u32 %s, 31, %s;\n\tshl.b32 %s, 1, %s;\n\txor.b32 %s, %s, %s;\n", r->t.s,
+	      mk.s, r->t.s, r->t.s, r->x.s, r->t.s, mk.s, mk.s, r->x.s);
+	emitf(e, "\tmad.lo.u32 %s, %s, %d, %s;\n\tmad.lo.u32 %s, %s, 4, %s;\n\tld.shared.u32 %s, [%s];\n", r->j.s, r->t.s,
+	      s->threads, s->tid.s, r->a32.s, r->j.s, keys.s, r->u.s, r->a32.s);
+	emitf(e, "\tmad.lo.u32 %s, %s, 4, %s;\n\tst.shared.u32 [%s], %s;\n\tst.shared.u32 [%s+%d], %s;\n", r->a32.s, ex.s,
+	      s->cand.s, r->a32.s, r->u.s, r->a32.s, 4 * s->cand_cap, r->j.s);
+	emitf(e, "\tadd.u32 %s, %s, 1;\n\tsetp.ne.u32 %s, %s, 0;\n\t@%s bra %s;\n", ex.s, ex.s, r->p.s, mk.s, r->p.s, lp);
+	emit_label(e, end);
+	op_bar_sync_why(e, 0, s->threads, "the keys of pass 0's bin and above copied");
+	emitf(e, "\tselp.b32 %s, %s, %s, %s;\n\tselp.b32 %s, %s, %s, %s;\n", r->src.s, s->cand.s, keys.s, r->cm.s, r->n.s,
+	      r->cn.s, count.s, r->cm.s);
+}
+
 /* Each pass histograms the digit of the keys whose higher bits equal the
- * prefix found so far (histogram h + pass), then the 256 bins are scanned
- * from the top by the first 256 threads (one bin each: a warp scan by
- * shfl.up, the 8 warp totals through shared memory) and the one thread
- * whose bin holds the kk-th largest key (kk: how many are still to pick
- * below the prefix) publishes the new prefix and kk. After 4 passes the
- * prefix is the K-th largest key u* and kk the number of keys equal to u*
- * to take: a final pass places every key above u* (K - kk of them) at
- * slots from one counter and the first kk keys equal to u* to win the
- * second counter after them, so a tie at the K-th key is broken by
- * arrival. */
+ * prefix found so far (one histogram a pass), then the bins are scanned
+ * from the top (emit_scan, emit_scan_wide) and the one thread whose bin
+ * holds the kk-th largest key (kk: how many are still to pick below the
+ * prefix) publishes the new prefix and kk. After 4 passes the prefix is
+ * the K-th largest key u* and kk the number of keys equal to u* to take:
+ * a final pass places every key above u* (K - kk of them) at slots from
+ * one counter and the first kk keys equal to u* to win the second counter
+ * after them, so a tie at the K-th key is broken by arrival. With
+ * cand_cap, passes 1-3 and the placing read pass 0's candidates
+ * (emit_filter) where they fit. */
 void
 sel_emit_select(Emit *e, const Sel *s, Reg keys, Reg count, int h, int hist0, SelPlace place, const void *ctx)
 {
 	int K = s->topk;
-	Reg j = reg_new(e, RC_B32), u = reg_new(e, RC_B32), t = reg_new(e, RC_B32), prefix = reg_new(e, RC_B32);
-	Reg kk = reg_new(e, RC_B32), hp = reg_new(e, RC_B32), b = reg_new(e, RC_B32), cnt = reg_new(e, RC_B32);
-	Reg incl = reg_new(e, RC_B32), x = reg_new(e, RC_B32), w = reg_new(e, RC_B32), pos = reg_new(e, RC_B32);
-	Reg sc = reg_new(e, RC_B32), a32 = reg_new(e, RC_B32);
-	Reg p = reg_new(e, RC_PRED), q = reg_new(e, RC_PRED), hi = reg_new(e, RC_PRED), pg = reg_new(e, RC_PRED);
-	Reg pe = reg_new(e, RC_PRED);
-	char lp[48], lpd[48], sk1[48], sk2[48], fin[48], fin_next[48], fin_end[48];
+	SelRegs r;
+	Reg src = keys, n = count;
+	char fin[48], fin_next[48], fin_end[48];
 
-	emitf(e, "\tmov.u32 %s, 0;\n\tmov.u32 %s, %d;\n", prefix.s, kk.s, K);
-	emitf(e, "\tsetp.ge.u32 %s, %s, %d;\n\tshr.u32 %s, %s, 5;\n", hi.s, s->tid.s, SEL_BINS, w.s, s->tid.s);
+	r.j = reg_new(e, RC_B32);
+	r.u = reg_new(e, RC_B32);
+	r.t = reg_new(e, RC_B32);
+	r.prefix = reg_new(e, RC_B32);
+	r.kk = reg_new(e, RC_B32);
+	r.hp = reg_new(e, RC_B32);
+	r.b = reg_new(e, RC_B32);
+	r.cnt = reg_new(e, RC_B32);
+	r.incl = reg_new(e, RC_B32);
+	r.x = reg_new(e, RC_B32);
+	r.w = reg_new(e, RC_B32);
+	r.pos = reg_new(e, RC_B32);
+	r.sc = reg_new(e, RC_B32);
+	r.a32 = reg_new(e, RC_B32);
+	r.p = reg_new(e, RC_PRED);
+	r.q = reg_new(e, RC_PRED);
+	r.hi = reg_new(e, RC_PRED);
+	r.pg = reg_new(e, RC_PRED);
+	r.pe = reg_new(e, RC_PRED);
+	if (s->first_bits > 8)
+		reg_array(e, RC_B32, r.c, s->first_bits > 8 ? (1 << s->first_bits) / s->threads : 0);
+	if (s->cand_cap) {
+		r.src = src = reg_new(e, RC_B32);
+		r.n = n = reg_new(e, RC_B32);
+		r.jj = reg_new(e, RC_B32);
+		r.pm = reg_new(e, RC_B32);
+		r.cn = reg_new(e, RC_B32);
+		r.cm = reg_new(e, RC_PRED);
+	}
+
+	emitf(e, "\tmov.u32 %s, 0;\n\tmov.u32 %s, %d;\n", r.prefix.s, r.kk.s, K);
+	emitf(e, "\tsetp.ge.u32 %s, %s, %d;\n\tshr.u32 %s, %s, 5;\n", r.hi.s, s->tid.s, SEL_BINS, r.w.s, s->tid.s);
 	for (int pass = 0; pass < SEL_PASSES; pass++) {
-		int shift = 24 - 8 * pass;
-		uint32_t mask = pass ? 0xffffffffu << (32 - 8 * pass) : 0;
+		SelDigit d = sel_digit(s, pass);
 
-		emitf(e, "\tadd.u32 %s, %s, %u;\n", hp.s, s->hist.s, (unsigned)(4 * SEL_BINS * (h + pass)));
-		if (!(pass == 0 && hist0)) {
-			label_new(e, lp, sizeof lp, "hist");
-			label_new(e, lpd, sizeof lpd, "hist_done");
-			emitf(e, "\tmov.u32 %s, %s;\n\tsetp.ge.u32 %s, %s, %s;\n\t@%s bra %s;\n", j.s, s->tid.s, p.s, j.s,
-			      count.s, p.s, lpd);
-			emit_label(e, lp);
-			emit_load_key(e, keys, j, u, a32);
-			emitf(e, "\tand.b32 %s, %s, 0x%08x;\n\tsetp.eq.u32 %s, %s, %s;\n", t.s, u.s, mask, p.s, t.s,
-			      prefix.s);
-			emitf(e, "\tshr.u32 %s, %s, %d;\n\tand.b32 %s, %s, 255;\n\tmad.lo.u32 %s, %s, 4, %s;\n", t.s, u.s,
-			      shift, t.s, t.s, t.s, t.s, hp.s);
-			emitf(e, "\t@%s red.shared.add.u32 [%s], 1;\n", p.s, t.s);
-			emitf(e, "\tadd.u32 %s, %s, %d;\n\tsetp.lt.u32 %s, %s, %s;\n\t@%s bra %s;\n", j.s, j.s, s->threads,
-			      p.s, j.s, count.s, p.s, lp);
-			emit_label(e, lpd);
-			op_bar_sync_why(e, 0, s->threads, "histogram complete");
-		}
-		/* thread t < 256 takes bin 255 - t: incl = keys in bins >= it */
-		label_new(e, sk1, sizeof sk1, "scanned");
-		label_new(e, sk2, sizeof sk2, "found");
-		emitf(e, "\t@%s bra %s;\n", hi.s, sk1);
-		emitf(e, "\tsub.u32 %s, %d, %s;\n\tmad.lo.u32 %s, %s, 4, %s;\n\tld.shared.u32 %s, [%s];\n\tmov.u32 %s, %s;\n",
-		      b.s, SEL_BINS - 1, s->tid.s, t.s, b.s, hp.s, cnt.s, t.s, incl.s, cnt.s);
-		for (int d = 1; d < 32; d *= 2)
-			emitf(e, "\tshfl.sync.up.b32 %s|%s, %s, %d, 0, 0xffffffff;\n\t@%s add.u32 %s, %s, %s;\n", x.s, q.s,
-			      incl.s, d, q.s, incl.s, incl.s, x.s);
-		emitf(e, "\tand.b32 %s, %s, 31;\n\tsetp.eq.u32 %s, %s, 31;\n\tmad.lo.u32 %s, %s, 4, %s;\n", t.s, s->tid.s,
-		      q.s, t.s, t.s, w.s, s->scan.s);
-		emitf(e, "\t@%s st.shared.u32 [%s], %s;\n", q.s, t.s, incl.s);
-		emit_label(e, sk1);
-		op_bar_sync_why(e, 0, s->threads, "warp totals of the bin scan");
-		emitf(e, "\t@%s bra %s;\n", hi.s, sk2);
-		for (int v = 0; v < SEL_BINS / 32 - 1; v++)
-			emitf(e, "\tld.shared.u32 %s, [%s+%d];\n\tsetp.gt.u32 %s, %s, %d;\n\t@%s add.u32 %s, %s, %s;\n", x.s,
-			      s->scan.s, 4 * v, q.s, w.s, v, q.s, incl.s, incl.s, x.s);
-		/* the bin where the count from the top reaches kk: excl < kk <= incl */
-		emitf(e, "\tsub.u32 %s, %s, %s;\n\tsetp.lt.u32 %s, %s, %s;\n\tsetp.ge.and.u32 %s, %s, %s, %s;\n", x.s,
-		      incl.s, cnt.s, q.s, x.s, kk.s, q.s, incl.s, kk.s, q.s);
-		emitf(e, "\tshl.b32 %s, %s, %d;\n\tor.b32 %s, %s, %s;\n\tsub.u32 %s, %s, %s;\n", t.s, b.s, shift, t.s, t.s,
-		      prefix.s, x.s, kk.s, x.s);
-		emitf(e, "\t@%s st.shared.v4.u32 [%s], {%s, %s, %s, %s};\n", q.s, s->state.s, t.s, x.s, s->zero.s,
-		      s->zero.s);
-		emit_label(e, sk2);
+		emitf(e, "\tadd.u32 %s, %s, %u;\n", r.hp.s, s->hist.s, (unsigned)(4 * SEL_BINS * (h + d.unit)));
+		if (!(pass == 0 && hist0))
+			emit_hist(e, s, &r, pass ? src : keys, pass ? n : count, d);
+		if (d.bins > SEL_BINS)
+			emit_scan_wide(e, s, &r, pass, d);
+		else
+			emit_scan(e, s, &r, pass, d);
 		op_bar_sync_why(e, 0, s->threads, "prefix and kk published");
-		emitf(e, "\tld.shared.v2.u32 {%s, %s}, [%s];\n", prefix.s, kk.s, s->state.s);
+		emitf(e, "\tld.shared.v2.u32 {%s, %s}, [%s];\n", r.prefix.s, r.kk.s, s->state.s);
+		if (pass == 0 && s->cand_cap)
+			emit_filter(e, s, &r, keys, count);
 	}
 	/* place: state+8 counts keys above u*, state+12 keys equal (zeroed
-	 * with the last prefix) */
+	 * with pass 0's prefix) */
 	label_new(e, fin, sizeof fin, "place");
 	label_new(e, fin_next, sizeof fin_next, "place_next");
 	label_new(e, fin_end, sizeof fin_end, "placed");
-	emitf(e, "\tmov.u32 %s, %s;\n\tsetp.ge.u32 %s, %s, %s;\n\t@%s bra %s;\n", j.s, s->tid.s, p.s, j.s, count.s, p.s,
-	      fin_end);
+	emitf(e, "\tmov.u32 %s, %s;\n\tsetp.ge.u32 %s, %s, %s;\n\t@%s bra %s;\n", r.j.s, s->tid.s, r.p.s, r.j.s, n.s,
+	      r.p.s, fin_end);
 	emit_label(e, fin);
-	emit_load_key(e, keys, j, u, a32);
-	emitf(e, "\tsetp.gt.u32 %s, %s, %s;\n\tsetp.eq.u32 %s, %s, %s;\n", pg.s, u.s, prefix.s, pe.s, u.s, prefix.s);
-	emitf(e, "\t@%s atom.shared.add.u32 %s, [%s+8], 1;\n", pg.s, pos.s, s->state.s);
-	emitf(e, "\t@%s atom.shared.add.u32 %s, [%s+12], 1;\n", pe.s, sc.s, s->state.s);
-	emitf(e, "\t@%s setp.lt.u32 %s, %s, %s;\n", pe.s, pe.s, sc.s, kk.s);
-	emitf(e, "\t@%s sub.u32 %s, %d, %s;\n\t@%s add.u32 %s, %s, %s;\n", pe.s, pos.s, K, kk.s, pe.s, pos.s, pos.s,
-	      sc.s);
-	emitf(e, "\tor.pred %s, %s, %s;\n\t@!%s bra %s;\n", p.s, pg.s, pe.s, p.s, fin_next);
-	place(e, ctx, j, pos, u);
+	emit_load_key(e, src, r.j, r.u, r.a32);
+	emitf(e, "\tsetp.gt.u32 %s, %s, %s;\n\tsetp.eq.u32 %s, %s, %s;\n", r.pg.s, r.u.s, r.prefix.s, r.pe.s, r.u.s,
+	      r.prefix.s);
+	emitf(e, "\t@%s atom.shared.add.u32 %s, [%s+8], 1;\n", r.pg.s, r.pos.s, s->state.s);
+	emitf(e, "\t@%s atom.shared.add.u32 %s, [%s+12], 1;\n", r.pe.s, r.sc.s, s->state.s);
+	emitf(e, "\t@%s setp.lt.u32 %s, %s, %s;\n", r.pe.s, r.pe.s, r.sc.s, r.kk.s);
+	emitf(e, "\t@%s sub.u32 %s, %d, %s;\n\t@%s add.u32 %s, %s, %s;\n", r.pe.s, r.pos.s, K, r.kk.s, r.pe.s, r.pos.s,
+	      r.pos.s, r.sc.s);
+	emitf(e, "\tor.pred %s, %s, %s;\n\t@!%s bra %s;\n", r.p.s, r.pg.s, r.pe.s, r.p.s, fin_next);
+	if (s->cand_cap) {
+		/* a candidate's position in the array */
+		emitf(e, "\tmov.u32 %s, %s;\n\t@%s mad.lo.u32 %s, %s, 4, %s;\n\t@%s ld.shared.u32 %s, [%s+%d];\n", r.jj.s,
+		      r.j.s, r.cm.s, r.a32.s, r.j.s, s->cand.s, r.cm.s, r.jj.s, r.a32.s, 4 * s->cand_cap);
+		place(e, ctx, r.jj, r.pos, r.u);
+	} else {
+		place(e, ctx, r.j, r.pos, r.u);
+	}
 	emit_label(e, fin_next);
-	emitf(e, "\tadd.u32 %s, %s, %d;\n\tsetp.lt.u32 %s, %s, %s;\n\t@%s bra %s;\n", j.s, j.s, s->threads, p.s, j.s,
-	      count.s, p.s, fin);
+	emitf(e, "\tadd.u32 %s, %s, %d;\n\tsetp.lt.u32 %s, %s, %s;\n\t@%s bra %s;\n", r.j.s, r.j.s, s->threads, r.p.s,
+	      r.j.s, n.s, r.p.s, fin);
 	emit_label(e, fin_end);
 }
 
@@ -226,8 +432,15 @@ sel_emit_merge(Emit *e, const Sel *sl, SelMerge *mg)
 	sel_emit_stage(e, sl, sk, &si, mg->idx, cnt, mg->win / sl->threads, 0, mg->h, NULL);
 	sel_emit_select(e, sl, sl->keys, cnt, mg->h, 1, place_merge, mg);
 	emitf(e, "\t@%s bra %s;\n", mg->last.s, done);
-	for (int i = 0; i < SEL_PASSES * SEL_BINS / sl->threads; i++)
+	int words = sel_hist_units(sl) * SEL_BINS, full = words / sl->threads;
+	for (int i = 0; i < full; i++)
 		emitf(e, "\tst.shared.u32 [%s+%d], 0;\n", h.s, 4 * SEL_BINS * mg->h + 4 * sl->threads * i);
+	if (words % sl->threads) {
+		/* a set that is not a whole number of the threads' words */
+		Reg p = reg_new(e, RC_PRED);
+		emitf(e, "\tsetp.lt.u32 %s, %s, %d;\n\t@%s st.shared.u32 [%s+%d], 0;\n", p.s, sl->tid.s,
+		      words % sl->threads, p.s, h.s, 4 * SEL_BINS * mg->h + 4 * sl->threads * full);
+	}
 	/* the scan's last reads of them were two barriers ago */
 	op_bar_sync_why(e, 0, sl->threads, "the round's top-k stored, the window read, its histograms zeroed");
 	emitf(e, "\tadd.u32 %s, %s, %d;\n\tbra.uni %s;\n", s.s, s.s, step, round);

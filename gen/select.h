@@ -23,7 +23,25 @@ typedef struct Sel {
 	Reg scan;      /* shared: SEL_BINS / 32 words, the scan's warp totals */
 	Reg state;     /* shared: 16 bytes: prefix, kk and the two placing counters */
 	int batch;     /* sel_emit_stage's loads in flight a thread (their registers); 0: all */
+	/* Pass 0's digit: 0 or 8 bits, or SEL_WIDE_BITS (SEL_WIDE_BINS bins,
+	 * SEL_WIDE_BINS / threads a scanning thread; the later passes take 8,
+	 * 8 and 5 bits). A set of histograms is sel_hist_units(s) units of
+	 * SEL_BINS words: pass 0's first, then passes 1-3, one unit each. */
+	int first_bits;
+	/* cand_cap > 0: after pass 0 the keys in its bin and above are
+	 * copied to cand (cand_cap keys, then their positions); passes 1-3
+	 * and the placing read only those, unless more than cand_cap qualify
+	 * (then they read every key, as without). cand_per: the most keys a
+	 * thread holds in any select of this Sel (count <= threads·cand_per,
+	 * at most 32). */
+	Reg cand;
+	int cand_cap, cand_per;
 } Sel;
+
+enum { SEL_WIDE_BITS = 11, SEL_WIDE_BINS = 1 << SEL_WIDE_BITS };
+
+/* Histogram units (SEL_BINS words) of one select's set of histograms. */
+int sel_hist_units(const Sel *s);
 
 /* Where a selected key goes: element j of the select's array, its slot
  * pos in the list (0 .. K-1), its key u. */
@@ -48,19 +66,20 @@ typedef struct SelLoad {
  * at idx): both written by other CTAs or threads of this launch, so plain
  * loads, never .nc. With `ld`, its loads instead of src and isrc, and
  * indices stored at idx. With s->batch, the loads go in batches of that
- * many, each stored before the next is issued. Histogram `h` counts each key's top byte: pass
- * 0 of the select. Ends with a CTA barrier. */
+ * many, each stored before the next is issued. The histogram at unit `h`
+ * counts each key's pass-0 digit (its top byte, or top s->first_bits
+ * bits). Ends with a CTA barrier. */
 void sel_emit_stage(Emit *e, const Sel *s, Reg src, const Reg *isrc, Reg idx, Reg count, int per, int convert,
                     int h, const SelLoad *ld);
 
 /* The top-K of `count` (> K) keys at `keys` (shared) by radix select,
- * histograms h .. h+3 (pass 0's built already when hist0), each selected
- * key handed to place(ctx, ..). */
+ * the set of histograms at unit h (pass 0's built already when hist0),
+ * each selected key handed to place(ctx, ..). */
 void sel_emit_select(Emit *e, const Sel *s, Reg keys, Reg count, int h, int hist0, SelPlace place, const void *ctx);
 
 /* The merge of parts·K candidates, keys at ck and indices at ci (global),
  * in rounds over windows of `win` (> K) staged at s->keys (keys, then
- * indices at keys + 4·win), histograms h .. h+3 (zero). The last round's
+ * indices at keys + 4·win), the set of histograms at unit h (zero). The last round's
  * list goes through `final`: candidate index x to slot pos (a = 4·pos;
  * b64 scratch b), under predicate `last`. */
 typedef struct SelMerge {

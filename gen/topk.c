@@ -33,10 +33,20 @@ typedef struct TkRegs {
 	Reg one;                         /* pred: one CTA per row (parts == 1) */
 	Reg base, keys, hist, scan, state, zero;
 	Reg out;                         /* global: indices of the row */
+	Reg dst;                         /* global: out with one CTA per row, else pk (set after the staging) */
 	Reg ck, ci;                      /* global: the row's candidate keys and indices */
 	Reg pk, pi;                      /* global: this part's candidate slots */
 	Reg j0;                          /* first logit of the chunk in the row */
 } TkRegs;
+
+/* Histogram units (TK_BINS words) of one select's set (gen/select.h). */
+static int
+hist_units(void)
+{
+	Sel s = {.first_bits = SEL_WIDE_BITS};
+
+	return sel_hist_units(&s);
+}
 
 static int
 topk_configure(TopkCfg *c, const TopkParams *p, KgErr *err)
@@ -47,9 +57,10 @@ topk_configure(TopkCfg *c, const TopkParams *p, KgErr *err)
 	plan_init(&c->plan, c->t);
 	c->plan.threads = TK_THREADS;
 	c->r_keys = plan_smem(&c->plan, "chunk keys (u32)", 4u * TK_CHUNK, 16, 1);
-	/* passes 0-3 of the chunk's select, then 4-7 of the merge */
-	c->r_hist = plan_smem(&c->plan, "radix histograms", 4u * TK_BINS, 16, 2 * TK_PASSES);
-	c->r_scan = plan_smem(&c->plan, "bin scan warp totals", 4u * TK_BINS / 32, 16, 1);
+	/* a set for the chunk's select, then one for the merge */
+	c->r_hist = plan_smem(&c->plan, "radix histograms", 4u * TK_BINS, 16, 2 * hist_units());
+	c->r_scan = plan_smem(&c->plan, "bin scan warp totals", 4u * TK_THREADS / 32, 16, 1);
+	c->r_cand = plan_smem(&c->plan, "candidates (keys, positions)", 8u * TK_CAND, 16, 1);
 	c->r_state = plan_smem(&c->plan, "select state", 32, 16, 1);
 	plan_role(&c->plan, "all", 0, TK_THREADS / 32, 0,
 	          "stage a chunk of logits, select its top-k together; the row's last CTA merges");
@@ -83,6 +94,7 @@ emit_prologue(Emit *e, const TopkCfg *c, TkRegs *r)
 	r->base = reg_new(e, RC_B32);
 	r->zero = reg_new(e, RC_B32);
 	r->out = reg_new(e, RC_B64);
+	r->dst = reg_new(e, RC_B64);
 	r->ck = reg_new(e, RC_B64);
 	r->ci = reg_new(e, RC_B64);
 	r->pk = reg_new(e, RC_B64);
@@ -119,7 +131,7 @@ emit_prologue(Emit *e, const TopkCfg *c, TkRegs *r)
 	/* histograms zeroed, one per pass, so no pass waits for a clear;
 	 * the state (prefix, kk, two placing counters, the join's flag) */
 	emitf(e, "\tmad.lo.u32 %s, %s, 4, %s;\n", h.s, r->tid.s, r->hist.s);
-	for (int i = 0; i < 2 * TK_PASSES * TK_BINS / TK_THREADS; i++)
+	for (int i = 0; i < 2 * hist_units() * TK_BINS / TK_THREADS; i++)
 		emitf(e, "\tst.shared.u32 [%s+%d], 0;\n", h.s, 4 * TK_THREADS * i);
 	emitf(e, "\tsetp.eq.u32 %s, %s, 0;\n", p.s, r->tid.s);
 	emitf(e, "\t@%s st.shared.v4.u32 [%s], {%s, %s, %s, %s};\n\t@%s st.shared.u32 [%s+16], 0;\n", p.s, r->state.s,
@@ -136,11 +148,9 @@ place_chunk(Emit *e, const void *ctx, Reg j, Reg pos, Reg u)
 	const TkRegs *r = ctx;
 	Reg a = reg_new(e, RC_B64), b = reg_new(e, RC_B64), x = reg_new(e, RC_B32);
 
-	emitf(e, "\tmul.wide.u32 %s, %s, 4;\n", a.s, pos.s);
-	emitf(e, "\t@%s add.u64 %s, %s, %s;\n\t@%s st.global.s32 [%s], %s;\n", r->one.s, b.s, r->out.s, a.s, r->one.s,
-	      b.s, j.s);
-	emitf(e, "\t@!%s add.u64 %s, %s, %s;\n\t@!%s st.global.u32 [%s], %s;\n", r->one.s, b.s, r->pk.s, a.s, r->one.s,
-	      b.s, u.s);
+	emitf(e, "\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n", a.s, pos.s, b.s, r->dst.s, a.s);
+	emitf(e, "\t@%s st.global.s32 [%s], %s;\n\t@!%s st.global.u32 [%s], %s;\n", r->one.s, b.s, j.s, r->one.s, b.s,
+	      u.s);
 	emitf(e, "\t@!%s add.u64 %s, %s, %s;\n\t@!%s add.u32 %s, %s, %s;\n\t@!%s st.global.s32 [%s], %s;\n", r->one.s,
 	      b.s, r->pi.s, a.s, r->one.s, x.s, r->j0.s, j.s, r->one.s, b.s, x.s);
 }
@@ -164,10 +174,8 @@ emit_all(Emit *e, const TopkCfg *c, const TkRegs *r)
 	emitf(e, "\tmov.u32 %s, -1;\n\tmov.u32 %s, 0;\n\t@%s add.u32 %s, %s, %s;\n", x.s, u.s, q.s, x.s, r->j0.s, j.s);
 	emitf(e, "\t@%s mad.lo.u32 %s, %s, 4, %s;\n\t@%s ld.shared.u32 %s, [%s];\n", q.s, a32.s, j.s, r->keys.s, q.s,
 	      u.s, a32.s);
-	emitf(e, "\t@%s add.u64 %s, %s, %s;\n\t@%s st.global.s32 [%s], %s;\n", r->one.s, b.s, r->out.s, a.s, r->one.s,
-	      b.s, x.s);
-	emitf(e, "\t@!%s add.u64 %s, %s, %s;\n\t@!%s st.global.u32 [%s], %s;\n", r->one.s, b.s, r->pk.s, a.s, r->one.s,
-	      b.s, u.s);
+	emitf(e, "\tadd.u64 %s, %s, %s;\n\t@%s st.global.s32 [%s], %s;\n\t@!%s st.global.u32 [%s], %s;\n", b.s,
+	      r->dst.s, a.s, r->one.s, b.s, x.s, r->one.s, b.s, u.s);
 	emitf(e, "\t@!%s add.u64 %s, %s, %s;\n\t@!%s st.global.s32 [%s], %s;\n", r->one.s, b.s, r->pi.s, a.s, r->one.s,
 	      b.s, x.s);
 	emitf(e, "\tadd.u32 %s, %s, %d;\n\tsetp.lt.u32 %s, %s, %d;\n\t@%s bra %s;\n", j.s, j.s, TK_THREADS, p.s, j.s, K,
@@ -175,24 +183,34 @@ emit_all(Emit *e, const TopkCfg *c, const TkRegs *r)
 	emit_label(e, done);
 }
 
-/* Several CTAs per row: every thread, its candidates stored, counts
- * itself in counters[y] with an acq_rel atomic (PTX ISA "Memory
- * consistency model": the release covers its own stores, and the thread
- * that brings the count to parts·512 acquires every other's). That thread
- * raises its CTA's flag (state+16) and sets the counter back to 0, so the
- * counters stay zero between launches (docs/ABI.md "topk"); after a CTA
- * barrier its CTA merges and the others exit. */
+/* Several CTAs per row: every warp, its lanes' candidates stored, meets
+ * at bar.warp.sync (which orders its lanes' stores before lane 0's next
+ * operations), and lane 0 counts the warp's 32 threads in counters[y]
+ * with a release atomic (PTX ISA "Memory consistency model": the release
+ * covers what its thread has observed); the lane that brings the count to
+ * parts·512 acquires every other's by an acquire load of the word (the
+ * increments form one release sequence it reads the end of; acquiring in
+ * one thread keeps the L1 invalidation of an acquire out of the others).
+ * That lane raises its CTA's flag (state+16) and sets the counter back to
+ * 0, so the counters stay zero between launches (docs/ABI.md "topk");
+ * after a CTA barrier its CTA merges and the others exit. One atomic a
+ * warp, not a thread: 16 release fences a CTA instead of 512. */
 static void
 emit_join(Emit *e, const TkRegs *r)
 {
 	Reg a = reg_new(e, RC_B64), o = reg_new(e, RC_B64), f = reg_new(e, RC_B32), all = reg_new(e, RC_B32);
-	Reg p = reg_new(e, RC_PRED);
+	Reg p = reg_new(e, RC_PRED), l0 = reg_new(e, RC_PRED);
 	int lg = log2_ceil(TK_THREADS);
 
 	load_param_ptr(e, a, "counters");
 	emitf(e, "\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n", o.s, r->row.s, a.s, a.s, o.s);
-	emitf(e, "\tatom.acq_rel.gpu.global.add.u32 %s, [%s], 1;\n\tadd.u32 %s, %s, 1;\n", f.s, a.s, f.s, f.s);
-	emitf(e, "\tshl.b32 %s, %s, %d;\n\tsetp.eq.u32 %s, %s, %s;\n", all.s, r->parts.s, lg, p.s, f.s, all.s);
+	emitf(e, "\tand.b32 %s, %s, 31;\n\tsetp.eq.u32 %s, %s, 0;\n\tbar.warp.sync 0xffffffff;\n", f.s, r->tid.s, l0.s,
+	      f.s);
+	emitf(e, "\t@%s atom.release.gpu.global.add.u32 %s, [%s], 32;\n\tadd.u32 %s, %s, 32;\n", l0.s, f.s, a.s, f.s,
+	      f.s);
+	emitf(e, "\tshl.b32 %s, %s, %d;\n\tsetp.eq.and.u32 %s, %s, %s, %s;\n", all.s, r->parts.s, lg, p.s, f.s, all.s,
+	      l0.s);
+	emitf(e, "\t@%s ld.acquire.gpu.global.u32 %s, [%s];\n", p.s, f.s, a.s);
 	emitf(e, "\t@%s st.shared.u32 [%s+16], 1;\n\t@%s st.global.u32 [%s], 0;\n", p.s, r->state.s, p.s, a.s);
 	op_bar_sync_why(e, 0, TK_THREADS, "the last part's flag raised");
 	emitf(e, "\tld.shared.u32 %s, [%s+16];\n\tsetp.eq.u32 %s, %s, 0;\n\t@%s exit;\n", f.s, r->state.s, p.s, f.s,
@@ -219,7 +237,8 @@ topk_emit(Emit *e, const TopkCfg *c)
 	char sel[48], joined[48], done[48];
 
 	emit_prologue(e, c, &r);
-	sl = (Sel){TK_THREADS, c->topk, r.tid, r.zero, r.keys, r.hist, r.scan, r.state, 0};
+	sl = (Sel){TK_THREADS, c->topk, r.tid, r.zero, r.keys, r.hist, r.scan, r.state, 0, SEL_WIDE_BITS, r.zero,
+	           TK_CAND, TK_PER};
 	emit_block(e, "topk.chunk");
 	label_new(e, sel, sizeof sel, "select");
 	label_new(e, joined, sizeof joined, "chunk_done");
@@ -230,17 +249,34 @@ topk_emit(Emit *e, const TopkCfg *c)
 	      o.s, src.s, src.s, o.s);
 	emitf(e, "\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n", o.s, r.j0.s, src.s, src.s, o.s);
 	sel_emit_stage(e, &sl, src, NULL, r.keys, r.c, TK_PER, 1, 0, NULL);
+	/* one base for the indices or the candidate keys, so that the select
+	 * keeps neither out nor pk live (the merge gets them back) */
+	emitf(e, "\tselp.b64 %s, %s, %s, %s;\n", r.dst.s, r.out.s, r.pk.s, r.one.s);
 	emitf(e, "\tsetp.gt.u32 %s, %s, %d;\n\t@%s bra %s;\n", p.s, r.c.s, c->topk, p.s, sel);
 	emit_all(e, c, &r);
 	emitf(e, "\tbra.uni %s;\n", joined);
 	emit_label(e, sel);
+	/* the candidates' address after the staging, whose 32 loads a thread
+	 * take every register it can spare */
+	sl.cand = op_plan_smem(e, &c->plan, r.base, c->r_cand);
 	sel_emit_select(e, &sl, r.keys, r.c, 0, 1, place_chunk, &r);
 	emit_label(e, joined);
 	emitf(e, "\t@%s bra %s;\n", r.one.s, done);
 
 	emit_block(e, "topk.merge");
+	/* the CTA's coordinates again, for the registers of the select */
+	emitf(e, "\tmov.u32 %s, %%ctaid.x;\n\tmov.u32 %s, %%nctaid.x;\n\tmov.u32 %s, %%ctaid.y;\n", r.part.s, r.parts.s,
+	      r.row.s);
 	emit_join(e, &r);
-	mg = (SelMerge){.parts = r.parts, .ck = r.ck, .ci = r.ci, .win = TK_WIN, .h = TK_PASSES, .final = final_merge,
+	sl.cand = op_plan_smem(e, &c->plan, r.base, c->r_cand);
+	/* the row's indices and candidate planes again (dst is pk here: not
+	 * kept live through the chunk's select, for its registers) */
+	load_param_ptr(e, r.out, "indices");
+	emitf(e, "\tmul.wide.u32 %s, %s, %d;\n\tadd.u64 %s, %s, %s;\n", o.s, r.row.s, 4 * c->topk, r.out.s, r.out.s,
+	      o.s);
+	emitf(e, "\tmul.wide.u32 %s, %s, %d;\n\tsub.u64 %s, %s, %s;\n\tsub.u64 %s, %s, %s;\n", o.s, r.part.s,
+	      4 * c->topk, r.ck.s, r.dst.s, o.s, r.ci.s, r.pi.s, o.s);
+	mg = (SelMerge){.parts = r.parts, .ck = r.ck, .ci = r.ci, .win = TK_WIN, .h = hist_units(), .final = final_merge,
 	                .ctx = &r};
 	sel_emit_merge(e, &sl, &mg);
 	emit_label(e, done);
@@ -317,7 +353,8 @@ topk_plan(const void *params, Buf *text, KgErr *err)
 	           c.topk, c.topk);
 	buf_printf(text, "grid            cdiv(n, %d) x rows: CTA (x, y) stages chunk x of row y in shared memory as keys\n",
 	           TK_CHUNK);
-	buf_printf(text, "select          radix, 4 passes of 8 bits (the first histogram built while staging), a 256-bin scan by 8 warps, one placing pass\n");
+	buf_printf(text, "select          radix, 4 passes of 11, 8, 8 and 5 bits (the first histogram built while staging: 2048 bins, 4 a thread in the scan); then the keys in the first pass's bin and above are copied aside (up to %d: marked per thread, one CTA scan, no atomics), and the later passes and the placing read only them\n",
+	           TK_CAND);
 	buf_printf(text, "merge           several chunks: each writes its top-%d (key, index) to work; the row's last CTA (counters) selects over them in rounds of %d staged candidates, each round's top-%d the next round's first\n",
 	           c.topk, TK_WIN, c.topk);
 	plan_print(&c.plan, text);
