@@ -134,6 +134,24 @@ typedef struct IdxTileScratch {
 void indexer_emit_key_tile(Emit *e, const IndexerCfg *c, const IndexerRegs *r, const IdxTileScratch *s,
                            Reg i, Reg id, Reg tile, Reg scs, int keys, int threads);
 
+/* The same tile in two steps, for a scoring that issues the next tile's
+ * loads under the current tile's MMAs (fp8 keys, and fp4 keys as E4M3):
+ * _load issues every global load of tile i into the registers of `l`
+ * (its chunks' bytes, the thread's key scale or exponent word), _store
+ * turns them into the tile and the scales as indexer_emit_key_tile does.
+ * The registers are the caller's, from indexer_key_tile_regs. */
+enum { IDX_TILE_CHUNKS = 4 };
+typedef struct IdxTileLoad {
+	int chunks;                    /* keys·8 / threads, at most IDX_TILE_CHUNKS */
+	Reg v[IDX_TILE_CHUNKS][4];     /* fp8: the 16 bytes; fp4: 8 bytes of codes, then the key's exponent word */
+	Reg sc;                        /* fp8: the key's f32 scale; fp4: its exponent word */
+} IdxTileLoad;
+void indexer_key_tile_regs(Emit *e, const IndexerCfg *c, IdxTileLoad *l, int keys, int threads);
+void indexer_emit_key_tile_load(Emit *e, const IndexerCfg *c, const IndexerRegs *r, const IdxTileScratch *s,
+                                const IdxTileLoad *l, Reg i, Reg id, int keys, int threads);
+void indexer_emit_key_tile_store(Emit *e, const IndexerCfg *c, const IndexerRegs *r, const IdxTileScratch *s,
+                                 const IdxTileLoad *l, Reg i, Reg id, Reg tile, Reg scs, int keys, int threads);
+
 /* The query row's Q (heads x 128 E4M3) into the same K-major swizzled
  * layout at q0, `rows` rows (zeros past the heads) by `threads` threads
  * (this one `id`), 16 bytes a chunk. */

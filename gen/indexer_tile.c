@@ -133,6 +133,122 @@ indexer_emit_key_tile(Emit *e, const IndexerCfg *c, const IndexerRegs *r, const 
 }
 
 void
+indexer_key_tile_regs(Emit *e, const IndexerCfg *c, IdxTileLoad *l, int keys, int threads)
+{
+	l->chunks = keys * 8 / threads;
+	if (l->chunks > IDX_TILE_CHUNKS || (c->fmt->value_bits == 4 && !c->fp4_e4m3))
+		kg_bug("indexer tile loads: %d chunks a thread, format %s", l->chunks, c->fmt->name);
+	for (int k = 0; k < l->chunks; k++)
+		reg_array(e, RC_B32, l->v[k], c->fp4_e4m3 ? 3 : 4);
+	l->sc = reg_new(e, RC_B32);
+}
+
+/* Chunk k of thread id in tile i: its key, part, position j (s->j), the
+ * predicate j < n (s->p), and its page's address (s->a) with the chunk's
+ * offset in it (s->o). */
+static void
+emit_chunk_addr(Emit *e, const IndexerCfg *c, const IndexerRegs *r, const IdxTileScratch *s, Reg i, Reg id, int k,
+                int keys, int threads)
+{
+	int lk = log2_ceil(keys), kb = c->fmt->key_bytes;
+
+	emitf(e, "\tadd.u32 %s, %s, %d;\n\tshr.u32 %s, %s, 3;\n\tand.b32 %s, %s, 7;\n", s->x.s, id.s, threads * k,
+	      s->key.s, s->x.s, s->pt.s, s->x.s);
+	emitf(e, "\tshl.b32 %s, %s, %d;\n\tadd.u32 %s, %s, %s;\n\tsetp.lt.s32 %s, %s, %s;\n", s->j.s, i.s, lk, s->j.s,
+	      s->j.s, s->key.s, s->p.s, s->j.s, r->n.s);
+	emitf(e, "\tshr.u32 %s, %s, %d;\n\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n", s->d.s, s->j.s, c->log2ps,
+	      s->a.s, s->d.s, s->a.s, r->bt.s, s->a.s);
+	emitf(e, "\t@%s ld.global.nc.u32 %s, [%s];\n\tmul.wide.u32 %s, %s, %u;\n\tadd.u64 %s, %s, %s;\n", s->p.s,
+	      s->pg.s, s->a.s, s->o.s, s->pg.s, c->page_bytes, s->a.s, r->kv.s, s->o.s);
+	emitf(e, "\tand.b32 %s, %s, %d;\n\tmad.lo.u32 %s, %s, 8, %s;\n\tmul.wide.u32 %s, %s, %d;\n", s->d.s, s->j.s,
+	      c->ps - 1, s->d.s, s->d.s, s->pt.s, s->o.s, s->d.s, kb / 8);
+}
+
+void
+indexer_emit_key_tile_load(Emit *e, const IndexerCfg *c, const IndexerRegs *r, const IdxTileScratch *s,
+                           const IdxTileLoad *l, Reg i, Reg id, int keys, int threads)
+{
+	int lk = log2_ceil(keys), kb = c->fmt->key_bytes;
+
+	for (int k = 0; k < l->chunks; k++) {
+		const Reg *v = l->v[k];
+
+		emit_chunk_addr(e, c, r, s, i, id, k, keys, threads);
+		emitf(e, "\tadd.u64 %s, %s, %s;\n", s->o.s, s->a.s, s->o.s);
+		for (int q = 0; q < (c->fp4_e4m3 ? 3 : 4); q++)
+			emitf(e, "\tmov.b32 %s, 0;\n", v[q].s);
+		if (!c->fp4_e4m3) {
+			emitf(e, "\t@%s ld.global.nc.v4.b32 {%s, %s, %s, %s}, [%s];\n", s->p.s, v[0].s, v[1].s, v[2].s,
+			      v[3].s, s->o.s);
+			continue;
+		}
+		/* 8 bytes of codes; the key's exponent word, 4·(j % ps) into
+		 * the page's tail */
+		emitf(e, "\t@%s ld.global.nc.v2.b32 {%s, %s}, [%s];\n", s->p.s, v[0].s, v[1].s, s->o.s);
+		emitf(e, "\tand.b32 %s, %s, %d;\n\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n", s->d.s, s->j.s,
+		      c->ps - 1, s->o.s, s->d.s, s->a.s, s->a.s, s->o.s);
+		emitf(e, "\t@%s ld.global.nc.b32 %s, [%s+%d];\n", s->p.s, v[2].s, s->a.s, c->ps * kb);
+	}
+	/* scales: thread id < keys takes key id's, after the page's key rows */
+	emitf(e, "\tshl.b32 %s, %s, %d;\n\tadd.u32 %s, %s, %s;\n\tsetp.lt.s32 %s, %s, %s;\n", s->j.s, i.s, lk, s->j.s,
+	      s->j.s, id.s, s->p.s, s->j.s, r->n.s);
+	emitf(e, "\tsetp.lt.and.u32 %s, %s, %d, %s;\n\tmov.b32 %s, 0;\n", s->p.s, id.s, keys, s->p.s, l->sc.s);
+	emitf(e, "\tshr.u32 %s, %s, %d;\n\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n", s->d.s, s->j.s, c->log2ps,
+	      s->a.s, s->d.s, s->a.s, r->bt.s, s->a.s);
+	emitf(e, "\t@%s ld.global.nc.u32 %s, [%s];\n\tmul.wide.u32 %s, %s, %u;\n\tadd.u64 %s, %s, %s;\n", s->p.s,
+	      s->pg.s, s->a.s, s->o.s, s->pg.s, c->page_bytes, s->a.s, r->kv.s, s->o.s);
+	emitf(e, "\tand.b32 %s, %s, %d;\n\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n", s->d.s, s->j.s,
+	      c->ps - 1, s->o.s, s->d.s, s->a.s, s->a.s, s->o.s);
+	emitf(e, "\t@%s ld.global.nc.b32 %s, [%s+%d];\n", s->p.s, l->sc.s, s->a.s, c->ps * kb);
+}
+
+void
+indexer_emit_key_tile_store(Emit *e, const IndexerCfg *c, const IndexerRegs *r, const IdxTileScratch *s,
+                            const IdxTileLoad *l, Reg i, Reg id, Reg tile, Reg scs, int keys, int threads)
+{
+	int lk = log2_ceil(keys);
+	Fp4Fold f;
+
+	if (c->fp4_e4m3)
+		fp4_fold_init(e, c, r, &f);
+	for (int k = 0; k < l->chunks; k++) {
+		const Reg *v = l->v[k], *out = v;
+
+		emitf(e, "\tadd.u32 %s, %s, %d;\n\tshr.u32 %s, %s, 3;\n\tand.b32 %s, %s, 7;\n", s->x.s, id.s,
+		      threads * k, s->key.s, s->x.s, s->pt.s, s->x.s);
+		if (c->fp4_e4m3) {
+			/* group pt / 2's exponent against the key's largest, its table */
+			w4a8_emit_emax(e, f.emax, v[2], f.ec);
+			w4a8_emit_table_base(e, f.base, f.emax, f.lut);
+			emitf(e, "\tand.b32 %s, %s, 6;\n\tshl.b32 %s, %s, 2;\n\tbfe.u32 %s, %s, %s, 8;\n", f.ec.s, s->pt.s,
+			      f.ec.s, f.ec.s, f.ec.s, v[2].s, f.ec.s);
+			w4a8_emit_table_addr(e, f.addr, f.ec, f.base, f.lut);
+			emitf(e, "\tld.shared.v2.b32 {%s, %s}, [%s];\n", f.t0.s, f.t1.s, f.addr.s);
+			w4a8_emit_expand(e, &f.wr, s->v[0], s->v[1], v[0], f.t0, f.t1);
+			w4a8_emit_expand(e, &f.wr, s->v[2], s->v[3], v[1], f.t0, f.t1);
+			out = s->v;
+		}
+		/* 16-byte part pt of key row key at key·128 + ((pt ^ key % 8) << 4)
+		 * (docs/hardware.md, "Swizzle modes") */
+		emitf(e, "\tand.b32 %s, %s, 7;\n\txor.b32 %s, %s, %s;\n\tshl.b32 %s, %s, 4;\n", s->d.s, s->key.s, s->d.s,
+		      s->d.s, s->pt.s, s->d.s, s->d.s);
+		emitf(e, "\tmad.lo.u32 %s, %s, 128, %s;\n\tadd.u32 %s, %s, %s;\n", s->d.s, s->key.s, s->d.s, s->d.s,
+		      s->d.s, tile.s);
+		emitf(e, "\tst.shared.v4.b32 [%s], {%s, %s, %s, %s};\n", s->d.s, out[0].s, out[1].s, out[2].s, out[3].s);
+	}
+	/* the key's scale (fp4: 2^(e_ref - 127) from its word; 0 past n) */
+	if (c->fp4_e4m3) {
+		emitf(e, "\tshl.b32 %s, %s, %d;\n\tadd.u32 %s, %s, %s;\n\tsetp.lt.s32 %s, %s, %s;\n", s->j.s, i.s, lk,
+		      s->j.s, s->j.s, id.s, s->p.s, s->j.s, r->n.s);
+		w4a8_emit_emax(e, f.emax, l->sc, f.ec);
+		w4a8_emit_scale(e, f.w, f.emax, f.ec, f.base, f.q);
+		emitf(e, "\tselp.b32 %s, %s, 0, %s;\n", l->sc.s, f.w.s, s->p.s);
+	}
+	emitf(e, "\tsetp.lt.u32 %s, %s, %d;\n\tmad.lo.u32 %s, %s, 4, %s;\n\t@%s st.shared.b32 [%s], %s;\n", s->pl.s,
+	      id.s, keys, s->d.s, id.s, scs.s, s->pl.s, s->d.s, l->sc.s);
+}
+
+void
 indexer_emit_q_tile(Emit *e, const IndexerCfg *c, const IndexerRegs *r, Reg q0, Reg id, int rows, int threads)
 {
 	Reg ch = reg_new(e, RC_B32), row = reg_new(e, RC_B32), part = reg_new(e, RC_B32), d = reg_new(e, RC_B32);

@@ -7,7 +7,9 @@
  * swizzled K-major layout a TMA box would write (Q too, a copy per
  * warpgroup, before the first tile), and the scales beside, then fence the
  * generic stores for the async proxy (PTX ISA "Asynchronous proxy") and
- * meet at the warpgroup's barrier before the MMAs. The
+ * meet at the warpgroup's barrier before the MMAs. A tile's loads are
+ * issued one tile ahead, into registers, while the previous tile's MMAs
+ * and epilogue run (docs/indexer.md, "Tensor-core scoring"). The
  * epilogue weighs each row (head) h of a column (key) j by
  * w[h]·max(0, S·s_j), sums a thread's two rows, the eight lanes that share
  * a column (shfl), and the four warps (shared memory). */
@@ -43,6 +45,8 @@ sm90_indexer_score_mma(Emit *e, const IndexerCfg *c, const IndexerRegs *r, KgErr
 	Reg q0 = reg_new(e, RC_B32), tile = reg_new(e, RC_B32), scs = reg_new(e, RC_B32), sums = reg_new(e, RC_B32);
 	Reg ws = reg_new(e, RC_B32), qlo = reg_new(e, RC_B32), klo = reg_new(e, RC_B32), hi = reg_new(e, RC_B32);
 	Reg stride = reg_new(e, RC_B32), lo = reg_new(e, RC_B32), row0 = reg_new(e, RC_B32), col0 = reg_new(e, RC_B32);
+	Reg in = reg_new(e, RC_B32);
+	IdxTileLoad ld;
 	Reg a = reg_new(e, RC_B64), o = reg_new(e, RC_B64), ad = reg_new(e, RC_B64), bd = reg_new(e, RC_B64);
 	Reg sc = reg_new(e, RC_F32), y = reg_new(e, RC_F32), z = reg_new(e, RC_F32);
 	Reg p = reg_new(e, RC_PRED), pl = reg_new(e, RC_PRED), wg0 = reg_new(e, RC_PRED), l = reg_new(e, RC_B32);
@@ -92,10 +96,14 @@ sm90_indexer_score_mma(Emit *e, const IndexerCfg *c, const IndexerRegs *r, KgErr
 	emitf(e, "\tmad.lo.u32 %s, %s, %d, %s;\n\tmul.lo.u32 %s, %s, %d;\n", i.s, r->split.s, WGS, wg.s, stride.s,
 	      r->splits.s, WGS);
 	emitf(e, "\tmad.lo.u32 %s, %s, %d, %s;\n", l.s, wg.s, IDX_TILE, wt.s);
+	/* the first tile's loads; each tile's MMAs then run while the next
+	 * tile's loads are in flight */
+	indexer_key_tile_regs(e, c, &ld, IDX_TILE, 128);
+	indexer_emit_key_tile_load(e, c, r, &ts, &ld, i, wt, IDX_TILE, 128);
 	emit_label(e, loop);
 	emitf(e, "\tshl.b32 %s, %s, 6;\n\tsetp.ge.s32 %s, %s, %s;\n\t@%s bra %s;\n", t.s, i.s, p.s, t.s, r->n.s, p.s,
 	      done);
-	indexer_emit_key_tile(e, c, r, &ts, i, wt, tile, scs, IDX_TILE, 128);
+	indexer_emit_key_tile_store(e, c, r, &ts, &ld, i, wt, tile, scs, IDX_TILE, 128);
 	/* this thread's generic stores (the tile, and Q before the first),
 	 * read by the async proxy (wgmma) */
 	emitf(e, "\tfence.proxy.async.shared::cta;\n");
@@ -110,6 +118,9 @@ sm90_indexer_score_mma(Emit *e, const IndexerCfg *c, const IndexerRegs *r, KgErr
 		      reg_vec(e, acc, 32), ad.s, bd.s, kk > 0);
 	}
 	sm90_wgmma_commit(e);
+	/* the next tile's loads (its registers were stored above) */
+	emitf(e, "\tadd.u32 %s, %s, %s;\n", in.s, i.s, stride.s);
+	indexer_emit_key_tile_load(e, c, r, &ts, &ld, in, wt, IDX_TILE, 128);
 	sm90_wgmma_wait(e, 0);
 	/* register 4g + 2r + e: row row0 + 8r, column col0 + 8g + e
 	 * (docs/hardware.md, "wgmma accumulator fragment") */
@@ -158,7 +169,7 @@ sm90_indexer_score_mma(Emit *e, const IndexerCfg *c, const IndexerRegs *r, KgErr
 	 * barrier (each thread waited for its MMAs), and the next tile's sums
 	 * are stored after the next tile barrier, which the readers above
 	 * must reach first */
-	emitf(e, "\tadd.u32 %s, %s, %s;\n\tbra.uni %s;\n", i.s, i.s, stride.s, loop);
+	emitf(e, "\tmov.u32 %s, %s;\n\tbra.uni %s;\n", i.s, in.s, loop);
 	emit_label(e, done);
 	return 0;
 }
