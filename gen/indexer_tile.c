@@ -10,14 +10,14 @@
 /* The registers of the fp4 -> E4M3 gather (gen/w4a8.h). */
 typedef struct Fp4Fold {
 	W4a8Regs wr;
-	Reg in[2], w, emax, ec, base, addr, t0, t1, lut; /* b32 */
-	Reg q;                                          /* pred */
+	Reg w, emax, ec, base, addr, t0, t1, lut; /* b32 */
+	Reg q;                                    /* pred */
 } Fp4Fold;
 
 static void
 fp4_fold_init(Emit *e, const IndexerCfg *c, const IndexerRegs *r, Fp4Fold *f)
 {
-	Reg *b[] = {&f->in[0], &f->in[1], &f->w, &f->emax, &f->ec, &f->base, &f->addr, &f->t0, &f->t1, &f->lut};
+	Reg *b[] = {&f->w, &f->emax, &f->ec, &f->base, &f->addr, &f->t0, &f->t1, &f->lut};
 
 	for (size_t i = 0; i < sizeof b / sizeof b[0]; i++)
 		*b[i] = reg_new(e, RC_B32);
@@ -26,41 +26,14 @@ fp4_fold_init(Emit *e, const IndexerCfg *c, const IndexerRegs *r, Fp4Fold *f)
 	emitf(e, "\tadd.u32 %s, %s, %u;\n", f->lut.s, r->base.s, c->plan.smem[c->r_lut].offset);
 }
 
-/* One chunk of an fp4 key as E4M3 (docs/indexer.md, "FP4 keys as E4M3"):
- * the 8 bytes of part pt (16 codes of group pt / 2) and the key's
- * exponent word at s->a + s->o (the page at s->a), into s->v[0..3]; the
- * key's exponents fold to e_ref = max - 6 as W4A8's block does. */
-static void
-fp4_fold_chunk(Emit *e, const IndexerCfg *c, const IdxTileScratch *s, Fp4Fold *f)
-{
-	emitf(e, "\tmov.b32 %s, 0;\n\tmov.b32 %s, 0;\n\tmov.b32 %s, 0;\n", f->in[0].s, f->in[1].s, f->w.s);
-	emitf(e, "\tadd.u64 %s, %s, %s;\n\t@%s ld.global.nc.v2.b32 {%s, %s}, [%s];\n", s->o.s, s->a.s, s->o.s,
-	      s->p.s, f->in[0].s, f->in[1].s, s->o.s);
-	/* the key's word: 4·(j % ps) into the page's tail, after ps rows */
-	emitf(e, "\tand.b32 %s, %s, %d;\n\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n", f->ec.s, s->j.s,
-	      c->ps - 1, s->o.s, f->ec.s, s->a.s, s->a.s, s->o.s);
-	emitf(e, "\t@%s ld.global.nc.b32 %s, [%s+%d];\n", s->p.s, f->w.s, s->a.s, c->ps * c->fmt->key_bytes);
-	/* group pt / 2's exponent against the key's largest, its table */
-	w4a8_emit_emax(e, f->emax, f->w, f->ec);
-	w4a8_emit_table_base(e, f->base, f->emax, f->lut);
-	emitf(e, "\tand.b32 %s, %s, 6;\n\tshl.b32 %s, %s, 2;\n\tbfe.u32 %s, %s, %s, 8;\n", f->ec.s, s->pt.s,
-	      f->ec.s, f->ec.s, f->ec.s, f->w.s, f->ec.s);
-	w4a8_emit_table_addr(e, f->addr, f->ec, f->base, f->lut);
-	emitf(e, "\tld.shared.v2.b32 {%s, %s}, [%s];\n", f->t0.s, f->t1.s, f->addr.s);
-	w4a8_emit_expand(e, &f->wr, s->v[0], s->v[1], f->in[0], f->t0, f->t1);
-	w4a8_emit_expand(e, &f->wr, s->v[2], s->v[3], f->in[1], f->t0, f->t1);
-}
-
 void
 indexer_emit_key_tile(Emit *e, const IndexerCfg *c, const IndexerRegs *r, const IdxTileScratch *s,
                       Reg i, Reg id, Reg tile, Reg scs, int keys, int threads)
 {
 	int lk = log2_ceil(keys), fp4 = c->fmt->value_bits == 4, kb = c->fmt->key_bytes;
-	Fp4Fold f;
 
 	if (c->fp4_e4m3)
-		fp4_fold_init(e, c, r, &f);
-
+		kg_bug("indexer fp4 tile: keys turned into E4M3 go through indexer_emit_key_tile_load/_store");
 	if (fp4 && (layout_sf_offset(1, 0) != 16 || layout_sf_offset(32, 0) != 4))
 		kg_bug("indexer fp4 tile: the scale-factor image is 16·(row%%32) + 4·(row/32)");
 	for (int k = 0; k < keys * 8 / threads; k++) {
@@ -78,9 +51,7 @@ indexer_emit_key_tile(Emit *e, const IndexerCfg *c, const IndexerRegs *r, const 
 		/* part pt of the key's row: 16 values, 16 bytes (fp4: 8) */
 		emitf(e, "\tand.b32 %s, %s, %d;\n\tmad.lo.u32 %s, %s, 8, %s;\n\tmul.wide.u32 %s, %s, %d;\n", s->d.s,
 		      s->j.s, c->ps - 1, s->d.s, s->d.s, s->pt.s, s->o.s, s->d.s, kb / 8);
-		if (c->fp4_e4m3)
-			fp4_fold_chunk(e, c, s, &f);
-		else if (fp4)
+		if (fp4)
 			emitf(e, "\tadd.u64 %s, %s, %s;\n\t@%s ld.global.nc.v2.b32 {%s, %s}, [%s];\n", s->a.s, s->a.s,
 			      s->o.s, s->p.s, s->v[0].s, s->v[1].s, s->a.s);
 		else
@@ -106,17 +77,6 @@ indexer_emit_key_tile(Emit *e, const IndexerCfg *c, const IndexerRegs *r, const 
 	      s->pg.s, s->a.s, s->o.s, s->pg.s, c->page_bytes, s->a.s, r->kv.s, s->o.s);
 	emitf(e, "\tand.b32 %s, %s, %d;\n\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n", s->d.s, s->j.s,
 	      c->ps - 1, s->o.s, s->d.s, s->a.s, s->a.s, s->o.s);
-	if (c->fp4_e4m3) {
-		/* the key's scale 2^(e_ref - 127) (0 past n) */
-		emitf(e, "\tmov.b32 %s, 0;\n\t@%s ld.global.nc.b32 %s, [%s+%d];\n", f.w.s, s->p.s, f.w.s, s->a.s,
-		      c->ps * kb);
-		w4a8_emit_emax(e, f.emax, f.w, f.ec);
-		w4a8_emit_scale(e, f.w, f.emax, f.ec, f.base, f.q);
-		emitf(e, "\t@!%s mov.b32 %s, 0;\n", s->p.s, f.w.s);
-		emitf(e, "\tsetp.lt.u32 %s, %s, %d;\n\tmad.lo.u32 %s, %s, 4, %s;\n\t@%s st.shared.b32 [%s], %s;\n",
-		      s->pl.s, id.s, keys, s->d.s, id.s, scs.s, s->pl.s, s->d.s, f.w.s);
-		return;
-	}
 	if (fp4) {
 		/* the UE8M0 word (byte g: values 32g..) of key id at its image row */
 		emitf(e, "\tmov.b32 %s, 0;\n\t@%s ld.global.nc.b32 %s, [%s+%d];\n", s->v[0].s, s->p.s, s->v[0].s, s->a.s,
@@ -135,11 +95,13 @@ indexer_emit_key_tile(Emit *e, const IndexerCfg *c, const IndexerRegs *r, const 
 void
 indexer_key_tile_regs(Emit *e, const IndexerCfg *c, IdxTileLoad *l, int keys, int threads)
 {
-	l->chunks = keys * 8 / threads;
-	if (l->chunks > IDX_TILE_CHUNKS || (c->fmt->value_bits == 4 && !c->fp4_e4m3))
-		kg_bug("indexer tile loads: %d chunks a thread, format %s", l->chunks, c->fmt->name);
+	/* fp8: chunks of 16 bytes; fp4: half a key's codes, 32 bytes */
+	l->chunks = c->fp4_e4m3 ? 2 : keys * 8 / threads;
+	if (l->chunks > IDX_TILE_CHUNKS || (c->fmt->value_bits == 4 && !c->fp4_e4m3) ||
+	    (c->fp4_e4m3 && 2 * keys != threads))
+		kg_bug("indexer tile loads: %d keys by %d threads, format %s", keys, threads, c->fmt->name);
 	for (int k = 0; k < l->chunks; k++)
-		reg_array(e, RC_B32, l->v[k], c->fp4_e4m3 ? 3 : 4);
+		reg_array(e, RC_B32, l->v[k], 4);
 	l->sc = reg_new(e, RC_B32);
 }
 
@@ -164,30 +126,98 @@ emit_chunk_addr(Emit *e, const IndexerCfg *c, const IndexerRegs *r, const IdxTil
 	      c->ps - 1, s->d.s, s->d.s, s->pt.s, s->o.s, s->d.s, kb / 8);
 }
 
+/* fp4 keys as E4M3 (c->fp4_e4m3): thread id takes half h = id % 2 of key
+ * id / 2 of tile i, codes 32h .. 32h+31 (bytes 32h.. of its row: groups
+ * 2h and 2h+1), with two 16-byte loads, and the key's exponent word;
+ * the exponents fold once per key and per thread (gen/w4a8.h). */
+static void
+emit_fp4_half_load(Emit *e, const IndexerCfg *c, const IndexerRegs *r, const IdxTileScratch *s, const IdxTileLoad *l,
+                   Reg i, Reg id, int lk)
+{
+	int kb = c->fmt->key_bytes;
+
+	emitf(e, "\tshr.u32 %s, %s, 1;\n\tand.b32 %s, %s, 1;\n", s->key.s, id.s, s->pt.s, id.s);
+	emitf(e, "\tshl.b32 %s, %s, %d;\n\tadd.u32 %s, %s, %s;\n\tsetp.lt.s32 %s, %s, %s;\n", s->j.s, i.s, lk, s->j.s,
+	      s->j.s, s->key.s, s->p.s, s->j.s, r->n.s);
+	for (int k = 0; k < 2; k++)
+		for (int q = 0; q < 4; q++)
+			emitf(e, "\tmov.b32 %s, 0;\n", l->v[k][q].s);
+	emitf(e, "\tmov.b32 %s, 0;\n", l->sc.s);
+	/* the key's page from the block table, its row in the page */
+	emitf(e, "\tshr.u32 %s, %s, %d;\n\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n", s->d.s, s->j.s, c->log2ps,
+	      s->a.s, s->d.s, s->a.s, r->bt.s, s->a.s);
+	emitf(e, "\t@%s ld.global.nc.u32 %s, [%s];\n\tmul.wide.u32 %s, %s, %u;\n\tadd.u64 %s, %s, %s;\n", s->p.s, s->pg.s,
+	      s->a.s, s->o.s, s->pg.s, c->page_bytes, s->a.s, r->kv.s, s->o.s);
+	emitf(e, "\tand.b32 %s, %s, %d;\n\tshl.b32 %s, %s, 5;\n\tmad.lo.u32 %s, %s, %d, %s;\n", s->d.s, s->j.s,
+	      c->ps - 1, s->x.s, s->pt.s, s->x.s, s->d.s, kb, s->x.s);
+	emitf(e, "\tcvt.u64.u32 %s, %s;\n\tadd.u64 %s, %s, %s;\n", s->o.s, s->x.s, s->o.s, s->a.s, s->o.s);
+	for (int k = 0; k < 2; k++)
+		emitf(e, "\t@%s ld.global.nc.v4.b32 {%s, %s, %s, %s}, [%s+%d];\n", s->p.s, l->v[k][0].s, l->v[k][1].s,
+		      l->v[k][2].s, l->v[k][3].s, s->o.s, 16 * k);
+	/* the key's exponent word: 4·(j % ps) into the page's tail */
+	emitf(e, "\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n\t@%s ld.global.nc.b32 %s, [%s+%d];\n", s->o.s,
+	      s->d.s, s->a.s, s->a.s, s->o.s, s->p.s, l->sc.s, s->a.s, c->ps * kb);
+}
+
+/* The half key into the tile: each group's byte table (offset from the
+ * key's largest exponent), two parts of 16 codes a group into 16 E4M3
+ * bytes each, stored at key·128 + ((part ^ key % 8) << 4); the even
+ * thread stores the key's scale 2^(e_ref - 127) (0 past n). */
+static void
+emit_fp4_half_store(Emit *e, const IndexerCfg *c, const IndexerRegs *r, const IdxTileScratch *s,
+                    const IdxTileLoad *l, Reg i, Reg id, Reg tile, Reg scs, int lk)
+{
+	Fp4Fold f;
+
+	fp4_fold_init(e, c, r, &f);
+	emitf(e, "\tshr.u32 %s, %s, 1;\n\tand.b32 %s, %s, 1;\n", s->key.s, id.s, s->pt.s, id.s);
+	w4a8_emit_emax(e, f.emax, l->sc, f.ec);
+	w4a8_emit_table_base(e, f.base, f.emax, f.lut);
+	for (int g = 0; g < 2; g++) {
+		/* group 2h + g: its exponent, byte 2h + g of the word */
+		emitf(e, "\tshl.b32 %s, %s, 4;\n\tadd.u32 %s, %s, %d;\n\tbfe.u32 %s, %s, %s, 8;\n", f.ec.s, s->pt.s, f.ec.s,
+		      f.ec.s, 8 * g, f.ec.s, l->sc.s, f.ec.s);
+		w4a8_emit_table_addr(e, f.addr, f.ec, f.base, f.lut);
+		emitf(e, "\tld.shared.v2.b32 {%s, %s}, [%s];\n", f.t0.s, f.t1.s, f.addr.s);
+		for (int q = 0; q < 2; q++) {
+			w4a8_emit_expand(e, &f.wr, s->v[0], s->v[1], l->v[g][2 * q], f.t0, f.t1);
+			w4a8_emit_expand(e, &f.wr, s->v[2], s->v[3], l->v[g][2 * q + 1], f.t0, f.t1);
+			/* part 4h + 2g + q (docs/hardware.md, "Swizzle modes") */
+			emitf(e, "\tshl.b32 %s, %s, 2;\n\tadd.u32 %s, %s, %d;\n\tand.b32 %s, %s, 7;\n", s->x.s, s->pt.s, s->x.s,
+			      s->x.s, 2 * g + q, s->d.s, s->key.s);
+			emitf(e, "\txor.b32 %s, %s, %s;\n\tshl.b32 %s, %s, 4;\n\tmad.lo.u32 %s, %s, 128, %s;\n", s->d.s, s->d.s,
+			      s->x.s, s->d.s, s->d.s, s->d.s, s->key.s, s->d.s);
+			emitf(e, "\tadd.u32 %s, %s, %s;\n\tst.shared.v4.b32 [%s], {%s, %s, %s, %s};\n", s->d.s, s->d.s, tile.s,
+			      s->d.s, s->v[0].s, s->v[1].s, s->v[2].s, s->v[3].s);
+		}
+	}
+	emitf(e, "\tshl.b32 %s, %s, %d;\n\tadd.u32 %s, %s, %s;\n\tsetp.lt.s32 %s, %s, %s;\n", s->j.s, i.s, lk, s->j.s,
+	      s->j.s, s->key.s, s->p.s, s->j.s, r->n.s);
+	w4a8_emit_scale(e, f.w, f.emax, f.ec, f.base, f.q);
+	emitf(e, "\tselp.b32 %s, %s, 0, %s;\n\tsetp.eq.u32 %s, %s, 0;\n", f.w.s, f.w.s, s->p.s, s->pl.s, s->pt.s);
+	emitf(e, "\tmad.lo.u32 %s, %s, 4, %s;\n\t@%s st.shared.b32 [%s], %s;\n", s->d.s, s->key.s, scs.s, s->pl.s, s->d.s,
+	      f.w.s);
+}
+
 void
 indexer_emit_key_tile_load(Emit *e, const IndexerCfg *c, const IndexerRegs *r, const IdxTileScratch *s,
                            const IdxTileLoad *l, Reg i, Reg id, int keys, int threads)
 {
 	int lk = log2_ceil(keys), kb = c->fmt->key_bytes;
 
+	if (c->fp4_e4m3) {
+		emit_fp4_half_load(e, c, r, s, l, i, id, lk);
+		return;
+	}
 	for (int k = 0; k < l->chunks; k++) {
 		const Reg *v = l->v[k];
 
 		emit_chunk_addr(e, c, r, s, i, id, k, keys, threads);
 		emitf(e, "\tadd.u64 %s, %s, %s;\n", s->o.s, s->a.s, s->o.s);
-		for (int q = 0; q < (c->fp4_e4m3 ? 3 : 4); q++)
+		for (int q = 0; q < 4; q++)
 			emitf(e, "\tmov.b32 %s, 0;\n", v[q].s);
-		if (!c->fp4_e4m3) {
-			emitf(e, "\t@%s ld.global.nc.v4.b32 {%s, %s, %s, %s}, [%s];\n", s->p.s, v[0].s, v[1].s, v[2].s,
-			      v[3].s, s->o.s);
-			continue;
-		}
-		/* 8 bytes of codes; the key's exponent word, 4·(j % ps) into
-		 * the page's tail */
-		emitf(e, "\t@%s ld.global.nc.v2.b32 {%s, %s}, [%s];\n", s->p.s, v[0].s, v[1].s, s->o.s);
-		emitf(e, "\tand.b32 %s, %s, %d;\n\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n", s->d.s, s->j.s,
-		      c->ps - 1, s->o.s, s->d.s, s->a.s, s->a.s, s->o.s);
-		emitf(e, "\t@%s ld.global.nc.b32 %s, [%s+%d];\n", s->p.s, v[2].s, s->a.s, c->ps * kb);
+		emitf(e, "\t@%s ld.global.nc.v4.b32 {%s, %s, %s, %s}, [%s];\n", s->p.s, v[0].s, v[1].s, v[2].s, v[3].s,
+		      s->o.s);
 	}
 	/* scales: thread id < keys takes key id's, after the page's key rows */
 	emitf(e, "\tshl.b32 %s, %s, %d;\n\tadd.u32 %s, %s, %s;\n\tsetp.lt.s32 %s, %s, %s;\n", s->j.s, i.s, lk, s->j.s,
@@ -206,43 +236,22 @@ void
 indexer_emit_key_tile_store(Emit *e, const IndexerCfg *c, const IndexerRegs *r, const IdxTileScratch *s,
                             const IdxTileLoad *l, Reg i, Reg id, Reg tile, Reg scs, int keys, int threads)
 {
-	int lk = log2_ceil(keys);
-	Fp4Fold f;
-
-	if (c->fp4_e4m3)
-		fp4_fold_init(e, c, r, &f);
+	if (c->fp4_e4m3) {
+		emit_fp4_half_store(e, c, r, s, l, i, id, tile, scs, log2_ceil(keys));
+		return;
+	}
 	for (int k = 0; k < l->chunks; k++) {
-		const Reg *v = l->v[k], *out = v;
+		const Reg *v = l->v[k];
 
 		emitf(e, "\tadd.u32 %s, %s, %d;\n\tshr.u32 %s, %s, 3;\n\tand.b32 %s, %s, 7;\n", s->x.s, id.s,
 		      threads * k, s->key.s, s->x.s, s->pt.s, s->x.s);
-		if (c->fp4_e4m3) {
-			/* group pt / 2's exponent against the key's largest, its table */
-			w4a8_emit_emax(e, f.emax, v[2], f.ec);
-			w4a8_emit_table_base(e, f.base, f.emax, f.lut);
-			emitf(e, "\tand.b32 %s, %s, 6;\n\tshl.b32 %s, %s, 2;\n\tbfe.u32 %s, %s, %s, 8;\n", f.ec.s, s->pt.s,
-			      f.ec.s, f.ec.s, f.ec.s, v[2].s, f.ec.s);
-			w4a8_emit_table_addr(e, f.addr, f.ec, f.base, f.lut);
-			emitf(e, "\tld.shared.v2.b32 {%s, %s}, [%s];\n", f.t0.s, f.t1.s, f.addr.s);
-			w4a8_emit_expand(e, &f.wr, s->v[0], s->v[1], v[0], f.t0, f.t1);
-			w4a8_emit_expand(e, &f.wr, s->v[2], s->v[3], v[1], f.t0, f.t1);
-			out = s->v;
-		}
 		/* 16-byte part pt of key row key at key·128 + ((pt ^ key % 8) << 4)
 		 * (docs/hardware.md, "Swizzle modes") */
 		emitf(e, "\tand.b32 %s, %s, 7;\n\txor.b32 %s, %s, %s;\n\tshl.b32 %s, %s, 4;\n", s->d.s, s->key.s, s->d.s,
 		      s->d.s, s->pt.s, s->d.s, s->d.s);
 		emitf(e, "\tmad.lo.u32 %s, %s, 128, %s;\n\tadd.u32 %s, %s, %s;\n", s->d.s, s->key.s, s->d.s, s->d.s,
 		      s->d.s, tile.s);
-		emitf(e, "\tst.shared.v4.b32 [%s], {%s, %s, %s, %s};\n", s->d.s, out[0].s, out[1].s, out[2].s, out[3].s);
-	}
-	/* the key's scale (fp4: 2^(e_ref - 127) from its word; 0 past n) */
-	if (c->fp4_e4m3) {
-		emitf(e, "\tshl.b32 %s, %s, %d;\n\tadd.u32 %s, %s, %s;\n\tsetp.lt.s32 %s, %s, %s;\n", s->j.s, i.s, lk,
-		      s->j.s, s->j.s, id.s, s->p.s, s->j.s, r->n.s);
-		w4a8_emit_emax(e, f.emax, l->sc, f.ec);
-		w4a8_emit_scale(e, f.w, f.emax, f.ec, f.base, f.q);
-		emitf(e, "\tselp.b32 %s, %s, 0, %s;\n", l->sc.s, f.w.s, s->p.s);
+		emitf(e, "\tst.shared.v4.b32 [%s], {%s, %s, %s, %s};\n", s->d.s, v[0].s, v[1].s, v[2].s, v[3].s);
 	}
 	emitf(e, "\tsetp.lt.u32 %s, %s, %d;\n\tmad.lo.u32 %s, %s, 4, %s;\n\t@%s st.shared.b32 [%s], %s;\n", s->pl.s,
 	      id.s, keys, s->d.s, id.s, scs.s, s->pl.s, s->d.s, l->sc.s);
