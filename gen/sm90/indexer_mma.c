@@ -12,7 +12,8 @@
  * and epilogue run (docs/indexer.md, "Tensor-core scoring"). The
  * epilogue weighs each row (head) h of a column (key) j by
  * w[h]·max(0, S·s_j), sums a thread's two rows, the eight lanes that share
- * a column (shfl), and the four warps (shared memory). */
+ * a column (shfl, halving the values at each step), and the four warps
+ * (shared memory). */
 #include <stdio.h>
 
 #include "../indexer.h"
@@ -133,19 +134,30 @@ sm90_indexer_score_mma(Emit *e, const IndexerCfg *c, const IndexerRegs *r, KgErr
 			      acc[4 * g + ee].s, sc.s, y.s, y.s, s->s, y.s, wr[0].s);
 			emitf(e, "\tmul.f32 %s, %s, %s;\n\tmax.f32 %s, %s, 0f00000000;\n\tfma.rn.f32 %s, %s, %s, %s;\n",
 			      z.s, acc[4 * g + 2 + ee].s, sc.s, z.s, z.s, s->s, z.s, wr[1].s, s->s);
-			for (int m = 4; m <= 16; m *= 2)
-				emitf(e, "\tshfl.sync.bfly.b32 %s, %s, %d, 0x1f, 0xffffffff;\n\tadd.f32 %s, %s, %s;\n", y.s,
-				      s->s, m, s->s, s->s, y.s);
 		}
-	/* lanes 0..3 hold their warp's 16 rows' sums of columns col0 + 8g + e */
-	emitf(e, "\tsetp.lt.u32 %s, %s, 4;\n\tand.b32 %s, %s, 3;\n\tmad.lo.u32 %s, %s, %d, %s;\n", pl.s, lane.s, t.s,
-	      warp.s, t.s, t.s, 4 * IDX_TILE, sums.s);
-	for (int g = 0; g < 8; g++)
-		for (int ee = 0; ee < 2; ee++) {
-			emitf(e, "\tadd.u32 %s, %s, %d;\n\tmad.lo.u32 %s, %s, 4, %s;\n", d.s, col0.s, 8 * g + ee, d.s, d.s,
-			      t.s);
-			emitf(e, "\t@%s st.shared.f32 [%s], %s;\n", pl.s, d.s, part[2 * g + ee].s);
+	/* the eight lanes that share columns (lane bits 2-4) sum them by
+	 * halving: over lane bit b each lane keeps one half of its values,
+	 * sends the other to its partner and adds what comes back, so 16 + 8
+	 * + 4 values take 14 shuffles; lane l then holds the columns
+	 * col0 + 8g, col0 + 8g + 1 of g = b4 + 2·b3 + 4·b2 */
+	for (int half = 8, m = 4; half >= 2; half /= 2, m *= 2) {
+		emitf(e, "\tand.b32 %s, %s, %d;\n\tsetp.ne.u32 %s, %s, 0;\n", t.s, lane.s, m, pl.s, t.s);
+		for (int k = 0; k < half; k++) {
+			emitf(e, "\tselp.f32 %s, %s, %s, %s;\n\tselp.f32 %s, %s, %s, %s;\n", y.s, part[k].s, part[k + half].s,
+			      pl.s, z.s, part[k + half].s, part[k].s, pl.s);
+			emitf(e, "\tshfl.sync.bfly.b32 %s, %s, %d, 0x1f, 0xffffffff;\n\tadd.f32 %s, %s, %s;\n", y.s, y.s, m,
+			      part[k].s, z.s, y.s);
 		}
+	}
+	emitf(e, "\tshr.u32 %s, %s, 4;\n\tand.b32 %s, %s, 1;\n\tshr.u32 %s, %s, 2;\n\tand.b32 %s, %s, 2;\n", t.s,
+	      lane.s, t.s, t.s, d.s, lane.s, d.s, d.s);
+	emitf(e, "\tor.b32 %s, %s, %s;\n\tand.b32 %s, %s, 4;\n\tor.b32 %s, %s, %s;\n", t.s, t.s, d.s, d.s, lane.s,
+	      t.s, t.s, d.s);
+	/* the warp's sums of columns col0 + 8g + {0, 1} */
+	emitf(e, "\tmad.lo.u32 %s, %s, 8, %s;\n\tand.b32 %s, %s, 3;\n\tmad.lo.u32 %s, %s, %d, %s;\n", t.s, t.s, col0.s,
+	      d.s, warp.s, d.s, d.s, 4 * IDX_TILE, sums.s);
+	emitf(e, "\tmad.lo.u32 %s, %s, 4, %s;\n\tst.shared.v2.f32 [%s], {%s, %s};\n", d.s, t.s, d.s, d.s, part[0].s,
+	      part[1].s);
 	emit_wg_bar(e, wg0, "the warps' sums stored");
 	/* thread wt < 64: key 64i + wt's logit = the four warps' sums */
 	emitf(e, "\tsetp.lt.u32 %s, %s, %d;\n\tshl.b32 %s, %s, 6;\n\tadd.u32 %s, %s, %s;\n", pl.s, wt.s, IDX_TILE, j.s,
