@@ -26,6 +26,26 @@ fp4_fold_init(Emit *e, const IndexerCfg *c, const IndexerRegs *r, Fp4Fold *f)
 	emitf(e, "\tadd.u32 %s, %s, %u;\n", f->lut.s, r->base.s, c->plan.smem[c->r_lut].offset);
 }
 
+/* The page of key s->j (under s->p) from the block table: its address in
+ * s->a (s->d, s->pg, s->o scratch). */
+static void
+emit_key_page(Emit *e, const IndexerCfg *c, const IndexerRegs *r, const IdxTileScratch *s)
+{
+	emitf(e, "\tshr.u32 %s, %s, %d;\n\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n", s->d.s, s->j.s, c->log2ps,
+	      s->a.s, s->d.s, s->a.s, r->bt.s, s->a.s);
+	emitf(e, "\t@%s ld.global.nc.u32 %s, [%s];\n\tmul.wide.u32 %s, %s, %u;\n\tadd.u64 %s, %s, %s;\n", s->p.s,
+	      s->pg.s, s->a.s, s->o.s, s->pg.s, c->page_bytes, s->a.s, r->kv.s, s->o.s);
+}
+
+/* s->a += 4·(s->j % ps): key s->j's scale word is then at s->a + ps·key
+ * bytes, in the page's tail (s->d = s->j % ps). */
+static void
+emit_key_word_addr(Emit *e, const IndexerCfg *c, const IdxTileScratch *s)
+{
+	emitf(e, "\tand.b32 %s, %s, %d;\n\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n", s->d.s, s->j.s,
+	      c->ps - 1, s->o.s, s->d.s, s->a.s, s->a.s, s->o.s);
+}
+
 void
 indexer_emit_key_tile(Emit *e, const IndexerCfg *c, const IndexerRegs *r, const IdxTileScratch *s,
                       Reg i, Reg id, Reg tile, Reg scs, int keys, int threads)
@@ -44,10 +64,7 @@ indexer_emit_key_tile(Emit *e, const IndexerCfg *c, const IndexerRegs *r, const 
 		for (int q = 0; q < 4; q++)
 			emitf(e, "\tmov.b32 %s, 0;\n", s->v[q].s);
 		/* the key's page from the block table, its row in the page */
-		emitf(e, "\tshr.u32 %s, %s, %d;\n\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n", s->d.s, s->j.s,
-		      c->log2ps, s->a.s, s->d.s, s->a.s, r->bt.s, s->a.s);
-		emitf(e, "\t@%s ld.global.nc.u32 %s, [%s];\n\tmul.wide.u32 %s, %s, %u;\n\tadd.u64 %s, %s, %s;\n", s->p.s,
-		      s->pg.s, s->a.s, s->o.s, s->pg.s, c->page_bytes, s->a.s, r->kv.s, s->o.s);
+		emit_key_page(e, c, r, s);
 		/* part pt of the key's row: 16 values, 16 bytes (fp4: 8) */
 		emitf(e, "\tand.b32 %s, %s, %d;\n\tmad.lo.u32 %s, %s, 8, %s;\n\tmul.wide.u32 %s, %s, %d;\n", s->d.s,
 		      s->j.s, c->ps - 1, s->d.s, s->d.s, s->pt.s, s->o.s, s->d.s, kb / 8);
@@ -71,12 +88,8 @@ indexer_emit_key_tile(Emit *e, const IndexerCfg *c, const IndexerRegs *r, const 
 	      s->j.s, id.s, s->p.s, s->j.s, r->n.s);
 	emitf(e, "\tsetp.lt.and.u32 %s, %s, %d, %s;\n\tmov.f32 %s, 0f00000000;\n", s->p.s, id.s, keys, s->p.s,
 	      s->sc.s);
-	emitf(e, "\tshr.u32 %s, %s, %d;\n\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n", s->d.s, s->j.s, c->log2ps,
-	      s->a.s, s->d.s, s->a.s, r->bt.s, s->a.s);
-	emitf(e, "\t@%s ld.global.nc.u32 %s, [%s];\n\tmul.wide.u32 %s, %s, %u;\n\tadd.u64 %s, %s, %s;\n", s->p.s,
-	      s->pg.s, s->a.s, s->o.s, s->pg.s, c->page_bytes, s->a.s, r->kv.s, s->o.s);
-	emitf(e, "\tand.b32 %s, %s, %d;\n\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n", s->d.s, s->j.s,
-	      c->ps - 1, s->o.s, s->d.s, s->a.s, s->a.s, s->o.s);
+	emit_key_page(e, c, r, s);
+	emit_key_word_addr(e, c, s);
 	if (fp4) {
 		/* the UE8M0 word (byte g: values 32g..) of key id at its image row */
 		emitf(e, "\tmov.b32 %s, 0;\n\t@%s ld.global.nc.b32 %s, [%s+%d];\n", s->v[0].s, s->p.s, s->v[0].s, s->a.s,
@@ -118,10 +131,7 @@ emit_chunk_addr(Emit *e, const IndexerCfg *c, const IndexerRegs *r, const IdxTil
 	      s->key.s, s->x.s, s->pt.s, s->x.s);
 	emitf(e, "\tshl.b32 %s, %s, %d;\n\tadd.u32 %s, %s, %s;\n\tsetp.lt.s32 %s, %s, %s;\n", s->j.s, i.s, lk, s->j.s,
 	      s->j.s, s->key.s, s->p.s, s->j.s, r->n.s);
-	emitf(e, "\tshr.u32 %s, %s, %d;\n\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n", s->d.s, s->j.s, c->log2ps,
-	      s->a.s, s->d.s, s->a.s, r->bt.s, s->a.s);
-	emitf(e, "\t@%s ld.global.nc.u32 %s, [%s];\n\tmul.wide.u32 %s, %s, %u;\n\tadd.u64 %s, %s, %s;\n", s->p.s,
-	      s->pg.s, s->a.s, s->o.s, s->pg.s, c->page_bytes, s->a.s, r->kv.s, s->o.s);
+	emit_key_page(e, c, r, s);
 	emitf(e, "\tand.b32 %s, %s, %d;\n\tmad.lo.u32 %s, %s, 8, %s;\n\tmul.wide.u32 %s, %s, %d;\n", s->d.s, s->j.s,
 	      c->ps - 1, s->d.s, s->d.s, s->pt.s, s->o.s, s->d.s, kb / 8);
 }
@@ -144,10 +154,7 @@ emit_fp4_half_load(Emit *e, const IndexerCfg *c, const IndexerRegs *r, const Idx
 			emitf(e, "\tmov.b32 %s, 0;\n", l->v[k][q].s);
 	emitf(e, "\tmov.b32 %s, 0;\n", l->sc.s);
 	/* the key's page from the block table, its row in the page */
-	emitf(e, "\tshr.u32 %s, %s, %d;\n\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n", s->d.s, s->j.s, c->log2ps,
-	      s->a.s, s->d.s, s->a.s, r->bt.s, s->a.s);
-	emitf(e, "\t@%s ld.global.nc.u32 %s, [%s];\n\tmul.wide.u32 %s, %s, %u;\n\tadd.u64 %s, %s, %s;\n", s->p.s, s->pg.s,
-	      s->a.s, s->o.s, s->pg.s, c->page_bytes, s->a.s, r->kv.s, s->o.s);
+	emit_key_page(e, c, r, s);
 	emitf(e, "\tand.b32 %s, %s, %d;\n\tshl.b32 %s, %s, 5;\n\tmad.lo.u32 %s, %s, %d, %s;\n", s->d.s, s->j.s,
 	      c->ps - 1, s->x.s, s->pt.s, s->x.s, s->d.s, kb, s->x.s);
 	emitf(e, "\tcvt.u64.u32 %s, %s;\n\tadd.u64 %s, %s, %s;\n", s->o.s, s->x.s, s->o.s, s->a.s, s->o.s);
@@ -223,12 +230,8 @@ indexer_emit_key_tile_load(Emit *e, const IndexerCfg *c, const IndexerRegs *r, c
 	emitf(e, "\tshl.b32 %s, %s, %d;\n\tadd.u32 %s, %s, %s;\n\tsetp.lt.s32 %s, %s, %s;\n", s->j.s, i.s, lk, s->j.s,
 	      s->j.s, id.s, s->p.s, s->j.s, r->n.s);
 	emitf(e, "\tsetp.lt.and.u32 %s, %s, %d, %s;\n\tmov.b32 %s, 0;\n", s->p.s, id.s, keys, s->p.s, l->sc.s);
-	emitf(e, "\tshr.u32 %s, %s, %d;\n\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n", s->d.s, s->j.s, c->log2ps,
-	      s->a.s, s->d.s, s->a.s, r->bt.s, s->a.s);
-	emitf(e, "\t@%s ld.global.nc.u32 %s, [%s];\n\tmul.wide.u32 %s, %s, %u;\n\tadd.u64 %s, %s, %s;\n", s->p.s,
-	      s->pg.s, s->a.s, s->o.s, s->pg.s, c->page_bytes, s->a.s, r->kv.s, s->o.s);
-	emitf(e, "\tand.b32 %s, %s, %d;\n\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n", s->d.s, s->j.s,
-	      c->ps - 1, s->o.s, s->d.s, s->a.s, s->a.s, s->o.s);
+	emit_key_page(e, c, r, s);
+	emit_key_word_addr(e, c, s);
 	emitf(e, "\t@%s ld.global.nc.b32 %s, [%s+%d];\n", s->p.s, l->sc.s, s->a.s, c->ps * kb);
 }
 

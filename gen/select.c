@@ -142,6 +142,19 @@ emit_hist(Emit *e, const Sel *s, const SelRegs *r, Reg src, Reg n, SelDigit d)
 	op_bar_sync_why(e, 0, s->threads, "histogram complete");
 }
 
+/* incl = the inclusive sum of incl over the warp's lanes (shfl.up), the
+ * warp's total (lane 31's) stored at scan[warp w]. */
+static void
+emit_warp_scan(Emit *e, const Sel *s, const SelRegs *r)
+{
+	for (int dd = 1; dd < 32; dd *= 2)
+		emitf(e, "\tshfl.sync.up.b32 %s|%s, %s, %d, 0, 0xffffffff;\n\t@%s add.u32 %s, %s, %s;\n", r->x.s, r->q.s,
+		      r->incl.s, dd, r->q.s, r->incl.s, r->incl.s, r->x.s);
+	emitf(e, "\tand.b32 %s, %s, 31;\n\tsetp.eq.u32 %s, %s, 31;\n\tmad.lo.u32 %s, %s, 4, %s;\n", r->t.s, s->tid.s,
+	      r->q.s, r->t.s, r->t.s, r->w.s, s->scan.s);
+	emitf(e, "\t@%s st.shared.u32 [%s], %s;\n", r->q.s, r->t.s, r->incl.s);
+}
+
 /* The thread whose bin holds the kk-th largest key (excl < kk <= incl,
  * counts from the top) publishes prefix | bin << shift and kk - excl,
  * zeroing the placing counters. */
@@ -168,12 +181,7 @@ emit_scan(Emit *e, const Sel *s, const SelRegs *r, int pass, SelDigit d)
 	emitf(e, "\t@%s bra %s;\n", r->hi.s, sk1);
 	emitf(e, "\tsub.u32 %s, %d, %s;\n\tmad.lo.u32 %s, %s, 4, %s;\n\tld.shared.u32 %s, [%s];\n\tmov.u32 %s, %s;\n",
 	      r->b.s, SEL_BINS - 1, s->tid.s, r->t.s, r->b.s, r->hp.s, r->cnt.s, r->t.s, r->incl.s, r->cnt.s);
-	for (int dd = 1; dd < 32; dd *= 2)
-		emitf(e, "\tshfl.sync.up.b32 %s|%s, %s, %d, 0, 0xffffffff;\n\t@%s add.u32 %s, %s, %s;\n", r->x.s, r->q.s,
-		      r->incl.s, dd, r->q.s, r->incl.s, r->incl.s, r->x.s);
-	emitf(e, "\tand.b32 %s, %s, 31;\n\tsetp.eq.u32 %s, %s, 31;\n\tmad.lo.u32 %s, %s, 4, %s;\n", r->t.s, s->tid.s,
-	      r->q.s, r->t.s, r->t.s, r->w.s, s->scan.s);
-	emitf(e, "\t@%s st.shared.u32 [%s], %s;\n", r->q.s, r->t.s, r->incl.s);
+	emit_warp_scan(e, s, r);
 	emit_label(e, sk1);
 	op_bar_sync_why(e, 0, s->threads, "warp totals of the bin scan");
 	emitf(e, "\t@%s bra %s;\n", r->hi.s, sk2);
@@ -207,12 +215,7 @@ emit_scan_wide(Emit *e, const Sel *s, const SelRegs *r, int pass, SelDigit d)
 	for (int i = 1; i < per; i++)
 		emitf(e, "\tadd.u32 %s, %s, %s;\n", r->cnt.s, r->cnt.s, r->c[i].s);
 	emitf(e, "\tmov.u32 %s, %s;\n", r->incl.s, r->cnt.s);
-	for (int dd = 1; dd < 32; dd *= 2)
-		emitf(e, "\tshfl.sync.up.b32 %s|%s, %s, %d, 0, 0xffffffff;\n\t@%s add.u32 %s, %s, %s;\n", r->x.s, r->q.s,
-		      r->incl.s, dd, r->q.s, r->incl.s, r->incl.s, r->x.s);
-	emitf(e, "\tand.b32 %s, %s, 31;\n\tsetp.eq.u32 %s, %s, 31;\n\tmad.lo.u32 %s, %s, 4, %s;\n", r->t.s, s->tid.s,
-	      r->q.s, r->t.s, r->t.s, r->w.s, s->scan.s);
-	emitf(e, "\t@%s st.shared.u32 [%s], %s;\n", r->q.s, r->t.s, r->incl.s);
+	emit_warp_scan(e, s, r);
 	op_bar_sync_why(e, 0, s->threads, "warp totals of the bin scan");
 	for (int v = 0; v < s->threads / 32 - 1; v++)
 		emitf(e, "\tld.shared.u32 %s, [%s+%d];\n\tsetp.gt.u32 %s, %s, %d;\n\t@%s add.u32 %s, %s, %s;\n", r->x.s,
@@ -258,12 +261,7 @@ emit_filter(Emit *e, const Sel *s, const SelRegs *r, Reg keys, Reg count)
 	}
 	/* ex = the marked keys of the threads before this one; cn = all */
 	emitf(e, "\tpopc.b32 %s, %s;\n\tmov.u32 %s, %s;\n", r->cnt.s, mk.s, r->incl.s, r->cnt.s);
-	for (int dd = 1; dd < 32; dd *= 2)
-		emitf(e, "\tshfl.sync.up.b32 %s|%s, %s, %d, 0, 0xffffffff;\n\t@%s add.u32 %s, %s, %s;\n", r->x.s, r->q.s,
-		      r->incl.s, dd, r->q.s, r->incl.s, r->incl.s, r->x.s);
-	emitf(e, "\tand.b32 %s, %s, 31;\n\tsetp.eq.u32 %s, %s, 31;\n\tmad.lo.u32 %s, %s, 4, %s;\n", r->t.s, s->tid.s,
-	      r->q.s, r->t.s, r->t.s, r->w.s, s->scan.s);
-	emitf(e, "\t@%s st.shared.u32 [%s], %s;\n", r->q.s, r->t.s, r->incl.s);
+	emit_warp_scan(e, s, r);
 	op_bar_sync_why(e, 0, s->threads, "the filter's warp totals");
 	emitf(e, "\tsub.u32 %s, %s, %s;\n\tmov.u32 %s, 0;\n", ex.s, r->incl.s, r->cnt.s, r->cn.s);
 	for (int v = 0; v < s->threads / 32; v++)
