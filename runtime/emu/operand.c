@@ -126,9 +126,16 @@ emu_get(EmuCta *c, EmuThread *t, const EmuInsn *in, const EmuOperand *o, uint64_
 {
 	switch (o->kind) {
 	case OPK_REG:
-		if (t->npend && (t->pend[o->reg] & PEND_HAZARD) &&
-		    (t->pend[o->reg] & (PEND_TCLD | PEND_WGMMA)))
-			return emu_reg_hazard(c, t, in, o->reg, 0);
+		if (t->npend && t->pend[o->reg]) {
+			uint8_t f = t->pend[o->reg];
+			if ((f & PEND_HAZARD) && (f & (PEND_TCLD | PEND_WGMMA)))
+				return emu_reg_hazard(c, t, in, o->reg, 0);
+			/* a read is an access too: the next wgmma.mma_async on
+			 * this register needs a wgmma.fence after it (PTX ISA
+			 * §9.7.15.6.1, wgmma.fence) */
+			if (f & PEND_WATCH)
+				t->pend[o->reg] = f | PEND_DIRTY;
+		}
 		*v = t->r[o->reg];
 		if (o->neg)
 			*v = !(*v & 1);

@@ -215,7 +215,7 @@ emu_wop_wgmma_mma(EmuCta *c, EmuWarp *w, const EmuInsn *in, uint32_t lanes)
 			if (pf & PEND_DIRTY) {
 				free(op.chunks);
 				return emu_hazard(c, t, in, "wgmma-fence",
-				                  "accumulator register %s was written since the last wgmma.fence: "
+				                  "accumulator register %s was accessed since the last wgmma.fence: "
 				                  "wgmma.fence.sync.aligned is required before a wgmma.mma_async "
 				                  "whose registers other instructions touched (PTX ISA §9.7.15.6)",
 				                  c->prog->reg[r].name);
@@ -238,20 +238,22 @@ emu_wop_wgmma_mma(EmuCta *c, EmuWarp *w, const EmuInsn *in, uint32_t lanes)
 			for (int i = 0; i < 4; i++) {
 				uint64_t v;
 				const EmuOperand *ro = emu_sub(c, av, i);
+				uint8_t pf = t->pend[ro->reg];
+				if (pf & PEND_DIRTY) {
+					free(op.chunks);
+					free(op.afrag);
+					return emu_hazard(c, t, in, "wgmma-fence",
+					                  "A-fragment register %s was accessed since the last "
+					                  "wgmma.fence (PTX ISA §9.7.15.6)", c->prog->reg[ro->reg].name);
+				}
 				if (emu_get(c, t, in, ro, &v)) {
 					free(op.chunks);
 					free(op.afrag);
 					return EMU_STOP;
 				}
 				op.afrag[l * 4 + i] = (uint32_t)v;
-				if (t->pend[ro->reg] & PEND_DIRTY) {
-					free(op.chunks);
-					free(op.afrag);
-					return emu_hazard(c, t, in, "wgmma-fence",
-					                  "A-fragment register %s was written since the last "
-					                  "wgmma.fence (PTX ISA §9.7.15.6)", c->prog->reg[ro->reg].name);
-				}
-				t->pend[ro->reg] |= PEND_WGSRC;
+				/* the MMA's own read is not an access that needs a fence */
+				t->pend[ro->reg] = pf | PEND_WGSRC;
 			}
 		}
 	}
