@@ -351,7 +351,6 @@ fmha_emit_producer(Emit *e, const FmhaCfg *f, const FmhaRegs *r, KgErr *err)
 	return 0;
 }
 
-
 Reg
 fmha_emit_scale_log2(Emit *e)
 {
@@ -377,17 +376,15 @@ fmha_emit_row_head(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Reg trow, Reg r
 	 * q_rows are powers of two */
 	head = reg_new(e, RC_B32);
 	t = reg_new(e, RC_B32);
+	emitf(e, "\tand.b32 %s, %s, %d;\n\tshr.u32 %s, %s, %d;\n\tadd.u32 %s, %s, %s;\n", rowq.s, trow.s,
+	      f->q_rows - 1, rowq.s, rowq.s, log2_ceil(f->pack), rowq.s, rowq.s, r->m0.s);
 	if (f->pair) {
-		emitf(e, "\tand.b32 %s, %s, %d;\n\tshr.u32 %s, %s, %d;\n\tadd.u32 %s, %s, %s;\n", rowq.s, trow.s,
-		      f->q_rows - 1, rowq.s, rowq.s, log2_ceil(f->pack), rowq.s, rowq.s, r->m0.s);
 		emitf(e, "\tshr.u32 %s, %s, %d;\n\tmad.lo.u32 %s, %s, %d, %s;\n", t.s, trow.s, log2_ceil(f->q_rows),
 		      rowq.s, t.s, f->q_rows / f->pack, rowq.s);
 		emitf(e, "\tand.b32 %s, %s, %d;\n\tadd.u32 %s, %s, %s;\n", head.s, trow.s, f->pack - 1, head.s, head.s,
 		      r->h.s);
 		return head;
 	}
-	emitf(e, "\tand.b32 %s, %s, %d;\n\tshr.u32 %s, %s, %d;\n\tadd.u32 %s, %s, %s;\n", rowq.s, trow.s,
-	      f->q_rows - 1, rowq.s, rowq.s, log2_ceil(f->pack), rowq.s, rowq.s, r->m0.s);
 	emitf(e, "\tshr.u32 %s, %s, %d;\n\tshl.b32 %s, %s, %d;\n", t.s, trow.s, log2_ceil(f->q_rows), t.s,
 	      t.s, log2_ceil(f->pack));
 	emitf(e, "\tand.b32 %s, %s, %d;\n\tadd.u32 %s, %s, %s;\n\tadd.u32 %s, %s, %s;\n", head.s, trow.s,

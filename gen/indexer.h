@@ -127,10 +127,8 @@ typedef struct IdxTileScratch {
  * bytes, 8 bytes of padding after (the operand image kind::mxf8f6f4 reads,
  * docs/hardware.md, "Scale-factor images"), and the key's UE8M0 word goes
  * to the A scale-factor image at scs, byte layout_sf_offset(id, 0) (0 past
- * n). fp4 keys as E4M3 (c->fp4_e4m3): each chunk's 16 codes become 16
- * E4M3 bytes by the table of their group's offset from the key's folded
- * exponent, and the key's scale at scs + 4·id is that exponent's 2^(e_ref -
- * 127). */
+ * n). fp4 keys as E4M3 (c->fp4_e4m3) go through the two-step form
+ * below. */
 void indexer_emit_key_tile(Emit *e, const IndexerCfg *c, const IndexerRegs *r, const IdxTileScratch *s,
                            Reg i, Reg id, Reg tile, Reg scs, int keys, int threads);
 
@@ -142,8 +140,8 @@ void indexer_emit_key_tile(Emit *e, const IndexerCfg *c, const IndexerRegs *r, c
  * The registers are the caller's, from indexer_key_tile_regs. */
 enum { IDX_TILE_CHUNKS = 4 };
 typedef struct IdxTileLoad {
-	int chunks;                    /* keys·8 / threads, at most IDX_TILE_CHUNKS */
-	Reg v[IDX_TILE_CHUNKS][4];     /* fp8: the 16 bytes; fp4: 8 bytes of codes, then the key's exponent word */
+	int chunks;                    /* fp8: keys·8 / threads; fp4: 2 (half a key's codes); at most IDX_TILE_CHUNKS */
+	Reg v[IDX_TILE_CHUNKS][4];     /* 16 bytes each: fp8 values, or 32 E2M1 codes */
 	Reg sc;                        /* fp8: the key's f32 scale; fp4: its exponent word */
 } IdxTileLoad;
 void indexer_key_tile_regs(Emit *e, const IndexerCfg *c, IdxTileLoad *l, int keys, int threads);

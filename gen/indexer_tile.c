@@ -6,7 +6,6 @@
 #include "layout.h"
 #include "w4a8.h"
 
-
 /* The registers of the fp4 -> E4M3 gather (gen/w4a8.h). */
 typedef struct Fp4Fold {
 	W4a8Regs wr;
@@ -24,6 +23,34 @@ fp4_fold_init(Emit *e, const IndexerCfg *c, const IndexerRegs *r, Fp4Fold *f)
 	f->q = reg_new(e, RC_PRED);
 	w4a8_emit_init(e, &f->wr);
 	emitf(e, "\tadd.u32 %s, %s, %u;\n", f->lut.s, r->base.s, c->plan.smem[c->r_lut].offset);
+}
+
+/* Chunk id + off of a tile: x = it, row = x / 8, part = x % 8. */
+static void
+emit_chunk_of(Emit *e, Reg x, Reg row, Reg part, Reg id, int off)
+{
+	emitf(e, "\tadd.u32 %s, %s, %d;\n\tshr.u32 %s, %s, 3;\n\tand.b32 %s, %s, 7;\n", x.s, id.s, off, row.s, x.s,
+	      part.s, x.s);
+}
+
+/* Key `key` of tile i (2^lk keys a tile): its position s->j and s->p =
+ * s->j < n. */
+static void
+emit_key_pos(Emit *e, const IndexerRegs *r, const IdxTileScratch *s, Reg i, Reg key, int lk)
+{
+	emitf(e, "\tshl.b32 %s, %s, %d;\n\tadd.u32 %s, %s, %s;\n\tsetp.lt.s32 %s, %s, %s;\n", s->j.s, i.s, lk, s->j.s,
+	      s->j.s, key.s, s->p.s, s->j.s, r->n.s);
+}
+
+/* d = base + row·128 + ((part ^ row % 8) << 4): 16-byte part `part` of a
+ * 128-byte row in the 128-byte-swizzled K-major tile at base
+ * (docs/hardware.md, "Swizzle modes"). */
+static void
+emit_swizzled_part(Emit *e, Reg d, Reg row, Reg part, Reg base)
+{
+	emitf(e, "\tand.b32 %s, %s, 7;\n\txor.b32 %s, %s, %s;\n\tshl.b32 %s, %s, 4;\n", d.s, row.s, d.s, d.s, part.s,
+	      d.s, d.s);
+	emitf(e, "\tmad.lo.u32 %s, %s, 128, %s;\n\tadd.u32 %s, %s, %s;\n", d.s, row.s, d.s, d.s, d.s, base.s);
 }
 
 /* The page of key s->j (under s->p) from the block table: its address in
@@ -57,10 +84,8 @@ indexer_emit_key_tile(Emit *e, const IndexerCfg *c, const IndexerRegs *r, const 
 	if (fp4 && (layout_sf_offset(1, 0) != 16 || layout_sf_offset(32, 0) != 4))
 		kg_bug("indexer fp4 tile: the scale-factor image is 16·(row%%32) + 4·(row/32)");
 	for (int k = 0; k < keys * 8 / threads; k++) {
-		emitf(e, "\tadd.u32 %s, %s, %d;\n\tshr.u32 %s, %s, 3;\n\tand.b32 %s, %s, 7;\n", s->x.s, id.s,
-		      threads * k, s->key.s, s->x.s, s->pt.s, s->x.s);
-		emitf(e, "\tshl.b32 %s, %s, %d;\n\tadd.u32 %s, %s, %s;\n\tsetp.lt.s32 %s, %s, %s;\n", s->j.s, i.s, lk,
-		      s->j.s, s->j.s, s->key.s, s->p.s, s->j.s, r->n.s);
+		emit_chunk_of(e, s->x, s->key, s->pt, id, threads * k);
+		emit_key_pos(e, r, s, i, s->key, lk);
 		for (int q = 0; q < 4; q++)
 			emitf(e, "\tmov.b32 %s, 0;\n", s->v[q].s);
 		/* the key's page from the block table, its row in the page */
@@ -74,18 +99,12 @@ indexer_emit_key_tile(Emit *e, const IndexerCfg *c, const IndexerRegs *r, const 
 		else
 			emitf(e, "\tadd.u64 %s, %s, %s;\n\t@%s ld.global.nc.v4.b32 {%s, %s, %s, %s}, [%s];\n", s->a.s,
 			      s->a.s, s->o.s, s->p.s, s->v[0].s, s->v[1].s, s->v[2].s, s->v[3].s, s->a.s);
-		/* 16-byte part pt of key row key at key·128 + ((pt ^ key % 8) << 4)
-		 * (docs/hardware.md, "Swizzle modes") */
-		emitf(e, "\tand.b32 %s, %s, 7;\n\txor.b32 %s, %s, %s;\n\tshl.b32 %s, %s, 4;\n", s->d.s, s->key.s, s->d.s,
-		      s->d.s, s->pt.s, s->d.s, s->d.s);
-		emitf(e, "\tmad.lo.u32 %s, %s, 128, %s;\n\tadd.u32 %s, %s, %s;\n", s->d.s, s->key.s, s->d.s, s->d.s,
-		      s->d.s, tile.s);
+		emit_swizzled_part(e, s->d, s->key, s->pt, tile);
 		emitf(e, "\tst.shared.v4.b32 [%s], {%s, %s, %s, %s};\n", s->d.s, s->v[0].s, s->v[1].s, s->v[2].s,
 		      s->v[3].s);
 	}
 	/* scales: thread id < keys takes key id's, after the page's key rows */
-	emitf(e, "\tshl.b32 %s, %s, %d;\n\tadd.u32 %s, %s, %s;\n\tsetp.lt.s32 %s, %s, %s;\n", s->j.s, i.s, lk, s->j.s,
-	      s->j.s, id.s, s->p.s, s->j.s, r->n.s);
+	emit_key_pos(e, r, s, i, id, lk);
 	emitf(e, "\tsetp.lt.and.u32 %s, %s, %d, %s;\n\tmov.f32 %s, 0f00000000;\n", s->p.s, id.s, keys, s->p.s,
 	      s->sc.s);
 	emit_key_page(e, c, r, s);
@@ -127,10 +146,8 @@ emit_chunk_addr(Emit *e, const IndexerCfg *c, const IndexerRegs *r, const IdxTil
 {
 	int lk = log2_ceil(keys), kb = c->fmt->key_bytes;
 
-	emitf(e, "\tadd.u32 %s, %s, %d;\n\tshr.u32 %s, %s, 3;\n\tand.b32 %s, %s, 7;\n", s->x.s, id.s, threads * k,
-	      s->key.s, s->x.s, s->pt.s, s->x.s);
-	emitf(e, "\tshl.b32 %s, %s, %d;\n\tadd.u32 %s, %s, %s;\n\tsetp.lt.s32 %s, %s, %s;\n", s->j.s, i.s, lk, s->j.s,
-	      s->j.s, s->key.s, s->p.s, s->j.s, r->n.s);
+	emit_chunk_of(e, s->x, s->key, s->pt, id, threads * k);
+	emit_key_pos(e, r, s, i, s->key, lk);
 	emit_key_page(e, c, r, s);
 	emitf(e, "\tand.b32 %s, %s, %d;\n\tmad.lo.u32 %s, %s, 8, %s;\n\tmul.wide.u32 %s, %s, %d;\n", s->d.s, s->j.s,
 	      c->ps - 1, s->d.s, s->d.s, s->pt.s, s->o.s, s->d.s, kb / 8);
@@ -147,8 +164,7 @@ emit_fp4_half_load(Emit *e, const IndexerCfg *c, const IndexerRegs *r, const Idx
 	int kb = c->fmt->key_bytes;
 
 	emitf(e, "\tshr.u32 %s, %s, 1;\n\tand.b32 %s, %s, 1;\n", s->key.s, id.s, s->pt.s, id.s);
-	emitf(e, "\tshl.b32 %s, %s, %d;\n\tadd.u32 %s, %s, %s;\n\tsetp.lt.s32 %s, %s, %s;\n", s->j.s, i.s, lk, s->j.s,
-	      s->j.s, s->key.s, s->p.s, s->j.s, r->n.s);
+	emit_key_pos(e, r, s, i, s->key, lk);
 	for (int k = 0; k < 2; k++)
 		for (int q = 0; q < 4; q++)
 			emitf(e, "\tmov.b32 %s, 0;\n", l->v[k][q].s);
@@ -189,17 +205,14 @@ emit_fp4_half_store(Emit *e, const IndexerCfg *c, const IndexerRegs *r, const Id
 		for (int q = 0; q < 2; q++) {
 			w4a8_emit_expand(e, &f.wr, s->v[0], s->v[1], l->v[g][2 * q], f.t0, f.t1);
 			w4a8_emit_expand(e, &f.wr, s->v[2], s->v[3], l->v[g][2 * q + 1], f.t0, f.t1);
-			/* part 4h + 2g + q (docs/hardware.md, "Swizzle modes") */
-			emitf(e, "\tshl.b32 %s, %s, 2;\n\tadd.u32 %s, %s, %d;\n\tand.b32 %s, %s, 7;\n", s->x.s, s->pt.s, s->x.s,
-			      s->x.s, 2 * g + q, s->d.s, s->key.s);
-			emitf(e, "\txor.b32 %s, %s, %s;\n\tshl.b32 %s, %s, 4;\n\tmad.lo.u32 %s, %s, 128, %s;\n", s->d.s, s->d.s,
-			      s->x.s, s->d.s, s->d.s, s->d.s, s->key.s, s->d.s);
-			emitf(e, "\tadd.u32 %s, %s, %s;\n\tst.shared.v4.b32 [%s], {%s, %s, %s, %s};\n", s->d.s, s->d.s, tile.s,
-			      s->d.s, s->v[0].s, s->v[1].s, s->v[2].s, s->v[3].s);
+			/* part 4h + 2g + q */
+			emitf(e, "\tshl.b32 %s, %s, 2;\n\tadd.u32 %s, %s, %d;\n", s->x.s, s->pt.s, s->x.s, s->x.s, 2 * g + q);
+			emit_swizzled_part(e, s->d, s->key, s->x, tile);
+			emitf(e, "\tst.shared.v4.b32 [%s], {%s, %s, %s, %s};\n", s->d.s, s->v[0].s, s->v[1].s, s->v[2].s,
+			      s->v[3].s);
 		}
 	}
-	emitf(e, "\tshl.b32 %s, %s, %d;\n\tadd.u32 %s, %s, %s;\n\tsetp.lt.s32 %s, %s, %s;\n", s->j.s, i.s, lk, s->j.s,
-	      s->j.s, s->key.s, s->p.s, s->j.s, r->n.s);
+	emit_key_pos(e, r, s, i, s->key, lk);
 	w4a8_emit_scale(e, f.w, f.emax, f.ec, f.base, f.q);
 	emitf(e, "\tselp.b32 %s, %s, 0, %s;\n\tsetp.eq.u32 %s, %s, 0;\n", f.w.s, f.w.s, s->p.s, s->pl.s, s->pt.s);
 	emitf(e, "\tmad.lo.u32 %s, %s, 4, %s;\n\t@%s st.shared.b32 [%s], %s;\n", s->d.s, s->key.s, scs.s, s->pl.s, s->d.s,
@@ -227,8 +240,7 @@ indexer_emit_key_tile_load(Emit *e, const IndexerCfg *c, const IndexerRegs *r, c
 		      s->o.s);
 	}
 	/* scales: thread id < keys takes key id's, after the page's key rows */
-	emitf(e, "\tshl.b32 %s, %s, %d;\n\tadd.u32 %s, %s, %s;\n\tsetp.lt.s32 %s, %s, %s;\n", s->j.s, i.s, lk, s->j.s,
-	      s->j.s, id.s, s->p.s, s->j.s, r->n.s);
+	emit_key_pos(e, r, s, i, id, lk);
 	emitf(e, "\tsetp.lt.and.u32 %s, %s, %d, %s;\n\tmov.b32 %s, 0;\n", s->p.s, id.s, keys, s->p.s, l->sc.s);
 	emit_key_page(e, c, r, s);
 	emit_key_word_addr(e, c, s);
@@ -246,14 +258,8 @@ indexer_emit_key_tile_store(Emit *e, const IndexerCfg *c, const IndexerRegs *r, 
 	for (int k = 0; k < l->chunks; k++) {
 		const Reg *v = l->v[k];
 
-		emitf(e, "\tadd.u32 %s, %s, %d;\n\tshr.u32 %s, %s, 3;\n\tand.b32 %s, %s, 7;\n", s->x.s, id.s,
-		      threads * k, s->key.s, s->x.s, s->pt.s, s->x.s);
-		/* 16-byte part pt of key row key at key·128 + ((pt ^ key % 8) << 4)
-		 * (docs/hardware.md, "Swizzle modes") */
-		emitf(e, "\tand.b32 %s, %s, 7;\n\txor.b32 %s, %s, %s;\n\tshl.b32 %s, %s, 4;\n", s->d.s, s->key.s, s->d.s,
-		      s->d.s, s->pt.s, s->d.s, s->d.s);
-		emitf(e, "\tmad.lo.u32 %s, %s, 128, %s;\n\tadd.u32 %s, %s, %s;\n", s->d.s, s->key.s, s->d.s, s->d.s,
-		      s->d.s, tile.s);
+		emit_chunk_of(e, s->x, s->key, s->pt, id, threads * k);
+		emit_swizzled_part(e, s->d, s->key, s->pt, tile);
 		emitf(e, "\tst.shared.v4.b32 [%s], {%s, %s, %s, %s};\n", s->d.s, v[0].s, v[1].s, v[2].s, v[3].s);
 	}
 	emitf(e, "\tsetp.lt.u32 %s, %s, %d;\n\tmad.lo.u32 %s, %s, 4, %s;\n\t@%s st.shared.b32 [%s], %s;\n", s->pl.s,
@@ -270,17 +276,13 @@ indexer_emit_q_tile(Emit *e, const IndexerCfg *c, const IndexerRegs *r, Reg q0, 
 	emitf(e, "\tld.param.u64 %s, [p_Q];\n\tcvta.to.global.u64 %s, %s;\n", a.s, a.s, a.s);
 	emitf(e, "\tmul.wide.u32 %s, %s, %d;\n\tadd.u64 %s, %s, %s;\n", o.s, r->row.s, c->heads * 128, a.s, a.s, o.s);
 	for (int i = 0; i < rows * 8 / threads; i++) {
-		emitf(e, "\tadd.u32 %s, %s, %d;\n\tshr.u32 %s, %s, 3;\n\tand.b32 %s, %s, 7;\n", ch.s, id.s,
-		      threads * i, row.s, ch.s, part.s, ch.s);
+		emit_chunk_of(e, ch, row, part, id, threads * i);
 		for (int k = 0; k < 4; k++)
 			emitf(e, "\tmov.b32 %s, 0;\n", v[k].s);
 		emitf(e, "\tsetp.lt.u32 %s, %s, %d;\n\tmul.wide.u32 %s, %s, 16;\n\tadd.u64 %s, %s, %s;\n", p.s, row.s,
 		      c->heads, o.s, ch.s, o.s, a.s, o.s);
 		emitf(e, "\t@%s ld.global.nc.v4.b32 {%s, %s, %s, %s}, [%s];\n", p.s, v[0].s, v[1].s, v[2].s, v[3].s, o.s);
-		/* row·128 + (part ^ row % 8)·16: the 128-byte swizzle */
-		emitf(e, "\tand.b32 %s, %s, 7;\n\txor.b32 %s, %s, %s;\n\tshl.b32 %s, %s, 4;\n", d.s, row.s, d.s, d.s,
-		      part.s, d.s, d.s);
-		emitf(e, "\tmad.lo.u32 %s, %s, 128, %s;\n\tadd.u32 %s, %s, %s;\n", d.s, row.s, d.s, d.s, d.s, q0.s);
+		emit_swizzled_part(e, d, row, part, q0);
 		emitf(e, "\tst.shared.v4.b32 [%s], {%s, %s, %s, %s};\n", d.s, v[0].s, v[1].s, v[2].s, v[3].s);
 	}
 }

@@ -31,7 +31,6 @@ load_param_ptr(Emit *e, Reg dst, const char *name)
 	emitf(e, "\tld.param.u64 %s, [p_%s];\n\tcvta.to.global.u64 %s, %s;\n", dst.s, name, dst.s, dst.s);
 }
 
-
 /* v = block_table[b, j / page_size]·page_size + j % page_size: key j as
  * the decode family's index (page·page_size + offset). */
 static void

@@ -14,6 +14,36 @@ sel_emit_key(Emit *e, Reg u, Reg m)
 	      m.s, u.s, u.s, m.s);
 }
 
+/* Pass p's digit: the key's bits shift .. shift+bits-1, the prefix bits
+ * above it (`above`), its histogram's unit in the set and its bins (a
+ * pass under 8 bits still scans SEL_BINS, the top ones empty). */
+typedef struct SelDigit {
+	int shift, bits, unit, bins;
+	uint32_t above;
+} SelDigit;
+
+static SelDigit
+sel_digit(const Sel *s, int pass)
+{
+	int b0 = s->first_bits ? s->first_bits : 8, top = pass ? 32 - b0 - 8 * (pass - 1) : 32;
+	SelDigit d;
+
+	d.bits = pass ? (top < 8 ? top : 8) : b0;
+	d.shift = top - d.bits;
+	d.above = top == 32 ? 0 : 0xffffffffu << top;
+	d.unit = pass ? (1 << b0) / SEL_BINS + pass - 1 : 0;
+	d.bins = d.bits > 8 ? 1 << d.bits : SEL_BINS;
+	return d;
+}
+
+int
+sel_hist_units(const Sel *s)
+{
+	SelDigit last = sel_digit(s, SEL_PASSES - 1);
+
+	return last.unit + 1;
+}
+
 void
 sel_emit_stage(Emit *e, const Sel *s, Reg src, const Reg *isrc, Reg idx, Reg count, int per, int convert, int h,
                const SelLoad *ld)
@@ -65,7 +95,7 @@ sel_emit_stage(Emit *e, const Sel *s, Reg src, const Reg *isrc, Reg idx, Reg cou
 			if (isrc)
 				emitf(e, "\t@%s st.shared.u32 [%s+%d], %s;\n", p.s, ia.s, 4 * s->threads * i, w[i - b0].s);
 			emitf(e, "\tshr.u32 %s, %s, %d;\n\tmad.lo.u32 %s, %s, 4, %s;\n\t@%s red.shared.add.u32 [%s], 1;\n",
-			      t.s, v[i - b0].s, 32 - (s->first_bits ? s->first_bits : 8), t.s, t.s, ha.s, p.s, t.s);
+			      t.s, v[i - b0].s, sel_digit(s, 0).shift, t.s, t.s, ha.s, p.s, t.s);
 		}
 	}
 	op_bar_sync_why(e, 0, s->threads, "keys and their first histogram in shared memory");
@@ -76,36 +106,6 @@ static void
 emit_load_key(Emit *e, Reg keys, Reg j, Reg u, Reg a32)
 {
 	emitf(e, "\tmad.lo.u32 %s, %s, 4, %s;\n\tld.shared.u32 %s, [%s];\n", a32.s, j.s, keys.s, u.s, a32.s);
-}
-
-int
-sel_hist_units(const Sel *s)
-{
-	int b0 = s->first_bits ? s->first_bits : 8;
-
-	return (1 << b0) / SEL_BINS + SEL_PASSES - 1;
-}
-
-/* Pass p's digit: the key's bits shift .. shift+bits-1, the prefix bits
- * above it (`above`), its histogram's unit in the set and its bins (a
- * pass under 8 bits still scans SEL_BINS, the top ones empty). */
-typedef struct SelDigit {
-	int shift, bits, unit, bins;
-	uint32_t above;
-} SelDigit;
-
-static SelDigit
-sel_digit(const Sel *s, int pass)
-{
-	int b0 = s->first_bits ? s->first_bits : 8, top = pass ? 32 - b0 - 8 * (pass - 1) : 32;
-	SelDigit d;
-
-	d.bits = pass ? (top < 8 ? top : 8) : b0;
-	d.shift = top - d.bits;
-	d.above = top == 32 ? 0 : 0xffffffffu << top;
-	d.unit = pass ? (1 << b0) / SEL_BINS + pass - 1 : 0;
-	d.bins = d.bits > 8 ? 1 << d.bits : SEL_BINS;
-	return d;
 }
 
 /* The registers of one select. */
@@ -134,7 +134,7 @@ emit_hist(Emit *e, const Sel *s, const SelRegs *r, Reg src, Reg n, SelDigit d)
 	emitf(e, "\tand.b32 %s, %s, 0x%08x;\n\tsetp.eq.u32 %s, %s, %s;\n", r->t.s, r->u.s, d.above, r->p.s, r->t.s,
 	      r->prefix.s);
 	emitf(e, "\tshr.u32 %s, %s, %d;\n\tand.b32 %s, %s, %d;\n\tmad.lo.u32 %s, %s, 4, %s;\n", r->t.s, r->u.s, d.shift,
-	      r->t.s, r->t.s, d.bits < 8 ? (1 << d.bits) - 1 : d.bins - 1, r->t.s, r->t.s, r->hp.s);
+	      r->t.s, r->t.s, (1 << d.bits) - 1, r->t.s, r->t.s, r->hp.s);
 	emitf(e, "\t@%s red.shared.add.u32 [%s], 1;\n", r->p.s, r->t.s);
 	emitf(e, "\tadd.u32 %s, %s, %d;\n\tsetp.lt.u32 %s, %s, %s;\n\t@%s bra %s;\n", r->j.s, r->j.s, s->threads, r->p.s,
 	      r->j.s, n.s, r->p.s, lp);
@@ -155,11 +155,22 @@ emit_warp_scan(Emit *e, const Sel *s, const SelRegs *r)
 	emitf(e, "\t@%s st.shared.u32 [%s], %s;\n", r->q.s, r->t.s, r->incl.s);
 }
 
+/* incl += the totals of the warps before warp w among the first nwarps
+ * (emit_warp_scan stored them): the count from the top through this
+ * thread's bins. */
+static void
+emit_add_warp_totals(Emit *e, const Sel *s, const SelRegs *r, int nwarps)
+{
+	for (int v = 0; v < nwarps - 1; v++)
+		emitf(e, "\tld.shared.u32 %s, [%s+%d];\n\tsetp.gt.u32 %s, %s, %d;\n\t@%s add.u32 %s, %s, %s;\n", r->x.s,
+		      s->scan.s, 4 * v, r->q.s, r->w.s, v, r->q.s, r->incl.s, r->incl.s, r->x.s);
+}
+
 /* The thread whose bin holds the kk-th largest key (excl < kk <= incl,
  * counts from the top) publishes prefix | bin << shift and kk - excl,
  * zeroing the placing counters. */
 static void
-emit_publish(Emit *e, const Sel *s, const SelRegs *r, int pass, SelDigit d, Reg bin)
+emit_publish(Emit *e, const Sel *s, const SelRegs *r, SelDigit d, Reg bin)
 {
 	emitf(e, "\tsub.u32 %s, %s, %s;\n\tsetp.lt.u32 %s, %s, %s;\n\tsetp.ge.and.u32 %s, %s, %s, %s;\n", r->x.s,
 	      r->incl.s, r->cnt.s, r->q.s, r->x.s, r->kk.s, r->q.s, r->incl.s, r->kk.s, r->q.s);
@@ -172,7 +183,7 @@ emit_publish(Emit *e, const Sel *s, const SelRegs *r, int pass, SelDigit d, Reg 
 /* The scan of SEL_BINS bins: thread t < 256 takes bin 255 - t, incl =
  * keys in bins >= it by a warp scan (shfl.up) and the warp totals. */
 static void
-emit_scan(Emit *e, const Sel *s, const SelRegs *r, int pass, SelDigit d)
+emit_scan(Emit *e, const Sel *s, const SelRegs *r, SelDigit d)
 {
 	char sk1[48], sk2[48];
 
@@ -185,11 +196,9 @@ emit_scan(Emit *e, const Sel *s, const SelRegs *r, int pass, SelDigit d)
 	emit_label(e, sk1);
 	op_bar_sync_why(e, 0, s->threads, "warp totals of the bin scan");
 	emitf(e, "\t@%s bra %s;\n", r->hi.s, sk2);
-	for (int v = 0; v < SEL_BINS / 32 - 1; v++)
-		emitf(e, "\tld.shared.u32 %s, [%s+%d];\n\tsetp.gt.u32 %s, %s, %d;\n\t@%s add.u32 %s, %s, %s;\n", r->x.s,
-		      s->scan.s, 4 * v, r->q.s, r->w.s, v, r->q.s, r->incl.s, r->incl.s, r->x.s);
+	emit_add_warp_totals(e, s, r, SEL_BINS / 32);
 	/* the bin where the count from the top reaches kk: excl < kk <= incl */
-	emit_publish(e, s, r, pass, d, r->b);
+	emit_publish(e, s, r, d, r->b);
 	emit_label(e, sk2);
 }
 
@@ -198,12 +207,10 @@ emit_scan(Emit *e, const Sel *s, const SelRegs *r, int pass, SelDigit d)
  * bins-1 - per·t down), sums them, scans the sums as above, then walks
  * its own bins downwards from the count above them. */
 static void
-emit_scan_wide(Emit *e, const Sel *s, const SelRegs *r, int pass, SelDigit d)
+emit_scan_wide(Emit *e, const Sel *s, const SelRegs *r, SelDigit d)
 {
-	int per = d.bins / s->threads;
+	int per = d.bins / s->threads; /* checked where r->c was allocated */
 
-	if (per * s->threads != d.bins || per > 8)
-		kg_bug("select: a %d-bin scan by %d threads", d.bins, s->threads);
 	/* b: the thread's top bin; t: the address of its lowest, b - per + 1;
 	 * c[i]: bin b - i */
 	emitf(e, "\tmul.lo.u32 %s, %s, %d;\n\tsub.u32 %s, %d, %s;\n\tmad.lo.u32 %s, %s, 4, %s;\n", r->b.s, s->tid.s,
@@ -217,9 +224,7 @@ emit_scan_wide(Emit *e, const Sel *s, const SelRegs *r, int pass, SelDigit d)
 	emitf(e, "\tmov.u32 %s, %s;\n", r->incl.s, r->cnt.s);
 	emit_warp_scan(e, s, r);
 	op_bar_sync_why(e, 0, s->threads, "warp totals of the bin scan");
-	for (int v = 0; v < s->threads / 32 - 1; v++)
-		emitf(e, "\tld.shared.u32 %s, [%s+%d];\n\tsetp.gt.u32 %s, %s, %d;\n\t@%s add.u32 %s, %s, %s;\n", r->x.s,
-		      s->scan.s, 4 * v, r->q.s, r->w.s, v, r->q.s, r->incl.s, r->incl.s, r->x.s);
+	emit_add_warp_totals(e, s, r, s->threads / 32);
 	/* incl: the keys in this thread's bins and above; walk them from the
 	 * top with incl = the count through bin b - i */
 	emitf(e, "\tsub.u32 %s, %s, %s;\n", r->incl.s, r->incl.s, r->cnt.s);
@@ -228,7 +233,7 @@ emit_scan_wide(Emit *e, const Sel *s, const SelRegs *r, int pass, SelDigit d)
 		      r->c[i].s);
 		if (i)
 			emitf(e, "\tsub.u32 %s, %s, 1;\n", r->b.s, r->b.s);
-		emit_publish(e, s, r, pass, d, r->b);
+		emit_publish(e, s, r, d, r->b);
 	}
 }
 
@@ -322,8 +327,12 @@ sel_emit_select(Emit *e, const Sel *s, Reg keys, Reg count, int h, int hist0, Se
 	r.hi = reg_new(e, RC_PRED);
 	r.pg = reg_new(e, RC_PRED);
 	r.pe = reg_new(e, RC_PRED);
-	if (s->first_bits > 8)
-		reg_array(e, RC_B32, r.c, s->first_bits > 8 ? (1 << s->first_bits) / s->threads : 0);
+	if (sel_digit(s, 0).bins > SEL_BINS) {
+		int per = sel_digit(s, 0).bins / s->threads;
+		if (per * s->threads != sel_digit(s, 0).bins || per > (int)(sizeof r.c / sizeof r.c[0]))
+			kg_bug("select: a %d-bin scan by %d threads", sel_digit(s, 0).bins, s->threads);
+		reg_array(e, RC_B32, r.c, per);
+	}
 	if (s->cand_cap) {
 		r.src = src = reg_new(e, RC_B32);
 		r.n = n = reg_new(e, RC_B32);
@@ -342,9 +351,9 @@ sel_emit_select(Emit *e, const Sel *s, Reg keys, Reg count, int h, int hist0, Se
 		if (!(pass == 0 && hist0))
 			emit_hist(e, s, &r, pass ? src : keys, pass ? n : count, d);
 		if (d.bins > SEL_BINS)
-			emit_scan_wide(e, s, &r, pass, d);
+			emit_scan_wide(e, s, &r, d);
 		else
-			emit_scan(e, s, &r, pass, d);
+			emit_scan(e, s, &r, d);
 		op_bar_sync_why(e, 0, s->threads, "prefix and kk published");
 		emitf(e, "\tld.shared.v2.u32 {%s, %s}, [%s];\n", r.prefix.s, r.kk.s, s->state.s);
 		if (pass == 0 && s->cand_cap)

@@ -268,6 +268,7 @@ topk_emit(Emit *e, const TopkCfg *c)
 	emitf(e, "\tmov.u32 %s, %%ctaid.x;\n\tmov.u32 %s, %%nctaid.x;\n\tmov.u32 %s, %%ctaid.y;\n", r.part.s, r.parts.s,
 	      r.row.s);
 	emit_join(e, &r);
+	/* again: a chunk of at most K keys came here without the select */
 	sl.cand = op_plan_smem(e, &c->plan, r.base, c->r_cand);
 	/* the row's indices and candidate planes again (dst is pk here: not
 	 * kept live through the chunk's select, for its registers) */

@@ -11,10 +11,10 @@
 #include "target.h"
 
 /* Threads of a CTA, keys of a row one CTA stages (its chunk), radix bins
- * of the 8-bit passes and passes (gen/select.h: the first of 11 bits, then
- * 8, 8 and 5), the candidates of pass 0's bin a select keeps in shared
- * memory (TK_CAND; more fall back to every key). */
-enum { TK_THREADS = 512, TK_CHUNK = 16384, TK_PER = TK_CHUNK / TK_THREADS, TK_BINS = 256, TK_PASSES = 4 };
+ * of the 8-bit passes (gen/select.h: a first pass of 11 bits, then 8, 8
+ * and 5), the candidates (pass 0's bin and above) a select keeps in
+ * shared memory (TK_CAND; more fall back to every key). */
+enum { TK_THREADS = 512, TK_CHUNK = 16384, TK_PER = TK_CHUNK / TK_THREADS, TK_BINS = 256 };
 enum { TK_CAND = 3072 };
 /* A merge window: candidates staged with their indices in the chunk's
  * shared memory (keys, then indices). */

@@ -96,7 +96,6 @@ row_of(int i)
 	return drow / 8;
 }
 
-
 /* FP4 bytes from a row's first to its registers 2 and 3 (K 16 on, wgmma_afrag8) */
 static int
 hi_half_bytes(void)

@@ -81,7 +81,6 @@ sm90_acc_coord(int t, int i, int *row, int *col)
 	*col = wgmma_acc_col(t) + dcol;
 }
 
-
 /* Lanes that share a row: the first thread whose row is 1 (4). */
 static int
 lanes_per_row(void)

@@ -364,8 +364,8 @@ def indexer(q_fp8, weights, k_cache, block_table, cache_seqlens, topk, *, max_le
     also returns the logits float32 [batch, s_q, max_len] (-inf past the
     visible keys); max_len defaults to max_pages·page_size. score: 'fma'
     (default), 'wgmma' (sm_90a) or 'tcgen05' (sm_100a) tensor-core scoring
-    (at most 64 heads; FP8 keys, and on 'tcgen05' FP4 too). num_splits: CTAs per query row (None: from the
-    grid and the GPU's SMs)."""
+    (at most 64 heads; FP8 and FP4 keys, not NVFP4). num_splits: CTAs per
+    query row (None: from the grid and the GPU's SMs)."""
     if is_torch(q_fp8) and _compiling():
         idx, lg = _traced("indexer", q_fp8, weights, k_cache, block_table, cache_seqlens,
                           int(topk), int(max_len or 0), score or "", int(num_splits or 0),

@@ -421,8 +421,8 @@ enum {
 	PEND_TCLD = 1,   /* destination of a tcgen05.ld not yet waited */
 	PEND_WGMMA = 2,  /* accumulator of an in-flight wgmma */
 	PEND_WGSRC = 4,  /* A-fragment register of an in-flight wgmma (read-only) */
-	PEND_WATCH = 8,  /* used as a wgmma accumulator: writes make it DIRTY */
-	PEND_DIRTY = 16, /* written since the last wgmma.fence */
+	PEND_WATCH = 8,  /* used by a wgmma (or not yet fenced): reads and writes make it DIRTY */
+	PEND_DIRTY = 16, /* read or written since the last wgmma.fence */
 	PEND_HAZARD = PEND_TCLD | PEND_WGMMA | PEND_WGSRC,
 };
 
