@@ -137,43 +137,40 @@ test_fmha_split(void)
 	static const char *const kv_sa[] = {"--target", "sm_90a", "--head-dim", "512", "--heads-q", "8",
 	                                    "--heads-kv", "1", "--kv-shared", "1", "--batch", "1",
 	                                    "--seqlen-q", "256", "--seqlen-k", "256", "--s-ahead", "1"};
-	char *t = plan("fmha", mc, 16);
+	static const struct {
+		const char *const *args;
+		int n;
+	} tiled[] = {{mc, 16}, {one, 14}};
+	char *t;
 
-	if (!t)
-		return;
-	/* Per 64-key tile: S = P·V = 2*64*64*512/4096 = 1024 clk, tensor
-	 * 2048; smem ((64+64)*512 + 2*64*64 + 64*512)*2/128 = 1664; K and V
-	 * 131072 bytes land whole in each CTA, multicast or not: 2048 (the
-	 * H100 ran the multicast kernels no faster). The chain: ex2 64*65/16
-	 * = 260 > issue 64*64*4.5/128 = 144, + O rescale 128 + loop 90 +
-	 * hand-off 400 = 878. One K stage: the next K's load 1500 + 65536/64
-	 * = 2524 after S, 878 + 1024 of it covered: 1500 serial, tile 3548.
-	 * Fill 500 + 1500 + (65536 + 65536)/64 + 2048 = 6096; drain 1024 +
-	 * 260 + 64*512*2/16 = 5380. 2 clusters x 2 CTAs x 8 heads = 32 CTAs,
-	 * each 4 tiles (the first masked, +96): the unclustered kernel's
-	 * 6096 + 5380 + 4*3548 + 96 clk. */
-	CHECK(field(t, "tensor core ") == 2048, "tensor %g", field(t, "tensor core "));
-	CHECK(field(t, ", shared memory ") == 1664, "smem %g", field(t, ", shared memory "));
-	CHECK(field(t, "K/V from L2 ") == 2048, "K/V %g", field(t, "K/V from L2 "));
-	CHECK(field(t, "clk per tile (") == 1500, "serial %g", field(t, "clk per tile ("));
-	CHECK(field(t, "fill ") == 6096, "fill %g", field(t, "fill "));
-	CHECK(field(t, "drain ") == 5380, "drain %g", field(t, "drain "));
-	CHECK(field(t, "launch          ") == 32, "CTAs %g", field(t, "launch          "));
-	CHECK(fabs(field(t, "last SM done at ") - (6096 + 5380 + 4 * 3548 + 96)) <= 1, "makespan %g",
-	      field(t, "last SM done at "));
-	free(t);
-	t = plan("fmha", one, 14);
-	if (!t)
-		return;
-	/* unclustered: all 131072 bytes from L2 (2048 clk), the next K's load
-	 * 1500 + 1024 = 2524, 622 beyond 1902: 1500 serial, 3548 per tile
-	 * (H100: 3568); fill 6096 */
-	CHECK(field(t, "K/V from L2 ") == 2048, "K/V %g", field(t, "K/V from L2 "));
-	CHECK(field(t, "clk per tile (") == 1500, "serial %g", field(t, "clk per tile ("));
-	CHECK(field(t, "fill ") == 6096, "fill %g", field(t, "fill "));
-	CHECK(fabs(field(t, "last SM done at ") - (6096 + 5380 + 4 * 3548 + 96)) <= 1, "makespan %g",
-	      field(t, "last SM done at "));
-	free(t);
+	/* Per 64-key tile, with K/V multicast and without (same figures):
+	 * S = P·V = 2*64*64*512/4096 = 1024 clk, tensor 2048; smem
+	 * ((64+64)*512 + 2*64*64 + 64*512)*2/128 = 1664; K and V 131072 bytes
+	 * land whole in each CTA, multicast or not: 2048 (the H100 ran the
+	 * multicast kernels no faster). The chain: ex2 64*65/16 = 260 > issue
+	 * 64*64*4.5/128 = 144, + O rescale 128 + loop 90 + hand-off 400 = 878.
+	 * One K stage: the next K's load 1500 + 65536/64 = 2524 after S, 878 +
+	 * 1024 of it covered: 1500 serial, tile 3548 (H100: 3568 unclustered).
+	 * Fill 500 + 1500 + (65536 + 65536)/64 + 2048 = 6096; drain 1024 + 260
+	 * + 64*512*2/16 = 5380. 32 CTAs (multicast: 2 clusters x 2 CTAs x 8
+	 * heads), each 4 tiles (the first masked, +96): 6096 + 5380 + 4*3548 +
+	 * 96 clk. */
+	for (size_t i = 0; i < sizeof tiled / sizeof tiled[0]; i++) {
+		t = plan("fmha", tiled[i].args, tiled[i].n);
+		if (!t)
+			return;
+		CHECK(field(t, "tensor core ") == 2048, "tensor %g", field(t, "tensor core "));
+		CHECK(field(t, ", shared memory ") == 1664, "smem %g", field(t, ", shared memory "));
+		CHECK(field(t, "K/V from L2 ") == 2048, "K/V %g", field(t, "K/V from L2 "));
+		CHECK(field(t, "bound: tensor core; ") == 3548, "tile %g", field(t, "bound: tensor core; "));
+		CHECK(field(t, "clk per tile (") == 1500, "serial %g", field(t, "clk per tile ("));
+		CHECK(field(t, "fill ") == 6096, "fill %g", field(t, "fill "));
+		CHECK(field(t, "drain ") == 5380, "drain %g", field(t, "drain "));
+		CHECK(field(t, "launch          ") == 32, "CTAs %g", field(t, "launch          "));
+		CHECK(fabs(field(t, "last SM done at ") - (6096 + 5380 + 4 * 3548 + 96)) <= 1, "makespan %g",
+		      field(t, "last SM done at "));
+		free(t);
+	}
 	t = plan("fmha", kv, 16);
 	if (!t)
 		return;
