@@ -190,6 +190,8 @@ decode_configure(DecodeCfg *d, const DecodeParams *p, KgErr *err)
 	f->gather = ops->gather;
 	f->finish = d->unnorm ? NULL : decode_finish;
 	f->o_unnorm = d->unnorm;
+	f->o_stage = 1;
+	f->load_q = ops->load_q;
 	f->producer_regs = ops->regs_for ? ops->regs_for(d->fmt) : ops->producer_regs;
 	f->p_in_kv = f->d > f->dv;
 	f->ext = d;

@@ -135,6 +135,9 @@ typedef struct DecodeOps {
 	 * wherever one bf16 K=V stage and the ring fit; 0: it loads the rows
 	 * into registers. */
 	int stage_rows;
+	/* Optional: the consumers load Q (FmhaCfg.load_q); NULL: the gather
+	 * does, before its first tile. */
+	int (*load_q)(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Reg q0, KgErr *err);
 } DecodeOps;
 
 extern const DecodeOps decode_sm90, decode_sm100;

@@ -122,6 +122,16 @@ typedef struct FmhaCfg {
 	 * 1/rowsum, and beside LSE the reference M (natural log) with O·e^(M -
 	 * LSE) the normalized output (docs/ABI.md "decode") */
 	int o_unnorm;
+	/* decode (split O, sm_90a): O leaves through the Q tile's shared
+	 * memory, free once the CTA's last S is done, so each warp stores
+	 * whole rows with 16-byte st.global instead of the accumulator's
+	 * 4-byte pieces (gen/sm90/consumer.c, emit_o_staged) */
+	int o_stage;
+	/* decode (split O, sm_90a): both consumer warpgroups load the Q tile
+	 * at their start (into q0, the Q tile's shared address), so the
+	 * producer begins with the first K=V tile; NULL: the producer loads Q
+	 * (gen/sm90/fmha_split.c, split_load_q) */
+	int (*load_q)(Emit *e, const struct FmhaCfg *f, const struct FmhaRegs *r, Reg q0, KgErr *err);
 	const void *ext;           /* the caller's configuration (decode: DecodeCfg) */
 	char name[120];
 } FmhaCfg;

@@ -41,7 +41,7 @@ typedef struct Role {
 	char name[32];
 	int warp0, nwarps; /* warps [warp0, warp0+nwarps) */
 	int regs;          /* setmaxnreg target, 0 = no reallocation */
-	char does[96];
+	char does[160];
 } Role;
 
 typedef struct Plan {

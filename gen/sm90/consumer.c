@@ -195,6 +195,96 @@ emit_sink(Emit *e, const FmhaRegs *r, Consumer *c, int r2, Reg x)
 	emitf(e, "\tex2.approx.ftz.f32 %s, %s;\n\tadd.f32 %s, %s, %s;\n", x.s, x.s, c->l[r2].s, c->l[r2].s, x.s);
 }
 
+/* O through shared memory (FmhaCfg.o_stage). Consumer warp w (warps 4..11
+ * of the split-O plan) owns bytes [8192·(w - 4), +8192) of the Q tile,
+ * which no one reads once the CTA's last S is done: the scores warpgroup
+ * waited for it and meets, and the output warpgroup acquired the last P,
+ * published after it (a part with no tiles loads no Q). Its 16 accumulator rows
+ * (docs/hardware.md, "wgmma accumulator fragment") go in rounds of 8192 /
+ * row bytes rows: 16 bf16 rows of 256 columns, or 8 fp32 rows (rows g,
+ * then g + 8). Row i's 16-byte chunk k sits at k ^ (i % 8), so a quad's
+ * 4-byte pieces of eight rows fall in distinct banks. After bar.warp.sync
+ * (which orders the warp's shared-memory accesses, PTX ISA
+ * "bar.warp.sync") every lane takes 16 bytes of one row: the warp stores
+ * a row's 512 contiguous bytes per st.global.v4, the row's address and
+ * guard shuffled from its owner (lane 4·(i % 8), whose first column is the
+ * warpgroup's first). Direct 4-byte stores scatter each instruction over
+ * eight rows and, all CTAs finishing together, stall on the LSU queue
+ * (ncu, BENCHMARKS.md "decode"). */
+enum { O_STAGE_WARP_BYTES = 8192 };
+
+static void
+emit_o_staged(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Consumer *c, const Reg inv[2],
+              const Reg addr[2], const Reg prow[2], Reg pk, int esz)
+{
+	int rowb = c->ocols * esz, rows = O_STAGE_WARP_BYTES / rowb, rounds = 16 / rows;
+	Reg base, wr, t, l16, a, lo, hi, pv, ga, g64, pr, v[4];
+
+	/* the block first: its registers take its prefix */
+	emit_block(e, "sm90.fmha_epilogue_staged");
+	base = reg_new(e, RC_B32), wr = reg_new(e, RC_B32), t = reg_new(e, RC_B32);
+	l16 = reg_new(e, RC_B32), a = reg_new(e, RC_B32);
+	lo = reg_new(e, RC_B32), hi = reg_new(e, RC_B32), pv = reg_new(e, RC_B32);
+	ga = reg_new(e, RC_B64), g64 = reg_new(e, RC_B64), pr = reg_new(e, RC_PRED);
+	reg_array(e, RC_B32, v, 4);
+	/* a wgmma's warps read every row of A, and a warp's wait covers its
+	 * own part only: the scores warpgroup (the one that publishes row sums)
+	 * meets before any warp overwrites Q */
+	if (c->l_to_smem)
+		op_bar_sync_why(e, 2, 128, "every scores warp's last S has read Q, which O is staged over");
+	/* base = Q + 8192·(warp - 4); the write address of row g (q = lane % 4,
+	 * g = lane / 4, b = 2·esz·q the thread's byte in a column pair): base +
+	 * g·rowb + b % 16 + ((b / 16 ^ g) << 4); a column's byte offset, a
+	 * multiple of 16 below rowb, goes in by xor */
+	emitf(e, "\tsub.u32 %s, %s, 4;\n\tmad.lo.u32 %s, %s, %d, %s;\n", base.s, r->warp.s, base.s, base.s,
+	      O_STAGE_WARP_BYTES, c->q0.s);
+	emitf(e, "\tand.b32 %s, %s, 3;\n\tmul.lo.u32 %s, %s, %d;\n", t.s, r->lane.s, t.s, t.s, 2 * esz);
+	emitf(e, "\tshr.u32 %s, %s, 2;\n\tshr.u32 %s, %s, 4;\n\txor.b32 %s, %s, %s;\n", a.s, r->lane.s, l16.s, t.s,
+	      l16.s, l16.s, a.s);
+	emitf(e, "\tand.b32 %s, %s, 15;\n\tmad.lo.u32 %s, %s, 16, %s;\n", t.s, t.s, l16.s, l16.s, t.s);
+	emitf(e, "\tmad.lo.u32 %s, %s, %d, %s;\n\tadd.u32 %s, %s, %s;\n", wr.s, a.s, rowb, l16.s, wr.s, wr.s,
+	      base.s);
+	emitf(e, "\tshl.b32 %s, %s, 4;\n", l16.s, r->lane.s);
+	for (int k = 0; k < rounds; k++) {
+		if (k)
+			emitf(e, "\tbar.warp.sync 0xffffffff;\n");
+		for (int i = 0; i < c->ocols / 2; i += 2) {
+			int rr = row_of(i), at = rounds == 1 ? rr * 8 * rowb : 0;
+			if (rounds > 1 && rr != k)
+				continue;
+			emitf(e, "\txor.b32 %s, %s, %d;\n", a.s, wr.s, col_of(i) * esz);
+			if (f->o_unnorm) {
+				emitf(e, "\tst.shared.v2.f32 [%s+%d], {%s, %s};\n", a.s, at, c->O[i].s, c->O[i + 1].s);
+				continue;
+			}
+			emitf(e, "\tmul.f32 %s, %s, %s;\n\tmul.f32 %s, %s, %s;\n", c->O[i].s, c->O[i].s, inv[rr].s,
+			      c->O[i + 1].s, c->O[i + 1].s, inv[rr].s);
+			emitf(e, "\tcvt.rn.%s.f32 %s, %s, %s;\n", f->in == DT_BF16 ? "bf16x2" : "f16x2", pk.s,
+			      c->O[i + 1].s, c->O[i].s);
+			emitf(e, "\tst.shared.b32 [%s+%d], %s;\n", a.s, at, pk.s);
+		}
+		emitf(e, "\tbar.warp.sync 0xffffffff;\n");
+		for (int i = 0; i < rows; i++) {
+			int r2 = rounds == 1 ? i / 8 : k, owner = 4 * (i % 8);
+			emitf(e, "\tmov.b64 {%s, %s}, %s;\n\tselp.u32 %s, 1, 0, %s;\n", lo.s, hi.s, addr[r2].s, pv.s,
+			      prow[r2].s);
+			emitf(e, "\tshfl.sync.idx.b32 %s, %s, %d, 0x1f, 0xffffffff;\n", lo.s, lo.s, owner);
+			emitf(e, "\tshfl.sync.idx.b32 %s, %s, %d, 0x1f, 0xffffffff;\n", hi.s, hi.s, owner);
+			emitf(e, "\tshfl.sync.idx.b32 %s, %s, %d, 0x1f, 0xffffffff;\n", pv.s, pv.s, owner);
+			emitf(e, "\tmov.b64 %s, {%s, %s};\n\tcvt.u64.u32 %s, %s;\n\tadd.u64 %s, %s, %s;\n", ga.s, lo.s,
+			      hi.s, g64.s, l16.s, ga.s, ga.s, g64.s);
+			emitf(e, "\tsetp.ne.u32 %s, %s, 0;\n\txor.b32 %s, %s, %d;\n\tadd.u32 %s, %s, %s;\n", pr.s, pv.s,
+			      a.s, l16.s, (i % 8) << 4, a.s, a.s, base.s);
+			for (int x = 0; x < rowb / 512; x++) {
+				emitf(e, "\tld.shared.v4.b32 {%s, %s, %s, %s}, [%s+%d];\n", v[0].s, v[1].s, v[2].s, v[3].s,
+				      a.s, i * rowb + 512 * x);
+				emitf(e, "\t@%s st.global.v4.b32 [%s+%d], {%s, %s, %s, %s};\n", pr.s, ga.s, 512 * x, v[0].s,
+				      v[1].s, v[2].s, v[3].s);
+			}
+		}
+	}
+}
+
 /* Normalizes O by the row sums and stores this warpgroup's columns; writes
  * LSE. Row sums are the quad's partials added up, or, for the second half
  * of a split O, the first half's published sums. */
@@ -270,6 +360,15 @@ fmha90_epilogue(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Consumer *c, KgErr
 	}
 	if (c->l_to_smem)
 		op_mbar_arrive(e, c->lbar, NULL);
+	if (f->o_stage) {
+		if (f->lq.bytes < 8 * O_STAGE_WARP_BYTES) {
+			kg_fail(err, "o_stage: a Q tile of %u bytes cannot stage 8 warps' %d bytes of O", f->lq.bytes,
+			        O_STAGE_WARP_BYTES);
+			return;
+		}
+		emit_o_staged(e, f, r, c, inv, addr, prow, pk, esz);
+		return;
+	}
 	for (int i = 0; i < c->ocols / 2; i += 2) {
 		int rr = row_of(i), off = col_of(i) * esz;
 		if (f->o_unnorm) {

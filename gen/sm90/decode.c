@@ -38,22 +38,23 @@ emit_swizzle(Emit *e, Reg addr, Reg t, uint32_t mask)
 }
 
 /* Q [.., Hq, D] bf16 rows h..h+63 of query row qs into the Q tile, 16-byte
- * chunks [c0, c0 + w) of each row (w = 64 or 8): thread tid takes chunk
- * c0 + tid%w of rows tid/w + (128/w)·i; heads past Hq are zeros. */
+ * chunks [c0, c0 + w) of each row (w = 64 or 8) by nthr threads: thread
+ * tix takes chunk c0 + tix%w of rows tix/w + (nthr/w)·i, at most maxb
+ * loads in flight; heads past Hq are zeros. */
 static void
-emit_q_part(Emit *e, const DecodeCfg *d, const FmhaRegs *r, Reg q0, int c0, int w)
+emit_q_part(Emit *e, const DecodeCfg *d, const FmhaRegs *r, Reg q0, int c0, int w, Reg tix, int nthr, int maxb)
 {
 	const FmhaCfg *f = &d->f;
 	uint32_t mask = swizzle_mask(SWZ_128B);
 	Reg src = reg_new(e, RC_B64), o = reg_new(e, RC_B64), ch = reg_new(e, RC_B32);
 	Reg row0 = reg_new(e, RC_B32), dst0 = reg_new(e, RC_B32), dst = reg_new(e, RC_B32);
 	Reg t = reg_new(e, RC_B32), hl = reg_new(e, RC_B32), p = reg_new(e, RC_PRED);
-	Reg v[8][4];
-	int step = 128 / w, n = 64 / step, batch = n < 8 ? n : 8;
+	Reg v[16][4];
+	int step = nthr / w, n = 64 / step, batch = n < maxb ? n : maxb;
 
 	for (int i = 0; i < batch; i++)
 		reg_array(e, RC_B32, v[i], 4);
-	emitf(e, "\tand.b32 %s, %s, %d;\n\tshr.u32 %s, %s, %d;\n", ch.s, r->tid.s, w - 1, row0.s, r->tid.s,
+	emitf(e, "\tand.b32 %s, %s, %d;\n\tshr.u32 %s, %s, %d;\n", ch.s, tix.s, w - 1, row0.s, tix.s,
 	      w == 64 ? 6 : 3);
 	if (c0)
 		emitf(e, "\tadd.u32 %s, %s, %d;\n", ch.s, ch.s, c0);
@@ -92,15 +93,36 @@ emit_q_part(Emit *e, const DecodeCfg *d, const FmhaRegs *r, Reg q0, int c0, int 
 }
 
 /* The Q tile: the first 64 chunks of each row, then the rest (head_dim_qk
- * 576: 8 more); published with the first K=V tile (gen/sm90/fmha_split.c,
- * "Q full"). */
+ * 576: 8 more), by nthr threads (tix: 0..nthr-1), maxb 16-byte loads in
+ * flight per thread. */
 static void
-emit_q(Emit *e, const DecodeCfg *d, const FmhaRegs *r, Reg q0)
+emit_q(Emit *e, const DecodeCfg *d, const FmhaRegs *r, Reg q0, Reg tix, int nthr, int maxb)
 {
 	emit_block(e, "sm90.decode_q");
-	emit_q_part(e, d, r, q0, 0, 64);
+	emit_q_part(e, d, r, q0, 0, 64, tix, nthr, maxb);
 	if (d->f.d > 512)
-		emit_q_part(e, d, r, q0, 64, (d->f.d - 512) / 8);
+		emit_q_part(e, d, r, q0, 64, (d->f.d - 512) / 8, tix, nthr, maxb);
+}
+
+/* FmhaCfg.load_q: the 256 consumer threads load the Q tile at their start,
+ * 16 loads in flight each (64 registers, free before the first S), while
+ * the producer gathers the first tile; a part with no tiles loads none
+ * (its consumers stage O in the Q tile, FmhaCfg.o_stage). The caller
+ * publishes the stores (gen/sm90/fmha_split.c). */
+static int
+decode_load_q(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Reg q0, KgErr *err)
+{
+	const DecodeCfg *d = f->ext;
+	Reg tix = reg_new(e, RC_B32), p = reg_new(e, RC_PRED);
+	char noq[48];
+
+	(void)err;
+	label_new(e, noq, sizeof noq, "no_tiles");
+	emitf(e, "\tsetp.ge.u32 %s, %s, %s;\n\t@%s bra %s;\n", p.s, r->j0.s, r->n_total.s, p.s, noq);
+	emitf(e, "\tsub.u32 %s, %s, %d;\n", tix.s, r->tid.s, d->cons_tid0);
+	emit_q(e, d, r, q0, tix, d->cons_threads, 16);
+	emit_label(e, noq);
+	return 0;
 }
 
 /* Four E4M3 (one 32-bit word) times a scale into two bf16x2. */
@@ -725,7 +747,8 @@ int
 decode_gather_warpgroup(Emit *e, const FmhaCfg *f, const FmhaRegs *r, KgErr *err)
 {
 	const DecodeCfg *d = f->ext;
-	Reg q0, k0, kbar0, kfree0, list;
+	Reg q0, k0, kbar0, kfree0, list, p = reg_new(e, RC_PRED);
+	char noq[48];
 
 	emit_block(e, "sm90.decode_producer");
 	q0 = op_plan_smem(e, &f->plan, r->base, f->r_q);
@@ -733,7 +756,16 @@ decode_gather_warpgroup(Emit *e, const FmhaCfg *f, const FmhaRegs *r, KgErr *err
 	kbar0 = op_plan_bar(e, &f->plan, r->base, f->b_k);
 	kfree0 = op_plan_bar(e, &f->plan, r->base, f->b_kfree);
 	list = op_plan_smem(e, &f->plan, r->base, d->r_list);
-	emit_q(e, d, r, q0);
+	/* Q, published with the first K=V tile (gen/sm90/fmha_split.c, "Q
+	 * full"), unless the consumers load it (FmhaCfg.load_q); a part with no
+	 * tiles loads no Q: its consumers stage O in the Q tile right away
+	 * (FmhaCfg.o_stage) */
+	if (!f->load_q) {
+		label_new(e, noq, sizeof noq, "no_tiles");
+		emitf(e, "\tsetp.ge.u32 %s, %s, %s;\n\t@%s bra %s;\n", p.s, r->j0.s, r->n_total.s, p.s, noq);
+		emit_q(e, d, r, q0, r->tid, 128, 8);
+		emit_label(e, noq);
+	}
 	if (d->raw_slots)
 		return emit_tiles_staged(e, err, d, r, k0, kbar0, kfree0, list);
 	return emit_tiles(e, err, d, r, k0, kbar0, kfree0, list);
@@ -761,4 +793,5 @@ const DecodeOps decode_sm90 = {
 	1,
 	1, /* +10 % at batch 64-128 on the H100 (BENCHMARKS.md, decode) */
 	1, /* ncu, h64 b128: L1TEX-scoreboard-bound with one pass in flight (docs/ABI.md "decode") */
+	decode_load_q,
 };

@@ -24,7 +24,7 @@ int
 fmha90_split_plan(FmhaCfg *f, KgErr *err)
 {
 	Plan *p = &f->plan;
-	char does[96];
+	char does[160];
 	int regs;
 
 	int preg = f->producer_regs ? f->producer_regs : PRODUCER_REGS;
@@ -36,12 +36,14 @@ fmha90_split_plan(FmhaCfg *f, KgErr *err)
 	p->threads = 384;
 	regs = plan_regs_split(p, 256, 128, preg);
 	plan_role(p, "producer", 0, 4, preg,
-	          f->gather ? "warpgroup 0: Q, then gathers and dequantizes K=V tiles (st.shared)"
-	                    : "warp 0, one elected lane: TMA Q, then K/V tiles");
-	snprintf(does, sizeof does, "S=QK^T (SS, N=%d), softmax, P to smem, O cols 0-%d += PV (SS)", f->bn,
-	         f->dv / 2 - 1);
+	          f->load_q   ? "warpgroup 0: gathers and dequantizes K=V tiles (st.shared)"
+	          : f->gather ? "warpgroup 0: Q, then gathers and dequantizes K=V tiles (st.shared)"
+	                      : "warp 0, one elected lane: TMA Q, then K/V tiles");
+	snprintf(does, sizeof does, "%sS=QK^T (SS, N=%d), softmax, P to smem, O cols 0-%d += PV (SS)%s",
+	         f->load_q ? "Q (with warps 8-11), " : "", f->bn, f->dv / 2 - 1, f->o_stage ? ", O via smem" : "");
 	plan_role(p, "scores", 4, 4, regs, does);
-	snprintf(does, sizeof does, "O cols %d-%d += PV (SS), P and rescale from smem", f->dv / 2, f->dv - 1);
+	snprintf(does, sizeof does, "%sO cols %d-%d += PV (SS), P and rescale from smem%s",
+	         f->load_q ? "Q (with warps 4-7), " : "", f->dv / 2, f->dv - 1, f->o_stage ? ", O via smem" : "");
 	plan_role(p, "output", 8, 4, regs, does);
 	/* S (bn/2), O half (dv/4), row state, P pairs and addresses */
 	p->regs_need_max = f->bn / 2 + f->dv / 4 + f->bn / 4 + 56;
@@ -334,6 +336,20 @@ split_scores_loop(Emit *e, KgErr *err, const FmhaCfg *f, const FmhaRegs *r, Cons
 	return 0;
 }
 
+/* FmhaCfg.load_q: both consumer warpgroups fill the Q tile; each thread's
+ * generic stores reach the async proxy (fence.proxy.async, PTX ISA
+ * "Asynchronous proxy") before the 256 threads meet, after which the
+ * scores warpgroup's S reads Q. */
+static int
+split_load_q(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Consumer *c, KgErr *err)
+{
+	if (f->load_q(e, f, r, c->q0, err) < 0)
+		return -1;
+	emitf(e, "\tfence.proxy.async.shared::cta;\n");
+	op_bar_sync_why(e, 1, 256, "both consumer warpgroups' Q stores before the first S");
+	return 0;
+}
+
 static int
 emit_scores_wg(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Reg zero, KgErr *err)
 {
@@ -342,6 +358,7 @@ emit_scores_wg(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Reg zero, KgErr *er
 	char none[48];
 
 	if (fmha90_consumer_init(e, f, r, &c, zero, zero, 0, f->dv / 2, err) < 0 ||
+	    (f->load_q && split_load_q(e, f, r, &c, err) < 0) ||
 	    (f->b_q >= 0 && op_mbar_wait(e, err, c.qbar, "0") < 0))
 		return -1;
 	c.l_to_smem = 1;
@@ -411,7 +428,8 @@ emit_output_wg(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Reg zero, KgErr *er
 	Reg par = reg_new(e, RC_B32), a = reg_new(e, RC_B32);
 	char loop[48], done[48];
 
-	if (fmha90_consumer_init(e, f, r, &c, zero, zero, f->dv / 2, f->dv / 2, err) < 0)
+	if (fmha90_consumer_init(e, f, r, &c, zero, zero, f->dv / 2, f->dv / 2, err) < 0 ||
+	    (f->load_q && split_load_q(e, f, r, &c, err) < 0))
 		return -1;
 	c.l_from_smem = 1;
 	c.lsum0 = op_plan_smem(e, &f->plan, r->base, f->r_lsum);
