@@ -444,15 +444,20 @@ emit_compact(Emit *e, const DecodeCfg *d, const FmhaRegs *r, Reg qrow)
 
 /* Tiles the gather (gen/sm90/decode.c) prefetches ahead of the tile whose loads come next,
  * issued after a tile is published, where the producer holds the fewest
- * registers (fp8-v32 and the paged fp8-token spill at the loop's top):
- * with only sparse sources the whole key list is known, so two; with a
- * paged source the keys are resolved one tile ahead (the 3-tile ring) at
- * the loop's top, so none: the next tile, whose first pass is already
- * loading. */
+ * registers (fp8-v32 and the paged fp8-token spill at the loop's top).
+ * With only sparse sources the whole key list is known: one for the
+ * register gather (H100, h64 batch 128: 43.6 µs, against 46.0 at two and
+ * 48.8 at four, whose start-up prefetches crowd out the first tile's
+ * loads; BENCHMARKS.md "decode"), two beyond the staged gather's copies
+ * (as measured there). With a paged source the keys are resolved one tile
+ * ahead (the 3-tile ring) at the loop's top, so none: the next tile,
+ * whose first pass is already loading. */
 int
 decode_prefetch_tiles(const DecodeCfg *d)
 {
-	return d->nsparse < d->nsrc ? 0 : 2;
+	if (d->nsparse < d->nsrc)
+		return 0;
+	return d->raw_slots ? 2 : 1;
 }
 
 /* cnt = &counters[qrow·HB + h/64]: the row's split-KV completion word. */
@@ -1018,12 +1023,16 @@ decode_plan(const void *params, Buf *text, KgErr *err)
 		buf_printf(text, "paged keys      per 64-key tile, 64 producer threads resolve each key to its token (block table, list) into a 3-tile ring in smem, a tile ahead\n");
 	if (d.f.t->decode->l2_prefetch && d.raw_slots && !decode_prefetch_tiles(&d))
 		buf_printf(text, "prefetch        Q's rows at the start; no token rows (the ring's copies are the paged source's earliest resolved keys)\n");
+	else if (d.f.t->decode->l2_prefetch && d.nsparse < d.nsrc)
+		buf_printf(text, "prefetch        Q's rows at the start; once tile j is published, tile j+%d's token rows (and tail scales) into L2 (a paged source's keys are resolved one tile ahead)\n",
+		           (d.raw_slots ? DEC_RAW_SLOTS : 1) + decode_prefetch_tiles(&d));
+	else if (d.f.t->decode->l2_prefetch && d.raw_slots)
+		buf_printf(text, "prefetch        Q's rows at the start; once tile j is published, tile j+%d's token rows (and tail scales) into L2 (the key list is known: tiles %d..%d before the first, whose copies take tiles 0..%d)\n",
+		           DEC_RAW_SLOTS + decode_prefetch_tiles(&d), DEC_RAW_SLOTS,
+		           DEC_RAW_SLOTS + decode_prefetch_tiles(&d) - 1, DEC_RAW_SLOTS - 1);
 	else if (d.f.t->decode->l2_prefetch)
-		buf_printf(text, "prefetch        Q's rows at the start; once tile j is published, tile j+%d's token rows (and tail scales) into L2 (%s)\n",
-		           (d.raw_slots ? DEC_RAW_SLOTS : 1) + decode_prefetch_tiles(&d),
-		           d.nsparse < d.nsrc ? "a paged source's keys are resolved one tile ahead"
-		           : d.raw_slots ? "the key list is known: tiles 2..3 before the first, whose copies take tiles 0..1"
-		                         : "the key list is known: tiles 0..2 before the first");
+		buf_printf(text, "prefetch        Q's rows at the start; once tile j is published, tile j+%d's token rows (and tail scales) into L2 (the key list is known: tiles 0..%d behind the first tile's loads)\n",
+		           1 + decode_prefetch_tiles(&d), decode_prefetch_tiles(&d));
 	else
 		buf_printf(text, "prefetch        Q's rows at the start; no token rows (the gatherer has no registers to spare for their addresses)\n");
 	if (!d.unnorm)

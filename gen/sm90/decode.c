@@ -482,13 +482,14 @@ emit_tiles(Emit *e, KgErr *err, const DecodeCfg *d, const FmhaRegs *r, Reg k0, R
 		                      emit_keys_slot(e, &g, j));
 		op_bar_sync_why(e, 3, 128, "the producer's resolved keys of its first tile");
 	}
-	/* the prefetches: tiles j..j+D now, tile j+1+D at the end of
-	 * iteration j (gen/decode.h decode_prefetch_tiles) */
+	/* the first pass's loads, then the prefetches behind them: tiles
+	 * j..j+D now, tile j+1+D at the end of iteration j (gen/decode.h
+	 * decode_prefetch_tiles) */
+	emit_pass_load(e, &g, j, 0);
 	for (int k = 0; pf && k <= D; k++) {
 		emitf(e, "\tadd.u32 %s, %s, %d;\n", jd.s, j.s, k);
 		emit_prefetch_tile(e, &g, jd);
 	}
-	emit_pass_load(e, &g, j, 0);
 	emit_label(e, loop);
 	emit_block(e, "sm90.decode_gather");
 	emitf(e, "\tadd.u32 %s, %s, 1;\n", jn.s, j.s);
