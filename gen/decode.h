@@ -110,7 +110,8 @@ enum {
 };
 
 typedef struct DecodeOps {
-	/* The producer warpgroup: Q, then every K=V tile of the key list. */
+	/* The producer warpgroup: Q (unless load_q), then every K=V tile of
+	 * the key list. */
 	int (*gather)(Emit *e, const FmhaCfg *f, const FmhaRegs *r, KgErr *err);
 	int producer_regs;
 	const char *how;           /* `kgen plan`: where dequantization happens */
@@ -142,7 +143,8 @@ typedef struct DecodeOps {
 
 extern const DecodeOps decode_sm90, decode_sm100;
 
-/* The gathering producer warpgroup (gen/sm90/decode.c): Q, then every K=V
+/* The gathering producer warpgroup (gen/sm90/decode.c): Q (unless
+ * FmhaCfg.load_q: the consumers load it), then every K=V
  * tile of the key list, as generic-proxy stores into fmha's K-major
  * 128-byte swizzled tiles, published by fence.proxy.async and the K=V full
  * barrier; target-neutral PTX, so any consumer whose MMA reads shared

@@ -1,7 +1,7 @@
 /* Decode on sm_90a: the producer warpgroup of fmha's split-O plan,
  * gathering instead of TMA (tokens are scattered one per index, so no
- * tiled box fits). Its 128 threads load Q once, then per K=V tile of 64
- * keys read each token's row and scales with 16-byte ld.global.nc (four
+ * tiled box fits). Its 128 threads load Q once (on sm_90a the consumers
+ * do, decode_load_q), then per K=V tile of 64 keys read each token's row and scales with 16-byte ld.global.nc (four
  * or eight threads per token, coalesced), dequantize E4M3 -> f16 (cvt,
  * exact) -> f32 times the scale (UE8M0 or fp32) -> bf16 (exact for a power
  * of two: three mantissa bits), and st.shared the bf16 rows into the 128-byte swizzled
