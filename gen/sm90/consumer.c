@@ -229,8 +229,10 @@ emit_o_staged(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Consumer *c, const R
 	reg_array(e, RC_B32, v, 4);
 	/* a wgmma's warps read every row of A, and a warp's wait covers its
 	 * own part only: the scores warpgroup (the one that publishes row sums)
-	 * meets before any warp overwrites Q */
-	if (c->l_to_smem)
+	 * meets before any warp overwrites Q, unless it already met after its
+	 * last S (P in the K=V stages: every P store waits for the scores
+	 * warps' S, gen/sm90/fmha_split.c split_store) */
+	if (c->l_to_smem && !f->p_in_kv)
 		op_bar_sync_why(e, 2, 128, "every scores warp's last S has read Q, which O is staged over");
 	/* base = Q + 8192·(warp - 4); the write address of row g (q = lane % 4,
 	 * g = lane / 4, b = 2·esz·q the thread's byte in a column pair): base +
