@@ -1023,17 +1023,20 @@ decode_plan(const void *params, Buf *text, KgErr *err)
 		buf_printf(text, "paged keys      per 64-key tile, 64 producer threads resolve each key to its token (block table, list) into a 3-tile ring in smem, a tile ahead\n");
 	if (d.f.t->decode->l2_prefetch && d.raw_slots && !decode_prefetch_tiles(&d))
 		buf_printf(text, "prefetch        Q's rows at the start; no token rows (the ring's copies are the paged source's earliest resolved keys)\n");
-	else if (d.f.t->decode->l2_prefetch && d.nsparse < d.nsrc)
-		buf_printf(text, "prefetch        Q's rows at the start; once tile j is published, tile j+%d's token rows (and tail scales) into L2 (a paged source's keys are resolved one tile ahead)\n",
-		           (d.raw_slots ? DEC_RAW_SLOTS : 1) + decode_prefetch_tiles(&d));
-	else if (d.f.t->decode->l2_prefetch && d.raw_slots)
-		buf_printf(text, "prefetch        Q's rows at the start; once tile j is published, tile j+%d's token rows (and tail scales) into L2 (the key list is known: tiles %d..%d before the first, whose copies take tiles 0..%d)\n",
-		           DEC_RAW_SLOTS + decode_prefetch_tiles(&d), DEC_RAW_SLOTS,
-		           DEC_RAW_SLOTS + decode_prefetch_tiles(&d) - 1, DEC_RAW_SLOTS - 1);
-	else if (d.f.t->decode->l2_prefetch)
-		buf_printf(text, "prefetch        Q's rows at the start; once tile j is published, tile j+%d's token rows (and tail scales) into L2 (the key list is known: tiles 0..%d behind the first tile's loads)\n",
-		           1 + decode_prefetch_tiles(&d), decode_prefetch_tiles(&d));
-	else
+	else if (d.f.t->decode->l2_prefetch) {
+		int ahead = decode_prefetch_tiles(&d), first = d.raw_slots ? DEC_RAW_SLOTS : 1;
+		char why[96];
+
+		if (d.nsparse < d.nsrc)
+			snprintf(why, sizeof why, "a paged source's keys are resolved one tile ahead");
+		else if (d.raw_slots)
+			snprintf(why, sizeof why, "the key list is known: tiles %d..%d before the first, whose copies take tiles 0..%d",
+			         first, first + ahead - 1, first - 1);
+		else
+			snprintf(why, sizeof why, "the key list is known: tiles 0..%d behind the first tile's loads", ahead);
+		buf_printf(text, "prefetch        Q's rows at the start; once tile j is published, tile j+%d's token rows (and tail scales) into L2 (%s)\n",
+		           first + ahead, why);
+	} else
 		buf_printf(text, "prefetch        Q's rows at the start; no token rows (the gatherer has no registers to spare for their addresses)\n");
 	if (!d.unnorm)
 		buf_printf(text, "combine         split-KV: %s\n",

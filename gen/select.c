@@ -304,6 +304,7 @@ void
 sel_emit_select(Emit *e, const Sel *s, Reg keys, Reg count, int h, int hist0, SelPlace place, const void *ctx)
 {
 	int K = s->topk;
+	SelDigit d0 = sel_digit(s, 0);
 	SelRegs r;
 	Reg src = keys, n = count;
 	char fin[48], fin_next[48], fin_end[48];
@@ -327,10 +328,11 @@ sel_emit_select(Emit *e, const Sel *s, Reg keys, Reg count, int h, int hist0, Se
 	r.hi = reg_new(e, RC_PRED);
 	r.pg = reg_new(e, RC_PRED);
 	r.pe = reg_new(e, RC_PRED);
-	if (sel_digit(s, 0).bins > SEL_BINS) {
-		int per = sel_digit(s, 0).bins / s->threads;
-		if (per * s->threads != sel_digit(s, 0).bins || per > (int)(sizeof r.c / sizeof r.c[0]))
-			kg_bug("select: a %d-bin scan by %d threads", sel_digit(s, 0).bins, s->threads);
+	if (d0.bins > SEL_BINS) {
+		/* the wide first pass: its bins, per thread, in r.c */
+		int per = d0.bins / s->threads;
+		if (per * s->threads != d0.bins || per > (int)(sizeof r.c / sizeof r.c[0]))
+			kg_bug("select: a %d-bin scan by %d threads", d0.bins, s->threads);
 		reg_array(e, RC_B32, r.c, per);
 	}
 	if (s->cand_cap) {

@@ -290,7 +290,7 @@ emit_o_staged(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Consumer *c, const R
 /* Normalizes O by the row sums and stores this warpgroup's columns; writes
  * LSE. Row sums are the quad's partials added up, or, for the second half
  * of a split O, the first half's published sums. */
-void
+int
 fmha90_epilogue(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Consumer *c, KgErr *err)
 {
 	Reg inv[2], addr[2], prow[2], pk = reg_new(e, RC_B32), a = reg_new(e, RC_B64);
@@ -301,7 +301,7 @@ fmha90_epilogue(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Consumer *c, KgErr
 	emit_block(e, "sm90.fmha_epilogue");
 	emitf(e, "\tand.b32 %s, %s, 3;\n", c4.s, r->lane.s);
 	if (c->l_from_smem && op_mbar_wait(e, err, c->lbar, "0") < 0)
-		return;
+		return -1;
 	for (int r2 = 0; r2 < 2; r2++) {
 		inv[r2] = reg_new(e, RC_F32);
 		addr[r2] = reg_new(e, RC_B64);
@@ -363,13 +363,12 @@ fmha90_epilogue(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Consumer *c, KgErr
 	if (c->l_to_smem)
 		op_mbar_arrive(e, c->lbar, NULL);
 	if (f->o_stage) {
-		if (f->lq.bytes < 8 * O_STAGE_WARP_BYTES) {
-			kg_fail(err, "o_stage: a Q tile of %u bytes cannot stage 8 warps' %d bytes of O", f->lq.bytes,
-			        O_STAGE_WARP_BYTES);
-			return;
-		}
+		/* decode's Q tile is 64 rows of head_dim_qk >= 512 */
+		if (f->lq.bytes < 8 * O_STAGE_WARP_BYTES)
+			kg_bug("o_stage: a Q tile of %u bytes cannot stage 8 warps' %d bytes of O", f->lq.bytes,
+			       O_STAGE_WARP_BYTES);
 		emit_o_staged(e, f, r, c, inv, addr, prow, pk, esz);
-		return;
+		return 0;
 	}
 	for (int i = 0; i < c->ocols / 2; i += 2) {
 		int rr = row_of(i), off = col_of(i) * esz;
@@ -384,6 +383,7 @@ fmha90_epilogue(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Consumer *c, KgErr
 		      c->O[i + 1].s, c->O[i].s);
 		emitf(e, "\t@%s st.global.b32 [%s+%d], %s;\n", prow[rr].s, addr[rr].s, off, pk.s);
 	}
+	return 0;
 }
 
 int

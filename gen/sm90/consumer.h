@@ -74,7 +74,7 @@ void fmha90_release_k(Emit *e, const FmhaCfg *f, Consumer *c);
  * barrier is left with a phase half arrived. */
 void fmha90_free(Emit *e, const FmhaCfg *f, Consumer *c, int prev);
 void fmha90_advance(Emit *e, const FmhaCfg *f, Consumer *c);
-void fmha90_epilogue(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Consumer *c, KgErr *err);
+int fmha90_epilogue(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Consumer *c, KgErr *err);
 
 /* Warpgroup 0, the producer, in both plans: gives registers back (role 0
  * of the plan), lets one elected lane of warp 0 issue the TMA loads

@@ -1,8 +1,9 @@
 /* Decode on sm_90a: the producer warpgroup of fmha's split-O plan,
  * gathering instead of TMA (tokens are scattered one per index, so no
  * tiled box fits). Its 128 threads load Q once (on sm_90a the consumers
- * do, decode_load_q), then per K=V tile of 64 keys read each token's row and scales with 16-byte ld.global.nc (four
- * or eight threads per token, coalesced), dequantize E4M3 -> f16 (cvt,
+ * do, decode_load_q), then per K=V tile of 64 keys read each token's row
+ * and scales with 16-byte ld.global.nc (four or eight threads per token,
+ * coalesced), dequantize E4M3 -> f16 (cvt,
  * exact) -> f32 times the scale (UE8M0 or fp32) -> bf16 (exact for a power
  * of two: three mantissa bits), and st.shared the bf16 rows into the 128-byte swizzled
  * K-major layout a TMA box would have written (gen/layout.h), so the
@@ -104,24 +105,35 @@ emit_q(Emit *e, const DecodeCfg *d, const FmhaRegs *r, Reg q0, Reg tix, int nthr
 		emit_q_part(e, d, r, q0, 64, (d->f.d - 512) / 8, tix, nthr, maxb);
 }
 
+/* The Q tile unless this part has no tiles: then no one reads Q, and its
+ * consumers stage O in the Q tile right away (FmhaCfg.o_stage). tix is
+ * computed behind the branch by `sub` (tix = tid - sub) when sub > 0. */
+static void
+emit_q_unless_empty(Emit *e, const DecodeCfg *d, const FmhaRegs *r, Reg q0, Reg tix, int sub, int nthr,
+                    int maxb)
+{
+	Reg p = reg_new(e, RC_PRED);
+	char noq[48];
+
+	label_new(e, noq, sizeof noq, "no_tiles");
+	emitf(e, "\tsetp.ge.u32 %s, %s, %s;\n\t@%s bra %s;\n", p.s, r->j0.s, r->n_total.s, p.s, noq);
+	if (sub)
+		emitf(e, "\tsub.u32 %s, %s, %d;\n", tix.s, r->tid.s, sub);
+	emit_q(e, d, r, q0, tix, nthr, maxb);
+	emit_label(e, noq);
+}
+
 /* FmhaCfg.load_q: the 256 consumer threads load the Q tile at their start,
  * 16 loads in flight each (64 registers, free before the first S), while
- * the producer gathers the first tile; a part with no tiles loads none
- * (its consumers stage O in the Q tile, FmhaCfg.o_stage). The caller
- * publishes the stores (gen/sm90/fmha_split.c). */
+ * the producer gathers the first tile. The caller publishes the stores
+ * (gen/sm90/fmha_split.c). */
 static int
 decode_load_q(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Reg q0, KgErr *err)
 {
 	const DecodeCfg *d = f->ext;
-	Reg tix = reg_new(e, RC_B32), p = reg_new(e, RC_PRED);
-	char noq[48];
 
 	(void)err;
-	label_new(e, noq, sizeof noq, "no_tiles");
-	emitf(e, "\tsetp.ge.u32 %s, %s, %s;\n\t@%s bra %s;\n", p.s, r->j0.s, r->n_total.s, p.s, noq);
-	emitf(e, "\tsub.u32 %s, %s, %d;\n", tix.s, r->tid.s, d->cons_tid0);
-	emit_q(e, d, r, q0, tix, d->cons_threads, 16);
-	emit_label(e, noq);
+	emit_q_unless_empty(e, d, r, q0, reg_new(e, RC_B32), d->cons_tid0, d->cons_threads, 16);
 	return 0;
 }
 
@@ -748,8 +760,7 @@ int
 decode_gather_warpgroup(Emit *e, const FmhaCfg *f, const FmhaRegs *r, KgErr *err)
 {
 	const DecodeCfg *d = f->ext;
-	Reg q0, k0, kbar0, kfree0, list, p = reg_new(e, RC_PRED);
-	char noq[48];
+	Reg q0, k0, kbar0, kfree0, list;
 
 	emit_block(e, "sm90.decode_producer");
 	q0 = op_plan_smem(e, &f->plan, r->base, f->r_q);
@@ -758,15 +769,9 @@ decode_gather_warpgroup(Emit *e, const FmhaCfg *f, const FmhaRegs *r, KgErr *err
 	kfree0 = op_plan_bar(e, &f->plan, r->base, f->b_kfree);
 	list = op_plan_smem(e, &f->plan, r->base, d->r_list);
 	/* Q, published with the first K=V tile (gen/sm90/fmha_split.c, "Q
-	 * full"), unless the consumers load it (FmhaCfg.load_q); a part with no
-	 * tiles loads no Q: its consumers stage O in the Q tile right away
-	 * (FmhaCfg.o_stage) */
-	if (!f->load_q) {
-		label_new(e, noq, sizeof noq, "no_tiles");
-		emitf(e, "\tsetp.ge.u32 %s, %s, %s;\n\t@%s bra %s;\n", p.s, r->j0.s, r->n_total.s, p.s, noq);
-		emit_q(e, d, r, q0, r->tid, 128, 8);
-		emit_label(e, noq);
-	}
+	 * full"), unless the consumers load it (FmhaCfg.load_q) */
+	if (!f->load_q)
+		emit_q_unless_empty(e, d, r, q0, r->tid, 0, 128, 8);
 	if (d->raw_slots)
 		return emit_tiles_staged(e, err, d, r, k0, kbar0, kfree0, list);
 	return emit_tiles(e, err, d, r, k0, kbar0, kfree0, list);

@@ -294,8 +294,7 @@ emit_consumer(Emit *e, const FmhaCfg *f, const FmhaRegs *r, KgErr *err)
 	}
 	if (emit_kv_tail(e, err, f, r, &c) < 0)
 		return -1;
-	fmha90_epilogue(e, f, r, &c, err);
-	return 0;
+	return fmha90_epilogue(e, f, r, &c, err);
 }
 
 static int

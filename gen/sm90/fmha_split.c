@@ -416,7 +416,8 @@ emit_scores_wg(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Reg zero, KgErr *er
 		split_release(e, f, &c, &s, s.ppb, c.pstage, 1);
 	}
 	emit_label(e, none);
-	fmha90_epilogue(e, f, r, &c, err);
+	if (fmha90_epilogue(e, f, r, &c, err) < 0)
+		return -1;
 	return f->finish ? f->finish(e, f, r, err) : 0;
 }
 
@@ -469,7 +470,8 @@ emit_output_wg(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Reg zero, KgErr *er
 	emitf(e, "\tsetp.lt.u32 %s, %s, %s;\n\t@%s bra %s;\n", c.p.s, c.j.s, r->n_total.s, c.p.s, loop);
 	emit_label(e, done);
 	(void)par;
-	fmha90_epilogue(e, f, r, &c, err);
+	if (fmha90_epilogue(e, f, r, &c, err) < 0)
+		return -1;
 	return f->finish ? f->finish(e, f, r, err) : 0;
 }
 
