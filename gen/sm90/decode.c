@@ -770,8 +770,11 @@ decode_gather_warpgroup(Emit *e, const FmhaCfg *f, const FmhaRegs *r, KgErr *err
 	list = op_plan_smem(e, &f->plan, r->base, d->r_list);
 	/* Q, published with the first K=V tile (gen/sm90/fmha_split.c, "Q
 	 * full"), unless the consumers load it (FmhaCfg.load_q) */
-	if (!f->load_q)
+	if (!f->load_q) {
 		emit_q_unless_empty(e, d, r, q0, r->tid, 0, 128, 8);
+		/* the gather's registers are the producer's (gen/emit.h, "Naming") */
+		emit_block(e, "sm90.decode_producer");
+	}
 	if (d->raw_slots)
 		return emit_tiles_staged(e, err, d, r, k0, kbar0, kfree0, list);
 	return emit_tiles(e, err, d, r, k0, kbar0, kfree0, list);

@@ -347,6 +347,9 @@ split_load_q(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Consumer *c, KgErr *e
 		return -1;
 	emitf(e, "\tfence.proxy.async.shared::cta;\n");
 	op_bar_sync_why(e, 1, 256, "both consumer warpgroups' Q stores before the first S");
+	/* back in the consumer's block, so the set-up after the Q load keeps
+	 * its register names (gen/emit.h, "Naming") */
+	emit_block(e, "sm90.fmha_consumer");
 	return 0;
 }
 
