@@ -307,7 +307,7 @@ typedef uint32_t EmuClock;
 
 /* One tag per 16-byte smem chunk and per TMEM (lane quarter, column). */
 enum { TAGK_NONE, TAGK_GENERIC, TAGK_TMA, TAGK_TC, TAGK_ALLOC, TAGK_TCST, TAGK_TCCP,
-       TAGK_TCSHIFT };
+       TAGK_TCSHIFT, TAGK_CPASYNC };
 /* Tags of an issue pipe's async ops (mma, cp, shift): ordered by its commits. */
 #define EMU_TAGK_PIPE(k) ((k) == TAGK_TC || (k) == TAGK_TCCP || (k) == TAGK_TCSHIFT)
 typedef struct EmuTag {
@@ -374,6 +374,15 @@ typedef struct EmuAsync {
 	/* frees what it holds besides data, completed or not (NULL: nothing) */
 	void (*drop)(struct EmuAsync *a);
 } EmuAsync;
+
+/* One cp.async copy (cpasync.c): its source bytes, read at issue, land at
+ * the issuing thread's wait. */
+typedef struct EmuCpAsync {
+	uint32_t smem, bytes;
+	int group;          /* the commit group it belongs to */
+	const EmuInsn *in;
+	uint8_t data[16];   /* zeros past the source size */
+} EmuCpAsync;
 
 /* ---- mbarriers (mbar.c) ------------------------------------------------- */
 
@@ -502,6 +511,9 @@ struct EmuThread {
 	int cbar_synced;     /* it completed a barrier.cluster.wait */
 	int bulk_groups;     /* cp.async.bulk commit groups issued */
 	int bulk_open;       /* ops since the last commit_group */
+	struct EmuCpAsync *cpa; /* cp.async copies not yet waited for (cpasync.c) */
+	int ncpa, capcpa;
+	int cpa_groups;      /* cp.async commit groups issued */
 	uint64_t steps;
 };
 

@@ -253,6 +253,8 @@ static int
 thread_exit(EmuCta *c, EmuThread *t)
 {
 	EmuWarp *w = t->w;
+	if (emu_cp_async_exit(c, t))
+		return EMU_STOP;
 	t->state = TS_EXITED;
 	c->live--;
 	w->live &= ~(1u << t->lane);
@@ -286,6 +288,7 @@ cta_free(EmuCta *c)
 		return;
 	for (int i = 0; i < c->nthreads; i++) {
 		free(c->t[i].unfenced);
+		free(c->t[i].cpa);
 		free(c->t[i].tcpend);
 		free(c->t[i].single_n);
 	}
@@ -472,6 +475,8 @@ cta_reset(EmuCta *c, const uint32_t ctaid[3])
 		t->ntcpend = 0;
 		t->bulk_groups = 0;
 		t->bulk_open = 0;
+		t->ncpa = 0;
+		t->cpa_groups = 0;
 		t->steps = 0;
 		if (p->nsingle)
 			memset(t->single_n, 0, (size_t)p->nsingle * sizeof *t->single_n);

@@ -229,7 +229,7 @@ static const char *const kind_names[] = {
 	[TAGK_NONE] = "nothing", [TAGK_GENERIC] = "generic store", [TAGK_TMA] = "TMA write",
 	[TAGK_TC] = "tcgen05.mma", [TAGK_ALLOC] = "tcgen05.alloc writing the TMEM address",
 	[TAGK_TCST] = "tcgen05 access", [TAGK_TCCP] = "tcgen05.cp",
-	[TAGK_TCSHIFT] = "tcgen05.shift",
+	[TAGK_TCSHIFT] = "tcgen05.shift", [TAGK_CPASYNC] = "cp.async",
 };
 
 void
@@ -259,6 +259,11 @@ tma_in_flight(EmuCta *c, const EmuThread *t, const EmuInsn *in, uint32_t ch, con
 {
 	char d[320];
 	emu_tag_describe(c, &c->swtag[ch], d, sizeof d);
+	if (c->swtag[ch].kind == TAGK_CPASYNC)
+		return emu_hazard(c, t, in, "async-in-flight",
+		                  "%s smem 0x%x while the %s has not completed (the issuing thread's "
+		                  "cp.async.wait_group / wait_all, then a barrier, come first)",
+		                  what, ch * 16, d);
 	return emu_hazard(c, t, in, "async-in-flight",
 	                  "%s smem 0x%x while the %s has not landed (its mbarrier phase has not "
 	                  "completed, or completed without these bytes: expect_tx too small?)",

@@ -102,6 +102,11 @@ int emu_chk_mbar(EmuInsn *in, EmuParse *p);
 
 /* tma.c */
 int emu_op_tma(EmuCta *c, EmuThread *t, const EmuInsn *in);
+int emu_op_cp_async(EmuCta *c, EmuThread *t, const EmuInsn *in);
+int emu_op_cp_async_commit(EmuCta *c, EmuThread *t, const EmuInsn *in);
+int emu_op_cp_async_wait(EmuCta *c, EmuThread *t, const EmuInsn *in);
+int emu_mod_cp_async(EmuInsn *in, const char *m, EmuParse *p);
+int emu_chk_cp_async(EmuInsn *in, EmuParse *p);
 int emu_op_bulk_copy(EmuCta *c, EmuThread *t, const EmuInsn *in);
 int emu_op_bulk_commit(EmuCta *c, EmuThread *t, const EmuInsn *in);
 int emu_op_bulk_wait(EmuCta *c, EmuThread *t, const EmuInsn *in);
@@ -155,5 +160,7 @@ int emu_tc_complete(EmuCta *c, EmuAsync *a);
 void emu_tc_drop(EmuAsync *a);
 /* tcgen05.ld/st in flight when a thread exits or waits */
 int emu_tc_land(EmuCta *c, EmuWarp *w, int st_only);
+/* A thread's exit: a hazard if it has cp.async copies it never waited for. */
+int emu_cp_async_exit(EmuCta *c, EmuThread *t);
 
 #endif

@@ -140,6 +140,11 @@ static const EmuOpDef optab[] = {
 	{"mbarrier.try_wait", emu_op_mbar_wait, NULL, emu_mod_mbar, emu_chk_mbar, CAT_SPACE | CAT_TYPE | CAT_ORDER | CAT_SCOPE, 3, 4, 0},
 	{"mbarrier.test_wait", emu_op_mbar_wait, NULL, emu_mod_mbar, emu_chk_mbar, CAT_SPACE | CAT_TYPE | CAT_ORDER | CAT_SCOPE, 3, 3, 0},
 	{"mbarrier.inval", emu_op_mbar_inval, NULL, emu_mod_mbar, emu_chk_mbar, CAT_SPACE | CAT_TYPE, 1, 1, 0},
+	/* cpasync.c: §9.7.9.24.3-6 cp.async (non-bulk) */
+	{"cp.async", emu_op_cp_async, NULL, emu_mod_cp_async, emu_chk_cp_async, 0, 3, 4, OPF_SCHED},
+	{"cp.async.commit_group", emu_op_cp_async_commit, NULL, NULL, NULL, 0, 0, 0, 0},
+	{"cp.async.wait_group", emu_op_cp_async_wait, NULL, NULL, NULL, 0, 1, 1, 0},
+	{"cp.async.wait_all", emu_op_cp_async_wait, NULL, NULL, NULL, 0, 0, 0, 0},
 	/* tma.c: §9.7.9.25 cp.async.bulk, §9.7.9.26 cp.async.bulk.tensor */
 	{"cp.async.bulk.tensor", emu_op_tma, NULL, emu_mod_tma, emu_chk_tma, CAT_CACHE, 2, 5, OPF_SCHED},
 	{"cp.async.bulk.prefetch.tensor", emu_op_nop, NULL, emu_mod_tma, NULL, CAT_CACHE, 1, 2, 0},

@@ -1,4 +1,4 @@
-/* Decode on sm_100a beyond the emitted configurations: generated in
+/* Decode on both targets beyond the emitted configurations: generated in
  * process at the shapes emitted/ does not hold (one head, partial head
  * blocks, page sizes 1, 2 and 61, top-k not a multiple of the 64-key
  * tile, an extra source, sink, topk_length, unnormalized output) and run on the emulator
@@ -33,10 +33,10 @@ static const uint32_t shapes[][3] = {
 };
 
 static int
-run_config(const char *const *cfg)
+run_config(const char *target, const char *const *cfg)
 {
-	const char *args[20] = {"--target", "sm_100a"};
-	char what[256] = "";
+	const char *args[20] = {"--target", target};
+	char what[256];
 	int n = 2, fails = 0;
 	char *ptx = NULL;
 	size_t len = 0;
@@ -46,15 +46,16 @@ run_config(const char *const *cfg)
 	KrtModule *mod = NULL;
 
 	memset(&err, 0, sizeof err);
+	snprintf(what, sizeof what, "%s", target);
 	for (int i = 0; i < 16 && cfg[i]; i++) {
 		args[n++] = cfg[i];
-		snprintf(what + strlen(what), sizeof what - strlen(what), "%s%s", i ? " " : "", cfg[i]);
+		snprintf(what + strlen(what), sizeof what - strlen(what), " %s", cfg[i]);
 	}
 	if (kgen_generate("decode", n, args, &ptx, &len, &kerr)) {
 		printf("FAIL %s: kgen refuses: %s\n", what, kerr.msg);
 		return 1;
 	}
-	if (et_open_for("sm_100a", &dev, &err) || krt_module_load(dev, ptx, len, &mod, &err)) {
+	if (et_open_for(target, &dev, &err) || krt_module_load(dev, ptx, len, &mod, &err)) {
 		printf("FAIL %s: %s\n", what, err.msg);
 		free(ptx);
 		krt_device_close(dev);
@@ -150,9 +151,11 @@ main(void)
 	static const char *const waits[16] = {"--heads-q", "16", "--topk", "100", "--page-size", "1", "--sink", "1"};
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	for (size_t i = 0; i < COUNT(configs); i++)
-		fails += run_config(configs[i]) != 0;
+	for (size_t i = 0; i < COUNT(configs); i++) {
+		fails += run_config("sm_100a", configs[i]) != 0;
+		fails += run_config("sm_90a", configs[i]) != 0;
+	}
 	fails += run_coresident("sm_90a", waits, 3) != 0;
-	printf("test_emu_decode: %d of %zu configurations failed\n", fails, COUNT(configs) + 1);
+	printf("test_emu_decode: %d of %zu configurations failed\n", fails, 2 * COUNT(configs) + 1);
 	return fails ? 1 : 0;
 }
