@@ -487,7 +487,8 @@ emit_split_rows(Emit *e, const DecodeCfg *d, FmhaRegs *r, Reg t, Reg ps)
 	      ps.s, r->lse.s, r->lse.s);
 }
 
-/* Q's rows of this head block into L2 before the key list is compacted:
+/* Q's rows of this head block into L2 before the key list is compacted
+ * (targets without DecodeOps.issue_q):
  * thread tid < 64 (and head h + tid < Hq) prefetches row (qrow·Hq + h +
  * tid) of Q, 2·D bytes at a 16-byte aligned offset (PTX ISA
  * "cp.async.bulk.prefetch"), so the producer's Q loads later hit L2. */
@@ -580,7 +581,13 @@ emit_prologue(Emit *e, const DecodeCfg *d, FmhaRegs *r, KgErr *err)
 		emitf(e, "\tsetp.eq.and.u32 %s, %s, 0, %s;\n", p0.s, r->tid.s, ps.s);
 		emitf(e, "\t@%s red.relaxed.gpu.global.add.u32 [%s], %d;\n", p0.s, ctr.s, DEC_CNT_START);
 	}
-	emit_q_prefetch(e, d, r);
+	if (f->t->decode->issue_q) {
+		f->t->decode->issue_q(e, d, r, op_plan_smem(e, &f->plan, r->base, f->r_q));
+		/* back in the prologue's block (gen/emit.h, "Naming") */
+		emit_block(e, "decode.prologue");
+	} else {
+		emit_q_prefetch(e, d, r);
+	}
 	op_init_barriers(e, &f->plan, r->base, r->tid, "decode.barrier_init");
 	if (f->t->fmha->setup && f->t->fmha->setup(e, f, r, err) < 0)
 		return -1;
@@ -983,6 +990,7 @@ static int
 decode_plan(const void *params, Buf *text, KgErr *err)
 {
 	DecodeCfg d;
+	const char *q_how;
 
 	if (decode_configure(&d, params, err) < 0)
 		return -1;
@@ -1021,8 +1029,10 @@ decode_plan(const void *params, Buf *text, KgErr *err)
 	}
 	if (d.nsparse < d.nsrc)
 		buf_printf(text, "paged keys      per 64-key tile, 64 producer threads resolve each key to its token (block table, list) into a 3-tile ring in smem, a tile ahead\n");
+	q_how = d.f.t->decode->issue_q ? "Q copied into its tile by the consumers' cp.async while the key list is compacted"
+	                               : "Q's rows into L2 at the start";
 	if (d.f.t->decode->l2_prefetch && d.raw_slots && !decode_prefetch_tiles(&d))
-		buf_printf(text, "prefetch        Q's rows at the start; no token rows (the ring's copies are the paged source's earliest resolved keys)\n");
+		buf_printf(text, "prefetch        %s; no token rows (the ring's copies are the paged source's earliest resolved keys)\n", q_how);
 	else if (d.f.t->decode->l2_prefetch) {
 		int ahead = decode_prefetch_tiles(&d), first = d.raw_slots ? DEC_RAW_SLOTS : 1;
 		char why[96];
@@ -1034,10 +1044,10 @@ decode_plan(const void *params, Buf *text, KgErr *err)
 			         first, first + ahead - 1, first - 1);
 		else
 			snprintf(why, sizeof why, "the key list is known: tiles 0..%d behind the first tile's loads", ahead);
-		buf_printf(text, "prefetch        Q's rows at the start; once tile j is published, tile j+%d's token rows (and tail scales) into L2 (%s)\n",
-		           first + ahead, why);
+		buf_printf(text, "prefetch        %s; once tile j is published, tile j+%d's token rows (and tail scales) into L2 (%s)\n",
+		           q_how, first + ahead, why);
 	} else
-		buf_printf(text, "prefetch        Q's rows at the start; no token rows (the gatherer has no registers to spare for their addresses)\n");
+		buf_printf(text, "prefetch        %s; no token rows (the gatherer has no registers to spare for their addresses)\n", q_how);
 	if (!d.unnorm)
 		buf_printf(text, "combine         split-KV: %s\n",
 		           d.f.t->decode->combine_wait

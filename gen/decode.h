@@ -136,15 +136,19 @@ typedef struct DecodeOps {
 	 * wherever one bf16 K=V stage and the ring fit; 0: it loads the rows
 	 * into registers. */
 	int stage_rows;
-	/* Optional: the consumers load Q (FmhaCfg.load_q); NULL: the gather
-	 * does, before its first tile. */
+	/* Optional: the consumers complete Q at their start (FmhaCfg.load_q);
+	 * NULL: the gather loads it, before its first tile. */
 	int (*load_q)(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Reg q0, KgErr *err);
+	/* Optional: copies Q into its tile in the prologue, before the key list
+	 * is compacted (load_q then waits for the copies); NULL: Q's rows are
+	 * prefetched into L2 there instead. */
+	void (*issue_q)(Emit *e, const DecodeCfg *d, const FmhaRegs *r, Reg q0);
 } DecodeOps;
 
 extern const DecodeOps decode_sm90, decode_sm100;
 
 /* The gathering producer warpgroup (gen/sm90/decode.c): Q (unless
- * FmhaCfg.load_q: the consumers load it), then every K=V
+ * FmhaCfg.load_q: the consumers complete it), then every K=V
  * tile of the key list, as generic-proxy stores into fmha's K-major
  * 128-byte swizzled tiles, published by fence.proxy.async and the K=V full
  * barrier; target-neutral PTX, so any consumer whose MMA reads shared

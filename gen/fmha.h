@@ -127,9 +127,10 @@ typedef struct FmhaCfg {
 	 * whole rows with 16-byte st.global instead of the accumulator's
 	 * 4-byte pieces (gen/sm90/consumer.c, emit_o_staged) */
 	int o_stage;
-	/* decode (split O, sm_90a): both consumer warpgroups load the Q tile
-	 * at their start (into q0, the Q tile's shared address), so the
-	 * producer begins with the first K=V tile; NULL: the producer loads Q
+	/* decode (split O, sm_90a): both consumer warpgroups complete the Q
+	 * tile at their start (q0, its shared address: decode waits for the
+	 * copies its consumers issued in the prologue), so the producer begins
+	 * with the first K=V tile; NULL: the producer loads Q
 	 * (gen/sm90/fmha_split.c, split_load_q) */
 	int (*load_q)(Emit *e, const struct FmhaCfg *f, const struct FmhaRegs *r, Reg q0, KgErr *err);
 	const void *ext;           /* the caller's configuration (decode: DecodeCfg) */

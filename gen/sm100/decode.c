@@ -148,4 +148,5 @@ const DecodeOps decode_sm100 = {
 	0, /* its addresses spill the 128-register gatherer of the unnormalized kernel; unmeasured here */
 	0, /* today's register gather */
 	NULL, /* the gather loads Q: load_q is called by the sm_90a split-O consumers only */
+	NULL, /* Q's rows are prefetched into L2 in the prologue */
 };

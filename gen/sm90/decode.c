@@ -1,7 +1,7 @@
 /* Decode on sm_90a: the producer warpgroup of fmha's split-O plan,
  * gathering instead of TMA (tokens are scattered one per index, so no
  * tiled box fits). Its 128 threads load Q once (on sm_90a the consumers
- * do, decode_load_q), then per K=V tile of 64 keys read each token's row
+ * copy it in the prologue, decode_issue_q), then per K=V tile of 64 keys read each token's row
  * and scales with 16-byte ld.global.nc (four or eight threads per token,
  * coalesced), dequantize E4M3 -> f16 (cvt,
  * exact) -> f32 times the scale (UE8M0 or fp32) -> bf16 (exact for a power
@@ -40,8 +40,10 @@ emit_swizzle(Emit *e, Reg addr, Reg t, uint32_t mask)
 
 /* Q [.., Hq, D] bf16 rows h..h+63 of query row qs into the Q tile, 16-byte
  * chunks [c0, c0 + w) of each row (w = 64 or 8) by nthr threads: thread
- * tix takes chunk c0 + tix%w of rows tix/w + (nthr/w)·i, at most maxb
- * loads in flight; heads past Hq are zeros. */
+ * tix takes chunk c0 + tix%w of rows tix/w + (nthr/w)·i; heads past Hq are
+ * zeros. maxb > 0: through registers, at most maxb loads in flight; 0: by
+ * cp.async (PTX ISA "cp.async"), a source size of 0 zero-filling the
+ * heads past Hq, complete at the thread's cp.async.wait_all. */
 static void
 emit_q_part(Emit *e, const DecodeCfg *d, const FmhaRegs *r, Reg q0, int c0, int w, Reg tix, int nthr, int maxb)
 {
@@ -51,9 +53,9 @@ emit_q_part(Emit *e, const DecodeCfg *d, const FmhaRegs *r, Reg q0, int c0, int 
 	Reg row0 = reg_new(e, RC_B32), dst0 = reg_new(e, RC_B32), dst = reg_new(e, RC_B32);
 	Reg t = reg_new(e, RC_B32), hl = reg_new(e, RC_B32), p = reg_new(e, RC_PRED);
 	Reg v[16][4];
-	int step = nthr / w, n = 64 / step, batch = n < maxb ? n : maxb;
+	int step = nthr / w, n = 64 / step, batch = maxb == 0 || n < maxb ? n : maxb;
 
-	for (int i = 0; i < batch; i++)
+	for (int i = 0; maxb && i < batch; i++)
 		reg_array(e, RC_B32, v[i], 4);
 	emitf(e, "\tand.b32 %s, %s, %d;\n\tshr.u32 %s, %s, %d;\n", ch.s, tix.s, w - 1, row0.s, tix.s,
 	      w == 64 ? 6 : 3);
@@ -75,6 +77,17 @@ emit_q_part(Emit *e, const DecodeCfg *d, const FmhaRegs *r, Reg q0, int c0, int 
 	emitf(e, "\tadd.u32 %s, %s, %s;\n\tmad.lo.u32 %s, %s, 128, %s;\n", dst0.s, dst0.s, q0.s, dst0.s, row0.s,
 	      dst0.s);
 	emitf(e, "\tand.b32 %s, %s, 7;\n\tmad.lo.u32 %s, %s, 16, %s;\n", t.s, ch.s, dst0.s, t.s, dst0.s);
+	if (maxb == 0) {
+		for (int i = 0; i < n; i++) {
+			emitf(e, "\tsetp.lt.s32 %s, %d, %s;\n\tselp.u32 %s, 16, 0, %s;\n", p.s, step * i, hl.s, ch.s,
+			      p.s);
+			emitf(e, "\tadd.u32 %s, %s, %d;\n", dst.s, dst0.s, step * i * 128);
+			emit_swizzle(e, dst, t, mask);
+			emitf(e, "\tcp.async.cg.shared.global [%s], [%s+%d], 16, %s;\n", dst.s, src.s,
+			      step * i * 2 * f->d, ch.s);
+		}
+		return;
+	}
 	for (int i0 = 0; i0 < n; i0 += batch) {
 		for (int i = 0; i < batch; i++) {
 			int row = step * (i0 + i);
@@ -94,8 +107,8 @@ emit_q_part(Emit *e, const DecodeCfg *d, const FmhaRegs *r, Reg q0, int c0, int 
 }
 
 /* The Q tile: the first 64 chunks of each row, then the rest (head_dim_qk
- * 576: 8 more), by nthr threads (tix: 0..nthr-1), maxb 16-byte loads in
- * flight per thread. */
+ * 576: 8 more), by nthr threads (tix: 0..nthr-1): through registers, maxb
+ * 16-byte loads in flight per thread, or by cp.async (maxb 0). */
 static void
 emit_q(Emit *e, const DecodeCfg *d, const FmhaRegs *r, Reg q0, Reg tix, int nthr, int maxb)
 {
@@ -105,35 +118,48 @@ emit_q(Emit *e, const DecodeCfg *d, const FmhaRegs *r, Reg q0, Reg tix, int nthr
 		emit_q_part(e, d, r, q0, 64, (d->f.d - 512) / 8, tix, nthr, maxb);
 }
 
-/* The Q tile unless this part has no tiles: then no one reads Q, and its
- * consumers stage O in the Q tile right away (FmhaCfg.o_stage). tix is
- * computed behind the branch by `sub` (tix = tid - sub) when sub > 0. */
+/* The producer's 128 threads load the Q tile, 8 loads in flight each,
+ * unless this part has no tiles: then no one reads Q, and its consumers
+ * stage O in the Q tile right away (FmhaCfg.o_stage). */
 static void
-emit_q_unless_empty(Emit *e, const DecodeCfg *d, const FmhaRegs *r, Reg q0, Reg tix, int sub, int nthr,
-                    int maxb)
+emit_q_unless_empty(Emit *e, const DecodeCfg *d, const FmhaRegs *r, Reg q0)
 {
 	Reg p = reg_new(e, RC_PRED);
 	char noq[48];
 
 	label_new(e, noq, sizeof noq, "no_tiles");
 	emitf(e, "\tsetp.ge.u32 %s, %s, %s;\n\t@%s bra %s;\n", p.s, r->j0.s, r->n_total.s, p.s, noq);
-	if (sub)
-		emitf(e, "\tsub.u32 %s, %s, %d;\n", tix.s, r->tid.s, sub);
-	emit_q(e, d, r, q0, tix, nthr, maxb);
+	emit_q(e, d, r, q0, r->tid, 128, 8);
 	emit_label(e, noq);
 }
 
-/* FmhaCfg.load_q: the 256 consumer threads load the Q tile at their start,
- * 16 loads in flight each (64 registers, free before the first S), while
- * the producer gathers the first tile. The caller publishes the stores
- * (gen/sm90/fmha_split.c). */
+/* DecodeOps.issue_q: the 256 consumer threads copy the Q tile by cp.async
+ * in the prologue, before the key list is compacted, so Q arrives while
+ * the indices are read; decode_load_q waits for the copies. A part with no
+ * tiles copies Q too (its tile count is known only after compaction). */
+static void
+decode_issue_q(Emit *e, const DecodeCfg *d, const FmhaRegs *r, Reg q0)
+{
+	Reg tix = reg_new(e, RC_B32), p = reg_new(e, RC_PRED);
+	char skip[48];
+
+	label_new(e, skip, sizeof skip, "no_q_copy");
+	emitf(e, "\tsetp.lt.u32 %s, %s, %d;\n\t@%s bra %s;\n", p.s, r->tid.s, d->cons_tid0, p.s, skip);
+	emitf(e, "\tsub.u32 %s, %s, %d;\n", tix.s, r->tid.s, d->cons_tid0);
+	emit_q(e, d, r, q0, tix, d->cons_threads, 0);
+	emit_label(e, skip);
+}
+
+/* FmhaCfg.load_q: each consumer thread waits for its copies of the Q tile
+ * (decode_issue_q); the caller publishes them (gen/sm90/fmha_split.c). */
 static int
 decode_load_q(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Reg q0, KgErr *err)
 {
-	const DecodeCfg *d = f->ext;
-
+	(void)f;
+	(void)r;
+	(void)q0;
 	(void)err;
-	emit_q_unless_empty(e, d, r, q0, reg_new(e, RC_B32), d->cons_tid0, d->cons_threads, 16);
+	emitf(e, "\tcp.async.wait_all;\n");
 	return 0;
 }
 
@@ -771,7 +797,7 @@ decode_gather_warpgroup(Emit *e, const FmhaCfg *f, const FmhaRegs *r, KgErr *err
 	/* Q, published with the first K=V tile (gen/sm90/fmha_split.c, "Q
 	 * full"), unless the consumers load it (FmhaCfg.load_q) */
 	if (!f->load_q) {
-		emit_q_unless_empty(e, d, r, q0, r->tid, 0, 128, 8);
+		emit_q_unless_empty(e, d, r, q0);
 		/* the gather's registers are the producer's (gen/emit.h, "Naming") */
 		emit_block(e, "sm90.decode_producer");
 	}
@@ -803,4 +829,5 @@ const DecodeOps decode_sm90 = {
 	1, /* +10 % at batch 64-128 on the H100 (BENCHMARKS.md, decode) */
 	1, /* ncu, h64 b128: L1TEX-scoreboard-bound with one pass in flight (docs/ABI.md "decode") */
 	decode_load_q,
+	decode_issue_q,
 };

@@ -336,10 +336,10 @@ split_scores_loop(Emit *e, KgErr *err, const FmhaCfg *f, const FmhaRegs *r, Cons
 	return 0;
 }
 
-/* FmhaCfg.load_q: both consumer warpgroups fill the Q tile; each thread's
- * generic stores reach the async proxy (fence.proxy.async, PTX ISA
- * "Asynchronous proxy") before the 256 threads meet, after which the
- * scores warpgroup's S reads Q. */
+/* FmhaCfg.load_q: both consumer warpgroups complete the Q tile; each
+ * thread's generic stores (or its completed cp.async copies) reach the
+ * async proxy (fence.proxy.async, PTX ISA "Asynchronous proxy") before the
+ * 256 threads meet, after which the scores warpgroup's S reads Q. */
 static int
 split_load_q(Emit *e, const FmhaCfg *f, const FmhaRegs *r, Consumer *c, KgErr *err)
 {
