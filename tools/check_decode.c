@@ -491,6 +491,17 @@ decode_compare(CheckCase *c, CheckResult *res, KrtErr *err)
 		for (uint32_t s = 0; s < d->sq; s++) {
 			uint64_t r = (uint64_t)b * d->sq + s;
 			size_t n = gather_keys(d, r, k, tok);
+			/* The kernel's softmax weights are fp32, exp2(s - m): a key
+			 * whose weight is below 2^-126 of the row's largest adds
+			 * nothing there, so up to n·2^-126·vmax of O may be missing
+			 * where the float64 reference keeps it (a zero key of weight 1
+			 * with every other key 200 nats below: O ~ 1e-88 in float64,
+			 * 0 in fp32). Differences within that floor are not errors. */
+			double vmax = 0, floor;
+			for (size_t i = 0; i < n; i++)
+				for (int z = 0; z < D_V; z++)
+					vmax = fmax(vmax, fabs(k[i * (size_t)dqk + (size_t)z]));
+			floor = (double)n * 0x1p-126 * vmax;
 			for (uint32_t h = 0; h < d->hq; h++) {
 				uint64_t row = r * d->hq + h;
 				double rowmax = 0;
@@ -514,7 +525,8 @@ decode_compare(CheckCase *c, CheckResult *res, KrtErr *err)
 					uint64_t idx = row * D_V + (uint64_t)i;
 					if (num_is_fill(ot, out, idx, CHECK_POISON_BYTE))
 						continue;
-					double got = num_load(ot, out, idx) * w, e = check_row_err(got, ref[i], rowmax);
+					double got = num_load(ot, out, idx) * w;
+					double e = fabs(got - ref[i]) <= floor ? 0 : check_row_err(got, ref[i], rowmax);
 					if (check_count(res, e, res->tol, &res->max_err) && res->bad++ < max_report)
 						check_report(c, "  O   b %u s %u head %u col %d: got %.8g want %.8g rel err %.3e; %zu keys\n",
 						             b, s, h, i, got, ref[i], e, n);
