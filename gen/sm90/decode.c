@@ -305,20 +305,34 @@ emit_key_page(Emit *e, Gather *g, Reg j, Reg kt, int add, const Reg *guard)
 	      g->pb.s, g->o.s);
 }
 
-/* An L2 prefetch of tile j's token rows: thread tid < 64 takes key 64j +
- * tid, one cp.async.bulk.prefetch.L2 of its row (rows start 16-byte
- * aligned and are a multiple of 16 bytes, gen/decode_format.c; PTX ISA
- * "cp.async.bulk.prefetch") and a prefetch.global.L2 of the line of its
- * tail scales. Issued decode_prefetch_tiles tiles before the tile's loads,
- * so they find the rows in L2 instead of each pass waiting on HBM with
- * only its own rows in flight; nothing is written, so nothing waits. */
+/* An L2 prefetch of tile j's token rows: each even thread tid takes key
+ * 64j + tid/2, one cp.async.bulk.prefetch.L2 of its row (rows start
+ * 16-byte aligned and are a multiple of 16 bytes, gen/decode_format.c; PTX
+ * ISA "cp.async.bulk.prefetch") and a prefetch.global.L2 of the line of
+ * its tail scales. The bulk prefetch takes a uniform address, so ptxas
+ * loops it over a warp's distinct rows: 16 in each of the four warps
+ * instead of 32 in two of them halves the loop the tile waits for (H100:
+ * V3.2 -1.7 %, BENCHMARKS.md "decode"). With a paged source (keys from the
+ * resolved-keys ring) threads tid < 64 take key 64j + tid: there the
+ * spread mapping's register spills the gatherer (fp8-token, 16 bytes).
+ * Issued decode_prefetch_tiles tiles before the tile's loads, so they find
+ * the rows in L2 instead of each pass waiting on HBM with only its own
+ * rows in flight; nothing is written, so nothing waits. */
 static void
 emit_prefetch_tile(Emit *e, Gather *g, Reg j)
 {
 	const DecodeFormat *fm = g->d->fmt;
 
-	emitf(e, "\tsetp.lt.u32 %s, %s, 64;\n", g->pf.s, g->r->tid.s);
-	emit_key_page(e, g, j, g->r->tid, 0, &g->pf);
+	if (g->d->nsparse < g->d->nsrc) {
+		emitf(e, "\tsetp.lt.u32 %s, %s, 64;\n", g->pf.s, g->r->tid.s);
+		emit_key_page(e, g, j, g->r->tid, 0, &g->pf);
+	} else {
+		/* tid/2 in idx, which emit_key_page reads before it writes it
+		 * (the key page's registers only: gen/emit.h, "Naming") */
+		emitf(e, "\tand.b32 %s, %s, 1;\n\tsetp.eq.u32 %s, %s, 0;\n\tshr.u32 %s, %s, 1;\n", g->t.s,
+		      g->r->tid.s, g->pf.s, g->t.s, g->idx.s, g->r->tid.s);
+		emit_key_page(e, g, j, g->idx, 0, &g->pf);
+	}
 	if (fm->nscales && fm->scale_at < 0) {
 		emitf(e, "\tmul.lo.u32 %s, %s, %d;\n\tmad.lo.u32 %s, %s, %d, %s;\n", g->t.s, g->ps.s, fm->row_bytes,
 		      g->t.s, g->off.s, fm->scale_bytes, g->t.s);
