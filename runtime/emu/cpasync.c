@@ -18,12 +18,14 @@
 #include "emu.h"
 #include "ops.h"
 
-/* aux[0]: 1 once the destination space (.shared) is named, [1]: the source's */
+/* aux[0]: 1 once the destination space (.shared) is named, [1]: the
+ * source's (.global), [2]: 1 for .cg (16-byte copies only) */
 int
 emu_mod_cp_async(EmuInsn *in, const char *m, EmuParse *p)
 {
-	(void)p;
 	if (strcmp(m, "shared") == 0 || strcmp(m, "shared::cta") == 0) {
+		if (in->aux[1])
+			return emu_parse_fail(p, "cp.async: the destination .shared comes before the source .global");
 		in->space = SPACE_SHARED;
 		in->aux[0] = 1;
 		return 1;
@@ -32,8 +34,12 @@ emu_mod_cp_async(EmuInsn *in, const char *m, EmuParse *p)
 		in->aux[1] = 1;
 		return 1;
 	}
-	return strcmp(m, "ca") == 0 || strcmp(m, "cg") == 0 || strcmp(m, "L2::64B") == 0 ||
-	       strcmp(m, "L2::128B") == 0 || strcmp(m, "L2::256B") == 0;
+	if (strcmp(m, "cg") == 0) {
+		in->aux[2] = 1;
+		return 1;
+	}
+	return strcmp(m, "ca") == 0 || strcmp(m, "L2::64B") == 0 || strcmp(m, "L2::128B") == 0 ||
+	       strcmp(m, "L2::256B") == 0;
 }
 
 int
@@ -53,10 +59,18 @@ emu_op_cp_async(EmuCta *c, EmuThread *t, const EmuInsn *in)
 	    emu_geti(c, t, in, 2, &size))
 		return EMU_STOP;
 	src_size = size;
-	if (in->nop > 3 && emu_geti(c, t, in, 3, &src_size))
-		return EMU_STOP;
+	if (in->nop > 3) {
+		const EmuOperand *o = emu_opnd(c, in, 3);
+		if (o->kind == OPK_REG && c->prog->reg[o->reg].type == T_PRED)
+			return emu_fault(c, t, in, "cp.async: the ignore-src predicate form is not supported by the "
+			                 "emulator");
+		if (emu_geti(c, t, in, 3, &src_size))
+			return EMU_STOP;
+	}
 	if (size != 4 && size != 8 && size != 16)
 		return emu_fault(c, t, in, "cp.async: cp-size %" PRIu64 " is not 4, 8 or 16 (PTX ISA §9.7.9.24.3)", size);
+	if (in->aux[2] && size != 16)
+		return emu_fault(c, t, in, "cp.async.cg: cp-size %" PRIu64 " is not 16 (PTX ISA §9.7.9.24.3)", size);
 	if (src_size > size)
 		return emu_fault(c, t, in, "cp.async: src-size %" PRIu64 " exceeds cp-size %" PRIu64, src_size, size);
 	if ((sa % size) || (ga % size))
