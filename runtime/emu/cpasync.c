@@ -1,6 +1,8 @@
-/* cp.async (PTX ISA §9.7.9.24.3-6): copies of 4, 8 or 16 bytes from global
- * to shared memory, issued by one thread and complete only at that thread's
- * cp.async.wait_group / cp.async.wait_all.
+/* cp.async (PTX ISA §9.7.9.24.3-6): copies of 16 bytes from global to
+ * shared memory, issued by one thread and complete only at that thread's
+ * cp.async.wait_group / cp.async.wait_all. Copies of 4 and 8 bytes are
+ * refused: the emulator tags shared memory in 16-byte chunks, so two of
+ * them in flight into one chunk could not be told apart.
  *
  * The emulator reads the source at issue and lands the bytes at the wait,
  * the latest point the memory model allows: until then the destination is
@@ -71,6 +73,9 @@ emu_op_cp_async(EmuCta *c, EmuThread *t, const EmuInsn *in)
 		return emu_fault(c, t, in, "cp.async: cp-size %" PRIu64 " is not 4, 8 or 16 (PTX ISA §9.7.9.24.3)", size);
 	if (in->aux[2] && size != 16)
 		return emu_fault(c, t, in, "cp.async.cg: cp-size %" PRIu64 " is not 16 (PTX ISA §9.7.9.24.3)", size);
+	if (size != 16)
+		return emu_fault(c, t, in, "cp.async of %" PRIu64 " bytes: the emulator runs 16-byte copies only "
+		                 "(its shared-memory tags cover 16-byte chunks)", size);
 	if (src_size > size)
 		return emu_fault(c, t, in, "cp.async: src-size %" PRIu64 " exceeds cp-size %" PRIu64, src_size, size);
 	if ((sa % size) || (ga % size))
