@@ -496,12 +496,12 @@ decode_compare(CheckCase *c, CheckResult *res, KrtErr *err)
 			 * nothing there, so up to n·2^-126·vmax of O may be missing
 			 * where the float64 reference keeps it (a zero key of weight 1
 			 * with every other key 200 nats below: O ~ 1e-88 in float64,
-			 * 0 in fp32). Differences within that floor are not errors. */
-			double vmax = 0, floor;
+			 * 0 in fp32). Differences within that bound are not errors. */
+			double vmax = 0, underflow;
 			for (size_t i = 0; i < n; i++)
 				for (int z = 0; z < D_V; z++)
 					vmax = fmax(vmax, fabs(k[i * (size_t)dqk + (size_t)z]));
-			floor = (double)n * 0x1p-126 * vmax;
+			underflow = (double)n * 0x1p-126 * vmax;
 			for (uint32_t h = 0; h < d->hq; h++) {
 				uint64_t row = r * d->hq + h;
 				double rowmax = 0;
@@ -526,7 +526,7 @@ decode_compare(CheckCase *c, CheckResult *res, KrtErr *err)
 					if (num_is_fill(ot, out, idx, CHECK_POISON_BYTE))
 						continue;
 					double got = num_load(ot, out, idx) * w;
-					double e = fabs(got - ref[i]) <= floor ? 0 : check_row_err(got, ref[i], rowmax);
+					double e = fabs(got - ref[i]) <= underflow ? 0 : check_row_err(got, ref[i], rowmax);
 					if (check_count(res, e, res->tol, &res->max_err) && res->bad++ < max_report)
 						check_report(c, "  O   b %u s %u head %u col %d: got %.8g want %.8g rel err %.3e; %zu keys\n",
 						             b, s, h, i, got, ref[i], e, n);

@@ -1,12 +1,12 @@
 /* Decode on sm_90a: the producer warpgroup of fmha's split-O plan,
  * gathering instead of TMA (tokens are scattered one per index, so no
  * tiled box fits). Its 128 threads load Q once (on sm_90a the consumers
- * copy it in the prologue, decode_issue_q), then per K=V tile of 64 keys read each token's row
- * and scales with 16-byte ld.global.nc (four or eight threads per token,
- * coalesced), dequantize E4M3 -> f16 (cvt,
- * exact) -> f32 times the scale (UE8M0 or fp32) -> bf16 (exact for a power
- * of two: three mantissa bits), and st.shared the bf16 rows into the 128-byte swizzled
- * K-major layout a TMA box would have written (gen/layout.h), so the
+ * copy it in the prologue, decode_issue_q), then per K=V tile of 64 keys
+ * read each token's row and scales with 16-byte ld.global.nc (four or
+ * eight threads per token, coalesced), dequantize E4M3 -> f16 (cvt, exact)
+ * -> f32 times the scale (UE8M0 or fp32) -> bf16 (exact for a power of
+ * two: three mantissa bits), and st.shared the bf16 rows into the 128-byte
+ * swizzled K-major layout a TMA box would have written (gen/layout.h), so the
  * consumers' descriptors are fmha's. Generic-proxy stores read by wgmma
  * need fence.proxy.async before the full barrier's arrival (PTX ISA
  * "Asynchronous proxy"). Where it fits, the rows reach registers from a
@@ -53,9 +53,9 @@ emit_q_part(Emit *e, const DecodeCfg *d, const FmhaRegs *r, Reg q0, int c0, int 
 	Reg row0 = reg_new(e, RC_B32), dst0 = reg_new(e, RC_B32), dst = reg_new(e, RC_B32);
 	Reg t = reg_new(e, RC_B32), hl = reg_new(e, RC_B32), p = reg_new(e, RC_PRED);
 	Reg v[16][4];
-	int step = nthr / w, n = 64 / step, batch = maxb == 0 || n < maxb ? n : maxb;
+	int step = nthr / w, n = 64 / step, batch = n < maxb ? n : maxb;
 
-	for (int i = 0; maxb && i < batch; i++)
+	for (int i = 0; i < batch; i++)
 		reg_array(e, RC_B32, v[i], 4);
 	emitf(e, "\tand.b32 %s, %s, %d;\n\tshr.u32 %s, %s, %d;\n", ch.s, tix.s, w - 1, row0.s, tix.s,
 	      w == 64 ? 6 : 3);
