@@ -97,7 +97,8 @@ indexer_configure(IndexerCfg *c, const IndexerParams *p, KgErr *err)
 		c->r_q = plan_smem(&c->plan, "query heads (E4M3 tiles)", 64u * 128u, 1024, IDX_THREADS / 128);
 		c->r_tiles = plan_smem(&c->plan, "key tiles (E4M3)", (uint32_t)IDX_TILE * 128u, 1024, IDX_THREADS / 128);
 		c->r_scales = plan_smem(&c->plan, "key tile scales", 4u * IDX_TILE, 16, IDX_THREADS / 128);
-		c->r_sums = plan_smem(&c->plan, "per-warp head sums", 4u * 4u * IDX_TILE, 16, IDX_THREADS / 128);
+		if (c->t->indexer->head_sums)
+			c->r_sums = plan_smem(&c->plan, "per-warp head sums", 4u * 4u * IDX_TILE, 16, IDX_THREADS / 128);
 		c->r_w = plan_smem(&c->plan, "head weights (f32)", 4u * 64u, 16, 1);
 		if (c->fp4_e4m3)
 			c->r_lut = plan_smem(&c->plan, "E2M1 -> E4M3 byte tables", 8u * W4A8_NLUT, 16, 1);

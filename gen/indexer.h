@@ -61,8 +61,9 @@ typedef struct IndexerCfg {
 	int win;                       /* keys of a top-k window: a power of two >= max(2·topk, IDX_WIN_MIN) */
 	int r_q, r_w, r_hist, r_state; /* smem regions */
 	int r_keys, r_scan;            /* the top-k's windows (keys, then their row positions), its scan */
-	int r_tiles, r_scales, r_sums; /* mma: key tiles, their scales, per-warp head sums */
+	int r_tiles, r_scales, r_sums; /* mma: key tiles, their scales, per-warp head sums (IndexerOps.head_sums) */
 	int r_tslot, b_mma;            /* the target's own (IndexerOps.plan_mma): TMEM address, MMA barrier */
+	int r_tiles2, r_scales2;       /* ... or a second buffer of key tiles and scales */
 	int r_sfb;                     /* sm_100a fp4: Q's scale-factor image (all 2^0) */
 	int fp4_e4m3;                  /* fp4 keys gathered as E4M3 (IDX_MMA_FP4_E4M3) */
 	int r_lut;                     /* ... by these byte tables (gen/w4a8.h) */
@@ -97,6 +98,7 @@ typedef struct IndexerOps {
 	int mma_score; /* the --score value that selects score_mma */
 	int mma_fp4;   /* IDX_MMA_FP4_*: whether and how score_mma takes fp4 keys */
 	int unit_mma;  /* score_mma's keys per part before the next part's (docs/ABI.md "indexer", "Split rows") */
+	int head_sums; /* score_mma sums the heads of a key across warps: the shared plan gives it IndexerCfg.r_sums */
 	/* NULL, or what score_mma needs beyond the shared regions (TMEM,
 	 * barriers), added to the plan before it is checked */
 	int (*plan_mma)(IndexerCfg *c, KgErr *err);
@@ -132,23 +134,47 @@ typedef struct IdxTileScratch {
 void indexer_emit_key_tile(Emit *e, const IndexerCfg *c, const IndexerRegs *r, const IdxTileScratch *s,
                            Reg i, Reg id, Reg tile, Reg scs, int keys, int threads);
 
-/* The same tile in two steps, for a scoring that issues the next tile's
- * loads under the current tile's MMAs (fp8 keys, and fp4 keys as E4M3):
- * _load issues every global load of tile i into the registers of `l`
- * (its chunks' bytes, the thread's key scale or exponent word), _store
- * turns them into the tile and the scales as indexer_emit_key_tile does.
- * The registers are the caller's, from indexer_key_tile_regs. */
+/* fp4 keys as E4M3 (c->fp4_e4m3) in two steps, so that a scoring issues
+ * the next tile's loads under the current tile's MMAs: _load issues every
+ * global load of tile i into the registers of `l` (half a key's codes a
+ * thread, the key's exponent word), _store turns them into E4M3 in the
+ * tile and the key's scale at scs + 4·key. The registers are the
+ * caller's, from indexer_key_tile_regs. */
 enum { IDX_TILE_CHUNKS = 4 };
 typedef struct IdxTileLoad {
-	int chunks;                    /* fp8: keys·8 / threads; fp4: 2 (half a key's codes); at most IDX_TILE_CHUNKS */
-	Reg v[IDX_TILE_CHUNKS][4];     /* 16 bytes each: fp8 values, or 32 E2M1 codes */
-	Reg sc;                        /* fp8: the key's f32 scale; fp4: its exponent word */
+	Reg v[2][4]; /* 32 E2M1 codes in 16 bytes each */
+	Reg sc;      /* the key's exponent word */
 } IdxTileLoad;
 void indexer_key_tile_regs(Emit *e, const IndexerCfg *c, IdxTileLoad *l, int keys, int threads);
 void indexer_emit_key_tile_load(Emit *e, const IndexerCfg *c, const IndexerRegs *r, const IdxTileScratch *s,
                                 const IdxTileLoad *l, Reg i, Reg id, int keys, int threads);
 void indexer_emit_key_tile_store(Emit *e, const IndexerCfg *c, const IndexerRegs *r, const IdxTileScratch *s,
                                  const IdxTileLoad *l, Reg i, Reg id, Reg tile, Reg scs, int keys, int threads);
+
+/* fp8 keys by cp.async (PTX ISA "cp.async"): a tile of IDX_TILE keys
+ * copied by 128 threads (this one `id`) straight into the swizzled tile
+ * and its scales, with nothing in registers, so a scoring can copy the
+ * next tile into a second buffer while the current one's MMAs run. Chunk
+ * q of thread id is part id % 8 of key row id / 8 + 16q; thread id < 16
+ * copies the scales of keys 4·id .. 4·id + 3 (one 16-byte chunk of the
+ * page's tail). Keys past n are zero-filled (source size 0), the scales
+ * of a chunk that starts before n are copied whole. A tile's pages come
+ * from the block table one step ahead, so the copies do not wait for a
+ * block-table load: _pages of tile i fills `pg`, and _copy of tile i
+ * issues the copies from `pg` and commits them as one group. The caller
+ * waits for it (cp.async.wait_group) and fences it for the async proxy
+ * before its MMAs read the tile. */
+typedef struct IdxTileCopy {
+	int np;                  /* pages a tile spans: IDX_TILE / ps, at least 1 */
+	Reg pg[IDX_TILE_CHUNKS]; /* b32: page q of the tile _pages loaded (0 past n) */
+	Reg row0, dst0;          /* b32: this thread's key row in a tile, its first chunk's offset */
+	Reg off0, soff;          /* b64: that chunk's bytes in its page; this thread's scale chunk's */
+} IdxTileCopy;
+void indexer_tile_copy_init(Emit *e, const IndexerCfg *c, IdxTileCopy *k, Reg id);
+void indexer_emit_tile_pages(Emit *e, const IndexerCfg *c, const IndexerRegs *r, const IdxTileScratch *s,
+                             const IdxTileCopy *k, Reg i);
+void indexer_emit_tile_copy(Emit *e, const IndexerCfg *c, const IndexerRegs *r, const IdxTileScratch *s,
+                            const IdxTileCopy *k, Reg i, Reg id, Reg tile, Reg scs);
 
 /* The query row's Q (heads x 128 E4M3) into the same K-major swizzled
  * layout at q0, `rows` rows (zeros past the heads) by `threads` threads

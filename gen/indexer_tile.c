@@ -1,7 +1,8 @@
-/* The Q and key tiles the tensor-core indexer scorings share (gen/indexer.h,
- * indexer_emit_q_tile, indexer_emit_key_tile): each target's MMA reads the same K-major,
- * 128-byte-swizzled E4M3 tile; only the tile's key count and the threads
- * that stage it differ. */
+/* The Q and key tiles the tensor-core indexer scorings share (gen/indexer.h):
+ * each target's MMA reads the same K-major, 128-byte-swizzled E4M3 tile,
+ * filled by loads and stores (indexer_emit_key_tile, or in two steps for
+ * fp4 keys as E4M3) or by cp.async (indexer_emit_tile_copy, fp8 keys);
+ * only the tile's key count and the threads that fill it differ. */
 #include "indexer.h"
 #include "layout.h"
 #include "w4a8.h"
@@ -127,30 +128,11 @@ indexer_emit_key_tile(Emit *e, const IndexerCfg *c, const IndexerRegs *r, const 
 void
 indexer_key_tile_regs(Emit *e, const IndexerCfg *c, IdxTileLoad *l, int keys, int threads)
 {
-	/* fp8: chunks of 16 bytes; fp4: half a key's codes, 32 bytes */
-	l->chunks = c->fp4_e4m3 ? 2 : keys * 8 / threads;
-	if (l->chunks > IDX_TILE_CHUNKS || (c->fmt->value_bits == 4 && !c->fp4_e4m3) ||
-	    (c->fp4_e4m3 && 2 * keys != threads))
+	if (!c->fp4_e4m3 || 2 * keys != threads)
 		kg_bug("indexer tile loads: %d keys by %d threads, format %s", keys, threads, c->fmt->name);
-	for (int k = 0; k < l->chunks; k++)
+	for (int k = 0; k < 2; k++)
 		reg_array(e, RC_B32, l->v[k], 4);
 	l->sc = reg_new(e, RC_B32);
-}
-
-/* Chunk k of thread id in tile i: its key, part, position j (s->j), the
- * predicate j < n (s->p), and its page's address (s->a) with the chunk's
- * offset in it (s->o). */
-static void
-emit_chunk_addr(Emit *e, const IndexerCfg *c, const IndexerRegs *r, const IdxTileScratch *s, Reg i, Reg id, int k,
-                int keys, int threads)
-{
-	int lk = log2_ceil(keys), kb = c->fmt->key_bytes;
-
-	emit_chunk_of(e, s->x, s->key, s->pt, id, threads * k);
-	emit_key_pos(e, r, s, i, s->key, lk);
-	emit_key_page(e, c, r, s);
-	emitf(e, "\tand.b32 %s, %s, %d;\n\tmad.lo.u32 %s, %s, 8, %s;\n\tmul.wide.u32 %s, %s, %d;\n", s->d.s, s->j.s,
-	      c->ps - 1, s->d.s, s->d.s, s->pt.s, s->o.s, s->d.s, kb / 8);
 }
 
 /* fp4 keys as E4M3 (c->fp4_e4m3): thread id takes half h = id % 2 of key
@@ -223,47 +205,126 @@ void
 indexer_emit_key_tile_load(Emit *e, const IndexerCfg *c, const IndexerRegs *r, const IdxTileScratch *s,
                            const IdxTileLoad *l, Reg i, Reg id, int keys, int threads)
 {
-	int lk = log2_ceil(keys), kb = c->fmt->key_bytes;
-
-	if (c->fp4_e4m3) {
-		emit_fp4_half_load(e, c, r, s, l, i, id, lk);
-		return;
-	}
-	for (int k = 0; k < l->chunks; k++) {
-		const Reg *v = l->v[k];
-
-		emit_chunk_addr(e, c, r, s, i, id, k, keys, threads);
-		emitf(e, "\tadd.u64 %s, %s, %s;\n", s->o.s, s->a.s, s->o.s);
-		for (int q = 0; q < 4; q++)
-			emitf(e, "\tmov.b32 %s, 0;\n", v[q].s);
-		emitf(e, "\t@%s ld.global.nc.v4.b32 {%s, %s, %s, %s}, [%s];\n", s->p.s, v[0].s, v[1].s, v[2].s, v[3].s,
-		      s->o.s);
-	}
-	/* scales: thread id < keys takes key id's, after the page's key rows */
-	emit_key_pos(e, r, s, i, id, lk);
-	emitf(e, "\tsetp.lt.and.u32 %s, %s, %d, %s;\n\tmov.b32 %s, 0;\n", s->p.s, id.s, keys, s->p.s, l->sc.s);
-	emit_key_page(e, c, r, s);
-	emit_key_word_addr(e, c, s);
-	emitf(e, "\t@%s ld.global.nc.b32 %s, [%s+%d];\n", s->p.s, l->sc.s, s->a.s, c->ps * kb);
+	if (!c->fp4_e4m3 || 2 * keys != threads)
+		kg_bug("indexer tile loads: fp4 keys as E4M3 only, half a key a thread");
+	emit_fp4_half_load(e, c, r, s, l, i, id, log2_ceil(keys));
 }
 
 void
 indexer_emit_key_tile_store(Emit *e, const IndexerCfg *c, const IndexerRegs *r, const IdxTileScratch *s,
                             const IdxTileLoad *l, Reg i, Reg id, Reg tile, Reg scs, int keys, int threads)
 {
-	if (c->fp4_e4m3) {
-		emit_fp4_half_store(e, c, r, s, l, i, id, tile, scs, log2_ceil(keys));
-		return;
-	}
-	for (int k = 0; k < l->chunks; k++) {
-		const Reg *v = l->v[k];
+	if (!c->fp4_e4m3 || 2 * keys != threads)
+		kg_bug("indexer tile stores: fp4 keys as E4M3 only, half a key a thread");
+	emit_fp4_half_store(e, c, r, s, l, i, id, tile, scs, log2_ceil(keys));
+}
 
-		emit_chunk_of(e, s->x, s->key, s->pt, id, threads * k);
-		emit_swizzled_part(e, s->d, s->key, s->pt, tile);
-		emitf(e, "\tst.shared.v4.b32 [%s], {%s, %s, %s, %s};\n", s->d.s, v[0].s, v[1].s, v[2].s, v[3].s);
+/* The copy's geometry (gen/indexer.h, IdxTileCopy): 128 threads, chunk
+ * q of a thread 16 key rows after chunk q - 1, so with pages of a
+ * multiple of 16 keys (every --page-size) chunk q lies in page 16q / ps
+ * of the tile whatever the thread. */
+enum { COPY_THREADS = 128, COPY_ROWS = COPY_THREADS / 8, COPY_CHUNKS = IDX_TILE * 8 / COPY_THREADS };
+_Static_assert(IDX_TILE * 8 % COPY_THREADS == 0, "a tile's chunks split evenly over the copying threads");
+
+void
+indexer_tile_copy_init(Emit *e, const IndexerCfg *c, IdxTileCopy *k, Reg id)
+{
+	Reg t = reg_new(e, RC_B32), u = reg_new(e, RC_B32);
+
+	k->np = c->ps < IDX_TILE ? IDX_TILE / c->ps : 1;
+	if (c->fmt->value_bits != 8 || c->ps % COPY_ROWS || k->np > IDX_TILE_CHUNKS)
+		kg_bug("indexer tile copy: fp8 keys, pages of a multiple of %d keys", COPY_ROWS);
+	reg_array(e, RC_B32, k->pg, k->np);
+	k->row0 = reg_new(e, RC_B32);
+	k->dst0 = reg_new(e, RC_B32);
+	k->off0 = reg_new(e, RC_B64);
+	k->soff = reg_new(e, RC_B64);
+	/* dst0 = row0·128 + ((part ^ row0 % 8) << 4), the swizzled chunk
+	 * (docs/hardware.md, "Swizzle modes"); chunk q lands 16 rows, 2048
+	 * bytes, further with the same swizzle (16q % 8 = 0) */
+	emitf(e, "\tshr.u32 %s, %s, 3;\n\tand.b32 %s, %s, 7;\n\tand.b32 %s, %s, 7;\n", k->row0.s, id.s, t.s, id.s, u.s,
+	      k->row0.s);
+	emitf(e, "\txor.b32 %s, %s, %s;\n\tshl.b32 %s, %s, 4;\n\tmad.lo.u32 %s, %s, 128, %s;\n", u.s, u.s, t.s, u.s, u.s,
+	      k->dst0.s, k->row0.s, u.s);
+	/* off0 = row0·128 + part·16: chunk 0's bytes in a page whose first
+	 * key is the tile's; chunk q adds 128·(16q % ps) */
+	emitf(e, "\tshl.b32 %s, %s, 4;\n\tmad.lo.u32 %s, %s, 128, %s;\n\tcvt.u64.u32 %s, %s;\n", t.s, t.s, t.s,
+	      k->row0.s, t.s, k->off0.s, t.s);
+	/* soff = ps·128 + 16·(id % (ps / 4)): the scales of keys 4·id .. 4·id + 3
+	 * in the tail of their page (key 4·id % ps of it) */
+	emitf(e, "\tand.b32 %s, %s, %d;\n\tmad.lo.u32 %s, %s, 16, %d;\n\tcvt.u64.u32 %s, %s;\n", t.s, id.s,
+	      c->ps / 4 - 1, t.s, t.s, c->ps * 128, k->soff.s, t.s);
+}
+
+void
+indexer_emit_tile_pages(Emit *e, const IndexerCfg *c, const IndexerRegs *r, const IdxTileScratch *s,
+                        const IdxTileCopy *k, Reg i)
+{
+	/* page q of tile i holds keys 64i + q·ps ..: block-table entry
+	 * (64i >> log2 ps) + q, loaded while that key is visible */
+	emitf(e, "\tshl.b32 %s, %s, %d;\n\tshr.u32 %s, %s, %d;\n\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n",
+	      s->j.s, i.s, log2_ceil(IDX_TILE), s->d.s, s->j.s, c->log2ps, s->a.s, s->d.s, s->a.s, r->bt.s, s->a.s);
+	for (int q = 0; q < k->np; q++) {
+		if (q)
+			emitf(e, "\tadd.u32 %s, %s, %d;\n", s->j.s, s->j.s, c->ps);
+		emitf(e, "\tsetp.lt.s32 %s, %s, %s;\n\tmov.b32 %s, 0;\n\t@%s ld.global.nc.u32 %s, [%s+%d];\n", s->p.s,
+		      s->j.s, r->n.s, k->pg[q].s, s->p.s, k->pg[q].s, s->a.s, 4 * q);
 	}
-	emitf(e, "\tsetp.lt.u32 %s, %s, %d;\n\tmad.lo.u32 %s, %s, 4, %s;\n\t@%s st.shared.b32 [%s], %s;\n", s->pl.s,
-	      id.s, keys, s->d.s, id.s, scs.s, s->pl.s, s->d.s, l->sc.s);
+}
+
+/* s->a = the cache + page·page_bytes + off, plus `bytes` times the
+ * tile's first key's row in its page (s->d) where a page holds more than
+ * a tile. */
+static void
+emit_page_addr(Emit *e, const IndexerCfg *c, const IndexerRegs *r, const IdxTileScratch *s, Reg page, Reg off,
+               int bytes)
+{
+	emitf(e, "\tmul.wide.u32 %s, %s, %u;\n\tadd.u64 %s, %s, %s;\n\tadd.u64 %s, %s, %s;\n", s->a.s, page.s,
+	      c->page_bytes, s->a.s, s->a.s, r->kv.s, s->a.s, s->a.s, off.s);
+	if (c->ps > IDX_TILE)
+		emitf(e, "\tmul.wide.u32 %s, %s, %d;\n\tadd.u64 %s, %s, %s;\n", s->o.s, s->d.s, bytes, s->a.s, s->a.s,
+		      s->o.s);
+}
+
+void
+indexer_emit_tile_copy(Emit *e, const IndexerCfg *c, const IndexerRegs *r, const IdxTileScratch *s,
+                       const IdxTileCopy *k, Reg i, Reg id, Reg tile, Reg scs)
+{
+	int slot = -1;
+
+	/* s->j = n - 64i, the keys left from the tile's first; s->d = that
+	 * key's row in its page where a page holds more than a tile */
+	emitf(e, "\tshl.b32 %s, %s, %d;\n", s->x.s, i.s, log2_ceil(IDX_TILE));
+	if (c->ps > IDX_TILE)
+		emitf(e, "\tand.b32 %s, %s, %d;\n", s->d.s, s->x.s, c->ps - 1);
+	emitf(e, "\tsub.s32 %s, %s, %s;\n\tadd.u32 %s, %s, %s;\n", s->j.s, r->n.s, s->x.s, s->pg.s, tile.s,
+	      k->dst0.s);
+	for (int q = 0; q < COPY_CHUNKS; q++) {
+		int row = COPY_ROWS * q;
+
+		if (row / c->ps != slot) {
+			slot = row / c->ps;
+			emit_page_addr(e, c, r, s, k->pg[slot], k->off0, 128);
+		}
+		/* row0 + 16q < n - 64i, else the chunk is zero-filled */
+		emitf(e, "\tsub.s32 %s, %s, %d;\n\tsetp.lt.s32 %s, %s, %s;\n\tselp.u32 %s, 16, 0, %s;\n", s->key.s,
+		      s->j.s, row, s->p.s, k->row0.s, s->key.s, s->key.s, s->p.s);
+		emitf(e, "\tcp.async.cg.shared.global [%s+%d], [%s+%d], 16, %s;\n", s->pg.s, row * 128, s->a.s,
+		      128 * (row % c->ps), s->key.s);
+	}
+	/* thread id < 16: the scales of keys 4·id .. 4·id + 3, in page
+	 * 4·id / ps of the tile */
+	emitf(e, "\tmov.u32 %s, %s;\n", s->pt.s, k->pg[0].s);
+	for (int q = 1; q < k->np; q++)
+		emitf(e, "\tsetp.ge.u32 %s, %s, %d;\n\tselp.b32 %s, %s, %s, %s;\n", s->p.s, id.s, q * c->ps / 4, s->pt.s,
+		      k->pg[q].s, s->pt.s, s->p.s);
+	emit_page_addr(e, c, r, s, s->pt, k->soff, 4);
+	emitf(e, "\tshl.b32 %s, %s, 2;\n\tsetp.lt.s32 %s, %s, %s;\n\tselp.u32 %s, 16, 0, %s;\n", s->x.s, id.s, s->p.s,
+	      s->x.s, s->j.s, s->key.s, s->p.s);
+	emitf(e, "\tsetp.lt.u32 %s, %s, %d;\n\tmad.lo.u32 %s, %s, 16, %s;\n", s->pl.s, id.s, IDX_TILE / 4, s->x.s,
+	      id.s, scs.s);
+	emitf(e, "\t@%s cp.async.cg.shared.global [%s], [%s], 16, %s;\n\tcp.async.commit_group;\n", s->pl.s, s->x.s,
+	      s->a.s, s->key.s);
 }
 
 void

@@ -262,4 +262,5 @@ const IndexerOps indexer_sm100 = {
 	.mma_score = IDX_SCORE_TCGEN05,
 	.mma_fp4 = IDX_MMA_FP4_BLOCK_SCALED,
 	.plan_mma = sm100_indexer_plan,
+	.head_sums = 1,
 };

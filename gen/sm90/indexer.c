@@ -7,8 +7,9 @@ const IndexerOps indexer_sm90 = {
 	.score = indexer_score_fma,
 	.how = indexer_how_fma,
 	.score_mma = sm90_indexer_score_mma,
-	.how_mma = "FP8 wgmma m64n64k32: the heads (A) against 64-key tiles (B) that each warpgroup gathers into 128-byte swizzled smem (fp4 keys turned into E4M3 as they are gathered, each key's four UE8M0 exponents folded into one scale); relu, weights and the head sum in the epilogue",
+	.how_mma = "FP8 wgmma m64n64k32: 64-key tiles (A, 128-byte swizzled smem) against the heads (B), S^T in registers; fp8 keys copied by cp.async into the other of a warpgroup's two buffers while a tile's MMAs run, fp4 keys loaded into registers a tile ahead and turned into E4M3 as they are stored (each key's four UE8M0 exponents folded into one scale); relu, weights and the sum over a quad's heads in registers",
 	.unit_mma = 2 * IDX_TILE,
 	.mma_score = IDX_SCORE_WGMMA,
 	.mma_fp4 = IDX_MMA_FP4_E4M3,
+	.plan_mma = sm90_indexer_plan,
 };

@@ -3,7 +3,7 @@
  * tcgen05.wait::st, tcgen05.fence::after_thread_sync and
  * ::before_thread_sync, tcgen05.commit, mbarrier wait loop (the try_wait
  * and its branch back), fence.proxy.async, wgmma.fence,
- * wgmma.wait_group, cp.async.wait_all / wait_group, bar.sync and bar.arrive
+ * wgmma.wait_group, cp.async.wait_all / wait_group / commit_group, bar.sync and bar.arrive
  * is removed in turn
  * (the line becomes a comment, so line numbers stay), and the mutant must
  * either report a hazard or compute a wrong result. Two more mutants per
@@ -172,6 +172,7 @@ static const Kind kinds[] = {
 	{"wgmma.wait_group", 0, NULL},
 	{"cp.async.wait_all", 0, NULL},
 	{"cp.async.wait_group", 0, NULL},
+	{"cp.async.commit_group", 0, NULL},
 	/* named barriers. A turn wait of the sm_90a ring (its barrier id in a
 	 * register) only orders MMA issue between warpgroups for speed: with
 	 * it gone the results stay right, so it is not a mutant. Its passes
