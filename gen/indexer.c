@@ -93,10 +93,13 @@ indexer_configure(IndexerCfg *c, const IndexerParams *p, KgErr *err)
 	c->plan.threads = IDX_THREADS;
 	if (c->mma) {
 		/* 128-byte swizzled K-major tiles: rows of 128 E4M3 (docs/hardware.md,
-		 * "Canonical layouts, LBO and SBO"); one key tile per warpgroup */
-		c->r_q = plan_smem(&c->plan, "query heads (E4M3 tiles)", 64u * 128u, 1024, IDX_THREADS / 128);
-		c->r_tiles = plan_smem(&c->plan, "key tiles (E4M3)", (uint32_t)IDX_TILE * 128u, 1024, IDX_THREADS / 128);
-		c->r_scales = plan_smem(&c->plan, "key tile scales", 4u * IDX_TILE, 16, IDX_THREADS / 128);
+		 * "Canonical layouts, LBO and SBO"); one Q tile, and `bufs` key
+		 * tiles per warpgroup (a ring where fp8 tiles are copied ahead) */
+		c->bufs = c->t->indexer->copy_bufs && c->fmt->value_bits == 8 ? c->t->indexer->copy_bufs : 1;
+		c->r_q = plan_smem(&c->plan, "query heads (E4M3 tile)", 64u * 128u, 1024, 1);
+		c->r_tiles = plan_smem(&c->plan, "key tiles (E4M3)", (uint32_t)IDX_TILE * 128u, 1024,
+		                       IDX_THREADS / 128 * c->bufs);
+		c->r_scales = plan_smem(&c->plan, "key tile scales", 4u * IDX_TILE, 16, IDX_THREADS / 128 * c->bufs);
 		if (c->t->indexer->head_sums)
 			c->r_sums = plan_smem(&c->plan, "per-warp head sums", 4u * 4u * IDX_TILE, 16, IDX_THREADS / 128);
 		c->r_w = plan_smem(&c->plan, "head weights (f32)", 4u * 64u, 16, 1);
@@ -134,7 +137,8 @@ load_param_ptr(Emit *e, Reg dst, const char *name)
  * L = seq_lens[y] clamped to [0, min(max_len, max_pages·page_size)], row x
  * of s_q is position L - s_q + x, so it sees keys 0 .. L - s_q + x (n
  * clamped to [0, L]). The query heads go to shared memory as f32 (E4M3 ->
- * f16 -> f32, exact), the weights as they are. */
+ * f16 -> f32, exact) for the FMA scoring, as the E4M3 tile the MMAs read
+ * for the tensor-core scorings; the weights as they are. */
 static void
 emit_prologue(Emit *e, const IndexerCfg *c, IndexerRegs *r)
 {
@@ -193,29 +197,38 @@ emit_prologue(Emit *e, const IndexerCfg *c, IndexerRegs *r)
 	load_param_ptr(e, r->logits, "logits");
 	emitf(e, "\tmul.wide.u32 %s, %s, %s;\n\tshl.b64 %s, %s, 2;\n\tadd.u64 %s, %s, %s;\n", o.s, r->row.s,
 	      r->max_len.s, o.s, o.s, r->logits.s, r->logits.s, o.s);
-	/* Q row: heads·128 E4M3; thread tid converts words tid + 256i (the
-	 * tensor-core scoring stages Q itself) */
-	load_param_ptr(e, a, "Q");
-	if (c->mma)
-		iters = 0;
-	emitf(e, "\tmul.wide.u32 %s, %s, %d;\n\tadd.u64 %s, %s, %s;\n", o.s, r->row.s, c->heads * c->fmt->d, a.s,
-	      a.s, o.s);
-	emitf(e, "\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n", o.s, r->tid.s, a.s, a.s, o.s);
-	emitf(e, "\tadd.u32 %s, %s, %u;\n\tmad.lo.u32 %s, %s, 16, %s;\n", qs.s, r->base.s,
-	      c->plan.smem[c->r_q].offset, qs.s, r->tid.s, qs.s);
-	for (int i = 0; i < iters; i++) {
-		emitf(e, "\tsetp.lt.u32 %s, %s, %d;\n", p.s, r->tid.s, words - IDX_THREADS * i);
-		emitf(e, "\t@%s ld.global.nc.u32 %s, [%s+%d];\n", p.s, w.s, a.s, 4 * IDX_THREADS * i);
-		/* byte 2k+1 of a pair lands in the upper f16 (PTX ISA "cvt") */
-		emitf(e, "\tmov.b32 {%s, %s}, %s;\n", hb[0].s, hb[1].s, w.s);
-		emitf(e, "\tcvt.rn.f16x2.e4m3x2 %s, %s;\n\tcvt.rn.f16x2.e4m3x2 %s, %s;\n", hf[0].s, hb[0].s, hf[1].s,
-		      hb[1].s);
-		emitf(e, "\tmov.b32 {%s, %s}, %s;\n\tmov.b32 {%s, %s}, %s;\n", hh[0].s, hh[1].s, hf[0].s, hh[2].s,
-		      hh[3].s, hf[1].s);
-		for (int k = 0; k < 4; k++)
-			emitf(e, "\tcvt.f32.f16 %s, %s;\n", f[k].s, hh[k].s);
-		emitf(e, "\t@%s st.shared.v4.f32 [%s+%d], {%s, %s, %s, %s};\n", p.s, qs.s, 16 * IDX_THREADS * i,
-		      f[0].s, f[1].s, f[2].s, f[3].s);
+	if (c->mma) {
+		/* the tensor-core scorings' Q tile (64 rows, the heads' E4M3 and
+		 * zero rows past them), read by the async proxy (their MMAs)
+		 * after the barrier below, and fenced for it here unless the
+		 * scoring fences every thread's writes before a CTA barrier
+		 * anyway (IndexerOps.q_fenced) */
+		emitf(e, "\tadd.u32 %s, %s, %u;\n", qs.s, r->base.s, c->plan.smem[c->r_q].offset);
+		indexer_emit_q_tile(e, c, r, qs, r->tid, 64, IDX_THREADS);
+		if (!c->t->indexer->q_fenced)
+			emitf(e, "\tfence.proxy.async.shared::cta;\n");
+	} else {
+		/* Q row: heads·128 E4M3; thread tid converts words tid + 256i */
+		load_param_ptr(e, a, "Q");
+		emitf(e, "\tmul.wide.u32 %s, %s, %d;\n\tadd.u64 %s, %s, %s;\n", o.s, r->row.s, c->heads * c->fmt->d,
+		      a.s, a.s, o.s);
+		emitf(e, "\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n", o.s, r->tid.s, a.s, a.s, o.s);
+		emitf(e, "\tadd.u32 %s, %s, %u;\n\tmad.lo.u32 %s, %s, 16, %s;\n", qs.s, r->base.s,
+		      c->plan.smem[c->r_q].offset, qs.s, r->tid.s, qs.s);
+		for (int i = 0; i < iters; i++) {
+			emitf(e, "\tsetp.lt.u32 %s, %s, %d;\n", p.s, r->tid.s, words - IDX_THREADS * i);
+			emitf(e, "\t@%s ld.global.nc.u32 %s, [%s+%d];\n", p.s, w.s, a.s, 4 * IDX_THREADS * i);
+			/* byte 2k+1 of a pair lands in the upper f16 (PTX ISA "cvt") */
+			emitf(e, "\tmov.b32 {%s, %s}, %s;\n", hb[0].s, hb[1].s, w.s);
+			emitf(e, "\tcvt.rn.f16x2.e4m3x2 %s, %s;\n\tcvt.rn.f16x2.e4m3x2 %s, %s;\n", hf[0].s, hb[0].s,
+			      hf[1].s, hb[1].s);
+			emitf(e, "\tmov.b32 {%s, %s}, %s;\n\tmov.b32 {%s, %s}, %s;\n", hh[0].s, hh[1].s, hf[0].s,
+			      hh[2].s, hh[3].s, hf[1].s);
+			for (int k = 0; k < 4; k++)
+				emitf(e, "\tcvt.f32.f16 %s, %s;\n", f[k].s, hh[k].s);
+			emitf(e, "\t@%s st.shared.v4.f32 [%s+%d], {%s, %s, %s, %s};\n", p.s, qs.s, 16 * IDX_THREADS * i,
+			      f[0].s, f[1].s, f[2].s, f[3].s);
+		}
 	}
 	/* weights[row, 0 .. heads-1] */
 	load_param_ptr(e, a, "weights");

@@ -62,8 +62,8 @@ typedef struct IndexerCfg {
 	int r_q, r_w, r_hist, r_state; /* smem regions */
 	int r_keys, r_scan;            /* the top-k's windows (keys, then their row positions), its scan */
 	int r_tiles, r_scales, r_sums; /* mma: key tiles, their scales, per-warp head sums (IndexerOps.head_sums) */
+	int bufs;                      /* key tiles (and scales) a warpgroup, consecutive in r_tiles (r_scales) */
 	int r_tslot, b_mma;            /* the target's own (IndexerOps.plan_mma): TMEM address, MMA barrier */
-	int r_tiles2, r_scales2;       /* ... or a second buffer of key tiles and scales */
 	int r_sfb;                     /* sm_100a fp4: Q's scale-factor image (all 2^0) */
 	int fp4_e4m3;                  /* fp4 keys gathered as E4M3 (IDX_MMA_FP4_E4M3) */
 	int r_lut;                     /* ... by these byte tables (gen/w4a8.h) */
@@ -99,6 +99,9 @@ typedef struct IndexerOps {
 	int mma_fp4;   /* IDX_MMA_FP4_*: whether and how score_mma takes fp4 keys */
 	int unit_mma;  /* score_mma's keys per part before the next part's (docs/ABI.md "indexer", "Split rows") */
 	int head_sums; /* score_mma sums the heads of a key across warps: the shared plan gives it IndexerCfg.r_sums */
+	int copy_bufs; /* fp8 key tiles a warpgroup's copies rotate through (0: one tile, filled before its MMAs) */
+	int q_fenced;  /* every thread fences its generic writes and meets the others at a CTA barrier before the
+	                * first MMA, so the prologue's Q tile needs no proxy fence of its own */
 	/* NULL, or what score_mma needs beyond the shared regions (TMEM,
 	 * barriers), added to the plan before it is checked */
 	int (*plan_mma)(IndexerCfg *c, KgErr *err);
@@ -153,22 +156,24 @@ void indexer_emit_key_tile_store(Emit *e, const IndexerCfg *c, const IndexerRegs
 
 /* fp8 keys by cp.async (PTX ISA "cp.async"): a tile of IDX_TILE keys
  * copied by 128 threads (this one `id`) straight into the swizzled tile
- * and its scales, with nothing in registers, so a scoring can copy the
- * next tile into a second buffer while the current one's MMAs run. Chunk
- * q of thread id is part id % 8 of key row id / 8 + 16q; thread id < 16
- * copies the scales of keys 4·id .. 4·id + 3 (one 16-byte chunk of the
- * page's tail). Keys past n are zero-filled (source size 0), the scales
- * of a chunk that starts before n are copied whole. A tile's pages come
- * from the block table one step ahead, so the copies do not wait for a
- * block-table load: _pages of tile i fills `pg`, and _copy of tile i
- * issues the copies from `pg` and commits them as one group. The caller
- * waits for it (cp.async.wait_group) and fences it for the async proxy
- * before its MMAs read the tile. */
+ * and its scales, with nothing in registers, so a scoring can copy tiles
+ * ahead into a ring of buffers while the current one's MMAs run. Warp w
+ * copies key rows 16w .. 16w + 15, the rows of A its own part of a
+ * wgmma reads (docs/indexer.md, "Tensor-core scoring"): lane l part l % 8
+ * of rows 16w + l / 8 + 4q, and lanes 0-3 the 16-byte chunk of the
+ * page's tail with the scales of keys 16w + 4l .. 16w + 4l + 3. Keys past
+ * n are zero-filled (source size 0); a scale chunk whose first key is
+ * visible is copied whole. A warp's rows lie in one page, whose number
+ * comes from the block table one step ahead, so the copies do not wait
+ * for a block-table load: _pages of tile i loads it into `pg`, and _copy
+ * of tile i issues the copies from `pg` and commits them as one group.
+ * The caller waits for the group (cp.async.wait_group) and fences it for
+ * the async proxy before its MMAs read the tile. */
 typedef struct IdxTileCopy {
-	int np;                  /* pages a tile spans: IDX_TILE / ps, at least 1 */
-	Reg pg[IDX_TILE_CHUNKS]; /* b32: page q of the tile _pages loaded (0 past n) */
-	Reg row0, dst0;          /* b32: this thread's key row in a tile, its first chunk's offset */
-	Reg off0, soff;          /* b64: that chunk's bytes in its page; this thread's scale chunk's */
+	Reg pg;         /* b32: the page of this warp's rows in the tile _pages loaded (0 past n) */
+	Reg w16, row0;  /* b32: the warp's first key row in a tile (16·warp), this lane's (w16 + lane / 8) */
+	Reg dst0, dst1; /* b32: its even and odd chunks' offsets in a tile (their swizzles differ) */
+	Reg off0, soff; /* b64: its first chunk's bytes in a page the tile starts; its scale chunk's */
 } IdxTileCopy;
 void indexer_tile_copy_init(Emit *e, const IndexerCfg *c, IdxTileCopy *k, Reg id);
 void indexer_emit_tile_pages(Emit *e, const IndexerCfg *c, const IndexerRegs *r, const IdxTileScratch *s,

@@ -219,110 +219,105 @@ indexer_emit_key_tile_store(Emit *e, const IndexerCfg *c, const IndexerRegs *r, 
 	emit_fp4_half_store(e, c, r, s, l, i, id, tile, scs, log2_ceil(keys));
 }
 
-/* The copy's geometry (gen/indexer.h, IdxTileCopy): 128 threads, chunk
- * q of a thread 16 key rows after chunk q - 1, so with pages of a
- * multiple of 16 keys (every --page-size) chunk q lies in page 16q / ps
- * of the tile whatever the thread. */
-enum { COPY_THREADS = 128, COPY_ROWS = COPY_THREADS / 8, COPY_CHUNKS = IDX_TILE * 8 / COPY_THREADS };
-_Static_assert(IDX_TILE * 8 % COPY_THREADS == 0, "a tile's chunks split evenly over the copying threads");
+/* The copy's geometry (gen/indexer.h, IdxTileCopy): 128 threads, warp w
+ * copying key rows 16w .. 16w + 15 of the tile (the rows of A its own
+ * MMA reads), lane l part l % 8 of rows 16w + l / 8 + 4q. Pages hold a
+ * multiple of 16 keys (every --page-size), so a warp's rows lie in one
+ * page. */
+enum { COPY_THREADS = 128, COPY_ROWS = IDX_TILE / (COPY_THREADS / 32), COPY_CHUNKS = IDX_TILE * 8 / COPY_THREADS };
+_Static_assert(COPY_ROWS * 8 == COPY_CHUNKS * 32, "a warp's rows split evenly over its lanes' chunks");
 
 void
 indexer_tile_copy_init(Emit *e, const IndexerCfg *c, IdxTileCopy *k, Reg id)
 {
-	Reg t = reg_new(e, RC_B32), u = reg_new(e, RC_B32);
+	Reg l = reg_new(e, RC_B32), g = reg_new(e, RC_B32), t = reg_new(e, RC_B32), u = reg_new(e, RC_B32);
 
-	k->np = c->ps < IDX_TILE ? IDX_TILE / c->ps : 1;
-	if (c->fmt->value_bits != 8 || c->ps % COPY_ROWS || k->np > IDX_TILE_CHUNKS)
+	if (c->fmt->value_bits != 8 || c->ps % COPY_ROWS)
 		kg_bug("indexer tile copy: fp8 keys, pages of a multiple of %d keys", COPY_ROWS);
-	reg_array(e, RC_B32, k->pg, k->np);
+	k->pg = reg_new(e, RC_B32);
+	k->w16 = reg_new(e, RC_B32);
 	k->row0 = reg_new(e, RC_B32);
 	k->dst0 = reg_new(e, RC_B32);
+	k->dst1 = reg_new(e, RC_B32);
 	k->off0 = reg_new(e, RC_B64);
 	k->soff = reg_new(e, RC_B64);
-	/* dst0 = row0·128 + ((part ^ row0 % 8) << 4), the swizzled chunk
-	 * (docs/hardware.md, "Swizzle modes"); chunk q lands 16 rows, 2048
-	 * bytes, further with the same swizzle (16q % 8 = 0) */
-	emitf(e, "\tshr.u32 %s, %s, 3;\n\tand.b32 %s, %s, 7;\n\tand.b32 %s, %s, 7;\n", k->row0.s, id.s, t.s, id.s, u.s,
-	      k->row0.s);
-	emitf(e, "\txor.b32 %s, %s, %s;\n\tshl.b32 %s, %s, 4;\n\tmad.lo.u32 %s, %s, 128, %s;\n", u.s, u.s, t.s, u.s, u.s,
-	      k->dst0.s, k->row0.s, u.s);
-	/* off0 = row0·128 + part·16: chunk 0's bytes in a page whose first
-	 * key is the tile's; chunk q adds 128·(16q % ps) */
-	emitf(e, "\tshl.b32 %s, %s, 4;\n\tmad.lo.u32 %s, %s, 128, %s;\n\tcvt.u64.u32 %s, %s;\n", t.s, t.s, t.s,
-	      k->row0.s, t.s, k->off0.s, t.s);
-	/* soff = ps·128 + 16·(id % (ps / 4)): the scales of keys 4·id .. 4·id + 3
-	 * in the tail of their page (key 4·id % ps of it) */
-	emitf(e, "\tand.b32 %s, %s, %d;\n\tmad.lo.u32 %s, %s, 16, %d;\n\tcvt.u64.u32 %s, %s;\n", t.s, id.s,
-	      c->ps / 4 - 1, t.s, t.s, c->ps * 128, k->soff.s, t.s);
+	/* w16 = 16·warp, its first row; row0 = w16 + g with g = lane / 8 */
+	emitf(e, "\tand.b32 %s, %s, 31;\n\tshr.u32 %s, %s, 5;\n\tshl.b32 %s, %s, 4;\n\tshr.u32 %s, %s, 3;\n", l.s, id.s,
+	      t.s, id.s, k->w16.s, t.s, g.s, l.s);
+	emitf(e, "\tadd.u32 %s, %s, %s;\n", k->row0.s, k->w16.s, g.s);
+	/* part p = lane % 8 of row row0 + 4q lands at (row0 + 4q)·128 +
+	 * ((p ^ row % 8) << 4) (docs/hardware.md, "Swizzle modes"), with row
+	 * % 8 = g for even q and g ^ 4 for odd q: dst0 and dst1, the chunks
+	 * after them 1024 bytes apart */
+	emitf(e, "\tand.b32 %s, %s, 7;\n\txor.b32 %s, %s, %s;\n\tshl.b32 %s, %s, 4;\n", t.s, l.s, u.s, t.s, g.s, u.s,
+	      u.s);
+	emitf(e, "\tmad.lo.u32 %s, %s, 128, %s;\n\txor.b32 %s, %s, 64;\n\tmad.lo.u32 %s, %s, 128, %s;\n", k->dst0.s,
+	      k->row0.s, u.s, u.s, u.s, k->dst1.s, k->row0.s, u.s);
+	emitf(e, "\tadd.u32 %s, %s, 512;\n", k->dst1.s, k->dst1.s);
+	/* off0 = (w16 % ps + g)·128 + p·16: chunk 0's bytes in the page
+	 * (when the tile starts a page); chunk q adds 512·q */
+	emitf(e, "\tand.b32 %s, %s, %d;\n\tadd.u32 %s, %s, %s;\n\tshl.b32 %s, %s, 4;\n", u.s, k->w16.s, c->ps - 1, g.s,
+	      g.s, u.s, t.s, t.s);
+	emitf(e, "\tmad.lo.u32 %s, %s, 128, %s;\n\tcvt.u64.u32 %s, %s;\n", t.s, g.s, t.s, k->off0.s, t.s);
+	/* lanes 0-3: soff = ps·128 + 4·(w16 % ps + 4·lane), the scales of the
+	 * warp's keys 4·lane .. 4·lane + 3 in the page's tail */
+	emitf(e, "\tmad.lo.u32 %s, %s, 4, %s;\n\tmad.lo.u32 %s, %s, 4, %d;\n\tcvt.u64.u32 %s, %s;\n", t.s, l.s, u.s, t.s,
+	      t.s, c->ps * 128, k->soff.s, t.s);
 }
 
 void
 indexer_emit_tile_pages(Emit *e, const IndexerCfg *c, const IndexerRegs *r, const IdxTileScratch *s,
                         const IdxTileCopy *k, Reg i)
 {
-	/* page q of tile i holds keys 64i + q·ps ..: block-table entry
-	 * (64i >> log2 ps) + q, loaded while that key is visible */
-	emitf(e, "\tshl.b32 %s, %s, %d;\n\tshr.u32 %s, %s, %d;\n\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n",
-	      s->j.s, i.s, log2_ceil(IDX_TILE), s->d.s, s->j.s, c->log2ps, s->a.s, s->d.s, s->a.s, r->bt.s, s->a.s);
-	for (int q = 0; q < k->np; q++) {
-		if (q)
-			emitf(e, "\tadd.u32 %s, %s, %d;\n", s->j.s, s->j.s, c->ps);
-		emitf(e, "\tsetp.lt.s32 %s, %s, %s;\n\tmov.b32 %s, 0;\n\t@%s ld.global.nc.u32 %s, [%s+%d];\n", s->p.s,
-		      s->j.s, r->n.s, k->pg[q].s, s->p.s, k->pg[q].s, s->a.s, 4 * q);
-	}
+	/* this warp's rows of tile i: keys 64i + w16 .., block-table entry
+	 * (64i + w16) >> log2 ps, loaded while that key is visible */
+	emitf(e, "\tshl.b32 %s, %s, %d;\n\tadd.u32 %s, %s, %s;\n\tsetp.lt.s32 %s, %s, %s;\n", s->j.s, i.s,
+	      log2_ceil(IDX_TILE), s->j.s, s->j.s, k->w16.s, s->p.s, s->j.s, r->n.s);
+	emitf(e, "\tshr.u32 %s, %s, %d;\n\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n", s->d.s, s->j.s, c->log2ps,
+	      s->a.s, s->d.s, s->a.s, r->bt.s, s->a.s);
+	emitf(e, "\tmov.b32 %s, 0;\n\t@%s ld.global.nc.u32 %s, [%s];\n", k->pg.s, s->p.s, k->pg.s, s->a.s);
 }
 
-/* s->a = the cache + page·page_bytes + off, plus `bytes` times the
- * tile's first key's row in its page (s->d) where a page holds more than
- * a tile. */
+/* s->a = the page (s->o) + off, plus `bytes` times the tile's first key's
+ * row in it (s->d) where a page holds more than a tile. */
 static void
-emit_page_addr(Emit *e, const IndexerCfg *c, const IndexerRegs *r, const IdxTileScratch *s, Reg page, Reg off,
-               int bytes)
+emit_page_part(Emit *e, const IndexerCfg *c, const IdxTileScratch *s, Reg off, int bytes)
 {
-	emitf(e, "\tmul.wide.u32 %s, %s, %u;\n\tadd.u64 %s, %s, %s;\n\tadd.u64 %s, %s, %s;\n", s->a.s, page.s,
-	      c->page_bytes, s->a.s, s->a.s, r->kv.s, s->a.s, s->a.s, off.s);
+	emitf(e, "\tadd.u64 %s, %s, %s;\n", s->a.s, s->o.s, off.s);
 	if (c->ps > IDX_TILE)
-		emitf(e, "\tmul.wide.u32 %s, %s, %d;\n\tadd.u64 %s, %s, %s;\n", s->o.s, s->d.s, bytes, s->a.s, s->a.s,
-		      s->o.s);
+		emitf(e, "\tmad.wide.u32 %s, %s, %d, %s;\n", s->a.s, s->d.s, bytes, s->a.s);
 }
 
 void
 indexer_emit_tile_copy(Emit *e, const IndexerCfg *c, const IndexerRegs *r, const IdxTileScratch *s,
                        const IdxTileCopy *k, Reg i, Reg id, Reg tile, Reg scs)
 {
-	int slot = -1;
-
-	/* s->j = n - 64i, the keys left from the tile's first; s->d = that
-	 * key's row in its page where a page holds more than a tile */
-	emitf(e, "\tshl.b32 %s, %s, %d;\n", s->x.s, i.s, log2_ceil(IDX_TILE));
+	/* s->j = n - 64i, the keys left from the tile's first; s->o = the
+	 * page; s->d = the tile's first key's row in it where a page holds
+	 * more than a tile (else 0) */
+	emitf(e, "\tshl.b32 %s, %s, %d;\n\tsub.s32 %s, %s, %s;\n", s->x.s, i.s, log2_ceil(IDX_TILE), s->j.s, r->n.s,
+	      s->x.s);
+	emitf(e, "\tmul.wide.u32 %s, %s, %u;\n\tadd.u64 %s, %s, %s;\n", s->o.s, k->pg.s, c->page_bytes, s->o.s, s->o.s,
+	      r->kv.s);
 	if (c->ps > IDX_TILE)
 		emitf(e, "\tand.b32 %s, %s, %d;\n", s->d.s, s->x.s, c->ps - 1);
-	emitf(e, "\tsub.s32 %s, %s, %s;\n\tadd.u32 %s, %s, %s;\n", s->j.s, r->n.s, s->x.s, s->pg.s, tile.s,
-	      k->dst0.s);
+	emit_page_part(e, c, s, k->off0, 128);
+	emitf(e, "\tadd.u32 %s, %s, %s;\n\tadd.u32 %s, %s, %s;\n", s->pg.s, tile.s, k->dst0.s, s->pt.s, tile.s,
+	      k->dst1.s);
 	for (int q = 0; q < COPY_CHUNKS; q++) {
-		int row = COPY_ROWS * q;
-
-		if (row / c->ps != slot) {
-			slot = row / c->ps;
-			emit_page_addr(e, c, r, s, k->pg[slot], k->off0, 128);
-		}
-		/* row0 + 16q < n - 64i, else the chunk is zero-filled */
+		/* row0 + 4q < n - 64i, else the chunk is zero-filled */
 		emitf(e, "\tsub.s32 %s, %s, %d;\n\tsetp.lt.s32 %s, %s, %s;\n\tselp.u32 %s, 16, 0, %s;\n", s->key.s,
-		      s->j.s, row, s->p.s, k->row0.s, s->key.s, s->key.s, s->p.s);
-		emitf(e, "\tcp.async.cg.shared.global [%s+%d], [%s+%d], 16, %s;\n", s->pg.s, row * 128, s->a.s,
-		      128 * (row % c->ps), s->key.s);
+		      s->j.s, 4 * q, s->p.s, k->row0.s, s->key.s, s->key.s, s->p.s);
+		emitf(e, "\tcp.async.cg.shared.global [%s+%d], [%s+%d], 16, %s;\n", q % 2 ? s->pt.s : s->pg.s,
+		      1024 * (q / 2), s->a.s, 512 * q, s->key.s);
 	}
-	/* thread id < 16: the scales of keys 4·id .. 4·id + 3, in page
-	 * 4·id / ps of the tile */
-	emitf(e, "\tmov.u32 %s, %s;\n", s->pt.s, k->pg[0].s);
-	for (int q = 1; q < k->np; q++)
-		emitf(e, "\tsetp.ge.u32 %s, %s, %d;\n\tselp.b32 %s, %s, %s, %s;\n", s->p.s, id.s, q * c->ps / 4, s->pt.s,
-		      k->pg[q].s, s->pt.s, s->p.s);
-	emit_page_addr(e, c, r, s, s->pt, k->soff, 4);
-	emitf(e, "\tshl.b32 %s, %s, 2;\n\tsetp.lt.s32 %s, %s, %s;\n\tselp.u32 %s, 16, 0, %s;\n", s->x.s, id.s, s->p.s,
-	      s->x.s, s->j.s, s->key.s, s->p.s);
-	emitf(e, "\tsetp.lt.u32 %s, %s, %d;\n\tmad.lo.u32 %s, %s, 16, %s;\n", s->pl.s, id.s, IDX_TILE / 4, s->x.s,
-	      id.s, scs.s);
+	/* lanes 0-3: the scales of the warp's keys w16 + 4·lane .. + 3 (whole
+	 * when the first is visible) at scs + 4·(w16 + 4·lane) */
+	emit_page_part(e, c, s, k->soff, 4);
+	emitf(e, "\tand.b32 %s, %s, 31;\n\tsetp.lt.u32 %s, %s, 4;\n\tmad.lo.u32 %s, %s, 4, %s;\n", s->x.s, id.s, s->pl.s,
+	      s->x.s, s->x.s, s->x.s, k->w16.s);
+	emitf(e, "\tsetp.lt.s32 %s, %s, %s;\n\tselp.u32 %s, 16, 0, %s;\n\tmad.lo.u32 %s, %s, 4, %s;\n", s->p.s, s->x.s,
+	      s->j.s, s->key.s, s->p.s, s->x.s, s->x.s, scs.s);
 	emitf(e, "\t@%s cp.async.cg.shared.global [%s], [%s], 16, %s;\n\tcp.async.commit_group;\n", s->pl.s, s->x.s,
 	      s->a.s, s->key.s);
 }

@@ -122,9 +122,8 @@ sm100_indexer_score_mma(Emit *e, const IndexerCfg *c, const IndexerRegs *r, KgEr
 	if (sm100_setup_tmem(e, err, "sm100.indexer_tmem_alloc", warp, 0, &c->plan, r->base, c->r_tslot) < 0)
 		return -1;
 	emit_block(e, "sm100.indexer_mma");
+	/* Q is the MMA's B tile (TC_HEADS rows, staged by the prologue) */
 	emitf(e, "\tadd.u32 %s, %s, %u;\n", q0.s, r->base.s, c->plan.smem[c->r_q].offset);
-	/* Q is the MMA's B tile (TC_HEADS rows) */
-	indexer_emit_q_tile(e, c, r, q0, r->tid, TC_HEADS, IDX_THREADS);
 	emitf(e, "\tadd.u32 %s, %s, %u;\n\tadd.u32 %s, %s, %u;\n", tile.s, r->base.s, c->plan.smem[c->r_tiles].offset,
 	      scs.s, r->base.s, c->plan.smem[c->r_scales].offset);
 	emitf(e, "\tadd.u32 %s, %s, %u;\n", sums.s, r->base.s, c->plan.smem[c->r_sums].offset);
@@ -263,4 +262,5 @@ const IndexerOps indexer_sm100 = {
 	.mma_fp4 = IDX_MMA_FP4_BLOCK_SCALED,
 	.plan_mma = sm100_indexer_plan,
 	.head_sums = 1,
+	.q_fenced = 1,
 };

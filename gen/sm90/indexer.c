@@ -11,5 +11,5 @@ const IndexerOps indexer_sm90 = {
 	.unit_mma = 2 * IDX_TILE,
 	.mma_score = IDX_SCORE_WGMMA,
 	.mma_fp4 = IDX_MMA_FP4_E4M3,
-	.plan_mma = sm90_indexer_plan,
+	.copy_bufs = 3,
 };

@@ -24,30 +24,6 @@
 
 enum { WGS = IDX_THREADS / 128 };
 
-/* bar.sync 1 + wg, 128 with an immediate id (a register id would read as
- * an optional turn wait to the mutation test): one predicated line per
- * warpgroup. */
-static void
-emit_wg_bar(Emit *e, Reg wg0, const char *why)
-{
-	emitf(e, "\t@%s bar.sync 1, 128; // warpgroup 0: %s\n\t@!%s bar.sync 2, 128; // warpgroup 1: %s\n", wg0.s, why,
-	      wg0.s, why);
-}
-
-/* IndexerOps.plan_mma: fp8 keys copied by cp.async take a second buffer
- * of key tiles and scales a warpgroup */
-int
-sm90_indexer_plan(IndexerCfg *c, KgErr *err)
-{
-	(void)err;
-	if (c->fp4_e4m3)
-		return 0;
-	c->r_tiles2 = plan_smem(&c->plan, "key tiles, second buffer (cp.async)", (uint32_t)IDX_TILE * 128u, 1024,
-	                        IDX_THREADS / 128);
-	c->r_scales2 = plan_smem(&c->plan, "key tile scales, second buffer", 4u * IDX_TILE, 16, IDX_THREADS / 128);
-	return 0;
-}
-
 int
 sm90_indexer_score_mma(Emit *e, const IndexerCfg *c, const IndexerRegs *r, KgErr *err)
 {
@@ -60,20 +36,19 @@ sm90_indexer_score_mma(Emit *e, const IndexerCfg *c, const IndexerRegs *r, KgErr
 	Reg q0 = reg_new(e, RC_B32), tile = reg_new(e, RC_B32), scs = reg_new(e, RC_B32), kt = reg_new(e, RC_B32);
 	Reg ws = reg_new(e, RC_B32), qlo = reg_new(e, RC_B32), klo = reg_new(e, RC_B32), hi = reg_new(e, RC_B32);
 	Reg stride = reg_new(e, RC_B32), lo = reg_new(e, RC_B32), col0 = reg_new(e, RC_B32), in = reg_new(e, RC_B32);
-	Reg flip = reg_new(e, RC_B32), kcur = reg_new(e, RC_B32), scur = reg_new(e, RC_B32), tnxt = reg_new(e, RC_B32);
-	Reg snxt = reg_new(e, RC_B32), l = reg_new(e, RC_B32);
+	Reg bi = reg_new(e, RC_B32), kcur = reg_new(e, RC_B32), scur = reg_new(e, RC_B32), tprev = reg_new(e, RC_B32);
+	Reg sprev = reg_new(e, RC_B32), l = reg_new(e, RC_B32);
 	Reg a = reg_new(e, RC_B64), o = reg_new(e, RC_B64), ad = reg_new(e, RC_B64), bd = reg_new(e, RC_B64);
 	Reg sc = reg_new(e, RC_F32), y = reg_new(e, RC_F32), z = reg_new(e, RC_F32);
-	Reg p = reg_new(e, RC_PRED), pl = reg_new(e, RC_PRED), wg0 = reg_new(e, RC_PRED);
+	Reg p = reg_new(e, RC_PRED), pl = reg_new(e, RC_PRED);
 	IdxTileLoad ld;
 	IdxTileCopy cp;
-	int copy = !c->fp4_e4m3;
-	/* fp8: the second buffers' distance from the first (both regions
-	 * hold a warpgroup's tile, then the next's) */
-	uint32_t dt = copy ? c->plan.smem[c->r_tiles2].offset - c->plan.smem[c->r_tiles].offset : 0;
-	uint32_t ds = copy ? c->plan.smem[c->r_scales2].offset - c->plan.smem[c->r_scales].offset : 0;
+	/* fp8 keys: copied NB - 1 tiles ahead into a ring of NB buffers */
+	int nb = c->bufs, copy = nb > 1;
 	char loop[48], done[48];
 
+	if (copy == c->fp4_e4m3)
+		kg_bug("sm90 indexer: fp8 keys are copied into a ring of tiles, fp4 keys stored into one");
 	if (layout_canonical(&lt, MAJOR_K, SWZ_128B, 8, 64, 128, err) < 0 ||
 	    desc_for_tile(&desc, c->t->desc, &lt, 0, err) < 0)
 		return -1;
@@ -87,19 +62,15 @@ sm90_indexer_score_mma(Emit *e, const IndexerCfg *c, const IndexerRegs *r, KgErr
 	emit_block(e, "sm90.indexer_mma");
 	label_new(e, loop, sizeof loop, "tile");
 	label_new(e, done, sizeof done, "tiles_done");
-	/* warpgroup wg: tiles wg, wg + 2, ..; its Q, tiles and scales */
+	/* warpgroup wg: tiles wg, wg + 2, ..; its ring of key tiles and
+	 * scales; the CTA's Q tile (B, staged by the prologue) */
 	emitf(e, "\tshr.u32 %s, %s, 7;\n\tand.b32 %s, %s, 127;\n\tshr.u32 %s, %s, 5;\n\tand.b32 %s, %s, 31;\n", wg.s,
 	      r->tid.s, wt.s, r->tid.s, warp.s, wt.s, lane.s, wt.s);
-	emitf(e, "\tsetp.eq.u32 %s, %s, 0;\n", wg0.s, wg.s);
-	emitf(e, "\tadd.u32 %s, %s, %u;\n\tmad.lo.u32 %s, %s, %u, %s;\n", q0.s, r->base.s, c->plan.smem[c->r_q].offset,
-	      q0.s, wg.s, 64 * 128, q0.s);
-	/* each warpgroup stages its own copy of Q (its B tile), so its first
-	 * tile's proxy fence and barrier publish Q to its MMAs too */
-	indexer_emit_q_tile(e, c, r, q0, wt, 64, 128);
+	emitf(e, "\tadd.u32 %s, %s, %u;\n", q0.s, r->base.s, c->plan.smem[c->r_q].offset);
 	emitf(e, "\tadd.u32 %s, %s, %u;\n\tmad.lo.u32 %s, %s, %u, %s;\n", tile.s, r->base.s,
-	      c->plan.smem[c->r_tiles].offset, tile.s, wg.s, IDX_TILE * 128, tile.s);
+	      c->plan.smem[c->r_tiles].offset, tile.s, wg.s, nb * IDX_TILE * 128, tile.s);
 	emitf(e, "\tadd.u32 %s, %s, %u;\n\tmad.lo.u32 %s, %s, %u, %s;\n", scs.s, r->base.s,
-	      c->plan.smem[c->r_scales].offset, scs.s, wg.s, 4 * IDX_TILE, scs.s);
+	      c->plan.smem[c->r_scales].offset, scs.s, wg.s, nb * 4 * IDX_TILE, scs.s);
 	/* descriptors: start address >> 4 in the low word (gen/desc) */
 	emitf(e, "\tshr.u32 %s, %s, 4;\n\tadd.u32 %s, %s, %u;\n", qlo.s, q0.s, qlo.s, qlo.s, (uint32_t)desc);
 	emitf(e, "\tshr.u32 %s, %s, 4;\n\tadd.u32 %s, %s, %u;\n", klo.s, tile.s, klo.s, klo.s, (uint32_t)desc);
@@ -122,16 +93,22 @@ sm90_indexer_score_mma(Emit *e, const IndexerCfg *c, const IndexerRegs *r, KgErr
 	      r->splits.s, WGS);
 	emitf(e, "\tand.b32 %s, %s, 1;\n\tmad.lo.u32 %s, %s, 8, %s;\n", t.s, lane.s, kt.s, t.s, kt.s);
 	emitf(e, "\tmad.lo.u32 %s, %s, %d, %s;\n", l.s, wg.s, IDX_TILE, kt.s);
-	/* the first tile's loads (fp8: its copies, and the next tile's
-	 * pages); each tile's MMAs then run while the next tile's loads are
-	 * in flight */
+	/* the first tiles' loads (fp8: the copies of the first NB - 1 into
+	 * buffers 0 .., one group each, and the next tile's pages; fp4: the
+	 * first tile into registers); each tile's MMAs then run while later
+	 * tiles' loads are in flight */
 	if (copy) {
 		indexer_tile_copy_init(e, c, &cp, wt);
-		indexer_emit_tile_pages(e, c, r, &ts, &cp, i);
-		indexer_emit_tile_copy(e, c, r, &ts, &cp, i, wt, tile, scs);
-		emitf(e, "\tadd.u32 %s, %s, %s;\n", in.s, i.s, stride.s);
+		emitf(e, "\tmov.u32 %s, %s;\n", in.s, i.s);
+		for (int k = 0; k < nb - 1; k++) {
+			indexer_emit_tile_pages(e, c, r, &ts, &cp, in);
+			emitf(e, "\tadd.u32 %s, %s, %d;\n\tadd.u32 %s, %s, %d;\n", tprev.s, tile.s, k * IDX_TILE * 128,
+			      sprev.s, scs.s, k * 4 * IDX_TILE);
+			indexer_emit_tile_copy(e, c, r, &ts, &cp, in, wt, tprev, sprev);
+			emitf(e, "\tadd.u32 %s, %s, %s;\n", in.s, in.s, stride.s);
+		}
 		indexer_emit_tile_pages(e, c, r, &ts, &cp, in);
-		emitf(e, "\tmov.u32 %s, 0;\n", flip.s);
+		emitf(e, "\tmov.u32 %s, 0;\n", bi.s);
 	} else {
 		indexer_key_tile_regs(e, c, &ld, IDX_TILE, 128);
 		indexer_emit_key_tile_load(e, c, r, &ts, &ld, i, wt, IDX_TILE, 128);
@@ -140,22 +117,25 @@ sm90_indexer_score_mma(Emit *e, const IndexerCfg *c, const IndexerRegs *r, KgErr
 	emitf(e, "\tshl.b32 %s, %s, 6;\n\tsetp.ge.s32 %s, %s, %s;\n\t@%s bra %s;\n", t.s, i.s, p.s, t.s, r->n.s, p.s,
 	      done);
 	if (copy) {
-		/* buffer `flip` holds tile i, its copies in this thread's one
-		 * group in flight; the other takes tile in */
-		emitf(e, "\tmad.lo.u32 %s, %s, %u, %s;\n\tmad.lo.u32 %s, %s, %u, %s;\n", kcur.s, flip.s, dt >> 4, klo.s,
-		      scur.s, flip.s, ds, scs.s);
-		emitf(e, "\txor.b32 %s, %s, 1;\n\tmad.lo.u32 %s, %s, %u, %s;\n\tmad.lo.u32 %s, %s, %u, %s;\n", d.s, flip.s,
-		      tnxt.s, d.s, dt, tile.s, snxt.s, d.s, ds, scs.s);
-		emitf(e, "\tcp.async.wait_group 0;\n");
+		/* buffer bi holds tile i, the oldest of this thread's NB - 1
+		 * groups in flight; buffer bi - 1 (mod NB), which the last
+		 * iteration read, takes tile i + (NB - 1)·stride */
+		emitf(e, "\tmad.lo.u32 %s, %s, %d, %s;\n\tmad.lo.u32 %s, %s, %d, %s;\n", kcur.s, bi.s,
+		      IDX_TILE * 128 >> 4, klo.s, scur.s, bi.s, 4 * IDX_TILE, scs.s);
+		emitf(e, "\tadd.u32 %s, %s, %d;\n\tsetp.ge.u32 %s, %s, %d;\n\t@%s sub.u32 %s, %s, %d;\n", d.s, bi.s,
+		      nb - 1, p.s, d.s, nb, p.s, d.s, d.s, nb);
+		emitf(e, "\tmad.lo.u32 %s, %s, %d, %s;\n\tmad.lo.u32 %s, %s, %d, %s;\n", tprev.s, d.s, IDX_TILE * 128,
+		      tile.s, sprev.s, d.s, 4 * IDX_TILE, scs.s);
+		emitf(e, "\tcp.async.wait_group %d;\n", nb - 2);
 	} else {
 		emitf(e, "\tmov.u32 %s, %s;\n\tmov.u32 %s, %s;\n", kcur.s, klo.s, scur.s, scs.s);
 		indexer_emit_key_tile_store(e, c, r, &ts, &ld, i, wt, tile, scs, IDX_TILE, 128);
 	}
-	/* this thread's generic writes (the tile: its stores, or its copies
-	 * once waited for; Q before the first), read by the async proxy
-	 * (wgmma) */
+	/* this thread's generic writes to the tile (its stores, or its
+	 * copies once waited for), read by the async proxy: each warp
+	 * writes the rows of A its own part of the MMA reads, so the warp's
+	 * wgmma.fence orders them, no barrier (docs/indexer.md) */
 	emitf(e, "\tfence.proxy.async.shared::cta;\n");
-	emit_wg_bar(e, wg0, "its key tile stored");
 	/* S^T = K·Q^T, keys (A) by heads (B): 32 bytes of K (k32) per MMA,
 	 * the first overwriting */
 	sm90_wgmma_fence(e);
@@ -167,14 +147,15 @@ sm90_indexer_score_mma(Emit *e, const IndexerCfg *c, const IndexerRegs *r, KgErr
 		      reg_vec(e, acc, 32), ad.s, bd.s, kk > 0);
 	}
 	sm90_wgmma_commit(e);
-	/* the next tile: fp8 copies into the other buffer, which every
+	/* fp8: the copies of tile i + (NB - 1)·stride into the buffer every
 	 * thread of the warpgroup finished reading before the barrier above,
-	 * then the pages of the one after; fp4 loads into the registers
-	 * stored above */
+	 * then the pages of the tile after it; fp4: the next tile's loads
+	 * into the registers stored above */
 	emitf(e, "\tadd.u32 %s, %s, %s;\n", in.s, i.s, stride.s);
 	if (copy) {
-		indexer_emit_tile_copy(e, c, r, &ts, &cp, in, wt, tnxt, snxt);
-		emitf(e, "\tadd.u32 %s, %s, %s;\n", t.s, in.s, stride.s);
+		emitf(e, "\tmad.lo.u32 %s, %s, %d, %s;\n", t.s, stride.s, nb - 1, i.s);
+		indexer_emit_tile_copy(e, c, r, &ts, &cp, t, wt, tprev, sprev);
+		emitf(e, "\tadd.u32 %s, %s, %s;\n", t.s, t.s, stride.s);
 		indexer_emit_tile_pages(e, c, r, &ts, &cp, t);
 	} else {
 		indexer_emit_key_tile_load(e, c, r, &ts, &ld, in, wt, IDX_TILE, 128);
@@ -217,10 +198,11 @@ sm90_indexer_score_mma(Emit *e, const IndexerCfg *c, const IndexerRegs *r, KgErr
 	/* no barrier here: every thread waited for its MMAs, so the tile was
 	 * consumed, and read its two scales before the next tile barrier */
 	if (copy)
-		emitf(e, "\txor.b32 %s, %s, 1;\n", flip.s, flip.s);
+		emitf(e, "\tadd.u32 %s, %s, 1;\n\tsetp.eq.u32 %s, %s, %d;\n\tselp.u32 %s, 0, %s, %s;\n", bi.s, bi.s, p.s,
+		      bi.s, nb, bi.s, bi.s, p.s);
 	emitf(e, "\tmov.u32 %s, %s;\n\tbra.uni %s;\n", i.s, in.s, loop);
 	emit_label(e, done);
-	/* the copies of the tile past n, issued by the last iteration */
+	/* the copies of the tiles past n, issued by the last iterations */
 	if (copy)
 		emitf(e, "\tcp.async.wait_all;\n");
 	return 0;

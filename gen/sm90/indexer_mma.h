@@ -6,6 +6,5 @@
 #include "../indexer.h"
 
 int sm90_indexer_score_mma(Emit *e, const IndexerCfg *c, const IndexerRegs *r, KgErr *err);
-int sm90_indexer_plan(IndexerCfg *c, KgErr *err);
 
 #endif

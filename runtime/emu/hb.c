@@ -389,13 +389,20 @@ emu_smem_async_read_check(EmuCta *c, EmuThread *t, const EmuInsn *in, uint32_t c
 	return 0;
 }
 
+/* fence.proxy.async: this thread's generic stores become visible to the
+ * async proxy here, not at the store, so a reader must be ordered after
+ * the fence: the store's tag takes the fence's clock. */
 void
 emu_proxy_fence(EmuCta *c, EmuThread *t)
 {
 	for (int i = 0; i < t->nunfenced; i++) {
 		uint32_t ch = t->unfenced[i];
-		if (c->swriter[ch] == t->tid + 1)
-			c->sflags[ch] &= (uint8_t)~SF_UNFENCED;
+		EmuTag *w = &c->swtag[ch];
+		if (c->swriter[ch] != t->tid + 1)
+			continue;
+		c->sflags[ch] &= (uint8_t)~SF_UNFENCED;
+		if (w->kind == TAGK_GENERIC && w->slot == t->slot)
+			w->val = t->vc[t->slot];
 	}
 	t->nunfenced = 0;
 }

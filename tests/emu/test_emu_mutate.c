@@ -318,10 +318,18 @@ run_once(KrtDevice *dev, KrtModule *mod, const Shape *s, char *msg, size_t n)
 			rc = et_indexer(dev, mod, 1, 1, s->long_len, 1, 7, 1, &f);
 		if (rc == 0)
 			rc = et_indexer(dev, mod, 1, 1, s->K + s->K - 40, s->parts, 7, 1, &f);
-		/* and the long row under the normal fill: FP4 keys' coarse
-		 * values tie there, where the edge fill's wide exponents do not */
+		/* the merge's later radix passes run only where its k-th
+		 * candidate ties past the earlier passes' digits, which one set
+		 * of logits may not give: a second draw */
+		if (rc == 0)
+			rc = et_indexer(dev, mod, 1, 1, s->K + s->K - 40, s->parts, 8, 1, &f);
+		/* and the long row and the merge under the normal fill: FP4
+		 * keys' coarse values tie there, where the edge fill's wide
+		 * exponents do not */
 		if (rc == 0)
 			rc = et_indexer(dev, mod, 1, 1, s->long_len, 1, 7, 0, &f);
+		if (rc == 0)
+			rc = et_indexer(dev, mod, 1, 1, s->K + s->K - 40, s->parts, 7, 0, &f);
 		snprintf(msg, n, "%.500s", rc < 0 ? f.err.msg : f.first_bad);
 		if (rc > 0)
 			snprintf(msg, n, "%llu bad, %.400s", (unsigned long long)f.bad, f.first_bad);
