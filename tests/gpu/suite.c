@@ -20,6 +20,12 @@ gpu_check_module(KrtDevice *dev, const GpuSuite *s, const char *ptx, size_t len,
 		return;
 	}
 	const KrtAbi *abi = krt_module_abi(mod);
+	const char *only = getenv("KGEN_GPU_ONLY");
+	if (only && *only && !strstr(abi->kernel, only)) {
+		printf("-- %s: %s (skipped: KGEN_GPU_ONLY=%s)\n", what, abi->kernel, only);
+		krt_module_unload(mod);
+		return;
+	}
 	printf("-- %s: %s\n", what, abi->kernel);
 	t->modules++;
 	const CheckFamily *fam = check_family(abi->family);

@@ -31,7 +31,9 @@ typedef struct GpuSuite {
 
 /* Loads the PTX and checks it at every case, printing a line per case and
  * the kcheck command that replays it (`replay`: the kgen arguments or the
- * file); stops the suite when the device reports an error. */
+ * file); stops the suite when the device reports an error. With
+ * KGEN_GPU_ONLY set, a kernel whose name does not contain it is skipped
+ * (to rerun part of a suite while working on one kernel). */
 void gpu_check_module(KrtDevice *dev, const GpuSuite *s, const char *ptx, size_t len,
                       const char *what, const char *replay, GpuTally *t);
 /* The sm_90a kernel `family` generated in process from cfg (kgen
