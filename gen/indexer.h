@@ -143,7 +143,6 @@ void indexer_emit_key_tile(Emit *e, const IndexerCfg *c, const IndexerRegs *r, c
  * thread, the key's exponent word), _store turns them into E4M3 in the
  * tile and the key's scale at scs + 4·key. The registers are the
  * caller's, from indexer_key_tile_regs. */
-enum { IDX_TILE_CHUNKS = 4 };
 typedef struct IdxTileLoad {
 	Reg v[2][4]; /* 32 E2M1 codes in 16 bytes each */
 	Reg sc;      /* the key's exponent word */

@@ -1,19 +1,17 @@
 /* Indexer scoring on sm_90a's tensor cores (--score wgmma; docs/indexer.md,
- * "Tensor-core scoring"): Q's heads are the A operand (64 rows of 128 E4M3,
- * rows past the heads zero), a tile of 64 keys the B operand; S = Q·K^T is
- * four wgmma m64n64k32 e4m3 into 32 f32 registers a thread. Each of the
- * CTA's two warpgroups takes every other tile: its 128 threads gather the
- * tile's key rows from their pages into the 128-byte swizzled K-major
- * layout a TMA box would write (Q too, a copy per warpgroup, before the
- * first tile), and the scales beside, then fence the generic writes for
- * the async proxy (PTX ISA "Asynchronous proxy") and meet at the
- * warpgroup's barrier before the MMAs. fp8 keys are copied by cp.async
- * into the other of two buffers while a tile's MMAs and epilogue run, fp4
- * keys loaded into registers one tile ahead and turned into E4M3 as they
- * are stored (docs/indexer.md, "Tensor-core scoring"). The epilogue
- * weighs each row (head) h of a column (key) j by w[h]·max(0, S·s_j),
- * sums a thread's two rows, the eight lanes that share a column (shfl,
- * halving the values at each step), and the four warps (shared memory). */
+ * "Tensor-core scoring"): a tile of 64 keys is the A operand, the CTA's Q
+ * tile (64 rows of 128 E4M3, rows past the heads zero, staged by the
+ * prologue) the B operand; S^T = K·Q^T is four wgmma m64n64k32 e4m3 into
+ * 32 f32 registers a thread. Each of the CTA's two warpgroups takes every
+ * other tile, and each warp fills the 16 key rows its own part of the MMA
+ * reads, in the 128-byte swizzled K-major layout a TMA box would write,
+ * with their scales, then fences its writes for the async proxy (PTX ISA
+ * "Asynchronous proxy"): no barrier in the loop. fp8 keys are copied by
+ * cp.async two tiles ahead into a ring of three tiles; fp4 keys are loaded
+ * into registers one tile ahead and turned into E4M3 as they are stored.
+ * The epilogue weighs each row (key) j's column (head) h by
+ * w[h]·max(0, S·s_j), sums a thread's 16 heads of its two keys and the
+ * quad's four lanes (two shuffles), and stores the logits. */
 #include <stdio.h>
 
 #include "../indexer.h"
