@@ -113,8 +113,8 @@ extern const IndexerOps indexer_sm90, indexer_sm100;
  * and its `how`. */
 int indexer_score_fma(Emit *e, const IndexerCfg *c, const IndexerRegs *r, KgErr *err);
 
-/* Scratch of indexer_emit_key_tile (the caller's registers, so that its
- * kernel names them). */
+/* Scratch of the tile functions below (the caller's registers, so that
+ * its kernel names them). */
 typedef struct IdxTileScratch {
 	Reg x, key, pt, j, d, pg; /* b32 */
 	Reg a, o;                 /* b64 */
