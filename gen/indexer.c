@@ -110,7 +110,8 @@ indexer_configure(IndexerCfg *c, const IndexerParams *p, KgErr *err)
 		c->r_w = plan_smem(&c->plan, "head weights (f32)", 4u * (uint32_t)c->heads, 16, 1);
 	}
 	/* the fused top-k (docs/indexer.md, "Fused top-k"): windows A and B,
-	 * keys then row positions, and three sets of histograms */
+	 * each keys then row positions (the first round's 2·win keys alone
+	 * in both), and three sets of histograms */
 	c->unit = c->mma ? c->t->indexer->unit_mma : IDX_THREADS;
 	c->win = 2 * c->topk > IDX_WIN_MIN ? pow2_ceil(2 * c->topk) : IDX_WIN_MIN;
 	c->r_keys = plan_smem(&c->plan, "top-k windows (keys, positions)", 16u * (uint32_t)c->win, 16, 1);
@@ -377,8 +378,8 @@ indexer_plan(const void *params, Buf *text, KgErr *err)
 	buf_printf(text, "logits          sum over %d heads of w[h]*relu(q[h].k*scale), every visible key; -inf up to max_len\n",
 	           c.heads);
 	buf_printf(text, "scoring         %s\n", c.mma ? c.t->indexer->how_mma : c.t->indexer->how);
-	buf_printf(text, "top-k           %d, fused: each CTA selects the top-%d of its part's logits (radix, 4 passes of 8 bits, a 256-bin scan; rounds over two windows of %d keys in shared memory), -1 padding below %d keys\n",
-	           c.topk, c.topk, c.win, c.topk);
+	buf_printf(text, "top-k           %d, fused: each CTA selects the top-%d of its part's logits (radix, 4 passes of 8 bits, a 256-bin scan; the first %d keys as the scoring kept them, then rounds over two windows of %d keys in shared memory), -1 padding below %d keys\n",
+	           c.topk, c.topk, 2 * c.win, c.win, c.topk);
 	buf_printf(text, "merge           splits > 1: each CTA writes its %d candidates (key, position) to work[2, batch, s_q, splits*%d]; the row's last CTA (counters) merges them in rounds of %d\n",
 	           c.topk, c.topk, 2 * c.win);
 	buf_printf(text, "grid            s_q x batch x splits: CTAs of %d threads, splits (run time) per query row, parts of %d keys interleaved\n",

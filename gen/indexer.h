@@ -186,11 +186,12 @@ void indexer_emit_tile_copy(Emit *e, const IndexerCfg *c, const IndexerRegs *r, 
 void indexer_emit_q_tile(Emit *e, const IndexerCfg *c, const IndexerRegs *r, Reg q0, Reg id, int rows, int threads);
 extern const char indexer_how_fma[];
 
-/* A scoring's logit of key j (row position), the part's local key l
- * (docs/indexer.md, "Fused top-k"), under pred (NULL: always): kept for
- * the chunk select's first round while l < win, as a key in window A with
- * j beside it, its top byte counted in A's first histogram. */
-void indexer_emit_keep(Emit *e, const IndexerCfg *c, const IndexerRegs *r, Reg l, Reg j, Reg logit, const Reg *pred);
+/* A scoring's logit of the part's local key l (docs/indexer.md, "Fused
+ * top-k"), under pred (NULL: always): kept for the chunk select's first
+ * round while l < 2·win, as a key at slot l of the windows' space (its row
+ * position follows from l, so it is not stored), its top byte counted in
+ * window A's first histogram. */
+void indexer_emit_keep(Emit *e, const IndexerCfg *c, const IndexerRegs *r, Reg l, Reg logit, const Reg *pred);
 
 /* The fused top-k after the scoring (gen/indexer_topk.c): each part's
  * chunk select, the join, the -inf fill, the list (or the merge). */

@@ -182,7 +182,7 @@ indexer_score_fma(Emit *e, const IndexerCfg *c, const IndexerRegs *r, KgErr *err
 	      heads);
 	emitf(e, "\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n\tst.global.f32 [%s], %s;\n", a.s, j.s, a.s,
 	      a.s, r->logits.s, a.s, acc.s);
-	indexer_emit_keep(e, c, r, l, j, acc, NULL);
+	indexer_emit_keep(e, c, r, l, acc, NULL);
 	emit_block(e, "indexer.score");
 	emitf(e, "\tadd.u32 %s, %s, %d;\n", l.s, l.s, IDX_THREADS);
 	emitf(e, "\tadd.u32 %s, %s, %s;\n\tsetp.lt.s32 %s, %s, %s;\n\t@%s bra %s;\n", j.s, j.s, stride.s, p.s, j.s,

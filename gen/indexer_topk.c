@@ -22,7 +22,7 @@ typedef struct IdxTk {
 	Reg ck, ci, pk, pi;  /* global: the row's candidate keys and indices, this part's slots */
 	Reg one;             /* pred: one CTA per row (splits == 1) */
 	Reg lb, kb, ko, ho;  /* the chunk's rounds: its keys consumed, this and the other window, the other's histograms */
-	Reg last;            /* pred: the chunk's last round */
+	Reg last, first;     /* pred: the chunk's last round, its first (the kept keys, positions implied) */
 } IdxTk;
 
 static void
@@ -43,19 +43,19 @@ emit_translate(Emit *e, const IndexerCfg *c, const IndexerRegs *r, Reg v, Reg j,
 }
 
 void
-indexer_emit_keep(Emit *e, const IndexerCfg *c, const IndexerRegs *r, Reg l, Reg j, Reg logit, const Reg *pred)
+indexer_emit_keep(Emit *e, const IndexerCfg *c, const IndexerRegs *r, Reg l, Reg logit, const Reg *pred)
 {
 	Reg u = reg_new(e, RC_B32), m = reg_new(e, RC_B32), a = reg_new(e, RC_B32), p = reg_new(e, RC_PRED);
 	uint32_t keys = c->plan.smem[c->r_keys].offset, hist = c->plan.smem[c->r_hist].offset;
 
 	emit_block(e, "indexer.keep");
-	emitf(e, "\tsetp.lt.u32 %s, %s, %d;\n", p.s, l.s, c->win);
+	emitf(e, "\tsetp.lt.u32 %s, %s, %d;\n", p.s, l.s, 2 * c->win);
 	if (pred)
 		emitf(e, "\tand.pred %s, %s, %s;\n", p.s, p.s, pred->s);
 	emitf(e, "\tmov.b32 %s, %s;\n", u.s, logit.s);
 	sel_emit_key(e, u, m);
-	emitf(e, "\tmad.lo.u32 %s, %s, 4, %s;\n\t@%s st.shared.u32 [%s+%u], %s;\n\t@%s st.shared.u32 [%s+%u], %s;\n", a.s,
-	      l.s, r->base.s, p.s, a.s, keys, u.s, p.s, a.s, keys + 8u * (uint32_t)c->win, j.s);
+	emitf(e, "\tmad.lo.u32 %s, %s, 4, %s;\n\t@%s st.shared.u32 [%s+%u], %s;\n", a.s, l.s, r->base.s, p.s, a.s, keys,
+	      u.s);
 	emitf(e, "\tshr.u32 %s, %s, 24;\n\tmad.lo.u32 %s, %s, 4, %s;\n\t@%s red.shared.add.u32 [%s+%u], 1;\n", m.s, u.s,
 	      m.s, m.s, r->base.s, p.s, m.s, hist);
 }
@@ -103,33 +103,47 @@ emit_setup(Emit *e, const IndexerCfg *c, const IndexerRegs *r, IdxTk *k)
 	      k->pk.s, k->ck.s, o.s, k->pi.s, k->ci.s, o.s);
 }
 
+/* w = the row position of the CTA's local key l:
+ * (split + splits·(l / unit))·unit + l % unit (the scorings' order:
+ * docs/ABI.md "indexer", "Split rows"), under p (NULL: always). */
+static void
+emit_position(Emit *e, const IdxTk *k, Reg l, Reg w, const Reg *p)
+{
+	const IndexerCfg *c = k->c;
+	const IndexerRegs *r = k->r;
+	Reg t = reg_new(e, RC_B32);
+	char g[48] = "";
+	int lu = log2_ceil(c->unit);
+
+	if (p)
+		snprintf(g, sizeof g, "@%s ", p->s);
+	emitf(e, "\t%sshr.u32 %s, %s, %d;\n\t%smad.lo.u32 %s, %s, %s, %s;\n\t%sshl.b32 %s, %s, %d;\n", g, t.s, l.s,
+	      lu, g, t.s, t.s, r->splits.s, r->split.s, g, t.s, t.s, lu);
+	emitf(e, "\t%sand.b32 %s, %s, %d;\n\t%sadd.u32 %s, %s, %s;\n", g, w.s, l.s, c->unit - 1, g, w.s, w.s, t.s);
+}
+
 /* Element i of a chunk round (number el of the round's new keys, under p):
- * the CTA's local key L = lb + el is row position
- * j = (split + splits·(L / unit))·unit + L % unit (the scorings' order:
- * docs/ABI.md "indexer", "Split rows"); its logit, stored by this CTA's
+ * the CTA's local key L = lb + el; its logit, stored by this CTA's
  * scoring (a plain load: never .nc, which may miss this kernel's stores),
- * into v and j into w. */
+ * into v and its row position into w. */
 static void
 load_chunk(Emit *e, const void *ctx, int i, Reg el, Reg p, Reg v, Reg w)
 {
 	const IdxTk *k = ctx;
-	const IndexerCfg *c = k->c;
 	const IndexerRegs *r = k->r;
-	Reg l = reg_new(e, RC_B32), t = reg_new(e, RC_B32), a = reg_new(e, RC_B64);
-	int lu = log2_ceil(c->unit);
+	Reg l = reg_new(e, RC_B32), a = reg_new(e, RC_B64);
 
 	(void)i;
-	emitf(e, "\tadd.u32 %s, %s, %s;\n\tshr.u32 %s, %s, %d;\n\tmad.lo.u32 %s, %s, %s, %s;\n", l.s, k->lb.s, el.s, t.s,
-	      l.s, lu, t.s, t.s, r->splits.s, r->split.s);
-	emitf(e, "\tshl.b32 %s, %s, %d;\n\tand.b32 %s, %s, %d;\n\tadd.u32 %s, %s, %s;\n", t.s, t.s, lu, l.s, l.s,
-	      c->unit - 1, w.s, t.s, l.s);
+	emitf(e, "\tadd.u32 %s, %s, %s;\n", l.s, k->lb.s, el.s);
+	emit_position(e, k, l, w, NULL);
 	emitf(e, "\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n\t@%s ld.global.b32 %s, [%s];\n", a.s, w.s, a.s,
 	      a.s, r->logits.s, p.s, v.s, a.s);
 }
 
-/* A key of the chunk's select (element j of window kb, key u) at slot
- * pos: before the last round into the other window's first K (its index
- * beside it, its top byte counted in the other window's first
+/* A key of the chunk's select (element j of window kb, key u; its row
+ * position implied by j in the first round, else stored beside it) at
+ * slot pos: before the last round into the other window's first K (its
+ * position beside it, its top byte counted in the other window's first
  * histogram); in the last round to the list (one CTA per row) or to this
  * part's candidate slots. */
 static void
@@ -143,11 +157,12 @@ place_chunk(Emit *e, const void *ctx, Reg j, Reg pos, Reg u)
 	label_new(e, fin, sizeof fin, "chunk_final");
 	label_new(e, work, sizeof work, "chunk_work");
 	label_new(e, done, sizeof done, "chunk_placed");
-	emitf(e, "\tmad.lo.u32 %s, %s, 4, %s;\n\tld.shared.u32 %s, [%s+%d];\n", a32.s, j.s, k->kb.s, x.s, a32.s,
-	      8 * k->c->win);
+	emitf(e, "\tmad.lo.u32 %s, %s, 4, %s;\n\t@!%s ld.shared.u32 %s, [%s+%d];\n", a32.s, j.s, k->kb.s, k->first.s,
+	      x.s, a32.s, 4 * k->c->win);
+	emit_position(e, k, j, x, &k->first);
 	emitf(e, "\t@%s bra %s;\n", k->last.s, fin);
 	emitf(e, "\tmad.lo.u32 %s, %s, 4, %s;\n\tst.shared.u32 [%s], %s;\n\tst.shared.u32 [%s+%d], %s;\n", a32.s, pos.s,
-	      k->ko.s, a32.s, u.s, a32.s, 8 * k->c->win, x.s);
+	      k->ko.s, a32.s, u.s, a32.s, 4 * k->c->win, x.s);
 	emitf(e, "\tshr.u32 %s, %s, 24;\n\tmad.lo.u32 %s, %s, 4, %s;\n\tred.shared.add.u32 [%s], 1;\n\tbra %s;\n", t.s,
 	      u.s, t.s, t.s, k->ho.s, t.s, done);
 	emit_label(e, fin);
@@ -177,19 +192,21 @@ final_merge(Emit *e, const void *ctx, Reg last, Reg a, Reg b, Reg x)
 }
 
 /* The chunk select, rows of n > K only: the CTA's nl keys (its units
- * split + splits·m of `unit` keys, the last one partial) in rounds over
- * two windows of c->win keys (A, B) with their positions beside them
- * and a set of 4 histograms each. A round stages up to win - off new
- * keys after the off = K carried ones (0 in the first round) and selects
- * the window's top-K; before the last round the winners go to the other
- * window's first K slots, their top bytes counted in the other window's
- * first histogram, and the windows swap with their histogram sets. A
- * round that is not the last zeroes its own set after its select (the
- * scans, its last readers, are behind the last pass's barrier), ready for
- * the round after next; the next stage's barrier orders the placing
- * writes and the zeroing before the next select. A CTA of at most K keys
- * (its first round holds them all) writes them all, then key 0 and
- * index -1. */
+ * split + splits·m of `unit` keys, the last one partial) in rounds, with
+ * a set of 4 histograms for each of two windows (A, B). The first round
+ * selects over the first 2·win keys, kept by the scoring as keys alone
+ * in the space of both windows (positions implied by the slot); the
+ * later ones over a window of c->win keys with their positions beside
+ * them (A: keys at 0, positions at 4·win; B: 8·win on), staging up to
+ * win - K new keys after the K carried ones. Before the last round the
+ * winners go to the other window's first K slots (B after the first
+ * round), their top bytes counted in that window's first histogram, and
+ * the windows swap with their histogram sets. A round that is not the
+ * last zeroes its own set after its select (the scans, its last readers,
+ * are behind the last pass's barrier), ready for the round after next;
+ * the next stage's barrier orders the placing writes and the zeroing
+ * before the next select. A CTA of at most K keys (its first round holds
+ * them all) writes them all, then key 0 and index -1. */
 static void
 emit_chunk(Emit *e, const IndexerCfg *c, const IndexerRegs *r, IdxTk *k)
 {
@@ -208,6 +225,7 @@ emit_chunk(Emit *e, const IndexerCfg *c, const IndexerRegs *r, IdxTk *k)
 	k->ko = reg_new(e, RC_B32);
 	k->ho = reg_new(e, RC_B32);
 	k->last = reg_new(e, RC_PRED);
+	k->first = reg_new(e, RC_PRED);
 	emit_block(e, "indexer.chunk");
 	label_new(e, round, sizeof round, "chunk_round");
 	label_new(e, sel_l, sizeof sel_l, "chunk_select");
@@ -230,20 +248,21 @@ emit_chunk(Emit *e, const IndexerCfg *c, const IndexerRegs *r, IdxTk *k)
 	      nl.s, x.s, q.s, nl.s);
 	/* window A and its histograms first; B's set is zeroed (prologue) */
 	emitf(e, "\tmov.u32 %s, 0;\n\tmov.u32 %s, 0;\n\tmov.u32 %s, %s;\n\tadd.u32 %s, %s, %d;\n", k->lb.s, off.s,
-	      k->kb.s, k->sl.keys.s, k->ko.s, k->sl.keys.s, 4 * c->win);
+	      k->kb.s, k->sl.keys.s, k->ko.s, k->sl.keys.s, 8 * c->win);
 	emitf(e, "\tmov.u32 %s, %s;\n\tadd.u32 %s, %s, %d;\n", hb.s, k->sl.hist.s, k->ho.s, k->sl.hist.s,
 	      4 * SEL_BINS * SEL_PASSES);
 	emit_label(e, round);
-	/* nw = min(nl - lb, win - off) new keys after the off carried */
-	emitf(e, "\tsub.u32 %s, %s, %s;\n\tsub.u32 %s, %d, %s;\n\tmin.u32 %s, %s, %s;\n\tadd.u32 %s, %s, %s;\n", nw.s,
-	      nl.s, k->lb.s, t.s, c->win, off.s, nw.s, nw.s, t.s, cnt.s, off.s, nw.s);
+	/* nw = min(nl - lb, win - off) new keys after the off carried; the
+	 * first round's 2·win were kept by the scoring (indexer_emit_keep) */
+	emitf(e, "\tsetp.eq.u32 %s, %s, 0;\n\tsub.u32 %s, %d, %s;\n\t@%s mov.u32 %s, %d;\n", k->first.s, k->lb.s, t.s,
+	      c->win, off.s, k->first.s, t.s, 2 * c->win);
+	emitf(e, "\tsub.u32 %s, %s, %s;\n\tmin.u32 %s, %s, %s;\n\tadd.u32 %s, %s, %s;\n", nw.s, nl.s, k->lb.s, nw.s,
+	      nw.s, t.s, cnt.s, off.s, nw.s);
 	emitf(e, "\tmad.lo.u32 %s, %s, 4, %s;\n", kbo.s, off.s, k->kb.s);
 	st = k->sl;
 	st.keys = kbo;
 	st.hist = hb;
-	emitf(e, "\tadd.u32 %s, %s, %d;\n", a32.s, kbo.s, 8 * k->c->win);
-	/* the first round's keys were kept by the scoring (indexer_emit_keep) */
-	emitf(e, "\tsetp.eq.u32 %s, %s, 0;\n\t@%s bra %s;\n", p.s, k->lb.s, p.s, staged);
+	emitf(e, "\tadd.u32 %s, %s, %d;\n\t@%s bra %s;\n", a32.s, kbo.s, 4 * k->c->win, k->first.s, staged);
 	sel_emit_stage(e, &st, kbo, NULL, a32, nw, c->win / IDX_THREADS, 1, 0, &ld);
 	emit_label(e, staged);
 	emitf(e, "\tsetp.gt.u32 %s, %s, %d;\n\t@%s bra %s;\n", p.s, cnt.s, K, p.s, sel_l);
@@ -252,8 +271,8 @@ emit_chunk(Emit *e, const IndexerCfg *c, const IndexerRegs *r, IdxTk *k)
 	      all_done);
 	emit_label(e, all);
 	emitf(e, "\tsetp.lt.u32 %s, %s, %s;\n\tmov.u32 %s, 0;\n\tmov.u32 %s, -1;\n", p.s, j.s, cnt.s, kv.s, xv.s);
-	emitf(e, "\tmad.lo.u32 %s, %s, 4, %s;\n\t@%s ld.shared.u32 %s, [%s];\n\t@%s ld.shared.u32 %s, [%s+%d];\n",
-	      a32.s, j.s, k->kb.s, p.s, kv.s, a32.s, p.s, xv.s, a32.s, 8 * k->c->win);
+	emitf(e, "\tmad.lo.u32 %s, %s, 4, %s;\n\t@%s ld.shared.u32 %s, [%s];\n", a32.s, j.s, k->kb.s, p.s, kv.s, a32.s);
+	emit_position(e, k, j, xv, &p);
 	emitf(e, "\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n\tst.global.u32 [%s], %s;\n", a.s, j.s, b.s,
 	      k->pk.s, a.s, b.s, kv.s);
 	emitf(e, "\tadd.u64 %s, %s, %s;\n\tst.global.s32 [%s], %s;\n", b.s, k->pi.s, a.s, b.s, xv.s);

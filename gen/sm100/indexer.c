@@ -234,7 +234,7 @@ sm100_indexer_score_mma(Emit *e, const IndexerCfg *c, const IndexerRegs *r, KgEr
 	emitf(e, "\t@%s ld.shared.f32 %s, [%s];\n\t@%s add.f32 %s, %s, %s;\n", pl.s, y.s, d.s, pl.s, acc.s, acc.s, y.s);
 	emitf(e, "\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n\t@%s st.global.f32 [%s], %s;\n", a.s, j.s, a.s,
 	      a.s, r->logits.s, pl.s, a.s, acc.s);
-	indexer_emit_keep(e, c, r, l, j, acc, &pl);
+	indexer_emit_keep(e, c, r, l, acc, &pl);
 	emit_block(e, "sm100.indexer_mma");
 	emitf(e, "\tadd.u32 %s, %s, %d;\n", l.s, l.s, TC_KEYS);
 	/* no barrier here: the next tile's scales and sums are stored after

@@ -190,7 +190,7 @@ sm90_indexer_score_mma(Emit *e, const IndexerCfg *c, const IndexerRegs *r, KgErr
 	emitf(e, "\tsetp.lt.and.s32 %s, %s, %s, %s;\n", pl.s, j.s, r->n.s, pl.s);
 	emitf(e, "\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n\t@%s st.global.f32 [%s], %s;\n", a.s, j.s, a.s,
 	      a.s, r->logits.s, pl.s, a.s, z.s);
-	indexer_emit_keep(e, c, r, l, j, z, &pl);
+	indexer_emit_keep(e, c, r, l, z, &pl);
 	emit_block(e, "sm90.indexer_mma");
 	emitf(e, "\tadd.u32 %s, %s, %d;\n", l.s, l.s, WGS * IDX_TILE);
 	/* no barrier here: every thread waited for its MMAs, so the tile was

@@ -58,10 +58,11 @@ static const uint32_t indexer_shapes[][4] = {
 	{3, 2, 77, 2},
 	{2, 3, 0, 1},
 };
-/* the long indexer shape: more keys than the fused top-k's window (4096
- * at top-k 2048, else 2048), so the select takes rounds over its two
- * windows (docs/indexer.md, "Fused top-k") */
-static const uint32_t long_indexer[4] = {1, 1, 4500, 1};
+/* the long indexer shape: more keys than the scoring keeps for the fused
+ * top-k's first round (2·win: 8192 at top-k 2048, else 4096), so the
+ * select takes a second round over a window (docs/indexer.md, "Fused
+ * top-k") */
+static const uint32_t long_indexer[4] = {1, 1, 8300, 1};
 
 /* topk: rows x n (fewer logits than k; one chunk; a last chunk of fewer
  * than k logits, so a merge over padded candidates) */

@@ -35,17 +35,18 @@ static const char *const configs[][12] = {
 };
 
 /* batch, s_q (next_n), max_len (0: 2·topk + 37), CTAs per query row;
- * the last two: a part longer than the fused top-k's window (2048 keys:
- * rounds over both windows, docs/indexer.md, "Fused top-k") alone and
- * split in two, and 70 parts, most of them empty (padded candidates),
- * whose candidates take two merge rounds at top-k 64 and up */
+ * the last three: a part longer than the scoring keeps for the fused
+ * top-k's first round (4096 keys here: then rounds over the windows,
+ * docs/indexer.md, "Fused top-k") alone and split in two, and 70 parts,
+ * most of them empty (padded candidates), whose candidates take two
+ * merge rounds at top-k 64 and up */
 static const uint32_t shapes[][4] = {
 	{3, 1, 0, 1},
 	{2, 2, 301, 2},
 	{4, 3, 0, 1},
 	{3, 4, 333, 3},
 	{1, 2, 5003, 1},
-	{2, 1, 4501, 2},
+	{2, 1, 8501, 2},
 	{2, 1, 1200, 70},
 };
 

@@ -207,10 +207,12 @@ pick_shape(const KrtAbi *abi, Shape *s)
 		/* 2 sequences of 2 query rows: sequence 0's rows see more keys
 		 * than top-k (the radix select and its barriers run), sequence
 		 * 1's fewer; run with one CTA per row and with two; then
-		 * (run_once) one row of 2·topk + 40 keys, alone and split into
-		 * enough parts that their candidates take two merge rounds
-		 * (windows of 2·win, win the least power of two >= 2·topk and
-		 * >= 2048: docs/indexer.md, "Fused top-k") */
+		 * (run_once) one row of 2·win + 40 keys alone (the chunk
+		 * select's first round takes 2·win, a second the rest), and
+		 * one of 2·topk + 40 keys split into enough parts that their
+		 * candidates take two merge rounds (windows of 2·win, win the
+		 * least power of two >= 2·topk and >= 2048: docs/indexer.md,
+		 * "Fused top-k") */
 		uint32_t k = (uint32_t)et_arg(abi, "topk", 512), win = 2048;
 		while (win < 2 * k)
 			win *= 2;
@@ -219,7 +221,7 @@ pick_shape(const KrtAbi *abi, Shape *s)
 		s->N = 2;
 		s->K = k + 40;
 		s->parts = 2 * win / k + 1;
-		s->long_len = (2 * k > win ? 2 * k : win) + 40;
+		s->long_len = 2 * win + 40;
 		return;
 	}
 	if (strcmp(abi->family, "topk") == 0) {
@@ -308,8 +310,8 @@ run_once(KrtDevice *dev, KrtModule *mod, const Shape *s, char *msg, size_t n)
 		 * then one row of at least twice top-k keys, so the k-th score
 		 * falls inside a group of tied or nearly tied keys (a histogram
 		 * read before every count is in picks a wrong digit): in one
-		 * part of more keys than a window (the select's second round
-		 * stages what the scoring did not keep), and of 2·top-k + 40
+		 * part of more keys than the scoring keeps (the select's second
+		 * round stages the rest), and of 2·top-k + 40
 		 * keys in enough parts that the merge takes two rounds */
 		rc = et_indexer(dev, mod, s->M, s->N, s->K, 1, 7, 1, &f);
 		if (rc == 0)
@@ -318,9 +320,12 @@ run_once(KrtDevice *dev, KrtModule *mod, const Shape *s, char *msg, size_t n)
 			rc = et_indexer(dev, mod, 1, 1, s->long_len, 1, 7, 1, &f);
 		if (rc == 0)
 			rc = et_indexer(dev, mod, 1, 1, s->K + s->K - 40, s->parts, 7, 1, &f);
-		/* the merge's later radix passes run only where its k-th
-		 * candidate ties past the earlier passes' digits, which one set
-		 * of logits may not give: a second draw */
+		/* a pass's missing barrier between its histogram and its scan
+		 * shows only where the keys left by the earlier passes' digits
+		 * give a different k-th key when counted late, which one set of
+		 * logits may not give: a second draw of both */
+		if (rc == 0)
+			rc = et_indexer(dev, mod, 1, 1, s->long_len, 1, 8, 1, &f);
 		if (rc == 0)
 			rc = et_indexer(dev, mod, 1, 1, s->K + s->K - 40, s->parts, 8, 1, &f);
 		/* and the long row and the merge under the normal fill: FP4

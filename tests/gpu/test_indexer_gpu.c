@@ -24,8 +24,9 @@ enum { EXIT_SKIP = 77 };
  * 2·topk + 37; splits > 1: several CTAs per row, each selecting its
  * part's top-k, the last merging them): next_n (s_q) 1 to 4, odd lengths,
  * splits 1, 2, 4, 5, 8 and 24 (a merge of several rounds from top-k 171
- * up; docs/indexer.md, "Fused top-k"); parts longer than the select's
- * window (rounds) at 20001 and 9001 keys */
+ * up; docs/indexer.md, "Fused top-k"); parts longer than the scoring
+ * keeps for the select's first round (2·win keys; then more rounds) at
+ * 20001, 5001 and 9001 keys (two parts of 4501 below top-k 2048) */
 static const GpuCase cases[] = {
 	{{3, {1, 1, 0}}, CHECK_FILL_NORMAL},
 	{{3, {3, 2, 0}}, CHECK_FILL_EDGE},
