@@ -119,25 +119,43 @@ typedef struct SelRegs {
 } SelRegs;
 
 /* Histogram d of the keys src[0 .. n-1] whose bits above it equal the
- * prefix. */
+ * prefix. A thread takes keys j + threads·i, i < s->hist_keys, a step:
+ * all their loads before the first count, so a step waits for one
+ * shared-memory latency, not hist_keys. */
 static void
 emit_hist(Emit *e, const Sel *s, const SelRegs *r, Reg src, Reg n, SelDigit d)
 {
+	Reg u[SEL_HIST_KEYS_MAX], in[SEL_HIST_KEYS_MAX];
+	int nk = s->hist_keys > 1 ? s->hist_keys : 1;
 	char lp[48], lpd[48];
 
+	if (nk > SEL_HIST_KEYS_MAX)
+		kg_bug("select: %d keys a histogram step", nk);
+	u[0] = r->u;
+	for (int i = 1; i < nk; i++) {
+		u[i] = reg_new(e, RC_B32);
+		in[i] = reg_new(e, RC_PRED); /* key i of the step exists (key 0 does: the loop's test) */
+	}
 	label_new(e, lp, sizeof lp, "hist");
 	label_new(e, lpd, sizeof lpd, "hist_done");
 	emitf(e, "\tmov.u32 %s, %s;\n\tsetp.ge.u32 %s, %s, %s;\n\t@%s bra %s;\n", r->j.s, s->tid.s, r->p.s, r->j.s, n.s,
 	      r->p.s, lpd);
 	emit_label(e, lp);
-	emit_load_key(e, src, r->j, r->u, r->a32);
-	emitf(e, "\tand.b32 %s, %s, 0x%08x;\n\tsetp.eq.u32 %s, %s, %s;\n", r->t.s, r->u.s, d.above, r->p.s, r->t.s,
-	      r->prefix.s);
-	emitf(e, "\tshr.u32 %s, %s, %d;\n\tand.b32 %s, %s, %d;\n\tmad.lo.u32 %s, %s, 4, %s;\n", r->t.s, r->u.s, d.shift,
-	      r->t.s, r->t.s, (1 << d.bits) - 1, r->t.s, r->t.s, r->hp.s);
-	emitf(e, "\t@%s red.shared.add.u32 [%s], 1;\n", r->p.s, r->t.s);
-	emitf(e, "\tadd.u32 %s, %s, %d;\n\tsetp.lt.u32 %s, %s, %s;\n\t@%s bra %s;\n", r->j.s, r->j.s, s->threads, r->p.s,
-	      r->j.s, n.s, r->p.s, lp);
+	emit_load_key(e, src, r->j, u[0], r->a32);
+	for (int i = 1; i < nk; i++)
+		emitf(e, "\tadd.u32 %s, %s, %d;\n\tsetp.lt.u32 %s, %s, %s;\n\t@%s ld.shared.u32 %s, [%s+%d];\n", r->t.s,
+		      r->j.s, s->threads * i, in[i].s, r->t.s, n.s, in[i].s, u[i].s, r->a32.s, 4 * s->threads * i);
+	for (int i = 0; i < nk; i++) {
+		emitf(e, "\tand.b32 %s, %s, 0x%08x;\n\tsetp.eq.u32 %s, %s, %s;\n", r->t.s, u[i].s, d.above, r->p.s,
+		      r->t.s, r->prefix.s);
+		if (i)
+			emitf(e, "\tand.pred %s, %s, %s;\n", r->p.s, r->p.s, in[i].s);
+		emitf(e, "\tshr.u32 %s, %s, %d;\n\tand.b32 %s, %s, %d;\n\tmad.lo.u32 %s, %s, 4, %s;\n", r->t.s, u[i].s,
+		      d.shift, r->t.s, r->t.s, (1 << d.bits) - 1, r->t.s, r->t.s, r->hp.s);
+		emitf(e, "\t@%s red.shared.add.u32 [%s], 1;\n", r->p.s, r->t.s);
+	}
+	emitf(e, "\tadd.u32 %s, %s, %d;\n\tsetp.lt.u32 %s, %s, %s;\n\t@%s bra %s;\n", r->j.s, r->j.s, s->threads * nk,
+	      r->p.s, r->j.s, n.s, r->p.s, lp);
 	emit_label(e, lpd);
 	op_bar_sync_why(e, 0, s->threads, "histogram complete");
 }

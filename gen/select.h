@@ -10,8 +10,9 @@
 
 #include "emit.h"
 
-/* Radix bins and passes (8 bits each over 32-bit keys). */
-enum { SEL_BINS = 256, SEL_PASSES = 4 };
+/* Radix bins and passes (8 bits each over 32-bit keys); the most keys a
+ * histogram step loads (Sel.hist_keys). */
+enum { SEL_BINS = 256, SEL_PASSES = 4, SEL_HIST_KEYS_MAX = 4 };
 
 /* What a select reads, set by its kernel. threads >= SEL_BINS (the scan
  * takes one bin a thread), a multiple of 32. */
@@ -36,6 +37,9 @@ typedef struct Sel {
 	 * at most 32). */
 	Reg cand;
 	int cand_cap, cand_per;
+	/* Keys a thread loads per step of a pass's histogram (0 or 1: one;
+	 * at most SEL_HIST_KEYS_MAX): registers for fewer waits. */
+	int hist_keys;
 } Sel;
 
 enum { SEL_WIDE_BITS = 11, SEL_WIDE_BINS = 1 << SEL_WIDE_BITS };

@@ -237,8 +237,11 @@ topk_emit(Emit *e, const TopkCfg *c)
 	char sel[48], joined[48], done[48];
 
 	emit_prologue(e, c, &r);
+	/* one key a histogram step: the passes after the first read only the
+	 * candidates, and four keys' registers make ptxas spill at 64 a
+	 * thread */
 	sl = (Sel){TK_THREADS, c->topk, r.tid, r.zero, r.keys, r.hist, r.scan, r.state, 0, SEL_WIDE_BITS, r.zero,
-	           TK_CAND, TK_PER};
+	           TK_CAND, TK_PER, 1};
 	emit_block(e, "topk.chunk");
 	label_new(e, sel, sizeof sel, "select");
 	label_new(e, joined, sizeof joined, "chunk_done");
