@@ -81,7 +81,7 @@ emit_setup(Emit *e, const IndexerCfg *c, const IndexerRegs *r, IdxTk *k)
 	k->sl.threads = IDX_THREADS;
 	k->sl.topk = K;
 	k->sl.batch = 16; /* the merge of top-k 2048 stages 32 a thread: 16 in flight keep its registers near the scoring's */
-	k->sl.hist_keys = SEL_HIST_KEYS_MAX; /* the scoring needs more registers than these */
+	k->sl.hist_keys = SEL_HIST_KEYS_MAX; /* registers stay under the 128 of two CTAs an SM (emitted/ *.ptxas.txt) */
 	k->sl.tid = r->tid;
 	k->sl.zero = reg_new(e, RC_B32);
 	emit_block(e, "indexer.topk_setup");
