@@ -135,17 +135,25 @@ param_bytes(const EmuCta *c, const uint8_t *h)
  * history, which its own threads' accesses share), or global memory. */
 static int
 race_check(EmuCta *c, EmuThread *t, const EmuInsn *in, uint64_t a, const uint8_t *h, uint32_t sa,
-           uint32_t bytes, int write)
+           uint32_t bytes, int kind)
 {
 	if (sa != UINT32_MAX)
-		return emu_race_smem(c, t, in, sa, bytes, write);
+		return emu_race_smem(c, t, in, sa, bytes, kind);
 	if (in->space == SPACE_CLUSTER) {
 		EmuCta *o;
 		uint32_t local;
 		return emu_cluster_resolve(c, t, in, a, &o, &local) ||
-		       emu_race_smem(o, t, in, local, bytes, write);
+		       emu_race_smem(o, t, in, local, bytes, kind);
 	}
-	return !param_bytes(c, h) && emu_race_global(c, t, in, a, bytes, write);
+	return !param_bytes(c, h) && emu_race_global(c, t, in, a, bytes, kind);
+}
+
+/* The race kind of an ld/st: strong with .volatile or a stronger order
+ * (optab.c: weak 1, volatile 2, relaxed 3, acquire 4, release 5). */
+static int
+race_kind(const EmuInsn *in, int write)
+{
+	return (write ? EMU_RACE_WRITE : 0) | (in->order >= 2 ? EMU_RACE_STRONG : 0);
 }
 
 int
@@ -164,7 +172,7 @@ emu_op_ld(EmuCta *c, EmuThread *t, const EmuInsn *in)
 	    emu_resolve(c, t, in, (EmuSpace)in->space, a, bytes, 0, &h, &sa))
 		return EMU_STOP;
 	if ((sa != UINT32_MAX && emu_smem_read(c, t, in, sa, bytes)) ||
-	    race_check(c, t, in, a, h, sa, bytes, 0))
+	    race_check(c, t, in, a, h, sa, bytes, race_kind(in, 0)))
 		return EMU_STOP;
 	for (int i = 0; i < n; i++) {
 		uint64_t v = load_elem(h + i * tbytes(ty), ty);
@@ -196,7 +204,7 @@ emu_op_st(EmuCta *c, EmuThread *t, const EmuInsn *in)
 	    emu_resolve(c, t, in, (EmuSpace)in->space, a, bytes, 1, &h, &sa))
 		return EMU_STOP;
 	if ((sa != UINT32_MAX && emu_smem_write(c, t, in, sa, bytes)) ||
-	    race_check(c, t, in, a, h, sa, bytes, 1))
+	    race_check(c, t, in, a, h, sa, bytes, race_kind(in, 1)))
 		return EMU_STOP;
 	for (int i = 0; i < n; i++)
 		memcpy(h + (uint32_t)i * eb, &vals[i], eb);
@@ -277,7 +285,8 @@ emu_op_atom(EmuCta *c, EmuThread *t, const EmuInsn *in)
 	    (in->sub == AT_CAS && emu_geti(c, t, in, ai + 2, &cv)) ||
 	    emu_resolve(c, t, in, (EmuSpace)in->space, a, bytes, 1, &h, &sa))
 		return EMU_STOP;
-	if (sa != UINT32_MAX && (emu_smem_read(c, t, in, sa, bytes) || emu_smem_write(c, t, in, sa, bytes)))
+	if ((sa != UINT32_MAX && (emu_smem_read(c, t, in, sa, bytes) || emu_smem_write(c, t, in, sa, bytes))) ||
+	    race_check(c, t, in, a, h, sa, bytes, EMU_RACE_WRITE | EMU_RACE_STRONG))
 		return EMU_STOP;
 	uint64_t old = load_elem(h, ty), r = old;
 	int n = emu_types[ty].bits;

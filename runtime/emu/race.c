@@ -20,7 +20,13 @@
  * keeps its own (generic ld/st.shared::cluster from other CTAs included),
  * global memory one table per cluster (the first CTA's).
  *
- * Atomics (atom/red) are morally strong and not checked here. Async-proxy
+ * Strong accesses (atom/red, and ld/st with .volatile, .relaxed, .acquire
+ * or .release) are morally strong with each other, so two of them never
+ * race (PTX ISA §8, "Morally strong operations"); a strong access and a
+ * weak one do, unordered: a red.shared count read by a plain load with no
+ * barrier between them is a data race. Every strong access here is taken
+ * as of a scope that covers both threads (kgen's are .cta or .gpu inside
+ * one CTA or cluster). Async-proxy
  * accesses (TMA, MMA operands) have their own tags in hb.c; an async write
  * into shared memory must be ordered after the generic accesses of the
  * words it overwrites and then starts their history afresh. */
@@ -65,28 +71,34 @@ report(EmuCta *c, EmuThread *t, const EmuInsn *in, const char *space, uint64_t a
 	                  other_write ? "write" : "read", tid, tid / 32, cta, other_line, text);
 }
 
-/* Checks one access of bytes `mask` of word e (of a history of generation
- * gen) against its history, then records it; a race is reported on c. */
+/* Checks one access (kind: EMU_RACE_WRITE and EMU_RACE_STRONG bits) of
+ * bytes `mask` of word e (of a history of generation gen) against its
+ * history, then records it; a race is reported on c. Two strong accesses
+ * do not conflict: an unordered strong write over a strong one keeps only
+ * the later, which can only miss a race with a weak access, never invent
+ * one. */
 static int
 access(EmuCta *c, EmuThread *t, const EmuInsn *in, EmuRaceWord *e, uint32_t gen,
-       const char *space, uint64_t addr, int write, uint8_t mask)
+       const char *space, uint64_t addr, int kind, uint8_t mask)
 {
+	int write = (kind & EMU_RACE_WRITE) != 0, strong = (kind & EMU_RACE_STRONG) != 0;
 	if (e->gen != gen)
 		fresh(gen, e);
-	if (e->wslot != NO_SLOT && (e->wmask & mask) && !covered(t, e->wslot, e->wclk))
+	if (e->wslot != NO_SLOT && (e->wmask & mask) && !covered(t, e->wslot, e->wclk) && !(strong && e->wstrong))
 		return report(c, t, in, space, addr, write, 1, e->wslot, e->wline);
 	uint32_t now = (uint32_t)t->vc[t->slot];
 	int k = 0;
 	if (write) {
 		for (int i = 0; i < e->nr; i++) {
 			int ordered = covered(t, e->rslot[i], e->rclk[i]);
-			if (!ordered && (e->rmask[i] & mask))
+			if (!ordered && (e->rmask[i] & mask) && !(strong && e->rstrong[i]))
 				return report(c, t, in, space, addr, 1, 0, e->rslot[i], e->rline[i]);
-			if (!ordered) { /* a concurrent read of other bytes stays */
+			if (!ordered) { /* a concurrent read of other bytes, or a strong one, stays */
 				e->rslot[k] = e->rslot[i];
 				e->rclk[k] = e->rclk[i];
 				e->rline[k] = e->rline[i];
 				e->rmask[k] = e->rmask[i];
+				e->rstrong[k] = e->rstrong[i];
 				k++;
 			}
 		}
@@ -95,6 +107,7 @@ access(EmuCta *c, EmuThread *t, const EmuInsn *in, EmuRaceWord *e, uint32_t gen,
 		e->wclk = now;
 		e->wline = in->line;
 		e->wmask = mask;
+		e->wstrong = (uint8_t)strong;
 		return 0;
 	}
 	for (int i = 0; i < e->nr; i++) /* drop readers this read is ordered after */
@@ -103,6 +116,7 @@ access(EmuCta *c, EmuThread *t, const EmuInsn *in, EmuRaceWord *e, uint32_t gen,
 			e->rclk[k] = e->rclk[i];
 			e->rline[k] = e->rline[i];
 			e->rmask[k] = e->rmask[i];
+			e->rstrong[k] = e->rstrong[i];
 			k++;
 		} else {
 			mask |= e->rmask[i]; /* a write after this read is after that one */
@@ -112,12 +126,14 @@ access(EmuCta *c, EmuThread *t, const EmuInsn *in, EmuRaceWord *e, uint32_t gen,
 		memmove(&e->rclk[0], &e->rclk[1], (EMU_RACE_READERS - 1) * sizeof e->rclk[0]);
 		memmove(&e->rline[0], &e->rline[1], (EMU_RACE_READERS - 1) * sizeof e->rline[0]);
 		memmove(&e->rmask[0], &e->rmask[1], (EMU_RACE_READERS - 1) * sizeof e->rmask[0]);
+		memmove(&e->rstrong[0], &e->rstrong[1], (EMU_RACE_READERS - 1) * sizeof e->rstrong[0]);
 		k--;
 	}
 	e->rslot[k] = (uint16_t)t->slot;
 	e->rclk[k] = now;
 	e->rline[k] = in->line;
 	e->rmask[k] = mask;
+	e->rstrong[k] = (uint8_t)strong;
 	e->nr = (uint8_t)(k + 1);
 	return 0;
 }
@@ -133,10 +149,10 @@ word_mask(uint64_t w, uint64_t addr, uint32_t bytes)
 
 int
 emu_race_smem(EmuCta *c, EmuThread *t, const EmuInsn *in, uint32_t addr, uint32_t bytes,
-              int write)
+              int kind)
 {
 	for (uint32_t w = addr >> 2; w <= (addr + bytes - 1) >> 2; w++)
-		if (access(c, t, in, &c->race[w], c->race_gen, "smem", (uint64_t)w * 4, write,
+		if (access(c, t, in, &c->race[w], c->race_gen, "smem", (uint64_t)w * 4, kind,
 		           word_mask(w, addr, bytes)))
 			return EMU_STOP;
 	return 0;
@@ -203,14 +219,14 @@ global_word(EmuCta *c, uint64_t w)
 
 int
 emu_race_global(EmuCta *c, EmuThread *t, const EmuInsn *in, uint64_t addr, uint32_t bytes,
-                int write)
+                int kind)
 {
 	EmuCta *g = c->cl->cta[0]; /* the cluster's table */
 	for (uint64_t w = addr >> 2; w <= (addr + bytes - 1) >> 2; w++) {
 		EmuRaceWord *e = global_word(g, w);
 		if (!e)
 			return emu_fault(c, t, in, "out of host memory");
-		if (access(c, t, in, e, g->race_gen, "global", w * 4, write, word_mask(w, addr, bytes)))
+		if (access(c, t, in, e, g->race_gen, "global", w * 4, kind, word_mask(w, addr, bytes)))
 			return EMU_STOP;
 	}
 	return 0;

@@ -320,10 +320,10 @@ run_once(KrtDevice *dev, KrtModule *mod, const Shape *s, char *msg, size_t n)
 			rc = et_indexer(dev, mod, 1, 1, s->long_len, 1, 7, 1, &f);
 		if (rc == 0)
 			rc = et_indexer(dev, mod, 1, 1, s->K + s->K - 40, s->parts, 7, 1, &f);
-		/* a pass's missing barrier between its histogram and its scan
-		 * shows only where the keys left by the earlier passes' digits
-		 * give a different k-th key when counted late, which one set of
-		 * logits may not give: a second draw of both */
+		/* the later radix passes of the long row's select and of the
+		 * merge count only the keys that tie with the k-th past the
+		 * earlier digits, which one set of logits may leave to one key
+		 * of the thread that reads its bin: a second draw of both */
 		if (rc == 0)
 			rc = et_indexer(dev, mod, 1, 1, s->long_len, 1, 8, 1, &f);
 		if (rc == 0)
