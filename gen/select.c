@@ -111,6 +111,7 @@ emit_load_key(Emit *e, Reg keys, Reg j, Reg u, Reg a32)
 /* The registers of one select. */
 typedef struct SelRegs {
 	Reg j, u, t, prefix, kk, hp, b, cnt, incl, x, w, pos, sc, a32;
+	Reg mask; /* the key bits the placing compares with the prefix */
 	Reg p, q, hi, pg, pe;
 	Reg src, n, jj, pm, cn; /* cand_cap: the keys the later passes read, their count, a key's position, the
 	                         * bin's prefix; the candidates */
@@ -194,6 +195,9 @@ emit_publish(Emit *e, const Sel *s, const SelRegs *r, SelDigit d, Reg bin)
 	      r->incl.s, r->cnt.s, r->q.s, r->x.s, r->kk.s, r->q.s, r->incl.s, r->kk.s, r->q.s);
 	emitf(e, "\tshl.b32 %s, %s, %d;\n\tor.b32 %s, %s, %s;\n\tsub.u32 %s, %s, %s;\n", r->t.s, bin.s, d.shift, r->t.s,
 	      r->t.s, r->prefix.s, r->x.s, r->kk.s, r->x.s);
+	/* the whole bin taken: flagged in kk's top bit (emit_early_exit) */
+	emitf(e, "\tsetp.eq.u32 %s, %s, %s;\n\t@%s or.b32 %s, %s, 0x80000000;\n", r->pe.s, r->x.s, r->cnt.s, r->pe.s,
+	      r->x.s, r->x.s);
 	emitf(e, "\t@%s st.shared.v4.u32 [%s], {%s, %s, %s, %s};\n", r->q.s, s->state.s, r->t.s, r->x.s, s->zero.s,
 	      s->zero.s);
 }
@@ -307,6 +311,22 @@ emit_filter(Emit *e, const Sel *s, const SelRegs *r, Reg keys, Reg count)
 	      r->cn.s, count.s, r->cm.s);
 }
 
+/* After pass d's publish: kk's top bit says the bin the prefix ends in
+ * holds exactly kk keys (emit_publish), so every key of it is selected
+ * and the later passes would find nothing new: the placing starts at
+ * once, comparing only the bits resolved so far (mask). The flag comes
+ * with kk, not from the histogram, whose words a merge zeroes once a
+ * thread has placed its keys. Every thread reads the same word, so the
+ * branch is uniform over the CTA. */
+static void
+emit_early_exit(Emit *e, const SelRegs *r, SelDigit d, const char *place)
+{
+	emitf(e, "\tsetp.ge.u32 %s, %s, 0x80000000;\n\tand.b32 %s, %s, 0x7fffffff;\n", r->q.s, r->kk.s, r->kk.s,
+	      r->kk.s);
+	if (place)
+		emitf(e, "\tmov.u32 %s, 0x%08x;\n\t@%s bra %s;\n", r->mask.s, 0xffffffffu << d.shift, r->q.s, place);
+}
+
 /* Each pass histograms the digit of the keys whose higher bits equal the
  * prefix found so far (one histogram a pass), then the bins are scanned
  * from the top (emit_scan, emit_scan_wide) and the one thread whose bin
@@ -315,9 +335,11 @@ emit_filter(Emit *e, const Sel *s, const SelRegs *r, Reg keys, Reg count)
  * the K-th largest key u* and kk the number of keys equal to u* to take:
  * a final pass places every key above u* (K - kk of them) at slots from
  * one counter and the first kk keys equal to u* to win the second counter
- * after them, so a tie at the K-th key is broken by arrival. With
- * cand_cap, passes 1-3 and the placing read pass 0's candidates
- * (emit_filter) where they fit. */
+ * after them, so a tie at the K-th key is broken by arrival. A pass
+ * whose bin is taken whole ends the passes early (emit_early_exit): the
+ * placing then compares the bits resolved so far. With cand_cap, passes
+ * 1-3 and the placing read pass 0's candidates (emit_filter) where they
+ * fit. */
 void
 sel_emit_select(Emit *e, const Sel *s, Reg keys, Reg count, int h, int hist0, SelPlace place, const void *ctx)
 {
@@ -325,7 +347,7 @@ sel_emit_select(Emit *e, const Sel *s, Reg keys, Reg count, int h, int hist0, Se
 	SelDigit d0 = sel_digit(s, 0);
 	SelRegs r;
 	Reg src = keys, n = count;
-	char fin[48], fin_next[48], fin_end[48];
+	char fin[48], fin_next[48], fin_end[48], fin_start[48];
 
 	r.j = reg_new(e, RC_B32);
 	r.u = reg_new(e, RC_B32);
@@ -334,6 +356,7 @@ sel_emit_select(Emit *e, const Sel *s, Reg keys, Reg count, int h, int hist0, Se
 	r.kk = reg_new(e, RC_B32);
 	r.hp = reg_new(e, RC_B32);
 	r.b = reg_new(e, RC_B32);
+	r.mask = r.b; /* the scans' bin is dead from the last scan on */
 	r.cnt = reg_new(e, RC_B32);
 	r.incl = reg_new(e, RC_B32);
 	r.x = reg_new(e, RC_B32);
@@ -362,6 +385,7 @@ sel_emit_select(Emit *e, const Sel *s, Reg keys, Reg count, int h, int hist0, Se
 		r.cm = reg_new(e, RC_PRED);
 	}
 
+	label_new(e, fin_start, sizeof fin_start, "place_from");
 	emitf(e, "\tmov.u32 %s, 0;\n\tmov.u32 %s, %d;\n", r.prefix.s, r.kk.s, K);
 	emitf(e, "\tsetp.ge.u32 %s, %s, %d;\n\tshr.u32 %s, %s, 5;\n", r.hi.s, s->tid.s, SEL_BINS, r.w.s, s->tid.s);
 	for (int pass = 0; pass < SEL_PASSES; pass++) {
@@ -378,7 +402,10 @@ sel_emit_select(Emit *e, const Sel *s, Reg keys, Reg count, int h, int hist0, Se
 		emitf(e, "\tld.shared.v2.u32 {%s, %s}, [%s];\n", r.prefix.s, r.kk.s, s->state.s);
 		if (pass == 0 && s->cand_cap)
 			emit_filter(e, s, &r, keys, count);
+		emit_early_exit(e, &r, d, pass < SEL_PASSES - 1 ? fin_start : NULL);
 	}
+	emitf(e, "\tmov.u32 %s, 0xffffffff;\n", r.mask.s);
+	emit_label(e, fin_start);
 	/* place: state+8 counts keys above u*, state+12 keys equal (zeroed
 	 * with pass 0's prefix) */
 	label_new(e, fin, sizeof fin, "place");
@@ -388,8 +415,8 @@ sel_emit_select(Emit *e, const Sel *s, Reg keys, Reg count, int h, int hist0, Se
 	      r.p.s, fin_end);
 	emit_label(e, fin);
 	emit_load_key(e, src, r.j, r.u, r.a32);
-	emitf(e, "\tsetp.gt.u32 %s, %s, %s;\n\tsetp.eq.u32 %s, %s, %s;\n", r.pg.s, r.u.s, r.prefix.s, r.pe.s, r.u.s,
-	      r.prefix.s);
+	emitf(e, "\tand.b32 %s, %s, %s;\n\tsetp.gt.u32 %s, %s, %s;\n\tsetp.eq.u32 %s, %s, %s;\n", r.t.s, r.u.s,
+	      r.mask.s, r.pg.s, r.t.s, r.prefix.s, r.pe.s, r.t.s, r.prefix.s);
 	emitf(e, "\t@%s atom.shared.add.u32 %s, [%s+8], 1;\n", r.pg.s, r.pos.s, s->state.s);
 	emitf(e, "\t@%s atom.shared.add.u32 %s, [%s+12], 1;\n", r.pe.s, r.sc.s, s->state.s);
 	emitf(e, "\t@%s setp.lt.u32 %s, %s, %s;\n", r.pe.s, r.pe.s, r.sc.s, r.kk.s);

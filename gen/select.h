@@ -1,8 +1,9 @@
 /* The radix top-k select every top-k in kgen shares (docs/indexer.md,
  * "Standalone top-k"): a CTA stages 32-bit
  * order-preserving keys in shared memory, building the first radix
- * pass's histogram as it goes, selects the top K by four 8-bit passes
- * and one placing pass, and hands each selected key to its caller's
+ * pass's histogram as it goes, selects the top K by up to four radix
+ * passes (fewer once the K-th key's bin is taken whole) and one placing
+ * pass, and hands each selected key to its caller's
  * place callback; a merge selects over candidates (key, index) in global
  * memory in rounds. Used by gen/topk.c and gen/indexer.c. */
 #ifndef KGEN_SELECT_H

@@ -357,7 +357,7 @@ topk_plan(const void *params, Buf *text, KgErr *err)
 	           c.topk, c.topk);
 	buf_printf(text, "grid            cdiv(n, %d) x rows: CTA (x, y) stages chunk x of row y in shared memory as keys\n",
 	           TK_CHUNK);
-	buf_printf(text, "select          radix, 4 passes of 11, 8, 8 and 5 bits (the first histogram built while staging: 2048 bins, 4 a thread in the scan); then the keys in the first pass's bin and above are copied aside (up to %d: marked per thread, one CTA scan, no atomics), and the later passes and the placing read only them\n",
+	buf_printf(text, "select          radix, up to 4 passes of 11, 8, 8 and 5 bits, ending once the k-th key's bin is taken whole (the first histogram built while staging: 2048 bins, 4 a thread in the scan); then the keys in the first pass's bin and above are copied aside (up to %d: marked per thread, one CTA scan, no atomics), and the later passes and the placing read only them\n",
 	           TK_CAND);
 	buf_printf(text, "merge           several chunks: each writes its top-%d (key, index) to work; the row's last CTA (counters) selects over them in rounds of %d staged candidates, each round's top-%d the next round's first\n",
 	           c.topk, TK_WIN, c.topk);
