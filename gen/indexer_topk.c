@@ -32,14 +32,30 @@ load_param_ptr(Emit *e, Reg dst, const char *name)
 }
 
 /* v = block_table[b, j / page_size]·page_size + j % page_size: key j as
- * the decode family's index (page·page_size + offset). */
+ * the decode family's index (page·page_size + offset), in two steps so
+ * that a caller can have several loads in flight: the page (guard: a
+ * predicate prefix or ""), then the index. */
+static void
+emit_translate_load(Emit *e, const IndexerCfg *c, const IndexerRegs *r, Reg v, Reg j, Reg t, Reg a,
+                    const char *guard)
+{
+	emitf(e, "\t%sshr.u32 %s, %s, %d;\n\t%smul.wide.u32 %s, %s, 4;\n\t%sadd.u64 %s, %s, %s;\n", guard, t.s, j.s,
+	      c->log2ps, guard, a.s, t.s, guard, a.s, r->bt.s, a.s);
+	emitf(e, "\t%sld.global.nc.u32 %s, [%s];\n", guard, v.s, a.s);
+}
+
+static void
+emit_translate_index(Emit *e, const IndexerCfg *c, Reg v, Reg j, Reg t, const char *guard)
+{
+	emitf(e, "\t%sand.b32 %s, %s, %d;\n\t%smad.lo.u32 %s, %s, %d, %s;\n", guard, t.s, j.s, c->ps - 1, guard, v.s,
+	      v.s, c->ps, t.s);
+}
+
 static void
 emit_translate(Emit *e, const IndexerCfg *c, const IndexerRegs *r, Reg v, Reg j, Reg t, Reg a)
 {
-	emitf(e, "\tshr.u32 %s, %s, %d;\n\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n", t.s, j.s, c->log2ps,
-	      a.s, t.s, a.s, r->bt.s, a.s);
-	emitf(e, "\tld.global.nc.u32 %s, [%s];\n\tand.b32 %s, %s, %d;\n\tmad.lo.u32 %s, %s, %d, %s;\n", v.s, a.s,
-	      t.s, j.s, c->ps - 1, v.s, v.s, c->ps, t.s);
+	emit_translate_load(e, c, r, v, j, t, a, "");
+	emit_translate_index(e, c, v, j, t, "");
 }
 
 void
@@ -176,20 +192,64 @@ place_chunk(Emit *e, const void *ctx, Reg j, Reg pos, Reg u)
 	emit_label(e, done);
 }
 
-/* The merge's last round: candidate index x (a row position) to
- * indices[row, pos] as the decode family's index. */
+/* The merge's last round: candidate index x (a row position) to slot
+ * pos (a = 4·pos) of the list staged in the chunk selects' histograms
+ * (units 0-7: 2048 words, free once every chunk round is done; the
+ * merge's own set is units 8-11). emit_list_out translates them: done
+ * here, each key's block-table load held up the placing loop's next key. */
 static void
 final_merge(Emit *e, const void *ctx, Reg last, Reg a, Reg b, Reg x)
 {
 	const IdxTk *k = ctx;
-	Reg v = reg_new(e, RC_B32), t = reg_new(e, RC_B32);
-	char skip[48];
+	Reg t = reg_new(e, RC_B32);
 
-	label_new(e, skip, sizeof skip, "merge_placed");
-	emitf(e, "\t@!%s bra %s;\n", last.s, skip);
-	emit_translate(e, k->c, k->r, v, x, t, b);
-	emitf(e, "\tadd.u64 %s, %s, %s;\n\tst.global.s32 [%s], %s;\n", b.s, k->out.s, a.s, b.s, v.s);
-	emit_label(e, skip);
+	(void)b;
+	emitf(e, "\t@%s cvt.u32.u64 %s, %s;\n\t@%s add.u32 %s, %s, %s;\n\t@%s st.shared.u32 [%s], %s;\n", last.s,
+	      t.s, a.s, last.s, t.s, t.s, k->sl.hist.s, last.s, t.s, x.s);
+}
+
+/* The merged list, staged by final_merge, to indices[row, ..] as the
+ * decode family's indices: a thread takes slots tid + 256·i, all of its
+ * block-table loads in flight at once. */
+static void
+emit_list_out(Emit *e, const IndexerCfg *c, const IndexerRegs *r, const IdxTk *k)
+{
+	enum { PER_MAX = (2 * SEL_BINS * SEL_PASSES + IDX_THREADS - 1) / IDX_THREADS };
+	int K = c->topk, per = (K + IDX_THREADS - 1) / IDX_THREADS;
+	Reg x[PER_MAX], v[PER_MAX], p[PER_MAX], a = reg_new(e, RC_B64), t = reg_new(e, RC_B32);
+	Reg j = reg_new(e, RC_B32), s = reg_new(e, RC_B32);
+
+	if (per > PER_MAX)
+		kg_bug("indexer: a list of %d staged in %d histogram words", K, 2 * SEL_BINS * SEL_PASSES);
+	emit_block(e, "indexer.list_out");
+	reg_array(e, RC_B32, x, per);
+	reg_array(e, RC_B32, v, per);
+	for (int i = 0; i < per; i++)
+		p[i] = reg_new(e, RC_PRED);
+	op_bar_sync_why(e, 0, IDX_THREADS, "the merged list staged");
+	emitf(e, "\tmad.lo.u32 %s, %s, 4, %s;\n", s.s, r->tid.s, k->sl.hist.s);
+	for (int i = 0; i < per; i++) {
+		emitf(e, "\tadd.u32 %s, %s, %d;\n\tsetp.lt.u32 %s, %s, %d;\n", j.s, r->tid.s, IDX_THREADS * i, p[i].s,
+		      j.s, K);
+		emitf(e, "\t@%s ld.shared.u32 %s, [%s+%d];\n", p[i].s, x[i].s, s.s, 4 * IDX_THREADS * i);
+	}
+	for (int i = 0; i < per; i++) {
+		char g[16];
+
+		snprintf(g, sizeof g, "@%s ", p[i].s);
+		emit_translate_load(e, c, r, v[i], x[i], t, a, g);
+	}
+	for (int i = 0; i < per; i++) {
+		char g[16];
+
+		snprintf(g, sizeof g, "@%s ", p[i].s);
+		emit_translate_index(e, c, v[i], x[i], t, g);
+	}
+	for (int i = 0; i < per; i++) {
+		emitf(e, "\tadd.u32 %s, %s, %d;\n\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n", j.s, r->tid.s,
+		      IDX_THREADS * i, a.s, j.s, a.s, a.s, k->out.s);
+		emitf(e, "\t@%s st.global.s32 [%s], %s;\n", p[i].s, a.s, v[i].s);
+	}
 }
 
 /* The chunk select, rows of n > K only: the CTA's nl keys (its units
@@ -387,6 +447,7 @@ emit_list(Emit *e, const IndexerCfg *c, const IndexerRegs *r, IdxTk *k)
 	mg = (SelMerge){.parts = r->splits, .ck = k->ck, .ci = k->ci, .win = 2 * c->win, .h = 2 * SEL_PASSES,
 	                .final = final_merge, .ctx = k};
 	sel_emit_merge(e, &k->sl, &mg);
+	emit_list_out(e, c, r, k);
 	emit_label(e, done);
 }
 
