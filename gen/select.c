@@ -500,3 +500,36 @@ sel_emit_merge(Emit *e, const Sel *sl, SelMerge *mg)
 	emitf(e, "\tadd.u32 %s, %s, %d;\n\tbra.uni %s;\n", s.s, s.s, step, round);
 	emit_label(e, done);
 }
+
+/* Every warp, its lanes' candidates stored, meets at bar.warp.sync (which
+ * orders its lanes' stores before lane 0's next operations), and lane 0
+ * counts the warp's 32 threads in the row's counter with a release
+ * atomic (PTX ISA "Memory consistency model": the release covers what its
+ * thread has observed); the lane that brings the count to
+ * parts·threads acquires every other's by an acquire load of the word
+ * (the increments form one release sequence it reads the end of;
+ * acquiring in one thread keeps the L1 invalidation of an acquire out of
+ * the others). That lane raises its CTA's flag (state+16) and sets the
+ * counter back to 0, so the counters stay zero between launches; after a
+ * CTA barrier its CTA goes on to merge and the others exit. One atomic a
+ * warp, not a thread: threads/32 release fences a CTA. */
+void
+sel_emit_join(Emit *e, Reg tid, int threads, Reg state, Reg counter, Reg parts)
+{
+	Reg f = reg_new(e, RC_B32), all = reg_new(e, RC_B32), p = reg_new(e, RC_PRED), l0 = reg_new(e, RC_PRED);
+	int lg = log2_ceil(threads);
+
+	if (threads != 1 << lg || threads % 32)
+		kg_bug("select: a join of %d threads", threads);
+	emitf(e, "\tand.b32 %s, %s, 31;\n\tsetp.eq.u32 %s, %s, 0;\n\tbar.warp.sync 0xffffffff;\n", f.s, tid.s, l0.s,
+	      f.s);
+	emitf(e, "\t@%s atom.release.gpu.global.add.u32 %s, [%s], 32;\n\tadd.u32 %s, %s, 32;\n", l0.s, f.s,
+	      counter.s, f.s, f.s);
+	emitf(e, "\tshl.b32 %s, %s, %d;\n\tsetp.eq.and.u32 %s, %s, %s, %s;\n", all.s, parts.s, lg, p.s, f.s, all.s,
+	      l0.s);
+	emitf(e, "\t@%s ld.acquire.gpu.global.u32 %s, [%s];\n", p.s, f.s, counter.s);
+	emitf(e, "\t@%s st.shared.u32 [%s+16], 1;\n\t@%s st.global.u32 [%s], 0;\n", p.s, state.s, p.s, counter.s);
+	op_bar_sync_why(e, 0, threads, "the last part's flag raised");
+	emitf(e, "\tld.shared.u32 %s, [%s+16];\n\tsetp.eq.u32 %s, %s, 0;\n\t@%s exit;\n", f.s, state.s, p.s, f.s,
+	      p.s);
+}

@@ -97,4 +97,11 @@ typedef struct SelMerge {
 
 void sel_emit_merge(Emit *e, const Sel *s, SelMerge *m);
 
+/* The join of a row's parts: counter (global, b64) counts the threads of
+ * every part's CTA (threads each, parts CTAs), each CTA's candidates
+ * stored before it counts; the last CTA to count goes on, with its
+ * state+16 word raised and the counter back at 0, and every other CTA
+ * exits. Ends with a CTA barrier. */
+void sel_emit_join(Emit *e, Reg tid, int threads, Reg state, Reg counter, Reg parts);
+
 #endif

@@ -183,38 +183,16 @@ emit_all(Emit *e, const TopkCfg *c, const TkRegs *r)
 	emit_label(e, done);
 }
 
-/* Several CTAs per row: every warp, its lanes' candidates stored, meets
- * at bar.warp.sync (which orders its lanes' stores before lane 0's next
- * operations), and lane 0 counts the warp's 32 threads in counters[y]
- * with a release atomic (PTX ISA "Memory consistency model": the release
- * covers what its thread has observed); the lane that brings the count to
- * parts·512 acquires every other's by an acquire load of the word (the
- * increments form one release sequence it reads the end of; acquiring in
- * one thread keeps the L1 invalidation of an acquire out of the others).
- * That lane raises its CTA's flag (state+16) and sets the counter back to
- * 0, so the counters stay zero between launches (docs/ABI.md "topk");
- * after a CTA barrier its CTA merges and the others exit. One atomic a
- * warp, not a thread: 16 release fences a CTA instead of 512. */
+/* Several CTAs per row: the row's counter joined (sel_emit_join); the
+ * last part's CTA merges, the others exit. */
 static void
 emit_join(Emit *e, const TkRegs *r)
 {
-	Reg a = reg_new(e, RC_B64), o = reg_new(e, RC_B64), f = reg_new(e, RC_B32), all = reg_new(e, RC_B32);
-	Reg p = reg_new(e, RC_PRED), l0 = reg_new(e, RC_PRED);
-	int lg = log2_ceil(TK_THREADS);
+	Reg a = reg_new(e, RC_B64), o = reg_new(e, RC_B64);
 
 	load_param_ptr(e, a, "counters");
 	emitf(e, "\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n", o.s, r->row.s, a.s, a.s, o.s);
-	emitf(e, "\tand.b32 %s, %s, 31;\n\tsetp.eq.u32 %s, %s, 0;\n\tbar.warp.sync 0xffffffff;\n", f.s, r->tid.s, l0.s,
-	      f.s);
-	emitf(e, "\t@%s atom.release.gpu.global.add.u32 %s, [%s], 32;\n\tadd.u32 %s, %s, 32;\n", l0.s, f.s, a.s, f.s,
-	      f.s);
-	emitf(e, "\tshl.b32 %s, %s, %d;\n\tsetp.eq.and.u32 %s, %s, %s, %s;\n", all.s, r->parts.s, lg, p.s, f.s, all.s,
-	      l0.s);
-	emitf(e, "\t@%s ld.acquire.gpu.global.u32 %s, [%s];\n", p.s, f.s, a.s);
-	emitf(e, "\t@%s st.shared.u32 [%s+16], 1;\n\t@%s st.global.u32 [%s], 0;\n", p.s, r->state.s, p.s, a.s);
-	op_bar_sync_why(e, 0, TK_THREADS, "the last part's flag raised");
-	emitf(e, "\tld.shared.u32 %s, [%s+16];\n\tsetp.eq.u32 %s, %s, 0;\n\t@%s exit;\n", f.s, r->state.s, p.s, f.s,
-	      p.s);
+	sel_emit_join(e, r->tid, TK_THREADS, r->state, a, r->parts);
 }
 
 /* The merge's last round: candidate index x to indices[y, pos]. */
