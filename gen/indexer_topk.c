@@ -359,33 +359,20 @@ emit_chunk(Emit *e, const IndexerCfg *c, const IndexerRegs *r, IdxTk *k)
 	emit_label(e, done);
 }
 
-/* Split rows (splits > 1): every thread, its candidates stored, counts
- * itself in counters[row] with an acq_rel atomic (PTX ISA "Memory
- * consistency model": the release covers its own stores, and the thread
- * that brings the count to splits·256 acquires every other's). That last
- * thread raises its CTA's flag (state+16, zeroed in the prologue) and
- * sets the counter back to 0, so the counters stay zero between launches
- * (docs/ABI.md "indexer"); after a CTA barrier its CTA merges and the
- * other parts exit. */
+/* Several CTAs per row: the row's counter joined (sel_emit_join); the
+ * last part's CTA merges, the others exit. One CTA per row skips it. */
 static void
 emit_join(Emit *e, const IndexerRegs *r, const IdxTk *k)
 {
-	Reg a = reg_new(e, RC_B64), o = reg_new(e, RC_B64), f = reg_new(e, RC_B32), all = reg_new(e, RC_B32);
-	Reg p = reg_new(e, RC_PRED);
+	Reg a = reg_new(e, RC_B64), o = reg_new(e, RC_B64);
 	char joined[48];
-	int lg = log2_ceil(IDX_THREADS);
 
 	emit_block(e, "indexer.join");
 	label_new(e, joined, sizeof joined, "joined");
 	emitf(e, "\t@%s bra %s;\n", k->one.s, joined);
 	load_param_ptr(e, a, "counters");
 	emitf(e, "\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n", o.s, r->row.s, a.s, a.s, o.s);
-	emitf(e, "\tatom.acq_rel.gpu.global.add.u32 %s, [%s], 1;\n\tadd.u32 %s, %s, 1;\n", f.s, a.s, f.s, f.s);
-	emitf(e, "\tshl.b32 %s, %s, %d;\n\tsetp.eq.u32 %s, %s, %s;\n", all.s, r->splits.s, lg, p.s, f.s, all.s);
-	emitf(e, "\t@%s st.shared.u32 [%s+16], 1;\n\t@%s st.global.u32 [%s], 0;\n", p.s, k->sl.state.s, p.s, a.s);
-	op_bar_sync_why(e, 0, IDX_THREADS, "the last part's flag raised");
-	emitf(e, "\tld.shared.u32 %s, [%s+16];\n\tsetp.eq.u32 %s, %s, 0;\n\t@%s exit;\n", f.s, k->sl.state.s, p.s, f.s,
-	      p.s);
+	sel_emit_join(e, r->tid, IDX_THREADS, k->sl.state, a, r->splits);
 	emit_label(e, joined);
 }
 
