@@ -333,10 +333,10 @@ typedef struct EmuRaceWord {
 	int32_t wline;
 	uint16_t wslot;
 	uint8_t wmask;      /* bytes of the word the last write wrote (bit i: byte i) */
-	uint8_t wstrong;    /* the last write was strong (EMU_RACE_STRONG) */
+	uint8_t wstrong;    /* the last write's EMU_RACE_STRONG and EMU_RACE_CTA bits */
 	uint8_t nr;         /* unordered reads since that write */
 	uint8_t rmask[EMU_RACE_READERS]; /* bytes each read read */
-	uint8_t rstrong[EMU_RACE_READERS]; /* each read was strong */
+	uint8_t rstrong[EMU_RACE_READERS]; /* each read's EMU_RACE_STRONG and EMU_RACE_CTA bits */
 	uint16_t rslot[EMU_RACE_READERS];
 	uint32_t rclk[EMU_RACE_READERS];
 	int32_t rline[EMU_RACE_READERS];
@@ -775,8 +775,10 @@ void emu_tag_describe(const EmuCta *c, const EmuTag *tag, char *buf, size_t n);
 /* A generic access by t: a [data-race] unless ordered after the conflicting
  * accesses of other threads or both strong. `kind`: 0 a read, else
  * EMU_RACE_WRITE and EMU_RACE_STRONG bits (an atom/red is a strong write;
- * ld/st with .volatile, .relaxed, .acquire or .release are strong). */
-enum { EMU_RACE_WRITE = 1, EMU_RACE_STRONG = 2 };
+ * ld/st with .volatile, .relaxed, .acquire or .release are strong), and
+ * EMU_RACE_CTA for a strong access of scope .cta, which is morally strong
+ * only with accesses of threads of its own CTA. */
+enum { EMU_RACE_WRITE = 1, EMU_RACE_STRONG = 2, EMU_RACE_CTA = 4 };
 int emu_race_smem(EmuCta *c, EmuThread *t, const EmuInsn *in, uint32_t addr, uint32_t bytes,
                   int kind);
 int emu_race_global(EmuCta *c, EmuThread *t, const EmuInsn *in, uint64_t addr, uint32_t bytes,

@@ -148,12 +148,16 @@ race_check(EmuCta *c, EmuThread *t, const EmuInsn *in, uint64_t a, const uint8_t
 	return !param_bytes(c, h) && emu_race_global(c, t, in, a, bytes, kind);
 }
 
-/* The race kind of an ld/st: strong with .volatile or a stronger order
- * (optab.c: weak 1, volatile 2, relaxed 3, acquire 4, release 5). */
+/* The race kind of an ld/st (strong with .volatile or a stronger order;
+ * optab.c: weak 1, volatile 2, relaxed 3, acquire 4, release 5) or of an
+ * atom/red (always strong); a strong one of scope .cta (optab.c: cta 1,
+ * cluster 2, gpu 3, sys 4) is marked so (race.c, morally strong). */
 static int
-race_kind(const EmuInsn *in, int write)
+race_kind(const EmuInsn *in, int write, int strong)
 {
-	return (write ? EMU_RACE_WRITE : 0) | (in->order >= 2 ? EMU_RACE_STRONG : 0);
+	strong = strong || in->order >= 2;
+	return (write ? EMU_RACE_WRITE : 0) | (strong ? EMU_RACE_STRONG : 0) |
+	       (strong && in->scope == 1 ? EMU_RACE_CTA : 0);
 }
 
 int
@@ -172,7 +176,7 @@ emu_op_ld(EmuCta *c, EmuThread *t, const EmuInsn *in)
 	    emu_resolve(c, t, in, (EmuSpace)in->space, a, bytes, 0, &h, &sa))
 		return EMU_STOP;
 	if ((sa != UINT32_MAX && emu_smem_read(c, t, in, sa, bytes)) ||
-	    race_check(c, t, in, a, h, sa, bytes, race_kind(in, 0)))
+	    race_check(c, t, in, a, h, sa, bytes, race_kind(in, 0, 0)))
 		return EMU_STOP;
 	for (int i = 0; i < n; i++) {
 		uint64_t v = load_elem(h + i * tbytes(ty), ty);
@@ -204,7 +208,7 @@ emu_op_st(EmuCta *c, EmuThread *t, const EmuInsn *in)
 	    emu_resolve(c, t, in, (EmuSpace)in->space, a, bytes, 1, &h, &sa))
 		return EMU_STOP;
 	if ((sa != UINT32_MAX && emu_smem_write(c, t, in, sa, bytes)) ||
-	    race_check(c, t, in, a, h, sa, bytes, race_kind(in, 1)))
+	    race_check(c, t, in, a, h, sa, bytes, race_kind(in, 1, 0)))
 		return EMU_STOP;
 	for (int i = 0; i < n; i++)
 		memcpy(h + (uint32_t)i * eb, &vals[i], eb);
@@ -286,7 +290,7 @@ emu_op_atom(EmuCta *c, EmuThread *t, const EmuInsn *in)
 	    emu_resolve(c, t, in, (EmuSpace)in->space, a, bytes, 1, &h, &sa))
 		return EMU_STOP;
 	if ((sa != UINT32_MAX && (emu_smem_read(c, t, in, sa, bytes) || emu_smem_write(c, t, in, sa, bytes))) ||
-	    race_check(c, t, in, a, h, sa, bytes, EMU_RACE_WRITE | EMU_RACE_STRONG))
+	    race_check(c, t, in, a, h, sa, bytes, race_kind(in, 1, 1)))
 		return EMU_STOP;
 	uint64_t old = load_elem(h, ty), r = old;
 	int n = emu_types[ty].bits;

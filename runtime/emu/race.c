@@ -21,12 +21,14 @@
  * global memory one table per cluster (the first CTA's).
  *
  * Strong accesses (atom/red, and ld/st with .volatile, .relaxed, .acquire
- * or .release) are morally strong with each other, so two of them never
- * race (PTX ISA §8, "Morally strong operations"); a strong access and a
- * weak one do, unordered: a red.shared count read by a plain load with no
- * barrier between them is a data race. Every strong access here is taken
- * as of a scope that covers both threads (kgen's are .cta or .gpu inside
- * one CTA or cluster). Async-proxy
+ * or .release) are morally strong with each other when each one's scope
+ * includes the other's thread (PTX ISA §8, "Morally strong operations"),
+ * and two such never race; a strong access and a weak one do, unordered: a
+ * red.shared count read by a plain load with no barrier between them is a
+ * data race. The threads here are one cluster's, so .cluster, .gpu and
+ * .sys (and no scope: atom's default is .gpu, .volatile's .sys) include
+ * all of them; .cta only its own CTA's, so two .cta atomics on one word
+ * from two CTAs of a cluster race. Async-proxy
  * accesses (TMA, MMA operands) have their own tags in hb.c; an async write
  * into shared memory must be ordered after the generic accesses of the
  * words it overwrites and then starts their history afresh. */
@@ -71,27 +73,39 @@ report(EmuCta *c, EmuThread *t, const EmuInsn *in, const char *space, uint64_t a
 	                  other_write ? "write" : "read", tid, tid / 32, cta, other_line, text);
 }
 
-/* Checks one access (kind: EMU_RACE_WRITE and EMU_RACE_STRONG bits) of
- * bytes `mask` of word e (of a history of generation gen) against its
- * history, then records it; a race is reported on c. Two strong accesses
- * do not conflict: an unordered strong write over a strong one keeps only
- * the later, which can only miss a race with a weak access, never invent
- * one. */
+/* Whether an access of strength bits sk by thread t and one of bits osk
+ * by the thread of clock slot `slot` are morally strong with each other:
+ * both strong, and a .cta one only with a thread of its own CTA. */
+static int
+moral(const EmuCta *c, const EmuThread *t, int sk, uint16_t slot, int osk)
+{
+	if (!(sk & osk & EMU_RACE_STRONG))
+		return 0;
+	return !((sk | osk) & EMU_RACE_CTA) || EMU_SLOT_CTA(c, t->slot) == EMU_SLOT_CTA(c, slot);
+}
+
+/* Checks one access (kind: EMU_RACE_WRITE, EMU_RACE_STRONG and
+ * EMU_RACE_CTA bits) of bytes `mask` of word e (of a history of generation
+ * gen) against its history, then records it; a race is reported on c. Two
+ * morally strong accesses do not conflict: an unordered strong write over
+ * a strong one keeps only the later, which can only miss a race, never
+ * invent one. */
 static int
 access(EmuCta *c, EmuThread *t, const EmuInsn *in, EmuRaceWord *e, uint32_t gen,
        const char *space, uint64_t addr, int kind, uint8_t mask)
 {
-	int write = (kind & EMU_RACE_WRITE) != 0, strong = (kind & EMU_RACE_STRONG) != 0;
+	int write = (kind & EMU_RACE_WRITE) != 0, strong = kind & (EMU_RACE_STRONG | EMU_RACE_CTA);
 	if (e->gen != gen)
 		fresh(gen, e);
-	if (e->wslot != NO_SLOT && (e->wmask & mask) && !covered(t, e->wslot, e->wclk) && !(strong && e->wstrong))
+	if (e->wslot != NO_SLOT && (e->wmask & mask) && !covered(t, e->wslot, e->wclk) &&
+	    !moral(c, t, strong, e->wslot, e->wstrong))
 		return report(c, t, in, space, addr, write, 1, e->wslot, e->wline);
 	uint32_t now = (uint32_t)t->vc[t->slot];
 	int k = 0;
 	if (write) {
 		for (int i = 0; i < e->nr; i++) {
 			int ordered = covered(t, e->rslot[i], e->rclk[i]);
-			if (!ordered && (e->rmask[i] & mask) && !(strong && e->rstrong[i]))
+			if (!ordered && (e->rmask[i] & mask) && !moral(c, t, strong, e->rslot[i], e->rstrong[i]))
 				return report(c, t, in, space, addr, 1, 0, e->rslot[i], e->rline[i]);
 			if (!ordered) { /* a concurrent read of other bytes, or a strong one, stays */
 				e->rslot[k] = e->rslot[i];
