@@ -43,9 +43,11 @@ typedef struct EmitMark {
 	int scope;
 } EmitMark;
 
-/* A label's stem, kept until the names are given. */
+/* A label's stem, kept until the names are given; late: numbered after
+ * its scope's other labels (label_new_late). */
 typedef struct EmitLabel {
 	char stem[40];
+	int late;
 } EmitLabel;
 
 static const char entry_prefix[] = "k";
@@ -342,9 +344,20 @@ label_new(Emit *e, char *out, size_t size, const char *stem)
 		snprintf(out, size, "$L_oom"); /* the sticky oom fails the kernel */
 		return;
 	}
-	snprintf(((EmitLabel *)e->labels)[e->nlabel].stem, sizeof(EmitLabel), "%s", stem);
+	snprintf(((EmitLabel *)e->labels)[e->nlabel].stem, sizeof ((EmitLabel *)0)->stem, "%s", stem);
+	((EmitLabel *)e->labels)[e->nlabel].late = 0;
 	if (snprintf(out, size, "%c%c%d", PH_LABEL, PH_MARK, e->nlabel++) >= (int)size)
 		e->oom = 1;
+}
+
+void
+label_new_late(Emit *e, char *out, size_t size, const char *stem)
+{
+	int id = e->nlabel;
+
+	label_new(e, out, size, stem);
+	if (e->nlabel > id)
+		((EmitLabel *)e->labels)[id].late = 1;
 }
 
 void
@@ -520,11 +533,13 @@ name_pass(const Emit *e, Names *n)
 		p += len - 1;
 	}
 	/* numbered in allocation order: one made later in the generator (a
-	 * new one, typically) renames none of its block's older ones */
+	 * new one, typically) renames none of its block's older ones; late
+	 * labels after all the others of their scope */
 	for (int c = 0; c <= RC_COUNT; c++)
-		for (int i = 0, k = c == RC_COUNT ? e->nlabel : e->nreg[c]; i < k; i++)
-			if (n->scope[c][i] >= 0)
-				n->num[c][i] = n->count[n->scope[c][i] * (RC_COUNT + 1) + c]++;
+		for (int late = 0; late < (c == RC_COUNT ? 2 : 1); late++)
+			for (int i = 0, k = c == RC_COUNT ? e->nlabel : e->nreg[c]; i < k; i++)
+				if (n->scope[c][i] >= 0 && (c != RC_COUNT || ((const EmitLabel *)e->labels)[i].late == late))
+					n->num[c][i] = n->count[n->scope[c][i] * (RC_COUNT + 1) + c]++;
 	return 0;
 }
 

@@ -92,6 +92,10 @@ void emit_block(Emit *e, const char *name);
 void emit_block_as(Emit *e, const char *name, const char *prefix);
 /* A fresh label "$L_<prefix>_<stem>_<n>" (n counts per scope). */
 void label_new(Emit *e, char *out, size_t size, const char *stem);
+/* The same, numbered after every label of its scope made by label_new: a
+ * label that code emitted before the labels after it branches to, added
+ * without renaming them. */
+void label_new_late(Emit *e, char *out, size_t size, const char *stem);
 void emit_label(Emit *e, const char *label);
 /* Records that the body needs PTX ISA `version` (e.g. 80 for 8.0). */
 void emit_need_ptx(Emit *e, int version);

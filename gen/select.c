@@ -385,7 +385,7 @@ sel_emit_select(Emit *e, const Sel *s, Reg keys, Reg count, int h, int hist0, Se
 		r.cm = reg_new(e, RC_PRED);
 	}
 
-	label_new(e, fin_start, sizeof fin_start, "place_from");
+	label_new_late(e, fin_start, sizeof fin_start, "place_from");
 	emitf(e, "\tmov.u32 %s, 0;\n\tmov.u32 %s, %d;\n", r.prefix.s, r.kk.s, K);
 	emitf(e, "\tsetp.ge.u32 %s, %s, %d;\n\tshr.u32 %s, %s, 5;\n", r.hi.s, s->tid.s, SEL_BINS, r.w.s, s->tid.s);
 	for (int pass = 0; pass < SEL_PASSES; pass++) {
