@@ -773,11 +773,12 @@ void emu_tag_describe(const EmuCta *c, const EmuTag *tag, char *buf, size_t n);
 /* ---- data races (race.c) -------------------------------------------------- */
 
 /* A generic access by t: a [data-race] unless ordered after the conflicting
- * accesses of other threads or both strong. `kind`: 0 a read, else
- * EMU_RACE_WRITE and EMU_RACE_STRONG bits (an atom/red is a strong write;
- * ld/st with .volatile, .relaxed, .acquire or .release are strong), and
- * EMU_RACE_CTA for a strong access of scope .cta, which is morally strong
- * only with accesses of threads of its own CTA. */
+ * accesses of other threads or morally strong with them (race.c).
+ * `kind`: 0 a read, else EMU_RACE_WRITE and EMU_RACE_STRONG bits (an
+ * atom/red is a strong write; ld/st with .volatile, .relaxed, .acquire or
+ * .release are strong), and EMU_RACE_CTA for a strong access of scope
+ * .cta, which is morally strong only with accesses of threads of its own
+ * CTA. */
 enum { EMU_RACE_WRITE = 1, EMU_RACE_STRONG = 2, EMU_RACE_CTA = 4 };
 int emu_race_smem(EmuCta *c, EmuThread *t, const EmuInsn *in, uint32_t addr, uint32_t bytes,
                   int kind);
