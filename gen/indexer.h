@@ -1,8 +1,11 @@
 /* The lightning-indexer family (docs/ABI.md "indexer"): DeepSeek-V3.2/V4's
  * key scoring over a paged FP8 indexer cache, fused with a top-k select
- * that writes the decode family's `sparse` index lists. Shared code (this
- * family's gen/indexer.c) holds the configuration, the prologue, the -inf
- * fill of masked logits and the top-k; a target supplies the scoring. */
+ * that writes the decode family's `sparse` index lists. Shared code holds
+ * the configuration and the prologue (gen/indexer.c), the FMA scoring
+ * (gen/indexer_fma.c), the tensor-core scorings' tiles
+ * (gen/indexer_tile.c), the -inf fill of masked logits
+ * (gen/indexer_fill.c) and the top-k (gen/indexer_topk.c); a target
+ * supplies the scoring. */
 #ifndef KGEN_INDEXER_H
 #define KGEN_INDEXER_H
 
@@ -192,6 +195,10 @@ extern const char indexer_how_fma[];
  * position follows from l, so it is not stored), its top byte counted in
  * window A's first histogram. */
 void indexer_emit_keep(Emit *e, const IndexerCfg *c, const IndexerRegs *r, Reg l, Reg logit, const Reg *pred);
+
+/* logits[row, j] = -inf for n <= j < max_len, by the one CTA after the
+ * fused top-k's join (gen/indexer_fill.c). */
+void indexer_emit_fill(Emit *e, const IndexerRegs *r);
 
 /* The fused top-k after the scoring (gen/indexer_topk.c): each part's
  * chunk select, the join, the -inf fill, the list (or the merge). */

@@ -4,8 +4,8 @@
  * radix select (gen/select.c) and writes them as candidates (key, row
  * position) to the work planes; the row's last CTA to finish (counters)
  * merges the splits·K candidates into the list by the same select. One
- * CTA per row writes the list from its own select. Also the join, the
- * -inf fill of the masked logits and the short rows (n <= K). */
+ * CTA per row writes the list from its own select. Also the join and
+ * the short rows (n <= K). */
 #include <stdio.h>
 #include <string.h>
 
@@ -376,27 +376,6 @@ emit_join(Emit *e, const IndexerRegs *r, const IdxTk *k)
 	emit_label(e, joined);
 }
 
-/* logits[row, j] = -inf for the masked keys n <= j < max_len, so the whole
- * row is defined (docs/ABI.md "indexer"). */
-static void
-emit_fill(Emit *e, const IndexerRegs *r)
-{
-	Reg j = reg_new(e, RC_B32), a = reg_new(e, RC_B64), p = reg_new(e, RC_PRED);
-	char loop[48], done[48];
-
-	emit_block(e, "indexer.fill");
-	label_new(e, loop, sizeof loop, "fill");
-	label_new(e, done, sizeof done, "fill_done");
-	emitf(e, "\tadd.u32 %s, %s, %s;\n", j.s, r->n.s, r->tid.s);
-	emitf(e, "\tsetp.ge.u32 %s, %s, %s;\n\t@%s bra %s;\n", p.s, j.s, r->max_len.s, p.s, done);
-	emit_label(e, loop);
-	emitf(e, "\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n\tst.global.f32 [%s], 0fFF800000;\n", a.s, j.s,
-	      a.s, a.s, r->logits.s, a.s);
-	emitf(e, "\tadd.u32 %s, %s, %d;\n\tsetp.lt.u32 %s, %s, %s;\n\t@%s bra %s;\n", j.s, j.s, IDX_THREADS, p.s,
-	      j.s, r->max_len.s, p.s, loop);
-	emit_label(e, done);
-}
-
 /* The list: n <= K keys 0 .. n-1 in order, then -1; else one CTA per row
  * wrote it in its chunk select, and the last of several merges the
  * splits·K candidates (in windows A and B together: 2·win, with the
@@ -447,6 +426,6 @@ indexer_emit_topk(Emit *e, const IndexerCfg *c, const IndexerRegs *r)
 	emit_setup(e, c, r, &k);
 	emit_chunk(e, c, r, &k);
 	emit_join(e, r, &k);
-	emit_fill(e, r);
+	indexer_emit_fill(e, r);
 	emit_list(e, c, r, &k);
 }
