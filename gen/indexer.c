@@ -42,7 +42,8 @@ static const ParamSpec indexer_params[] = {
 	{"format", PK_ENUM, P(format), "fp8,fp4,nvfp4", 0, 0, 0, "fp8",
 	 "key cache format (docs/ABI.md \"indexer\")", NULL},
 	{"heads", PK_INT, P(heads), NULL, 1, 128, 1, "64", "indexer query heads", NULL},
-	{"topk", PK_INT, P(topk), NULL, 1, 2048, 1, "512", "indices kept per query row", NULL},
+	{"topk", PK_INT, P(topk), NULL, 0, 2048, 1, "512",
+	 "indices kept per query row; 0: the scoring alone, writing the logits and no indices", NULL},
 	{"page-size", PK_INT, P(page_size), "16,32,64,128", 0, 0, 0, "64", "keys per cache page", NULL},
 	{"score", PK_ENUM, P(score), "fma,wgmma,tcgen05", 0, 0, 0, "fma",
 	 "fma: f32 FMA, one key per thread; wgmma (sm_90a), tcgen05 (sm_100a): FP8 tensor cores over key tiles (fp8 keys, at most 64 heads)",
@@ -111,19 +112,26 @@ indexer_configure(IndexerCfg *c, const IndexerParams *p, KgErr *err)
 	}
 	/* the fused top-k (docs/indexer.md, "Fused top-k"): windows A and B,
 	 * each keys then row positions (the first round's 2·win keys alone
-	 * in both), and three sets of histograms */
+	 * in both), and three sets of histograms; none for the logits alone */
 	c->unit = c->mma ? c->t->indexer->unit_mma : IDX_THREADS;
-	c->win = 2 * c->topk > IDX_WIN_MIN ? pow2_ceil(2 * c->topk) : IDX_WIN_MIN;
-	c->r_keys = plan_smem(&c->plan, "top-k windows (keys, positions)", 16u * (uint32_t)c->win, 16, 1);
-	c->r_hist = plan_smem(&c->plan, "radix histograms", 4u * SEL_BINS, 16, IDX_HISTS);
-	c->r_scan = plan_smem(&c->plan, "bin scan warp totals", 4u * SEL_BINS / 32, 16, 1);
-	c->r_state = plan_smem(&c->plan, "select state", 32, 16, 1);
+	if (c->topk) {
+		c->win = 2 * c->topk > IDX_WIN_MIN ? pow2_ceil(2 * c->topk) : IDX_WIN_MIN;
+		c->r_keys = plan_smem(&c->plan, "top-k windows (keys, positions)", 16u * (uint32_t)c->win, 16, 1);
+		c->r_hist = plan_smem(&c->plan, "radix histograms", 4u * SEL_BINS, 16, IDX_HISTS);
+		c->r_scan = plan_smem(&c->plan, "bin scan warp totals", 4u * SEL_BINS / 32, 16, 1);
+		c->r_state = plan_smem(&c->plan, "select state", 32, 16, 1);
+	}
 	if (c->mma && c->t->indexer->plan_mma && c->t->indexer->plan_mma(c, err) < 0)
 		return -1;
 	plan_role(&c->plan, "all", 0, IDX_THREADS / 32, 0,
-	          "score keys (one per thread), then select the top-k together");
-	snprintf(c->name, sizeof c->name, "indexer_%s_h%d_k%dp%d%s_%s", c->fmt->name, c->heads, c->topk, c->ps,
-	         c->mma ? "_mma" : "", c->t->tag);
+	          c->topk ? "score keys (one per thread), then select the top-k together"
+	                  : "score keys (one per thread), then fill the masked logits with -inf");
+	if (c->topk)
+		snprintf(c->name, sizeof c->name, "indexer_%s_h%d_k%dp%d%s_%s", c->fmt->name, c->heads, c->topk, c->ps,
+		         c->mma ? "_mma" : "", c->t->tag);
+	else
+		snprintf(c->name, sizeof c->name, "indexer_%s_h%d_logits_p%d%s_%s", c->fmt->name, c->heads, c->ps,
+		         c->mma ? "_mma" : "", c->t->tag);
 	return plan_check(&c->plan, err);
 }
 
@@ -246,15 +254,17 @@ emit_prologue(Emit *e, const IndexerCfg *c, IndexerRegs *r)
 		      r->tid.s, p.s);
 		emitf(e, "\t@%s st.shared.f32 [%s], 0f00000000;\n", p.s, ws.s);
 	}
-	/* the join's flag (state word 4): no part has finished yet */
-	emitf(e, "\tadd.u32 %s, %s, %u;\n\tsetp.eq.u32 %s, %s, 0;\n\t@%s st.shared.u32 [%s+16], 0;\n", qs.s, r->base.s,
-	      c->plan.smem[c->r_state].offset, p.s, r->tid.s, p.s, qs.s);
-	/* the top-k's histograms, one per pass of each set, so no pass waits
-	 * for a clear */
-	emitf(e, "\tadd.u32 %s, %s, %u;\n\tmad.lo.u32 %s, %s, 4, %s;\n", ws.s, r->base.s,
-	      c->plan.smem[c->r_hist].offset, ws.s, r->tid.s, ws.s);
-	for (int i = 0; i < SEL_BINS * IDX_HISTS / IDX_THREADS; i++)
-		emitf(e, "\tst.shared.u32 [%s+%d], 0;\n", ws.s, 4 * IDX_THREADS * i);
+	if (c->topk) {
+		/* the join's flag (state word 4): no part has finished yet */
+		emitf(e, "\tadd.u32 %s, %s, %u;\n\tsetp.eq.u32 %s, %s, 0;\n\t@%s st.shared.u32 [%s+16], 0;\n", qs.s,
+		      r->base.s, c->plan.smem[c->r_state].offset, p.s, r->tid.s, p.s, qs.s);
+		/* the top-k's histograms, one per pass of each set, so no pass
+		 * waits for a clear */
+		emitf(e, "\tadd.u32 %s, %s, %u;\n\tmad.lo.u32 %s, %s, 4, %s;\n", ws.s, r->base.s,
+		      c->plan.smem[c->r_hist].offset, ws.s, r->tid.s, ws.s);
+		for (int i = 0; i < SEL_BINS * IDX_HISTS / IDX_THREADS; i++)
+			emitf(e, "\tst.shared.u32 [%s+%d], 0;\n", ws.s, 4 * IDX_THREADS * i);
+	}
 	if (c->fp4_e4m3) {
 		/* the E4M3 byte tables the key gather looks fp4 codes up in */
 		label_new(e, skip, sizeof skip, "fp4_tables_done");
@@ -263,7 +273,9 @@ emit_prologue(Emit *e, const IndexerCfg *c, IndexerRegs *r)
 		w4a8_emit_tables(e, qs, w);
 		emit_label(e, skip);
 	}
-	op_bar_sync_why(e, 0, IDX_THREADS, "query heads, weights and zeroed histograms in shared memory");
+	op_bar_sync_why(e, 0, IDX_THREADS,
+	                c->topk ? "query heads, weights and zeroed histograms in shared memory"
+	                        : "query heads and weights in shared memory");
 }
 
 static void
@@ -309,15 +321,17 @@ indexer_abi(const IndexerCfg *c, const char *args, KernelAbi *k)
 	p = abi_add(k, ABI_PTR, "logits");
 	p->dtype = DT_F32;
 	snprintf(p->tensor, sizeof p->tensor, "logits[batch,s_q,max_len]");
-	p = abi_add(k, ABI_PTR, "indices");
-	p->dtype = DT_S32;
-	snprintf(p->tensor, sizeof p->tensor, "indices[batch,s_q,%d]", c->topk);
-	p = abi_add(k, ABI_PTR, "counters");
-	p->dtype = DT_S32;
-	snprintf(p->tensor, sizeof p->tensor, "counters[batch,s_q]");
-	p = abi_add(k, ABI_PTR, "work");
-	p->dtype = DT_S32;
-	snprintf(p->tensor, sizeof p->tensor, "work[2,batch,s_q,splits*%d]", c->topk);
+	if (c->topk) {
+		p = abi_add(k, ABI_PTR, "indices");
+		p->dtype = DT_S32;
+		snprintf(p->tensor, sizeof p->tensor, "indices[batch,s_q,%d]", c->topk);
+		p = abi_add(k, ABI_PTR, "counters");
+		p->dtype = DT_S32;
+		snprintf(p->tensor, sizeof p->tensor, "counters[batch,s_q]");
+		p = abi_add(k, ABI_PTR, "work");
+		p->dtype = DT_S32;
+		snprintf(p->tensor, sizeof p->tensor, "work[2,batch,s_q,splits*%d]", c->topk);
+	}
 	abi_add(k, ABI_U32, "batch");
 	abi_add(k, ABI_U32, "s_q");
 	abi_add(k, ABI_U32, "max_len");
@@ -339,13 +353,18 @@ indexer_generate(const void *params, const char *args, Buf *out, KgErr *err)
 	emit_init(&e);
 	emit_prologue(&e, &c, &r);
 	rc = c.mma ? c.t->indexer->score_mma(&e, &c, &r, err) : c.t->indexer->score(&e, &c, &r, err);
-	if (rc == 0) {
+	if (rc == 0 && c.topk) {
 		/* the logits and the keys kept for the chunk select's first
 		 * round are stored by other threads than it reads them with */
 		op_bar_sync_why(&e, 0, IDX_THREADS, "every logit stored and kept");
 		indexer_emit_topk(&e, &c, &r);
-		emitf(&e, "\tret;\n");
+	} else if (rc == 0) {
+		/* the logits alone: the masked ones are positions no part's
+		 * scoring stores, so no barrier orders the two */
+		indexer_emit_fill(&e, &r, 1);
 	}
+	if (rc == 0)
+		emitf(&e, "\tret;\n");
 	if (rc == 0 && e.oom)
 		rc = kg_fail(err, "out of memory");
 	if (rc == 0) {
@@ -378,6 +397,13 @@ indexer_plan(const void *params, Buf *text, KgErr *err)
 	buf_printf(text, "logits          sum over %d heads of w[h]*relu(q[h].k*scale), every visible key; -inf up to max_len\n",
 	           c.heads);
 	buf_printf(text, "scoring         %s\n", c.mma ? c.t->indexer->how_mma : c.t->indexer->how);
+	if (!c.topk) {
+		buf_printf(text, "top-k           none (--topk 0): the logits alone, no indices; each of a row's CTAs writes -inf at the masked positions of its share\n");
+		buf_printf(text, "grid            s_q x batch x splits: CTAs of %d threads, splits (run time) per query row, parts of %d keys interleaved\n",
+		           IDX_THREADS, c.unit);
+		plan_print(&c.plan, text);
+		return 0;
+	}
 	buf_printf(text, "top-k           %d, fused: each CTA selects the top-%d of its part's logits (radix, up to 4 passes of 8 bits, ending once the k-th key's bin is taken whole, a 256-bin scan; the first %d keys as the scoring kept them, then rounds over two windows of %d keys in shared memory), -1 padding below %d keys\n",
 	           c.topk, c.topk, 2 * c.win, c.win, c.topk);
 	buf_printf(text, "merge           splits > 1: each CTA writes its %d candidates (key, position) to work[2, batch, s_q, splits*%d]; the row's last CTA (counters) merges them in rounds of %d\n",

@@ -193,12 +193,13 @@ extern const char indexer_how_fma[];
  * top-k"), under pred (NULL: always): kept for the chunk select's first
  * round while l < 2·win, as a key at slot l of the windows' space (its row
  * position follows from l, so it is not stored), its top byte counted in
- * window A's first histogram. */
+ * window A's first histogram. Nothing for the logits alone (topk 0). */
 void indexer_emit_keep(Emit *e, const IndexerCfg *c, const IndexerRegs *r, Reg l, Reg logit, const Reg *pred);
 
-/* logits[row, j] = -inf for n <= j < max_len, by the one CTA after the
- * fused top-k's join (gen/indexer_fill.c). */
-void indexer_emit_fill(Emit *e, const IndexerRegs *r);
+/* logits[row, j] = -inf for n <= j < max_len: by the one CTA after the
+ * fused top-k's join, or (every_part, the logits alone) by every part of
+ * the row, each its own share. */
+void indexer_emit_fill(Emit *e, const IndexerRegs *r, int every_part);
 
 /* The fused top-k after the scoring (gen/indexer_topk.c): each part's
  * chunk select, the join, the -inf fill, the list (or the merge). */

@@ -61,9 +61,17 @@ emit_translate(Emit *e, const IndexerCfg *c, const IndexerRegs *r, Reg v, Reg j,
 void
 indexer_emit_keep(Emit *e, const IndexerCfg *c, const IndexerRegs *r, Reg l, Reg logit, const Reg *pred)
 {
-	Reg u = reg_new(e, RC_B32), m = reg_new(e, RC_B32), a = reg_new(e, RC_B32), p = reg_new(e, RC_PRED);
-	uint32_t keys = c->plan.smem[c->r_keys].offset, hist = c->plan.smem[c->r_hist].offset;
+	Reg u, m, a, p;
+	uint32_t keys, hist;
 
+	if (!c->topk)
+		return;
+	u = reg_new(e, RC_B32);
+	m = reg_new(e, RC_B32);
+	a = reg_new(e, RC_B32);
+	p = reg_new(e, RC_PRED);
+	keys = c->plan.smem[c->r_keys].offset;
+	hist = c->plan.smem[c->r_hist].offset;
 	emit_block(e, "indexer.keep");
 	emitf(e, "\tsetp.lt.u32 %s, %s, %d;\n", p.s, l.s, 2 * c->win);
 	if (pred)
@@ -426,6 +434,6 @@ indexer_emit_topk(Emit *e, const IndexerCfg *c, const IndexerRegs *r)
 	emit_setup(e, c, r, &k);
 	emit_chunk(e, c, r, &k);
 	emit_join(e, r, &k);
-	indexer_emit_fill(e, r);
+	indexer_emit_fill(e, r, 0);
 	emit_list(e, c, r, &k);
 }

@@ -2,9 +2,10 @@
  * docs/ABI.md "indexer" defines it, against tests/ref/indexer_ref.
  *
  * The configuration comes from the ABI's `//@args` line (heads, top-k,
- * page size). The shape is batch x s_q x max_len [x full x splits]
- * (max_len 0: 2·topk + 37 keys; full 1: every sequence max_len keys,
- * kbench's shape; splits: CTAs per query row, 0 or 1 one).
+ * page size; top-k 0: the logits alone, no list). The shape is batch x
+ * s_q x max_len [x full x splits] (max_len 0: 2·topk + 37 keys, 301 for
+ * the logits alone; full 1: every sequence max_len keys, kbench's shape;
+ * splits: CTAs per query row, 0 or 1 one).
  * Each case draws per-sequence lengths (sequence 0 the longest, max_len;
  * sequence 1 shorter than s_q, so its first rows see no key; sequence 2
  * fewer keys than top-k; the rest uniform in 0 .. max_len), gives every
@@ -94,12 +95,12 @@ indexer_prepare(CheckCase *c, KrtErr *err)
 	x->heads = (int)check_arg_int(c, "heads");
 	x->topk = (int)check_arg_int(c, "topk");
 	x->ps = (int)check_arg_int(c, "page-size");
-	if (x->heads <= 0 || x->topk <= 0 || x->ps <= 0)
+	if (x->heads <= 0 || x->topk < 0 || x->ps <= 0)
 		return check_fail(err, KRT_EABI, "%s: args \"%s\" lack --heads, --topk or --page-size", c->abi->kernel,
 		                  c->abi->args);
 	x->batch = (uint32_t)c->shape.d[0];
 	x->sq = (uint32_t)c->shape.d[1];
-	x->max_len = c->shape.d[2] ? (uint32_t)c->shape.d[2] : (uint32_t)(2 * x->topk + 37);
+	x->max_len = c->shape.d[2] ? (uint32_t)c->shape.d[2] : x->topk ? (uint32_t)(2 * x->topk + 37) : 301u;
 	x->full = c->shape.d[3] != 0;
 	x->splits = c->shape.d[4] ? (uint32_t)c->shape.d[4] : 1;
 	if (c->shape.d[4] > 65535)
@@ -278,7 +279,7 @@ indexer_prepare(CheckCase *c, KrtErr *err)
 		rc = check_add_raw_input(c, "seq_lens", "s32", 4, x->batch, x->lens, err);
 	/* split rows: a completion counter per row, zero before the launch
 	 * (compare checks the kernel leaves them zero) */
-	if (!rc) {
+	if (!rc && x->topk) {
 		int32_t *ctr = calloc(rows + 1, sizeof *ctr);
 		if (!ctr)
 			return check_fail(err, KRT_ENOMEM, "indexer: no host memory for the counters");
@@ -286,7 +287,7 @@ indexer_prepare(CheckCase *c, KrtErr *err)
 	}
 	/* the fused top-k's candidates: splits·topk (key, position) pairs per
 	 * row, garbage before the launch */
-	if (!rc) {
+	if (!rc && x->topk) {
 		uint64_t work = 2 * rows * x->splits * (uint64_t)x->topk;
 		int32_t *wk = malloc(sizeof *wk * work + 1);
 		if (!wk)
@@ -301,7 +302,7 @@ indexer_prepare(CheckCase *c, KrtErr *err)
 		rc = check_set_var(c, names[i], vals[i], err);
 	if (!rc)
 		rc = check_add_output(c, "logits", NUM_F32, rows * x->max_len, 65536, err);
-	if (!rc)
+	if (!rc && x->topk)
 		rc = check_add_raw_output(c, "indices", "s32", 4, rows * (uint64_t)x->topk, 65536, IDX_POISON, err);
 	return rc;
 }
@@ -312,11 +313,11 @@ indexer_compare(CheckCase *c, CheckResult *res, KrtErr *err)
 	const Indexer *x = c->priv;
 	const CheckBuf *lb = check_find_buf_const(c, "logits"), *ib = check_find_buf_const(c, "indices");
 	const float *lg = (const float *)((const char *)lb->host + lb->guard);
-	const int32_t *ix = (const int32_t *)((const char *)ib->host + ib->guard);
+	const int32_t *ix = ib ? (const int32_t *)((const char *)ib->host + ib->guard) : NULL;
 	uint64_t max_report = (uint64_t)(c->opts->max_report ? c->opts->max_report : CHECK_MAX_REPORT);
 	double *s = malloc(sizeof *s * (x->max_len + 1));
 	double *own = malloc(sizeof *own * (x->max_len + 1));
-	int32_t *got = malloc(sizeof *got * (size_t)x->topk);
+	int32_t *got = malloc(sizeof *got * (size_t)x->topk + 1);
 	double kd[INDEXER_D];
 	char why[256];
 
@@ -363,6 +364,8 @@ indexer_compare(CheckCase *c, CheckResult *res, KrtErr *err)
 					check_report(c, "  logits b %u t %u key %u: got %.9g want %.9g err %.3e of the bound; %u keys visible\n",
 					             b, t, j, got_v, j < n ? s[j] : -INFINITY, e, n);
 			}
+			if (!ix)
+				continue;
 			/* the list, mapped back to the row's keys: a physical index
 			 * that is not one of this sequence's pages maps past n */
 			for (int i = 0; i < x->topk; i++) {
@@ -391,7 +394,7 @@ indexer_compare(CheckCase *c, CheckResult *res, KrtErr *err)
 	free(own);
 	free(got);
 	/* the counters are back at zero for the next launch */
-	return check_counters_zero(c, res, err);
+	return ix ? check_counters_zero(c, res, err) : 0;
 }
 
 /* 2·H·128 flops per visible key of each row (the scoring; the select is

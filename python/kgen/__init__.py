@@ -355,7 +355,8 @@ def indexer(q_fp8, weights, k_cache, block_table, cache_seqlens, topk, *, max_le
     scale; docs/ABI.md "indexer"); block_table int32 [batch,
     max_pages] (trusted on the GPU); cache_seqlens int32 [batch], each
     sequence's length with its s_q query rows last (query row t sees keys
-    0 .. L-s_q+t). topk 1 .. 2048.
+    0 .. L-s_q+t). topk 1 .. 2048, or 0 for the scoring alone (no
+    select: returns the logits, as DeepGEMM's paged MQA logits do).
 
     Returns indices int32 [batch, s_q, topk] in kgen.sparse_decode's
     format (page·page_size + offset, with this block table): with n keys
@@ -370,7 +371,7 @@ def indexer(q_fp8, weights, k_cache, block_table, cache_seqlens, topk, *, max_le
         idx, lg = _traced("indexer", q_fp8, weights, k_cache, block_table, cache_seqlens,
                           int(topk), int(max_len or 0), score or "", int(num_splits or 0),
                           k_global, target or "")
-        return (idx, lg) if return_logits else idx
+        return (idx, lg) if return_logits else idx if topk else lg
     return _indexer.run(_indexer.plan(q_fp8, weights, k_cache, block_table, cache_seqlens, topk,
                                       max_len=max_len, score=score, return_logits=return_logits,
                                       num_splits=num_splits, k_global=k_global, target=target))

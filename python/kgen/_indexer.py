@@ -75,8 +75,8 @@ def plan(q, weights, k_cache, block_table, cache_seqlens, topk, max_len=None, sc
     lv = R.view("cache_seqlens", cache_seqlens, {"s32": "int32"}, 1, "[batch]", like=qv)
     R.shape(lv, (b,), "[batch]")
     R.dense(lv, 4)
-    R.int_arg("topk", topk, 1, MAX_TOPK, "indices kept per query row, an int 1 .. %d"
-              % MAX_TOPK)
+    R.int_arg("topk", topk, 0, MAX_TOPK, "indices kept per query row, an int 0 .. %d "
+              "(0: the logits alone)" % MAX_TOPK)
     if max_len is None:
         max_len = max_pages * ps
     R.int_arg("max_len", max_len, 1, INT32_MAX, "the logits' row length (keys a row may "
@@ -126,7 +126,8 @@ def _splits(c):
 
 def run(c):
     """indices int32 [batch, s_q, topk] (and logits f32 [batch, s_q,
-    max_len] with return_logits)."""
+    max_len] with return_logits); at topk 0 the logits alone (with
+    return_logits: an empty index tensor and the logits)."""
     idx = empty(c.qv, (c.b, c.sq, c.topk), "s32")
     logits = empty(c.qv, (c.b, c.sq, c.max_len), "f32")
     mod = _cache.module(c.dev, "indexer", c.args)
@@ -140,4 +141,4 @@ def run(c):
         "work": Scratch(2 * c.b * c.sq * splits * c.topk * 4, False),
         "batch": c.b, "s_q": c.sq, "max_len": c.max_len, "max_pages": c.max_pages,
         "splits": splits, "K_global": c.gv and In(c.gv.x)})
-    return (idx, logits) if c.return_logits else idx
+    return (idx, logits) if c.return_logits else idx if c.topk else logits

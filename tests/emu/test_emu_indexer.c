@@ -32,6 +32,10 @@ static const char *const configs[][12] = {
 	 * partial head block at page 32 */
 	{"--score", "wgmma", "--format", "fp4", "--heads", "64", "--topk", "100", "--page-size", "128"},
 	{"--score", "wgmma", "--format", "fp4", "--heads", "19", "--topk", "40", "--page-size", "32"},
+	/* the logits alone (--topk 0): each scoring, split rows filling their own -inf */
+	{"--heads", "8", "--topk", "0", "--page-size", "16"},
+	{"--target", "sm_100a", "--score", "tcgen05", "--heads", "21", "--topk", "0", "--page-size", "32"},
+	{"--score", "wgmma", "--format", "fp4", "--heads", "13", "--topk", "0", "--page-size", "128"},
 };
 
 /* batch, s_q (next_n), max_len (0: 2·topk + 37), CTAs per query row;

@@ -212,15 +212,18 @@ pick_shape(const KrtAbi *abi, Shape *s)
 		 * one of 2·topk + 40 keys split into enough parts that their
 		 * candidates take two merge rounds (windows of 2·win, win the
 		 * least power of two >= 2·topk and >= 2048: docs/indexer.md,
-		 * "Fused top-k") */
+		 * "Fused top-k"); the logits alone (top-k 0): rows of 300
+		 * keys (three parts), one of many tiles a CTA (the copy ring
+		 * wraps), and 560 keys in three parts, each filling its own
+		 * masked logits */
 		uint32_t k = (uint32_t)et_arg(abi, "topk", 512), win = 2048;
 		while (win < 2 * k)
 			win *= 2;
 		s->indexer = 1;
 		s->M = 2;
 		s->N = 2;
-		s->K = k + 40;
-		s->parts = 2 * win / k + 1;
+		s->K = k ? k + 40 : 300;
+		s->parts = k ? 2 * win / k + 1 : 3;
 		s->long_len = 2 * win + 40;
 		return;
 	}

@@ -43,8 +43,9 @@ static const GpuCase cases[] = {
 
 static const GpuSuite suite = {cases, COUNT(cases), 0};
 
-/* Heads 1..128, top-k 1 .. 2048, every page size (32 and 128 with every
- * format and both scorings), every format, both scorings. */
+/* Heads 1..128, top-k 1 .. 2048 and 0 (the logits alone), every page size
+ * (32 and 128 with every format and both scorings), every format, both
+ * scorings. */
 static const char *const configs[][10] = {
 	{"--heads", "64", "--topk", "2048", "--page-size", "128"},
 	{"--heads", "8", "--topk", "100", "--page-size", "16"},
@@ -57,6 +58,8 @@ static const char *const configs[][10] = {
 	{"--score", "wgmma", "--heads", "64", "--topk", "512", "--page-size", "16"},
 	{"--score", "wgmma", "--heads", "37", "--topk", "2048", "--page-size", "128"},
 	{"--score", "wgmma", "--heads", "64", "--topk", "1024", "--page-size", "32"},
+	{"--score", "wgmma", "--heads", "19", "--topk", "0", "--page-size", "128"},
+	{"--heads", "33", "--topk", "0", "--page-size", "16"},
 };
 
 int

@@ -242,6 +242,23 @@ def test_indexer_max_len_and_splits(rng):
     check_indexer(idx, lg, want, phys, bound, topk)
 
 
+@pytest.mark.parametrize("target,score", [("sm_90a", "wgmma"), ("sm_100a", "tcgen05")])
+def test_indexer_logits_alone(rng, target, score):
+    # topk 0: the scoring without the select, split rows each filling its own -inf share
+    b, sq, h, ps, pages, mp = 2, 2, 7, 16, 30, 13
+    q, w, kc, bt, sl = indexer_case(rng, b, sq, h, ps, pages, mp, [190, 1])
+    lg = kgen.indexer(q, w, kc, bt, sl, 0, score=score, max_len=201, num_splits=2, target=target)
+    assert lg.dtype == np.float32 and lg.shape == (b, sq, 201)
+    want, phys, bound = ref.indexer_logits(q, w, kc, bt, sl, 201)
+    fin = np.isfinite(want)
+    assert np.array_equal(np.isfinite(lg), fin) and (lg[~fin] == -np.inf).all()
+    tol = ref.WGMMA_FP8_BOUND * bound[fin] + 1e-5 * np.abs(want[fin]).max()
+    assert (np.abs(lg[fin] - want[fin]) <= tol).all()
+    idx, lg2 = kgen.indexer(q, w, kc, bt, sl, 0, score=score, max_len=201, return_logits=True,
+                            target=target)
+    assert idx.shape == (b, sq, 0) and np.array_equal(lg2, lg)
+
+
 @pytest.mark.parametrize("masked", [False, True], ids=["contiguous", "masked"])
 @pytest.mark.parametrize("mx", [False, True], ids=["block128", "mx32"])
 def test_moe_gemm_fp8_swiglu_feeds_the_down_gemm(rng, mx, masked):

@@ -143,7 +143,14 @@ grep -q '^//@param ptr CS dtype=f32 tensor=CS\[cdiv(N/2,128),E\*M\]$' "$tmp/sw9.
 # indexer (docs/ABI.md "indexer")
 expect_error "--page-size=48: must be one of 16,32,64,128" indexer --page-size 48
 expect_error "--heads=0: must be in 1..128" indexer --heads 0
-expect_error "--topk=4096: must be in 1..2048" indexer --topk 4096
+expect_error "--topk=4096: must be in 0..2048" indexer --topk 4096
+# --topk 0: the logits alone, a module without the top-k's buffers
+"$kgen" indexer --topk 0 --score wgmma -o "$tmp/ixl.ptx" || fail "indexer --topk 0"
+grep -q '^//@kernel indexer_fp8_h64_logits_p64_mma_sm90a$' "$tmp/ixl.ptx" || fail "indexer --topk 0: kernel name"
+grep -qE '^//@param ptr (indices|counters|work) ' "$tmp/ixl.ptx" && fail "indexer --topk 0 keeps a top-k buffer"
+grep -q '^//@param ptr logits ' "$tmp/ixl.ptx" || fail "indexer --topk 0 lacks logits"
+"$kgen" plan indexer --topk 0 | grep -q 'top-k           none (--topk 0): the logits alone' ||
+	fail "plan indexer --topk 0 lacks the top-k line"
 expect_error "--format=mxfp4: must be one of fp8,fp4,nvfp4" indexer --format mxfp4
 "$kgen" plan indexer --format nvfp4 | grep -q 'nvfp4: 128 E2M1 values per key (64 bytes), then .* 8 UE4M3 scales per key, one per 16 values; times K_global' ||
 	fail "plan indexer nvfp4 lacks the cache line"
