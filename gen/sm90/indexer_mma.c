@@ -8,7 +8,8 @@
  * with their scales, then fences its writes for the async proxy (PTX ISA
  * "Asynchronous proxy"): no barrier in the loop. fp8 keys are copied by
  * cp.async two tiles ahead into a ring of three tiles; fp4 keys are loaded
- * into registers one tile ahead and turned into E4M3 as they are stored.
+ * into registers two tiles ahead (two register sets, the loop unrolled
+ * twice) and turned into E4M3 as they are stored.
  * The epilogue weighs each row (key) j's column (head) h by
  * w[h]·max(0, S·s_j), sums a thread's 16 heads of its two keys and the
  * quad's four lanes (two shuffles), and stores the logits. */
@@ -39,10 +40,12 @@ sm90_indexer_score_mma(Emit *e, const IndexerCfg *c, const IndexerRegs *r, KgErr
 	Reg a = reg_new(e, RC_B64), o = reg_new(e, RC_B64), ad = reg_new(e, RC_B64), bd = reg_new(e, RC_B64);
 	Reg sc = reg_new(e, RC_F32), y = reg_new(e, RC_F32), z = reg_new(e, RC_F32);
 	Reg p = reg_new(e, RC_PRED), pl = reg_new(e, RC_PRED);
-	IdxTileLoad ld;
+	IdxTileLoad ld[2];
 	IdxTileCopy cp;
-	/* fp8 keys: copied NB - 1 tiles ahead into a ring of NB buffers */
-	int nb = c->bufs, copy = nb > 1;
+	/* fp8 keys: copied NB - 1 tiles ahead into a ring of NB buffers; fp4
+	 * keys: loaded `ahead` tiles ahead into as many register sets, one
+	 * pass of the loop body per set */
+	int nb = c->bufs, copy = nb > 1, ahead = copy ? 1 : 2;
 	char loop[48], done[48];
 
 	if (copy == c->fp4_e4m3)
@@ -108,97 +111,106 @@ sm90_indexer_score_mma(Emit *e, const IndexerCfg *c, const IndexerRegs *r, KgErr
 		indexer_emit_tile_pages(e, c, r, &ts, &cp, in);
 		emitf(e, "\tmov.u32 %s, 0;\n", bi.s);
 	} else {
-		indexer_key_tile_regs(e, c, &ld, IDX_TILE, 128);
-		indexer_emit_key_tile_load(e, c, r, &ts, &ld, i, wt, IDX_TILE, 128);
+		emitf(e, "\tmov.u32 %s, %s;\n", in.s, i.s);
+		for (int u = 0; u < ahead; u++) {
+			indexer_key_tile_regs(e, c, &ld[u], IDX_TILE, 128);
+			indexer_emit_key_tile_load(e, c, r, &ts, &ld[u], in, wt, IDX_TILE, 128);
+			if (u + 1 < ahead)
+				emitf(e, "\tadd.u32 %s, %s, %s;\n", in.s, in.s, stride.s);
+		}
 	}
 	emit_label(e, loop);
-	emitf(e, "\tshl.b32 %s, %s, 6;\n\tsetp.ge.s32 %s, %s, %s;\n\t@%s bra %s;\n", t.s, i.s, p.s, t.s, r->n.s, p.s,
-	      done);
-	if (copy) {
-		/* buffer bi holds tile i, the oldest of this thread's NB - 1
-		 * groups in flight; buffer bi - 1 (mod NB), which the last
-		 * iteration read, takes tile i + (NB - 1)·stride */
-		emitf(e, "\tmad.lo.u32 %s, %s, %d, %s;\n\tmad.lo.u32 %s, %s, %d, %s;\n", kcur.s, bi.s,
-		      IDX_TILE * 128 >> 4, klo.s, scur.s, bi.s, 4 * IDX_TILE, scs.s);
-		emitf(e, "\tadd.u32 %s, %s, %d;\n\tsetp.ge.u32 %s, %s, %d;\n\t@%s sub.u32 %s, %s, %d;\n", d.s, bi.s,
-		      nb - 1, p.s, d.s, nb, p.s, d.s, d.s, nb);
-		emitf(e, "\tmad.lo.u32 %s, %s, %d, %s;\n\tmad.lo.u32 %s, %s, %d, %s;\n", tprev.s, d.s, IDX_TILE * 128,
-		      tile.s, sprev.s, d.s, 4 * IDX_TILE, scs.s);
-		emitf(e, "\tcp.async.wait_group %d;\n", nb - 2);
-	} else {
-		emitf(e, "\tmov.u32 %s, %s;\n\tmov.u32 %s, %s;\n", kcur.s, klo.s, scur.s, scs.s);
-		indexer_emit_key_tile_store(e, c, r, &ts, &ld, i, wt, tile, scs, IDX_TILE, 128);
+	for (int u = 0; u < ahead; u++) {
+		emitf(e, "\tshl.b32 %s, %s, 6;\n\tsetp.ge.s32 %s, %s, %s;\n\t@%s bra %s;\n", t.s, i.s, p.s, t.s, r->n.s, p.s,
+		      done);
+		if (copy) {
+			/* buffer bi holds tile i, the oldest of this thread's NB - 1
+			 * groups in flight; buffer bi - 1 (mod NB), which the last
+			 * iteration read, takes tile i + (NB - 1)·stride */
+			emitf(e, "\tmad.lo.u32 %s, %s, %d, %s;\n\tmad.lo.u32 %s, %s, %d, %s;\n", kcur.s, bi.s,
+			      IDX_TILE * 128 >> 4, klo.s, scur.s, bi.s, 4 * IDX_TILE, scs.s);
+			emitf(e, "\tadd.u32 %s, %s, %d;\n\tsetp.ge.u32 %s, %s, %d;\n\t@%s sub.u32 %s, %s, %d;\n", d.s, bi.s,
+			      nb - 1, p.s, d.s, nb, p.s, d.s, d.s, nb);
+			emitf(e, "\tmad.lo.u32 %s, %s, %d, %s;\n\tmad.lo.u32 %s, %s, %d, %s;\n", tprev.s, d.s, IDX_TILE * 128,
+			      tile.s, sprev.s, d.s, 4 * IDX_TILE, scs.s);
+			emitf(e, "\tcp.async.wait_group %d;\n", nb - 2);
+		} else {
+			emitf(e, "\tmov.u32 %s, %s;\n\tmov.u32 %s, %s;\n", kcur.s, klo.s, scur.s, scs.s);
+			indexer_emit_key_tile_store(e, c, r, &ts, &ld[u], i, wt, tile, scs, IDX_TILE, 128);
+		}
+		/* this thread's generic writes to the tile (its stores, or its
+		 * copies once waited for), read by the async proxy: each warp
+		 * writes the rows of A its own part of the MMA reads, so the warp's
+		 * wgmma.fence orders them, no barrier (docs/indexer.md) */
+		emitf(e, "\tfence.proxy.async.shared::cta;\n");
+		/* S^T = K·Q^T, keys (A) by heads (B): 32 bytes of K (k32) per MMA,
+		 * the first overwriting */
+		sm90_wgmma_fence(e);
+		for (int kk = 0; kk < 4; kk++) {
+			uint32_t off = layout_offset(&lt, 0, 32 * kk) >> 4;
+			emitf(e, "\tadd.u32 %s, %s, %u;\n\tmov.b64 %s, {%s, %s};\n", lo.s, kcur.s, off, ad.s, lo.s, hi.s);
+			emitf(e, "\tadd.u32 %s, %s, %u;\n\tmov.b64 %s, {%s, %s};\n", lo.s, qlo.s, off, bd.s, lo.s, hi.s);
+			emitf(e, "\twgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3 %s, %s, %s, %d, 1, 1;\n",
+			      reg_vec(e, acc, 32), ad.s, bd.s, kk > 0);
+		}
+		sm90_wgmma_commit(e);
+		/* fp8: the copies of tile i + (NB - 1)·stride into the buffer every
+		 * thread of the warpgroup finished reading before the barrier above,
+		 * then the pages of the tile after it; fp4: the loads of tile i +
+		 * ahead·stride into the registers stored above */
+		emitf(e, "\tadd.u32 %s, %s, %s;\n", in.s, i.s, stride.s);
+		if (copy) {
+			emitf(e, "\tmad.lo.u32 %s, %s, %d, %s;\n", t.s, stride.s, nb - 1, i.s);
+			indexer_emit_tile_copy(e, c, r, &ts, &cp, t, wt, tprev, sprev);
+			emitf(e, "\tadd.u32 %s, %s, %s;\n", t.s, t.s, stride.s);
+			indexer_emit_tile_pages(e, c, r, &ts, &cp, t);
+		} else {
+			emitf(e, "\tmad.lo.u32 %s, %s, %d, %s;\n", t.s, stride.s, ahead, i.s);
+			indexer_emit_key_tile_load(e, c, r, &ts, &ld[u], t, wt, IDX_TILE, 128);
+		}
+		/* the scales of this thread's keys kt, kt + 8 (with kt's lane bit 0
+		 * folded in above: kt - 8·(lane bit 0) is the first row) */
+		emitf(e, "\tand.b32 %s, %s, 1;\n\tshl.b32 %s, %s, 3;\n\tsub.u32 %s, %s, %s;\n\tmad.lo.u32 %s, %s, 4, %s;\n", d.s,
+		      lane.s, d.s, d.s, d.s, kt.s, d.s, d.s, d.s, scur.s);
+		emitf(e, "\tld.shared.f32 %s, [%s];\n\tld.shared.f32 %s, [%s+32];\n", scr[0].s, d.s, scr[1].s, d.s);
+		sm90_wgmma_wait(e, 0);
+		/* register 4g + 2r + e: key row kt0 + 8r, head col0 + 8g + e:
+		 * sum[r] = Σ w[head]·max(0, S·s_key) over this thread's 16 heads */
+		for (int g = 0; g < 8; g++)
+			for (int rr = 0; rr < 2; rr++)
+				for (int ee = 0; ee < 2; ee++) {
+					Reg s = acc[4 * g + 2 * rr + ee];
+					emitf(e, "\tmul.f32 %s, %s, %s;\n\tmax.f32 %s, %s, 0f00000000;\n", y.s, s.s, scr[rr].s, y.s, y.s);
+					if (g == 0 && ee == 0)
+						emitf(e, "\tmul.f32 %s, %s, %s;\n", sum[rr].s, y.s, w[2 * g + ee].s);
+					else
+						emitf(e, "\tfma.rn.f32 %s, %s, %s, %s;\n", sum[rr].s, y.s, w[2 * g + ee].s, sum[rr].s);
+				}
+		/* the quad's four lanes hold the same two keys' other heads: over
+		 * lane bit 0 a lane keeps key kt0 + 8·(its bit 0) and sends its
+		 * partner the other, then over lane bit 1 both add */
+		emitf(e, "\tand.b32 %s, %s, 1;\n\tsetp.ne.u32 %s, %s, 0;\n", t.s, lane.s, pl.s, t.s);
+		emitf(e, "\tselp.f32 %s, %s, %s, %s;\n\tselp.f32 %s, %s, %s, %s;\n", y.s, sum[0].s, sum[1].s, pl.s, z.s,
+		      sum[1].s, sum[0].s, pl.s);
+		emitf(e, "\tshfl.sync.bfly.b32 %s, %s, 1, 0x1f, 0xffffffff;\n\tadd.f32 %s, %s, %s;\n", y.s, y.s, z.s, z.s, y.s);
+		emitf(e, "\tshfl.sync.bfly.b32 %s, %s, 2, 0x1f, 0xffffffff;\n\tadd.f32 %s, %s, %s;\n", y.s, z.s, z.s, z.s, y.s);
+		/* lanes with bit 1 clear: key j = 64i + kt's logit */
+		emitf(e, "\tand.b32 %s, %s, 2;\n\tsetp.eq.u32 %s, %s, 0;\n\tshl.b32 %s, %s, 6;\n\tadd.u32 %s, %s, %s;\n", t.s,
+		      lane.s, pl.s, t.s, j.s, i.s, j.s, j.s, kt.s);
+		emitf(e, "\tsetp.lt.and.s32 %s, %s, %s, %s;\n", pl.s, j.s, r->n.s, pl.s);
+		emitf(e, "\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n\t@%s st.global.f32 [%s], %s;\n", a.s, j.s, a.s,
+		      a.s, r->logits.s, pl.s, a.s, z.s);
+		indexer_emit_keep(e, c, r, l, z, &pl);
+		emit_block(e, "sm90.indexer_mma");
+		emitf(e, "\tadd.u32 %s, %s, %d;\n", l.s, l.s, WGS * IDX_TILE);
+		/* no barrier here: every thread waited for its MMAs, so the tile was
+		 * consumed, and read its two scales before the next tile barrier */
+		if (copy)
+			emitf(e, "\tadd.u32 %s, %s, 1;\n\tsetp.eq.u32 %s, %s, %d;\n\tselp.u32 %s, 0, %s, %s;\n", bi.s, bi.s, p.s,
+			      bi.s, nb, bi.s, bi.s, p.s);
+		emitf(e, "\tmov.u32 %s, %s;\n", i.s, in.s);
 	}
-	/* this thread's generic writes to the tile (its stores, or its
-	 * copies once waited for), read by the async proxy: each warp
-	 * writes the rows of A its own part of the MMA reads, so the warp's
-	 * wgmma.fence orders them, no barrier (docs/indexer.md) */
-	emitf(e, "\tfence.proxy.async.shared::cta;\n");
-	/* S^T = K·Q^T, keys (A) by heads (B): 32 bytes of K (k32) per MMA,
-	 * the first overwriting */
-	sm90_wgmma_fence(e);
-	for (int kk = 0; kk < 4; kk++) {
-		uint32_t off = layout_offset(&lt, 0, 32 * kk) >> 4;
-		emitf(e, "\tadd.u32 %s, %s, %u;\n\tmov.b64 %s, {%s, %s};\n", lo.s, kcur.s, off, ad.s, lo.s, hi.s);
-		emitf(e, "\tadd.u32 %s, %s, %u;\n\tmov.b64 %s, {%s, %s};\n", lo.s, qlo.s, off, bd.s, lo.s, hi.s);
-		emitf(e, "\twgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3 %s, %s, %s, %d, 1, 1;\n",
-		      reg_vec(e, acc, 32), ad.s, bd.s, kk > 0);
-	}
-	sm90_wgmma_commit(e);
-	/* fp8: the copies of tile i + (NB - 1)·stride into the buffer every
-	 * thread of the warpgroup finished reading before the barrier above,
-	 * then the pages of the tile after it; fp4: the next tile's loads
-	 * into the registers stored above */
-	emitf(e, "\tadd.u32 %s, %s, %s;\n", in.s, i.s, stride.s);
-	if (copy) {
-		emitf(e, "\tmad.lo.u32 %s, %s, %d, %s;\n", t.s, stride.s, nb - 1, i.s);
-		indexer_emit_tile_copy(e, c, r, &ts, &cp, t, wt, tprev, sprev);
-		emitf(e, "\tadd.u32 %s, %s, %s;\n", t.s, t.s, stride.s);
-		indexer_emit_tile_pages(e, c, r, &ts, &cp, t);
-	} else {
-		indexer_emit_key_tile_load(e, c, r, &ts, &ld, in, wt, IDX_TILE, 128);
-	}
-	/* the scales of this thread's keys kt, kt + 8 (with kt's lane bit 0
-	 * folded in above: kt - 8·(lane bit 0) is the first row) */
-	emitf(e, "\tand.b32 %s, %s, 1;\n\tshl.b32 %s, %s, 3;\n\tsub.u32 %s, %s, %s;\n\tmad.lo.u32 %s, %s, 4, %s;\n", d.s,
-	      lane.s, d.s, d.s, d.s, kt.s, d.s, d.s, d.s, scur.s);
-	emitf(e, "\tld.shared.f32 %s, [%s];\n\tld.shared.f32 %s, [%s+32];\n", scr[0].s, d.s, scr[1].s, d.s);
-	sm90_wgmma_wait(e, 0);
-	/* register 4g + 2r + e: key row kt0 + 8r, head col0 + 8g + e:
-	 * sum[r] = Σ w[head]·max(0, S·s_key) over this thread's 16 heads */
-	for (int g = 0; g < 8; g++)
-		for (int rr = 0; rr < 2; rr++)
-			for (int ee = 0; ee < 2; ee++) {
-				Reg s = acc[4 * g + 2 * rr + ee];
-				emitf(e, "\tmul.f32 %s, %s, %s;\n\tmax.f32 %s, %s, 0f00000000;\n", y.s, s.s, scr[rr].s, y.s, y.s);
-				if (g == 0 && ee == 0)
-					emitf(e, "\tmul.f32 %s, %s, %s;\n", sum[rr].s, y.s, w[2 * g + ee].s);
-				else
-					emitf(e, "\tfma.rn.f32 %s, %s, %s, %s;\n", sum[rr].s, y.s, w[2 * g + ee].s, sum[rr].s);
-			}
-	/* the quad's four lanes hold the same two keys' other heads: over
-	 * lane bit 0 a lane keeps key kt0 + 8·(its bit 0) and sends its
-	 * partner the other, then over lane bit 1 both add */
-	emitf(e, "\tand.b32 %s, %s, 1;\n\tsetp.ne.u32 %s, %s, 0;\n", t.s, lane.s, pl.s, t.s);
-	emitf(e, "\tselp.f32 %s, %s, %s, %s;\n\tselp.f32 %s, %s, %s, %s;\n", y.s, sum[0].s, sum[1].s, pl.s, z.s,
-	      sum[1].s, sum[0].s, pl.s);
-	emitf(e, "\tshfl.sync.bfly.b32 %s, %s, 1, 0x1f, 0xffffffff;\n\tadd.f32 %s, %s, %s;\n", y.s, y.s, z.s, z.s, y.s);
-	emitf(e, "\tshfl.sync.bfly.b32 %s, %s, 2, 0x1f, 0xffffffff;\n\tadd.f32 %s, %s, %s;\n", y.s, z.s, z.s, z.s, y.s);
-	/* lanes with bit 1 clear: key j = 64i + kt's logit */
-	emitf(e, "\tand.b32 %s, %s, 2;\n\tsetp.eq.u32 %s, %s, 0;\n\tshl.b32 %s, %s, 6;\n\tadd.u32 %s, %s, %s;\n", t.s,
-	      lane.s, pl.s, t.s, j.s, i.s, j.s, j.s, kt.s);
-	emitf(e, "\tsetp.lt.and.s32 %s, %s, %s, %s;\n", pl.s, j.s, r->n.s, pl.s);
-	emitf(e, "\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n\t@%s st.global.f32 [%s], %s;\n", a.s, j.s, a.s,
-	      a.s, r->logits.s, pl.s, a.s, z.s);
-	indexer_emit_keep(e, c, r, l, z, &pl);
-	emit_block(e, "sm90.indexer_mma");
-	emitf(e, "\tadd.u32 %s, %s, %d;\n", l.s, l.s, WGS * IDX_TILE);
-	/* no barrier here: every thread waited for its MMAs, so the tile was
-	 * consumed, and read its two scales before the next tile barrier */
-	if (copy)
-		emitf(e, "\tadd.u32 %s, %s, 1;\n\tsetp.eq.u32 %s, %s, %d;\n\tselp.u32 %s, 0, %s, %s;\n", bi.s, bi.s, p.s,
-		      bi.s, nb, bi.s, bi.s, p.s);
-	emitf(e, "\tmov.u32 %s, %s;\n\tbra.uni %s;\n", i.s, in.s, loop);
+	emitf(e, "\tbra.uni %s;\n", loop);
 	emit_label(e, done);
 	/* the copies of the tiles past n, issued by the last iterations */
 	if (copy)
