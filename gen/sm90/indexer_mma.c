@@ -42,10 +42,10 @@ sm90_indexer_score_mma(Emit *e, const IndexerCfg *c, const IndexerRegs *r, KgErr
 	Reg p = reg_new(e, RC_PRED), pl = reg_new(e, RC_PRED);
 	IdxTileLoad ld[2];
 	IdxTileCopy cp;
-	/* fp8 keys: copied NB - 1 tiles ahead into a ring of NB buffers; fp4
-	 * keys: loaded `ahead` tiles ahead into as many register sets, one
-	 * pass of the loop body per set */
-	int nb = c->bufs, copy = nb > 1, ahead = copy ? 1 : 2;
+	/* fp8 keys: copied NB - 1 tiles ahead into a ring of NB buffers, the
+	 * loop body emitted once; fp4 keys: loaded `sets` tiles ahead into as
+	 * many register sets, the loop body emitted once per set */
+	int nb = c->bufs, copy = nb > 1, sets = copy ? 1 : 2;
 	char loop[48], done[48];
 
 	if (copy == c->fp4_e4m3)
@@ -112,15 +112,15 @@ sm90_indexer_score_mma(Emit *e, const IndexerCfg *c, const IndexerRegs *r, KgErr
 		emitf(e, "\tmov.u32 %s, 0;\n", bi.s);
 	} else {
 		emitf(e, "\tmov.u32 %s, %s;\n", in.s, i.s);
-		for (int u = 0; u < ahead; u++) {
+		for (int u = 0; u < sets; u++) {
 			indexer_key_tile_regs(e, c, &ld[u], IDX_TILE, 128);
 			indexer_emit_key_tile_load(e, c, r, &ts, &ld[u], in, wt, IDX_TILE, 128);
-			if (u + 1 < ahead)
+			if (u + 1 < sets)
 				emitf(e, "\tadd.u32 %s, %s, %s;\n", in.s, in.s, stride.s);
 		}
 	}
 	emit_label(e, loop);
-	for (int u = 0; u < ahead; u++) {
+	for (int u = 0; u < sets; u++) {
 		emitf(e, "\tshl.b32 %s, %s, 6;\n\tsetp.ge.s32 %s, %s, %s;\n\t@%s bra %s;\n", t.s, i.s, p.s, t.s, r->n.s, p.s,
 		      done);
 		if (copy) {
@@ -157,7 +157,7 @@ sm90_indexer_score_mma(Emit *e, const IndexerCfg *c, const IndexerRegs *r, KgErr
 		/* fp8: the copies of tile i + (NB - 1)·stride into the buffer every
 		 * thread of the warpgroup finished reading before the barrier above,
 		 * then the pages of the tile after it; fp4: the loads of tile i +
-		 * ahead·stride into the registers stored above */
+		 * sets·stride into the registers stored above */
 		emitf(e, "\tadd.u32 %s, %s, %s;\n", in.s, i.s, stride.s);
 		if (copy) {
 			emitf(e, "\tmad.lo.u32 %s, %s, %d, %s;\n", t.s, stride.s, nb - 1, i.s);
@@ -165,7 +165,7 @@ sm90_indexer_score_mma(Emit *e, const IndexerCfg *c, const IndexerRegs *r, KgErr
 			emitf(e, "\tadd.u32 %s, %s, %s;\n", t.s, t.s, stride.s);
 			indexer_emit_tile_pages(e, c, r, &ts, &cp, t);
 		} else {
-			emitf(e, "\tmad.lo.u32 %s, %s, %d, %s;\n", t.s, stride.s, ahead, i.s);
+			emitf(e, "\tmad.lo.u32 %s, %s, %d, %s;\n", t.s, stride.s, sets, i.s);
 			indexer_emit_key_tile_load(e, c, r, &ts, &ld[u], t, wt, IDX_TILE, 128);
 		}
 		/* the scales of this thread's keys kt, kt + 8 (with kt's lane bit 0
