@@ -200,6 +200,27 @@ def test_indexer_torch(gen, device, score, per):
         check_indexer(ci.cpu().numpy(), lg.cpu().numpy(), want, phys, bound, topk)
 
 
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=gpu)])
+def test_indexer_logits_alone_torch(gen, device):
+    # topk 0: the scoring alone returns the logits, eager and compiled
+    from test_families import check_logits, indexer_case
+
+    rng = np.random.default_rng(int(torch.randint(0, 1 << 30, (1,), generator=gen)))
+    if device == "cpu":
+        b, sq, h, ps, pages, mp, lens, score = 2, 2, 5, 16, 10, 6, [90, 1], "fma"
+    else:
+        b, sq, h, ps, pages, mp, lens, score = 3, 2, 64, 64, 300, 100, [6000, 1, 6399], "wgmma"
+    q, w, kc, bt, sl = indexer_case(rng, b, sq, h, ps, pages, mp, lens)
+    t = [torch.from_numpy(x).to(device) for x in (q, w, kc, bt, sl)]
+    t[0] = t[0].view(torch.float8_e4m3fn)
+    lg = kgen.indexer(*t, 0, score=score, num_splits=3)
+    assert lg.device.type == device and lg.dtype == torch.float32 and lg.shape == (b, sq, mp * ps)
+    want, _, bound = ref.indexer_logits(q, w, kc, bt, sl, mp * ps)
+    check_logits(lg.cpu().numpy(), want, bound)
+    f = torch.compile(lambda *a: kgen.indexer(*a, 0, score=score, num_splits=3), fullgraph=True)
+    assert torch.equal(f(*t), lg)
+
+
 # ---- the custom ops' schemas and fake implementations (CPU, emulator) ------------
 
 def opcheck_cases():
@@ -220,6 +241,7 @@ def opcheck_cases():
         ("moe_gemm", (a8, sa, b3, sb3, offs, None, True, 10.0, "", "")),
         ("moe_gemm", (a8, sa, b3, sb3, offs, None, True, 10.0, "float8_e4m3fn", "")),
         ("indexer", (q, w, kc, bt, sl, 16, 0, "", 0, None, "sm_90a")),
+        ("indexer", (q, w, kc, bt, sl, 0, 0, "", 0, None, "sm_90a")),
     ]
 
 
