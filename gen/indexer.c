@@ -416,7 +416,7 @@ indexer_plan(const void *params, Buf *text, KgErr *err)
 
 const Family family_indexer = {
 	"indexer",
-	"DeepSeek lightning indexer: FP8 key scoring over a paged cache fused with top-k (decode's sparse indices)",
+	"DeepSeek lightning indexer: FP8/FP4 key scoring over a paged cache fused with top-k (decode's sparse indices), or the logits alone",
 	indexer_params,
 	sizeof indexer_params / sizeof indexer_params[0],
 	sizeof(IndexerParams),
