@@ -119,8 +119,11 @@ def _splits(c):
         return c.num_splits
     if c.dev.kind == "emu":
         return 1
+    # one wave of two CTAs an SM (what the tensor-core kernels fit): at 64
+    # rows on 132 SMs 4 splits, where 5 (a partial second wave) took 37 %
+    # longer (docs/ABI.md "indexer", "Useful splits")
     rows = c.b * c.sq
-    want = -(-2 * sms(c.dev) // rows)
+    want = 2 * sms(c.dev) // rows
     return max(1, min(want, -(-c.max_len // KEYS_PER_SPLIT), GRID_YZ))
 
 
