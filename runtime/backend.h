@@ -59,6 +59,7 @@ struct KrtModule {
 	KrtDevice *dev;
 	KrtAbi abi;
 	int regs, local_bytes, static_smem; /* -1 where unknown */
+	int ctas_per_sm;                    /* resident CTAs an SM (krt_module_ctas_per_sm); -1 where unknown */
 	char *jit_log;                      /* malloc'ed, never NULL after load */
 	void *impl;
 };

@@ -45,6 +45,8 @@
 	X(PFN_cuModuleGetFunction_v2000, cuModuleGetFunction, NULL)                      \
 	X(PFN_cuFuncGetAttribute_v2020, cuFuncGetAttribute, NULL)                        \
 	X(PFN_cuFuncSetAttribute_v9000, cuFuncSetAttribute, NULL)                        \
+	X(PFN_cuOccupancyMaxActiveBlocksPerMultiprocessor_v6050,                          \
+	  cuOccupancyMaxActiveBlocksPerMultiprocessor, NULL)                             \
 	X(PFN_cuLaunchKernelEx_v11060, cuLaunchKernelEx, NULL)                           \
 	X(PFN_cuTensorMapEncodeTiled_v12000, cuTensorMapEncodeTiled, NULL)              \
 	X(PFN_cuEventCreate_v2000, cuEventCreate, NULL)                                  \
@@ -392,6 +394,11 @@ cuda_module_load(KrtModule *m, const char *ptx, size_t len, KrtErr *err)
 		               a->kernel, a->smem);
 		goto fail_unload;
 	}
+	/* Resident CTAs an SM, for callers sizing grids to whole waves; a
+	 * kernel the calculator cannot size still loads (-1: unknown). */
+	if (cu.cuOccupancyMaxActiveBlocksPerMultiprocessor(&m->ctas_per_sm, cm->fn, (int)a->threads, a->smem) !=
+	    CUDA_SUCCESS)
+		m->ctas_per_sm = -1;
 	/* Keep only what the log holds, not the 64 KiB buffer. */
 	m->jit_log = strdup(ilog);
 	if (m->jit_log)

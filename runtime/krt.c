@@ -283,7 +283,7 @@ krt_module_load(KrtDevice *dev, const char *ptx, size_t len, KrtModule **out, Kr
 		return krt_errf(err, KRT_ENOMEM, "krt_module_load: out of host memory");
 	}
 	m->dev = dev;
-	m->regs = m->local_bytes = m->static_smem = -1;
+	m->regs = m->local_bytes = m->static_smem = m->ctas_per_sm = -1;
 	/* Everything that can be refused without the driver is refused before
 	 * the JIT runs: a mismatch then reads as one, not as a JIT error. */
 	int rc = krt_abi_parse(ptx, len, &m->abi, err);
@@ -342,6 +342,12 @@ krt_module_resources(const KrtModule *m, int *regs, int *local_bytes, int *stati
 	if (static_smem)
 		*static_smem = m ? m->static_smem : -1;
 	return m ? KRT_OK : KRT_EINVAL;
+}
+
+int
+krt_module_ctas_per_sm(const KrtModule *m)
+{
+	return m ? m->ctas_per_sm : -1;
 }
 
 const char *

@@ -116,6 +116,10 @@ void krt_module_unload(KrtModule *m);
 const KrtAbi *krt_module_abi(const KrtModule *m);
 /* Resources as the JIT reports them (-1 where unknown). */
 int krt_module_resources(const KrtModule *m, int *regs, int *local_bytes, int *static_smem);
+/* How many CTAs of the kernel (its //@threads and //@smem) one SM holds at
+ * once, as the driver's occupancy calculator reports it, so a caller can
+ * size a grid to whole waves; -1 where unknown (the emulator, NULL). */
+int krt_module_ctas_per_sm(const KrtModule *m);
 const char *krt_module_jit_log(const KrtModule *m); /* info log of the load */
 
 typedef struct KrtTensor {

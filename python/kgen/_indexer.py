@@ -114,16 +114,16 @@ def plan(q, weights, k_cache, block_table, cache_seqlens, topk, max_len=None, sc
     return c
 
 
-def _splits(c):
+def _splits(c, mod):
     if c.num_splits is not None:
         return c.num_splits
     if c.dev.kind == "emu":
         return 1
-    # one wave of two CTAs an SM (what the tensor-core kernels fit): at 64
-    # rows on 132 SMs 4 splits, where 5 (a partial second wave) took 37 %
-    # longer (docs/ABI.md "indexer", "Useful splits")
+    # the most splits that keep the grid one wave, by the kernel's CTAs an
+    # SM: at 64 rows on 132 SMs (two CTAs an SM) 4, where 5 (a partial
+    # second wave) took 37 % longer (docs/ABI.md "indexer", "Useful splits")
     rows = c.b * c.sq
-    want = 2 * sms(c.dev) // rows
+    want = max(mod.ctas_per_sm, 1) * sms(c.dev) // rows
     return max(1, min(want, -(-c.max_len // KEYS_PER_SPLIT), GRID_YZ))
 
 
@@ -134,7 +134,7 @@ def run(c):
     idx = empty(c.qv, (c.b, c.sq, c.topk), "s32")
     logits = empty(c.qv, (c.b, c.sq, c.max_len), "f32")
     mod = _cache.module(c.dev, "indexer", c.args)
-    splits = _splits(c)
+    splits = _splits(c, mod)
     launch(c.dev, mod, {
         "Q": In(c.qv.x), "weights": In(c.wv.x), "K": In(c.kv.x), "block_table": In(c.tv.x),
         "seq_lens": In(c.lv.x), "logits": Out(logits), "indices": Out(idx),

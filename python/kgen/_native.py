@@ -48,6 +48,7 @@ for _name, _res, _args in [
     ("krt_download", ctypes.c_int, [_P, _P, ctypes.c_uint64, _sz, _P]),
     ("krt_module_load", ctypes.c_int, [_P, ctypes.c_char_p, _sz, ctypes.POINTER(_P), _P]),
     ("krt_module_unload", None, [_P]),
+    ("krt_module_ctas_per_sm", ctypes.c_int, [_P]),
     ("krt_launch", ctypes.c_int, [_P, ctypes.c_char_p, ctypes.c_int, _P, _P]),
 ]:
     _f = getattr(_lib, _name)
@@ -169,6 +170,9 @@ class Module:
         if _lib.krt_module_load(dev.h, b, len(b), ctypes.byref(h), ctypes.byref(e)):
             _raise("kgen: loading the kernel", e)
         self.h, self.dev = h, dev
+        # CTAs of this kernel one SM holds at once (the driver's occupancy
+        # calculator; -1 on the emulator): grids sized to whole waves
+        self.ctas_per_sm = _lib.krt_module_ctas_per_sm(h)
         self.params = _abi_params(ptx)
         self.names = [n for _, n in self.params]
         self.struct = struct.Struct("<" + "".join(_FMT[k] for k, _ in self.params))

@@ -26,7 +26,14 @@ gpu_check_module(KrtDevice *dev, const GpuSuite *s, const char *ptx, size_t len,
 		krt_module_unload(mod);
 		return;
 	}
-	printf("-- %s: %s\n", what, abi->kernel);
+	/* the driver sizes every kernel it loaded: at least one CTA an SM */
+	printf("-- %s: %s (%d CTAs an SM)\n", what, abi->kernel, krt_module_ctas_per_sm(mod));
+	if (strcmp(krt_device_kind(dev), "cuda") == 0 && krt_module_ctas_per_sm(mod) < 1) {
+		printf("FAIL  %s: krt_module_ctas_per_sm %d: want >= 1 for a loaded kernel\n", what,
+		       krt_module_ctas_per_sm(mod));
+		t->run++;
+		t->failed++;
+	}
 	t->modules++;
 	const CheckFamily *fam = check_family(abi->family);
 	for (size_t i = 0; i < s->ncases && !t->dead; i++) {

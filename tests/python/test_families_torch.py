@@ -221,6 +221,21 @@ def test_indexer_logits_alone_torch(gen, device):
     assert torch.equal(f(*t), lg)
 
 
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=gpu)])
+def test_module_ctas_per_sm(device):
+    # the driver's occupancy of a loaded kernel (the indexer's default splits
+    # keep one wave by it); the emulator does not know one
+    from kgen import _cache, _native
+
+    dev = _native.device("emu" if device == "cpu" else "cuda")
+    mod = _cache.module(dev, "indexer", ("--target", "sm_90a", "--topk", "0", "--score", "wgmma"))
+    if device == "cpu":
+        assert mod.ctas_per_sm == -1
+    else:  # 256 threads of 94 registers (96 allocated: 24576 a CTA, two in
+        # 65536) and 59 KB of shared memory (three would fit): two
+        assert mod.ctas_per_sm == 2
+
+
 # ---- the custom ops' schemas and fake implementations (CPU, emulator) ------------
 
 def opcheck_cases():

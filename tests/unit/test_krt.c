@@ -448,6 +448,7 @@ test_null_safety(void)
 	int regs = 0, local = 0, smem = 0;
 	EXPECT(krt_module_resources(NULL, &regs, &local, &smem) == KRT_EINVAL);
 	EXPECT(regs == -1 && local == -1 && smem == -1);
+	EXPECT(krt_module_ctas_per_sm(NULL) == -1);
 	EXPECT(strcmp(krt_module_jit_log(NULL), "") == 0);
 	EXPECT(krt_module_abi(NULL) == NULL);
 }
