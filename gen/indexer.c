@@ -399,15 +399,12 @@ indexer_plan(const void *params, Buf *text, KgErr *err)
 	buf_printf(text, "scoring         %s\n", c.mma ? c.t->indexer->how_mma : c.t->indexer->how);
 	if (!c.topk) {
 		buf_printf(text, "top-k           none (--topk 0): the logits alone, no indices; each of a row's CTAs writes -inf at the masked positions of its share\n");
-		buf_printf(text, "grid            s_q x batch x splits: CTAs of %d threads, splits (run time) per query row, parts of %d keys interleaved\n",
-		           IDX_THREADS, c.unit);
-		plan_print(&c.plan, text);
-		return 0;
+	} else {
+		buf_printf(text, "top-k           %d, fused: each CTA selects the top-%d of its part's logits (radix, up to 4 passes of 8 bits, ending once the k-th key's bin is taken whole, a 256-bin scan; the first %d keys as the scoring kept them, then rounds over two windows of %d keys in shared memory), -1 padding below %d keys\n",
+		           c.topk, c.topk, 2 * c.win, c.win, c.topk);
+		buf_printf(text, "merge           splits > 1: each CTA writes its %d candidates (key, position) to work[2, batch, s_q, splits*%d]; the row's last CTA (counters) merges them in rounds of %d\n",
+		           c.topk, c.topk, 2 * c.win);
 	}
-	buf_printf(text, "top-k           %d, fused: each CTA selects the top-%d of its part's logits (radix, up to 4 passes of 8 bits, ending once the k-th key's bin is taken whole, a 256-bin scan; the first %d keys as the scoring kept them, then rounds over two windows of %d keys in shared memory), -1 padding below %d keys\n",
-	           c.topk, c.topk, 2 * c.win, c.win, c.topk);
-	buf_printf(text, "merge           splits > 1: each CTA writes its %d candidates (key, position) to work[2, batch, s_q, splits*%d]; the row's last CTA (counters) merges them in rounds of %d\n",
-	           c.topk, c.topk, 2 * c.win);
 	buf_printf(text, "grid            s_q x batch x splits: CTAs of %d threads, splits (run time) per query row, parts of %d keys interleaved\n",
 	           IDX_THREADS, c.unit);
 	plan_print(&c.plan, text);

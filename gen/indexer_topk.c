@@ -226,14 +226,18 @@ emit_list_out(Emit *e, const IndexerCfg *c, const IndexerRegs *r, const IdxTk *k
 	int K = c->topk, per = (K + IDX_THREADS - 1) / IDX_THREADS;
 	Reg x[PER_MAX], v[PER_MAX], p[PER_MAX], a = reg_new(e, RC_B64), t = reg_new(e, RC_B32);
 	Reg j = reg_new(e, RC_B32), s = reg_new(e, RC_B32);
+	char g[PER_MAX][sizeof(Reg) + 3]; /* "@p[i] ": the guard of slot tid + 256·i */
 
 	if (per > PER_MAX)
 		kg_bug("indexer: a list of %d staged in %d histogram words", K, 2 * SEL_BINS * SEL_PASSES);
 	emit_block(e, "indexer.list_out");
 	reg_array(e, RC_B32, x, per);
 	reg_array(e, RC_B32, v, per);
-	for (int i = 0; i < per; i++)
+	for (int i = 0; i < per; i++) {
 		p[i] = reg_new(e, RC_PRED);
+		if (snprintf(g[i], sizeof g[i], "@%s ", p[i].s) >= (int)sizeof g[i])
+			kg_bug("indexer: guard of %s truncated", p[i].s);
+	}
 	op_bar_sync_why(e, 0, IDX_THREADS, "the merged list staged");
 	emitf(e, "\tmad.lo.u32 %s, %s, 4, %s;\n", s.s, r->tid.s, k->sl.hist.s);
 	for (int i = 0; i < per; i++) {
@@ -241,18 +245,10 @@ emit_list_out(Emit *e, const IndexerCfg *c, const IndexerRegs *r, const IdxTk *k
 		      j.s, K);
 		emitf(e, "\t@%s ld.shared.u32 %s, [%s+%d];\n", p[i].s, x[i].s, s.s, 4 * IDX_THREADS * i);
 	}
-	for (int i = 0; i < per; i++) {
-		char g[16];
-
-		snprintf(g, sizeof g, "@%s ", p[i].s);
-		emit_translate_load(e, c, r, v[i], x[i], t, a, g);
-	}
-	for (int i = 0; i < per; i++) {
-		char g[16];
-
-		snprintf(g, sizeof g, "@%s ", p[i].s);
-		emit_translate_index(e, c, v[i], x[i], t, g);
-	}
+	for (int i = 0; i < per; i++)
+		emit_translate_load(e, c, r, v[i], x[i], t, a, g[i]);
+	for (int i = 0; i < per; i++)
+		emit_translate_index(e, c, v[i], x[i], t, g[i]);
 	for (int i = 0; i < per; i++) {
 		emitf(e, "\tadd.u32 %s, %s, %d;\n\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n", j.s, r->tid.s,
 		      IDX_THREADS * i, a.s, j.s, a.s, a.s, k->out.s);

@@ -27,10 +27,10 @@ gpu_check_module(KrtDevice *dev, const GpuSuite *s, const char *ptx, size_t len,
 		return;
 	}
 	/* the driver sizes every kernel it loaded: at least one CTA an SM */
-	printf("-- %s: %s (%d CTAs an SM)\n", what, abi->kernel, krt_module_ctas_per_sm(mod));
-	if (strcmp(krt_device_kind(dev), "cuda") == 0 && krt_module_ctas_per_sm(mod) < 1) {
-		printf("FAIL  %s: krt_module_ctas_per_sm %d: want >= 1 for a loaded kernel\n", what,
-		       krt_module_ctas_per_sm(mod));
+	int per_sm = krt_module_ctas_per_sm(mod);
+	printf("-- %s: %s (%d CTAs an SM)\n", what, abi->kernel, per_sm);
+	if (strcmp(krt_device_kind(dev), "cuda") == 0 && per_sm < 1) {
+		printf("FAIL  %s: krt_module_ctas_per_sm %d: want >= 1 for a loaded kernel\n", what, per_sm);
 		t->run++;
 		t->failed++;
 	}
