@@ -135,12 +135,6 @@ indexer_configure(IndexerCfg *c, const IndexerParams *p, KgErr *err)
 	return plan_check(&c->plan, err);
 }
 
-static void
-load_param_ptr(Emit *e, Reg dst, const char *name)
-{
-	emitf(e, "\tld.param.u64 %s, [p_%s];\n\tcvta.to.global.u64 %s, %s;\n", dst.s, name, dst.s, dst.s);
-}
-
 /* CTA (x, y, z) = part z of query row x of sequence y. n = the keys the
  * row sees:
  * L = seq_lens[y] clamped to [0, min(max_len, max_pages·page_size)], row x
@@ -182,7 +176,7 @@ emit_prologue(Emit *e, const IndexerCfg *c, IndexerRegs *r)
 	emitf(e, "\tmov.u32 %s, kg_smem;\n\tadd.u32 %s, %s, %u;\n\tand.b32 %s, %s, %d;\n", x.s, r->base.s, x.s,
 	      c->plan.smem_align - 1, r->base.s, r->base.s, -(int)c->plan.smem_align);
 	/* L, clamped; the bound in 64 bits so max_pages·page_size cannot wrap */
-	load_param_ptr(e, a, "seq_lens");
+	op_param_global(e, a, "seq_lens");
 	emitf(e, "\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n\tld.global.nc.s32 %s, [%s];\n", o.s, r->b.s,
 	      a.s, a.s, o.s, len.s, a.s);
 	emitf(e, "\tld.param.u32 %s, [p_max_len];\n\tld.param.u32 %s, [p_max_pages];\n", r->max_len.s, mp.s);
@@ -194,16 +188,16 @@ emit_prologue(Emit *e, const IndexerCfg *c, IndexerRegs *r)
 	      r->n.s, r->n.s, t.s, r->n.s, r->n.s);
 	emitf(e, "\tmax.s32 %s, %s, 0;\n\tmin.s32 %s, %s, %s;\n", r->n.s, r->n.s, r->n.s, r->n.s, len.s);
 	/* the row's block table, the cache, the row's logits (row·max_len) */
-	load_param_ptr(e, r->bt, "block_table");
+	op_param_global(e, r->bt, "block_table");
 	emitf(e, "\tmul.wide.u32 %s, %s, %s;\n\tshl.b64 %s, %s, 2;\n\tadd.u64 %s, %s, %s;\n", o.s, r->b.s, mp.s,
 	      o.s, o.s, r->bt.s, r->bt.s, o.s);
-	load_param_ptr(e, r->kv, "K");
+	op_param_global(e, r->kv, "K");
 	if (c->fmt->nv) {
 		r->kglobal = reg_new(e, RC_F32);
-		load_param_ptr(e, a, "K_global");
+		op_param_global(e, a, "K_global");
 		emitf(e, "\tld.global.nc.f32 %s, [%s];\n", r->kglobal.s, a.s);
 	}
-	load_param_ptr(e, r->logits, "logits");
+	op_param_global(e, r->logits, "logits");
 	emitf(e, "\tmul.wide.u32 %s, %s, %s;\n\tshl.b64 %s, %s, 2;\n\tadd.u64 %s, %s, %s;\n", o.s, r->row.s,
 	      r->max_len.s, o.s, o.s, r->logits.s, r->logits.s, o.s);
 	if (c->mma) {
@@ -218,7 +212,7 @@ emit_prologue(Emit *e, const IndexerCfg *c, IndexerRegs *r)
 			emitf(e, "\tfence.proxy.async.shared::cta;\n");
 	} else {
 		/* Q row: heads·128 E4M3; thread tid converts words tid + 256i */
-		load_param_ptr(e, a, "Q");
+		op_param_global(e, a, "Q");
 		emitf(e, "\tmul.wide.u32 %s, %s, %d;\n\tadd.u64 %s, %s, %s;\n", o.s, r->row.s, c->heads * c->fmt->d,
 		      a.s, a.s, o.s);
 		emitf(e, "\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n", o.s, r->tid.s, a.s, a.s, o.s);
@@ -240,7 +234,7 @@ emit_prologue(Emit *e, const IndexerCfg *c, IndexerRegs *r)
 		}
 	}
 	/* weights[row, 0 .. heads-1] */
-	load_param_ptr(e, a, "weights");
+	op_param_global(e, a, "weights");
 	emitf(e, "\tmul.wide.u32 %s, %s, %d;\n\tadd.u64 %s, %s, %s;\n", o.s, r->row.s, 4 * c->heads, a.s, a.s,
 	      o.s);
 	emitf(e, "\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n", o.s, r->tid.s, a.s, a.s, o.s);

@@ -25,12 +25,6 @@ typedef struct IdxTk {
 	Reg last, first;     /* pred: the chunk's last round, its first (the kept keys, positions implied) */
 } IdxTk;
 
-static void
-load_param_ptr(Emit *e, Reg dst, const char *name)
-{
-	emitf(e, "\tld.param.u64 %s, [p_%s];\n\tcvta.to.global.u64 %s, %s;\n", dst.s, name, dst.s, dst.s);
-}
-
 /* v = block_table[b, j / page_size]·page_size + j % page_size: key j as
  * the decode family's index (page·page_size + offset), in two steps so
  * that a caller can have several loads in flight: the page (guard: a
@@ -114,10 +108,10 @@ emit_setup(Emit *e, const IndexerCfg *c, const IndexerRegs *r, IdxTk *k)
 	k->sl.scan = op_plan_smem(e, &c->plan, r->base, c->r_scan);
 	k->sl.state = op_plan_smem(e, &c->plan, r->base, c->r_state);
 	emitf(e, "\tmov.u32 %s, 0;\n\tsetp.eq.u32 %s, %s, 1;\n", k->sl.zero.s, k->one.s, r->splits.s);
-	load_param_ptr(e, k->out, "indices");
+	op_param_global(e, k->out, "indices");
 	emitf(e, "\tmul.wide.u32 %s, %s, %d;\n\tadd.u64 %s, %s, %s;\n", o.s, r->row.s, 4 * K, k->out.s, k->out.s, o.s);
 	/* m = splits·K candidates per row, rows = batch·s_q */
-	load_param_ptr(e, w, "work");
+	op_param_global(e, w, "work");
 	emitf(e, "\tld.param.u32 %s, [p_batch];\n\tld.param.u32 %s, [p_s_q];\n\tmul.lo.u32 %s, %s, %s;\n", rows.s, m.s,
 	      rows.s, rows.s, m.s);
 	emitf(e, "\tmul.lo.u32 %s, %s, %d;\n\tmul.wide.u32 %s, %s, %s;\n\tshl.b64 %s, %s, 2;\n", m.s, r->splits.s, K,
@@ -374,7 +368,7 @@ emit_join(Emit *e, const IndexerRegs *r, const IdxTk *k)
 	emit_block(e, "indexer.join");
 	label_new(e, joined, sizeof joined, "joined");
 	emitf(e, "\t@%s bra %s;\n", k->one.s, joined);
-	load_param_ptr(e, a, "counters");
+	op_param_global(e, a, "counters");
 	emitf(e, "\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n", o.s, r->row.s, a.s, a.s, o.s);
 	sel_emit_join(e, r->tid, IDX_THREADS, k->sl.state, a, r->splits);
 	emit_label(e, joined);

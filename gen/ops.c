@@ -241,6 +241,12 @@ op_param_addr(Emit *e, Reg dst, const char *sym)
 }
 
 void
+op_param_global(Emit *e, Reg dst, const char *name)
+{
+	emitf(e, "\tld.param.u64 %s, [p_%s];\n\tcvta.to.global.u64 %s, %s;\n", dst.s, name, dst.s, dst.s);
+}
+
+void
 op_setmaxnreg(Emit *e, int inc, int regs)
 {
 	emitf(e, "\tsetmaxnreg.%s.sync.aligned.u32 %d;\n", inc ? "inc" : "dec", regs);

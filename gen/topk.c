@@ -68,12 +68,6 @@ topk_configure(TopkCfg *c, const TopkParams *p, KgErr *err)
 	return plan_check(&c->plan, err);
 }
 
-static void
-load_param_ptr(Emit *e, Reg dst, const char *name)
-{
-	emitf(e, "\tld.param.u64 %s, [p_%s];\n\tcvta.to.global.u64 %s, %s;\n", dst.s, name, dst.s, dst.s);
-}
-
 /* CTA (x, y) = chunk x of row y, of nctaid.x chunks. The histograms and
  * the state are zeroed; the candidate planes of the work buffer are
  * work[0, y, :] (keys) and work[1, y, :] (indices), parts·K each. */
@@ -118,10 +112,10 @@ emit_prologue(Emit *e, const TopkCfg *c, TkRegs *r)
 	emitf(e, "\tmul.lo.u32 %s, %s, %d;\n\tsub.u32 %s, %s, %s;\n\tmin.u32 %s, %s, %d;\n", r->j0.s, r->part.s,
 	      TK_CHUNK, r->c.s, r->n.s, r->j0.s, r->c.s, r->c.s, TK_CHUNK);
 	/* indices[y, 0 .. K-1] */
-	load_param_ptr(e, r->out, "indices");
+	op_param_global(e, r->out, "indices");
 	emitf(e, "\tmul.wide.u32 %s, %s, %d;\n\tadd.u64 %s, %s, %s;\n", o.s, r->row.s, 4 * K, r->out.s, r->out.s, o.s);
 	/* work planes: m = parts·K candidates per row */
-	load_param_ptr(e, w, "work");
+	op_param_global(e, w, "work");
 	emitf(e, "\tmul.lo.u32 %s, %s, %d;\n\tmul.wide.u32 %s, %s, %s;\n\tshl.b64 %s, %s, 2;\n", m.s, r->parts.s, K,
 	      o.s, r->row.s, m.s, o.s, o.s);
 	emitf(e, "\tadd.u64 %s, %s, %s;\n\tmul.wide.u32 %s, %s, %s;\n\tshl.b64 %s, %s, 2;\n\tadd.u64 %s, %s, %s;\n",
@@ -190,7 +184,7 @@ emit_join(Emit *e, const TkRegs *r)
 {
 	Reg a = reg_new(e, RC_B64), o = reg_new(e, RC_B64);
 
-	load_param_ptr(e, a, "counters");
+	op_param_global(e, a, "counters");
 	emitf(e, "\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n", o.s, r->row.s, a.s, a.s, o.s);
 	sel_emit_join(e, r->tid, TK_THREADS, r->state, a, r->parts);
 }
@@ -225,7 +219,7 @@ topk_emit(Emit *e, const TopkCfg *c)
 	label_new(e, joined, sizeof joined, "chunk_done");
 	label_new(e, done, sizeof done, "done");
 	/* logits[y, x·TK_CHUNK ..] */
-	load_param_ptr(e, src, "logits");
+	op_param_global(e, src, "logits");
 	emitf(e, "\tmul.wide.u32 %s, %s, %s;\n\tshl.b64 %s, %s, 2;\n\tadd.u64 %s, %s, %s;\n", o.s, r.row.s, r.n.s, o.s,
 	      o.s, src.s, src.s, o.s);
 	emitf(e, "\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n", o.s, r.j0.s, src.s, src.s, o.s);
@@ -253,7 +247,7 @@ topk_emit(Emit *e, const TopkCfg *c)
 	sl.cand = op_plan_smem(e, &c->plan, r.base, c->r_cand);
 	/* the row's indices and candidate planes again (dst is pk here: not
 	 * kept live through the chunk's select, for its registers) */
-	load_param_ptr(e, r.out, "indices");
+	op_param_global(e, r.out, "indices");
 	emitf(e, "\tmul.wide.u32 %s, %s, %d;\n\tadd.u64 %s, %s, %s;\n", o.s, r.row.s, 4 * c->topk, r.out.s, r.out.s,
 	      o.s);
 	emitf(e, "\tmul.wide.u32 %s, %s, %d;\n\tsub.u64 %s, %s, %s;\n\tsub.u64 %s, %s, %s;\n", o.s, r.part.s,
