@@ -255,7 +255,7 @@ decode_emit_paged_len(Emit *e, const DecodeCfg *d, const FmhaRegs *r, int s)
 {
 	Reg l = reg_new(e, RC_B32), m = reg_new(e, RC_B32), a = reg_new(e, RC_B64), o = reg_new(e, RC_B64);
 
-	emitf(e, "\tld.param.u64 %s, [p_seqlens%s];\n\tcvta.to.global.u64 %s, %s;\n", a.s, src_sfx[s], a.s, a.s);
+	op_param_global(e, a, "seqlens%s", src_sfx[s]);
 	emitf(e, "\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n\tld.global.nc.s32 %s, [%s];\n", o.s, r->b.s,
 	      a.s, a.s, o.s, l.s, a.s);
 	emitf(e, "\tld.param.u32 %s, [p_max_pages%s];\n\tmul.lo.u32 %s, %s, %d;\n", m.s, src_sfx[s], m.s, m.s,
@@ -297,8 +297,7 @@ decode_emit_tile_keys(Emit *e, const DecodeCfg *d, const FmhaRegs *r, Reg n0, Re
 		emitf(e, "\tdiv.u32 %s, %s, %d;\n", pg.s, loc.s, d->ps[s]);
 		emitf(e, "\tld.param.u32 %s, [p_max_pages%s];\n\tmad.lo.u32 %s, %s, %s, %s;\n", t.s, src_sfx[s], t.s, t.s,
 		      r->b.s, pg.s);
-		emitf(e, "\tld.param.u64 %s, [p_block_table%s];\n\tcvta.to.global.u64 %s, %s;\n", a.s, src_sfx[s], a.s,
-		      a.s);
+		op_param_global(e, a, "block_table%s", src_sfx[s]);
 		emitf(e, "\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n\t@%s ld.global.nc.u32 %s, [%s];\n", o.s,
 		      t.s, a.s, a.s, o.s, q.s, t.s, a.s);
 		/* a page outside the cache (capacity / ps pages): no key */
@@ -359,15 +358,13 @@ emit_compact(Emit *e, const DecodeCfg *d, const FmhaRegs *r, Reg qrow)
 		emitf(e, "\tmov.u32 %s, %d;\n", len[k].s, d->topk[s]);
 		if (d->has_len) {
 			/* clamp the row's length to [0, topk] */
-			emitf(e, "\tld.param.u64 %s, [p_topk_length%s];\n\tcvta.to.global.u64 %s, %s;\n", a.s,
-			      src_sfx[s], a.s, a.s);
+			op_param_global(e, a, "topk_length%s", src_sfx[s]);
 			emitf(e, "\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n", b.s, qrow.s, a.s, a.s, b.s);
 			emitf(e, "\tld.global.nc.s32 %s, [%s];\n\tmax.s32 %s, %s, 0;\n\tmin.s32 %s, %s, %d;\n", len[k].s,
 			      a.s, len[k].s, len[k].s, len[k].s, len[k].s, d->topk[s]);
 		}
 		emitf(e, "\tld.param.u32 %s, [p_capacity%s];\n", cap[k].s, src_sfx[s]);
-		emitf(e, "\tld.param.u64 %s, [p_indices%s];\n\tcvta.to.global.u64 %s, %s;\n", base[k].s, src_sfx[s],
-		      base[k].s, base[k].s);
+		op_param_global(e, base[k], "indices%s", src_sfx[s]);
 		emitf(e, "\tmul.wide.u32 %s, %s, %d;\n\tadd.u64 %s, %s, %s;\n", b.s, qrow.s, 4 * d->topk[s],
 		      base[k].s, base[k].s, b.s);
 	}
@@ -464,7 +461,7 @@ decode_prefetch_tiles(const DecodeCfg *d)
 static void
 decode_emit_counter(Emit *e, const DecodeCfg *d, const FmhaRegs *r, Reg cnt, Reg a, Reg t)
 {
-	emitf(e, "\tld.param.u64 %s, [p_counters];\n\tcvta.to.global.u64 %s, %s;\n", cnt.s, cnt.s, cnt.s);
+	op_param_global(e, cnt, "counters");
 	emitf(e, "\tshr.u32 %s, %s, 6;\n\tmad.lo.u32 %s, %s, %d, %s;\n", t.s, r->h.s, t.s, r->qrow.s, d->hblocks,
 	      t.s);
 	emitf(e, "\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n", a.s, t.s, cnt.s, cnt.s, a.s);
@@ -501,8 +498,8 @@ emit_q_prefetch(Emit *e, const DecodeCfg *d, const FmhaRegs *r)
 	emitf(e, "\tsetp.lt.and.u32 %s, %s, 64, %s;\n", p.s, r->tid.s, p.s);
 	emitf(e, "\tmad.lo.u32 %s, %s, %d, %s;\n\tmul.wide.u32 %s, %s, %d;\n", t.s, r->qrow.s, d->hq, t.s, o.s, t.s,
 	      2 * d->f.d);
-	emitf(e, "\tld.param.u64 %s, [p_Q];\n\tcvta.to.global.u64 %s, %s;\n\tadd.u64 %s, %s, %s;\n", a.s, a.s, a.s,
-	      a.s, a.s, o.s);
+	op_param_global(e, a, "Q");
+	emitf(e, "\tadd.u64 %s, %s, %s;\n", a.s, a.s, o.s);
 	emitf(e, "\t@%s cp.async.bulk.prefetch.L2.global [%s], %d;\n", p.s, a.s, 2 * d->f.d);
 }
 
@@ -555,15 +552,14 @@ emit_prologue(Emit *e, const DecodeCfg *d, FmhaRegs *r, KgErr *err)
 	      r->qs.s, r->qrow.s);
 	emitf(e, "\tmov.u32 %s, kg_smem;\n\tadd.u32 %s, %s, 1023;\n\tand.b32 %s, %s, -1024;\n", raw.s,
 	      r->base.s, raw.s, r->base.s, r->base.s);
-	emitf(e, "\tld.param.u64 %s, [p_O];\n\tcvta.to.global.u64 %s, %s;\n", r->o.s, r->o.s, r->o.s);
-	emitf(e, "\tld.param.u64 %s, [p_LSE];\n\tcvta.to.global.u64 %s, %s;\n", r->lse.s, r->lse.s, r->lse.s);
+	op_param_global(e, r->o, "O");
+	op_param_global(e, r->lse, "LSE");
 	emitf(e, "\tmov.u32 %s, %d;\n", r->sink_hq.s, d->sink ? d->hq : 0);
 	if (d->sink)
-		emitf(e, "\tld.param.u64 %s, [p_sink];\n\tcvta.to.global.u64 %s, %s;\n", r->sink.s, r->sink.s,
-		      r->sink.s);
+		op_param_global(e, r->sink, "sink");
 	if (d->unnorm) {
 		r->mref = reg_new(e, RC_B64);
-		emitf(e, "\tld.param.u64 %s, [p_M];\n\tcvta.to.global.u64 %s, %s;\n", r->mref.s, r->mref.s, r->mref.s);
+		op_param_global(e, r->mref, "M");
 	}
 	/* Split-KV (docs/ABI.md "decode"): a part writes its normalized O and
 	 * LSE, without the sink, to row (qrow·splits + split) of O_partial /
@@ -733,12 +729,12 @@ decode_finish(Emit *e, const FmhaCfg *f, const FmhaRegs *r, KgErr *err)
 		emit_label(e, spun);
 	}
 	emitf(e, "\tfence.acq_rel.gpu;\n");
-	emitf(e, "\tld.param.u64 %s, [p_O_partial];\n\tcvta.to.global.u64 %s, %s;\n", op.s, op.s, op.s);
-	emitf(e, "\tld.param.u64 %s, [p_LSE_partial];\n\tcvta.to.global.u64 %s, %s;\n", lp.s, lp.s, lp.s);
-	emitf(e, "\tld.param.u64 %s, [p_O];\n\tcvta.to.global.u64 %s, %s;\n", o.s, o.s, o.s);
-	emitf(e, "\tld.param.u64 %s, [p_LSE];\n\tcvta.to.global.u64 %s, %s;\n", l.s, l.s, l.s);
+	op_param_global(e, op, "O_partial");
+	op_param_global(e, lp, "LSE_partial");
+	op_param_global(e, o, "O");
+	op_param_global(e, l, "LSE");
 	if (d->sink)
-		emitf(e, "\tld.param.u64 %s, [p_sink];\n\tcvta.to.global.u64 %s, %s;\n", sk.s, sk.s, sk.s);
+		op_param_global(e, sk, "sink");
 	/* heads [lo·64/N, hi·64/N) of the block; parts' rows qrow·splits + s;
 	 * this warp's first head */
 	emitf(e, "\tshl.b32 %s, %s, 6;\n\tdiv.u32 %s, %s, %s;\n\tshl.b32 %s, %s, 6;\n\tdiv.u32 %s, %s, %s;\n",

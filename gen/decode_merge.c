@@ -99,11 +99,11 @@ emit_merge(Emit *e, const MergeParams *mp)
 	      mp->heads_q, head.s);
 	emitf(e, "\tmul.lo.u32 %s, %s, %s;\n\tmul.lo.u32 %s, %s, %d;\n\tmov.u32 %s, %s;\n", ls.s, bn.s, sq.s, ls.s,
 	      ls.s, mp->heads_q, os.s, ls.s);
-	emitf(e, "\tld.param.u64 %s, [p_LSE_parts];\n\tcvta.to.global.u64 %s, %s;\n", lp.s, lp.s, lp.s);
-	emitf(e, "\tld.param.u64 %s, [p_M_parts];\n\tcvta.to.global.u64 %s, %s;\n", mpp.s, mpp.s, mpp.s);
-	emitf(e, "\tld.param.u64 %s, [p_O_parts];\n\tcvta.to.global.u64 %s, %s;\n", op.s, op.s, op.s);
+	op_param_global(e, lp, "LSE_parts");
+	op_param_global(e, mpp, "M_parts");
+	op_param_global(e, op, "O_parts");
 	if (mp->sink) {
-		emitf(e, "\tld.param.u64 %s, [p_sink];\n\tcvta.to.global.u64 %s, %s;\n", a.s, a.s, a.s);
+		op_param_global(e, a, "sink");
 		emitf(e, "\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n\tld.global.nc.f32 %s, [%s];\n", o64.s, head.s,
 		      a.s, a.s, o64.s, sk.s, a.s);
 	} else {
@@ -172,7 +172,7 @@ emit_merge(Emit *e, const MergeParams *mp)
 		emitf(e, "\tmul.f32 %s, %s, %s;\n\tmul.f32 %s, %s, %s;\n\tcvt.rn.bf16x2.f32 %s, %s, %s;\n", acc[2 * i].s,
 		      acc[2 * i].s, inv.s, acc[2 * i + 1].s, acc[2 * i + 1].s, inv.s, pk[i].s, acc[2 * i + 1].s,
 		      acc[2 * i].s);
-	emitf(e, "\tld.param.u64 %s, [p_O];\n\tcvta.to.global.u64 %s, %s;\n", a.s, a.s, a.s);
+	op_param_global(e, a, "O");
 	emitf(e, "\tmul.wide.u32 %s, %s, %d;\n\tadd.u64 %s, %s, %s;\n", o64.s, ro.s, 2 * COLS, a.s, a.s, o64.s);
 	emitf(e, "\tmul.wide.u32 %s, %s, %d;\n\tadd.u64 %s, %s, %s;\n", o64.s, lane.s, 2 * PER_LANE, a.s, a.s, o64.s);
 	for (int q = 0; q < PER_LANE / 8; q++)
@@ -180,7 +180,7 @@ emit_merge(Emit *e, const MergeParams *mp)
 		      pk[4 * q + 2].s, pk[4 * q + 3].s);
 	emitf(e, "\tlg2.approx.f32 %s, %s;\n\tfma.rn.f32 %s, %s, 0f3F317218, %s;\n", L.s, L.s, L.s, L.s, go.s);
 	emitf(e, "\tselp.f32 %s, %s, 0fFF800000, %s;\n", L.s, L.s, p.s);
-	emitf(e, "\tld.param.u64 %s, [p_LSE];\n\tcvta.to.global.u64 %s, %s;\n", a.s, a.s, a.s);
+	op_param_global(e, a, "LSE");
 	emitf(e, "\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n", o64.s, li.s, a.s, a.s, o64.s);
 	emitf(e, "\tsetp.eq.u32 %s, %s, 0;\n\t@%s st.global.f32 [%s], %s;\n", p.s, lane.s, p.s, a.s, L.s);
 	emit_label(e, out);

@@ -397,7 +397,7 @@ ld_seqlen(Emit *e, const char *param, Reg b, Reg start, Reg len)
 {
 	Reg a = reg_new(e, RC_B64), o = reg_new(e, RC_B64), end = reg_new(e, RC_B32);
 
-	emitf(e, "\tld.param.u64 %s, [p_%s];\n\tcvta.to.global.u64 %s, %s;\n", a.s, param, a.s, a.s);
+	op_param_global(e, a, "%s", param);
 	emitf(e, "\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n", o.s, b.s, a.s, a.s, o.s);
 	emitf(e, "\tld.global.nc.u32 %s, [%s];\n\tld.global.nc.u32 %s, [%s+4];\n", start.s, a.s, end.s, a.s);
 	emitf(e, "\tsub.u32 %s, %s, %s;\n", len.s, end.s, start.s);
@@ -520,7 +520,7 @@ emit_prologue(Emit *e, const FmhaCfg *f, FmhaRegs *r, KgErr *err)
 	{
 		Reg a = reg_new(e, RC_B64), o = reg_new(e, RC_B64);
 		emitf(e, "\tld.param.u32 %s, [p_batch];\n", nb.s);
-		emitf(e, "\tld.param.u64 %s, [p_cu_seqlens_q];\n\tcvta.to.global.u64 %s, %s;\n", a.s, a.s, a.s);
+		op_param_global(e, a, "cu_seqlens_q");
 		emitf(e, "\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n", o.s, nb.s, a.s, a.s, o.s);
 		emitf(e, "\tld.global.nc.u32 %s, [%s];\n", r->total_q.s, a.s);
 	}
@@ -534,10 +534,9 @@ emit_prologue(Emit *e, const FmhaCfg *f, FmhaRegs *r, KgErr *err)
 	op_param_addr(e, r->tq, "p_Q");
 	op_param_addr(e, r->tk, "p_K");
 	op_param_addr(e, r->tv, f->kv_shared ? "p_K" : "p_V");
-	emitf(e, "\tld.param.u64 %s, [p_O];\n\tcvta.to.global.u64 %s, %s;\n", r->o.s, r->o.s, r->o.s);
+	op_param_global(e, r->o, "O");
 	if (f->lse)
-		emitf(e, "\tld.param.u64 %s, [p_LSE];\n\tcvta.to.global.u64 %s, %s;\n", r->lse.s, r->lse.s,
-		      r->lse.s);
+		op_param_global(e, r->lse, "LSE");
 
 	op_init_barriers(e, &f->plan, r->base, r->tid, "fmha.barrier_init");
 	if (f->t->fmha->setup && f->t->fmha->setup(e, f, r, err) < 0)

@@ -600,8 +600,7 @@ emit_moe_coords(Emit *e, const GemmCfg *g, GemmRegs *r)
 	label_new(e, loop, sizeof loop, "moe_walk");
 	label_new(e, found, sizeof found, "moe_found");
 	emitf(e, "\tld.param.u32 %s, [p_E];\n", E.s);
-	emitf(e, "\tld.param.u64 %s, [p_%s];\n\tcvta.to.global.u64 %s, %s;\n", lay.s,
-	      masked ? "counts" : "offsets", lay.s, lay.s);
+	op_param_global(e, lay, "%s", masked ? "counts" : "offsets");
 	emitf(e, "\tadd.u32 %s, %s, %d;\n\tdiv.u32 %s, %s, %d;\n", ntn.s, r->N.s, g->tn - 1, ntn.s, ntn.s, g->tn);
 	emitf(e, "\tmov.u32 %s, %%ctaid.x;\n", id.s);
 	/* swiglu: n0 is C's column, tn/2 per tile (B's gate row; its up row N/2 + n0) */
@@ -706,14 +705,14 @@ emit_prologue(Emit *e, const GemmCfg *g, GemmRegs *r, KgErr *err)
 	emitf(e, "\tand.b32 %s, %s, %d;\n", r->base.s, r->base.s, -(int)g->plan.smem_align);
 	emitf(e, "\tld.param.u32 %s, [p_M];\n\tld.param.u32 %s, [p_N];\n\tld.param.u32 %s, [p_K];\n",
 	      r->M.s, r->N.s, r->K.s);
-	emitf(e, "\tld.param.u64 %s, [p_C];\n\tcvta.to.global.u64 %s, %s;\n", r->c.s, r->c.s, r->c.s);
+	op_param_global(e, r->c, "C");
 	op_param_addr(e, r->tmap_a, "p_A");
 	op_param_addr(e, r->tmap_b, "p_B");
 	if (g->sblock || g->sfvec) {
 		r->sa = reg_new(e, RC_B64);
 		r->sb = reg_new(e, RC_B64);
-		emitf(e, "\tld.param.u64 %s, [p_SA];\n\tcvta.to.global.u64 %s, %s;\n", r->sa.s, r->sa.s, r->sa.s);
-		emitf(e, "\tld.param.u64 %s, [p_SB];\n\tcvta.to.global.u64 %s, %s;\n", r->sb.s, r->sb.s, r->sb.s);
+		op_param_global(e, r->sa, "SA");
+		op_param_global(e, r->sb, "SB");
 	}
 	r->prank = r->rank;
 	if (gemm_clustered(g))

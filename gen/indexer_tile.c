@@ -5,6 +5,7 @@
  * only the tile's key count and the threads that fill it differ. */
 #include "indexer.h"
 #include "layout.h"
+#include "ops.h"
 #include "w4a8.h"
 
 /* The registers of the fp4 -> E4M3 gather (gen/w4a8.h). */
@@ -329,7 +330,7 @@ indexer_emit_q_tile(Emit *e, const IndexerCfg *c, const IndexerRegs *r, Reg q0, 
 	Reg a = reg_new(e, RC_B64), o = reg_new(e, RC_B64), p = reg_new(e, RC_PRED), v[4];
 
 	reg_array(e, RC_B32, v, 4);
-	emitf(e, "\tld.param.u64 %s, [p_Q];\n\tcvta.to.global.u64 %s, %s;\n", a.s, a.s, a.s);
+	op_param_global(e, a, "Q");
 	emitf(e, "\tmul.wide.u32 %s, %s, %d;\n\tadd.u64 %s, %s, %s;\n", o.s, r->row.s, c->heads * 128, a.s, a.s, o.s);
 	for (int i = 0; i < rows * 8 / threads; i++) {
 		emit_chunk_of(e, ch, row, part, id, threads * i);

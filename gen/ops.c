@@ -1,6 +1,7 @@
 /* Instruction idioms both targets emit (ops.h): mbarrier init, arrive,
  * expect-tx and wait, TMA loads, elect, named barriers, setmaxnreg, ring
  * advance, the parameter address, and the softmax exponentials. */
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -241,9 +242,15 @@ op_param_addr(Emit *e, Reg dst, const char *sym)
 }
 
 void
-op_param_global(Emit *e, Reg dst, const char *name)
+op_param_global(Emit *e, Reg dst, const char *name, ...)
 {
-	emitf(e, "\tld.param.u64 %s, [p_%s];\n\tcvta.to.global.u64 %s, %s;\n", dst.s, name, dst.s, dst.s);
+	char sym[64];
+	va_list ap;
+
+	va_start(ap, name);
+	vsnprintf(sym, sizeof sym, name, ap);
+	va_end(ap);
+	emitf(e, "\tld.param.u64 %s, [p_%s];\n\tcvta.to.global.u64 %s, %s;\n", dst.s, sym, dst.s, dst.s);
 }
 
 void

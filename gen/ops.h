@@ -68,8 +68,9 @@ void op_desc_start(Emit *e, Reg lo, int clustered);
 void op_idesc(Emit *e, Reg dst, IdescKind kind, uint32_t idesc, const char *what);
 /* dst = addr of .param symbol `sym` in the generic space (tensor maps). */
 void op_param_addr(Emit *e, Reg dst, const char *sym);
-/* dst = the global pointer kernel parameter p_<name> holds (b64). */
-void op_param_global(Emit *e, Reg dst, const char *name);
+/* dst = the global pointer kernel parameter p_<name> holds (b64); the
+ * name is printf's format and arguments. */
+void op_param_global(Emit *e, Reg dst, const char *name, ...) __attribute__((format(printf, 3, 4)));
 
 /* Warpgroup-wide register reallocation (PTX setmaxnreg: 24..256 in steps
  * of 8; every warp of the warpgroup executes it). */

@@ -315,7 +315,7 @@ emit_epilogue_mx(Emit *e, const GemmCfg *g, const GemmRegs *r, Reg tmem, KgErr *
 	emit_block(e, "sm100.gemm_epilogue_mxfp8");
 	emitf(e, "\tshr.u32 %s, %s, 1;\n", N.s, r->N.s);
 	emitf(e, "\tld.param.f32 %s, [p_swiglu_limit];\n\tneg.f32 %s, %s;\n", lim.s, nlim.s, lim.s);
-	emitf(e, "\tld.param.u64 %s, [p_CS];\n\tcvta.to.global.u64 %s, %s;\n", cs.s, cs.s, cs.s);
+	op_param_global(e, cs, "CS");
 	accbar = op_plan_bar(e, &g->plan, r->base, g->b_acc);
 	if (op_mbar_wait(e, err, accbar, "0") < 0)
 		return -1;
@@ -410,7 +410,7 @@ emit_epilogue(Emit *e, const GemmCfg *g, const GemmRegs *r, Reg tmem, KgErr *err
 		 * true values; docs/hardware.md, "Scale-factor images") */
 		Reg ap = reg_new(e, RC_B64);
 		alpha = reg_new(e, RC_F32);
-		emitf(e, "\tld.param.u64 %s, [p_alpha];\n\tcvta.to.global.u64 %s, %s;\n", ap.s, ap.s, ap.s);
+		op_param_global(e, ap, "alpha");
 		if (g->moe)
 			emitf(e, "\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n", ra.s, r->expert.s, ap.s, ap.s,
 			      ra.s);

@@ -65,8 +65,8 @@ emit_q_part(Emit *e, const DecodeCfg *d, const FmhaRegs *r, Reg q0, int c0, int 
 	emitf(e, "\tmad.lo.u32 %s, %s, %d, %s;\n\tadd.u32 %s, %s, %s;\n", t.s, r->qrow.s, d->hq, r->h.s, t.s, t.s,
 	      row0.s);
 	emitf(e, "\tmul.wide.u32 %s, %s, %d;\n", o.s, t.s, 2 * f->d);
-	emitf(e, "\tld.param.u64 %s, [p_Q];\n\tcvta.to.global.u64 %s, %s;\n\tadd.u64 %s, %s, %s;\n", src.s,
-	      src.s, src.s, src.s, src.s, o.s);
+	op_param_global(e, src, "Q");
+	emitf(e, "\tadd.u64 %s, %s, %s;\n", src.s, src.s, o.s);
 	emitf(e, "\tmul.wide.u32 %s, %s, 16;\n\tadd.u64 %s, %s, %s;\n", o.s, ch.s, src.s, src.s, o.s);
 	/* heads left for this thread's rows: step·i < Hq - h - row0 (row0
 	 * counts: with an odd Hq the second row of the last pair is past Hq) */
@@ -494,8 +494,7 @@ gather_init(Emit *e, Gather *g)
 	}
 	for (int s = 0; s < d->nsrc; s++) {
 		g->kv[s] = reg_new(e, RC_B64);
-		emitf(e, "\tld.param.u64 %s, [p_KV%s];\n\tcvta.to.global.u64 %s, %s;\n", g->kv[s].s,
-		      s ? "_extra" : "", g->kv[s].s, g->kv[s].s);
+		op_param_global(e, g->kv[s], "KV%s", s ? "_extra" : "");
 	}
 	/* T threads per token: q = tid % T */
 	emitf(e, "\tand.b32 %s, %s, %d;\n\tshr.u32 %s, %s, %d;\n", g->qt.s, r->tid.s, g->sh.T - 1, g->tq.s, r->tid.s,

@@ -330,7 +330,7 @@ emit_swiglu_fp8(Emit *e, const GemmCfg *g, const GemmRegs *r, Reg wgc, Reg *acc)
 
 	emit_block(e, "sm90.gemm_swiglu_fp8");
 	emitf(e, "\tld.param.f32 %s, [p_swiglu_limit];\n\tneg.f32 %s, %s;\n", lim.s, nlim.s, lim.s);
-	emitf(e, "\tld.param.u64 %s, [p_CS];\n\tcvta.to.global.u64 %s, %s;\n", cs.s, cs.s, cs.s);
+	op_param_global(e, cs, "CS");
 	emitf(e, "\tshr.u32 %s, %s, 1;\n", half.s, r->N.s);
 	for (int i = 0; i < nv; i++)
 		op_swiglu(e, acc[i], acc[i], acc[i + nv], lim, nlim, t);
