@@ -305,25 +305,37 @@ emit_key_page(Emit *e, Gather *g, Reg j, Reg kt, int add, const Reg *guard)
 	      g->pb.s, g->o.s);
 }
 
-/* An L2 prefetch of tile j's token rows: each even thread tid takes key
- * 64j + tid/2, one cp.async.bulk.prefetch.L2 of its row (rows start
- * 16-byte aligned and are a multiple of 16 bytes, gen/decode_format.c; PTX
- * ISA "cp.async.bulk.prefetch") and a prefetch.global.L2 of the line of
- * its tail scales. The bulk prefetch takes a uniform address, so ptxas
- * loops it over a warp's distinct rows: 16 in each of the four warps
- * instead of 32 in two of them halves the loop the tile waits for (H100:
- * V3.2 -1.7 %, BENCHMARKS.md "decode"). With a paged source (keys from the
- * resolved-keys ring) threads tid < 64 take key 64j + tid: there the
- * spread mapping's register spills the gatherer (fp8-token, 16 bytes).
+/* An L2 prefetch of tile j's token rows, in one of two forms:
+ * - rows on 64-byte boundaries (row and page bytes multiples of 64): one
+ *   cp.async.bulk.prefetch.L2 of the row (rows start 16-byte aligned and
+ *   are a multiple of 16 bytes, gen/decode_format.c; PTX ISA
+ *   "cp.async.bulk.prefetch"). It takes a uniform address, so ptxas loops
+ *   it over a warp's distinct rows: with sparse sources each even thread
+ *   tid takes key 64j + tid/2, 16 rows in each of the four warps instead
+ *   of 32 in two of them, which halves the loop the tile waits for (H100:
+ *   V3.2 -1.7 %); with a paged source (keys from the resolved-keys ring)
+ *   threads tid < 64 take key 64j + tid (the spread mapping's register
+ *   spills the gatherer, fp8-token).
+ * - otherwise (fp8-v32's 656-byte rows): threads tid < 64 take key 64j +
+ *   tid and prefetch.global.L2 each 128-byte line of its row (PTX ISA
+ *   "prefetch": at bytes 0, 128, .. and its last byte's). Measured on the
+ *   H200 (BENCHMARKS.md "decode"): V3.2 9 % faster than the bulk form,
+ *   while fp8-v4 was no faster and its gatherer has no register to spare
+ *   for it.
+ * Each thread with a key also prefetches the line of its tail scales.
  * Issued decode_prefetch_tiles tiles before the tile's loads, so they find
  * the rows in L2 instead of each pass waiting on HBM with only its own
  * rows in flight; nothing is written, so nothing waits. */
 static void
 emit_prefetch_tile(Emit *e, Gather *g, Reg j)
 {
-	const DecodeFormat *fm = g->d->fmt;
+	const DecodeCfg *d = g->d;
+	const DecodeFormat *fm = d->fmt;
+	int lines = fm->row_bytes % 64 != 0;
 
-	if (g->d->nsparse < g->d->nsrc) {
+	for (int s = 0; s < d->nsrc; s++)
+		lines |= d->page_bytes[s] % 64 != 0;
+	if (lines || d->nsparse < d->nsrc) {
 		emitf(e, "\tsetp.lt.u32 %s, %s, 64;\n", g->pf.s, g->r->tid.s);
 		emit_key_page(e, g, j, g->r->tid, 0, &g->pf);
 	} else {
@@ -341,7 +353,13 @@ emit_prefetch_tile(Emit *e, Gather *g, Reg j)
 	}
 	emitf(e, "\tmul.wide.u32 %s, %s, %d;\n\tadd.u64 %s, %s, %s;\n", g->o.s, g->off.s, fm->row_bytes, g->a.s,
 	      g->pb.s, g->o.s);
-	emitf(e, "\t@%s cp.async.bulk.prefetch.L2.global [%s], %d;\n", g->ok.s, g->a.s, fm->row_bytes);
+	if (!lines) {
+		emitf(e, "\t@%s cp.async.bulk.prefetch.L2.global [%s], %d;\n", g->ok.s, g->a.s, fm->row_bytes);
+		return;
+	}
+	for (int b = 0; b < fm->row_bytes; b += 128)
+		emitf(e, "\t@%s prefetch.global.L2 [%s+%d];\n", g->ok.s, g->a.s, b);
+	emitf(e, "\t@%s prefetch.global.L2 [%s+%d];\n", g->ok.s, g->a.s, fm->row_bytes - 1);
 }
 
 static void
