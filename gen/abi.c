@@ -37,6 +37,23 @@ abi_add(KernelAbi *k, AbiKind kind, const char *name)
 	return p;
 }
 
+AbiParam *
+abi_ptr(KernelAbi *k, const char *name, DType dtype, const char *tensor, ...)
+{
+	AbiParam *p = abi_add(k, ABI_PTR, name);
+	va_list ap;
+	int w;
+
+	p->dtype = dtype;
+	va_start(ap, tensor);
+	w = vsnprintf(p->tensor, sizeof p->tensor, tensor, ap);
+	va_end(ap);
+	if (w < 0 || (size_t)w >= sizeof p->tensor)
+		kg_bug("kernel %s: parameter %s's tensor text longer than %zu bytes", k->kernel, name,
+		       sizeof p->tensor);
+	return p;
+}
+
 void
 abi_shape(KernelAbi *k, const char *name, const char *fmt, ...)
 {

@@ -43,6 +43,11 @@ typedef struct KernelAbi {
 
 /* The next parameter (kg_bug beyond the capacity of params[]). */
 AbiParam *abi_add(KernelAbi *k, AbiKind kind, const char *name);
+/* The next parameter, a device pointer to a tensor of dtype, its
+ * //@param shape text printf's format and arguments (kg_bug if it does
+ * not fit). */
+AbiParam *abi_ptr(KernelAbi *k, const char *name, DType dtype, const char *tensor, ...)
+	__attribute__((format(printf, 4, 5)));
 /* Appends NAME=VALUE to the //@shape line: a shape parameter of the family
  * that the caller's tensors and scalars must agree with (docs/ABI.md,
  * "Shape fields"); kg_bug if the line overflows. */

@@ -859,67 +859,41 @@ decode_abi(const DecodeCfg *d, const char *args, KernelAbi *k)
 	snprintf(k->grid[2], sizeof k->grid[2], "batch");
 	/* Q, O, the caches and O_partial move as 16-byte vectors (docs/ABI.md
 	 * "decode"): libkrt refuses other addresses (align=16) */
-	p = abi_add(k, ABI_PTR, "Q");
-	p->dtype = DT_BF16;
+	p = abi_ptr(k, "Q", DT_BF16, "Q[batch,s_q,Hq,%d]", d->f.d);
 	p->align = 16;
-	snprintf(p->tensor, sizeof p->tensor, "Q[batch,s_q,Hq,%d]", d->f.d);
-	p = abi_add(k, ABI_PTR, "O");
+	p = abi_ptr(k, "O", d->unnorm ? DT_F32 : DT_BF16, "O[batch,s_q,Hq,%d]", d->f.dv);
 	p->align = 16;
-	p->dtype = d->unnorm ? DT_F32 : DT_BF16;
-	snprintf(p->tensor, sizeof p->tensor, "O[batch,s_q,Hq,%d]", d->f.dv);
-	p = abi_add(k, ABI_PTR, "LSE");
-	p->dtype = DT_F32;
-	snprintf(p->tensor, sizeof p->tensor, "LSE[batch,Hq,s_q]");
+	abi_ptr(k, "LSE", DT_F32, "LSE[batch,Hq,s_q]");
 	if (d->unnorm) {
-		p = abi_add(k, ABI_PTR, "M");
-		p->dtype = DT_F32;
-		snprintf(p->tensor, sizeof p->tensor, "M[batch,Hq,s_q]");
+		abi_ptr(k, "M", DT_F32, "M[batch,Hq,s_q]");
 	}
 	for (int s = 0; s < d->nsrc; s++) {
 		char n[32];
 		snprintf(n, sizeof n, "KV%s", src_sfx[s]);
-		p = abi_add(k, ABI_PTR, n);
-		p->dtype = DT_U8;
+		p = abi_ptr(k, n, DT_U8, "%s[pages%s,%u]", n, src_sfx[s], d->page_bytes[s]);
 		p->align = 16;
-		snprintf(p->tensor, sizeof p->tensor, "%s[pages%s,%u]", n, src_sfx[s], d->page_bytes[s]);
 		if (d->paged[s]) {
 			snprintf(n, sizeof n, "block_table%s", src_sfx[s]);
-			p = abi_add(k, ABI_PTR, n);
-			p->dtype = DT_S32;
-			snprintf(p->tensor, sizeof p->tensor, "%s[batch,max_pages%s]", n, src_sfx[s]);
+			abi_ptr(k, n, DT_S32, "%s[batch,max_pages%s]", n, src_sfx[s]);
 			snprintf(n, sizeof n, "seqlens%s", src_sfx[s]);
-			p = abi_add(k, ABI_PTR, n);
-			p->dtype = DT_S32;
-			snprintf(p->tensor, sizeof p->tensor, "%s[batch]", n);
+			abi_ptr(k, n, DT_S32, "%s[batch]", n);
 			continue;
 		}
 		snprintf(n, sizeof n, "indices%s", src_sfx[s]);
-		p = abi_add(k, ABI_PTR, n);
-		p->dtype = DT_S32;
-		snprintf(p->tensor, sizeof p->tensor, "%s[batch,s_q,%d]", n, d->topk[s]);
+		abi_ptr(k, n, DT_S32, "%s[batch,s_q,%d]", n, d->topk[s]);
 		if (d->has_len) {
 			snprintf(n, sizeof n, "topk_length%s", src_sfx[s]);
-			p = abi_add(k, ABI_PTR, n);
-			p->dtype = DT_S32;
-			snprintf(p->tensor, sizeof p->tensor, "%s[batch,s_q]", n);
+			abi_ptr(k, n, DT_S32, "%s[batch,s_q]", n);
 		}
 	}
 	if (d->sink) {
-		p = abi_add(k, ABI_PTR, "sink");
-		p->dtype = DT_F32;
-		snprintf(p->tensor, sizeof p->tensor, "sink[Hq]");
+		abi_ptr(k, "sink", DT_F32, "sink[Hq]");
 	}
 	if (!d->unnorm) {
-		p = abi_add(k, ABI_PTR, "O_partial");
-		p->dtype = DT_BF16;
+		p = abi_ptr(k, "O_partial", DT_BF16, "O_partial[batch,s_q,splits,Hq,%d]", d->f.dv);
 		p->align = 16;
-		snprintf(p->tensor, sizeof p->tensor, "O_partial[batch,s_q,splits,Hq,%d]", d->f.dv);
-		p = abi_add(k, ABI_PTR, "LSE_partial");
-		p->dtype = DT_F32;
-		snprintf(p->tensor, sizeof p->tensor, "LSE_partial[batch,s_q,splits,Hq]");
-		p = abi_add(k, ABI_PTR, "counters");
-		p->dtype = DT_S32;
-		snprintf(p->tensor, sizeof p->tensor, "counters[batch,s_q,%d]", d->hblocks);
+		abi_ptr(k, "LSE_partial", DT_F32, "LSE_partial[batch,s_q,splits,Hq]");
+		abi_ptr(k, "counters", DT_S32, "counters[batch,s_q,%d]", d->hblocks);
 	}
 	abi_add(k, ABI_U32, "batch");
 	abi_add(k, ABI_U32, "s_q");

@@ -190,8 +190,6 @@ emit_merge(Emit *e, const MergeParams *mp)
 static void
 merge_abi(const MergeParams *mp, const char *name, const char *args, KernelAbi *k)
 {
-	AbiParam *p;
-
 	memset(k, 0, sizeof *k);
 	snprintf(k->kernel, sizeof k->kernel, "%s", name);
 	k->family = "decode_merge";
@@ -202,26 +200,14 @@ merge_abi(const MergeParams *mp, const char *name, const char *args, KernelAbi *
 	snprintf(k->grid[0], sizeof k->grid[0], "%d", (mp->heads_q + WARPS - 1) / WARPS);
 	snprintf(k->grid[1], sizeof k->grid[1], "s_q");
 	snprintf(k->grid[2], sizeof k->grid[2], "batch");
-	p = abi_add(k, ABI_PTR, "O_parts");
-	p->dtype = DT_F32;
-	snprintf(p->tensor, sizeof p->tensor, "O_parts[parts,batch,s_q,Hq,%d]", COLS);
-	p = abi_add(k, ABI_PTR, "LSE_parts");
-	p->dtype = DT_F32;
-	snprintf(p->tensor, sizeof p->tensor, "LSE_parts[parts,batch,Hq,s_q]");
-	p = abi_add(k, ABI_PTR, "M_parts");
-	p->dtype = DT_F32;
-	snprintf(p->tensor, sizeof p->tensor, "M_parts[parts,batch,Hq,s_q]");
+	abi_ptr(k, "O_parts", DT_F32, "O_parts[parts,batch,s_q,Hq,%d]", COLS);
+	abi_ptr(k, "LSE_parts", DT_F32, "LSE_parts[parts,batch,Hq,s_q]");
+	abi_ptr(k, "M_parts", DT_F32, "M_parts[parts,batch,Hq,s_q]");
 	if (mp->sink) {
-		p = abi_add(k, ABI_PTR, "sink");
-		p->dtype = DT_F32;
-		snprintf(p->tensor, sizeof p->tensor, "sink[Hq]");
+		abi_ptr(k, "sink", DT_F32, "sink[Hq]");
 	}
-	p = abi_add(k, ABI_PTR, "O");
-	p->dtype = DT_BF16;
-	snprintf(p->tensor, sizeof p->tensor, "O[batch,s_q,Hq,%d]", COLS);
-	p = abi_add(k, ABI_PTR, "LSE");
-	p->dtype = DT_F32;
-	snprintf(p->tensor, sizeof p->tensor, "LSE[batch,Hq,s_q]");
+	abi_ptr(k, "O", DT_BF16, "O[batch,s_q,Hq,%d]", COLS);
+	abi_ptr(k, "LSE", DT_F32, "LSE[batch,Hq,s_q]");
 	abi_add(k, ABI_U32, "batch");
 	abi_add(k, ABI_U32, "s_q");
 	abi_add(k, ABI_U32, "parts");

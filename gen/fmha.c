@@ -585,20 +585,12 @@ fmha_abi(const FmhaCfg *f, const char *args, KernelAbi *k)
 		snprintf(p->tensor, sizeof p->tensor, "%s[total_%s,%s,%s]", names[i], i ? "k" : "q",
 		         i ? "Hkv" : "Hq", i == 2 ? "Dv" : "D");
 	}
-	p = abi_add(k, ABI_PTR, "O");
-	p->dtype = f->in;
-	snprintf(p->tensor, sizeof p->tensor, "O[total_q,Hq,Dv]");
+	abi_ptr(k, "O", f->in, "O[total_q,Hq,Dv]");
 	if (f->lse) {
-		p = abi_add(k, ABI_PTR, "LSE");
-		p->dtype = DT_F32;
-		snprintf(p->tensor, sizeof p->tensor, "LSE[Hq,total_q]");
+		abi_ptr(k, "LSE", DT_F32, "LSE[Hq,total_q]");
 	}
-	p = abi_add(k, ABI_PTR, "cu_seqlens_q");
-	p->dtype = DT_S32;
-	snprintf(p->tensor, sizeof p->tensor, "cu_seqlens_q[batch+1]");
-	p = abi_add(k, ABI_PTR, "cu_seqlens_k");
-	p->dtype = DT_S32;
-	snprintf(p->tensor, sizeof p->tensor, "cu_seqlens_k[batch+1]");
+	abi_ptr(k, "cu_seqlens_q", DT_S32, "cu_seqlens_q[batch+1]");
+	abi_ptr(k, "cu_seqlens_k", DT_S32, "cu_seqlens_k[batch+1]");
 	abi_add(k, ABI_U32, "max_seqlen_q");
 	abi_add(k, ABI_U32, "batch");
 	abi_add(k, ABI_F32, "softmax_scale");

@@ -798,58 +798,38 @@ gemm_abi(const GemmCfg *g, const char *args, KernelAbi *k)
 	/* MoE: the rows of A, SA and C (E slabs of M when masked), and B's
 	 * experts (a prefix EB of "E*" on B's and SB's rows) */
 	const char *rows = g->moe == GM_MASKED ? "E*M" : "M", *eb = g->moe ? "E*" : "";
-	p = abi_add(k, ABI_PTR, "C");
-	p->dtype = g->out;
-	snprintf(p->tensor, sizeof p->tensor, "C[%s,%s]", rows, g->swiglu ? "N/2" : "N");
+	abi_ptr(k, "C", g->out, "C[%s,%s]", rows, g->swiglu ? "N/2" : "N");
 	if (g->sblock) {
 		/* K-block-major SA, so that the rows of one K block are adjacent */
-		p = abi_add(k, ABI_PTR, "SA");
-		p->dtype = DT_F32;
-		snprintf(p->tensor, sizeof p->tensor, "SA[cdiv(K,%d),%s]", g->sblock, rows);
-		p = abi_add(k, ABI_PTR, "SB");
-		p->dtype = g->sbtype;
+		abi_ptr(k, "SA", DT_F32, "SA[cdiv(K,%d),%s]", g->sblock, rows);
 		if (g->w4a8)
-			snprintf(p->tensor, sizeof p->tensor, "SB[%sN,K/32]", eb);
+			abi_ptr(k, "SB", g->sbtype, "SB[%sN,K/32]", eb);
 		else
-			snprintf(p->tensor, sizeof p->tensor, "SB[%scdiv(N,%d),cdiv(K,%d)]", eb, g->sblock, g->sblock);
+			abi_ptr(k, "SB", g->sbtype, "SB[%scdiv(N,%d),cdiv(K,%d)]", eb, g->sblock, g->sblock);
 	}
 	if (g->sfvec) {
 		/* the tcgen05.cp images of each 128 rows by four scale vectors of K:
 		 * 128 of K for 32-wide vectors, 64 for NVFP4's 16 (docs/ABI.md, "gemm") */
-		p = abi_add(k, ABI_PTR, "SA");
-		p->dtype = g->sftype;
-		snprintf(p->tensor, sizeof p->tensor, "SA[%scdiv(M,128),cdiv(K,%d),512]",
-		         g->moe == GM_MASKED ? "E*" : "", SF_BLOCKS * g->sfvec);
-		p = abi_add(k, ABI_PTR, "SB");
-		p->dtype = g->sftype;
-		snprintf(p->tensor, sizeof p->tensor, "SB[%scdiv(N,128),cdiv(K,%d),512]", eb,
-		         SF_BLOCKS * g->sfvec);
+		abi_ptr(k, "SA", g->sftype, "SA[%scdiv(M,128),cdiv(K,%d),512]", g->moe == GM_MASKED ? "E*" : "", SF_BLOCKS * g->sfvec);
+		abi_ptr(k, "SB", g->sftype, "SB[%scdiv(N,128),cdiv(K,%d),512]", eb, SF_BLOCKS * g->sfvec);
 	}
 	if (g->alpha) {
 		/* NVFP4: the product of A's and B's per-tensor fp32 scales, one per
 		 * expert (docs/ABI.md, "gemm") */
-		p = abi_add(k, ABI_PTR, "alpha");
-		p->dtype = DT_F32;
-		snprintf(p->tensor, sizeof p->tensor, "%s", g->moe ? "alpha[E]" : "alpha[1]");
+		abi_ptr(k, "alpha", DT_F32, "%s", g->moe ? "alpha[E]" : "alpha[1]");
 	}
 	if (g->split) {
 		/* C's fp32 scales per 1x128, as the SA of a block128 gemm with
 		 * K = N/2 (docs/ABI.md, "SwiGLU epilogue") */
-		p = abi_add(k, ABI_PTR, "CS");
-		p->dtype = DT_F32;
-		snprintf(p->tensor, sizeof p->tensor, "CS[cdiv(N/2,128),%s]", rows);
+		abi_ptr(k, "CS", DT_F32, "CS[cdiv(N/2,128),%s]", rows);
 	} else if (g->out == DT_E4M3) {
 		/* C's UE8M0 factors per 32 columns, as the images SA of an mx32
 		 * gemm with K = N/2 (docs/ABI.md, "SwiGLU epilogue") */
-		p = abi_add(k, ABI_PTR, "CS");
-		p->dtype = DT_UE8M0;
-		snprintf(p->tensor, sizeof p->tensor, "CS[%scdiv(M,128),cdiv(N/2,128),512]",
-		         g->moe == GM_MASKED ? "E*" : "");
+		abi_ptr(k, "CS", DT_UE8M0, "CS[%scdiv(M,128),cdiv(N/2,128),512]", g->moe == GM_MASKED ? "E*" : "");
 	}
 	if (g->moe) {
-		p = abi_add(k, ABI_PTR, g->moe == GM_MASKED ? "counts" : "offsets");
-		p->dtype = DT_S32;
-		snprintf(p->tensor, sizeof p->tensor, "%s", g->moe == GM_MASKED ? "counts[E]" : "offsets[E+1]");
+		abi_ptr(k, g->moe == GM_MASKED ? "counts" : "offsets", DT_S32, "%s",
+		        g->moe == GM_MASKED ? "counts[E]" : "offsets[E+1]");
 	}
 	abi_add(k, ABI_U32, "M");
 	abi_add(k, ABI_U32, "N");

@@ -275,8 +275,6 @@ emit_prologue(Emit *e, const IndexerCfg *c, IndexerRegs *r)
 static void
 indexer_abi(const IndexerCfg *c, const char *args, KernelAbi *k)
 {
-	AbiParam *p;
-
 	memset(k, 0, sizeof *k);
 	snprintf(k->kernel, sizeof k->kernel, "%s", c->name);
 	k->family = "indexer";
@@ -292,39 +290,19 @@ indexer_abi(const IndexerCfg *c, const char *args, KernelAbi *k)
 	snprintf(k->grid[0], sizeof k->grid[0], "s_q");
 	snprintf(k->grid[1], sizeof k->grid[1], "batch");
 	snprintf(k->grid[2], sizeof k->grid[2], "splits");
-	p = abi_add(k, ABI_PTR, "Q");
-	p->dtype = DT_E4M3;
-	snprintf(p->tensor, sizeof p->tensor, "Q[batch,s_q,H,%d]", c->fmt->d);
-	p = abi_add(k, ABI_PTR, "weights");
-	p->dtype = DT_F32;
-	snprintf(p->tensor, sizeof p->tensor, "weights[batch,s_q,H]");
-	p = abi_add(k, ABI_PTR, "K");
-	p->dtype = DT_U8;
-	snprintf(p->tensor, sizeof p->tensor, "K[pages,%u]", c->page_bytes);
+	abi_ptr(k, "Q", DT_E4M3, "Q[batch,s_q,H,%d]", c->fmt->d);
+	abi_ptr(k, "weights", DT_F32, "weights[batch,s_q,H]");
+	abi_ptr(k, "K", DT_U8, "K[pages,%u]", c->page_bytes);
 	if (c->fmt->nv) {
-		p = abi_add(k, ABI_PTR, "K_global");
-		p->dtype = DT_F32;
-		snprintf(p->tensor, sizeof p->tensor, "K_global[1]");
+		abi_ptr(k, "K_global", DT_F32, "K_global[1]");
 	}
-	p = abi_add(k, ABI_PTR, "block_table");
-	p->dtype = DT_S32;
-	snprintf(p->tensor, sizeof p->tensor, "block_table[batch,max_pages]");
-	p = abi_add(k, ABI_PTR, "seq_lens");
-	p->dtype = DT_S32;
-	snprintf(p->tensor, sizeof p->tensor, "seq_lens[batch]");
-	p = abi_add(k, ABI_PTR, "logits");
-	p->dtype = DT_F32;
-	snprintf(p->tensor, sizeof p->tensor, "logits[batch,s_q,max_len]");
+	abi_ptr(k, "block_table", DT_S32, "block_table[batch,max_pages]");
+	abi_ptr(k, "seq_lens", DT_S32, "seq_lens[batch]");
+	abi_ptr(k, "logits", DT_F32, "logits[batch,s_q,max_len]");
 	if (c->topk) {
-		p = abi_add(k, ABI_PTR, "indices");
-		p->dtype = DT_S32;
-		snprintf(p->tensor, sizeof p->tensor, "indices[batch,s_q,%d]", c->topk);
-		p = abi_add(k, ABI_PTR, "counters");
-		p->dtype = DT_S32;
-		snprintf(p->tensor, sizeof p->tensor, "counters[batch,s_q]");
-		p = abi_add(k, ABI_PTR, "work");
-		p->dtype = DT_S32;
-		snprintf(p->tensor, sizeof p->tensor, "work[2,batch,s_q,splits*%d]", c->topk);
+		abi_ptr(k, "indices", DT_S32, "indices[batch,s_q,%d]", c->topk);
+		abi_ptr(k, "counters", DT_S32, "counters[batch,s_q]");
+		abi_ptr(k, "work", DT_S32, "work[2,batch,s_q,splits*%d]", c->topk);
 	}
 	abi_add(k, ABI_U32, "batch");
 	abi_add(k, ABI_U32, "s_q");

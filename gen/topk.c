@@ -263,8 +263,6 @@ topk_emit(Emit *e, const TopkCfg *c)
 static void
 topk_abi(const TopkCfg *c, const char *args, KernelAbi *k)
 {
-	AbiParam *p;
-
 	memset(k, 0, sizeof *k);
 	snprintf(k->kernel, sizeof k->kernel, "%s", c->name);
 	k->family = "topk";
@@ -279,18 +277,10 @@ topk_abi(const TopkCfg *c, const char *args, KernelAbi *k)
 	snprintf(k->grid[0], sizeof k->grid[0], "cdiv(n,%d)", TK_CHUNK);
 	snprintf(k->grid[1], sizeof k->grid[1], "rows");
 	snprintf(k->grid[2], sizeof k->grid[2], "1");
-	p = abi_add(k, ABI_PTR, "logits");
-	p->dtype = DT_F32;
-	snprintf(p->tensor, sizeof p->tensor, "logits[rows,n]");
-	p = abi_add(k, ABI_PTR, "indices");
-	p->dtype = DT_S32;
-	snprintf(p->tensor, sizeof p->tensor, "indices[rows,%d]", c->topk);
-	p = abi_add(k, ABI_PTR, "work");
-	p->dtype = DT_S32;
-	snprintf(p->tensor, sizeof p->tensor, "work[2,rows,cdiv(n,%d)*%d]", TK_CHUNK, c->topk);
-	p = abi_add(k, ABI_PTR, "counters");
-	p->dtype = DT_S32;
-	snprintf(p->tensor, sizeof p->tensor, "counters[rows]");
+	abi_ptr(k, "logits", DT_F32, "logits[rows,n]");
+	abi_ptr(k, "indices", DT_S32, "indices[rows,%d]", c->topk);
+	abi_ptr(k, "work", DT_S32, "work[2,rows,cdiv(n,%d)*%d]", TK_CHUNK, c->topk);
+	abi_ptr(k, "counters", DT_S32, "counters[rows]");
 	abi_add(k, ABI_U32, "rows");
 	abi_add(k, ABI_U32, "n");
 }
