@@ -246,10 +246,13 @@ op_param_global(Emit *e, Reg dst, const char *name, ...)
 {
 	char sym[64];
 	va_list ap;
+	int w;
 
 	va_start(ap, name);
-	vsnprintf(sym, sizeof sym, name, ap);
+	w = vsnprintf(sym, sizeof sym, name, ap);
 	va_end(ap);
+	if (w < 0 || (size_t)w >= sizeof sym)
+		kg_bug("parameter p_%s...: longer than %zu bytes", sym, sizeof sym - 1);
 	emitf(e, "\tld.param.u64 %s, [p_%s];\n\tcvta.to.global.u64 %s, %s;\n", dst.s, sym, dst.s, dst.s);
 }
 

@@ -316,12 +316,12 @@ emit_key_page(Emit *e, Gather *g, Reg j, Reg kt, int add, const Reg *guard)
  *   V3.2 -1.7 %); with a paged source (keys from the resolved-keys ring)
  *   threads tid < 64 take key 64j + tid (the spread mapping's register
  *   spills the gatherer, fp8-token).
- * - otherwise (fp8-v32's 656-byte rows): threads tid < 64 take key 64j +
- *   tid and prefetch.global.L2 each 128-byte line of its row (PTX ISA
- *   "prefetch": at bytes 0, 128, .. and its last byte's). Measured on the
- *   H200 (BENCHMARKS.md "decode"): V3.2 9 % faster than the bulk form,
- *   while fp8-v4 was no faster and its gatherer has no register to spare
- *   for it.
+ * - otherwise (fp8-v32's 656-byte rows, fp8-token's 592): threads tid < 64
+ *   take key 64j + tid and prefetch.global.L2 each 128-byte line of its
+ *   row (PTX ISA "prefetch": at bytes 0, 128, .. and its last byte's).
+ *   Measured on the H200 (BENCHMARKS.md "decode"): V3.2 9 % and fp8-token
+ *   13 % faster than the bulk form, while fp8-v4 was no faster and its
+ *   gatherer has no register to spare for it.
  * Each thread with a key also prefetches the line of its tail scales.
  * Issued decode_prefetch_tiles tiles before the tile's loads, so they find
  * the rows in L2 instead of each pass waiting on HBM with only its own
