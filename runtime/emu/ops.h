@@ -113,6 +113,8 @@ int emu_op_bulk_wait(EmuCta *c, EmuThread *t, const EmuInsn *in);
 int emu_mod_tma(EmuInsn *in, const char *m, EmuParse *p);
 int emu_chk_tma(EmuInsn *in, EmuParse *p);
 int emu_chk_bulk_copy(EmuInsn *in, EmuParse *p);
+int emu_op_st_async(EmuCta *c, EmuThread *t, const EmuInsn *in);
+int emu_chk_st_async(EmuInsn *in, EmuParse *p);
 /* completion of a queued TMA / bulk copy (its EmuAsync.done) */
 int emu_tma_complete(EmuCta *c, EmuAsync *a);
 

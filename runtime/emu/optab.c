@@ -152,6 +152,8 @@ static const EmuOpDef optab[] = {
 	{"cp.async.bulk.commit_group", emu_op_bulk_commit, NULL, NULL, NULL, 0, 0, 0, OPF_SCHED},
 	{"cp.async.bulk.wait_group", emu_op_bulk_wait, NULL, emu_mod_tma, NULL, 0, 1, 1, 0},
 	{"cp.async.bulk", emu_op_bulk_copy, NULL, emu_mod_tma, emu_chk_bulk_copy, CAT_CACHE, 3, 5, OPF_SCHED},
+	/* tma.c: st.async, a store from registers completing on an mbarrier */
+	{"st.async", emu_op_st_async, NULL, emu_mod_tma, emu_chk_st_async, CAT_TYPE | CAT_VEC | CAT_ORDER, 3, 3, OPF_SCHED},
 	/* wgmma.c: §9.7.15 (sm_90a) */
 	{"wgmma.fence", NULL, emu_wop_wgmma_fence, NULL, NULL, CAT_SYNC, 0, 0, OPF_COLL},
 	{"wgmma.mma_async", NULL, emu_wop_wgmma_mma, emu_mod_wgmma, emu_chk_wgmma, CAT_SYNC, 5, 9, OPF_COLL},

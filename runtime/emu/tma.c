@@ -1,5 +1,6 @@
-/* TMA: cp.async.bulk.tensor tile mode 1D-5D (PTX ISA §9.7.9.26.5.2) and
- * plain cp.async.bulk copies (§9.7.9.25), against the tensor-map arguments
+/* TMA: cp.async.bulk.tensor tile mode 1D-5D (PTX ISA §9.7.9.26.5.2),
+ * plain cp.async.bulk copies (§9.7.9.25) and st.async (a register store
+ * that completes like a bulk copy), against the tensor-map arguments
  * the runtime prepared (KrtTmapArgs: there is no driver to encode a
  * CUtensorMap, so the emulator reads the encode arguments directly).
  *
@@ -122,6 +123,8 @@ typedef struct TmaOp {
 	int load;
 	uint32_t dsts;     /* loads: %cluster_ctarank bits of the destination CTAs */
 	int8_t mbr[EMU_MAX_CLUSTER]; /* the CTA whose mbarrier each destination signals */
+	int from_regs;     /* st.async: the bytes are data[], taken from registers at issue */
+	uint8_t data[16];
 } TmaOp;
 
 static const KrtTmapArgs *
@@ -390,6 +393,69 @@ emu_op_tma(EmuCta *c, EmuThread *t, const EmuInsn *in)
 	return push(c, t, in, AS_TMA_STORE, &op);
 }
 
+/* st.async{.weak}.shared::cluster.mbarrier::complete_tx::bytes.v4.b32
+ * [a], {v0, v1, v2, v3}, [mbar] (PTX ISA "st.async"): 16 bytes from
+ * registers into the shared memory of a CTA of the cluster, completing
+ * with complete_tx of its bytes on an mbarrier of that CTA. Queued at issue
+ * like a bulk copy: the destination chunk is in flight until it lands, and
+ * a reader must wait on the mbarrier's phase. The emulator implements the
+ * 16-byte form only (emu_chk_st_async). */
+int
+emu_op_st_async(EmuCta *c, EmuThread *t, const EmuInsn *in)
+{
+	const EmuOperand *s = emu_opnd(c, in, 1);
+	EmuCta *dc, *mc;
+	EmuMbar *mb;
+	uint32_t sa, ma;
+	TmaOp op;
+
+	memset(&op, 0, sizeof op);
+	op.tmap = -1;
+	op.load = 1;
+	op.bytes = 16;
+	op.from_regs = 1;
+	if (s->kind != OPK_VEC || s->nsub != 4)
+		return emu_fault(c, t, in, "st.async.v4 needs a vector of 4 registers");
+	for (int i = 0; i < 4; i++) {
+		uint64_t v;
+		uint32_t w;
+		if (emu_get(c, t, in, emu_sub(c, s, i), &v))
+			return EMU_STOP;
+		w = (uint32_t)v;
+		memcpy(op.data + 4 * i, &w, 4);
+	}
+	if (emu_cluster_addr(c, t, in, 0, &dc, &sa) || emu_cluster_addr(c, t, in, 2, &mc, &ma))
+		return EMU_STOP;
+	if (dc != mc)
+		return emu_hazard(c, t, in, "cluster",
+		                  "st.async into CTA rank %d completes on an mbarrier of CTA rank %d: the "
+		                  "mbarrier must be in the destination CTA (PTX ISA \"st.async\")", dc->rank,
+		                  mc->rank);
+	if (sa & 15)
+		return emu_fault(c, t, in, "st.async.v4 address 0x%x is not 16-byte aligned", sa);
+	if (sa < dc->smem_lo || sa + op.bytes > dc->smem_end)
+		return emu_fault(c, t, in, "st.async of %u bytes at smem 0x%x is outside the shared memory "
+		                 "[0x%x, 0x%x) of CTA rank %d", op.bytes, sa, dc->smem_lo, dc->smem_end, dc->rank);
+	if (mbar_at(mc, t, in, ma, &mb) || claim_dst(dc, t, in, sa, op.bytes, mb))
+		return EMU_STOP;
+	op.smem = sa;
+	op.mbar = ma;
+	op.dsts = 1u << dc->rank;
+	op.mbr[dc->rank] = (int8_t)mc->rank;
+	return push(c, t, in, AS_TMA_LOAD, &op);
+}
+
+int
+emu_chk_st_async(EmuInsn *in, EmuParse *p)
+{
+	if (!(in->aux[3] & TF_MBAR) || in->space != SPACE_CLUSTER)
+		return emu_parse_fail(p, "st.async: expected .shared::cluster.mbarrier::complete_tx::bytes");
+	if (in->ntypes != 1 || in->vec != 4 || emu_types[in->t[0]].bits != 32)
+		return emu_parse_fail(p, "st.async: the emulator implements the 16-byte form (.v4 of a "
+		                      "32-bit type) only");
+	return 0;
+}
+
 /* cp.async.bulk [dst], [src], size{, [mbar]} */
 int
 emu_op_bulk_copy(EmuCta *c, EmuThread *t, const EmuInsn *in)
@@ -570,6 +636,18 @@ emu_tma_complete(EmuCta *c, EmuAsync *a)
 {
 	const TmaOp *op = a->data;
 	EmuThread *t = &c->t[a->tid];
+	if (op->from_regs) {
+		/* st.async: its one destination and that CTA's mbarrier */
+		for (int r = 0; r < c->cl->n; r++) {
+			EmuCta *d = c->cl->cta[r];
+			if (!(op->dsts >> r & 1))
+				continue;
+			if (land(c, a, op, d, c->cl->cta[op->mbr[r]]))
+				return EMU_STOP;
+			memcpy(d->smem + op->smem, op->data, op->bytes);
+		}
+		return 0;
+	}
 	if (op->tmap >= 0 && op->load) {
 		for (int r = 0; r < c->cl->n; r++)
 			if ((op->dsts >> r & 1) && (tensor_copy(c, a, op, c->cl->cta[r]) ||
