@@ -864,9 +864,8 @@ decode_abi(const DecodeCfg *d, const char *args, KernelAbi *k)
 	p = abi_ptr(k, "O", d->unnorm ? DT_F32 : DT_BF16, "O[batch,s_q,Hq,%d]", d->f.dv);
 	p->align = 16;
 	abi_ptr(k, "LSE", DT_F32, "LSE[batch,Hq,s_q]");
-	if (d->unnorm) {
+	if (d->unnorm)
 		abi_ptr(k, "M", DT_F32, "M[batch,Hq,s_q]");
-	}
 	for (int s = 0; s < d->nsrc; s++) {
 		char n[32];
 		snprintf(n, sizeof n, "KV%s", src_sfx[s]);
@@ -886,9 +885,8 @@ decode_abi(const DecodeCfg *d, const char *args, KernelAbi *k)
 			abi_ptr(k, n, DT_S32, "%s[batch,s_q]", n);
 		}
 	}
-	if (d->sink) {
+	if (d->sink)
 		abi_ptr(k, "sink", DT_F32, "sink[Hq]");
-	}
 	if (!d->unnorm) {
 		p = abi_ptr(k, "O_partial", DT_BF16, "O_partial[batch,s_q,splits,Hq,%d]", d->f.dv);
 		p->align = 16;

@@ -203,9 +203,8 @@ merge_abi(const MergeParams *mp, const char *name, const char *args, KernelAbi *
 	abi_ptr(k, "O_parts", DT_F32, "O_parts[parts,batch,s_q,Hq,%d]", COLS);
 	abi_ptr(k, "LSE_parts", DT_F32, "LSE_parts[parts,batch,Hq,s_q]");
 	abi_ptr(k, "M_parts", DT_F32, "M_parts[parts,batch,Hq,s_q]");
-	if (mp->sink) {
+	if (mp->sink)
 		abi_ptr(k, "sink", DT_F32, "sink[Hq]");
-	}
 	abi_ptr(k, "O", DT_BF16, "O[batch,s_q,Hq,%d]", COLS);
 	abi_ptr(k, "LSE", DT_F32, "LSE[batch,Hq,s_q]");
 	abi_add(k, ABI_U32, "batch");

@@ -586,9 +586,8 @@ fmha_abi(const FmhaCfg *f, const char *args, KernelAbi *k)
 		         i ? "Hkv" : "Hq", i == 2 ? "Dv" : "D");
 	}
 	abi_ptr(k, "O", f->in, "O[total_q,Hq,Dv]");
-	if (f->lse) {
+	if (f->lse)
 		abi_ptr(k, "LSE", DT_F32, "LSE[Hq,total_q]");
-	}
 	abi_ptr(k, "cu_seqlens_q", DT_S32, "cu_seqlens_q[batch+1]");
 	abi_ptr(k, "cu_seqlens_k", DT_S32, "cu_seqlens_k[batch+1]");
 	abi_add(k, ABI_U32, "max_seqlen_q");

@@ -293,9 +293,8 @@ indexer_abi(const IndexerCfg *c, const char *args, KernelAbi *k)
 	abi_ptr(k, "Q", DT_E4M3, "Q[batch,s_q,H,%d]", c->fmt->d);
 	abi_ptr(k, "weights", DT_F32, "weights[batch,s_q,H]");
 	abi_ptr(k, "K", DT_U8, "K[pages,%u]", c->page_bytes);
-	if (c->fmt->nv) {
+	if (c->fmt->nv)
 		abi_ptr(k, "K_global", DT_F32, "K_global[1]");
-	}
 	abi_ptr(k, "block_table", DT_S32, "block_table[batch,max_pages]");
 	abi_ptr(k, "seq_lens", DT_S32, "seq_lens[batch]");
 	abi_ptr(k, "logits", DT_F32, "logits[batch,s_q,max_len]");
