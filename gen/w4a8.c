@@ -85,12 +85,9 @@ w4a8_lut(int d, uint32_t out[2])
 void
 w4a8_emit_init(Emit *e, W4a8Regs *w)
 {
-	w->zero = reg_new(e, RC_B32);
-	w->sign = reg_new(e, RC_B32);
 	w->sel = reg_new(e, RC_B32);
 	w->sg = reg_new(e, RC_B32);
 	w->t = reg_new(e, RC_B32);
-	emitf(e, "\tmov.b32 %s, 0;\n\tmov.b32 %s, 0x80808080;\n", w->zero.s, w->sign.s);
 }
 
 void
@@ -147,16 +144,19 @@ w4a8_emit_expand(Emit *e, const W4a8Regs *w, Reg lo, Reg hi, Reg x, Reg t0, Reg 
 {
 	/* magnitude: prmt selects byte (code & 7) of {t0, t1} per nibble of
 	 * the selector's low 16 bits; a nibble's bit 3 would replicate a sign,
-	 * so it is masked off */
+	 * so it is masked off (PTX ISA, "prmt") */
 	emitf(e, "\tand.b32 %s, %s, 0x77777777;\n", w->sel.s, x.s);
 	emitf(e, "\tprmt.b32 %s, %s, %s, %s;\n\tshr.u32 %s, %s, 16;\n", lo.s, t0.s, t1.s, w->sel.s, w->sel.s,
 	      w->sel.s);
 	emitf(e, "\tprmt.b32 %s, %s, %s, %s;\n", hi.s, t0.s, t1.s, w->sel.s);
-	/* sign: bit 3 of each nibble -> 4 or 0, a byte of 0x80808080 or of 0 */
-	emitf(e, "\tshr.u32 %s, %s, 1;\n\tand.b32 %s, %s, 0x44444444;\n", w->sg.s, x.s, w->sg.s, w->sg.s);
-	emitf(e, "\tprmt.b32 %s, %s, %s, %s;\n\tor.b32 %s, %s, %s;\n", w->t.s, w->zero.s, w->sign.s, w->sg.s,
-	      lo.s, lo.s, w->t.s);
-	emitf(e, "\tshr.u32 %s, %s, 16;\n", w->sg.s, w->sg.s);
-	emitf(e, "\tprmt.b32 %s, %s, %s, %s;\n\tor.b32 %s, %s, %s;\n", w->t.s, w->zero.s, w->sign.s, w->sg.s,
-	      hi.s, hi.s, w->t.s);
+	/* sign: code j's bit 3 is the msb of byte j/2 of x << 4 (j even) or of
+	 * x (j odd); prmt's replicate mode (selector bit 3) turns that msb into
+	 * a byte of 0xff or 0, and lop3 0xf8 (a | b & c) keeps its bit 7.
+	 * Selectors: bytes {a0, b0, a1, b1} = 0xD9C8 for codes 0..3 with
+	 * a = x << 4, b = x; {a2, b2, a3, b3} = 0xFBEA for codes 4..7. */
+	emitf(e, "\tshl.b32 %s, %s, 4;\n", w->sg.s, x.s);
+	emitf(e, "\tprmt.b32 %s, %s, %s, 0xD9C8;\n\tlop3.b32 %s, %s, %s, 0x80808080, 0xf8;\n", w->t.s, w->sg.s,
+	      x.s, lo.s, lo.s, w->t.s);
+	emitf(e, "\tprmt.b32 %s, %s, %s, 0xFBEA;\n\tlop3.b32 %s, %s, %s, 0x80808080, 0xf8;\n", w->t.s, w->sg.s,
+	      x.s, hi.s, hi.s, w->t.s);
 }

@@ -49,10 +49,9 @@ int w4a8_lut(int d, uint32_t out[2]);
 
 /* PTX building blocks of the expansion (the one place it is emitted). */
 typedef struct W4a8Regs {
-	Reg zero, sign; /* 0 and 0x80808080, for the sign bytes */
 	Reg sel, sg, t; /* scratch */
 } W4a8Regs;
-/* Declares the registers and sets the two constants. */
+/* Declares the registers. */
 void w4a8_emit_init(Emit *e, W4a8Regs *w);
 /* One thread writes the W4A8_NLUT tables of w4a8_lut, d = W4A8_DZERO..
  * W4A8_DMAX, 8 bytes each, to shared address `at` (16-byte aligned). */

@@ -147,12 +147,12 @@ gemm(const GemmCfg *g, Estimate *e)
 	snprintf(e->tile, sizeof e->tile, "K tile of %d (a %dx%d output tile)", g->tk, g->tm, g->tn);
 	if (g->w4a8) {
 		/* W4A8 (gen/sm90/gemm_w4a8.c): per consumer thread and K block
-		 * about 50 instructions of folding, 8 x 19 of table lookup, FP4
+		 * about 50 instructions of folding, 8 x 17 of table lookup, FP4
 		 * loads and expansion, 30 of wgmma issue, scale prefetch and ring
 		 * (counted in the emitted PTX), and the promotion's tile-m/2
 		 * FMAs; the stage is tile-m x 128 token bytes, tile-n x 64 FP4
 		 * bytes and tile-n x 4 exponent bytes */
-		double issue = 50 + 8 * 19 + 30 + tm / 2, bytes = tm * tk + tn * (tk / 2 + tk / 32);
+		double issue = 50 + 8 * 17 + 30 + tm / 2, bytes = tm * tk + tn * (tk / 2 + tk / 32);
 		est_unit(e, "tensor core", mma);
 		est_unit(e, "tokens + FP4 weights from L2", bytes / H100_L2_B_CLK);
 		est_unit(e, "instruction issue", c * 128 * issue / H100_ISSUE_CLK);
