@@ -6,7 +6,7 @@ int32 [E]). Scales as kgen.fp8_gemm's (_fp8gemm), B's per expert."""
 
 from . import _cache
 from ._check import INT32_MAX
-from ._fp8gemm import KBLOCK, MOE_TILES, SWIGLU_TILES, Gemm, tmap
+from ._fp8gemm import KBLOCK, MASKED_WIDE_M, MASKED_WIDE_TILES, MOE_TILES, SWIGLU_TILES, Gemm, tmap
 
 # the FP8 SwiGLU output's kernels (emitted/configs.txt)
 FP8_OUT_TILES = {"sm_90a": ("--tile-m", "64", "--tile-n", "256", "--tile-k", "128", "--stages", "4"),
@@ -124,6 +124,8 @@ def plan(a, sa, b, sb, offsets=None, counts=None, swiglu=False, swiglu_limit=10.
         c.limit = limit
     if od == "e4m3":
         c.args = args + FP8_OUT_TILES[t]
+    elif t == "sm_90a" and masked and m > MASKED_WIDE_M:
+        c.args = args + MASKED_WIDE_TILES
     else:
         c.args = args + (SWIGLU_TILES if swiglu else MOE_TILES)[(t, lay)]
     c.scale = scale
