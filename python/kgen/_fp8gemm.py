@@ -24,6 +24,8 @@ from ._tensors import View, empty, is_torch, torch_module
 KBLOCK = 128  # docs/ABI.md "gemm": K elements per scale block (//@shape kblock)
 E4M3 = {"e4m3": "float8_e4m3fn", "u8": "uint8 (E4M3 codes)"}
 UE8M0 = {"ue8m0": "float8_e8m0fnu", "u8": "uint8 (UE8M0 exponents)"}
+FP4 = {"e2m1x2": "float4_e2m1fn_x2", "u8": "uint8 (two E2M1 codes a byte, the even K in the low "
+       "nibble)"}
 F32 = {"f32": "float32"}
 OUT = {"bf16": "bf16", "bfloat16": "bf16", "f32": "f32", "float32": "f32",
        "e4m3": "e4m3", "float8_e4m3fn": "e4m3"}
@@ -120,6 +122,34 @@ class Gemm:
         if v.ptr % 16:
             r.fail(ValueError, name + ".data_ptr()", hex(v.ptr), "must be 16-byte aligned")
         return v
+
+    def fp4_operand(self, name, x, like):
+        """FP4 weights [E, N, K/2] (docs/ABI.md "W4A8 weights"), checked as
+        operand() checks E4M3 ones; the byte rules of the targets' tensor
+        maps (16-byte rows and base; 32 for sm_100a) come with the target."""
+        r = self.r
+        v = r.view(name, x, FP4, 3, "[E, N, K/2]", like=like)
+        if v.strides[-1] != 1 and v.shape[-1] > 1:
+            r.fail(ValueError, name + ".stride()", list(v.strides), "K must be contiguous "
+                   "(stride 1)")
+        if v.shape[0] > 1 and v.strides[0] != v.shape[1] * v.strides[1]:
+            r.fail(ValueError, name + ".stride()", list(v.strides), "the experts' rows are one "
+                   "tensor map: the expert stride must be rows x the row stride; pass "
+                   ".contiguous()")
+        return v
+
+    def fp4_align(self, v, t):
+        """The tensor-map byte rules of FP4 weights on target t (row
+        stride, and on the GPU the base address)."""
+        unit = 32 if t == "sm_100a" else 16
+        if v.shape[-2] > 1 and v.strides[-2] % unit:
+            self.r.fail(ValueError, v.name + ".stride()", list(v.strides), "the row stride is %d "
+                        "bytes; %s's tensor map of FP4 weights needs multiples of %d"
+                        % (v.strides[-2], t, unit))
+        # (the emulator takes a copy of CPU data, aligned as it needs)
+        if v.device == "cuda" and v.ptr % unit:
+            self.r.fail(ValueError, v.name + ".data_ptr()", hex(v.ptr), "must be %d-byte aligned "
+                        "(%s's tensor map of FP4 weights)" % (unit, t))
 
     def k_rule(self, name, k):
         if k < KBLOCK or k % KBLOCK:
@@ -220,6 +250,14 @@ def tmap(dev, v, rows, k):
     """The tensor-map value of a K-major E4M3 operand View (rows x K)."""
     rs = v.strides[-2] if (dev.kind != "emu" and rows > 1) else k
     return Map(v.x, (k, rows), (1, rs))
+
+
+def fp4_tmap(dev, v, rows, k, w4a8):
+    """The tensor-map value of FP4 weights [.., rows, K/2] (a View): bytes
+    for the sm_90a W4A8 kernel (u8, K/2 of them a row), values for sm_100a
+    (e2m1p: K a row, docs/ABI.md "Tensor map encoding"); strides in bytes."""
+    rs = v.strides[-2] if (dev.kind != "emu" and rows > 1) else k // 2
+    return Map(v.x, (k // 2 if w4a8 else k, rows), (1, rs))
 
 
 G = Gemm("kgen.fp8_gemm")

@@ -6,7 +6,8 @@ int32 [E]). Scales as kgen.fp8_gemm's (_fp8gemm), B's per expert."""
 
 from . import _cache
 from ._check import INT32_MAX
-from ._fp8gemm import KBLOCK, MASKED_WIDE_M, MASKED_WIDE_TILES, MOE_TILES, SWIGLU_TILES, Gemm, tmap
+from ._fp8gemm import (KBLOCK, MASKED_WIDE_M, MASKED_WIDE_TILES, MOE_TILES, SWIGLU_TILES, UE8M0,
+                       Gemm, _bytes_u8, fp4_tmap, tmap)
 
 # the FP8 SwiGLU output's kernels (emitted/configs.txt)
 FP8_OUT_TILES = {"sm_90a": ("--tile-m", "64", "--tile-n", "256", "--tile-k", "128", "--stages", "4"),
@@ -16,6 +17,29 @@ from ._tensors import View, empty, is_torch
 
 G = Gemm("kgen.moe_gemm")
 NMULT_SWIGLU = 256  # docs/ABI.md "SwiGLU epilogue": N a multiple of 256 (//@shape nmult)
+# the sm_90a W4A8 kernels (emitted/configs.txt): 8 tokens a tile for slabs of up to 8, else 16,
+# and 256 weight rows (four consumer warpgroups; BENCHMARKS.md, "W4A8")
+W4A8_TILES = ("--tile-n", "256", "--tile-k", "128", "--stages", "8")
+
+
+def _fp4_weights(b, av):
+    """Whether b holds FP4 weights [E, N, K/2] (docs/ABI.md "W4A8 weights"):
+    float4_e2m1fn_x2, or uint8 whose rows are half of a's K (uint8 rows of
+    a's K are E4M3 codes)."""
+    bv = View("b", b)
+    if bv.dtype == "e2m1x2":
+        return True
+    return bv.dtype == "u8" and len(bv.shape) == 3 and 2 * bv.shape[-1] == av.shape[-1]
+
+
+def _w4a8_sb(sb, av, e, n, k):
+    """The W4A8 weights' UE8M0 exponents [E, N, K/32] (one per 32 of K of
+    every weight row), read in place: the kernel's SB [E·N, K/32]."""
+    v = G.r.view("sb", sb, UE8M0, 3, "[E, N, K/32] (FP4 weights: one UE8M0 per 32 of K)",
+                 like=av)
+    G.r.shape(v, (e, n, k // 32), "[E, N, K/32]")
+    G.r.dense(v, 4)
+    return _bytes_u8(sb)
 
 
 def _table(name, x, av, n, rows):
@@ -61,8 +85,9 @@ def plan(a, sa, b, sb, offsets=None, counts=None, swiglu=False, swiglu_limit=10.
                "and counts (masked layout, int32 [E])")
     masked = counts is not None
     av = G.operand("a", a, "M", ndim=3 if masked else 2)
-    bv = G.operand("b", b, "N", like=av, ndim=3)
-    e, n, k = bv.shape
+    fp4 = _fp4_weights(b, av)
+    bv = G.fp4_operand("b", b, av) if fp4 else G.operand("b", b, "N", like=av, ndim=3)
+    e, n, k = bv.shape[0], bv.shape[1], bv.shape[2] * (2 if fp4 else 1)
     if masked:
         if av.shape[0] != e:
             r.fail(ValueError, "a.shape", list(av.shape), "masked a is [E, M, K], E = b's "
@@ -71,7 +96,8 @@ def plan(a, sa, b, sb, offsets=None, counts=None, swiglu=False, swiglu_limit=10.
     else:
         m = av.shape[0]
     if av.shape[-1] != k:
-        r.fail(ValueError, "b.shape", list(bv.shape), "b's K must be a's, %d" % av.shape[-1])
+        r.fail(ValueError, "b.shape", list(bv.shape), "b's K must be a's, %d (FP4 weights: K/2 "
+               "bytes a row)" % av.shape[-1])
     G.k_rule("a.shape[-1]", k)
     if e < 1:
         r.fail(ValueError, "b.shape[0]", e, "at least one expert")
@@ -89,12 +115,21 @@ def plan(a, sa, b, sb, offsets=None, counts=None, swiglu=False, swiglu_limit=10.
     kb = k // KBLOCK
     c = Call()
     c.dev, t = G.device(av, tgt, target, sa)
+    if fp4:
+        G.fp4_align(bv, t)
+        if swiglu and t == "sm_90a":
+            r.fail(ValueError, "swiglu", True, "the sm_90a W4A8 kernel (FP4 b, float32 sa) has "
+                   "no SwiGLU epilogue yet: run it without and apply the activation after")
     od = G.out_dtype(out_dtype, ("bf16", "e4m3") if swiglu else ("bf16", "f32"))
     nout = n // 2 if swiglu else n
     oshape = (e, m, nout) if masked else (m, nout)
     G.out(out, av, oshape, od)
     lay = "masked" if masked else "contiguous"
-    args = ("--target", t, "--dtype", "e4m3", "--scale", scale, "--out-dtype", od)
+    w4a8 = fp4 and scale == "block128"
+    args = ("--target", t, "--dtype", "e4m3", "--scale", "w4a8" if w4a8 else scale,
+            "--out-dtype", od)
+    if fp4 and not w4a8:
+        args += ("--dtype-b", "e2m1")
     if scale == "block128":
         if masked:
             sv = View("sa", sa)
@@ -103,8 +138,11 @@ def plan(a, sa, b, sb, offsets=None, counts=None, swiglu=False, swiglu_limit=10.
                        % [e, m, kb])
             sa = sa.reshape(e * m, sv.shape[2])
         c.sa = G.block_sa(sa, av, rows, kb)
-        c.sb, sbt = G.block_sb(sb, av, -(-n // 128), kb, experts=e)
-        args += ("--scale-b", sbt)
+        if w4a8:
+            c.sb = _w4a8_sb(sb, av, e, n, k)
+        else:
+            c.sb, sbt = G.block_sb(sb, av, -(-n // 128), kb, experts=e)
+            args += ("--scale-b", sbt)
     else:
         if masked:
             c.sa = G.mx_sf("sa", sa, av, m, kb, slabs=e)
@@ -122,13 +160,15 @@ def plan(a, sa, b, sb, offsets=None, counts=None, swiglu=False, swiglu_limit=10.
             r.fail(ValueError, "swiglu_limit", repr(swiglu_limit), "a positive number (the "
                    "clamp of the gate from above and the up value on both sides)")
         c.limit = limit
-    if od == "e4m3":
+    if w4a8:
+        c.args = args + (("--tile-m", "8" if masked and m <= 8 else "16") + W4A8_TILES)
+    elif od == "e4m3":
         c.args = args + FP8_OUT_TILES[t]
     elif t == "sm_90a" and masked and m > MASKED_WIDE_M:
         c.args = args + MASKED_WIDE_TILES
     else:
         c.args = args + (SWIGLU_TILES if swiglu else MOE_TILES)[(t, lay)]
-    c.scale = scale
+    c.scale, c.fp4 = scale, fp4
     c.av, c.bv, c.tv, c.masked, c.swiglu = av, bv, tv, masked, swiglu
     c.e, c.m, c.n, c.k, c.rows, c.od, c.oshape, c.out = e, m, n, k, rows, od, oshape, out
     return c
@@ -168,7 +208,9 @@ def run(c):
         else:
             out.fill(0)
     mod = _cache.module(c.dev, "gemm", c.args)
-    vals = {"A": tmap(c.dev, c.av, c.rows, c.k), "B": tmap(c.dev, c.bv, c.e * c.n, c.k),
+    bmap = fp4_tmap(c.dev, c.bv, c.e * c.n, c.k, c.scale == "block128") if c.fp4 else \
+        tmap(c.dev, c.bv, c.e * c.n, c.k)
+    vals = {"A": tmap(c.dev, c.av, c.rows, c.k), "B": bmap,
             "C": Out(out, keep=True), "SA": In(c.sa), "SB": In(c.sb),
             "offsets": In(c.tv.x), "counts": In(c.tv.x),
             "M": c.m, "N": c.n, "K": c.k, "E": c.e}

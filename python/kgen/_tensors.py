@@ -35,6 +35,9 @@ def _torch_dtypes(torch):
         e8m0 = getattr(torch, "float8_e8m0fnu", None)
         if e8m0 is not None:
             _TORCH_DT[e8m0] = "ue8m0"
+        fp4x2 = getattr(torch, "float4_e2m1fn_x2", None)
+        if fp4x2 is not None:
+            _TORCH_DT[fp4x2] = "e2m1x2"
     return _TORCH_DT
 
 

@@ -201,6 +201,32 @@ def mx_gemm(a, b, fa, fb):
     return av @ bv.T, np.abs(av) @ np.abs(bv).T
 
 
+def fp4_weights(w, sw):
+    """FP4 weights w uint8 [N, K/2] (two E2M1 codes a byte, K index 2j in
+    byte j's low nibble) with UE8M0 exponents sw [N, K/32]: float64 [N, K]."""
+    v = np.empty((w.shape[0], 2 * w.shape[1]))
+    v[:, 0::2], v[:, 1::2] = E2M1[w & 15], E2M1[w >> 4]
+    return v * np.repeat(2.0 ** (sw.astype(np.int64) - 127), 32, axis=1)
+
+
+def fp4_gemm(a, w, sw, sa):
+    """E4M3 codes a [M, K] times FP4 weights (w, sw as fp4_weights'): sa
+    float [M, K/128] (one scale per 1 x 128) or uint8 UE8M0 [M, K/32]
+    (MXFP8 factors): (C, bound) float64 [M, N] as block_gemm's."""
+    wv = fp4_weights(w, sw)
+    if sa.dtype == np.uint8:
+        av = E4M3[a] * np.repeat(2.0 ** (sa.astype(np.int64) - 127), 32, axis=1)
+        return av @ wv.T, np.abs(av) @ np.abs(wv).T
+    av = E4M3[a]
+    c = np.zeros((a.shape[0], w.shape[0]))
+    bound = np.zeros_like(c)
+    for j in range(a.shape[1] // 128):
+        s, sc = slice(128 * j, 128 * j + 128), np.asarray(sa, np.float64)[:, j][:, None]
+        c += sc * (av[:, s] @ wv[:, s].T)
+        bound += np.abs(sc) * (np.abs(av[:, s]) @ np.abs(wv[:, s]).T)
+    return c, bound
+
+
 def swiglu(p, bound, limit):
     """The SwiGLU epilogue of p [rows, N] (gate half, then up half) and
     its error bound from the product's: (out [rows, N/2], tol)."""

@@ -388,6 +388,18 @@ def test_moe_gemm_rules():
             swiglu=True, swiglu_limit=0, fn=f)
     refused(ValueError, r"sb\.shape=\[2, 2\]: want \[E, N/128, K/128\]", A8, SA,
             b, sb[0], offsets=off, fn=f)
+    # FP4 weights [E, N, K/2] (uint8 rows of half a's K)
+    w4, s4 = np.zeros((2, 256, 128), np.uint8), np.zeros((2, 256, 8), np.uint8)
+    refused(ValueError, r"b\.shape=\[2, 256, 96\]: b's K must be a's, 256 \(FP4 weights: K/2",
+            A8, SA, np.zeros((2, 256, 96), np.uint8), s4, offsets=off, fn=f)
+    refused(ValueError, r"sb\.shape=\[2, 256, 4\]: want \[E, N, K/32\] = \[2, 256, 8\]", A8, SA,
+            w4, s4[:, :, :4].copy(), offsets=off, fn=f)
+    refused(TypeError, r"sb\.dtype=f32: must be float8_e8m0fnu or uint8", A8, SA, w4,
+            s4.astype(np.float32), offsets=off, fn=f)
+    refused(ValueError, r"swiglu=True: the sm_90a W4A8 kernel .* has no SwiGLU epilogue", A8,
+            SA, w4, s4, offsets=off, swiglu=True, fn=f)
+    refused(ValueError, r"b\.stride\(\)=\[\d+, 136, 1\]: the row stride is 136 bytes; sm_90a's tensor map",
+            A8, SA, np.zeros((2, 256, 136), np.uint8)[:, :, :128], s4, offsets=off, fn=f)
 
 
 # ---- indexer ---------------------------------------------------------------------

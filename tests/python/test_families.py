@@ -179,6 +179,38 @@ def test_moe_gemm(rng, mx, masked, swiglu):
     assert (got[~mine] == 0).all(), "a row no expert owns was written"
 
 
+@pytest.mark.parametrize("masked,m", [(False, 40), (True, 6), (True, 12)],
+                         ids=["contiguous", "masked-8", "masked-16"])
+@pytest.mark.parametrize("mx", [False, True], ids=["w4a8", "mx32"])
+def test_moe_gemm_fp4(rng, mx, masked, m):
+    """FP4 expert weights (docs/ABI.md "W4A8 weights"): the sm_90a W4A8
+    kernel (float32 sa; 8 tokens a tile for slabs of up to 8, else 16) and
+    the sm_100a E4M3 x E2M1 one (UE8M0 sa), on the emulator."""
+    e, n, k = 3, 256, 256
+    a = ref.e4m3_codes(rng, *((e, m, k) if masked else (m, k)))
+    w = rng.integers(0, 256, (e, n, k // 2), dtype=np.uint8)
+    sw = rng.integers(118, 126, (e, n, k // 32), dtype=np.uint8)  # spans under 14: exact
+    if mx:
+        sa = rng.integers(118, 124, a.shape[:-1] + (k // 32,), dtype=np.uint8)
+    else:
+        sa = rng.uniform(2.0 ** -10, 2.0 ** -6, a.shape[:-1] + (k // 128,)).astype(np.float32)
+    if masked:
+        table = dict(counts=np.array([m - 1, 0, m], np.int32))
+        owned = [(x, slice(0, c)) for x, c in enumerate(table["counts"])]
+    else:
+        table = dict(offsets=np.array([3, 20, 20, 37], np.int32))
+        o = table["offsets"]
+        owned = [(slice(o[x], o[x + 1]),) for x in range(e)]
+    c = kgen.moe_gemm(a, sa, w, sw, **table)
+    got = bf16(c)
+    mine = np.zeros(got.shape, bool)
+    for x, rows in enumerate(owned):
+        p, bound = ref.fp4_gemm(a[rows], w[x], sw[x], sa[rows])
+        within(got[rows], p, ref.WGMMA_FP8_BOUND * bound)
+        mine[rows] = True
+    assert (got[~mine] == 0).all(), "a row no expert owns was written"
+
+
 # ---- indexer -------------------------------------------------------------------
 
 def indexer_case(rng, b, sq, h, ps, pages, mp, lens, per=132):

@@ -170,6 +170,45 @@ def test_moe_gemm_block128_gpu(gen, masked, swiglu):
     assert (got[~mine] == 0).all()
 
 
+@gpu
+@pytest.mark.parametrize("masked,m", [(False, 300), (True, 7), (True, 16)],
+                         ids=["contiguous", "masked-8", "masked-16"])
+def test_moe_gemm_w4a8_gpu(gen, masked, m):
+    """FP4 expert weights on the sm_90a W4A8 kernel: torch's packed FP4
+    dtype where it has one, UE8M0 exponents as float8_e8m0fnu."""
+    rng = np.random.default_rng(int(torch.randint(0, 1 << 30, (1,), generator=gen)))
+    e, n, k = 4, 384, 512
+    a = ref.e4m3_codes(rng, *((e, m, k) if masked else (m, k)))
+    w = rng.integers(0, 256, (e, n, k // 2), dtype=np.uint8)
+    sw = rng.integers(118, 126, (e, n, k // 32), dtype=np.uint8)
+    sa = rng.uniform(2.0 ** -10, 2.0 ** -6, a.shape[:-1] + (k // 128,)).astype(np.float32)
+    if masked:
+        counts = np.array([1, 0, m, m - 2], np.int32)
+        table = dict(counts=torch.from_numpy(counts).cuda())
+        owned = [(x, slice(0, c)) for x, c in enumerate(counts)]
+    else:
+        offs = np.array([0, 1, 1, 170, 290], np.int32)
+        table = dict(offsets=torch.from_numpy(offs).cuda())
+        owned = [(slice(offs[x], offs[x + 1]),) for x in range(e)]
+    wt = torch.from_numpy(w).cuda()
+    if hasattr(torch, "float4_e2m1fn_x2"):
+        wt = wt.view(torch.float4_e2m1fn_x2)
+    swt = torch.from_numpy(sw).cuda()
+    if hasattr(torch, "float8_e8m0fnu"):
+        swt = swt.view(torch.float8_e8m0fnu)
+    args = (fp8(a, "cuda"), torch.from_numpy(sa).cuda(), wt, swt)
+    c = kgen.moe_gemm(*args, **table)
+    f = torch.compile(lambda *t: kgen.moe_gemm(*t, **table), fullgraph=True)
+    assert torch.equal(c, f(*args))
+    got = f64(c)
+    mine = np.zeros(got.shape, bool)
+    for x, rows in enumerate(owned):
+        p, bound = ref.fp4_gemm(a[rows], w[x], sw[x], sa[rows])
+        within(got[rows], p, ref.WGMMA_FP8_BOUND * bound)
+        mine[rows] = True
+    assert (got[~mine] == 0).all()
+
+
 # ---- indexer -------------------------------------------------------------------
 
 @pytest.mark.parametrize("device,score,per", [("cpu", "fma", 132),
