@@ -40,7 +40,7 @@ MOE_TILES = {
     ("sm_100a", "contiguous"): ("--tile-n", "256", "--tile-k", "128", "--stages", "4"),
 }
 # sm_90a masked slabs of more than 64 rows: two consumer warpgroups of 64 rows read each weight
-# tile once for 128 tokens (BENCHMARKS.md, "Masked slabs of 128 rows"); at 64 rows or fewer the
+# tile once for 128 tokens (BENCHMARKS.md, "Wider tiles"); at 64 rows or fewer the
 # second warpgroup would only multiply rows past the slab
 MASKED_WIDE_M = 64
 MASKED_WIDE_TILES = ("--tile-m", "128", "--tile-n", "128", "--tile-k", "128", "--stages", "6")
