@@ -142,9 +142,9 @@ gemm_configure(GemmCfg *g, const GemmParams *p, KgErr *err)
 	if (g->w4a8 && !g->moe)
 		return kg_fail(err, "--scale=w4a8 with --moe=none: the W4A8 kernel is the experts' decode "
 		               "GEMM; add --moe masked or contiguous (one dense matrix is E = 1)");
-	if (g->w4a8 && g->swiglu)
-		return kg_fail(err, "--epilogue=swiglu with --scale=w4a8: the W4A8 kernel writes C "
-		               "without an epilogue; use --epilogue none");
+	if (g->w4a8 && g->out == DT_E4M3)
+		return kg_fail(err, "--out-dtype=e4m3 with --scale=w4a8: the W4A8 kernel writes bf16 or f32 "
+		               "C, its SwiGLU output included");
 
 	const char *sname = g->w4a8 ? "w4a8" : g->sblock ? "block128" : p->scale == GS_NV16 ? "nv16" : "mx32";
 
@@ -202,7 +202,7 @@ gemm_configure(GemmCfg *g, const GemmParams *p, KgErr *err)
 	if (g->sblock && g->tk != g->sblock)
 		return kg_fail(err, "--tile-k=%d with --scale=%s: tile-k must be the scale block, "
 		               "128", g->tk, g->w4a8 ? "w4a8" : "block128");
-	if (g->sblock && g->swiglu && g->sblock % (g->tn / 2))
+	if (g->sblock && g->swiglu && !g->w4a8 && g->sblock % (g->tn / 2))
 		return kg_fail(err, "--tile-n=%d with --epilogue=swiglu: tile-n/2 must divide 128 (each half "
 		               "of the tile, gate and up, shares one B scale per K block)", g->tn);
 	/* FP8 out: the scales the down GEMM reads as its SA: mx32's factor
@@ -496,7 +496,7 @@ gemm_emit_producer(Emit *e, const GemmCfg *g, const GemmRegs *r, KgErr *err)
 			return -1;
 		if (g->swiglu && !g->split) {
 			/* the up half: B rows N/2 + n0.., tile rows tn/2.. */
-			Reg du = reg_new(e, RC_B32), cu[2] = {kx, nbu};
+			Reg du = reg_new(e, RC_B32), cu[2] = {cb[0], nbu};
 			emitf(e, "\tadd.u32 %s, %s, %u;\n", du.s, bdst.s,
 			      layout_offset(&g->lb, g->tn / 2, j * g->span * 8 / g->ebits));
 			if (op_tma_load_group(e, err, du, r->tmap_b, cu, 2, full, 1) < 0)

@@ -595,7 +595,7 @@ moe_compare(CheckCase *c, CheckResult *res, KrtErr *err)
 	const float *sbs = sbf ? sbf : sb->host;
 	/* sm_90a SwiGLU: |A|, |B| and their scales give each g and u its Σ |a·b|
 	 * for the FP8 wgmma's error bound (moe_swiglu_slack) */
-	int wg = sw && !mx;
+	int wg = sw && !mx && !wbs;
 	uint8_t *aa = NULL, *ab = NULL;
 	float *asa = NULL, *asb = NULL;
 	double *sref = NULL;
@@ -654,7 +654,8 @@ moe_compare(CheckCase *c, CheckResult *res, KrtErr *err)
 				                      sbe, (uint32_t)R, (uint32_t)N, (uint32_t)K, rows, n, ref);
 				gemm_w4a8_bs_ref_rows(aa, asa, ab + (uint64_t)e * N * K / 2, sbe, (uint32_t)R, (uint32_t)N,
 				                      (uint32_t)K, rows, n, sref);
-				for (uint64_t i = 0; i < (uint64_t)n * N; i++)
+				/* with swiglu moe_swiglu_slack takes the sums as they are */
+				for (uint64_t i = 0; !sw && i < (uint64_t)n * N; i++)
 					sref[i] *= GEMM_WGMMA_FP8_BOUND;
 			} else if (fp4) {
 				/* masked: a slab's rows and SA images are its own */
@@ -692,17 +693,15 @@ moe_compare(CheckCase *c, CheckResult *res, KrtErr *err)
 			}
 			for (uint32_t i = 0; i < n; i++) {
 				double *x = ref + (size_t)i * N;
-				double *slack = wg ? sref + (size_t)i * N : NULL;
-				if (wg)
+				double *slack = wg || wbs ? sref + (size_t)i * N : NULL;
+				if (sw && slack)
 					moe_swiglu_slack(x, slack, N);
 				if (sw)
 					moe_swiglu_row(x, N);
 				if (fp8)
 					moe_compare_fp8(c, cb, cs, rows[i], e, N >> 1, x, slack, res);
-				else if (wbs)
-					moe_compare_slack(c, cb, rows[i], N, x, sref + (size_t)i * N, res);
-				else if (wg)
-					moe_compare_slack(c, cb, rows[i], N >> 1, x, slack, res);
+				else if (wbs || wg)
+					moe_compare_slack(c, cb, rows[i], N >> sw, x, slack, res);
 				else
 					gemm_compare_row(c, cb, rows[i], N >> sw, x, res);
 			}

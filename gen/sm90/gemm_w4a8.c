@@ -67,8 +67,9 @@ sm90_w4a8_setup(Emit *e, const GemmCfg *g, const GemmRegs *r, KgErr *err)
 
 /* One consumer thread's fixed addresses and per-row state. */
 typedef struct W4a8Thread {
-	Reg row0;        /* its first weight row in the tile: 64w + 16(warp%4) + lane/4 */
-	Reg fp4[2];      /* smem offset in a B stage of its K bytes of rows row0, row0+8 */
+	Reg row0;        /* its first fragment row: 64w + 16(warp%4) + lane/4 */
+	Reg gate;        /* swiglu: the gate/up pair its rows row0, row0+8 hold, 32w + 8(warp%4) + lane/4 */
+	Reg fp4[2];      /* smem offset in a B stage of the K bytes of its fragment rows row0, row0+8 */
 	Reg xo[4];       /* the swizzled offset of 32-K step c inside a row: (16c) ^ key */
 	Reg psb[2];      /* &SB[row][4kt] of its two rows */
 	Reg psa[4];      /* &SA[kt][token] of its tokens (tile-m/4 of them) */
@@ -116,6 +117,19 @@ emit_thread_setup(Emit *e, const GemmCfg *g, const GemmRegs *r, Reg wgc, W4a8Thr
 	emit_block(e, "sm90.w4a8_thread");
 	th->row0 = reg_new(e, RC_B32);
 	sm90_acc_row0(e, th->row0, wgc, r->warp, r->lane, t);
+	/* which tile rows the fragment rows hold: rows row0 and row0 + 8, or
+	 * with swiglu gate row g and up row tile-n/2 + g (B's gate box, then
+	 * its up box: gen/gemm.c's producer), g = row0/16·8 + row0%8, so that
+	 * one thread's accumulators hold both of each of its outputs (A comes
+	 * from registers: any weight row can be any fragment row) */
+	Reg trow = th->row0;
+	int hrow = 8;
+	if (g->swiglu) {
+		th->gate = trow = reg_new(e, RC_B32);
+		hrow = g->tn / 2;
+		emitf(e, "\tshr.u32 %s, %s, 4;\n\tand.b32 %s, %s, 7;\n\tmad.lo.u32 %s, %s, 8, %s;\n", trow.s,
+		      th->row0.s, u.s, th->row0.s, trow.s, trow.s, u.s);
+	}
 	/* the 8-bit A fragment (docs/hardware.md, "wgmma A fragment"): register
 	 * i byte 0 holds K 4(lane%4) + 16(i/2) of row row0 + 8(i%2): FP4 bytes
 	 * 2(lane%4) and 8 + 2(lane%4) of the row's 16 per 32-K step (the lane's
@@ -124,26 +138,31 @@ emit_thread_setup(Emit *e, const GemmCfg *g, const GemmRegs *r, Reg wgc, W4a8Thr
 	emitf(e, "\tand.b32 %s, %s, 3;\n\tshl.b32 %s, %s, %d;\n", u.s, r->lane.s, u.s, u.s, log2_ceil(k / 2));
 	/* 64B swizzle (docs/hardware.md, "TMA swizzle"): the row's address
 	 * bits swizzle_mask move down by 3 onto the 16-byte chunk index; a B
-	 * stage is a whole number of swizzle periods, rows row0 and row0 + 8
-	 * share the bits */
-	emitf(e, "\tshl.b32 %s, %s, %d;\n", t.s, th->row0.s, 6);
+	 * stage is a whole number of swizzle periods, the thread's two rows
+	 * (8 or tile-n/2 apart) share the bits */
+	emitf(e, "\tshl.b32 %s, %s, %d;\n", t.s, trow.s, 6);
 	emitf(e, "\tand.b32 %s, %s, 0x%x;\n\tshr.u32 %s, %s, 3;\n", key.s, t.s, swizzle_mask(SWZ_64B), key.s,
 	      key.s);
 	for (int h = 0; h < 2; h++) {
 		th->fp4[h] = reg_new(e, RC_B32);
 		emitf(e, "\tadd.u32 %s, %s, %u;\n\tadd.u32 %s, %s, %s;\n", th->fp4[h].s, t.s,
-		      layout_offset(&g->lb, 8 * h, 0), th->fp4[h].s, th->fp4[h].s, u.s);
+		      layout_offset(&g->lb, hrow * h, 0), th->fp4[h].s, th->fp4[h].s, u.s);
 	}
 	for (int c = 0; c < 4; c++) {
 		th->xo[c] = reg_new(e, RC_B32);
 		emitf(e, "\txor.b32 %s, %s, %d;\n", th->xo[c].s, key.s, 16 * c);
 	}
 	/* SB rows of this expert (nb - n0 + n), n clamped to N-1: rows past N
-	 * are never stored */
+	 * are never stored; with swiglu n0 is C's column, the rows n0 + g and
+	 * N/2 + n0 + g */
 	emitf(e, "\tsub.u32 %s, %s, 1;\n\tshr.u32 %s, %s, 5;\n", last.s, r->N.s, u.s, r->K.s);
 	for (int h = 0; h < 2; h++) {
 		th->psb[h] = reg_new(e, RC_B64);
-		emitf(e, "\tadd.u32 %s, %s, %s;\n\tadd.u32 %s, %s, %d;\n", t.s, r->n0.s, th->row0.s, t.s, t.s, 8 * h);
+		emitf(e, "\tadd.u32 %s, %s, %s;\n", t.s, r->n0.s, trow.s);
+		if (!g->swiglu)
+			emitf(e, "\tadd.u32 %s, %s, %d;\n", t.s, t.s, 8 * h);
+		else if (h)
+			emitf(e, "\tshr.u32 %s, %s, 1;\n\tadd.u32 %s, %s, %s;\n", col.s, r->N.s, t.s, t.s, col.s);
 		emitf(e, "\tmin.u32 %s, %s, %s;\n\tadd.u32 %s, %s, %s;\n\tsub.u32 %s, %s, %s;\n", t.s, t.s, last.s,
 		      t.s, t.s, r->nb.s, t.s, t.s, r->n0.s);
 		emitf(e, "\tmul.wide.u32 %s, %s, %s;\n\tadd.u64 %s, %s, %s;\n", w.s, t.s, u.s, th->psb[h].s, r->sb.s,
@@ -164,30 +183,51 @@ emit_thread_setup(Emit *e, const GemmCfg *g, const GemmRegs *r, Reg wgc, W4a8Thr
 }
 
 /* C[token][weight row] from the accumulator D^T: tokens m0 + col inside
- * the expert's rows [mlo, mhi), weight rows n0 + row < N. */
+ * the expert's rows [mlo, mhi), weight rows n0 + row < N; with swiglu
+ * C[token][n0 + g] = silu(min(gate, L))·clamp(up, -L, L) of the thread's
+ * gate and up rows (emit_thread_setup) for n0 + g < N/2, C rows of N/2
+ * (docs/ABI.md, "SwiGLU epilogue"). */
 static void
 emit_store(Emit *e, const GemmCfg *g, const GemmRegs *r, const W4a8Thread *th, const Reg *acc)
 {
 	Reg col = reg_new(e, RC_B32), n = reg_new(e, RC_B32), m = reg_new(e, RC_B32);
 	Reg pn = reg_new(e, RC_PRED), pm = reg_new(e, RC_PRED), p = reg_new(e, RC_PRED);
 	Reg a = reg_new(e, RC_B64), w = reg_new(e, RC_B64), h16 = reg_new(e, RC_B16);
+	Reg width = r->N, lim = {0}, nlim = {0}, t = {0};
 	int esz = g->esz_out;
 
 	emit_block(e, "sm90.w4a8_store");
+	if (g->swiglu) {
+		width = reg_new(e, RC_B32);
+		lim = reg_new(e, RC_F32);
+		nlim = reg_new(e, RC_F32);
+		t = reg_new(e, RC_F32);
+		emitf(e, "\tshr.u32 %s, %s, 1;\n", width.s, r->N.s);
+		emitf(e, "\tld.param.f32 %s, [p_swiglu_limit];\n\tneg.f32 %s, %s;\n", lim.s, nlim.s, lim.s);
+	}
 	sm90_acc_col0(e, col, r->lane);
 	emitf(e, "\tadd.u32 %s, %s, %s;\n", col.s, col.s, r->m0.s);
 	for (int i = 0; i < g->tm / 2; i++) {
 		int drow, dcol;
 		wgmma_acc_reg(i, &drow, &dcol);
-		emitf(e, "\tadd.u32 %s, %s, %s;\n\tadd.u32 %s, %s, %d;\n", n.s, r->n0.s, th->row0.s, n.s, n.s, drow);
-		emitf(e, "\tsetp.lt.u32 %s, %s, %s;\n", pn.s, n.s, r->N.s);
+		if (g->swiglu && drow)
+			continue; /* an up value, taken with its gate */
+		if (g->swiglu) {
+			/* the up value of the same token: register i + 2 (wgmma_acc_reg) */
+			op_swiglu(e, acc[i], acc[i], acc[i + 2], lim, nlim, t);
+			emitf(e, "\tadd.u32 %s, %s, %s;\n", n.s, r->n0.s, th->gate.s);
+		} else {
+			emitf(e, "\tadd.u32 %s, %s, %s;\n\tadd.u32 %s, %s, %d;\n", n.s, r->n0.s, th->row0.s, n.s, n.s,
+			      drow);
+		}
+		emitf(e, "\tsetp.lt.u32 %s, %s, %s;\n", pn.s, n.s, width.s);
 		emitf(e, "\tadd.u32 %s, %s, %d;\n\tsetp.lt.u32 %s, %s, %s;\n", m.s, col.s, dcol, pm.s, m.s, r->mhi.s);
 		if (g->moe)
 			emitf(e, "\tsetp.ge.and.u32 %s, %s, %s, %s;\n", pm.s, m.s, r->mlo.s, pm.s);
 		emitf(e, "\tand.pred %s, %s, %s;\n", p.s, pm.s, pn.s);
-		/* element m*N + n in 64 bits */
-		emitf(e, "\tmul.wide.u32 %s, %s, %s;\n\tcvt.u64.u32 %s, %s;\n\tadd.u64 %s, %s, %s;\n", a.s, m.s, r->N.s,
-		      w.s, n.s, a.s, a.s, w.s);
+		/* element m*width + n in 64 bits */
+		emitf(e, "\tmul.wide.u32 %s, %s, %s;\n\tcvt.u64.u32 %s, %s;\n\tadd.u64 %s, %s, %s;\n", a.s, m.s,
+		      width.s, w.s, n.s, a.s, a.s, w.s);
 		emitf(e, "\tmad.lo.u64 %s, %s, %d, %s;\n", a.s, a.s, esz, r->c.s);
 		if (g->out == DT_BF16) {
 			emitf(e, "\tcvt.rn.bf16.f32 %s, %s;\n", h16.s, acc[i].s);

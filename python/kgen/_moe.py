@@ -115,17 +115,16 @@ def plan(a, sa, b, sb, offsets=None, counts=None, swiglu=False, swiglu_limit=10.
     kb = k // KBLOCK
     c = Call()
     c.dev, t = G.device(av, tgt, target, sa)
+    w4a8 = fp4 and scale == "block128"
     if fp4:
         G.fp4_align(bv, t)
-        if swiglu and t == "sm_90a":
-            r.fail(ValueError, "swiglu", True, "the sm_90a W4A8 kernel (FP4 b, float32 sa) has "
-                   "no SwiGLU epilogue yet: run it without and apply the activation after")
-    od = G.out_dtype(out_dtype, ("bf16", "e4m3") if swiglu else ("bf16", "f32"))
+    # the W4A8 kernel's SwiGLU output is bf16 (gen/gemm.c)
+    od = G.out_dtype(out_dtype, ("bf16",) if w4a8 and swiglu else ("bf16", "e4m3") if swiglu
+                     else ("bf16", "f32"))
     nout = n // 2 if swiglu else n
     oshape = (e, m, nout) if masked else (m, nout)
     G.out(out, av, oshape, od)
     lay = "masked" if masked else "contiguous"
-    w4a8 = fp4 and scale == "block128"
     args = ("--target", t, "--dtype", "e4m3", "--scale", "w4a8" if w4a8 else scale,
             "--out-dtype", od)
     if fp4 and not w4a8:

@@ -179,13 +179,15 @@ def test_moe_gemm(rng, mx, masked, swiglu):
     assert (got[~mine] == 0).all(), "a row no expert owns was written"
 
 
+@pytest.mark.parametrize("swiglu", [False, True], ids=["plain", "swiglu"])
 @pytest.mark.parametrize("masked,m", [(False, 40), (True, 6), (True, 12)],
                          ids=["contiguous", "masked-8", "masked-16"])
 @pytest.mark.parametrize("mx", [False, True], ids=["w4a8", "mx32"])
-def test_moe_gemm_fp4(rng, mx, masked, m):
+def test_moe_gemm_fp4(rng, mx, masked, m, swiglu):
     """FP4 expert weights (docs/ABI.md "W4A8 weights"): the sm_90a W4A8
     kernel (float32 sa; 8 tokens a tile for slabs of up to 8, else 16) and
-    the sm_100a E4M3 x E2M1 one (UE8M0 sa), on the emulator."""
+    the sm_100a E4M3 x E2M1 one (UE8M0 sa), on the emulator, with and
+    without the SwiGLU epilogue."""
     e, n, k = 3, 256, 256
     a = ref.e4m3_codes(rng, *((e, m, k) if masked else (m, k)))
     w = rng.integers(0, 256, (e, n, k // 2), dtype=np.uint8)
@@ -201,12 +203,16 @@ def test_moe_gemm_fp4(rng, mx, masked, m):
         table = dict(offsets=np.array([3, 20, 20, 37], np.int32))
         o = table["offsets"]
         owned = [(slice(o[x], o[x + 1]),) for x in range(e)]
-    c = kgen.moe_gemm(a, sa, w, sw, **table)
+    c = kgen.moe_gemm(a, sa, w, sw, swiglu=swiglu, swiglu_limit=7.5, **table)
     got = bf16(c)
+    assert got.shape[-1] == (n // 2 if swiglu else n)
     mine = np.zeros(got.shape, bool)
     for x, rows in enumerate(owned):
         p, bound = ref.fp4_gemm(a[rows], w[x], sw[x], sa[rows])
-        within(got[rows], p, ref.WGMMA_FP8_BOUND * bound)
+        tol = ref.WGMMA_FP8_BOUND * bound
+        if swiglu:
+            p, tol = ref.swiglu(p, bound, 7.5)
+        within(got[rows], p, tol)
         mine[rows] = True
     assert (got[~mine] == 0).all(), "a row no expert owns was written"
 

@@ -171,13 +171,15 @@ def test_moe_gemm_block128_gpu(gen, masked, swiglu):
 
 
 @gpu
+@pytest.mark.parametrize("swiglu", [False, True], ids=["plain", "swiglu"])
 @pytest.mark.parametrize("masked,m", [(False, 300), (True, 7), (True, 16)],
                          ids=["contiguous", "masked-8", "masked-16"])
-def test_moe_gemm_w4a8_gpu(gen, masked, m):
-    """FP4 expert weights on the sm_90a W4A8 kernel: torch's packed FP4
-    dtype where it has one, UE8M0 exponents as float8_e8m0fnu."""
+def test_moe_gemm_w4a8_gpu(gen, masked, m, swiglu):
+    """FP4 expert weights on the sm_90a W4A8 kernel, with and without the
+    SwiGLU epilogue: torch's packed FP4 dtype where it has one, UE8M0
+    exponents as float8_e8m0fnu."""
     rng = np.random.default_rng(int(torch.randint(0, 1 << 30, (1,), generator=gen)))
-    e, n, k = 4, 384, 512
+    e, n, k = 4, 512 if swiglu else 384, 512
     a = ref.e4m3_codes(rng, *((e, m, k) if masked else (m, k)))
     w = rng.integers(0, 256, (e, n, k // 2), dtype=np.uint8)
     sw = rng.integers(118, 126, (e, n, k // 32), dtype=np.uint8)
@@ -197,14 +199,17 @@ def test_moe_gemm_w4a8_gpu(gen, masked, m):
     if hasattr(torch, "float8_e8m0fnu"):
         swt = swt.view(torch.float8_e8m0fnu)
     args = (fp8(a, "cuda"), torch.from_numpy(sa).cuda(), wt, swt)
-    c = kgen.moe_gemm(*args, **table)
-    f = torch.compile(lambda *t: kgen.moe_gemm(*t, **table), fullgraph=True)
+    c = kgen.moe_gemm(*args, swiglu=swiglu, **table)
+    f = torch.compile(lambda *t: kgen.moe_gemm(*t, swiglu=swiglu, **table), fullgraph=True)
     assert torch.equal(c, f(*args))
     got = f64(c)
     mine = np.zeros(got.shape, bool)
     for x, rows in enumerate(owned):
         p, bound = ref.fp4_gemm(a[rows], w[x], sw[x], sa[rows])
-        within(got[rows], p, ref.WGMMA_FP8_BOUND * bound)
+        tol = ref.WGMMA_FP8_BOUND * bound
+        if swiglu:
+            p, tol = ref.swiglu(p, bound, 10.0)
+        within(got[rows], p, tol)
         mine[rows] = True
     assert (got[~mine] == 0).all()
 
