@@ -227,6 +227,29 @@ def fp4_gemm(a, w, sw, sa):
     return c, bound
 
 
+def within(got, want, tol):
+    """Every element within tol plus its output rounding (bf16: 2^-8)."""
+    err = np.abs(got - want)
+    lim = tol + 2.0 ** -8 * np.abs(want) + 1e-30
+    assert (err <= lim).all(), "worst %g over %g" % ((err / lim).max(), 1)
+
+
+def check_experts(got, owned, product, limit=None):
+    """A MoE output got (float64) against each expert's float64 product:
+    owned[x] indexes expert x's rows, product(x, rows) gives (C, bound) of
+    those rows (the FP8 wgmma's error scale), limit (or None) applies the
+    SwiGLU epilogue; every row no expert owns must still be 0."""
+    mine = np.zeros(got.shape, bool)
+    for x, rows in enumerate(owned):
+        p, bound = product(x, rows)
+        tol = WGMMA_FP8_BOUND * bound
+        if limit is not None:
+            p, tol = swiglu(p, bound, limit)
+        within(got[rows], p, tol)
+        mine[rows] = True
+    assert (got[~mine] == 0).all(), "a row no expert owns was written"
+
+
 def swiglu(p, bound, limit):
     """The SwiGLU epilogue of p [rows, N] (gate half, then up half) and
     its error bound from the product's: (out [rows, N/2], tol)."""

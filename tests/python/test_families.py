@@ -85,11 +85,7 @@ def bf16_or_f32(c):
     return bf16(c) if c.dtype == np.uint16 else np.asarray(c, np.float64)
 
 
-def within(got, want, tol):
-    """Every element within tol plus its output rounding (bf16: 2^-8)."""
-    err = np.abs(got - want)
-    lim = tol + 2.0 ** -8 * np.abs(want) + 1e-30
-    assert (err <= lim).all(), "worst %g over %g" % ((err / lim).max(), 1)
+within = ref.within
 
 
 def block_scales(rng, rows, kb):
@@ -164,19 +160,9 @@ def moe_case(rng, mx, masked, swiglu):
 def test_moe_gemm(rng, mx, masked, swiglu):
     a, b, sa, sb, table, owned = moe_case(rng, mx, masked, swiglu)
     c = kgen.moe_gemm(a, sa, b, sb, swiglu=swiglu, swiglu_limit=7.5, **table)
-    got = bf16(c)
-    mine = np.zeros(got.shape, bool)
-    for x, rows in enumerate(owned):
-        if mx:
-            p, bound = ref.mx_gemm(a[rows], b[x], sa[rows], sb[x])
-        else:
-            p, bound = ref.block_gemm(a[rows], b[x], sa[rows], sb[x])
-        tol = ref.WGMMA_FP8_BOUND * bound
-        if swiglu:
-            p, tol = ref.swiglu(p, bound, 7.5)
-        within(got[rows], p, tol)
-        mine[rows] = True
-    assert (got[~mine] == 0).all(), "a row no expert owns was written"
+    gemm = ref.mx_gemm if mx else ref.block_gemm
+    ref.check_experts(bf16(c), owned, lambda x, rows: gemm(a[rows], b[x], sa[rows], sb[x]),
+                      7.5 if swiglu else None)
 
 
 @pytest.mark.parametrize("swiglu", [False, True], ids=["plain", "swiglu"])
@@ -204,17 +190,9 @@ def test_moe_gemm_fp4(rng, mx, masked, m, swiglu):
         o = table["offsets"]
         owned = [(slice(o[x], o[x + 1]),) for x in range(e)]
     c = kgen.moe_gemm(a, sa, w, sw, swiglu=swiglu, swiglu_limit=7.5, **table)
-    got = bf16(c)
-    assert got.shape[-1] == (n // 2 if swiglu else n)
-    mine = np.zeros(got.shape, bool)
-    for x, rows in enumerate(owned):
-        p, bound = ref.fp4_gemm(a[rows], w[x], sw[x], sa[rows])
-        tol = ref.WGMMA_FP8_BOUND * bound
-        if swiglu:
-            p, tol = ref.swiglu(p, bound, 7.5)
-        within(got[rows], p, tol)
-        mine[rows] = True
-    assert (got[~mine] == 0).all(), "a row no expert owns was written"
+    assert c.shape[-1] == (n // 2 if swiglu else n)
+    ref.check_experts(bf16(c), owned, lambda x, rows: ref.fp4_gemm(a[rows], w[x], sw[x], sa[rows]),
+                      7.5 if swiglu else None)
 
 
 # ---- indexer -------------------------------------------------------------------

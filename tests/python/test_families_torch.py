@@ -94,10 +94,7 @@ def fp8(codes, device):
     return torch.from_numpy(codes).to(device).view(torch.float8_e4m3fn)
 
 
-def within(got, want, tol):
-    err = np.abs(got - want)
-    lim = tol + 2.0 ** -8 * np.abs(want) + 1e-30
-    assert (err <= lim).all(), "worst %g" % (err / lim).max()
+within = ref.within
 
 
 def gemm_inputs(seed, m, n, k):
@@ -159,15 +156,8 @@ def test_moe_gemm_block128_gpu(gen, masked, swiglu):
     cc = f(*args)
     got = f64(c)
     assert torch.equal(c, cc)
-    mine = np.zeros(got.shape, bool)
-    for x, rows in enumerate(owned):
-        p, bound = ref.block_gemm(a[rows], b[x], sa[rows], 2.0 ** (sbe[x].astype(np.int64) - 127))
-        tol = ref.WGMMA_FP8_BOUND * bound
-        if swiglu:
-            p, tol = ref.swiglu(p, bound, 10.0)
-        within(got[rows], p, tol)
-        mine[rows] = True
-    assert (got[~mine] == 0).all()
+    ref.check_experts(got, owned, lambda x, rows: ref.block_gemm(
+        a[rows], b[x], sa[rows], 2.0 ** (sbe[x].astype(np.int64) - 127)), 10.0 if swiglu else None)
 
 
 @gpu
@@ -202,16 +192,8 @@ def test_moe_gemm_w4a8_gpu(gen, masked, m, swiglu):
     c = kgen.moe_gemm(*args, swiglu=swiglu, **table)
     f = torch.compile(lambda *t: kgen.moe_gemm(*t, swiglu=swiglu, **table), fullgraph=True)
     assert torch.equal(c, f(*args))
-    got = f64(c)
-    mine = np.zeros(got.shape, bool)
-    for x, rows in enumerate(owned):
-        p, bound = ref.fp4_gemm(a[rows], w[x], sw[x], sa[rows])
-        tol = ref.WGMMA_FP8_BOUND * bound
-        if swiglu:
-            p, tol = ref.swiglu(p, bound, 10.0)
-        within(got[rows], p, tol)
-        mine[rows] = True
-    assert (got[~mine] == 0).all()
+    ref.check_experts(f64(c), owned, lambda x, rows: ref.fp4_gemm(a[rows], w[x], sw[x], sa[rows]),
+                      10.0 if swiglu else None)
 
 
 # ---- indexer -------------------------------------------------------------------
