@@ -182,6 +182,24 @@ emit_thread_setup(Emit *e, const GemmCfg *g, const GemmRegs *r, Reg wgc, W4a8Thr
 	}
 }
 
+/* The accumulator register of the same token as register i, 8 fragment
+ * rows down (wgmma_acc_reg; n of them): with swiglu, the up value of gate
+ * value i. */
+static int
+acc_below(int i, int n)
+{
+	int drow, dcol, r, c;
+
+	wgmma_acc_reg(i, &drow, &dcol);
+	for (int j = 0; j < n; j++) {
+		wgmma_acc_reg(j, &r, &c);
+		if (c == dcol && r == drow + 8)
+			return j;
+	}
+	kg_bug("w4a8 store: no accumulator 8 rows below register %d", i);
+	return -1;
+}
+
 /* C[token][weight row] from the accumulator D^T: tokens m0 + col inside
  * the expert's rows [mlo, mhi), weight rows n0 + row < N; with swiglu
  * C[token][n0 + g] = silu(min(gate, L))·clamp(up, -L, L) of the thread's
@@ -213,8 +231,7 @@ emit_store(Emit *e, const GemmCfg *g, const GemmRegs *r, const W4a8Thread *th, c
 		if (g->swiglu && drow)
 			continue; /* an up value, taken with its gate */
 		if (g->swiglu) {
-			/* the up value of the same token: register i + 2 (wgmma_acc_reg) */
-			op_swiglu(e, acc[i], acc[i], acc[i + 2], lim, nlim, t);
+			op_swiglu(e, acc[i], acc[i], acc[acc_below(i, g->tm / 2)], lim, nlim, t);
 			emitf(e, "\tadd.u32 %s, %s, %s;\n", n.s, r->n0.s, th->gate.s);
 		} else {
 			emitf(e, "\tadd.u32 %s, %s, %s;\n\tadd.u32 %s, %s, %d;\n", n.s, r->n0.s, th->row0.s, n.s, n.s,
