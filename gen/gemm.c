@@ -142,9 +142,10 @@ gemm_configure(GemmCfg *g, const GemmParams *p, KgErr *err)
 	if (g->w4a8 && !g->moe)
 		return kg_fail(err, "--scale=w4a8 with --moe=none: the W4A8 kernel is the experts' decode "
 		               "GEMM; add --moe masked or contiguous (one dense matrix is E = 1)");
-	if (g->w4a8 && g->out == DT_E4M3)
-		return kg_fail(err, "--out-dtype=e4m3 with --scale=w4a8: the W4A8 kernel writes bf16 or f32 "
-		               "C, its SwiGLU output included");
+	if (g->w4a8 && g->out == DT_E4M3 && !(g->swiglu && g->tn == 256))
+		return kg_fail(err, "--out-dtype=e4m3 with --scale=w4a8: an FP8 C is the SwiGLU output "
+		               "quantized per 1x128 for the down GEMM; it needs --epilogue swiglu --tile-n 256 "
+		               "(128 columns of C per CTA)");
 
 	const char *sname = g->w4a8 ? "w4a8" : g->sblock ? "block128" : p->scale == GS_NV16 ? "nv16" : "mx32";
 
@@ -208,11 +209,11 @@ gemm_configure(GemmCfg *g, const GemmParams *p, KgErr *err)
 	/* FP8 out: the scales the down GEMM reads as its SA: mx32's factor
 	 * images, or block128's fp32 per 1x128, whose 128 columns of C one
 	 * CTA covers with two warpgroups on the same 64 rows (split) */
-	if (g->out == DT_E4M3 && !(g->swiglu && (g->sfvec || (g->sblock && g->tm == 64 && g->tn == 256))))
+	if (g->out == DT_E4M3 && !(g->swiglu && (g->sfvec || g->w4a8 || (g->sblock && g->tm == 64 && g->tn == 256))))
 		return kg_fail(err, "--out-dtype=e4m3: an FP8 C is the SwiGLU output quantized for the down "
 		               "GEMM; it needs --epilogue swiglu with --scale mx32 (sm_100a) or --scale block128 "
 		               "--tile-m 64 --tile-n 256 (sm_90a: 128 columns of C per CTA, one scale per row)");
-	g->split = g->out == DT_E4M3 && g->sblock;
+	g->split = g->out == DT_E4M3 && g->sblock && !g->w4a8;
 	g->wn = g->tn >> g->split;
 	if (g->sfvec && g->swiglu && g->tn != 2 * SF_ROWS)
 		return kg_fail(err, "--tile-n=%d with --epilogue=swiglu and --scale=%s: tile-n must be %d "
@@ -818,7 +819,7 @@ gemm_abi(const GemmCfg *g, const char *args, KernelAbi *k)
 		 * expert (docs/ABI.md, "gemm") */
 		abi_ptr(k, "alpha", DT_F32, "%s", g->moe ? "alpha[E]" : "alpha[1]");
 	}
-	if (g->split) {
+	if (g->split || (g->w4a8 && g->out == DT_E4M3)) {
 		/* C's fp32 scales per 1x128, as the SA of a block128 gemm with
 		 * K = N/2 (docs/ABI.md, "SwiGLU epilogue") */
 		abi_ptr(k, "CS", DT_F32, "CS[cdiv(N/2,128),%s]", rows);

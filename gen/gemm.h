@@ -94,7 +94,7 @@ typedef struct GemmCfg {
 	int split;              /* sm90 FP8 SwiGLU: 2 consumer warpgroups on the same 64 rows, one per
 	                         * half of the tile's columns (B rows 128w..: 64 gate, 64 up) */
 	int wn;                 /* sm90: a consumer's wgmma N: tn, or tn/2 when split */
-	int r_amax;             /* split: smem for the row amax the two warpgroups exchange, or -1 */
+	int r_amax;             /* split (W4A8: FP8 C): smem for the amax the consumers exchange, or -1 */
 	Plan plan;
 	int r_a, r_b, r_slot;   /* smem region indices (r_slot: TMEM address, or -1) */
 	int r_sfa, r_sfb;       /* mx32: scale-factor image stages */

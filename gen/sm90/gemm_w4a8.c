@@ -41,6 +41,8 @@ sm90_w4a8_plan(GemmCfg *g, KgErr *err)
 	p->regs_need_max = 3 * g->tm / 2 + 32 + 48;
 	snprintf(p->regs_need_who, sizeof p->regs_need_who, "consumer");
 	g->r_lut = plan_smem(p, "W4A8 E4M3 byte tables", 8 * W4A8_NLUT, 16, 1);
+	if (g->out == DT_E4M3) /* each consumer warp's token amax (emit_store_fp8) */
+		g->r_amax = plan_smem(p, "token amax exchange", 4 * g->consumers * g->tm * 4, 16, 1);
 	g->b_full = plan_barrier(p, "full", g->stages, 1, g->stage_bytes,
 	                         "producer: arrive.expect_tx, then TMA complete_tx");
 	snprintf(does, sizeof does, "lane 0 of each of the %d consumer warps after wgmma.wait_group",
@@ -252,6 +254,88 @@ emit_store(Emit *e, const GemmCfg *g, const GemmRegs *r, const W4a8Thread *th, c
 		} else {
 			emitf(e, "\t@%s st.global.f32 [%s], %s;\n", p.s, a.s, acc[i].s);
 		}
+	}
+}
+
+/* The SwiGLU output as FP8 (--out-dtype e4m3, tile-n 256; docs/ABI.md,
+ * "SwiGLU epilogue"): the CTA's 128 columns of C, n0.., are one scale
+ * block. A token's amax over them: each thread's gate value, the warp's
+ * eight gate rows (shfl.bfly 4, 8, 16: the lanes of one lane%4), then
+ * every consumer warp's through smem ([warp][token] words, a named barrier
+ * of the consumers); s = amax/448 (1 for an all-zero token) goes to
+ * CS[n0/128][token] (warp 0 of warpgroup 0 writes it) and C gets the E4M3
+ * of each value / s (satfinite: none exceeds 448), as the FP8 split
+ * epilogue of gen/sm90/gemm.c does. */
+static void
+emit_store_fp8(Emit *e, const GemmCfg *g, const GemmRegs *r, const W4a8Thread *th, const Reg *acc, Reg wgc)
+{
+	Reg lim = reg_new(e, RC_F32), nlim = reg_new(e, RC_F32), t = reg_new(e, RC_F32), x = reg_new(e, RC_F32);
+	Reg zero = reg_new(e, RC_F32), col = reg_new(e, RC_B32), wc = reg_new(e, RC_B32), a = reg_new(e, RC_B32);
+	Reg m = reg_new(e, RC_B32), n = reg_new(e, RC_B32), half = reg_new(e, RC_B32), b = reg_new(e, RC_B32);
+	Reg q0 = reg_new(e, RC_PRED), pm = reg_new(e, RC_PRED), pn = reg_new(e, RC_PRED), p = reg_new(e, RC_PRED);
+	Reg cs = reg_new(e, RC_B64), w = reg_new(e, RC_B64), ad = reg_new(e, RC_B64), h16 = reg_new(e, RC_B16);
+	Reg ex = op_plan_smem(e, &g->plan, r->base, g->r_amax), am[4], sc[4];
+	int nacc = g->tm / 2, warps = 4 * g->consumers;
+
+	emit_block(e, "sm90.w4a8_store_fp8");
+	emitf(e, "\tld.param.f32 %s, [p_swiglu_limit];\n\tneg.f32 %s, %s;\n", lim.s, nlim.s, lim.s);
+	op_param_global(e, cs, "CS");
+	emitf(e, "\tshr.u32 %s, %s, 1;\n\tmov.f32 %s, 0f00000000;\n", half.s, r->N.s, zero.s);
+	sm90_acc_col0(e, col, r->lane);
+	/* the consumer warp (0..warps-1), and the lanes that hold gate row 0 of it */
+	emitf(e, "\tand.b32 %s, %s, 3;\n\tmad.lo.u32 %s, %s, 4, %s;\n", wc.s, r->warp.s, wc.s, wgc.s, wc.s);
+	emitf(e, "\tsetp.lt.u32 %s, %s, 4;\n", q0.s, r->lane.s);
+	for (int i = 0; i < nacc; i++) {
+		int drow, dcol, j = tok_of_acc(i);
+		wgmma_acc_reg(i, &drow, &dcol);
+		if (drow)
+			continue;
+		am[j] = reg_new(e, RC_F32);
+		sc[j] = reg_new(e, RC_F32);
+		op_swiglu(e, acc[i], acc[i], acc[acc_below(i, nacc)], lim, nlim, t);
+		emitf(e, "\tabs.f32 %s, %s;\n", am[j].s, acc[i].s);
+		for (int d = 4; d < 32; d *= 2)
+			emitf(e, "\tshfl.sync.bfly.b32 %s, %s, %d, 0x1f, 0xffffffff;\n\tmax.f32 %s, %s, %s;\n", x.s,
+			      am[j].s, d, am[j].s, am[j].s, x.s);
+		/* word [wc][col + dcol] */
+		emitf(e, "\tmad.lo.u32 %s, %s, %d, %s;\n\tadd.u32 %s, %s, %d;\n", a.s, wc.s, g->tm, col.s, a.s, a.s,
+		      dcol);
+		emitf(e, "\tmad.lo.u32 %s, %s, 4, %s;\n\t@%s st.shared.f32 [%s], %s;\n", a.s, a.s, ex.s, q0.s, a.s,
+		      am[j].s);
+	}
+	op_bar_sync_why(e, 1, 128 * g->consumers, "every consumer warp's token amax written");
+	for (int i = 0; i < nacc; i++) {
+		int drow, dcol, j = tok_of_acc(i);
+		wgmma_acc_reg(i, &drow, &dcol);
+		if (drow)
+			continue;
+		emitf(e, "\tadd.u32 %s, %s, %d;\n\tmad.lo.u32 %s, %s, 4, %s;\n", a.s, col.s, dcol, a.s, a.s, ex.s);
+		for (int v = 0; v < warps; v++)
+			emitf(e, "\tld.shared.f32 %s, [%s+%d];\n\tmax.f32 %s, %s, %s;\n", x.s, a.s, 4 * v * g->tm, am[j].s,
+			      am[j].s, x.s);
+		emitf(e, "\tdiv.rn.f32 %s, %s, 0f43E00000;\n", sc[j].s, am[j].s); /* amax / 448 */
+		emitf(e, "\tsetp.eq.f32 %s, %s, 0f00000000;\n\t@%s mov.f32 %s, 0f3F800000;\n", p.s, am[j].s, p.s,
+		      sc[j].s);
+		/* the token's row m0 + col + dcol, and whether this expert owns it */
+		emitf(e, "\tadd.u32 %s, %s, %s;\n\tadd.u32 %s, %s, %d;\n", m.s, col.s, r->m0.s, m.s, m.s, dcol);
+		emitf(e, "\tsetp.lt.u32 %s, %s, %s;\n\tsetp.ge.and.u32 %s, %s, %s, %s;\n", pm.s, m.s, r->mhi.s, pm.s,
+		      m.s, r->mlo.s, pm.s);
+		/* CS[n0/128][m]: warp 0 of the consumers, lanes 0-3 (every token once) */
+		emitf(e, "\tshr.u32 %s, %s, 7;\n\tmad.lo.u32 %s, %s, %s, %s;\n", b.s, r->n0.s, b.s, b.s, r->rows.s,
+		      m.s);
+		emitf(e, "\tmul.wide.u32 %s, %s, 4;\n\tadd.u64 %s, %s, %s;\n", w.s, b.s, w.s, w.s, cs.s);
+		emitf(e, "\tsetp.eq.and.u32 %s, %s, 0, %s;\n\tand.pred %s, %s, %s;\n", p.s, wc.s, q0.s, p.s, p.s, pm.s);
+		emitf(e, "\t@%s st.global.f32 [%s], %s;\n", p.s, w.s, sc[j].s);
+		/* C[m][n0 + gate], n0 + gate < N/2: one E4M3 byte (the low one of the pair) */
+		emitf(e, "\tadd.u32 %s, %s, %s;\n\tsetp.lt.and.u32 %s, %s, %s, %s;\n", n.s, r->n0.s, th->gate.s, pn.s,
+		      n.s, half.s, pm.s);
+		emitf(e, "\tmul.wide.u32 %s, %s, %s;\n\tcvt.u64.u32 %s, %s;\n\tadd.u64 %s, %s, %s;\n", ad.s, m.s,
+		      half.s, w.s, n.s, ad.s, ad.s, w.s);
+		emitf(e, "\tadd.u64 %s, %s, %s;\n", ad.s, ad.s, r->c.s);
+		emitf(e, "\tdiv.rn.f32 %s, %s, %s;\n", acc[i].s, acc[i].s, sc[j].s);
+		emitf(e, "\tcvt.rn.satfinite.e4m3x2.f32 %s, %s, %s;\n\tcvt.u32.u16 %s, %s;\n", h16.s, zero.s,
+		      acc[i].s, b.s, h16.s);
+		emitf(e, "\t@%s st.global.u8 [%s], %s;\n", pn.s, ad.s, b.s);
 	}
 }
 
@@ -468,6 +552,9 @@ sm90_w4a8_consumer(Emit *e, const GemmCfg *g, const GemmRegs *r, KgErr *err)
 	emit_label(e, last);
 	emit_last(e, &k, store);
 	emit_label(e, store);
-	emit_store(e, g, r, &k.th, k.acc);
+	if (g->out == DT_E4M3)
+		emit_store_fp8(e, g, r, &k.th, k.acc, wgc);
+	else
+		emit_store(e, g, r, &k.th, k.acc);
 	return 0;
 }

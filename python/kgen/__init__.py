@@ -321,8 +321,8 @@ def moe_gemm(a, sa, b, sb, *, offsets=None, counts=None, swiglu=False, swiglu_li
     (the kernel clamps them into 0 .. M).
     FP4 weights (docs/ABI.md "W4A8 weights"): b [E, N, K/2] float4_e2m1fn_x2
     or uint8 (two E2M1 codes a byte, the even K in the low nibble) with sb
-    [E, N, K/32] UE8M0; float32 sa runs the sm_90a W4A8 kernel (its swiglu
-    output is bfloat16), UE8M0 sa the sm_100a E4M3 x E2M1 one."""
+    [E, N, K/32] UE8M0; float32 sa runs the sm_90a W4A8 kernel (swiglu
+    and its FP8 output included), UE8M0 sa the sm_100a E4M3 x E2M1 one."""
     if is_torch(a) and _compiling():
         od = "" if out_dtype is None else str(out_dtype).replace("torch.", "")
         r, scales = _traced("moe_gemm", a, sa, b, sb, offsets, counts, bool(swiglu),

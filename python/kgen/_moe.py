@@ -118,9 +118,7 @@ def plan(a, sa, b, sb, offsets=None, counts=None, swiglu=False, swiglu_limit=10.
     w4a8 = fp4 and scale == "block128"
     if fp4:
         G.fp4_align(bv, t)
-    # the W4A8 kernel's SwiGLU output is bf16 (gen/gemm.c)
-    od = G.out_dtype(out_dtype, ("bf16",) if w4a8 and swiglu else ("bf16", "e4m3") if swiglu
-                     else ("bf16", "f32"))
+    od = G.out_dtype(out_dtype, ("bf16", "e4m3") if swiglu else ("bf16", "f32"))
     nout = n // 2 if swiglu else n
     oshape = (e, m, nout) if masked else (m, nout)
     G.out(out, av, oshape, od)

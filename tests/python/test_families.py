@@ -326,6 +326,46 @@ def test_moe_gemm_fp8_swiglu_feeds_the_down_gemm(rng, mx, masked):
         within(d[rows], p, ref.WGMMA_FP8_BOUND * bound)
 
 
+@pytest.mark.parametrize("masked", [False, True], ids=["contiguous", "masked"])
+def test_moe_gemm_w4a8_fp8_swiglu_feeds_the_down_gemm(rng, masked):
+    """Hopper's FP4 expert pipeline on the W4A8 kernels: gate+up with the
+    SwiGLU epilogue quantized to FP8 (C and its fp32 scales per 1 x 128),
+    read in place as the activations of the down GEMM's FP4 weights."""
+    e, n, k, m = 3, 256, 256, 12 if masked else 40
+    a = ref.e4m3_codes(rng, *((e, m, k) if masked else (m, k)))
+    sa = rng.uniform(2.0 ** -10, 2.0 ** -6, a.shape[:-1] + (k // 128,)).astype(np.float32)
+    w = rng.integers(0, 256, (e, n, k // 2), dtype=np.uint8)
+    sw = rng.integers(118, 126, (e, n, k // 32), dtype=np.uint8)
+    if masked:
+        table = dict(counts=np.array([m - 1, 0, m], np.int32))
+        owned = [(x, slice(0, c)) for x, c in enumerate(table["counts"])]
+    else:
+        table = dict(offsets=np.array([3, 20, 20, 37], np.int32))
+        o = table["offsets"]
+        owned = [(slice(o[x], o[x + 1]),) for x in range(e)]
+    c, cs = kgen.moe_gemm(a, sa, w, sw, swiglu=True, out_dtype="float8_e4m3fn", **table)
+    assert c.dtype == np.uint8 and c.shape[-1] == 128 and cs.shape[-1] == 1
+    cv = ref.E4M3[c]
+    for x, rows in enumerate(owned):
+        if cv[rows].shape[0] == 0:
+            continue
+        p, bound = ref.fp4_gemm(a[rows], w[x], sw[x], sa[rows])
+        want, tol = ref.swiglu(p, bound, 10.0)
+        s = np.asarray(cs[rows], np.float64)  # [rows, 1]: one scale per token
+        # amax / 448 per token; E4M3 keeps 3 fraction bits, subnormals 2^-9 of the scale
+        assert np.allclose(s[:, 0], np.maximum(np.abs(want).max(axis=1), 0) / 448, rtol=2e-2,
+                           atol=1e-30) or (want == 0).all()
+        err = np.abs(cv[rows] * s - want)
+        assert (err <= tol + 2.0 ** -4 * np.abs(want) + 2.0 ** -10 * s).all()
+    # the down GEMM: FP4 weights [E, N2, 64] against (c, cs), read in place
+    n2 = 128
+    w2 = rng.integers(0, 256, (e, n2, 64), dtype=np.uint8)
+    sw2 = rng.integers(118, 126, (e, n2, 4), dtype=np.uint8)
+    d = bf16(kgen.moe_gemm(c, cs, w2, sw2, **table))
+    ref.check_experts(d, owned, lambda x, rows: ref.fp4_gemm(c[rows], w2[x], sw2[x],
+                                                             np.asarray(cs[rows], np.float32)))
+
+
 @pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("per", [68, 72], ids=["fp4", "nvfp4"])
 def test_indexer_fp4_keys(rng, target, per):

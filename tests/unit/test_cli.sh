@@ -61,7 +61,7 @@ expect_error "--tile-m=8: tile-m 8 and 16 are the W4A8 kernel's tokens per CTA" 
 expect_error "--tile-n=96 with --scale=w4a8: tile-n is 64 weight rows per consumer warpgroup, 64, 128, 192 or 256" gemm --dtype e4m3 --scale w4a8 --tile-k 128 --tile-m 8 --tile-n 96 --moe masked
 expect_error "--swizzle=64B with --scale=w4a8" gemm --dtype e4m3 --scale w4a8 --tile-k 128 --tile-m 8 --tile-n 128 --swizzle 64 --moe masked
 expect_error "--scale=w4a8 with --moe=none: the W4A8 kernel is the experts' decode GEMM" gemm --dtype e4m3 --scale w4a8 --tile-k 128 --tile-m 8 --tile-n 128
-expect_error "--out-dtype=e4m3 with --scale=w4a8: the W4A8 kernel writes bf16 or f32" gemm --dtype e4m3 --scale w4a8 --tile-k 128 --tile-m 8 --tile-n 128 --moe masked --epilogue swiglu --out-dtype e4m3
+expect_error "--out-dtype=e4m3 with --scale=w4a8: an FP8 C is the SwiGLU output quantized per 1x128" gemm --dtype e4m3 --scale w4a8 --tile-k 128 --tile-m 8 --tile-n 128 --moe masked --epilogue swiglu --out-dtype e4m3
 expect_error "--tile-k=64 with --scale=w4a8: tile-k must be the scale block, 128" gemm --dtype e4m3 --scale w4a8 --tile-m 8 --tile-n 128 --moe masked
 expect_error "--tile-n=192 with --scale=mx32: tile-n must be a multiple of 128" gemm --target sm_100a --dtype e4m3 --scale mx32 --tile-k 128 --tile-n 192
 expect_error "--scale=mx32 with --cta-pair=1" gemm --target sm_100a --dtype e4m3 --scale mx32 --tile-k 128 --tile-n 256 --cta-pair 1
