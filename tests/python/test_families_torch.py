@@ -196,6 +196,46 @@ def test_moe_gemm_w4a8_gpu(gen, masked, m, swiglu):
                       10.0 if swiglu else None)
 
 
+@gpu
+@pytest.mark.parametrize("masked", [False, True], ids=["contiguous", "masked"])
+def test_moe_gemm_w4a8_fp8_pipeline_gpu(gen, masked):
+    """W4A8 gate+up with the SwiGLU output quantized to FP8, read in place
+    by the W4A8 down GEMM (docs/ABI.md, "W4A8 weights"), on the GPU."""
+    rng = np.random.default_rng(int(torch.randint(0, 1 << 30, (1,), generator=gen)))
+    e, n, k, m = 4, 512, 512, 7 if masked else 300
+    a = ref.e4m3_codes(rng, *((e, m, k) if masked else (m, k)))
+    sa = rng.uniform(2.0 ** -10, 2.0 ** -6, a.shape[:-1] + (k // 128,)).astype(np.float32)
+    w = rng.integers(0, 256, (e, n, k // 2), dtype=np.uint8)
+    sw = rng.integers(118, 126, (e, n, k // 32), dtype=np.uint8)
+    if masked:
+        counts = np.array([1, 0, m, m - 2], np.int32)
+        table = dict(counts=torch.from_numpy(counts).cuda())
+        owned = [(x, slice(0, c)) for x, c in enumerate(counts)]
+    else:
+        offs = np.array([0, 1, 1, 170, 290], np.int32)
+        table = dict(offsets=torch.from_numpy(offs).cuda())
+        owned = [(slice(offs[x], offs[x + 1]),) for x in range(e)]
+    c, cs = kgen.moe_gemm(fp8(a, "cuda"), torch.from_numpy(sa).cuda(), torch.from_numpy(w).cuda(),
+                          torch.from_numpy(sw).cuda(), swiglu=True, out_dtype=torch.float8_e4m3fn,
+                          **table)
+    cc = c.view(torch.uint8).cpu().numpy()
+    s = cs.cpu().numpy().astype(np.float64)
+    cv = ref.E4M3[cc]
+    for x, rows in enumerate(owned):
+        if cv[rows].shape[0] == 0:
+            continue
+        p, bound = ref.fp4_gemm(a[rows], w[x], sw[x], sa[rows])
+        want, tol = ref.swiglu(p, bound, 10.0)
+        sx = np.repeat(s[rows], 128, axis=-1)
+        err = np.abs(cv[rows] * sx - want)
+        assert (err <= tol + 2.0 ** -4 * np.abs(want) + 2.0 ** -10 * sx).all()
+    w2 = rng.integers(0, 256, (e, 128, n // 4), dtype=np.uint8)
+    sw2 = rng.integers(118, 126, (e, 128, n // 64), dtype=np.uint8)
+    d = kgen.moe_gemm(c, cs, torch.from_numpy(w2).cuda(), torch.from_numpy(sw2).cuda(), **table)
+    ref.check_experts(f64(d), owned, lambda x, rows: ref.fp4_gemm(
+        cc[rows], w2[x], sw2[x], np.asarray(s[rows], np.float32)))
+
+
 # ---- indexer -------------------------------------------------------------------
 
 @pytest.mark.parametrize("device,score,per", [("cpu", "fma", 132),
