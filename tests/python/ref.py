@@ -234,6 +234,25 @@ def within(got, want, tol):
     assert (err <= lim).all(), "worst %g over %g" % ((err / lim).max(), 1)
 
 
+def w4a8_case(rng, e, n, k, m, masked):
+    """Random inputs of a W4A8 MoE GEMM: E4M3 tokens a ([E, M, K] masked,
+    else [M, K]), fp32 sa per 1 x 128, FP4 weights w [E, N, K/2] and UE8M0
+    sw [E, N, K/32] whose spans stay under 14 (the fold is exact)."""
+    a = e4m3_codes(rng, *((e, m, k) if masked else (m, k)))
+    sa = rng.uniform(2.0 ** -10, 2.0 ** -6, a.shape[:-1] + (k // 128,)).astype(np.float32)
+    w = rng.integers(0, 256, (e, n, k // 2), dtype=np.uint8)
+    sw = rng.integers(118, 126, (e, n, k // 32), dtype=np.uint8)
+    return a, sa, w, sw
+
+
+def expert_rows(counts=None, offsets=None):
+    """Each expert's rows of a MoE output: masked (counts [E]: slab x's
+    first counts[x]) or contiguous (offsets [E+1])."""
+    if counts is not None:
+        return [(x, slice(0, int(c))) for x, c in enumerate(counts)]
+    return [(slice(int(offsets[x]), int(offsets[x + 1])),) for x in range(len(offsets) - 1)]
+
+
 def check_experts(got, owned, product, limit=None):
     """A MoE output got (float64) against each expert's float64 product:
     owned[x] indexes expert x's rows, product(x, rows) gives (C, bound) of

@@ -165,6 +165,14 @@ def test_moe_gemm(rng, mx, masked, swiglu):
                       7.5 if swiglu else None)
 
 
+def fp4_table(masked, m):
+    """Three experts' table: masked m-1, 0 and m rows; contiguous 17, 0
+    and 17 rows of 40 from row 3 (rows past 37: nobody's)."""
+    if masked:
+        return dict(counts=np.array([m - 1, 0, m], np.int32))
+    return dict(offsets=np.array([3, 20, 20, 37], np.int32))
+
+
 @pytest.mark.parametrize("swiglu", [False, True], ids=["plain", "swiglu"])
 @pytest.mark.parametrize("masked,m", [(False, 40), (True, 6), (True, 12)],
                          ids=["contiguous", "masked-8", "masked-16"])
@@ -175,20 +183,11 @@ def test_moe_gemm_fp4(rng, mx, masked, m, swiglu):
     the sm_100a E4M3 x E2M1 one (UE8M0 sa), on the emulator, with and
     without the SwiGLU epilogue."""
     e, n, k = 3, 256, 256
-    a = ref.e4m3_codes(rng, *((e, m, k) if masked else (m, k)))
-    w = rng.integers(0, 256, (e, n, k // 2), dtype=np.uint8)
-    sw = rng.integers(118, 126, (e, n, k // 32), dtype=np.uint8)  # spans under 14: exact
+    a, sa, w, sw = ref.w4a8_case(rng, e, n, k, m, masked)
     if mx:
         sa = rng.integers(118, 124, a.shape[:-1] + (k // 32,), dtype=np.uint8)
-    else:
-        sa = rng.uniform(2.0 ** -10, 2.0 ** -6, a.shape[:-1] + (k // 128,)).astype(np.float32)
-    if masked:
-        table = dict(counts=np.array([m - 1, 0, m], np.int32))
-        owned = [(x, slice(0, c)) for x, c in enumerate(table["counts"])]
-    else:
-        table = dict(offsets=np.array([3, 20, 20, 37], np.int32))
-        o = table["offsets"]
-        owned = [(slice(o[x], o[x + 1]),) for x in range(e)]
+    table = fp4_table(masked, m)
+    owned = ref.expert_rows(**table)
     c = kgen.moe_gemm(a, sa, w, sw, swiglu=swiglu, swiglu_limit=7.5, **table)
     assert c.shape[-1] == (n // 2 if swiglu else n)
     ref.check_experts(bf16(c), owned, lambda x, rows: ref.fp4_gemm(a[rows], w[x], sw[x], sa[rows]),
@@ -332,17 +331,9 @@ def test_moe_gemm_w4a8_fp8_swiglu_feeds_the_down_gemm(rng, masked):
     SwiGLU epilogue quantized to FP8 (C and its fp32 scales per 1 x 128),
     read in place as the activations of the down GEMM's FP4 weights."""
     e, n, k, m = 3, 256, 256, 12 if masked else 40
-    a = ref.e4m3_codes(rng, *((e, m, k) if masked else (m, k)))
-    sa = rng.uniform(2.0 ** -10, 2.0 ** -6, a.shape[:-1] + (k // 128,)).astype(np.float32)
-    w = rng.integers(0, 256, (e, n, k // 2), dtype=np.uint8)
-    sw = rng.integers(118, 126, (e, n, k // 32), dtype=np.uint8)
-    if masked:
-        table = dict(counts=np.array([m - 1, 0, m], np.int32))
-        owned = [(x, slice(0, c)) for x, c in enumerate(table["counts"])]
-    else:
-        table = dict(offsets=np.array([3, 20, 20, 37], np.int32))
-        o = table["offsets"]
-        owned = [(slice(o[x], o[x + 1]),) for x in range(e)]
+    a, sa, w, sw = ref.w4a8_case(rng, e, n, k, m, masked)
+    table = fp4_table(masked, m)
+    owned = ref.expert_rows(**table)
     c, cs = kgen.moe_gemm(a, sa, w, sw, swiglu=True, out_dtype="float8_e4m3fn", **table)
     assert c.dtype == np.uint8 and c.shape[-1] == 128 and cs.shape[-1] == 1
     cv = ref.E4M3[c]

@@ -160,6 +160,16 @@ def test_moe_gemm_block128_gpu(gen, masked, swiglu):
         a[rows], b[x], sa[rows], 2.0 ** (sbe[x].astype(np.int64) - 127)), 10.0 if swiglu else None)
 
 
+def w4a8_table(masked, m):
+    """Four experts' table on the GPU and their rows: masked 1, 0, m and m-2
+    rows; contiguous 1, 0, 169 and 120 rows (rows past 290: nobody's)."""
+    if masked:
+        t = dict(counts=np.array([1, 0, m, m - 2], np.int32))
+    else:
+        t = dict(offsets=np.array([0, 1, 1, 170, 290], np.int32))
+    return {x: torch.from_numpy(v).cuda() for x, v in t.items()}, ref.expert_rows(**t)
+
+
 @gpu
 @pytest.mark.parametrize("swiglu", [False, True], ids=["plain", "swiglu"])
 @pytest.mark.parametrize("masked,m", [(False, 300), (True, 7), (True, 16)],
@@ -170,18 +180,8 @@ def test_moe_gemm_w4a8_gpu(gen, masked, m, swiglu):
     exponents as float8_e8m0fnu."""
     rng = np.random.default_rng(int(torch.randint(0, 1 << 30, (1,), generator=gen)))
     e, n, k = 4, 512 if swiglu else 384, 512
-    a = ref.e4m3_codes(rng, *((e, m, k) if masked else (m, k)))
-    w = rng.integers(0, 256, (e, n, k // 2), dtype=np.uint8)
-    sw = rng.integers(118, 126, (e, n, k // 32), dtype=np.uint8)
-    sa = rng.uniform(2.0 ** -10, 2.0 ** -6, a.shape[:-1] + (k // 128,)).astype(np.float32)
-    if masked:
-        counts = np.array([1, 0, m, m - 2], np.int32)
-        table = dict(counts=torch.from_numpy(counts).cuda())
-        owned = [(x, slice(0, c)) for x, c in enumerate(counts)]
-    else:
-        offs = np.array([0, 1, 1, 170, 290], np.int32)
-        table = dict(offsets=torch.from_numpy(offs).cuda())
-        owned = [(slice(offs[x], offs[x + 1]),) for x in range(e)]
+    a, sa, w, sw = ref.w4a8_case(rng, e, n, k, m, masked)
+    table, owned = w4a8_table(masked, m)
     wt = torch.from_numpy(w).cuda()
     if hasattr(torch, "float4_e2m1fn_x2"):
         wt = wt.view(torch.float4_e2m1fn_x2)
@@ -203,18 +203,8 @@ def test_moe_gemm_w4a8_fp8_pipeline_gpu(gen, masked):
     by the W4A8 down GEMM (docs/ABI.md, "W4A8 weights"), on the GPU."""
     rng = np.random.default_rng(int(torch.randint(0, 1 << 30, (1,), generator=gen)))
     e, n, k, m = 4, 512, 512, 7 if masked else 300
-    a = ref.e4m3_codes(rng, *((e, m, k) if masked else (m, k)))
-    sa = rng.uniform(2.0 ** -10, 2.0 ** -6, a.shape[:-1] + (k // 128,)).astype(np.float32)
-    w = rng.integers(0, 256, (e, n, k // 2), dtype=np.uint8)
-    sw = rng.integers(118, 126, (e, n, k // 32), dtype=np.uint8)
-    if masked:
-        counts = np.array([1, 0, m, m - 2], np.int32)
-        table = dict(counts=torch.from_numpy(counts).cuda())
-        owned = [(x, slice(0, c)) for x, c in enumerate(counts)]
-    else:
-        offs = np.array([0, 1, 1, 170, 290], np.int32)
-        table = dict(offsets=torch.from_numpy(offs).cuda())
-        owned = [(slice(offs[x], offs[x + 1]),) for x in range(e)]
+    a, sa, w, sw = ref.w4a8_case(rng, e, n, k, m, masked)
+    table, owned = w4a8_table(masked, m)
     c, cs = kgen.moe_gemm(fp8(a, "cuda"), torch.from_numpy(sa).cuda(), torch.from_numpy(w).cuda(),
                           torch.from_numpy(sw).cuda(), swiglu=True, out_dtype=torch.float8_e4m3fn,
                           **table)
