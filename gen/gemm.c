@@ -819,7 +819,7 @@ gemm_abi(const GemmCfg *g, const char *args, KernelAbi *k)
 		 * expert (docs/ABI.md, "gemm") */
 		abi_ptr(k, "alpha", DT_F32, "%s", g->moe ? "alpha[E]" : "alpha[1]");
 	}
-	if (g->split || (g->w4a8 && g->out == DT_E4M3)) {
+	if (g->out == DT_E4M3 && g->sblock) {
 		/* C's fp32 scales per 1x128, as the SA of a block128 gemm with
 		 * K = N/2 (docs/ABI.md, "SwiGLU epilogue") */
 		abi_ptr(k, "CS", DT_F32, "CS[cdiv(N/2,128),%s]", rows);

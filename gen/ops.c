@@ -323,3 +323,10 @@ op_swiglu(Emit *e, Reg out, Reg gate, Reg up, Reg lim, Reg nlim, Reg t)
 	emitf(e, "\tmax.f32 %s, %s, %s;\n\tmin.f32 %s, %s, %s;\n\tmul.f32 %s, %s, %s;\n", out.s, up.s, nlim.s,
 	      out.s, out.s, lim.s, out.s, out.s, t.s);
 }
+
+void
+op_e4m3_scale(Emit *e, Reg s, Reg amax, Reg p)
+{
+	emitf(e, "\tdiv.rn.f32 %s, %s, 0f43E00000;\n", s.s, amax.s);
+	emitf(e, "\tsetp.eq.f32 %s, %s, 0f00000000;\n\t@%s mov.f32 %s, 0f3F800000;\n", p.s, amax.s, p.s, s.s);
+}

@@ -107,5 +107,9 @@ void op_exp2_mix(Emit *e, const Exp2Mix *m, int i, Reg x);
  * clamped in place, t is scratch. silu(g) = g / (1 + 2^(-g·log2 e)): a very
  * negative g makes the power +inf and the quotient -0, silu's limit. */
 void op_swiglu(Emit *e, Reg out, Reg gate, Reg up, Reg lim, Reg nlim, Reg t);
+/* The fp32 scale s of a block of values quantized to E4M3 whose largest
+ * magnitude is amax: amax / 448 (E4M3's largest finite value), 1 for an
+ * all-zero block; p is scratch. */
+void op_e4m3_scale(Emit *e, Reg s, Reg amax, Reg p);
 
 #endif

@@ -367,9 +367,7 @@ emit_swiglu_fp8(Emit *e, const GemmCfg *g, const GemmRegs *r, Reg wgc, Reg *acc)
 		      8 * k, xs.s, wgc.s, xs.s, xs.s, own.s);
 		emitf(e, "\tshl.b32 %s, %s, 2;\n\tadd.u32 %s, %s, %s;\n", xs.s, xs.s, xs.s, xs.s, ex.s);
 		emitf(e, "\tld.shared.f32 %s, [%s];\n\tmax.f32 %s, %s, %s;\n", x.s, xs.s, am[k].s, am[k].s, x.s);
-		emitf(e, "\tdiv.rn.f32 %s, %s, 0f43E00000;\n", sc[k].s, am[k].s); /* amax / 448 */
-		emitf(e, "\tsetp.eq.f32 %s, %s, 0f00000000;\n\t@%s mov.f32 %s, 0f3F800000;\n", p.s, am[k].s, p.s,
-		      sc[k].s);
+		op_e4m3_scale(e, sc[k], am[k], p);
 		/* the global row and whether this expert owns it */
 		emitf(e, "\tadd.u32 %s, %s, %s;\n", own.s, own.s, r->m0.s);
 		emitf(e, "\tsetp.lt.u32 %s, %s, %s;\n\tsetp.ge.and.u32 %s, %s, %s, %s;\n", prow[k].s, own.s,

@@ -313,9 +313,7 @@ emit_store_fp8(Emit *e, const GemmCfg *g, const GemmRegs *r, const W4a8Thread *t
 		for (int v = 0; v < warps; v++)
 			emitf(e, "\tld.shared.f32 %s, [%s+%d];\n\tmax.f32 %s, %s, %s;\n", x.s, a.s, 4 * v * g->tm, am[j].s,
 			      am[j].s, x.s);
-		emitf(e, "\tdiv.rn.f32 %s, %s, 0f43E00000;\n", sc[j].s, am[j].s); /* amax / 448 */
-		emitf(e, "\tsetp.eq.f32 %s, %s, 0f00000000;\n\t@%s mov.f32 %s, 0f3F800000;\n", p.s, am[j].s, p.s,
-		      sc[j].s);
+		op_e4m3_scale(e, sc[j], am[j], p);
 		/* the token's row m0 + col + dcol, and whether this expert owns it */
 		emitf(e, "\tadd.u32 %s, %s, %s;\n\tadd.u32 %s, %s, %d;\n", m.s, col.s, r->m0.s, m.s, m.s, dcol);
 		emitf(e, "\tsetp.lt.u32 %s, %s, %s;\n\tsetp.ge.and.u32 %s, %s, %s, %s;\n", pm.s, m.s, r->mhi.s, pm.s,
