@@ -269,6 +269,27 @@ def check_experts(got, owned, product, limit=None):
     assert (got[~mine] == 0).all(), "a row no expert owns was written"
 
 
+def check_fp8_experts(cv, owned, product, scale, limit, amax_scale=False):
+    """A SwiGLU output quantized to E4M3 (cv: its decoded codes) against
+    float64, expert by expert: product(x, rows) gives the gate+up (C,
+    bound) of expert x's rows, scale(x, rows) each output's factor (the
+    shape of cv[rows]). E4M3 keeps 3 fraction bits (2^-4 relative) and its
+    subnormals reach 2^-9 of the scale. amax_scale: the factor of each
+    token and 128 columns is their amax / 448 (1 when all are 0), as the
+    W4A8 kernel writes it."""
+    for x, rows in enumerate(owned):
+        if cv[rows].shape[0] == 0:
+            continue
+        p, bound = product(x, rows)
+        want, tol = swiglu(p, bound, limit)
+        s = scale(x, rows)
+        if amax_scale:
+            amax = np.abs(want).reshape(want.shape[0], -1, 128).max(axis=2)
+            assert np.allclose(s[:, ::128], np.where(amax > 0, amax / 448, 1.0), rtol=2e-2)
+        err = np.abs(cv[rows] * s - want)
+        assert (err <= tol + 2.0 ** -4 * np.abs(want) + 2.0 ** -10 * s).all()
+
+
 def swiglu(p, bound, limit):
     """The SwiGLU epilogue of p [rows, N] (gate half, then up half) and
     its error bound from the product's: (out [rows, N/2], tol)."""

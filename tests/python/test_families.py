@@ -294,18 +294,9 @@ def test_moe_gemm_fp8_swiglu_feeds_the_down_gemm(rng, mx, masked):
             return np.repeat(2.0 ** (ref.mx_factors(img, m).astype(np.int64) - 127), 32, axis=1)
         return np.repeat(np.asarray(cs[x] if masked else cs, np.float64), 128, axis=1)
 
-    for x, rows in enumerate(owned):
-        if cv[rows].shape[0] == 0:
-            continue
-        if mx:
-            p, bound = ref.mx_gemm(a[rows], b[x], sa[rows], sb[x])
-        else:
-            p, bound = ref.block_gemm(a[rows], b[x], sa[rows], sb[x])
-        want, tol = ref.swiglu(p, bound, 10.0)
-        s = factors(x)[rows[-1]]
-        # E4M3 keeps 3 fraction bits (2^-4 relative), subnormals 2^-9 of the scale
-        err = np.abs(cv[rows] * s - want)
-        assert (err <= tol + 2.0 ** -4 * np.abs(want) + 2.0 ** -10 * s).all()
+    gemm = ref.mx_gemm if mx else ref.block_gemm
+    ref.check_fp8_experts(cv, owned, lambda x, rows: gemm(a[rows], b[x], sa[rows], sb[x]),
+                          lambda x, rows: factors(x)[rows[-1]], 10.0)
     # the down projection reads (c, cs) as its a and sa, in place
     e, n2 = b.shape[0], 128
     b2 = ref.e4m3_codes(rng, e, n2, 128)
@@ -336,18 +327,10 @@ def test_moe_gemm_w4a8_fp8_swiglu_feeds_the_down_gemm(rng, masked):
     owned = ref.expert_rows(**table)
     c, cs = kgen.moe_gemm(a, sa, w, sw, swiglu=True, out_dtype="float8_e4m3fn", **table)
     assert c.dtype == np.uint8 and c.shape[-1] == 128 and cs.shape[-1] == 1
-    cv = ref.E4M3[c]
-    for x, rows in enumerate(owned):
-        if cv[rows].shape[0] == 0:
-            continue
-        p, bound = ref.fp4_gemm(a[rows], w[x], sw[x], sa[rows])
-        want, tol = ref.swiglu(p, bound, 10.0)
-        s = np.asarray(cs[rows], np.float64)  # [rows, 1]: one scale per token
-        # amax / 448 per token; E4M3 keeps 3 fraction bits, subnormals 2^-9 of the scale
-        assert np.allclose(s[:, 0], np.maximum(np.abs(want).max(axis=1), 0) / 448, rtol=2e-2,
-                           atol=1e-30) or (want == 0).all()
-        err = np.abs(cv[rows] * s - want)
-        assert (err <= tol + 2.0 ** -4 * np.abs(want) + 2.0 ** -10 * s).all()
+    ref.check_fp8_experts(ref.E4M3[c], owned,
+                          lambda x, rows: ref.fp4_gemm(a[rows], w[x], sw[x], sa[rows]),
+                          lambda x, rows: np.repeat(np.asarray(cs[rows], np.float64), 128, axis=-1),
+                          10.0, amax_scale=True)
     # the down GEMM: FP4 weights [E, N2, 64] against (c, cs), read in place
     n2 = 128
     w2 = rng.integers(0, 256, (e, n2, 64), dtype=np.uint8)
